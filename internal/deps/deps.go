@@ -1,0 +1,15 @@
+package deps
+
+import (
+	_ "github.com/alecthomas/kingpin/v2"
+	_ "github.com/cockroachdb/pebble/v2"
+	_ "github.com/gogo/protobuf/proto"
+	_ "github.com/golang/snappy"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/prometheus/prompb"
+	_ "github.com/prometheus/prometheus/storage/remote"
+	_ "github.com/prometheus/prometheus/tsdb/chunkenc"
+	_ "github.com/tsuna/gohbase"
+	_ "github.com/tsuna/gohbase/hrpc"
+	_ "github.com/go-zookeeper/zk"
+)

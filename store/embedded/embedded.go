@@ -1,0 +1,567 @@
+// Package embedded is the one-machine backend of store.Store, on the Pebble
+// LSM engine. It needs no other process: promhbase runs with it on a laptop
+// or a single server, and switches to store/hbase when it outgrows one
+// machine.
+//
+// Layout of a Pebble key (one per cell):
+//
+//	table 0x00 escape(row) 0x00 0x01 family 0x00 qualifier
+//
+// escape(row) writes every 0x00 byte of the row key as 0x00 0xFF, so that
+// the terminator 0x00 0x01 sorts before any continuation and Pebble's key
+// order is HBase's row order (unsigned bytes, a prefix before its
+// extensions). Table and family names never contain 0x00.
+//
+// Pebble value: u64 big-endian cell timestamp (Unix ms) ‖ cell value.
+//
+// Each table keeps one version per cell (VERSIONS=1): a write replaces the
+// cell. Writes are committed with fsync before they are acknowledged.
+// Increment and CheckAndPut are atomic per row against each other.
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+const rowLocks = 256
+
+// Options configure the embedded store.
+type Options struct {
+	// NoSync skips the fsync of each write; for benchmarks and tests only.
+	NoSync bool
+	// Tables lists the tables that exist. Operations on other tables fail
+	// with store.ErrTableNotFound. Empty means every table exists.
+	Tables []string
+}
+
+// Store is a store.Store on a Pebble database in one directory.
+type Store struct {
+	db     *pebble.DB
+	wo     *pebble.WriteOptions
+	tables map[string]bool
+	seed   maphash.Seed
+	locks  [rowLocks]sync.Mutex
+	now    func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating when needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
+	}
+	s := &Store{db: db, wo: pebble.Sync, seed: maphash.MakeSeed(), now: time.Now}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	if len(opts.Tables) > 0 {
+		s.tables = make(map[string]bool, len(opts.Tables))
+		for _, t := range opts.Tables {
+			s.tables[t] = true
+		}
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close embedded store: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) checkTable(table string) error {
+	if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
+		return fmt.Errorf("table name %q: %w", table, store.ErrInvalid)
+	}
+	if s.tables != nil && !s.tables[table] {
+		return fmt.Errorf("table %q: %w", table, store.ErrTableNotFound)
+	}
+	return nil
+}
+
+// appendRowPrefix appends table 0x00 escape(row) 0x00 0x01.
+func appendRowPrefix(dst []byte, table string, row []byte) []byte {
+	dst = appendEscapedPrefix(dst, table, row)
+	return append(dst, 0x00, 0x01)
+}
+
+// appendEscapedPrefix appends table 0x00 escape(row), without terminator: the
+// lower bound of every row >= row.
+func appendEscapedPrefix(dst []byte, table string, row []byte) []byte {
+	dst = append(dst, table...)
+	dst = append(dst, 0x00)
+	for {
+		i := bytes.IndexByte(row, 0)
+		if i < 0 {
+			return append(dst, row...)
+		}
+		dst = append(dst, row[:i+1]...)
+		dst = append(dst, 0xFF)
+		row = row[i+1:]
+	}
+}
+
+func appendCellKey(dst []byte, table string, row, family, qualifier []byte) []byte {
+	dst = appendRowPrefix(dst, table, row)
+	dst = append(dst, family...)
+	dst = append(dst, 0x00)
+	return append(dst, qualifier...)
+}
+
+// splitKey decodes a Pebble key after the table prefix: it returns the row
+// key (unescaped, appended to rowBuf), family and qualifier.
+func splitKey(rest, rowBuf []byte) (row, family, qualifier []byte, err error) {
+	row = rowBuf[:0]
+	for {
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 || i+1 >= len(rest) {
+			return nil, nil, nil, fmt.Errorf("corrupt embedded key %x", rest)
+		}
+		row = append(row, rest[:i]...)
+		switch rest[i+1] {
+		case 0xFF:
+			row = append(row, 0)
+			rest = rest[i+2:]
+			continue
+		case 0x01:
+			rest = rest[i+2:]
+		default:
+			return nil, nil, nil, fmt.Errorf("corrupt embedded key %x", rest)
+		}
+		break
+	}
+	j := bytes.IndexByte(rest, 0)
+	if j < 0 {
+		return nil, nil, nil, fmt.Errorf("corrupt embedded key: no family terminator in %x", rest)
+	}
+	return row, rest[:j], rest[j+1:], nil
+}
+
+func (s *Store) appendValue(dst []byte, c store.Cell) []byte {
+	ts := c.Timestamp
+	if ts == 0 {
+		ts = uint64(s.now().UnixMilli())
+	}
+	dst = binary.BigEndian.AppendUint64(dst, ts)
+	return append(dst, c.Value...)
+}
+
+func (s *Store) addPut(b *pebble.Batch, table string, p store.Put, kbuf, vbuf []byte) ([]byte, []byte, error) {
+	if len(p.Row) == 0 {
+		return kbuf, vbuf, fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
+	}
+	for _, c := range p.Cells {
+		if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
+			return kbuf, vbuf, fmt.Errorf("row %x: family %q: %w", p.Row, c.Family, store.ErrInvalid)
+		}
+		kbuf = appendCellKey(kbuf[:0], table, p.Row, c.Family, c.Qualifier)
+		vbuf = s.appendValue(vbuf[:0], c)
+		if err := b.Set(kbuf, vbuf, nil); err != nil {
+			return kbuf, vbuf, fmt.Errorf("batch set row %x: %w", p.Row, err)
+		}
+	}
+	return kbuf, vbuf, nil
+}
+
+// Put writes every put in one batch committed with fsync.
+func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put into %s: %w", table, err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var kbuf, vbuf []byte
+	var err error
+	for _, p := range puts {
+		if kbuf, vbuf, err = s.addPut(b, table, p, kbuf, vbuf); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("commit %d puts into %s: %w: %w", len(puts), table, store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Get returns the row's cells, restricted to family when not empty.
+func (s *Store) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
+	if err := s.checkTable(table); err != nil {
+		return store.Row{}, err
+	}
+	prefix := appendRowPrefix(nil, table, row)
+	if family != "" {
+		prefix = append(append(prefix, family...), 0)
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
+	}
+	defer it.Close()
+	r := store.Row{Key: append([]byte(nil), row...)}
+	tlen := len(table) + 1
+	var rowBuf []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		_, fam, qual, err := splitKey(it.Key()[tlen:], rowBuf)
+		if err != nil {
+			return store.Row{}, err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
+		}
+		c, err := decodeCell(fam, qual, v)
+		if err != nil {
+			return store.Row{}, err
+		}
+		r.Cells = append(r.Cells, store.Cell{
+			Family: bytes.Clone(c.Family), Qualifier: bytes.Clone(c.Qualifier),
+			Value: bytes.Clone(c.Value), Timestamp: c.Timestamp,
+		})
+	}
+	if err := it.Error(); err != nil {
+		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
+	}
+	return r, nil
+}
+
+func decodeCell(family, qualifier, v []byte) (store.Cell, error) {
+	if len(v) < 8 {
+		return store.Cell{}, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
+	}
+	return store.Cell{Family: family, Qualifier: qualifier, Timestamp: binary.BigEndian.Uint64(v), Value: v[8:]}, nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (s *Store) lockRow(table string, row []byte) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(table)
+	h.Write(row)
+	m := &s.locks[h.Sum64()%rowLocks]
+	m.Lock()
+	return m
+}
+
+func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]byte, bool, error) {
+	k := appendCellKey(nil, table, row, []byte(family), []byte(qualifier))
+	v, closer, err := s.db.Get(k)
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read cell %s:%s of row %x in %s: %w", family, qualifier, row, table, err)
+	}
+	defer closer.Close()
+	if len(v) < 8 {
+		return nil, false, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
+	}
+	return bytes.Clone(v[8:]), true, nil
+}
+
+// Increment adds delta to an 8-byte big-endian counter cell.
+func (s *Store) Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error) {
+	if err := s.checkTable(table); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("increment %x in %s: %w", row, table, err)
+	}
+	defer s.lockRow(table, row).Unlock()
+	v, found, err := s.getCell(table, row, family, qualifier)
+	if err != nil {
+		return 0, err
+	}
+	var cur int64
+	if found {
+		if len(v) != 8 {
+			return 0, fmt.Errorf("increment %s:%s of row %x in %s: cell holds %d bytes, not 8: %w", family, qualifier, row, table, len(v), store.ErrInvalid)
+		}
+		cur = int64(binary.BigEndian.Uint64(v))
+	}
+	cur += delta
+	err = s.Put(ctx, table, []store.Put{{Row: row, Cells: []store.Cell{{
+		Family: []byte(family), Qualifier: []byte(qualifier), Value: binary.BigEndian.AppendUint64(nil, uint64(cur)),
+	}}}})
+	if err != nil {
+		return 0, err
+	}
+	return cur, nil
+}
+
+// CheckAndPut writes put when the cell holds expected (absent when empty).
+func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
+	if err := s.checkTable(table); err != nil {
+		return false, err
+	}
+	defer s.lockRow(table, put.Row).Unlock()
+	v, found, err := s.getCell(table, put.Row, family, qualifier)
+	if err != nil {
+		return false, err
+	}
+	if len(expected) == 0 {
+		if found {
+			return false, nil
+		}
+	} else if !found || !bytes.Equal(v, expected) {
+		return false, nil
+	}
+	if err := s.Put(ctx, table, []store.Put{put}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Delete removes columns of a row, or the whole row.
+func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if len(columns) == 0 {
+		p := appendRowPrefix(nil, table, row)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+		}
+	}
+	var k []byte
+	for _, c := range columns {
+		k = appendCellKey(k[:0], table, row, c.Family, c.Qualifier)
+		if err := b.Delete(k, nil); err != nil {
+			return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
+		}
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("delete row %x in %s: %w: %w", row, table, store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Scan returns a scanner over [req.Start, req.Stop).
+func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
+	if err := s.checkTable(req.Table); err != nil {
+		return &scanner{err: err}
+	}
+	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1}
+	if req.RowRegex != "" {
+		re, err := regexp.Compile(req.RowRegex)
+		if err != nil {
+			return &scanner{err: fmt.Errorf("row regex %q: %w: %w", req.RowRegex, store.ErrInvalid, err)}
+		}
+		sc.re = re
+	}
+	if req.Family != "" {
+		sc.family = []byte(req.Family)
+	}
+	lower := appendEscapedPrefix(nil, req.Table, req.Start)
+	var upper []byte
+	if len(req.Stop) > 0 {
+		upper = appendEscapedPrefix(nil, req.Table, req.Stop)
+	} else {
+		upper = append([]byte(req.Table), 0x01)
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		sc.done = true
+		return sc
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return &scanner{err: fmt.Errorf("scan %s: %w", req.Table, err)}
+	}
+	sc.it = it
+	sc.valid = it.First()
+	return sc
+}
+
+type scanner struct {
+	ctx    context.Context
+	it     *pebble.Iterator
+	re     *regexp.Regexp
+	family []byte
+	tlen   int
+	valid  bool
+	done   bool
+	err    error
+
+	row     store.Row
+	key     []byte // current row key
+	next    []byte // row key of the iterator's position
+	arena   []byte
+	latin1  []byte
+	scanned int
+}
+
+func (sc *scanner) Row() store.Row { return sc.row }
+func (sc *scanner) Err() error     { return sc.err }
+
+func (sc *scanner) Close() error {
+	sc.done = true
+	if sc.it != nil {
+		err := sc.it.Close()
+		sc.it = nil
+		if err != nil {
+			return fmt.Errorf("close scanner: %w", err)
+		}
+	}
+	return nil
+}
+
+func (sc *scanner) fail(err error) bool {
+	sc.err = err
+	sc.Close()
+	return false
+}
+
+// Next assembles the next row from consecutive cell keys.
+func (sc *scanner) Next() bool {
+	if sc.done || sc.err != nil {
+		return false
+	}
+	for {
+		if !sc.valid {
+			if err := sc.it.Error(); err != nil {
+				return sc.fail(fmt.Errorf("scan: %w", err))
+			}
+			sc.Close()
+			return false
+		}
+		sc.scanned++
+		if sc.scanned%1024 == 0 {
+			if err := sc.ctx.Err(); err != nil {
+				return sc.fail(fmt.Errorf("scan: %w", err))
+			}
+		}
+		row, _, _, err := splitKey(sc.it.Key()[sc.tlen:], sc.next)
+		if err != nil {
+			return sc.fail(err)
+		}
+		sc.next = row
+		if sc.re != nil && !sc.re.Match(latin1(sc.latin1[:0], row)) {
+			sc.valid = sc.skipRow()
+			continue
+		}
+		if ok := sc.readRow(); ok || sc.err != nil {
+			return ok
+		}
+	}
+}
+
+// skipRow moves the iterator past the current row.
+func (sc *scanner) skipRow() bool {
+	p := appendRowPrefix(sc.arena[:0], "", sc.next)[1:]
+	end := prefixEnd(append(sc.it.Key()[:sc.tlen:sc.tlen], p...))
+	sc.arena = p
+	if end == nil {
+		return false
+	}
+	return sc.it.SeekGE(end)
+}
+
+// readRow collects the cells of the row at sc.next. It reports false (with
+// no error) when the family filter left the row empty.
+func (sc *scanner) readRow() bool {
+	sc.key = append(sc.key[:0], sc.next...)
+	sc.arena = sc.arena[:0]
+	cells := sc.row.Cells[:0]
+	type span struct{ f, q, v [2]int }
+	var spans []span
+	for sc.valid {
+		row, fam, qual, err := splitKey(sc.it.Key()[sc.tlen:], sc.next)
+		if err != nil {
+			return sc.fail(err)
+		}
+		sc.next = row
+		if !bytes.Equal(row, sc.key) {
+			break
+		}
+		if sc.family == nil || bytes.Equal(fam, sc.family) {
+			v, err := sc.it.ValueAndErr()
+			if err != nil {
+				return sc.fail(fmt.Errorf("scan: %w", err))
+			}
+			c, err := decodeCell(fam, qual, v)
+			if err != nil {
+				return sc.fail(err)
+			}
+			var sp span
+			sp.f[0] = len(sc.arena)
+			sc.arena = append(sc.arena, c.Family...)
+			sp.f[1], sp.q[0] = len(sc.arena), len(sc.arena)
+			sc.arena = append(sc.arena, c.Qualifier...)
+			sp.q[1], sp.v[0] = len(sc.arena), len(sc.arena)
+			sc.arena = append(sc.arena, c.Value...)
+			sp.v[1] = len(sc.arena)
+			spans = append(spans, sp)
+			cells = append(cells, store.Cell{Timestamp: c.Timestamp})
+		}
+		sc.valid = sc.it.Next()
+	}
+	if !sc.valid {
+		if err := sc.it.Error(); err != nil {
+			return sc.fail(fmt.Errorf("scan: %w", err))
+		}
+	}
+	if len(cells) == 0 {
+		return false
+	}
+	for i, sp := range spans {
+		cells[i].Family = sc.arena[sp.f[0]:sp.f[1]:sp.f[1]]
+		cells[i].Qualifier = sc.arena[sp.q[0]:sp.q[1]:sp.q[1]]
+		cells[i].Value = sc.arena[sp.v[0]:sp.v[1]:sp.v[1]]
+	}
+	sc.row = store.Row{Key: sc.key, Cells: cells}
+	return true
+}
+
+// latin1 appends b decoded as ISO-8859-1 and encoded as UTF-8: byte x
+// becomes the rune U+00xx, as HBase's JAVA regex engine sees a row key.
+func latin1(dst, b []byte) []byte {
+	for _, c := range b {
+		if c < 0x80 {
+			dst = append(dst, c)
+		} else {
+			dst = append(dst, 0xC0|c>>6, 0x80|c&0x3F)
+		}
+	}
+	return dst
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,114 @@
+// Package store defines the cell store that promhbase keeps its data in.
+//
+// The model is HBase's: a table holds rows sorted by their key bytes
+// (unsigned, lexicographic); a row holds cells addressed by family and
+// qualifier; each cell keeps one version (VERSIONS=1) with a timestamp in
+// milliseconds. Backends: store/hbase (a real HBase through gohbase) and
+// store/embedded (one machine, on Pebble). store/storetest holds the
+// contract suite every backend must pass.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Cell is one cell of a row.
+type Cell struct {
+	Family    []byte
+	Qualifier []byte
+	Value     []byte
+	// Timestamp is the cell's version in Unix milliseconds. On writes zero
+	// means "the store's current time", as HBase does for LATEST_TIMESTAMP.
+	Timestamp uint64
+}
+
+// Put writes cells into one row. All cells of a Put land atomically.
+type Put struct {
+	Row   []byte
+	Cells []Cell
+}
+
+// Row is a row as returned by Get and Scan: its key and its cells, sorted
+// by family then qualifier.
+type Row struct {
+	Key   []byte
+	Cells []Cell
+}
+
+// Column names one column of a row, for deletes.
+type Column struct {
+	Family    []byte
+	Qualifier []byte
+}
+
+// ScanRequest describes a scan of rows in [Start, Stop).
+type ScanRequest struct {
+	Table string
+	// Start is the first row key included; nil or empty starts at the
+	// beginning of the table.
+	Start []byte
+	// Stop is the first row key excluded; nil or empty scans to the end.
+	Stop []byte
+	// Family restricts the cells returned to one family; empty returns all.
+	Family string
+	// RowRegex, when not empty, keeps only the rows whose key matches it.
+	// The key is decoded as ISO-8859-1 (byte b is the rune U+00b) and the
+	// pattern is searched (not fully matched) as HBase's
+	// RegexStringComparator with the JAVA engine does, so patterns must
+	// anchor themselves. Patterns must stay within the syntax shared by
+	// java.util.regex and Go's regexp: (?s), ^, \z, (?:...), x{n}, \xHH,
+	// alternation and repetition.
+	RowRegex string
+}
+
+// Scanner iterates over the rows of a scan in key order. It is not safe for
+// concurrent use. Close must be called when the caller stops early.
+type Scanner interface {
+	// Next advances to the next row and reports whether there is one.
+	Next() bool
+	// Row returns the current row. Its memory is valid until the next call
+	// to Next or Close.
+	Row() Row
+	// Err returns the error that ended the scan, if any.
+	Err() error
+	// Close releases the scanner's resources.
+	Close() error
+}
+
+// Store is the cell store. Every method is safe for concurrent use.
+type Store interface {
+	// Put writes the puts, which may touch many rows, and returns only once
+	// the store has durably acknowledged every one of them. On error some
+	// puts may have landed; writing them again is harmless.
+	Put(ctx context.Context, table string, puts []Put) error
+	// Get returns the cells of one row, restricted to family when it is not
+	// empty. A missing row is an empty Row and no error.
+	Get(ctx context.Context, table string, row []byte, family string) (Row, error)
+	// Scan returns the rows in [req.Start, req.Stop) that match req.RowRegex.
+	Scan(ctx context.Context, req ScanRequest) Scanner
+	// Increment atomically adds delta to the 8-byte big-endian counter in
+	// the cell (a missing cell counts as 0) and returns the new value.
+	Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error)
+	// CheckAndPut writes put only if the cell (family, qualifier) of
+	// put.Row holds exactly expected; a nil or empty expected means the cell
+	// must be absent. It reports whether the put was written.
+	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
+	// Delete removes the listed columns of row (all their versions), or the
+	// whole row when columns is empty.
+	Delete(ctx context.Context, table string, row []byte, columns []Column) error
+	// Close releases the store.
+	Close() error
+}
+
+// Errors that backends wrap with %w so that callers can classify them.
+var (
+	// ErrTableNotFound means the table does not exist.
+	ErrTableNotFound = errors.New("table not found")
+	// ErrUnavailable means the store could not be reached or refused the
+	// operation for now; the same operation may succeed later.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrInvalid means the request can never succeed as it is (a bad
+	// regex, an oversized cell).
+	ErrInvalid = errors.New("invalid store request")
+)
