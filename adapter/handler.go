@@ -1,0 +1,319 @@
+// Package adapter is promhbase's HTTP face: Prometheus remote write
+// (POST /api/v1/write) and remote read (POST /api/v1/read), health
+// endpoints and /metrics. It decodes and bounds requests, hands them to the
+// write path (mapping + store) or to query, and maps errors to status codes
+// in one place (statusFor).
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Errors of request decoding, mapped to status codes by statusFor.
+var (
+	errTooLarge         = errors.New("request too large")
+	errBadRequest       = errors.New("bad request")
+	errUnsupportedMedia = errors.New("unsupported media type")
+	errMethod           = errors.New("method not allowed")
+)
+
+// Options configure the Handler.
+type Options struct {
+	// MaxRequestBytes bounds the decoded (uncompressed) size of a request
+	// body; the compressed body may be at most snappy's worst case of it.
+	MaxRequestBytes int
+	// Ready reports whether the server is ready to serve; nil means always.
+	Ready func(context.Context) error
+	// Gatherer serves /metrics; nil means the Registerer if it gathers.
+	Gatherer prometheus.Gatherer
+}
+
+// Handler serves promhbase's HTTP endpoints.
+type Handler struct {
+	w      *Writer
+	q      *query.Querier
+	opts   Options
+	logger *slog.Logger
+	mux    *http.ServeMux
+	bufs   sync.Pool // *bodyBuf
+
+	requests        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	samplesWritten  prometheus.Counter
+	samplesRejected *prometheus.CounterVec
+	readSeries      prometheus.Counter
+	readSamples     prometheus.Counter
+}
+
+// New returns the Handler. Metrics are registered on reg.
+func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, logger *slog.Logger) (*Handler, error) {
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 32 << 20
+	}
+	h := &Handler{
+		w: w, q: q, opts: opts, logger: logger,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_http_requests_total", Help: "HTTP requests by handler and status code.",
+		}, []string{"handler", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "promhbase_http_request_duration_seconds", Help: "HTTP request latency by handler.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"handler"}),
+		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_samples_written_total", Help: "Samples acknowledged by the store.",
+		}),
+		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_samples_rejected_total", Help: "Samples rejected with 400, by reason.",
+		}, []string{"reason"}),
+		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
+		}),
+		readSamples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_read_samples_total", Help: "Samples returned by remote read.",
+		}),
+	}
+	for _, r := range []string{reasonInvalidLabels, reasonTimestamp, reasonHistogram, reasonUIDExhausted} {
+		h.samplesRejected.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.samplesRejected, h.readSeries, h.readSamples} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register http metrics: %w", err)
+		}
+	}
+	gatherer := opts.Gatherer
+	if gatherer == nil {
+		if g, ok := reg.(prometheus.Gatherer); ok {
+			gatherer = g
+		}
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.serveWrite))
+	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.serveRead))
+	h.mux.HandleFunc("/-/healthy", h.instrument("healthy", func(w http.ResponseWriter, r *http.Request) error {
+		_, err := io.WriteString(w, "promhbase is healthy.\n")
+		return err
+	}))
+	h.mux.HandleFunc("/-/ready", h.instrument("ready", h.serveReady))
+	if gatherer != nil {
+		h.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	}
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// statusFor maps an error to its HTTP status code. It is the one place that
+// decides between "never retry" (4xx) and "retry" (5xx).
+func statusFor(err error) int {
+	var rej *rejectError
+	switch {
+	case err == nil:
+		return http.StatusNoContent
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnsupportedMedia):
+		return http.StatusUnsupportedMediaType
+	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, errMalformed), errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// instrument wraps a handler that returns an error: the error becomes the
+// status code (statusFor) and a plain-text body, the request is counted,
+// timed and logged once.
+func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		err := fn(sw, r)
+		if err != nil && sw.code == 0 {
+			code := statusFor(err)
+			if code == http.StatusMethodNotAllowed {
+				sw.Header().Set("Allow", http.MethodPost)
+			}
+			http.Error(sw, err.Error(), code)
+		}
+		if sw.code == 0 {
+			sw.WriteHeader(http.StatusOK)
+		}
+		d := time.Since(start)
+		h.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		h.duration.WithLabelValues(name).Observe(d.Seconds())
+		switch {
+		case err == nil:
+			h.logger.Debug("request", "handler", name, "code", sw.code, "duration", d)
+		case sw.code >= 500:
+			h.logger.Error("request failed", "handler", name, "code", sw.code, "duration", d, "err", err)
+		default:
+			h.logger.Warn("request rejected", "handler", name, "code", sw.code, "duration", d, "err", err)
+		}
+	}
+}
+
+// bodyBuf holds the reusable buffers of one request body.
+type bodyBuf struct{ comp, dec []byte }
+
+// maxPooledBuf is the largest buffer kept for reuse; larger ones are left to
+// the garbage collector so that one huge request does not pin memory.
+const maxPooledBuf = 4 << 20
+
+// readBody reads and snappy-decodes a request body, bounding the
+// compressed size and checking the decoded length before decoding. The
+// returned release function gives the buffers back.
+func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
+	max := h.opts.MaxRequestBytes
+	maxCompressed := int64(snappy.MaxEncodedLen(max))
+	if maxCompressed < 0 {
+		maxCompressed = int64(max)
+	}
+	if r.ContentLength > maxCompressed {
+		return nil, nil, fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, maxCompressed)
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
+		return nil, nil, fmt.Errorf("%w: content encoding %q, want snappy", errUnsupportedMedia, enc)
+	}
+	bb, _ := h.bufs.Get().(*bodyBuf)
+	if bb == nil {
+		bb = &bodyBuf{}
+	}
+	release := func() {
+		if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
+			h.bufs.Put(bb)
+		}
+	}
+	comp, err := readLimited(r.Body, bb.comp[:0], maxCompressed)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	bb.comp = comp[:0]
+	n, err := snappy.DecodedLen(comp)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("%w: body is not snappy block format: %w", errBadRequest, err)
+	}
+	if n > max {
+		release()
+		return nil, nil, fmt.Errorf("%w: decoded body of %d bytes exceeds --web.max-request-bytes=%d", errTooLarge, n, max)
+	}
+	if cap(bb.dec) < n {
+		bb.dec = make([]byte, n)
+	}
+	dec, err := snappy.Decode(bb.dec[:n], comp)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("%w: snappy decode: %w", errBadRequest, err)
+	}
+	return dec, release, nil
+}
+
+// readLimited reads r into buf, failing with errTooLarge past limit bytes.
+func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, fmt.Errorf("%w: body exceeds %d bytes", errTooLarge, limit)
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: body exceeds %d bytes", errTooLarge, limit)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: read body: %w", errBadRequest, err)
+		}
+	}
+}
+
+func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return fmt.Errorf("%w: %s on /api/v1/write", errMethod, r.Method)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/x-protobuf" || (params["proto"] != "" && params["proto"] != "prometheus.WriteRequest") {
+			return fmt.Errorf("%w: content type %q; promhbase takes remote write 1.0 (application/x-protobuf, prometheus.WriteRequest)", errUnsupportedMedia, ct)
+		}
+	}
+	body, release, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	res, err := h.w.Write(r.Context(), body)
+	h.samplesWritten.Add(float64(res.Samples))
+	for reason, n := range res.Rejected {
+		h.samplesRejected.WithLabelValues(reason).Add(float64(n))
+	}
+	w.Header().Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) error {
+	if h.opts.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := h.opts.Ready(ctx); err != nil {
+			http.Error(w, "promhbase is not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return nil
+		}
+	}
+	_, err := io.WriteString(w, "promhbase is ready.\n")
+	return err
+}

@@ -1,0 +1,206 @@
+package adapter
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"net/http"
+	"slices"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/promhbase/promhbase/query"
+)
+
+// Content types of remote-read answers. Prometheus's client compares the
+// streamed one byte for byte.
+const (
+	contentTypeSamples  = "application/x-protobuf"
+	contentTypeStreamed = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+)
+
+// maxSamplesPerChunk is the number of samples per XOR chunk, as in
+// Prometheus's TSDB.
+const maxSamplesPerChunk = 120
+
+// negotiate picks the response type as Prometheus's own read handler does:
+// the first of the accepted types that the server supports, SAMPLES when
+// the list is empty.
+func negotiate(accepted []prompb.ReadRequest_ResponseType) (prompb.ReadRequest_ResponseType, error) {
+	if len(accepted) == 0 {
+		return prompb.ReadRequest_SAMPLES, nil
+	}
+	for _, t := range accepted {
+		if t == prompb.ReadRequest_SAMPLES || t == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: none of the accepted response types %v is supported (SAMPLES, STREAMED_XOR_CHUNKS)", errBadRequest, accepted)
+}
+
+// toMatchers converts remote-read matchers.
+func toMatchers(ms []*prompb.LabelMatcher) ([]*labels.Matcher, error) {
+	out := make([]*labels.Matcher, 0, len(ms))
+	for _, m := range ms {
+		var t labels.MatchType
+		switch m.Type {
+		case prompb.LabelMatcher_EQ:
+			t = labels.MatchEqual
+		case prompb.LabelMatcher_NEQ:
+			t = labels.MatchNotEqual
+		case prompb.LabelMatcher_RE:
+			t = labels.MatchRegexp
+		case prompb.LabelMatcher_NRE:
+			t = labels.MatchNotRegexp
+		default:
+			return nil, fmt.Errorf("%w: unknown matcher type %d", errBadRequest, m.Type)
+		}
+		lm, err := labels.NewMatcher(t, m.Name, m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: matcher %s%s%q: %w", errBadRequest, m.Name, t, m.Value, err)
+		}
+		out = append(out, lm)
+	}
+	return out, nil
+}
+
+func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return fmt.Errorf("%w: %s on /api/v1/read", errMethod, r.Method)
+	}
+	body, release, err := h.readBody(r)
+	if err != nil {
+		return err
+	}
+	var req prompb.ReadRequest
+	err = proto.Unmarshal(body, &req)
+	release()
+	if err != nil {
+		return fmt.Errorf("%w: read request: %w", errMalformed, err)
+	}
+	respType, err := negotiate(req.AcceptedResponseTypes)
+	if err != nil {
+		return err
+	}
+	// Run every query before answering, so that an error can still become a
+	// status code.
+	results := make([][]query.Series, len(req.Queries))
+	for i, q := range req.Queries {
+		ms, err := toMatchers(q.Matchers)
+		if err != nil {
+			return err
+		}
+		results[i], err = h.q.Select(r.Context(), q.StartTimestampMs, q.EndTimestampMs, ms...)
+		if err != nil {
+			return fmt.Errorf("query %d: %w", i, err)
+		}
+		for _, s := range results[i] {
+			h.readSamples.Add(float64(len(s.Samples)))
+		}
+		h.readSeries.Add(float64(len(results[i])))
+	}
+	if respType == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
+		return writeStreamed(w, results)
+	}
+	return writeSamples(w, results)
+}
+
+func toLabelPairs(l labels.Labels) []prompb.Label {
+	out := make([]prompb.Label, 0, l.Len())
+	l.Range(func(l labels.Label) { out = append(out, prompb.Label{Name: l.Name, Value: l.Value}) })
+	return out
+}
+
+// writeSamples answers with a snappy-compressed ReadResponse, one
+// QueryResult per query.
+func writeSamples(w http.ResponseWriter, results [][]query.Series) error {
+	resp := prompb.ReadResponse{Results: make([]*prompb.QueryResult, len(results))}
+	for i, series := range results {
+		qr := &prompb.QueryResult{Timeseries: make([]*prompb.TimeSeries, 0, len(series))}
+		for _, s := range series {
+			ts := &prompb.TimeSeries{Labels: toLabelPairs(s.Labels), Samples: make([]prompb.Sample, len(s.Samples))}
+			for j, smp := range s.Samples {
+				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
+			}
+			qr.Timeseries = append(qr.Timeseries, ts)
+		}
+		resp.Results[i] = qr
+	}
+	data, err := proto.Marshal(&resp)
+	if err != nil {
+		return fmt.Errorf("marshal read response: %w", err)
+	}
+	w.Header().Set("Content-Type", contentTypeSamples)
+	w.Header().Set("Content-Encoding", "snappy")
+	_, err = w.Write(snappy.Encode(nil, data))
+	return err
+}
+
+// writeStreamed answers with ChunkedReadResponse frames: for each series
+// exactly one frame holding all its XOR chunks (Prometheus's client does not
+// join a series split across frames). A frame is
+//
+//	uvarint(len(data)) ‖ u32 big-endian CRC32-Castagnoli(data) ‖ data
+func writeStreamed(w http.ResponseWriter, results [][]query.Series) error {
+	w.Header().Set("Content-Type", contentTypeStreamed)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	table := crc32.MakeTable(crc32.Castagnoli)
+	var frame, data []byte
+	for qi, series := range results {
+		for _, s := range series {
+			chunks, err := encodeChunks(s.Samples)
+			if err != nil {
+				return err
+			}
+			msg := prompb.ChunkedReadResponse{
+				ChunkedSeries: []*prompb.ChunkedSeries{{Labels: toLabelPairs(s.Labels), Chunks: chunks}},
+				QueryIndex:    int64(qi),
+			}
+			size := msg.Size()
+			data = slices.Grow(data[:0], size)[:size]
+			n, err := msg.MarshalToSizedBuffer(data)
+			if err != nil {
+				return fmt.Errorf("marshal chunked series: %w", err)
+			}
+			data = data[len(data)-n:]
+			frame = binary.AppendUvarint(frame[:0], uint64(len(data)))
+			frame = binary.BigEndian.AppendUint32(frame, crc32.Checksum(data, table))
+			frame = append(frame, data...)
+			if _, err := w.Write(frame); err != nil {
+				return fmt.Errorf("write frame: %w", err)
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+	return nil
+}
+
+// encodeChunks cuts samples (sorted, unique timestamps) into XOR chunks of
+// at most maxSamplesPerChunk samples.
+func encodeChunks(samples []query.Sample) ([]prompb.Chunk, error) {
+	chunks := make([]prompb.Chunk, 0, (len(samples)+maxSamplesPerChunk-1)/maxSamplesPerChunk)
+	for len(samples) > 0 {
+		n := min(len(samples), maxSamplesPerChunk)
+		c := chunkenc.NewXORChunk()
+		app, err := c.Appender()
+		if err != nil {
+			return nil, fmt.Errorf("xor appender: %w", err)
+		}
+		for _, s := range samples[:n] {
+			app.Append(0, s.T, s.V)
+		}
+		chunks = append(chunks, prompb.Chunk{
+			MinTimeMs: samples[0].T, MaxTimeMs: samples[n-1].T,
+			Type: prompb.Chunk_XOR, Data: c.Bytes(),
+		})
+		samples = samples[n:]
+	}
+	return chunks, nil
+}

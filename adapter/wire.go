@@ -1,0 +1,254 @@
+package adapter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/promhbase/promhbase/mapping"
+)
+
+// errMalformed marks a request body that is not a valid protobuf message.
+var errMalformed = errors.New("malformed protobuf")
+
+// Sample is one sample of a series: Unix milliseconds and value.
+type Sample struct {
+	T int64
+	V float64
+}
+
+// wireSeries is one prometheus.TimeSeries as decoded from a WriteRequest
+// without copying: label bytes point into the request buffer.
+type wireSeries struct {
+	// Key is the concatenation of the raw Label fields of the series: equal
+	// keys mean equal label sets.
+	Key        []byte
+	Labels     []mapping.Label
+	Samples    []Sample
+	Histograms int
+}
+
+// parseWriteRequest walks a prometheus.WriteRequest (remote write 1.0):
+//
+//	WriteRequest { repeated TimeSeries timeseries = 1; repeated MetricMetadata metadata = 3; }
+//	TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2;
+//	               repeated Exemplar exemplars = 3; repeated Histogram histograms = 4; }
+//	Label        { string name = 1; string value = 2; }
+//	Sample       { double value = 1; int64 timestamp = 2; }
+//
+// and calls fn for each series. The series and its slices are reused
+// between calls. Unknown fields are skipped; every length is checked before
+// slicing.
+func parseWriteRequest(buf []byte, s *wireSeries, fn func(*wireSeries) error) error {
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad tag in WriteRequest", errMalformed)
+		}
+		buf = buf[n:]
+		if field == 1 && wt == wireBytes {
+			msg, rest, err := readBytes(buf)
+			if err != nil {
+				return fmt.Errorf("%w: timeseries: %w", errMalformed, err)
+			}
+			buf = rest
+			if err := parseTimeSeries(msg, s); err != nil {
+				return err
+			}
+			if err := fn(s); err != nil {
+				return err
+			}
+			continue
+		}
+		rest, err := skipField(buf, wt)
+		if err != nil {
+			return fmt.Errorf("%w: WriteRequest field %d: %w", errMalformed, field, err)
+		}
+		buf = rest
+	}
+	return nil
+}
+
+func parseTimeSeries(buf []byte, s *wireSeries) error {
+	s.Key = s.Key[:0]
+	s.Labels = s.Labels[:0]
+	s.Samples = s.Samples[:0]
+	s.Histograms = 0
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad tag in TimeSeries", errMalformed)
+		}
+		start := buf
+		buf = buf[n:]
+		if wt != wireBytes {
+			rest, err := skipField(buf, wt)
+			if err != nil {
+				return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+			continue
+		}
+		msg, rest, err := readBytes(buf)
+		if err != nil {
+			return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+		}
+		buf = rest
+		switch field {
+		case 1:
+			s.Key = append(s.Key, start[:len(start)-len(rest)]...)
+			l, err := parseLabel(msg)
+			if err != nil {
+				return err
+			}
+			s.Labels = append(s.Labels, l)
+		case 2:
+			smp, err := parseSample(msg)
+			if err != nil {
+				return err
+			}
+			s.Samples = append(s.Samples, smp)
+		case 4:
+			s.Histograms++
+		}
+	}
+	return nil
+}
+
+func parseLabel(buf []byte) (mapping.Label, error) {
+	var l mapping.Label
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return l, fmt.Errorf("%w: bad tag in Label", errMalformed)
+		}
+		buf = buf[n:]
+		if wt == wireBytes && (field == 1 || field == 2) {
+			b, rest, err := readBytes(buf)
+			if err != nil {
+				return l, fmt.Errorf("%w: Label field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+			if field == 1 {
+				l.Name = b
+			} else {
+				l.Value = b
+			}
+			continue
+		}
+		rest, err := skipField(buf, wt)
+		if err != nil {
+			return l, fmt.Errorf("%w: Label field %d: %w", errMalformed, field, err)
+		}
+		buf = rest
+	}
+	return l, nil
+}
+
+func parseSample(buf []byte) (Sample, error) {
+	var s Sample
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return s, fmt.Errorf("%w: bad tag in Sample", errMalformed)
+		}
+		buf = buf[n:]
+		switch {
+		case field == 1 && wt == wireFixed64:
+			if len(buf) < 8 {
+				return s, fmt.Errorf("%w: Sample value: %d bytes left, want 8", errMalformed, len(buf))
+			}
+			s.V = math.Float64frombits(le64(buf))
+			buf = buf[8:]
+		case field == 2 && wt == wireVarint:
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return s, fmt.Errorf("%w: Sample timestamp varint", errMalformed)
+			}
+			s.T = int64(v)
+			buf = buf[n:]
+		default:
+			rest, err := skipField(buf, wt)
+			if err != nil {
+				return s, fmt.Errorf("%w: Sample field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+		}
+	}
+	return s, nil
+}
+
+// Protobuf wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// readVarint decodes a varint; n <= 0 when it is truncated or too long.
+func readVarint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(b) && i < 10; i++ {
+		c := b[i]
+		v |= uint64(c&0x7F) << (7 * i)
+		if c < 0x80 {
+			if i == 9 && c > 1 {
+				return 0, -1
+			}
+			return v, i + 1
+		}
+	}
+	return 0, -1
+}
+
+func readTag(b []byte) (field uint64, wt int, n int) {
+	v, n := readVarint(b)
+	if n <= 0 || v>>3 == 0 {
+		return 0, 0, -1
+	}
+	return v >> 3, int(v & 7), n
+}
+
+func readBytes(b []byte) (msg, rest []byte, err error) {
+	l, n := readVarint(b)
+	if n <= 0 {
+		return nil, nil, errors.New("bad length varint")
+	}
+	b = b[n:]
+	if l > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("length %d past the end (%d bytes left)", l, len(b))
+	}
+	return b[:l], b[l:], nil
+}
+
+func skipField(b []byte, wt int) ([]byte, error) {
+	switch wt {
+	case wireVarint:
+		_, n := readVarint(b)
+		if n <= 0 {
+			return nil, errors.New("bad varint")
+		}
+		return b[n:], nil
+	case wireFixed64:
+		if len(b) < 8 {
+			return nil, errors.New("truncated fixed64")
+		}
+		return b[8:], nil
+	case wireBytes:
+		_, rest, err := readBytes(b)
+		return rest, err
+	case wireFixed32:
+		if len(b) < 4 {
+			return nil, errors.New("truncated fixed32")
+		}
+		return b[4:], nil
+	}
+	return nil, fmt.Errorf("unsupported wire type %d", wt)
+}

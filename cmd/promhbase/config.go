@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+// config holds the flags shared by every subcommand.
+type config struct {
+	backend      string
+	embeddedPath string
+	dataTable    string
+	uidTable     string
+	layout       mapping.Layout
+	uidCacheSize int
+	logLevel     string
+	logFormat    string
+	hbase        hbaseFlags
+}
+
+func (c *config) registerCommon(app *kingpin.Application) {
+	d := mapping.DefaultLayout()
+	app.Flag("storage.backend", "Where samples are kept: embedded (one machine, Pebble) or hbase.").
+		Default("embedded").EnumVar(&c.backend, "embedded", "hbase")
+	app.Flag("storage.embedded.path", "Directory of the embedded store.").Default("./data").StringVar(&c.embeddedPath)
+	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default("tsdb").StringVar(&c.dataTable)
+	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default("tsdb-uid").StringVar(&c.uidTable)
+	app.Flag("storage.salt.width", "Salt bytes in front of row keys (tsd.storage.salt.width); 0 turns salting off. Must match every writer of the table.").
+		Default(fmt.Sprint(d.SaltWidth)).IntVar(&c.layout.SaltWidth)
+	app.Flag("storage.salt.buckets", "Salt buckets (tsd.storage.salt.buckets).").Default(fmt.Sprint(d.SaltBuckets)).IntVar(&c.layout.SaltBuckets)
+	app.Flag("storage.uid.width.metric", "Metric UID width in bytes (tsd.storage.uid.width.metric).").Default(fmt.Sprint(d.MetricWidth)).IntVar(&c.layout.MetricWidth)
+	app.Flag("storage.uid.width.tagk", "Tag name UID width in bytes (tsd.storage.uid.width.tagk).").Default(fmt.Sprint(d.TagKWidth)).IntVar(&c.layout.TagKWidth)
+	app.Flag("storage.uid.width.tagv", "Tag value UID width in bytes (tsd.storage.uid.width.tagv).").Default(fmt.Sprint(d.TagVWidth)).IntVar(&c.layout.TagVWidth)
+	app.Flag("storage.uid.cache-size", "Entries kept per UID kind and direction, and per series cache generation.").Default("1000000").IntVar(&c.uidCacheSize)
+	app.Flag("log.level", "Log level: debug, info, warn, error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
+	app.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").EnumVar(&c.logFormat, "logfmt", "json")
+	c.hbase.register(app)
+}
+
+func (c *config) logger() *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(c.logLevel)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// openStore opens the configured backend.
+func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (store.Store, error) {
+	if err := c.layout.Validate(); err != nil {
+		return nil, fmt.Errorf("storage layout: %w", err)
+	}
+	switch c.backend {
+	case "embedded":
+		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
+		}
+		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable}})
+	case "hbase":
+		return c.hbase.open(reg, logger)
+	}
+	return nil, fmt.Errorf("unknown storage backend %q", c.backend)
+}
+
+// openMapping opens the store, the UID table and the mapper.
+func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (store.Store, *mapping.Mapper, error) {
+	st, err := c.openStore(reg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, Registerer: reg})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, mapping.NewMapper(uids, c.layout, c.uidCacheSize), nil
+}
+
+func cmdContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Minute)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+type scanCmd struct {
+	cmd        *kingpin.CmdClause
+	metric     string
+	start, end string
+}
+
+func registerScan(app *kingpin.Application, cfg *config) *scanCmd {
+	s := &scanCmd{}
+	s.cmd = app.Command("scan", "Print the decoded rows of a metric in a time range, like OpenTSDB's `tsdb scan`.")
+	s.cmd.Arg("metric", "Metric name.").Required().StringVar(&s.metric)
+	s.cmd.Flag("start", "Start: RFC 3339, or Unix seconds or milliseconds.").Default("0").StringVar(&s.start)
+	s.cmd.Flag("end", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.").StringVar(&s.end)
+	return s
+}
+
+// parseTime reads RFC 3339 or a Unix timestamp in seconds (<= 10 digits)
+// or milliseconds, and returns Unix milliseconds.
+func parseTime(s string, def time.Time) (int64, error) {
+	if s == "" {
+		return def.UnixMilli(), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if len(s) <= 10 {
+			return n * 1000, nil
+		}
+		return n, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("time %q: want RFC 3339 or Unix seconds or milliseconds", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+func (s *scanCmd) run(cfg *config) error {
+	start, err := parseTime(s.start, time.Time{})
+	if err != nil {
+		return err
+	}
+	end, err := parseTime(s.end, time.Now())
+	if err != nil {
+		return err
+	}
+	st, mapper, err := cfg.openMapping(prometheus.NewRegistry(), cfg.logger())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := cmdContext()
+	defer cancel()
+	metric, err := mapper.UIDs().ID(ctx, mapping.KindMetric, s.metric)
+	if err != nil {
+		return err
+	}
+	layout := cfg.layout
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	startHour := uint32(max(start/1000, 0) / 3600 * 3600)
+	stopHour := end/1000/3600*3600 + 3600
+	buckets := 1
+	if layout.SaltWidth > 0 {
+		buckets = layout.SaltBuckets
+	}
+	var pts []mapping.Point
+	for b := range buckets {
+		prefix := layout.AppendSalt(nil, b)
+		prefix = append(prefix, metric...)
+		startKey := append(append([]byte(nil), prefix...), byte(startHour>>24), byte(startHour>>16), byte(startHour>>8), byte(startHour))
+		var stopKey []byte
+		if stopHour <= math.MaxUint32 {
+			h := uint32(stopHour)
+			stopKey = append(append([]byte(nil), prefix...), byte(h>>24), byte(h>>16), byte(h>>8), byte(h))
+		}
+		sc := st.Scan(ctx, store.ScanRequest{Table: cfg.dataTable, Start: startKey, Stop: stopKey, Family: "t"})
+		for sc.Next() {
+			row := sc.Row()
+			_, m, base, tags, err := layout.ParseRowKey(row.Key)
+			if err != nil {
+				fmt.Fprintf(out, "%x\t(not a row of this layout: %v)\n", row.Key, err)
+				continue
+			}
+			lbls, err := mapper.Labels(ctx, m, tags)
+			if err != nil {
+				fmt.Fprintf(out, "%x\t(labels: %v)\n", row.Key, err)
+				continue
+			}
+			fmt.Fprintf(out, "%X %d (%s) %s\n", row.Key, base, time.Unix(int64(base), 0).UTC().Format(time.RFC3339), lbls)
+			for _, c := range row.Cells {
+				pts, err = mapping.AppendPoints(pts[:0], base, c.Qualifier, c.Value)
+				if err != nil {
+					fmt.Fprintf(out, "  %X\t%X\t(%v)\n", c.Qualifier, c.Value, err)
+					continue
+				}
+				if len(pts) == 0 {
+					fmt.Fprintf(out, "  %X\t%X\t(not a data point)\n", c.Qualifier, c.Value)
+					continue
+				}
+				kind := "cell"
+				if len(pts) > 1 {
+					kind = fmt.Sprintf("compacted, %d points", len(pts))
+				}
+				fmt.Fprintf(out, "  %X\t%X\t%s\n", c.Qualifier, c.Value, kind)
+				for _, p := range pts {
+					fmt.Fprintf(out, "    %d\t%s\t%s\n", p.T, strconv.FormatFloat(p.V, 'g', -1, 64), time.UnixMilli(p.T).UTC().Format("2006-01-02T15:04:05.000Z"))
+				}
+			}
+		}
+		err := sc.Err()
+		sc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package mapping
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// MetricLabel is the label that carries a series' metric name.
+const MetricLabel = "__name__"
+
+// ErrInvalidSeries means a label set can never be stored: no metric name,
+// a repeated label name, a label that is not valid UTF-8.
+var ErrInvalidSeries = errors.New("invalid series")
+
+// Label is a label as it arrives on the wire: name and value bytes that may
+// point into a request buffer.
+type Label struct {
+	Name, Value []byte
+}
+
+// Series is a label set resolved to OpenTSDB's identifiers: the metric UID
+// and the tag pairs (tagk UID ‖ tagv UID, sorted by tagk UID bytes), plus
+// the salt bucket when salting is on. A row key is
+// [salt] Metric base_time Tags.
+type Series struct {
+	Metric []byte
+	Tags   []byte
+	Bucket int
+}
+
+// Mapper turns Prometheus label sets into Series and back. `__name__` is
+// the metric; every other label with a non-empty value is a tag. Both
+// directions are cached (bounded).
+type Mapper struct {
+	uids   *UIDs
+	layout Layout
+	series *genCache[Series]         // wire key -> series
+	labels *genCache[labels.Labels] // metric ‖ tags -> labels
+}
+
+// NewMapper returns a Mapper over uids. cacheSize bounds each direction.
+func NewMapper(uids *UIDs, layout Layout, cacheSize int) *Mapper {
+	if cacheSize <= 0 {
+		cacheSize = 1 << 20
+	}
+	return &Mapper{uids: uids, layout: layout, series: newGenCache[Series](cacheSize), labels: newGenCache[labels.Labels](cacheSize)}
+}
+
+// Layout returns the byte layout in use.
+func (m *Mapper) Layout() Layout { return m.layout }
+
+// UIDs returns the UID table.
+func (m *Mapper) UIDs() *UIDs { return m.uids }
+
+// Resolve returns the Series of lbls, assigning UIDs to new names. key
+// identifies the label set, typically its wire encoding: calls with equal
+// keys must carry equal label sets. A cached key costs one map lookup and
+// no allocation. Errors wrapping ErrInvalidSeries mean the label set can
+// never be stored.
+func (m *Mapper) Resolve(ctx context.Context, key []byte, lbls []Label) (Series, error) {
+	if s, ok := m.series.get(key); ok {
+		return s, nil
+	}
+	s, err := m.resolve(ctx, lbls)
+	if err != nil {
+		return Series{}, err
+	}
+	m.series.put(string(key), s)
+	return s, nil
+}
+
+// ValidateLabels checks what Resolve checks, without touching UIDs.
+func ValidateLabels(lbls []Label) error {
+	var name []byte
+	for i, l := range lbls {
+		if len(l.Name) == 0 {
+			return fmt.Errorf("%w: empty label name in %s", ErrInvalidSeries, FormatLabels(lbls))
+		}
+		if !utf8.Valid(l.Name) || !utf8.Valid(l.Value) {
+			return fmt.Errorf("%w: label %q is not valid UTF-8 in %s", ErrInvalidSeries, l.Name, FormatLabels(lbls))
+		}
+		for _, o := range lbls[:i] {
+			if bytes.Equal(o.Name, l.Name) {
+				return fmt.Errorf("%w: label %q repeated in %s", ErrInvalidSeries, l.Name, FormatLabels(lbls))
+			}
+		}
+		if string(l.Name) == MetricLabel {
+			name = l.Value
+		}
+	}
+	if len(name) == 0 {
+		return fmt.Errorf("%w: no %s label in %s", ErrInvalidSeries, MetricLabel, FormatLabels(lbls))
+	}
+	return nil
+}
+
+func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
+	if err := ValidateLabels(lbls); err != nil {
+		return Series{}, err
+	}
+	pair := m.layout.TagKWidth + m.layout.TagVWidth
+	var s Series
+	tags := make([]byte, 0, len(lbls)*pair)
+	for _, l := range lbls {
+		if string(l.Name) == MetricLabel {
+			uid, err := m.uids.GetOrCreate(ctx, KindMetric, l.Value)
+			if err != nil {
+				return Series{}, err
+			}
+			s.Metric = uid
+			continue
+		}
+		if len(l.Value) == 0 {
+			continue // an empty label is an absent label
+		}
+		k, err := m.uids.GetOrCreate(ctx, KindTagK, l.Name)
+		if err != nil {
+			return Series{}, err
+		}
+		v, err := m.uids.GetOrCreate(ctx, KindTagV, l.Value)
+		if err != nil {
+			return Series{}, err
+		}
+		tags = append(append(tags, k...), v...)
+	}
+	m.layout.SortTags(tags)
+	s.Tags = tags
+	if m.layout.SaltWidth > 0 {
+		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
+	}
+	return s, nil
+}
+
+// AppendRowKey appends the row key of s for the hour starting at baseTime
+// (Unix seconds, a multiple of 3600).
+func (m *Mapper) AppendRowKey(dst []byte, s Series, baseTime uint32) []byte {
+	dst = m.layout.AppendSalt(dst, s.Bucket)
+	dst = append(dst, s.Metric...)
+	dst = append(dst, byte(baseTime>>24), byte(baseTime>>16), byte(baseTime>>8), byte(baseTime))
+	return append(dst, s.Tags...)
+}
+
+// Labels returns the label set of a row's metric UID and tag pairs,
+// resolving UIDs to names (cached). The result is shared: do not modify it.
+func (m *Mapper) Labels(ctx context.Context, metric, tags []byte) (labels.Labels, error) {
+	key := make([]byte, 0, 32)
+	key = append(append(key, metric...), tags...)
+	if l, ok := m.labels.get(key); ok {
+		return l, nil
+	}
+	pair := m.layout.TagKWidth + m.layout.TagVWidth
+	if len(tags)%pair != 0 {
+		return labels.EmptyLabels(), fmt.Errorf("tags %x: length %d is not a multiple of %d", tags, len(tags), pair)
+	}
+	name, err := m.uids.Name(ctx, KindMetric, metric)
+	if err != nil {
+		return labels.EmptyLabels(), err
+	}
+	b := labels.NewScratchBuilder(len(tags)/pair + 1)
+	b.Add(MetricLabel, name)
+	for i := 0; i < len(tags); i += pair {
+		k, err := m.uids.Name(ctx, KindTagK, tags[i:i+m.layout.TagKWidth])
+		if err != nil {
+			return labels.EmptyLabels(), err
+		}
+		v, err := m.uids.Name(ctx, KindTagV, tags[i+m.layout.TagKWidth:i+pair])
+		if err != nil {
+			return labels.EmptyLabels(), err
+		}
+		b.Add(k, v)
+	}
+	b.Sort()
+	l := b.Labels()
+	m.labels.put(string(key), l)
+	return l, nil
+}
+
+// FormatLabels renders wire labels for error messages, in Prometheus's
+// {a="b"} notation, invalid UTF-8 shown escaped.
+func FormatLabels(lbls []Label) string {
+	sorted := slices.Clone(lbls)
+	slices.SortFunc(sorted, func(a, b Label) int { return bytes.Compare(a.Name, b.Name) })
+	var sb []byte
+	sb = append(sb, '{')
+	for i, l := range sorted {
+		if i > 0 {
+			sb = append(sb, ", "...)
+		}
+		sb = append(sb, l.Name...)
+		sb = append(sb, '=')
+		sb = fmt.Appendf(sb, "%q", l.Value)
+	}
+	sb = append(sb, '}')
+	return string(sb)
+}

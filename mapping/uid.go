@@ -1,0 +1,378 @@
+package mapping
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Kind is one of OpenTSDB's three UID kinds.
+type Kind uint8
+
+// The UID kinds, in OpenTSDB's order.
+const (
+	KindMetric Kind = iota
+	KindTagK
+	KindTagV
+	numKinds
+)
+
+// Qualifier returns the kind's column qualifier in tsdb-uid: "metrics",
+// "tagk" or "tagv".
+func (k Kind) Qualifier() string {
+	switch k {
+	case KindMetric:
+		return "metrics"
+	case KindTagK:
+		return "tagk"
+	case KindTagV:
+		return "tagv"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// String returns the kind's name as OpenTSDB's tools spell it.
+func (k Kind) String() string {
+	if k == KindMetric {
+		return "metrics"
+	}
+	return k.Qualifier()
+}
+
+// ParseKind parses "metrics" (or "metric"), "tagk" or "tagv".
+func ParseKind(s string) (Kind, error) {
+	switch s {
+	case "metrics", "metric":
+		return KindMetric, nil
+	case "tagk":
+		return KindTagK, nil
+	case "tagv":
+		return KindTagV, nil
+	}
+	return 0, fmt.Errorf("unknown uid kind %q (want metrics, tagk or tagv)", s)
+}
+
+// Errors of the UID table.
+var (
+	// ErrUIDExhausted means every UID of a kind's width has been assigned.
+	ErrUIDExhausted = errors.New("uids exhausted")
+	// ErrNoSuchName means a name has no UID (and none was to be created).
+	ErrNoSuchName = errors.New("no such name")
+	// ErrNoSuchUID means a UID has no name.
+	ErrNoSuchUID = errors.New("no such uid")
+)
+
+// Families and rows of tsdb-uid.
+const (
+	uidFamilyID   = "id"
+	uidFamilyName = "name"
+)
+
+// maxIDRow is the row of tsdb-uid that holds one 8-byte counter per kind.
+var maxIDRow = []byte{0x00}
+
+// uidStore is the part of store.Store the UID table uses.
+type uidStore interface {
+	Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
+	Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error)
+	CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error)
+}
+
+// UIDs maps names to UIDs and back in OpenTSDB's tsdb-uid table.
+//
+// Layout of tsdb-uid: the forward row (key = the name's bytes) holds the
+// UID in cell id:<kind>; the reverse row (key = the UID's bytes) holds the
+// name in cell name:<kind>; row 0x00 holds in id:<kind> the 8-byte
+// big-endian count of UIDs handed out for the kind.
+//
+// A new UID is made as OpenTSDB makes it: increment the counter, write the
+// reverse mapping with check-and-put (expect absent), then the forward
+// mapping with check-and-put (expect absent). When another writer wins the
+// forward race, its UID is used and ours stays an orphan reverse mapping,
+// harmless, as in OpenTSDB. Concurrent requests in this process for one new
+// name share one creation.
+//
+// Both directions are cached, each bounded to about 2×CacheSize entries.
+type UIDs struct {
+	st     uidStore
+	table  string
+	widths [numKinds]int
+
+	fwd [numKinds]*genCache[[]byte] // name -> uid
+	rev [numKinds]*genCache[string] // uid -> name
+
+	mu       sync.Mutex
+	inflight map[inflightKey]*inflightCall
+
+	hits, misses, assigned *prometheus.CounterVec
+}
+
+type inflightKey struct {
+	kind Kind
+	name string
+}
+
+type inflightCall struct {
+	done chan struct{}
+	uid  []byte
+	err  error
+}
+
+// UIDOptions configure UIDs.
+type UIDOptions struct {
+	// Table is the UID table, "tsdb-uid" by default.
+	Table string
+	// CacheSize bounds each cache direction of each kind.
+	CacheSize int
+	// Registerer receives the cache and assignment metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// NewUIDs returns the UID table in st with the widths of layout.
+func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Table == "" {
+		opts.Table = "tsdb-uid"
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 1 << 20
+	}
+	u := &UIDs{
+		st:       st,
+		table:    opts.Table,
+		widths:   [numKinds]int{layout.MetricWidth, layout.TagKWidth, layout.TagVWidth},
+		inflight: map[inflightKey]*inflightCall{},
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_uid_cache_hits_total", Help: "UID lookups answered by the cache, by kind and direction.",
+		}, []string{"kind", "direction"}),
+		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_uid_cache_misses_total", Help: "UID lookups that went to the UID table, by kind and direction.",
+		}, []string{"kind", "direction"}),
+		assigned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_uid_assigned_total", Help: "New UIDs assigned by this process, by kind.",
+		}, []string{"kind"}),
+	}
+	for k := range numKinds {
+		u.fwd[k] = newGenCache[[]byte](opts.CacheSize)
+		u.rev[k] = newGenCache[string](opts.CacheSize)
+	}
+	if opts.Registerer != nil {
+		for _, c := range []prometheus.Collector{u.hits, u.misses, u.assigned} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("register uid metrics: %w", err)
+			}
+		}
+	}
+	return u, nil
+}
+
+// Width returns the UID width of kind in bytes.
+func (u *UIDs) Width(kind Kind) int { return u.widths[kind] }
+
+// Table returns the UID table's name.
+func (u *UIDs) Table() string { return u.table }
+
+// CachedID returns the UID of name from the cache only. It never allocates.
+func (u *UIDs) CachedID(kind Kind, name []byte) ([]byte, bool) {
+	return u.fwd[kind].get(name)
+}
+
+// ID returns the UID of name without creating one; ErrNoSuchName when the
+// name has none.
+func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
+	if uid, ok := u.fwd[kind].get([]byte(name)); ok {
+		u.hits.WithLabelValues(kind.String(), "forward").Inc()
+		return uid, nil
+	}
+	u.misses.WithLabelValues(kind.String(), "forward").Inc()
+	uid, err := u.readForward(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	if uid == nil {
+		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
+	}
+	u.remember(kind, name, uid)
+	return uid, nil
+}
+
+// GetOrCreate returns the UID of name, assigning a new one when it has none.
+func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte, error) {
+	if uid, ok := u.fwd[kind].get(name); ok {
+		u.hits.WithLabelValues(kind.String(), "forward").Inc()
+		return uid, nil
+	}
+	u.misses.WithLabelValues(kind.String(), "forward").Inc()
+	key := inflightKey{kind, string(name)}
+	u.mu.Lock()
+	if c, ok := u.inflight[key]; ok {
+		u.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.uid, c.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for uid of %s %q: %w", kind, name, ctx.Err())
+		}
+	}
+	c := &inflightCall{done: make(chan struct{})}
+	u.inflight[key] = c
+	u.mu.Unlock()
+
+	c.uid, c.err = u.getOrCreate(ctx, kind, key.name)
+	if c.err == nil {
+		u.remember(kind, key.name, c.uid)
+	}
+	u.mu.Lock()
+	delete(u.inflight, key)
+	u.mu.Unlock()
+	close(c.done)
+	return c.uid, c.err
+}
+
+func (u *UIDs) remember(kind Kind, name string, uid []byte) {
+	u.fwd[kind].put(name, uid)
+	u.rev[kind].put(string(uid), name)
+}
+
+func (u *UIDs) readForward(ctx context.Context, kind Kind, name string) ([]byte, error) {
+	row, err := u.st.Get(ctx, u.table, []byte(name), uidFamilyID)
+	if err != nil {
+		return nil, fmt.Errorf("read uid of %s %q: %w", kind, name, err)
+	}
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == kind.Qualifier() {
+			if len(c.Value) != u.widths[kind] {
+				return nil, fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", kind, name, c.Value, len(c.Value), u.widths[kind])
+			}
+			return c.Value, nil
+		}
+	}
+	return nil, nil
+}
+
+const maxAssignAttempts = 3
+
+func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte, error) {
+	if uid, err := u.readForward(ctx, kind, name); err != nil || uid != nil {
+		return uid, err
+	}
+	width := u.widths[kind]
+	q := kind.Qualifier()
+	for range maxAssignAttempts {
+		id, err := u.st.Increment(ctx, u.table, maxIDRow, uidFamilyID, q, 1)
+		if err != nil {
+			return nil, fmt.Errorf("allocate uid for %s %q: %w", kind, name, err)
+		}
+		if id <= 0 || (width < 8 && id >= int64(1)<<(8*width)) {
+			return nil, fmt.Errorf("all %d-byte uids of kind %s are assigned (counter at %d), cannot assign %q: %w", width, kind, id, name, ErrUIDExhausted)
+		}
+		uid := make([]byte, width)
+		var full [8]byte
+		binary.BigEndian.PutUint64(full[:], uint64(id))
+		copy(uid, full[8-width:])
+
+		ok, err := u.st.CheckAndPut(ctx, u.table, store.Put{Row: uid, Cells: []store.Cell{{
+			Family: []byte(uidFamilyName), Qualifier: []byte(q), Value: []byte(name),
+		}}}, uidFamilyName, q, nil)
+		if err != nil {
+			return nil, fmt.Errorf("write reverse mapping %x -> %s %q: %w", uid, kind, name, err)
+		}
+		if !ok {
+			// The counter and the reverse rows disagree (a uid written by
+			// hand, or a counter reset); take the next id.
+			continue
+		}
+		ok, err = u.st.CheckAndPut(ctx, u.table, store.Put{Row: []byte(name), Cells: []store.Cell{{
+			Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: uid,
+		}}}, uidFamilyID, q, nil)
+		if err != nil {
+			return nil, fmt.Errorf("write forward mapping %s %q -> %x: %w", kind, name, uid, err)
+		}
+		if ok {
+			u.assigned.WithLabelValues(kind.String()).Inc()
+			return uid, nil
+		}
+		// Another writer won the race: use its uid.
+		winner, err := u.readForward(ctx, kind, name)
+		if err != nil {
+			return nil, err
+		}
+		if winner == nil {
+			return nil, fmt.Errorf("forward mapping of %s %q lost a race but is absent", kind, name)
+		}
+		return winner, nil
+	}
+	return nil, fmt.Errorf("assign uid for %s %q: reverse rows taken after %d attempts; run a uid fsck", kind, name, maxAssignAttempts)
+}
+
+// Name returns the name of uid.
+func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) {
+	if name, ok := u.rev[kind].get(uid); ok {
+		u.hits.WithLabelValues(kind.String(), "reverse").Inc()
+		return name, nil
+	}
+	u.misses.WithLabelValues(kind.String(), "reverse").Inc()
+	row, err := u.st.Get(ctx, u.table, uid, uidFamilyName)
+	if err != nil {
+		return "", fmt.Errorf("read name of %s uid %x: %w", kind, uid, err)
+	}
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == kind.Qualifier() {
+			name := string(c.Value)
+			u.rev[kind].put(string(uid), name)
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%s uid %x: %w", kind, uid, ErrNoSuchUID)
+}
+
+// genCache is a bounded map: two generations, the older dropped when the
+// newer fills up. A hit in the older generation is promoted.
+type genCache[V any] struct {
+	mu       sync.RWMutex
+	cur, old map[string]V
+	max      int
+}
+
+func newGenCache[V any](max int) *genCache[V] {
+	return &genCache[V]{cur: map[string]V{}, old: map[string]V{}, max: max}
+}
+
+func (c *genCache[V]) get(k []byte) (V, bool) {
+	c.mu.RLock()
+	v, ok := c.cur[string(k)]
+	if ok {
+		c.mu.RUnlock()
+		return v, true
+	}
+	v, ok = c.old[string(k)]
+	c.mu.RUnlock()
+	if ok {
+		c.put(string(k), v)
+	}
+	return v, ok
+}
+
+func (c *genCache[V]) put(k string, v V) {
+	c.mu.Lock()
+	if len(c.cur) >= c.max {
+		c.old = c.cur
+		c.cur = make(map[string]V, c.max/4)
+	}
+	c.cur[k] = v
+	c.mu.Unlock()
+}
+
+func (c *genCache[V]) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.cur) + len(c.old)
+}

@@ -1,0 +1,489 @@
+// Package query answers remote-read queries: it turns Prometheus label
+// matchers into row-key scans of the data table, decodes the rows and
+// applies Prometheus's exact matcher semantics.
+//
+// Plan for one query:
+//
+//  1. Metrics: `__name__="x"` names one metric; any other matcher on
+//     `__name__` (or none) selects among the metric names of tsdb-uid.
+//  2. Scan: one per metric (and salt bucket), over the rows
+//     [salt] metric hour(start) .. [salt] metric hour(end)+1h, with a row-key
+//     regex in OpenTSDB's shape that requires the tags which equality and
+//     literal-set matchers pin down. The regex is only a necessary
+//     condition.
+//  3. Rows: labels resolved from UIDs, every matcher applied exactly
+//     (absent label = ""), samples kept in [start, end] inclusive, cells of a
+//     row merged (newest cell wins for a repeated timestamp), rows of a
+//     series joined across hours.
+//
+// Rows stream through; only the samples of matching series are kept.
+package query
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// ErrTooManySamples means a query selected more samples than the limit.
+var ErrTooManySamples = errors.New("query selects too many samples")
+
+// scanner is the part of store.Store the query path uses.
+type scanner interface {
+	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
+}
+
+// Sample is one sample: Unix milliseconds and value.
+type Sample struct {
+	T int64
+	V float64
+}
+
+// Series is one series of a query's answer.
+type Series struct {
+	Labels  labels.Labels
+	Samples []Sample
+}
+
+// Options configure a Querier.
+type Options struct {
+	DataTable string // "tsdb" by default
+	UIDTable  string // "tsdb-uid" by default
+	// MaxSamples bounds the samples of one query; 0 means 50,000,000.
+	MaxSamples int
+	// MetricNamesTTL is how long the list of metric names read from the UID
+	// table is reused; 0 means 10s.
+	MetricNamesTTL time.Duration
+}
+
+// Querier runs queries. It is safe for concurrent use.
+type Querier struct {
+	st     scanner
+	mapper *mapping.Mapper
+	opts   Options
+
+	mu        sync.Mutex
+	names     []string
+	namesRead time.Time
+}
+
+// New returns a Querier over st.
+func New(st scanner, m *mapping.Mapper, opts Options) *Querier {
+	if opts.DataTable == "" {
+		opts.DataTable = "tsdb"
+	}
+	if opts.UIDTable == "" {
+		opts.UIDTable = "tsdb-uid"
+	}
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = 50_000_000
+	}
+	if opts.MetricNamesTTL <= 0 {
+		opts.MetricNamesTTL = 10 * time.Second
+	}
+	return &Querier{st: st, mapper: m, opts: opts}
+}
+
+// Select returns the series that the matchers select, with their samples in
+// [start, end] (Unix ms, inclusive), sorted by labels.
+func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]Series, error) {
+	if start > end {
+		return nil, nil
+	}
+	if end < 0 || start/1000 > math.MaxUint32 {
+		return nil, nil
+	}
+	start = max(start, 0)
+	metrics, err := q.metricNames(ctx, matchers)
+	if err != nil {
+		return nil, err
+	}
+	if len(metrics) == 0 {
+		return nil, nil
+	}
+	sel := &selection{q: q, start: start, end: end, matchers: matchers, series: map[string]*Series{}}
+	cs, ok, err := sel.constraints(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	regex := RowRegex(q.mapper.Layout(), cs)
+	for _, name := range metrics {
+		if err := sel.scanMetric(ctx, name, regex); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Series, 0, len(sel.series))
+	for _, s := range sel.series {
+		if s != nil && len(s.Samples) > 0 {
+			out = append(out, *s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].Labels, out[j].Labels) < 0 })
+	return out, nil
+}
+
+// metricNames returns the metric names the __name__ matchers allow.
+func (q *Querier) metricNames(ctx context.Context, matchers []*labels.Matcher) ([]string, error) {
+	var nameMatchers []*labels.Matcher
+	for _, m := range matchers {
+		if m.Name != labels.MetricName {
+			continue
+		}
+		if m.Type == labels.MatchEqual {
+			if m.Value == "" {
+				return nil, nil // every stored series has a name
+			}
+			for _, o := range matchers {
+				if o.Name == labels.MetricName && !o.Matches(m.Value) {
+					return nil, nil
+				}
+			}
+			return []string{m.Value}, nil
+		}
+		nameMatchers = append(nameMatchers, m)
+	}
+	// Literal alternatives name their metrics directly.
+	for _, m := range nameMatchers {
+		if m.Type != labels.MatchRegexp {
+			continue
+		}
+		if set := m.SetMatches(); len(set) > 0 {
+			var out []string
+			for _, v := range set {
+				if v != "" && matchesAll(nameMatchers, v) {
+					out = append(out, v)
+				}
+			}
+			return out, nil
+		}
+	}
+	all, err := q.allMetricNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range all {
+		if matchesAll(nameMatchers, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func matchesAll(ms []*labels.Matcher, v string) bool {
+	for _, m := range ms {
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// allMetricNames lists the metric names of the UID table (forward rows with
+// an id:metrics cell), reusing a recent list.
+func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.names != nil && time.Since(q.namesRead) < q.opts.MetricNamesTTL {
+		return q.names, nil
+	}
+	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: []byte{0x01}, Family: "id"})
+	defer sc.Close()
+	names := []string{}
+	for sc.Next() {
+		r := sc.Row()
+		for _, c := range r.Cells {
+			if string(c.Qualifier) == "metrics" {
+				names = append(names, string(r.Key))
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("list metric names in %s: %w", q.opts.UIDTable, err)
+	}
+	q.names, q.namesRead = names, time.Now()
+	return names, nil
+}
+
+// selection accumulates the answer of one Select.
+type selection struct {
+	q          *Querier
+	start, end int64
+	matchers   []*labels.Matcher
+	series     map[string]*Series // metric ‖ tags -> series
+	samples    int
+	points     []mapping.Point
+	merged     []stampedPoint
+}
+
+// tagConstraint is a tag that every selected row must carry, with the
+// values it may have (nil: any value).
+type tagConstraint struct {
+	tagk   []byte
+	values [][]byte
+}
+
+// constraints resolves the matchers to tag constraints. ok is false when
+// no row can match (a required name or value has no UID).
+func (s *selection) constraints(ctx context.Context) (cs []tagConstraint, ok bool, err error) {
+	uids := s.q.mapper.UIDs()
+	byTagk := map[string]*tagConstraint{}
+	for _, m := range s.matchers {
+		if m.Name == labels.MetricName || m.Matches("") {
+			continue // post-filter only: absent labels may match
+		}
+		tagk, err := uids.ID(ctx, mapping.KindTagK, m.Name)
+		if errors.Is(err, mapping.ErrNoSuchName) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		c := byTagk[string(tagk)]
+		if c == nil {
+			c = &tagConstraint{tagk: tagk}
+			byTagk[string(tagk)] = c
+		}
+		var literals []string
+		switch m.Type {
+		case labels.MatchEqual:
+			literals = []string{m.Value}
+		case labels.MatchRegexp:
+			literals = m.SetMatches()
+		}
+		if len(literals) == 0 || c.values != nil {
+			continue // presence only, or already narrowed by another matcher
+		}
+		for _, v := range literals {
+			uid, err := uids.ID(ctx, mapping.KindTagV, v)
+			if errors.Is(err, mapping.ErrNoSuchName) {
+				continue
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			c.values = append(c.values, uid)
+		}
+		if len(c.values) == 0 {
+			return nil, false, nil
+		}
+	}
+	for _, c := range byTagk {
+		cs = append(cs, *c)
+	}
+	slices.SortFunc(cs, func(a, b tagConstraint) int { return bytes.Compare(a.tagk, b.tagk) })
+	return cs, true, nil
+}
+
+// RowRegex builds the row-key regex of OpenTSDB's shape for the tag
+// constraints:
+//
+//	(?s)^.{prefix}(?:.{pair})*<tagk>(?:<v1>|<v2>)(?:.{pair})*...\z
+//
+// with every UID byte written as \xHH. Constraints must be sorted by tagk
+// UID, the order of the pairs in the row key.
+func RowRegex(layout mapping.Layout, cs []tagConstraint) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	pair := strconv.Itoa(layout.PairLen())
+	re := make([]byte, 0, 64)
+	re = append(re, `(?s)^.{`...)
+	re = strconv.AppendInt(re, int64(layout.PrefixLen()), 10)
+	re = append(re, '}')
+	for _, c := range cs {
+		re = append(re, `(?:.{`+pair+`})*`...)
+		re = mapping.AppendRegexQuoted(re, c.tagk)
+		if len(c.values) == 0 {
+			re = append(re, `.{`...)
+			re = strconv.AppendInt(re, int64(layout.TagVWidth), 10)
+			re = append(re, '}')
+			continue
+		}
+		re = append(re, `(?:`...)
+		for i, v := range c.values {
+			if i > 0 {
+				re = append(re, '|')
+			}
+			re = mapping.AppendRegexQuoted(re, v)
+		}
+		re = append(re, ')')
+	}
+	re = append(re, `(?:.{`+pair+`})*\z`...)
+	return string(re)
+}
+
+func (s *selection) scanMetric(ctx context.Context, name, regex string) error {
+	uids := s.q.mapper.UIDs()
+	metric, err := uids.ID(ctx, mapping.KindMetric, name)
+	if errors.Is(err, mapping.ErrNoSuchName) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	layout := s.q.mapper.Layout()
+	startHour := uint32(s.start/1000 - (s.start/1000)%3600)
+	endSec := s.end / 1000
+	stopHour := endSec - endSec%3600 + 3600
+	buckets := 1
+	if layout.SaltWidth > 0 {
+		buckets = layout.SaltBuckets
+	}
+	for b := range buckets {
+		var prefix []byte
+		if layout.SaltWidth > 0 {
+			prefix = layout.AppendSalt(prefix, b)
+		}
+		prefix = append(prefix, metric...)
+		startKey := appendU32(bytes.Clone(prefix), startHour)
+		var stopKey []byte
+		if stopHour > math.MaxUint32 {
+			stopKey = prefixEnd(prefix)
+		} else {
+			stopKey = appendU32(bytes.Clone(prefix), uint32(stopHour))
+		}
+		if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: startKey, Stop: stopKey, Family: "t", RowRegex: regex}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// prefixEnd returns the first key after every key that starts with p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
+	sc := s.q.st.Scan(ctx, req)
+	defer sc.Close()
+	layout := s.q.mapper.Layout()
+	var key []byte
+	for sc.Next() {
+		row := sc.Row()
+		_, metric, base, tags, err := layout.ParseRowKey(row.Key)
+		if err != nil {
+			continue // not a data row of this layout
+		}
+		key = append(append(key[:0], metric...), tags...)
+		ser, ok := s.series[string(key)]
+		if !ok {
+			lbls, err := s.q.mapper.Labels(ctx, metric, tags)
+			if err != nil {
+				return fmt.Errorf("labels of row %x: %w", row.Key, err)
+			}
+			if !s.matches(lbls) {
+				ser = nil
+			} else {
+				ser = &Series{Labels: lbls}
+			}
+			s.series[string(key)] = ser
+		}
+		if ser == nil {
+			continue
+		}
+		if err := s.addRow(ser, base, row); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
+	}
+	return nil
+}
+
+func (s *selection) matches(lbls labels.Labels) bool {
+	for _, m := range s.matchers {
+		if !m.Matches(lbls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stampedPoint is a point with the cell version it came from, for the
+// newest-wins merge of a row's cells.
+type stampedPoint struct {
+	mapping.Point
+	version uint64
+	seq     int
+}
+
+// addRow decodes a row's cells, merges them by timestamp (the newest cell
+// version wins, then the later cell), and appends the samples in
+// [start, end] to the series.
+func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
+	s.merged = s.merged[:0]
+	for i, c := range row.Cells {
+		pts, err := mapping.AppendPoints(s.points[:0], base, c.Qualifier, c.Value)
+		if err != nil {
+			return fmt.Errorf("row %x: %w", row.Key, err)
+		}
+		s.points = pts
+		for _, p := range pts {
+			if p.T >= s.start && p.T <= s.end {
+				s.merged = append(s.merged, stampedPoint{p, c.Timestamp, i})
+			}
+		}
+	}
+	if len(s.merged) == 0 {
+		return nil
+	}
+	if !slices.IsSortedFunc(s.merged, cmpStamped) {
+		slices.SortStableFunc(s.merged, cmpStamped)
+	}
+	for i, p := range s.merged {
+		if i+1 < len(s.merged) && s.merged[i+1].T == p.T {
+			continue // a newer version of the same timestamp follows
+		}
+		ser.Samples = append(ser.Samples, Sample{T: p.T, V: p.V})
+		s.samples++
+	}
+	if s.samples > s.q.opts.MaxSamples {
+		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
+	}
+	return nil
+}
+
+// cmpStamped orders by timestamp, then by version and cell order, so that
+// the last of a run of equal timestamps is the one to keep.
+func cmpStamped(a, b stampedPoint) int {
+	if a.T != b.T {
+		if a.T < b.T {
+			return -1
+		}
+		return 1
+	}
+	if a.version != b.version {
+		if a.version < b.version {
+			return -1
+		}
+		return 1
+	}
+	return a.seq - b.seq
+}
+
