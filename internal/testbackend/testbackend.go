@@ -1,0 +1,59 @@
+// Package testbackend gives tests a store of the backend chosen by the
+// environment, with fresh tables that are dropped when the test ends.
+//
+//	PROMHBASE_TEST_BACKEND  embedded (default) or hbase
+//	PROMHBASE_HBASE_ZK      ZooKeeper quorum of the test HBase (127.0.0.1:2181)
+//
+// Under CI=true a test that asks for HBase fails when HBase is not there;
+// elsewhere it is skipped with a message.
+package testbackend
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+// Tables names the tables a test got.
+type Tables struct {
+	Data, UID string
+}
+
+// Name returns the backend in use.
+func Name() string {
+	if b := os.Getenv("PROMHBASE_TEST_BACKEND"); b != "" {
+		return b
+	}
+	return "embedded"
+}
+
+var seq atomic.Int64
+
+// uniqueSuffix returns a table-name suffix unique to this process and call.
+func uniqueSuffix() string {
+	return fmt.Sprintf("%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, seq.Add(1))
+}
+
+// New returns a store with fresh data and UID tables.
+func New(t testing.TB) (store.Store, Tables) {
+	t.Helper()
+	switch Name() {
+	case "embedded":
+		tb := Tables{Data: "tsdb", UID: "tsdb-uid"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, tb
+	case "hbase":
+		return newHBase(t)
+	}
+	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
+	return nil, Tables{}
+}
