@@ -209,7 +209,7 @@ func (a *arena) alloc(n int) []byte {
 		if cap(c)-len(c) >= n {
 			start := len(c)
 			a.chunks[a.cur] = c[:start+n]
-			return c[start:start:start+n]
+			return c[start : start : start+n]
 		}
 		a.cur++
 	}

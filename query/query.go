@@ -486,4 +486,3 @@ func cmpStamped(a, b stampedPoint) int {
 	}
 	return a.seq - b.seq
 }
-

@@ -3,6 +3,7 @@ package deps
 import (
 	_ "github.com/alecthomas/kingpin/v2"
 	_ "github.com/cockroachdb/pebble/v2"
+	_ "github.com/go-zookeeper/zk"
 	_ "github.com/gogo/protobuf/proto"
 	_ "github.com/golang/snappy"
 	_ "github.com/prometheus/client_golang/prometheus"
@@ -11,5 +12,4 @@ import (
 	_ "github.com/prometheus/prometheus/tsdb/chunkenc"
 	_ "github.com/tsuna/gohbase"
 	_ "github.com/tsuna/gohbase/hrpc"
-	_ "github.com/go-zookeeper/zk"
 )
