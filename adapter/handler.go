@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -234,7 +235,7 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 		return nil, nil, err
 	}
 	bb.comp = comp[:0]
-	n, err := snappy.DecodedLen(comp)
+	n, err := s2.DecodedLen(comp)
 	if err != nil {
 		release()
 		return nil, nil, fmt.Errorf("%w: body is not snappy block format: %w", errBadRequest, err)
@@ -246,7 +247,8 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	if cap(bb.dec) < n {
 		bb.dec = make([]byte, n)
 	}
-	dec, err := snappy.Decode(bb.dec[:n], comp)
+	// s2 decodes snappy's block format, faster than golang/snappy.
+	dec, err := s2.Decode(bb.dec[:n], comp)
 	if err != nil {
 		release()
 		return nil, nil, fmt.Errorf("%w: snappy decode: %w", errBadRequest, err)

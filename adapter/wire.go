@@ -20,12 +20,37 @@ type Sample struct {
 // wireSeries is one prometheus.TimeSeries as decoded from a WriteRequest
 // without copying: label bytes point into the request buffer.
 type wireSeries struct {
-	// Key is the concatenation of the raw Label fields of the series: equal
-	// keys mean equal label sets.
+	// Key is the concatenation of the raw Label fields of the series (tag,
+	// length and message of each): equal keys mean equal label sets. It
+	// points into the request when the labels are contiguous, as
+	// Prometheus encodes them, and into keyBuf otherwise.
 	Key        []byte
-	Labels     []mapping.Label
 	Samples    []Sample
 	Histograms int
+
+	keyBuf []byte
+	labels []mapping.Label
+}
+
+// Labels decodes the series' labels from Key. They are only needed when
+// the series is not in the mapper's cache, or for error messages.
+func (s *wireSeries) Labels() ([]mapping.Label, error) {
+	s.labels = s.labels[:0]
+	buf := s.Key
+	for len(buf) > 0 {
+		_, _, n := readTag(buf)
+		msg, rest, err := readBytes(buf[n:])
+		if n <= 0 || err != nil {
+			return nil, fmt.Errorf("%w: label field", errMalformed)
+		}
+		l, err := parseLabel(msg)
+		if err != nil {
+			return nil, err
+		}
+		s.labels = append(s.labels, l)
+		buf = rest
+	}
+	return s.labels, nil
 }
 
 // parseWriteRequest walks a prometheus.WriteRequest (remote write 1.0):
@@ -70,10 +95,12 @@ func parseWriteRequest(buf []byte, s *wireSeries, fn func(*wireSeries) error) er
 }
 
 func parseTimeSeries(buf []byte, s *wireSeries) error {
-	s.Key = s.Key[:0]
-	s.Labels = s.Labels[:0]
+	s.Key = nil
 	s.Samples = s.Samples[:0]
 	s.Histograms = 0
+	copied := false // Key lives in keyBuf
+	keyEnd := 0     // offset in buf (as it was) where the aliased Key ends
+	whole := buf
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
@@ -96,12 +123,24 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 		buf = rest
 		switch field {
 		case 1:
-			s.Key = append(s.Key, start[:len(start)-len(rest)]...)
-			l, err := parseLabel(msg)
-			if err != nil {
-				return err
+			field := start[:len(start)-len(rest)]
+			off := len(whole) - len(start)
+			switch {
+			case copied:
+				s.keyBuf = append(s.keyBuf, field...)
+				s.Key = s.keyBuf
+			case s.Key == nil:
+				s.Key = field
+				keyEnd = off + len(field)
+			case off == keyEnd:
+				s.Key = whole[keyEnd-len(s.Key) : off+len(field)]
+				keyEnd = off + len(field)
+			default: // labels interleaved with other fields: copy
+				s.keyBuf = append(append(s.keyBuf[:0], s.Key...), field...)
+				s.Key = s.keyBuf
+				copied = true
 			}
-			s.Labels = append(s.Labels, l)
+			_ = msg
 		case 2:
 			smp, err := parseSample(msg)
 			if err != nil {

@@ -143,22 +143,29 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 
 func (w *Writer) addSeries(ctx context.Context, b *writeBatch, s *wireSeries) error {
 	if s.Histograms > 0 {
-		b.rejectSeries(reasonHistogram, s.Histograms, fmt.Sprintf("%s: native histograms are not supported", mapping.FormatLabels(s.Labels)))
+		b.rejectSeries(reasonHistogram, s.Histograms, fmt.Sprintf("%s: native histograms are not supported", formatSeries(s)))
 	}
 	if len(s.Samples) == 0 {
 		return nil
 	}
-	series, err := w.mapper.Resolve(ctx, s.Key, s.Labels)
-	if err != nil {
-		switch {
-		case errors.Is(err, mapping.ErrInvalidSeries):
-			b.rejectSeries(reasonInvalidLabels, len(s.Samples), err.Error())
-			return nil
-		case errors.Is(err, mapping.ErrUIDExhausted):
-			b.rejectSeries(reasonUIDExhausted, len(s.Samples), fmt.Sprintf("%s: %v", mapping.FormatLabels(s.Labels), err))
-			return nil
+	series, ok := w.mapper.Cached(s.Key)
+	if !ok {
+		lbls, err := s.Labels()
+		if err != nil {
+			return err
 		}
-		return err
+		series, err = w.mapper.Resolve(ctx, s.Key, lbls)
+		if err != nil {
+			switch {
+			case errors.Is(err, mapping.ErrInvalidSeries):
+				b.rejectSeries(reasonInvalidLabels, len(s.Samples), err.Error())
+				return nil
+			case errors.Is(err, mapping.ErrUIDExhausted):
+				b.rejectSeries(reasonUIDExhausted, len(s.Samples), fmt.Sprintf("%s: %v", mapping.FormatLabels(lbls), err))
+				return nil
+			}
+			return err
+		}
 	}
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)
@@ -188,9 +195,18 @@ func (w *Writer) addSeries(ctx context.Context, b *writeBatch, s *wireSeries) er
 	}
 	if badTS > 0 {
 		b.rejectSeries(reasonTimestamp, badTS, fmt.Sprintf("%s: %d samples with timestamps outside 0..%d ms (first %d)",
-			mapping.FormatLabels(s.Labels), badTS, int64(math.MaxUint32)*1000+999, firstBad))
+			formatSeries(s), badTS, int64(math.MaxUint32)*1000+999, firstBad))
 	}
 	return nil
+}
+
+// formatSeries renders a series' labels for an error message.
+func formatSeries(s *wireSeries) string {
+	lbls, err := s.Labels()
+	if err != nil {
+		return fmt.Sprintf("series with undecodable labels (%v)", err)
+	}
+	return mapping.FormatLabels(lbls)
 }
 
 // arena hands out byte slices from large chunks that are never reallocated,

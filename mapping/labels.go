@@ -40,7 +40,7 @@ type Series struct {
 type Mapper struct {
 	uids   *UIDs
 	layout Layout
-	series *genCache[Series]         // wire key -> series
+	series *genCache[Series]        // wire key -> series
 	labels *genCache[labels.Labels] // metric ‖ tags -> labels
 }
 
@@ -57,6 +57,9 @@ func (m *Mapper) Layout() Layout { return m.layout }
 
 // UIDs returns the UID table.
 func (m *Mapper) UIDs() *UIDs { return m.uids }
+
+// Cached returns the Series cached under key, without allocating.
+func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 
 // Resolve returns the Series of lbls, assigning UIDs to new names. key
 // identifies the label set, typically its wire encoding: calls with equal

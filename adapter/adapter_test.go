@@ -1,0 +1,313 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+func TestStatusFor(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 204},
+		{fmt.Errorf("x: %w", errMethod), 405},
+		{fmt.Errorf("x: %w", errTooLarge), 413},
+		{fmt.Errorf("x: %w", query.ErrTooManySamples), 413},
+		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
+		{&rejectError{count: 1, named: []string{"a"}}, 400},
+		{fmt.Errorf("x: %w", errBadRequest), 400},
+		{fmt.Errorf("x: %w", errMalformed), 400},
+		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
+		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503},
+		{fmt.Errorf("x: %w", store.ErrTableNotFound), 500},
+		{errors.New("anything else"), 500},
+	} {
+		t.Run(fmt.Sprint(tc.err), func(t *testing.T) {
+			if got := statusFor(tc.err); got != tc.want {
+				t.Errorf("statusFor(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// failingStore fails every Put, as a store that is down does.
+type failingStore struct {
+	store.Store
+	mu    sync.Mutex
+	fail  bool
+	calls int
+}
+
+func (f *failingStore) Put(ctx context.Context, table string, puts []store.Put) error {
+	f.mu.Lock()
+	f.calls++
+	fail := f.fail
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("region server gone: %w", store.ErrUnavailable)
+	}
+	return f.Store.Put(ctx, table, puts)
+}
+
+func newTestHandler(t testing.TB, st store.Store) *Handler {
+	t.Helper()
+	layout := mapping.DefaultLayout()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	h, err := New(NewWriter(m, st, "tsdb"), query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20},
+		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func openEmbedded(t testing.TB) store.Store {
+	t.Helper()
+	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func writeBody(t testing.TB, series ...prompb.TimeSeries) []byte {
+	t.Helper()
+	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snappy.Encode(nil, data)
+}
+
+func post(h http.Handler, path string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestStoreErrorIs5xx: a write the store did not acknowledge answers 5xx so
+// that Prometheus retries, and the retry lands.
+func TestStoreErrorIs5xx(t *testing.T) {
+	fs := &failingStore{Store: openEmbedded(t)}
+	h := newTestHandler(t, fs)
+	body := writeBody(t, prompb.TimeSeries{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "a", Value: "b"}},
+		Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},
+	})
+	fs.fail = true
+	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("write with the store down: %d %s, want 503", rec.Code, rec.Body)
+	}
+	fs.fail = false
+	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {
+		t.Fatalf("retry: %d %s, want 204", rec.Code, rec.Body)
+	}
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 2_000_000_000_000,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "m"}}}}}
+	data, _ := proto.Marshal(rr)
+	rec := post(h, "/api/v1/read", snappy.Encode(nil, data))
+	if rec.Code != 200 {
+		t.Fatalf("read: %d %s", rec.Code, rec.Body)
+	}
+	dec, err := snappy.Decode(nil, rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp prompb.ReadResponse
+	if err := proto.Unmarshal(dec, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || len(resp.Results[0].Timeseries) != 1 || len(resp.Results[0].Timeseries[0].Samples) != 1 {
+		t.Fatalf("read after retry = %v, want one series with one sample", resp.Results)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	h := newTestHandler(t, openEmbedded(t))
+	for _, tc := range []struct {
+		name string
+		req  *prompb.ReadRequest
+		want int
+	}{
+		{"bad regex", &prompb.ReadRequest{Queries: []*prompb.Query{{Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "a", Value: "("}}}}}, 400},
+		{"unknown response type", &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{7}}, 400},
+		{"no queries", &prompb.ReadRequest{}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := proto.Marshal(tc.req)
+			if rec := post(h, "/api/v1/read", snappy.Encode(nil, data)); rec.Code != tc.want {
+				t.Errorf("status %d %s, want %d", rec.Code, rec.Body, tc.want)
+			}
+		})
+	}
+	if rec := post(h, "/api/v1/read", []byte("garbage")); rec.Code != 400 {
+		t.Errorf("garbage read body: %d, want 400", rec.Code)
+	}
+}
+
+func TestParseWriteRequestMatchesGogo(t *testing.T) {
+	wr := &prompb.WriteRequest{
+		Timeseries: []prompb.TimeSeries{
+			{Labels: []prompb.Label{{Name: "__name__", Value: "x"}, {Name: "a", Value: "ü\n"}}, Samples: []prompb.Sample{{Timestamp: 5, Value: 1.5}, {Timestamp: -3, Value: -2}}},
+			{Labels: []prompb.Label{{Name: "__name__", Value: "y"}}, Histograms: []prompb.Histogram{{Timestamp: 1}}},
+		},
+		Metadata: []prompb.MetricMetadata{{MetricFamilyName: "x", Help: "h"}},
+	}
+	data, err := proto.Marshal(wr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = parseWriteRequest(data, &wireSeries{}, func(s *wireSeries) error {
+		lbls, err := s.Labels()
+		if err != nil {
+			return err
+		}
+		got = append(got, fmt.Sprintf("%s %v h=%d", mapping.FormatLabels(lbls), s.Samples, s.Histograms))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{__name__="x", a="ü\n"} [{5 1.5} {-3 -2}] h=0`, `{__name__="y"} [] h=1`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("parsed\n%q\nwant\n%q", got, want)
+	}
+}
+
+// FuzzParseWriteRequest: the hand-written decoder never panics, and on
+// input gogo accepts it yields the same series.
+func FuzzParseWriteRequest(f *testing.F) {
+	seed, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		{Labels: []prompb.Label{{Name: "__name__", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: 5, Value: 1.5}}},
+	}})
+	f.Add(seed)
+	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ours []string
+		err := parseWriteRequest(data, &wireSeries{}, func(s *wireSeries) error {
+			lbls, err := s.Labels()
+			if err != nil {
+				return err
+			}
+			ours = append(ours, fmt.Sprintf("%q %v", lbls, s.Samples))
+			return nil
+		})
+		var wr prompb.WriteRequest
+		if gerr := wr.Unmarshal(data); gerr != nil || err != nil {
+			return // both may reject differently on malformed input
+		}
+		if len(ours) != len(wr.Timeseries) {
+			t.Fatalf("%d series, gogo %d", len(ours), len(wr.Timeseries))
+		}
+		for i, ts := range wr.Timeseries {
+			var lbls []mapping.Label
+			for _, l := range ts.Labels {
+				lbls = append(lbls, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
+			}
+			var smp []Sample
+			for _, s := range ts.Samples {
+				smp = append(smp, Sample{T: s.Timestamp, V: s.Value})
+			}
+			if want := fmt.Sprintf("%q %v", lbls, smp); want != ours[i] && !strings.Contains(want, "NaN") {
+				t.Fatalf("series %d = %s, gogo %s", i, ours[i], want)
+			}
+		}
+	})
+}
+
+// nopPutter acknowledges every Put without storing it.
+type nopPutter struct{ puts, cells int }
+
+func (n *nopPutter) Put(_ context.Context, _ string, puts []store.Put) error {
+	n.puts += len(puts)
+	for _, p := range puts {
+		n.cells += len(p.Cells)
+	}
+	return nil
+}
+
+// BenchmarkWritePath measures the write path from the snappy HTTP body to
+// the store's Puts, the store excluded: a realistic batch of 2000 series
+// with one sample and 10 labels each, UID caches warm.
+func BenchmarkWritePath(b *testing.B) {
+	st := openEmbedded(b)
+	var series []prompb.TimeSeries
+	for i := range 2000 {
+		lbls := []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("node_metric_%d", i%50)}}
+		for j := range 9 {
+			lbls = append(lbls, prompb.Label{Name: fmt.Sprintf("label_%d", j), Value: fmt.Sprintf("value_%d_%d", j, i%(j*40+3))})
+		}
+		lbls[9].Value = fmt.Sprintf("instance-%d", i)
+		series = append(series, prompb.TimeSeries{Labels: lbls, Samples: []prompb.Sample{{Timestamp: 1_700_000_000_123, Value: float64(i) * 1.5}}})
+	}
+	body := writeBody(b, series...)
+	// Warm the caches through the real store once.
+	warm := newTestHandler(b, st)
+	if rec := post(warm, "/api/v1/write", body); rec.Code != 204 {
+		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
+	}
+	np := &nopPutter{}
+	warm.w.st = np
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	rd := bytes.NewReader(body)
+	rec := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		req.ContentLength = int64(len(body))
+		rec.code = 0
+		warm.ServeHTTP(rec, req)
+		if rec.code != 204 {
+			b.Fatalf("status %d", rec.code)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(series)), "ns/sample")
+	b.ReportMetric(float64(len(series)*b.N)/b.Elapsed().Seconds(), "samples/s")
+	if np.cells != b.N*len(series) {
+		b.Fatalf("%d cells put, want %d", np.cells, b.N*len(series))
+	}
+}
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(c int)           { d.code = c }

@@ -1,0 +1,234 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+func openUIDStore(t testing.TB) store.Store {
+	t.Helper()
+	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newTestUIDs(t testing.TB, st store.Store, layout Layout) *UIDs {
+	t.Helper()
+	u, err := NewUIDs(st, layout, UIDOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestUIDAssignmentLayout(t *testing.T) {
+	st := openUIDStore(t)
+	u := newTestUIDs(t, st, DefaultLayout())
+	ctx := context.Background()
+	for i, tc := range []struct {
+		kind Kind
+		name string
+		want string
+	}{
+		{KindMetric, "sys.cpu.user", "000001"},
+		{KindMetric, "sys.cpu.nice", "000002"},
+		{KindTagK, "host", "000001"},
+		{KindTagV, "web01", "000001"},
+		{KindMetric, "sys.cpu.user", "000001"}, // again: same uid
+	} {
+		uid, err := u.GetOrCreate(ctx, tc.kind, []byte(tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprintf("%X", uid) != tc.want {
+			t.Errorf("step %d: %s %q = %X, want %s", i, tc.kind, tc.name, uid, tc.want)
+		}
+	}
+	// The cells are OpenTSDB's: forward, reverse and the max-id counter.
+	for _, tc := range []struct {
+		row    []byte
+		family string
+		want   string
+	}{
+		{[]byte("sys.cpu.user"), "id", "id:metrics=000001"},
+		{[]byte{0, 0, 1}, "name", "name:metrics=7379732e6370752e75736572 name:tagk=686f7374 name:tagv=7765623031"},
+		{[]byte{0}, "id", "id:metrics=0000000000000002 id:tagk=0000000000000001 id:tagv=0000000000000001"},
+	} {
+		r, err := st.Get(ctx, "tsdb-uid", tc.row, tc.family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for i, c := range r.Cells {
+			if i > 0 {
+				got += " "
+			}
+			got += fmt.Sprintf("%s:%s=%x", c.Family, c.Qualifier, c.Value)
+		}
+		if got != tc.want {
+			t.Errorf("row %x: %s, want %s", tc.row, got, tc.want)
+		}
+	}
+	// A fresh process finds them without assigning.
+	u2 := newTestUIDs(t, st, DefaultLayout())
+	if uid, err := u2.ID(ctx, KindTagV, "web01"); err != nil || fmt.Sprintf("%X", uid) != "000001" {
+		t.Errorf("ID(web01) in a new process = %X, %v", uid, err)
+	}
+	if name, err := u2.Name(ctx, KindMetric, []byte{0, 0, 2}); err != nil || name != "sys.cpu.nice" {
+		t.Errorf("Name(000002) = %q, %v", name, err)
+	}
+	if _, err := u2.ID(ctx, KindTagV, "nope"); !errors.Is(err, ErrNoSuchName) {
+		t.Errorf("ID of an unknown name: %v, want ErrNoSuchName", err)
+	}
+	if _, err := u2.Name(ctx, KindTagV, []byte{9, 9, 9}); !errors.Is(err, ErrNoSuchUID) {
+		t.Errorf("Name of an unknown uid: %v, want ErrNoSuchUID", err)
+	}
+}
+
+// TestUIDRace: many goroutines of two "processes" (two UIDs on one store)
+// ask for the same new names at once. Each name gets one UID, every
+// forward mapping has its reverse.
+func TestUIDRace(t *testing.T) {
+	st := openUIDStore(t)
+	procs := []*UIDs{newTestUIDs(t, st, DefaultLayout()), newTestUIDs(t, st, DefaultLayout())}
+	ctx := context.Background()
+	const names, workers = 50, 8
+	results := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := procs[w%2]
+			for n := range names {
+				uid, err := u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprintf("name-%d", n)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results[w] = append(results[w], fmt.Sprintf("%X", uid))
+			}
+		}()
+	}
+	wg.Wait()
+	for w := 1; w < workers; w++ {
+		for n := range names {
+			if results[w][n] != results[0][n] {
+				t.Fatalf("name-%d: worker %d got %s, worker 0 got %s", n, w, results[w][n], results[0][n])
+			}
+		}
+	}
+	fresh := newTestUIDs(t, st, DefaultLayout())
+	for n := range names {
+		name := fmt.Sprintf("name-%d", n)
+		uid, err := fresh.ID(ctx, KindTagV, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := fresh.Name(ctx, KindTagV, uid); err != nil || back != name {
+			t.Errorf("reverse of %s (%X) = %q, %v", name, uid, back, err)
+		}
+	}
+}
+
+func TestUIDExhaustion(t *testing.T) {
+	st := openUIDStore(t)
+	l := DefaultLayout()
+	l.TagVWidth = 1
+	u := newTestUIDs(t, st, l)
+	ctx := context.Background()
+	for i := 1; i <= 255; i++ {
+		uid, err := u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatalf("name %d: %v", i, err)
+		}
+		if len(uid) != 1 || int(uid[0]) != i {
+			t.Fatalf("name %d got uid %X", i, uid)
+		}
+	}
+	_, err := u.GetOrCreate(ctx, KindTagV, []byte("one too many"))
+	if !errors.Is(err, ErrUIDExhausted) {
+		t.Fatalf("256th name: %v, want ErrUIDExhausted", err)
+	}
+	// Existing names still resolve; other kinds still assign.
+	if uid, err := u.GetOrCreate(ctx, KindTagV, []byte("7")); err != nil || uid[0] != 7 {
+		t.Errorf("existing name after exhaustion: %X, %v", uid, err)
+	}
+	if _, err := u.GetOrCreate(ctx, KindTagK, []byte("k")); err != nil {
+		t.Errorf("tagk after tagv exhaustion: %v", err)
+	}
+}
+
+func TestGenCacheBounded(t *testing.T) {
+	c := newGenCache[int](10)
+	for i := range 1000 {
+		c.put(fmt.Sprint(i), i)
+	}
+	if n := c.len(); n > 20 {
+		t.Errorf("cache holds %d entries, want at most 20", n)
+	}
+	if v, ok := c.get([]byte("999")); !ok || v != 999 {
+		t.Errorf("newest entry: %d, %v", v, ok)
+	}
+}
+
+func TestResolveLabels(t *testing.T) {
+	st := openUIDStore(t)
+	u := newTestUIDs(t, st, DefaultLayout())
+	m := NewMapper(u, DefaultLayout(), 0)
+	ctx := context.Background()
+	lbl := func(kv ...string) []Label {
+		var out []Label
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, Label{Name: []byte(kv[i]), Value: []byte(kv[i+1])})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		lbls    []Label
+		wantErr string
+	}{
+		{"no name", lbl("a", "b"), "no __name__"},
+		{"empty name", lbl("__name__", "", "a", "b"), "no __name__"},
+		{"repeated", lbl("__name__", "x", "a", "b", "a", "c"), "repeated"},
+		{"bad utf8", lbl("__name__", "x", "a", "\xff"), "UTF-8"},
+		{"empty label name", lbl("__name__", "x", "", "c"), "empty label name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.Resolve(ctx, []byte(tc.name), tc.lbls)
+			if !errors.Is(err, ErrInvalidSeries) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want ErrInvalidSeries mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+	// Tags are sorted by tagk UID, not by name; empty values are absent.
+	s1, err := m.Resolve(ctx, []byte("k1"), lbl("__name__", "m", "zz", "1", "aa", "2", "empty", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// zz got tagk 000001, aa 000002: zz first.
+	if got := fmt.Sprintf("%X %X", s1.Metric, s1.Tags); got != "000001 000001000001000002000002" {
+		t.Errorf("series = %s", got)
+	}
+	back, err := m.Labels(ctx, s1.Metric, s1.Tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.String() != `{__name__="m", aa="2", zz="1"}` {
+		t.Errorf("labels back = %s", back)
+	}
+}
+
