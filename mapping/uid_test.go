@@ -231,4 +231,3 @@ func TestResolveLabels(t *testing.T) {
 		t.Errorf("labels back = %s", back)
 	}
 }
-
