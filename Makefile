@@ -1,0 +1,62 @@
+# promhbase: the two commands a new user needs are `make run` and `make test`.
+GO      ?= go
+PKGS    := ./...
+# Tests that need the real HBase (started by scripts/hbase.sh).
+HBASE_TEST_PKGS := ./store/hbase ./e2e ./cmd/promhbase
+HBASE_ZK ?= 127.0.0.1:2181
+
+.PHONY: all build run test test-unit test-hbase vet hbase-up hbase-down prometheus bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/promhbase ./cmd/promhbase
+
+## run: serve on :9201 with the embedded store in ./data
+run:
+	$(GO) run ./cmd/promhbase serve
+
+## test: every test: unit and contract tests on the embedded store, then the
+## same contract and end-to-end suites against a standalone HBase that this
+## target fetches (Maven Central), starts and stops.
+test: vet test-unit test-hbase
+
+vet:
+	$(GO) vet $(PKGS)
+
+test-unit:
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+test-hbase:
+	@scripts/hbase.sh up
+	@status=0; \
+	PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
+		$(GO) test -count=1 -timeout 40m -p 1 $(HBASE_TEST_PKGS) || status=$$?; \
+	scripts/hbase.sh down; \
+	exit $$status
+
+hbase-up:
+	scripts/hbase.sh up
+
+hbase-down:
+	scripts/hbase.sh down
+
+## prometheus: build (or reuse) the Prometheus 3.15.0 binary for e2e tests
+prometheus:
+	scripts/prometheus.sh
+
+## bench: the hot-path benchmarks recorded in BENCHMARKS.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query
+
+## fuzz: run every fuzz target for FUZZTIME each
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in ./adapter ./mapping; do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf bin .run
