@@ -231,3 +231,44 @@ func TestResolveLabels(t *testing.T) {
 		t.Errorf("labels back = %s", back)
 	}
 }
+
+func TestUIDFsck(t *testing.T) {
+	st := openUIDStore(t)
+	u := newTestUIDs(t, st, DefaultLayout())
+	ctx := context.Background()
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := u.GetOrCreate(ctx, KindTagV, []byte(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := UIDFsck(ctx, st, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 || len(rep.Orphans) != 0 || rep.Forward[KindTagV] != 3 {
+		t.Fatalf("clean table: %+v", rep)
+	}
+	// Break it: a forward mapping without reverse, a duplicate uid, an orphan.
+	put := func(row, fam, qual string, val []byte) {
+		t.Helper()
+		if err := st.Put(ctx, "tsdb-uid", []store.Put{{Row: []byte(row), Cells: []store.Cell{{Family: []byte(fam), Qualifier: []byte(qual), Value: val}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("d", "id", "tagv", []byte{0, 0, 9})
+	put("e", "id", "tagv", []byte{0, 0, 1})
+	put("\x00\x00\x07", "name", "tagv", []byte("lost"))
+	rep, err = UIDFsck(ctx, st, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(rep.Errors, "\n")
+	for _, want := range []string{`"d" -> 000009 has no reverse`, "uid 000001 is used by", `"e" -> 000001, but 000001 -> "a"`, "counter 3 is behind the largest uid in use 9"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("errors %q lack %q", joined, want)
+		}
+	}
+	if len(rep.Orphans) != 1 || !strings.Contains(rep.Orphans[0], `000007 -> "lost"`) {
+		t.Errorf("orphans = %q", rep.Orphans)
+	}
+}

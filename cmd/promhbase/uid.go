@@ -13,7 +13,7 @@ import (
 )
 
 type uidCmd struct {
-	get, name, assign *kingpin.CmdClause
+	get, name, assign, fsck *kingpin.CmdClause
 	kind              string
 	args              []string
 }
@@ -24,6 +24,7 @@ func registerUID(app *kingpin.Application, cfg *config) *uidCmd {
 	u.get = cmd.Command("grep", "Print the UIDs of names (no assignment).").Alias("get")
 	u.name = cmd.Command("name", "Print the names of UIDs given in hex.")
 	u.assign = cmd.Command("assign", "Assign UIDs to names that have none (like `tsdb mkmetric`), print them.")
+	u.fsck = cmd.Command("fsck", "Check the UID table like `tsdb uid fsck`: forward and reverse mappings agree, no UID is used twice, counters are ahead.")
 	for _, c := range []*kingpin.CmdClause{u.get, u.name, u.assign} {
 		c.Arg("kind", "metrics, tagk or tagv.").Required().EnumVar(&u.kind, "metrics", "metric", "tagk", "tagv")
 		c.Arg("values", "Names (or hex UIDs for `name`).").Required().StringsVar(&u.args)
@@ -32,6 +33,9 @@ func registerUID(app *kingpin.Application, cfg *config) *uidCmd {
 }
 
 func (u *uidCmd) run(cmd string, cfg *config) error {
+	if cmd == u.fsck.FullCommand() {
+		return runUIDFsck(cfg)
+	}
 	kind, err := mapping.ParseKind(u.kind)
 	if err != nil {
 		return err
@@ -81,6 +85,32 @@ func (u *uidCmd) run(cmd string, cfg *config) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d failed", failed, len(u.args))
+	}
+	return nil
+}
+
+func runUIDFsck(cfg *config) error {
+	st, err := cfg.openStore(prometheus.NewRegistry(), cfg.logger())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := cmdContext()
+	defer cancel()
+	rep, err := mapping.UIDFsck(ctx, st, cfg.uidTable, cfg.layout)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("forward mappings: metrics %d, tagk %d, tagv %d\n", rep.Forward[mapping.KindMetric], rep.Forward[mapping.KindTagK], rep.Forward[mapping.KindTagV])
+	for _, o := range rep.Orphans {
+		fmt.Println("orphan (harmless):", o)
+	}
+	for _, e := range rep.Errors {
+		fmt.Println("error:", e)
+	}
+	fmt.Printf("%d errors, %d orphans\n", len(rep.Errors), len(rep.Orphans))
+	if len(rep.Errors) > 0 {
+		return fmt.Errorf("%d errors in %s", len(rep.Errors), cfg.uidTable)
 	}
 	return nil
 }
