@@ -14,8 +14,8 @@ import (
 
 type uidCmd struct {
 	get, name, assign, fsck *kingpin.CmdClause
-	kind              string
-	args              []string
+	kind                    string
+	args                    []string
 }
 
 func registerUID(app *kingpin.Application, cfg *config) *uidCmd {
