@@ -233,6 +233,13 @@ func le64(b []byte) uint64 {
 
 // readVarint decodes a varint; n <= 0 when it is truncated or too long.
 func readVarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return readVarintSlow(b)
+}
+
+func readVarintSlow(b []byte) (uint64, int) {
 	var v uint64
 	for i := 0; i < len(b) && i < 10; i++ {
 		c := b[i]
@@ -256,6 +263,13 @@ func readTag(b []byte) (field uint64, wt int, n int) {
 }
 
 func readBytes(b []byte) (msg, rest []byte, err error) {
+	if len(b) > 0 && b[0] < 0x80 {
+		l := int(b[0])
+		if l >= len(b) {
+			return nil, nil, fmt.Errorf("length %d past the end (%d bytes left)", l, len(b)-1)
+		}
+		return b[1 : 1+l], b[1+l:], nil
+	}
 	l, n := readVarint(b)
 	if n <= 0 {
 		return nil, nil, errors.New("bad length varint")

@@ -75,6 +75,7 @@ type writeBatch struct {
 	arena  arena
 	rej    *rejectError
 	reject map[string]int
+	cache  mapping.SeriesCacheReader
 }
 
 func (b *writeBatch) reset() {
@@ -110,7 +111,9 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 		b.reset()
 		w.pool.Put(b)
 	}()
+	b.cache = w.mapper.CacheReader()
 	err := parseWriteRequest(body, &b.series, func(s *wireSeries) error { return w.addSeries(ctx, b, s) })
+	b.cache.Release()
 	if err != nil {
 		return writeResult{}, err
 	}
@@ -148,8 +151,9 @@ func (w *Writer) addSeries(ctx context.Context, b *writeBatch, s *wireSeries) er
 	if len(s.Samples) == 0 {
 		return nil
 	}
-	series, ok := w.mapper.Cached(s.Key)
+	series, ok := b.cache.Get(s.Key)
 	if !ok {
+		b.cache.Release()
 		lbls, err := s.Labels()
 		if err != nil {
 			return err

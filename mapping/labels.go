@@ -61,6 +61,35 @@ func (m *Mapper) UIDs() *UIDs { return m.uids }
 // Cached returns the Series cached under key, without allocating.
 func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 
+// SeriesCacheReader looks many keys up in the series cache under one read
+// lock, for the write path's batches. It is not safe for concurrent use.
+// Release must be called before Resolve (which may write the cache) and at
+// the end of the batch.
+type SeriesCacheReader struct {
+	c      *genCache[Series]
+	locked bool
+}
+
+// CacheReader returns a reader of the series cache.
+func (m *Mapper) CacheReader() SeriesCacheReader { return SeriesCacheReader{c: m.series} }
+
+// Get returns the Series cached under key, taking the read lock on first use.
+func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
+	if !r.locked {
+		r.c.mu.RLock()
+		r.locked = true
+	}
+	return r.c.getLocked(key)
+}
+
+// Release drops the read lock, if held.
+func (r *SeriesCacheReader) Release() {
+	if r.locked {
+		r.c.mu.RUnlock()
+		r.locked = false
+	}
+}
+
 // Resolve returns the Series of lbls, assigning UIDs to new names. key
 // identifies the label set, typically its wire encoding: calls with equal
 // keys must carry equal label sets. A cached key costs one map lookup and

@@ -361,6 +361,15 @@ func (c *genCache[V]) get(k []byte) (V, bool) {
 	return v, ok
 }
 
+// getLocked looks k up with c.mu held for reading; it does not promote.
+func (c *genCache[V]) getLocked(k []byte) (V, bool) {
+	if v, ok := c.cur[string(k)]; ok {
+		return v, true
+	}
+	v, ok := c.old[string(k)]
+	return v, ok
+}
+
 func (c *genCache[V]) put(k string, v V) {
 	c.mu.Lock()
 	if len(c.cur) >= c.max {
