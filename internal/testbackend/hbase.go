@@ -1,13 +1,65 @@
 package testbackend
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/hbase"
 )
+
+// ZKQuorum returns the ZooKeeper quorum of the test HBase.
+func ZKQuorum() string {
+	if q := os.Getenv("PROMHBASE_HBASE_ZK"); q != "" {
+		return q
+	}
+	return "127.0.0.1:2181"
+}
+
+// HBaseMissing fails the test under CI=true and skips it elsewhere: the
+// one place that decides what a test does when HBase is not there.
+func HBaseMissing(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("HBase at %s is required under CI=true (start it with scripts/hbase.sh up): %v", ZKQuorum(), err)
+	}
+	t.Skipf("no HBase at %s (start it with `make hbase-up`): %v", ZKQuorum(), err)
+}
+
+// NewHBaseStore connects to the test HBase and checks that it serves.
+func NewHBaseStore(t testing.TB) *hbase.Store {
+	t.Helper()
+	st, err := hbase.New(hbase.Config{ZKQuorum: ZKQuorum(), RPCTimeout: 20 * time.Second}, prometheus.NewRegistry(),
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		HBaseMissing(t, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
 
 func newHBase(t testing.TB) (store.Store, Tables) {
 	t.Helper()
-	t.Fatal("hbase test backend: not wired yet")
-	return nil, Tables{}
+	st := NewHBaseStore(t)
+	sfx := uniqueSuffix()
+	tb := Tables{Data: "tsdb_test_" + sfx, UID: "tsdb-uid_test_" + sfx}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID}); err != nil {
+		HBaseMissing(t, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.DropTables(ctx, tb.Data, tb.UID); err != nil {
+			t.Logf("drop test tables: %v", err)
+		}
+	})
+	return st, tb
 }

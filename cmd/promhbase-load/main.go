@@ -1,0 +1,247 @@
+// Command promhbase-load measures sustained write throughput, the way
+// Prometheus sends: batches of series with one sample each, several
+// requests in flight.
+//
+//	promhbase-load http   --url=http://127.0.0.1:9201/api/v1/write ...
+//	    remote-write requests to a running promhbase
+//	promhbase-load direct --storage.backend=hbase ...
+//	    the same cells put straight into the store, no HTTP, no protobuf:
+//	    the ratio of the two is promhbase's own overhead
+//
+// Both print samples/s and request latency quantiles. The load is bounded
+// by --duration and stops by itself.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/hbase"
+)
+
+type options struct {
+	series      int
+	batch       int
+	concurrency int
+	duration    time.Duration
+	url         string
+	backend     string
+	path        string
+	quorum      string
+	dataTable   string
+	uidTable    string
+}
+
+func main() {
+	var o options
+	app := kingpin.New("promhbase-load", "Sustained write load for promhbase.")
+	app.Flag("series", "Distinct series; each round writes one sample to each.").Default("20000").IntVar(&o.series)
+	app.Flag("batch", "Series per request, like max_samples_per_send.").Default("2000").IntVar(&o.batch)
+	app.Flag("concurrency", "Requests in flight, like Prometheus's shards.").Default("4").IntVar(&o.concurrency)
+	app.Flag("duration", "How long to send.").Default("60s").DurationVar(&o.duration)
+	httpCmd := app.Command("http", "Send remote-write requests to a running promhbase.")
+	httpCmd.Flag("url", "Remote-write URL.").Default("http://127.0.0.1:9201/api/v1/write").StringVar(&o.url)
+	directCmd := app.Command("direct", "Put the same cells straight into the store.")
+	directCmd.Flag("storage.backend", "embedded or hbase.").Default("hbase").EnumVar(&o.backend, "embedded", "hbase")
+	directCmd.Flag("storage.embedded.path", "Embedded store directory.").Default("./data-load").StringVar(&o.path)
+	directCmd.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum.").Default("127.0.0.1:2181").StringVar(&o.quorum)
+	directCmd.Flag("hbase.table.data", "Data table.").Default("tsdb").StringVar(&o.dataTable)
+	directCmd.Flag("hbase.table.uid", "UID table.").Default("tsdb-uid").StringVar(&o.uidTable)
+	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
+	var err error
+	switch cmd {
+	case httpCmd.FullCommand():
+		err = runHTTP(o)
+	case directCmd.FullCommand():
+		err = runDirect(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "promhbase-load:", err)
+		os.Exit(1)
+	}
+}
+
+// seriesLabels returns the labels of series i: ten labels, like a
+// node_exporter series.
+func seriesLabels(i int) []prompb.Label {
+	return []prompb.Label{
+		{Name: "__name__", Value: fmt.Sprintf("load_metric_%d", i%100)},
+		{Name: "cpu", Value: fmt.Sprint(i % 16)},
+		{Name: "datacenter", Value: fmt.Sprintf("dc-%d", i%3)},
+		{Name: "device", Value: fmt.Sprintf("sd%c", 'a'+i%8)},
+		{Name: "env", Value: "production"},
+		{Name: "instance", Value: fmt.Sprintf("host-%05d:9100", i/100)},
+		{Name: "job", Value: "node"},
+		{Name: "mode", Value: []string{"idle", "user", "system", "iowait"}[i%4]},
+		{Name: "rack", Value: fmt.Sprintf("r%02d", i%40)},
+		{Name: "series", Value: fmt.Sprint(i)},
+	}
+}
+
+// run drives work in o.concurrency goroutines over rounds of batches until
+// the duration ends, and prints the throughput.
+func run(o options, work func(ctx context.Context, round, first, n int) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	type job struct{ round, first, n int }
+	jobs := make(chan job)
+	var samples atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	for range o.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				start := time.Now()
+				err := work(context.Background(), j.round, j.first, j.n)
+				d := time.Since(start)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+				if err == nil {
+					samples.Add(int64(j.n))
+				}
+			}
+		}()
+	}
+	start := time.Now()
+feed:
+	for round := 0; ; round++ {
+		for first := 0; first < o.series; first += o.batch {
+			select {
+			case jobs <- job{round, first, min(o.batch, o.series-first)}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return firstErr
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	fmt.Printf("samples=%d elapsed=%s samples/s=%.0f requests=%d p50=%s p99=%s\n",
+		samples.Load(), elapsed.Round(time.Millisecond), float64(samples.Load())/elapsed.Seconds(), len(lat), q(0.5), q(0.99))
+	return nil
+}
+
+// baseTime is where the load's timestamps start: one sample per series
+// every 10 s from there (so rows stay within a few hours).
+func baseTime() int64 { return time.Now().Add(-6*time.Hour).Truncate(time.Hour).UnixMilli() }
+
+func runHTTP(o options) error {
+	t0 := baseTime()
+	client := &http.Client{Timeout: time.Minute}
+	lbls := make([][]prompb.Label, o.series)
+	for i := range lbls {
+		lbls[i] = seriesLabels(i)
+	}
+	return run(o, func(ctx context.Context, round, first, n int) error {
+		req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, n)}
+		for i := range n {
+			req.Timeseries[i] = prompb.TimeSeries{Labels: lbls[first+i], Samples: []prompb.Sample{{Timestamp: t0 + int64(round)*10_000, Value: float64(round*o.series + first + i)}}}
+		}
+		data, err := proto.Marshal(&req)
+		if err != nil {
+			return err
+		}
+		for attempt := 0; ; attempt++ {
+			hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(snappy.Encode(nil, data)))
+			hr.Header.Set("Content-Encoding", "snappy")
+			hr.Header.Set("Content-Type", "application/x-protobuf")
+			hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+			resp, err := client.Do(hr)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode/100 == 2:
+				return nil
+			case resp.StatusCode/100 == 5 && attempt < 10:
+				time.Sleep(time.Duration(30<<attempt) * time.Millisecond)
+			default:
+				return fmt.Errorf("status %d: %s", resp.StatusCode, body)
+			}
+		}
+	})
+}
+
+func runDirect(o options) error {
+	ctx := context.Background()
+	var st store.Store
+	var err error
+	switch o.backend {
+	case "hbase":
+		st, err = hbase.New(hbase.Config{ZKQuorum: o.quorum}, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	default:
+		st, err = embedded.Open(o.path, embedded.Options{})
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	layout := mapping.DefaultLayout()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: o.uidTable})
+	if err != nil {
+		return err
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	series := make([]mapping.Series, o.series)
+	for i := range series {
+		var wl []mapping.Label
+		for _, l := range seriesLabels(i) {
+			wl = append(wl, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
+		}
+		if series[i], err = m.Resolve(ctx, []byte(fmt.Sprint(i)), wl); err != nil {
+			return err
+		}
+	}
+	t0 := baseTime()
+	return run(o, func(ctx context.Context, round, first, n int) error {
+		ts := t0 + int64(round)*10_000
+		base := ts / 1000 / 3600 * 3600
+		puts := make([]store.Put, n)
+		for i := range n {
+			val, flags := mapping.AppendValue(nil, float64(round*o.series+first+i))
+			puts[i] = store.Put{Row: m.AppendRowKey(nil, series[first+i], uint32(base)), Cells: []store.Cell{{
+				Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(ts-base*1000), flags), Value: slices.Clip(val),
+			}}}
+		}
+		return st.Put(ctx, o.dataTable, puts)
+	})
+}

@@ -1,0 +1,361 @@
+#!/usr/bin/env bash
+# Standalone HBase for tests and local use: master, region server and
+# ZooKeeper in one JVM, data on local disk, loopback only.
+#
+#   scripts/hbase.sh up       fetch the jars if needed, start HBase from a
+#                             fresh .run/hbase/, return once a table can be
+#                             created, written, read and dropped
+#   scripts/hbase.sh down     stop it (TERM, then KILL after a grace period)
+#   scripts/hbase.sh status   say whether it runs (exit 0 yes, 3 no)
+#
+# The jars come from Maven Central through testdata/hbase/pom.xml and are
+# cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/hbase-<version>/lib
+# (Maven's own ~/.m2 is reused as well).
+#
+# Environment:
+#   HBASE_VERSION        HBase release, a -hadoop3 build (default 2.6.4-hadoop3)
+#   JAVA_HOME            JDK to run it with (default: JDK 17 if installed,
+#                        else the java on PATH)
+#   HBASE_HEAP           maximum heap (default 1g)
+#   HBASE_ZK_PORT        ZooKeeper client port (default 2181)
+#   HBASE_MASTER_PORT    master RPC port (default 16000)
+#   HBASE_RS_PORT        region server RPC port (default 16020)
+#   HBASE_READY_TIMEOUT  how long `up` waits for HBase to serve (default 240s)
+#   PROMHBASE_CACHE      cache directory (default $HOME/.cache/promhbase)
+#   MVN                  Maven command (default mvn)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN=$ROOT/.run/hbase
+PIDFILE=$RUN/hbase.pid
+LOG=$RUN/logs/hbase.log
+
+HBASE_VERSION=${HBASE_VERSION:-2.6.4-hadoop3}
+HBASE_HEAP=${HBASE_HEAP:-1g}
+HBASE_ZK_PORT=${HBASE_ZK_PORT:-2181}
+HBASE_MASTER_PORT=${HBASE_MASTER_PORT:-16000}
+HBASE_RS_PORT=${HBASE_RS_PORT:-16020}
+HBASE_READY_TIMEOUT=${HBASE_READY_TIMEOUT:-240s}
+CACHE=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}
+LIB=$CACHE/hbase-$HBASE_VERSION/lib
+MVN=${MVN:-mvn}
+DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+
+# Every JVM this script starts carries this property, so that `down` can
+# find exactly our processes and nobody else's.
+MARKER="-Dpromhbase.hbase.run=$RUN"
+
+log() { printf 'hbase.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+java_bin() {
+	if [[ -z ${JAVA_HOME:-} ]]; then
+		if [[ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]]; then
+			JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+		else
+			local j
+			j=$(command -v java) || die "no java: set JAVA_HOME"
+			JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$j")")")
+		fi
+	fi
+	[[ -x $JAVA_HOME/bin/java ]] || die "JAVA_HOME=$JAVA_HOME has no bin/java"
+	printf '%s\n' "$JAVA_HOME/bin/java"
+}
+
+# java_major prints the major version of the given java binary.
+java_major() {
+	local v
+	v=$("$1" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p')
+	v=${v#1.} # 1.8 -> 8
+	printf '%s\n' "${v%%.*}"
+}
+
+# port_busy reports whether something listens on the TCP port on loopback.
+port_busy() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# our_pids prints the PIDs of every live process started by this script for
+# this run directory, whatever the PID file says.
+our_pids() {
+	local d pid
+	for d in /proc/[0-9]*; do
+		pid=${d#/proc/}
+		if { tr '\0' '\n' <"$d/cmdline"; } 2>/dev/null | grep -qxF -- "$MARKER"; then
+			printf '%s\n' "$pid"
+		fi
+	done
+}
+
+# running_pid prints the PID from the PID file when that process is alive
+# and is ours.
+running_pid() {
+	[[ -f $PIDFILE ]] || return 1
+	local pid
+	pid=$(<"$PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	{ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qxF -- "$MARKER" || return 1
+	printf '%s\n' "$pid"
+}
+
+fetch_jars() {
+	if [[ -f $LIB/.complete ]]; then
+		log "jars: cached in $LIB"
+		return
+	fi
+	command -v "$MVN" >/dev/null || die "maven ($MVN) is needed to fetch HBase $HBASE_VERSION"
+	log "jars: fetching HBase $HBASE_VERSION from Maven Central into $LIB"
+	local tmp start
+	tmp=$LIB.tmp.$$
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	start=$SECONDS
+	if ! "$MVN" -B -q -Dstyle.color=never -f "$ROOT/testdata/hbase/pom.xml" \
+		"$DEPENDENCY_PLUGIN:copy-dependencies" \
+		-Dhbase.version="$HBASE_VERSION" \
+		-DincludeScope=runtime \
+		-DoutputDirectory="$tmp" >&2; then
+		rm -rf "$tmp"
+		die "maven could not fetch HBase $HBASE_VERSION (is it on Maven Central? only some releases have -hadoop3 builds)"
+	fi
+	[[ -f $tmp/hbase-server-$HBASE_VERSION.jar ]] || die "fetched jars lack hbase-server-$HBASE_VERSION.jar"
+	touch "$tmp/.complete"
+	rm -rf "$LIB"
+	mv "$tmp" "$LIB"
+	log "jars: $(find "$LIB" -name '*.jar' | wc -l) jars fetched in $((SECONDS - start))s"
+}
+
+write_config() {
+	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin"
+	cat >"$RUN/conf/hbase-site.xml" <<EOF
+<?xml version="1.0"?>
+<!-- Written by scripts/hbase.sh; rewritten on every up. -->
+<configuration>
+  <property><name>hbase.cluster.distributed</name><value>false</value></property>
+  <property><name>hbase.rootdir</name><value>file://$RUN/data</value></property>
+  <property><name>hbase.tmp.dir</name><value>$RUN/tmp</value></property>
+  <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1:$HBASE_ZK_PORT</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$HBASE_ZK_PORT</value></property>
+  <property><name>hbase.zookeeper.property.dataDir</name><value>$RUN/zookeeper</value></property>
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.port</name><value>$HBASE_MASTER_PORT</value></property>
+  <property><name>hbase.regionserver.port</name><value>$HBASE_RS_PORT</value></property>
+  <property><name>hbase.master.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.handler.count</name><value>10</value></property>
+  <property><name>hbase.balancer.period</name><value>2147483647</value></property>
+  <property><name>hbase.client.scanner.timeout.period</name><value>60000</value></property>
+  <!-- On TERM the master's shutdown hook stops the in-process ZooKeeper
+       before the region server deletes its znode; the region server then
+       retries against a dead ZooKeeper (4 attempts, 1 s doubling pauses
+       and a reconnect wait each), which made "down" take 12-25 s. ZooKeeper
+       lives in the same JVM here, so fewer and shorter retries are safe. -->
+  <property><name>zookeeper.recovery.retry</name><value>1</value></property>
+  <property><name>zookeeper.recovery.retry.intervalmill</name><value>100</value></property>
+</configuration>
+EOF
+	cat >"$RUN/conf/log4j2.properties" <<EOF
+# Written by scripts/hbase.sh; rewritten on every up.
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = warn
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = warn
+logger.hbase.name = org.apache.hadoop.hbase
+logger.hbase.level = info
+EOF
+}
+
+tail_log() {
+	if [[ -f $LOG ]]; then
+		log "last lines of $LOG:"
+		tail -n "${1:-60}" "$LOG" >&2
+	fi
+}
+
+cmd_up() {
+	local pid
+	if pid=$(running_pid); then
+		log "HBase already runs (pid $pid); checking that it serves"
+		"$RUN/bin/hbase-ready" -zk "127.0.0.1:$HBASE_ZK_PORT" -timeout "$HBASE_READY_TIMEOUT" ||
+			die "HBase (pid $pid) runs but does not serve; try scripts/hbase.sh down"
+		return
+	fi
+	local p
+	for p in "$HBASE_ZK_PORT" "$HBASE_MASTER_PORT" "$HBASE_RS_PORT"; do
+		if port_busy "$p"; then
+			die "port $p on 127.0.0.1 is already in use by another process; stop it, or choose other ports (HBASE_ZK_PORT=$HBASE_ZK_PORT, HBASE_MASTER_PORT=$HBASE_MASTER_PORT, HBASE_RS_PORT=$HBASE_RS_PORT)"
+		fi
+	done
+
+	local java major
+	java=$(java_bin)
+	major=$(java_major "$java")
+	[[ $major =~ ^[0-9]+$ ]] || die "cannot tell the version of $java"
+
+	fetch_jars
+
+	rm -rf "$RUN"
+	write_config
+	log "building cmd/hbase-ready"
+	(cd "$ROOT" && go build -o "$RUN/bin/hbase-ready" ./cmd/hbase-ready) || die "go build ./cmd/hbase-ready failed"
+
+	local -a opts=(
+		-Dproc_master
+		"$MARKER"
+		"-Xms256m" "-Xmx$HBASE_HEAP"
+		-XX:+UseG1GC
+		"-XX:OnOutOfMemoryError=kill -9 %p"
+		-Djava.net.preferIPv4Stack=true
+		-Djava.util.logging.config.class=org.apache.hadoop.hbase.logging.JulToSlf4jInitializer
+		"-Dlog4j2.configurationFile=file:$RUN/conf/log4j2.properties"
+		"-Dhbase.log.dir=$RUN/logs"
+		-Dhbase.log.file=hbase.log
+		"-Dhbase.home.dir=$RUN"
+		-Dhbase.id.str=promhbase
+		-Dhbase.root.logger=INFO,console
+		-Dhbase.security.logger=INFO,console
+		"-Djava.io.tmpdir=$RUN/tmp"
+	)
+	if ((major >= 11)); then
+		# The flags bin/hbase adds on JDK 11 and later (add_jdk11_jvm_flags).
+		opts+=(
+			-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+			--add-modules jdk.unsupported
+			--add-opens java.base/java.io=ALL-UNNAMED
+			--add-opens java.base/java.nio=ALL-UNNAMED
+			--add-opens java.base/sun.nio.ch=ALL-UNNAMED
+			--add-opens java.base/java.lang=ALL-UNNAMED
+			--add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+			--add-opens java.base/java.lang.reflect=ALL-UNNAMED
+			--add-opens java.base/java.util=ALL-UNNAMED
+			--add-opens java.base/java.util.concurrent=ALL-UNNAMED
+			--add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+			--add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED
+			--add-exports java.base/sun.net.dns=ALL-UNNAMED
+			--add-exports java.base/sun.net.util=ALL-UNNAMED
+		)
+	fi
+
+	log "starting HBase $HBASE_VERSION on JDK $major (heap $HBASE_HEAP, zk 127.0.0.1:$HBASE_ZK_PORT) in $RUN"
+	local start=$SECONDS
+	# setsid: its own session, so it outlives this shell and its terminal.
+	# The inner shell writes its PID and then becomes java (exec).
+	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' hbase "$PIDFILE" \
+		"$java" "${opts[@]}" -cp "$RUN/conf:$LIB/*" \
+		org.apache.hadoop.hbase.master.HMaster start \
+		</dev/null >"$LOG" 2>&1 &
+	local launcher=$!
+	local i
+	for i in $(seq 50); do
+		[[ -s $PIDFILE ]] && break
+		sleep 0.1
+	done
+	pid=$(<"$PIDFILE") || die "HBase did not start (no PID file)"
+	log "HBase pid $pid; log $LOG"
+
+	"$RUN/bin/hbase-ready" -zk "127.0.0.1:$HBASE_ZK_PORT" -timeout "$HBASE_READY_TIMEOUT" &
+	local ready=$!
+	while kill -0 "$ready" 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			kill "$ready" 2>/dev/null || true
+			wait "$ready" 2>/dev/null || true
+			wait "$launcher" 2>/dev/null || true
+			tail_log
+			die "HBase (pid $pid) exited during startup"
+		fi
+		sleep 1
+	done
+	if ! wait "$ready"; then
+		tail_log
+		log "error: HBase did not become ready within $HBASE_READY_TIMEOUT; stopping it"
+		cmd_down
+		exit 1
+	fi
+	log "HBase serves after $((SECONDS - start))s (pid $pid, zk 127.0.0.1:$HBASE_ZK_PORT)"
+}
+
+# stop_pid stops one process: TERM, up to 30 s of grace, then KILL.
+stop_pid() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	log "pid $pid still alive after 30s; sending KILL"
+	kill -KILL "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+cmd_down() {
+	local pid p stopped=0
+	if pid=$(running_pid); then
+		log "stopping HBase (pid $pid)"
+		stop_pid "$pid" || die "could not stop pid $pid"
+		stopped=1
+	fi
+	# Strays: JVMs started for this run directory whose PID file was lost.
+	for p in $(our_pids); do
+		log "stopping stray HBase process $p"
+		stop_pid "$p" || die "could not stop pid $p"
+		stopped=1
+	done
+	rm -f "$PIDFILE"
+	if [[ -n $(our_pids) ]]; then
+		die "HBase processes remain: $(our_pids | tr '\n' ' ')"
+	fi
+	local i
+	for i in $(seq 50); do
+		port_busy "$HBASE_ZK_PORT" || break
+		sleep 0.2
+	done
+	if port_busy "$HBASE_ZK_PORT"; then
+		die "port $HBASE_ZK_PORT is still in use after stopping HBase (another process?)"
+	fi
+	if ((stopped)); then
+		log "HBase stopped; port $HBASE_ZK_PORT is free"
+	else
+		log "HBase was not running"
+	fi
+}
+
+cmd_status() {
+	local pid
+	if pid=$(running_pid); then
+		echo "running (pid $pid, zk 127.0.0.1:$HBASE_ZK_PORT, log $LOG)"
+		return 0
+	fi
+	echo "not running"
+	return 3
+}
+
+case ${1:-} in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+*)
+	echo "usage: $0 up|down|status" >&2
+	exit 2
+	;;
+esac

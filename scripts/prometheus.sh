@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Prints the path of a Prometheus server binary for end-to-end tests.
+#
+# The binary is built from the Go module github.com/prometheus/prometheus,
+# pinned in the tools module tools/prometheus, and cached at
+#   ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-<module version>/prometheus
+# It is built only when that file is missing; the build takes about 7 minutes
+# on 2 cores and needs only the Go module proxy. `go install ...@version` cannot
+# be used: Prometheus's go.mod has replace and exclude directives.
+#
+# The binary has no web UI (no builtinassets tag, no npm step); the HTTP API
+# works.
+#
+# Only the path goes to stdout; build output goes to stderr.
+set -euo pipefail
+
+# Keep in step with tools/prometheus/go.mod; the build checks that they agree.
+readonly prom_module=github.com/prometheus/prometheus
+readonly prom_module_version=v0.315.0
+
+log() { printf 'prometheus.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/prometheus" && pwd)"
+cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
+bin="$cache_dir/prometheus"
+
+if [[ -x "$bin" ]]; then
+	printf '%s\n' "$bin"
+	exit 0
+fi
+
+mkdir -p "$cache_dir"
+
+# Serialise concurrent callers so that only one of them builds.
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$cache_dir/.lock"
+	flock 9
+	if [[ -x "$bin" ]]; then
+		printf '%s\n' "$bin"
+		exit 0
+	fi
+	# Left behind by a build that was killed; nobody else holds the lock.
+	rm -rf "$cache_dir"/.build.*
+fi
+
+export GOWORK=off CGO_ENABLED=0
+
+got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$prom_module")"
+[[ "$got" == "$prom_module_version" ]] ||
+	die "tools/prometheus/go.mod has $prom_module $got, this script expects $prom_module_version"
+
+# The module zip carries no VCS data, so set what a release build (promu) sets.
+(cd "$tools_dir" && go mod download "$prom_module") >&2
+mod_dir="$(cd "$tools_dir" && go list -m -f '{{.Dir}}' "$prom_module")"
+version="$(<"$mod_dir/VERSION")"
+pkg=github.com/prometheus/common/version
+ldflags="-X $pkg.Version=$version"
+ldflags+=" -X $pkg.BuildUser=$(id -un)@$(uname -n)"
+ldflags+=" -X $pkg.BuildDate=$(date -u +%Y%m%d-%H:%M:%S)"
+
+# Build into a temporary directory next to the cache entry and rename, so a
+# killed build never leaves a partial binary at $bin.
+build_dir="$(mktemp -d "$cache_dir/.build.XXXXXX")"
+trap 'rm -rf "$build_dir"' EXIT
+
+log "building Prometheus $version ($prom_module@$prom_module_version) into $bin; takes about 7 minutes on 2 cores"
+start=$SECONDS
+(cd "$tools_dir" && go build -trimpath -tags netgo -ldflags "$ldflags" \
+	-o "$build_dir/prometheus" "$prom_module/cmd/prometheus") >&2
+
+out="$("$build_dir/prometheus" --version 2>&1)" || die "built binary does not run: $out"
+[[ "$out" == "prometheus, version $version "* ]] ||
+	die "built binary reports an unexpected version: $out"
+printf '%s\n' "$out" >&2
+
+mv -f "$build_dir/prometheus" "$bin"
+log "built in $((SECONDS - start))s"
+printf '%s\n' "$bin"

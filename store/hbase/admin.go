@@ -1,0 +1,314 @@
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tsuna/gohbase/hrpc"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Defaults of TablesConfig.
+const (
+	DefaultDataTable   = "tsdb"
+	DefaultUIDTable    = "tsdb-uid"
+	DefaultCompression = "NONE"
+	DefaultBloomFilter = "ROW"
+	DefaultSaltBuckets = 20
+)
+
+// TablesConfig describes the OpenTSDB tables that CreateTables creates, as
+// OpenTSDB's create_table.sh creates them:
+//
+//	tsdb      family t: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION, TTL
+//	tsdb-uid  families id and name: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION
+//
+// The zero value of every field selects its default.
+type TablesConfig struct {
+	// DataTable is the name of the data table. Default DefaultDataTable.
+	DataTable string
+	// UIDTable is the name of the UID table. Default DefaultUIDTable.
+	UIDTable string
+	// Compression is the HBase compression of every family: NONE, GZ,
+	// SNAPPY, LZ4, LZO, BZIP2 or ZSTD; the region servers must support it.
+	// Default DefaultCompression.
+	Compression string
+	// DataTTL is how long the data table keeps cells; zero keeps them
+	// forever. HBase counts it in whole seconds.
+	DataTTL time.Duration
+	// SaltWidth is OpenTSDB's tsd.storage.salt.width: the bytes of salt at
+	// the start of each data row key, 0 (no salt, the default) to 8. When
+	// it is not zero the data table is pre-split into one region per salt
+	// bucket.
+	SaltWidth int
+	// SaltBuckets is OpenTSDB's tsd.storage.salt.buckets. Default
+	// DefaultSaltBuckets; used only when SaltWidth is not zero.
+	SaltBuckets int
+}
+
+func (c TablesConfig) withDefaults() TablesConfig {
+	if c.DataTable == "" {
+		c.DataTable = DefaultDataTable
+	}
+	if c.UIDTable == "" {
+		c.UIDTable = DefaultUIDTable
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	c.Compression = strings.ToUpper(c.Compression)
+	if c.SaltBuckets == 0 {
+		c.SaltBuckets = DefaultSaltBuckets
+	}
+	return c
+}
+
+// TableSpec describes one table for CreateTable.
+type TableSpec struct {
+	// Name is the table's name, in the default namespace.
+	Name string
+	// Families maps each column family to its HBase attributes (VERSIONS,
+	// COMPRESSION, BLOOMFILTER, TTL, DATA_BLOCK_ENCODING, ...). Attributes
+	// not given take gohbase's defaults, except VERSIONS, which defaults to
+	// 1 here, and DATA_BLOCK_ENCODING, which defaults to NONE as in the
+	// HBase shell.
+	Families map[string]map[string]string
+	// SplitKeys pre-split the table: region i starts at SplitKeys[i-1].
+	// They must be sorted and distinct.
+	SplitKeys [][]byte
+}
+
+// TablesReport says which tables CreateTables created and which already
+// existed (those were left as they were).
+type TablesReport struct {
+	Created []string
+	Existed []string
+}
+
+// CreateTables creates the OpenTSDB data and UID tables that tc describes.
+// Tables that exist already are reported and left alone, so it can run any
+// number of times.
+func (s *Store) CreateTables(ctx context.Context, tc TablesConfig) (TablesReport, error) {
+	tc = tc.withDefaults()
+	specs, err := tablesSpecs(tc)
+	if err != nil {
+		return TablesReport{}, fmt.Errorf("create tables: %w", err)
+	}
+	var rep TablesReport
+	for _, spec := range specs {
+		created, err := s.CreateTable(ctx, spec)
+		if err != nil {
+			return rep, fmt.Errorf("create tables: %w", err)
+		}
+		if created {
+			rep.Created = append(rep.Created, spec.Name)
+		} else {
+			rep.Existed = append(rep.Existed, spec.Name)
+		}
+	}
+	return rep, nil
+}
+
+// tablesSpecs returns the specs of the data and the UID table.
+func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
+	if !validCompression(tc.Compression) {
+		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
+	}
+	if tc.DataTable == tc.UIDTable {
+		return nil, fmt.Errorf("data and UID table are both named %q: %w", tc.DataTable, store.ErrInvalid)
+	}
+	if tc.DataTTL < 0 || (tc.DataTTL > 0 && tc.DataTTL < time.Second) {
+		return nil, fmt.Errorf("data TTL %s is negative or below HBase's one second: %w", tc.DataTTL, store.ErrInvalid)
+	}
+	splits, err := SaltSplitKeys(tc.SaltWidth, tc.SaltBuckets)
+	if err != nil {
+		return nil, err
+	}
+	family := func() map[string]string {
+		return map[string]string{
+			"VERSIONS":    "1",
+			"BLOOMFILTER": DefaultBloomFilter,
+			"COMPRESSION": tc.Compression,
+		}
+	}
+	data := family()
+	if tc.DataTTL > 0 {
+		data["TTL"] = strconv.FormatInt(int64(tc.DataTTL/time.Second), 10)
+	}
+	return []TableSpec{
+		{Name: tc.DataTable, Families: map[string]map[string]string{"t": data}, SplitKeys: splits},
+		{Name: tc.UIDTable, Families: map[string]map[string]string{"id": family(), "name": family()}},
+	}, nil
+}
+
+func validCompression(c string) bool {
+	switch c {
+	case "NONE", "GZ", "SNAPPY", "LZ4", "LZO", "BZIP2", "ZSTD":
+		return true
+	}
+	return false
+}
+
+// SaltSplitKeys returns the keys that split a salted data table into one
+// region per salt bucket: the salt prefix of buckets 1 to buckets-1, each
+// bucket number written big-endian in width bytes, as OpenTSDB writes the
+// salt. Width 0 means no salt and no split keys.
+func SaltSplitKeys(width, buckets int) ([][]byte, error) {
+	if width == 0 {
+		return nil, nil
+	}
+	if width < 0 || width > 8 {
+		return nil, fmt.Errorf("salt width %d is not within 0..8: %w", width, store.ErrInvalid)
+	}
+	if buckets < 1 {
+		return nil, fmt.Errorf("salt buckets %d is below 1: %w", buckets, store.ErrInvalid)
+	}
+	if width < 8 && uint64(buckets-1) >= uint64(1)<<(8*width) {
+		return nil, fmt.Errorf("salt buckets %d do not fit in %d salt bytes: %w", buckets, width, store.ErrInvalid)
+	}
+	keys := make([][]byte, 0, buckets-1)
+	for b := 1; b < buckets; b++ {
+		k := make([]byte, width)
+		v := uint64(b)
+		for i := width - 1; i >= 0; i-- {
+			k[i] = byte(v)
+			v >>= 8
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// CreateTable creates the table that spec describes and reports whether it
+// did; an existing table of that name is left alone and reported as false.
+// It waits for the master to finish creating the table.
+func (s *Store) CreateTable(ctx context.Context, spec TableSpec) (bool, error) {
+	if err := checkTableName(spec.Name); err != nil {
+		return false, fmt.Errorf("create table: %w", err)
+	}
+	if len(spec.Families) == 0 {
+		return false, fmt.Errorf("create table %s: no column families: %w", spec.Name, store.ErrInvalid)
+	}
+	for i := 1; i < len(spec.SplitKeys); i++ {
+		if string(spec.SplitKeys[i-1]) >= string(spec.SplitKeys[i]) {
+			return false, fmt.Errorf("create table %s: split keys %x and %x are not sorted and distinct: %w", spec.Name, spec.SplitKeys[i-1], spec.SplitKeys[i], store.ErrInvalid)
+		}
+	}
+	exists, err := s.tableExists(ctx, spec.Name)
+	if err != nil {
+		return false, fmt.Errorf("create table %s: %w", spec.Name, err)
+	}
+	if exists {
+		return false, nil
+	}
+	families := make(map[string]map[string]string, len(spec.Families))
+	for f, attrs := range spec.Families {
+		if f == "" {
+			return false, fmt.Errorf("create table %s: empty family name: %w", spec.Name, store.ErrInvalid)
+		}
+		a := map[string]string{"VERSIONS": "1", "DATA_BLOCK_ENCODING": "NONE"}
+		for k, v := range attrs {
+			a[k] = v
+		}
+		families[f] = a
+	}
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AdminTimeout)
+	defer cancel()
+	var opts []func(*hrpc.CreateTable)
+	if len(spec.SplitKeys) > 0 {
+		opts = append(opts, hrpc.SplitKeys(spec.SplitKeys))
+	}
+	err = s.adminClient().CreateTable(hrpc.NewCreateTable(actx, []byte(spec.Name), families, opts...))
+	if err != nil {
+		if re := parseRemote(err); re != nil && strings.HasSuffix(re.class, ".TableExistsException") {
+			return false, nil // created meanwhile by someone else
+		}
+		return false, fmt.Errorf("create table %s: %w", spec.Name, classify(err, actx.Err() != nil && ctx.Err() == nil))
+	}
+	s.logger.Info("created hbase table", "table", spec.Name, "families", len(families), "regions", len(spec.SplitKeys)+1)
+	return true, nil
+}
+
+// tableExists asks the master whether the table exists.
+func (s *Store) tableExists(ctx context.Context, name string) (bool, error) {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AdminTimeout)
+	defer cancel()
+	list, err := hrpc.NewListTableNames(actx, hrpc.ListRegex(quoteJavaRegex(name)))
+	if err != nil {
+		return false, fmt.Errorf("list tables: %w: %w", store.ErrInvalid, err)
+	}
+	names, err := s.adminClient().ListTableNames(list)
+	if err != nil {
+		return false, fmt.Errorf("list tables: %w", classify(err, actx.Err() != nil && ctx.Err() == nil))
+	}
+	for _, n := range names {
+		if string(n.GetQualifier()) == name && (len(n.GetNamespace()) == 0 || string(n.GetNamespace()) == "default") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// DropTables disables and deletes the tables; tables that do not exist are
+// skipped. Meant for tests and for tearing down.
+func (s *Store) DropTables(ctx context.Context, names ...string) error {
+	var errs []error
+	for _, name := range names {
+		if err := s.dropTable(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("drop table %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) dropTable(ctx context.Context, name string) error {
+	if err := checkTableName(name); err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AdminTimeout)
+	defer cancel()
+	ignore := func(err error, class string) error {
+		if err == nil {
+			return nil
+		}
+		if re := parseRemote(err); re != nil && (strings.HasSuffix(re.class, "."+class) || strings.HasSuffix(re.class, ".TableNotFoundException")) {
+			return nil
+		}
+		return classify(err, actx.Err() != nil && ctx.Err() == nil)
+	}
+	if err := ignore(s.adminClient().DisableTable(hrpc.NewDisableTable(actx, []byte(name))), "TableNotEnabledException"); err != nil {
+		return fmt.Errorf("disable: %w", err)
+	}
+	if err := ignore(s.adminClient().DeleteTable(hrpc.NewDeleteTable(actx, []byte(name))), "TableNotFoundException"); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	return nil
+}
+
+// checkTableName accepts HBase's table names in the default namespace:
+// letters, digits, '_', '-' and '.', not starting with '.' or '-'.
+func checkTableName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty table name: %w", store.ErrInvalid)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' ||
+			(i > 0 && (r == '-' || r == '.'))
+		if !ok {
+			return fmt.Errorf("table name %q: only letters, digits, '_', '-' and '.' (not first) are allowed: %w", name, store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// quoteJavaRegex quotes a table name (see checkTableName) for
+// java.util.regex: only '.' and '-' need care, and '-' is literal outside
+// brackets.
+func quoteJavaRegex(name string) string {
+	return strings.ReplaceAll(name, ".", `\.`)
+}

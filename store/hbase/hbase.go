@@ -1,0 +1,496 @@
+// Package hbase is the backend of store.Store on Apache HBase, through the
+// gohbase client (github.com/tsuna/gohbase).
+//
+// A Store talks to one HBase cluster, found through ZooKeeper. Every
+// operation runs under the caller's context and, per attempt, under
+// Config.RPCTimeout; failures that may pass (a region moving, a server
+// restarting, a timeout) are retried a bounded number of times with
+// backoff when retrying is safe, and every error is wrapped with one of
+// the sentinels of package store: store.ErrUnavailable, store.ErrTableNotFound
+// or store.ErrInvalid.
+//
+// The admin helpers CreateTables, CreateTable and DropTables create and drop
+// the OpenTSDB tables (tsdb, tsdb-uid) and test tables.
+//
+// Cell versions: a Store writes cells with the server's time unless the
+// cell carries a timestamp, and reads only the newest version of a cell, as
+// the tables are meant to keep one version (VERSIONS=1).
+package hbase
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tsuna/gohbase"
+	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/pb"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultZKQuorum             = "localhost:2181"
+	DefaultZKRoot               = "/hbase"
+	DefaultRPCTimeout           = 10 * time.Second
+	DefaultAdminTimeout         = 2 * time.Minute
+	DefaultFlushInterval        = time.Millisecond
+	DefaultRetries              = 3
+	DefaultScannerRenewInterval = 20 * time.Second
+)
+
+// Config configures a Store. The zero value of every field selects its
+// default.
+type Config struct {
+	// ZKQuorum is the ZooKeeper quorum of the cluster as comma-separated
+	// host:port pairs. Default DefaultZKQuorum.
+	ZKQuorum string
+	// ZKRoot is the znode under which HBase keeps its state
+	// (zookeeper.znode.parent). Default DefaultZKRoot.
+	ZKRoot string
+	// RPCTimeout bounds one attempt of one operation (a Get, the Puts of
+	// one Put call, an Increment, ...), including the region lookups it
+	// needs. It also bounds each region lookup of a scan. Default
+	// DefaultRPCTimeout.
+	RPCTimeout time.Duration
+	// AdminTimeout bounds one admin operation (create, disable or delete a
+	// table, which wait for the master's procedure). Default
+	// DefaultAdminTimeout.
+	AdminTimeout time.Duration
+	// FlushInterval is how long gohbase holds a batchable RPC (Get, Put,
+	// Delete) to batch it with others for the same region server. Small
+	// keeps latency low; Put already sends its rows as one batch. Default
+	// DefaultFlushInterval; negative means no wait at all.
+	FlushInterval time.Duration
+	// RPCQueueSize is how many batchable RPCs gohbase queues per region
+	// server before it sends them without waiting for FlushInterval.
+	// Default gohbase's (100).
+	RPCQueueSize int
+	// Retries is how many times a failed attempt that may pass is tried
+	// again. Default DefaultRetries; negative means never retry.
+	Retries int
+	// ScannerRenewInterval is how often a scan that the caller reads slowly
+	// renews its scanner lease on the region server, which otherwise
+	// expires after hbase.client.scanner.timeout.period (60 s by default).
+	// Default DefaultScannerRenewInterval; negative disables renewal.
+	ScannerRenewInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.ZKQuorum == "" {
+		c.ZKQuorum = DefaultZKQuorum
+	}
+	if c.ZKRoot == "" {
+		c.ZKRoot = DefaultZKRoot
+	}
+	if c.RPCTimeout <= 0 {
+		c.RPCTimeout = DefaultRPCTimeout
+	}
+	if c.AdminTimeout <= 0 {
+		c.AdminTimeout = DefaultAdminTimeout
+	}
+	switch {
+	case c.FlushInterval == 0:
+		c.FlushInterval = DefaultFlushInterval
+	case c.FlushInterval < 0:
+		c.FlushInterval = 0
+	}
+	switch {
+	case c.Retries == 0:
+		c.Retries = DefaultRetries
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	switch {
+	case c.ScannerRenewInterval == 0:
+		c.ScannerRenewInterval = DefaultScannerRenewInterval
+	case c.ScannerRenewInterval < 0:
+		c.ScannerRenewInterval = 0
+	}
+	return c
+}
+
+// Store is a store.Store on an HBase cluster. It is safe for concurrent
+// use. Close releases its connections.
+type Store struct {
+	cfg     Config
+	logger  *slog.Logger
+	client  gohbase.Client
+	metrics *metrics
+
+	adminMu sync.Mutex
+	admin   gohbase.AdminClient // nil until first used
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store for the cluster cfg names. It does not connect: the
+// first operation does, so New succeeds while HBase is down.
+//
+// When reg is not nil, New registers on it the store's own metrics and
+// gohbase's (gohbase_*), which gohbase itself registers only on
+// prometheus.DefaultRegisterer. Register one Store per registry; Close
+// unregisters. A nil logger discards the logs.
+func New(cfg Config, reg prometheus.Registerer, logger *slog.Logger) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if strings.TrimSpace(cfg.ZKQuorum) == "" {
+		return nil, fmt.Errorf("hbase store: empty zookeeper quorum: %w", store.ErrInvalid)
+	}
+	if !strings.HasPrefix(cfg.ZKRoot, "/") {
+		return nil, fmt.Errorf("hbase store: zookeeper root %q does not start with /: %w", cfg.ZKRoot, store.ErrInvalid)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("hbase store: %w", err)
+	}
+	gl := logger.With("component", "gohbase")
+	opts := []gohbase.Option{
+		gohbase.ZookeeperRoot(cfg.ZKRoot),
+		gohbase.FlushInterval(cfg.FlushInterval),
+		gohbase.RegionLookupTimeout(cfg.RPCTimeout),
+		gohbase.Logger(gl),
+	}
+	if cfg.RPCQueueSize > 0 {
+		opts = append(opts, gohbase.RpcQueueSize(cfg.RPCQueueSize))
+	}
+	return &Store{
+		cfg:     cfg,
+		logger:  logger,
+		client:  gohbase.NewClient(cfg.ZKQuorum, opts...),
+		metrics: m,
+	}, nil
+}
+
+// Close closes the store's connections and unregisters its metrics.
+// Operations after Close fail.
+func (s *Store) Close() error {
+	s.client.Close()
+	// The admin client is not closed: gohbase's admin client panics in
+	// Close (it never makes the channel Close closes). It is created only
+	// when an admin helper first runs, and holds one connection to the
+	// master.
+	s.metrics.unregister()
+	return nil
+}
+
+// adminClient returns the admin client, creating it on first use.
+func (s *Store) adminClient() gohbase.AdminClient {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	if s.admin == nil {
+		s.admin = gohbase.NewAdminClient(s.cfg.ZKQuorum, gohbase.ZookeeperRoot(s.cfg.ZKRoot), gohbase.Logger(s.logger.With("component", "gohbase")))
+	}
+	return s.admin
+}
+
+// mutation is one hrpc Put: the cells of one row that share a timestamp.
+type mutation struct {
+	row    []byte
+	ts     uint64 // 0: the server's time
+	values map[string]map[string][]byte
+}
+
+func (m mutation) options() []func(hrpc.Call) error {
+	if m.ts == 0 {
+		return nil
+	}
+	return []func(hrpc.Call) error{hrpc.TimestampUint64(m.ts)}
+}
+
+// mutations turns puts into hrpc mutations: one per row, or one per
+// distinct timestamp of the row's cells, as an hrpc Put carries one
+// timestamp. Puts without cells are dropped.
+func mutations(puts []store.Put) ([]mutation, error) {
+	out := make([]mutation, 0, len(puts))
+	for _, p := range puts {
+		if len(p.Row) == 0 {
+			return nil, fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
+		}
+		start := len(out)
+	cells:
+		for _, c := range p.Cells {
+			if len(c.Family) == 0 {
+				return nil, fmt.Errorf("row %x: cell with an empty family: %w", p.Row, store.ErrInvalid)
+			}
+			if c.Timestamp > math.MaxInt64 {
+				return nil, fmt.Errorf("row %x: cell timestamp %d beyond HBase's range: %w", p.Row, c.Timestamp, store.ErrInvalid)
+			}
+			for i := start; i < len(out); i++ {
+				if out[i].ts == c.Timestamp {
+					addValue(out[i].values, c)
+					continue cells
+				}
+			}
+			m := mutation{row: p.Row, ts: c.Timestamp, values: make(map[string]map[string][]byte, 1)}
+			addValue(m.values, c)
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func addValue(values map[string]map[string][]byte, c store.Cell) {
+	fam := values[string(c.Family)]
+	if fam == nil {
+		fam = make(map[string][]byte, 1)
+		values[string(c.Family)] = fam
+	}
+	v := c.Value
+	if v == nil {
+		v = []byte{}
+	}
+	fam[string(c.Qualifier)] = v
+}
+
+// Put writes the puts into table as one gohbase batch (SendBatch), one hrpc
+// Put per row (cells of a row with different timestamps go into one hrpc
+// Put per timestamp, and are atomic only within it), and returns once every
+// one is acknowledged. Rows that failed with an error that may pass are
+// sent again, up to Config.Retries times; writing a row twice is harmless.
+func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
+	if err := checkTable(table); err != nil {
+		return fmt.Errorf("put into %s: %w", table, err)
+	}
+	muts, err := mutations(puts)
+	if err != nil {
+		return fmt.Errorf("put into %s: %w", table, err)
+	}
+	if len(muts) == 0 {
+		return nil
+	}
+	pending := muts
+	for attempt := 0; ; attempt++ {
+		failed, err := s.putOnce(ctx, table, pending)
+		if err == nil {
+			return nil
+		}
+		if !s.shouldRetry(ctx, err, attempt, true) {
+			return fmt.Errorf("put %d rows into %s: %d failed: %w", len(muts), table, len(failed), err)
+		}
+		s.retried("put", table, attempt, err)
+		if sleep(ctx, backoff(attempt)) != nil {
+			return fmt.Errorf("put %d rows into %s: %d failed: %w", len(muts), table, len(failed), err)
+		}
+		pending = failed
+	}
+}
+
+// putOnce sends the mutations as one batch and returns those that failed
+// with the most telling error among them: one that will not pass if any,
+// else the first.
+func (s *Store) putOnce(ctx context.Context, table string, muts []mutation) ([]mutation, error) {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
+	defer cancel()
+	calls := make([]hrpc.Call, len(muts))
+	tbl := []byte(table)
+	for i, m := range muts {
+		put, err := hrpc.NewPut(actx, tbl, m.row, m.values, m.options()...)
+		if err != nil {
+			return muts, fmt.Errorf("row %x: %w: %w", m.row, store.ErrInvalid, err)
+		}
+		calls[i] = put
+	}
+	res, ok := s.client.SendBatch(actx, calls)
+	if ok {
+		return nil, nil
+	}
+	timedOut := actx.Err() != nil && ctx.Err() == nil
+	var (
+		failed []mutation
+		first  error
+	)
+	for i, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		failed = append(failed, muts[i])
+		err := classify(r.Error, timedOut)
+		if timedOut {
+			err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
+		}
+		err = fmt.Errorf("row %x: %w", muts[i].row, err)
+		if first == nil || (errors.Is(first, store.ErrUnavailable) && !errors.Is(err, store.ErrUnavailable)) {
+			first = err
+		}
+	}
+	if first == nil { // SendBatch said not OK but reported no error
+		first = fmt.Errorf("batch not acknowledged: %w", store.ErrUnavailable)
+		failed = muts
+	}
+	return failed, first
+}
+
+// Get returns the newest version of the cells of row, restricted to family
+// when it is not empty. A missing row is a Row with the key and no cells.
+func (s *Store) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
+	if err := checkRow(table, row); err != nil {
+		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
+	}
+	var opts []func(hrpc.Call) error
+	if family != "" {
+		opts = append(opts, hrpc.Families(map[string][]string{family: nil}))
+	}
+	out := store.Row{Key: bytes.Clone(row)}
+	err := s.do(ctx, "get", table, true, func(actx context.Context) error {
+		get, err := hrpc.NewGet(actx, []byte(table), row, opts...)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		res, err := s.client.Get(get)
+		if err != nil {
+			return err
+		}
+		out.Cells = appendCells(out.Cells[:0], res.Cells)
+		return nil
+	})
+	if err != nil {
+		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
+	}
+	return out, nil
+}
+
+// appendCells converts gohbase cells. The byte slices are shared, not
+// copied: gohbase allocates them per response.
+func appendCells(dst []store.Cell, cells []*hrpc.Cell) []store.Cell {
+	for _, c := range cells {
+		pc := (*pb.Cell)(c)
+		dst = append(dst, store.Cell{
+			Family:    pc.Family,
+			Qualifier: pc.Qualifier,
+			Value:     pc.Value,
+			Timestamp: pc.GetTimestamp(),
+		})
+	}
+	return dst
+}
+
+// Increment adds delta to the 8-byte big-endian counter in the cell and
+// returns the new value. It is not retried once an attempt may have reached
+// the server, as that attempt may have been applied; gohbase itself retries
+// what the server declined to run.
+func (s *Store) Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error) {
+	if err := checkCell(table, row, family); err != nil {
+		return 0, fmt.Errorf("increment %s:%s of row %x in %s: %w", family, qualifier, row, table, err)
+	}
+	var v int64
+	err := s.do(ctx, "increment", table, false, func(actx context.Context) error {
+		inc, err := hrpc.NewIncSingle(actx, []byte(table), row, family, qualifier, delta)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		v, err = s.client.Increment(inc)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("increment %s:%s of row %x in %s by %d: %w", family, qualifier, row, table, delta, err)
+	}
+	return v, nil
+}
+
+// CheckAndPut writes put only if the cell family:qualifier of put.Row holds
+// expected (nil or empty: the cell is absent), atomically, and reports
+// whether it wrote. All cells of put must share one timestamp. An attempt
+// that timed out is retried: if it had been applied, the retry reports
+// false and the cell holds put's value.
+func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
+	if err := checkCell(table, put.Row, family); err != nil {
+		return false, fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", family, qualifier, put.Row, table, err)
+	}
+	muts, err := mutations([]store.Put{put})
+	if err == nil && len(muts) != 1 {
+		err = fmt.Errorf("%d distinct cell timestamps (want 1, and at least one cell): %w", len(muts), store.ErrInvalid)
+	}
+	if err != nil {
+		return false, fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", family, qualifier, put.Row, table, err)
+	}
+	m := muts[0]
+	var written bool
+	err = s.do(ctx, "check_and_put", table, true, func(actx context.Context) error {
+		p, err := hrpc.NewPut(actx, []byte(table), m.row, m.values, m.options()...)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		written, err = s.client.CheckAndPut(p, family, qualifier, expected)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", family, qualifier, put.Row, table, err)
+	}
+	return written, nil
+}
+
+// Delete removes every version of the listed columns of row, or the whole
+// row when columns is empty. Deleting what does not exist is no error.
+func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if err := checkRow(table, row); err != nil {
+		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+	}
+	var values map[string]map[string][]byte
+	if len(columns) > 0 {
+		values = make(map[string]map[string][]byte, 1)
+		for _, c := range columns {
+			if len(c.Family) == 0 {
+				return fmt.Errorf("delete row %x in %s: column with an empty family: %w", row, table, store.ErrInvalid)
+			}
+			fam := values[string(c.Family)]
+			if fam == nil {
+				fam = make(map[string][]byte, 1)
+				values[string(c.Family)] = fam
+			}
+			fam[string(c.Qualifier)] = nil
+		}
+	}
+	err := s.do(ctx, "delete", table, true, func(actx context.Context) error {
+		del, err := hrpc.NewDel(actx, []byte(table), row, values)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		_, err = s.client.Delete(del)
+		return err
+	})
+	if err != nil {
+		if len(columns) == 0 {
+			return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+		}
+		return fmt.Errorf("delete %d columns of row %x in %s: %w", len(columns), row, table, err)
+	}
+	return nil
+}
+
+func checkTable(table string) error {
+	if table == "" {
+		return fmt.Errorf("empty table name: %w", store.ErrInvalid)
+	}
+	return nil
+}
+
+func checkRow(table string, row []byte) error {
+	if err := checkTable(table); err != nil {
+		return err
+	}
+	if len(row) == 0 {
+		return fmt.Errorf("empty row key: %w", store.ErrInvalid)
+	}
+	return nil
+}
+
+func checkCell(table string, row []byte, family string) error {
+	if err := checkRow(table, row); err != nil {
+		return err
+	}
+	if family == "" {
+		return fmt.Errorf("empty family: %w", store.ErrInvalid)
+	}
+	return nil
+}

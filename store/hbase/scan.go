@@ -1,0 +1,222 @@
+package hbase
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/tsuna/gohbase/filter"
+	"github.com/tsuna/gohbase/hrpc"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Settings of the RegexStringComparator that RowRegex becomes. The JAVA
+// engine decodes the row key with the charset before it matches; with
+// ISO-8859-1 byte b is the character U+00b, so a pattern can name any byte
+// as \xHH. (The JONI engine ignores the charset.)
+const (
+	regexCharset = "ISO-8859-1"
+	regexEngine  = "JAVA"
+)
+
+// Scan returns the rows of [req.Start, req.Stop) whose key matches
+// req.RowRegex, newest cell versions only, restricted to req.Family when
+// set. The regex runs on the region servers as a RowFilter with a
+// RegexStringComparator (engine JAVA, charset ISO-8859-1, no flags).
+//
+// Before the scan starts, and before it resumes, a small existence Get at
+// its start row checks, within Config.RPCTimeout per attempt, that the
+// table exists and its first region answers; so a missing table or an
+// unreachable cluster fails the scan quickly. After that the scan runs
+// under ctx alone: gohbase keeps looking for regions until ctx ends, and a
+// sparse filtered scan may legitimately run long between two rows, so give
+// ctx a deadline.
+//
+// The scanner lease is renewed while the caller is slow to call Next
+// (Config.ScannerRenewInterval). When the scan fails with an error that may
+// pass (a region moved, the lease expired), it is resumed after the last
+// row it returned, up to Config.Retries times in a row, so no row is
+// returned twice.
+func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
+	sc := &scanner{s: s, ctx: ctx, table: req.Table, start: bytes.Clone(req.Start), stop: bytes.Clone(req.Stop)}
+	if err := checkTable(req.Table); err != nil {
+		sc.fail(err)
+		return sc
+	}
+	if len(req.Start) > 0 && len(req.Stop) > 0 && bytes.Compare(req.Start, req.Stop) >= 0 {
+		sc.done = true
+		return sc
+	}
+	if req.Family != "" {
+		sc.opts = append(sc.opts, hrpc.Families(map[string][]string{req.Family: nil}))
+	}
+	if req.RowRegex != "" {
+		f, err := rowRegexFilter(req.RowRegex)
+		if err != nil {
+			sc.fail(err)
+			return sc
+		}
+		sc.opts = append(sc.opts, hrpc.Filters(f))
+	}
+	if s.cfg.ScannerRenewInterval > 0 {
+		sc.opts = append(sc.opts, hrpc.RenewInterval(s.cfg.ScannerRenewInterval))
+	}
+	return sc
+}
+
+// rowRegexFilter builds the RowFilter for pattern. The pattern travels as
+// a protobuf string that HBase decodes as UTF-8, so it must be valid UTF-8;
+// bytes of the key are written \xHH.
+func rowRegexFilter(pattern string) (filter.Filter, error) {
+	if !utf8.ValidString(pattern) {
+		return nil, fmt.Errorf("row regex %q is not valid UTF-8 (write key bytes as \\xHH): %w", pattern, store.ErrInvalid)
+	}
+	cmp := filter.NewRegexStringComparator(pattern, 0, regexCharset, regexEngine)
+	// NewCompareFilter panics when the comparator does not serialize;
+	// find out first.
+	if _, err := cmp.ConstructPBComparator(); err != nil {
+		return nil, fmt.Errorf("row regex %q: %w: %w", pattern, store.ErrInvalid, err)
+	}
+	return filter.NewRowFilter(filter.NewCompareFilter(filter.Equal, cmp)), nil
+}
+
+// scanner implements store.Scanner over gohbase scanners: one, plus one per
+// resumption after a failure.
+type scanner struct {
+	s      *Store
+	ctx    context.Context
+	table  string
+	start  []byte // where the next gohbase scanner starts
+	stop   []byte
+	opts   []func(hrpc.Call) error
+	hs     hrpc.Scanner // nil until opened, and after a failure
+	failed int          // failures since the last row returned
+
+	row  store.Row
+	done bool
+	err  error
+}
+
+// Next advances to the next row.
+func (sc *scanner) Next() bool {
+	for !sc.done {
+		if sc.hs == nil {
+			if err := sc.open(); err != nil {
+				sc.fail(err)
+				return false
+			}
+			if sc.hs == nil { // nothing left in the range
+				sc.finish()
+				return false
+			}
+		}
+		res, err := sc.hs.Next()
+		if err == io.EOF {
+			sc.finish()
+			return false
+		}
+		if err != nil {
+			sc.hs.Close()
+			sc.hs = nil
+			err = classify(err, false)
+			if !sc.s.shouldRetry(sc.ctx, err, sc.failed, true) {
+				sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
+				return false
+			}
+			sc.s.retried("scan", sc.table, sc.failed, err)
+			sc.failed++
+			if sleep(sc.ctx, backoff(sc.failed-1)) != nil {
+				sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
+				return false
+			}
+			continue
+		}
+		if res == nil || len(res.Cells) == 0 {
+			continue
+		}
+		sc.failed = 0
+		sc.row.Key = res.Cells[0].Row
+		sc.row.Cells = appendCells(sc.row.Cells[:0], res.Cells)
+		// Resume, if needed, at the smallest key after this row.
+		sc.start = append(append(sc.start[:0], sc.row.Key...), 0)
+		return true
+	}
+	return false
+}
+
+func (sc *scanner) open() error {
+	if len(sc.stop) > 0 && bytes.Compare(sc.start, sc.stop) >= 0 {
+		sc.done = true
+		return nil
+	}
+	if err := sc.probe(); err != nil {
+		return err
+	}
+	scan, err := hrpc.NewScanRange(sc.ctx, []byte(sc.table), sc.start, sc.stop, sc.opts...)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", sc.what(), store.ErrInvalid, err)
+	}
+	sc.hs = sc.s.client.Scan(scan)
+	return nil
+}
+
+// probe checks, with a bounded and retried existence Get at the start
+// row, that the region the scan starts in answers.
+func (sc *scanner) probe() error {
+	key := sc.start
+	if len(key) == 0 {
+		key = []byte{0} // the smallest row key HBase accepts in a Get
+	}
+	err := sc.s.do(sc.ctx, "scan", sc.table, true, func(actx context.Context) error {
+		get, err := hrpc.NewGet(actx, []byte(sc.table), key)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		get.ExistsOnly()
+		_, err = sc.s.client.Get(get)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", sc.what(), err)
+	}
+	return nil
+}
+
+// what describes the scan for errors.
+func (sc *scanner) what() string {
+	if len(sc.start) == 0 {
+		return "scan " + sc.table
+	}
+	return fmt.Sprintf("scan %s from row %x", sc.table, sc.start)
+}
+
+// Row returns the current row; its memory is valid until the next call to
+// Next or Close.
+func (sc *scanner) Row() store.Row { return sc.row }
+
+// Err returns the error that ended the scan.
+func (sc *scanner) Err() error { return sc.err }
+
+// Close stops the scan and releases the server-side scanner.
+func (sc *scanner) Close() error {
+	sc.finish()
+	return nil
+}
+
+func (sc *scanner) finish() {
+	if sc.hs != nil {
+		sc.hs.Close()
+		sc.hs = nil
+	}
+	sc.done = true
+	sc.row = store.Row{}
+}
+
+// fail ends the scan with err, which is already classified.
+func (sc *scanner) fail(err error) {
+	sc.finish()
+	sc.err = err
+}

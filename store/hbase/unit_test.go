@@ -1,0 +1,502 @@
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tsuna/gohbase"
+	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/region"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// The tests in this file need no HBase: they run the Store on a fake
+// gohbase client.
+
+// fakeClient implements the parts of gohbase.Client the tests use; the
+// embedded nil interface makes any other call panic.
+type fakeClient struct {
+	gohbase.Client
+	mu        sync.Mutex
+	sendBatch func(attempt int, calls []hrpc.Call) []error
+	batches   int
+	get       func(*hrpc.Get) (*hrpc.Result, error)
+	increment func(attempt int) (int64, error)
+	incs      int
+	scan      func(*hrpc.Scan) hrpc.Scanner
+}
+
+func (f *fakeClient) SendBatch(_ context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, bool) {
+	f.mu.Lock()
+	attempt := f.batches
+	f.batches++
+	f.mu.Unlock()
+	errs := f.sendBatch(attempt, calls)
+	res := make([]hrpc.RPCResult, len(calls))
+	ok := true
+	for i, err := range errs {
+		res[i].Error = err
+		ok = ok && err == nil
+	}
+	return res, ok
+}
+
+func (f *fakeClient) Get(g *hrpc.Get) (*hrpc.Result, error) {
+	if f.get == nil {
+		return &hrpc.Result{}, nil
+	}
+	return f.get(g)
+}
+
+func (f *fakeClient) Increment(*hrpc.Mutate) (int64, error) {
+	f.incs++
+	return f.increment(f.incs - 1)
+}
+
+func (f *fakeClient) Scan(s *hrpc.Scan) hrpc.Scanner { return f.scan(s) }
+
+func (f *fakeClient) Close() {}
+
+func fakeStore(t *testing.T, f *fakeClient, cfg Config) *Store {
+	t.Helper()
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Store{cfg: cfg.withDefaults(), logger: slog.New(slog.DiscardHandler), client: f, metrics: m}
+}
+
+// javaError renders an HBase exception the way gohbase does.
+func javaError(class, msg string) error {
+	return fmt.Errorf("HBase Java exception %s:\n%s: %s\n\tat org.apache.hadoop.hbase.Foo.bar(Foo.java:1)\n", class, class, msg)
+}
+
+func rowsOf(calls []hrpc.Call) []string {
+	var keys []string
+	for _, c := range calls {
+		keys = append(keys, string(c.Key()))
+	}
+	return keys
+}
+
+func TestPutRetriesOnlyFailedRows(t *testing.T) {
+	puts := []store.Put{
+		{Row: []byte("a"), Cells: []store.Cell{{Family: []byte("t"), Value: []byte("1")}}},
+		{Row: []byte("b"), Cells: []store.Cell{{Family: []byte("t"), Value: []byte("2")}}},
+		{Row: []byte("c"), Cells: []store.Cell{{Family: []byte("t"), Value: []byte("3")}}},
+	}
+	noSuchFamily := javaError("org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException", "Column family x does not exist")
+	for _, tc := range []struct {
+		name     string
+		errs     func(attempt int, rows []string) []error
+		want     error // nil: success
+		attempts int
+		rows     []string // rows of each attempt, joined with ","
+	}{
+		{
+			name: "partial failure, then success",
+			errs: func(attempt int, rows []string) []error {
+				if attempt == 0 {
+					return []error{nil, gohbase.NotExecutedError, region.RetryableError{}}
+				}
+				return make([]error, len(rows))
+			},
+			attempts: 2, rows: []string{"a,b,c", "b,c"},
+		},
+		{
+			name: "an error that will not pass stops at once",
+			errs: func(attempt int, rows []string) []error {
+				return []error{nil, noSuchFamily, gohbase.NotExecutedError}
+			},
+			want: store.ErrInvalid, attempts: 1, rows: []string{"a,b,c"},
+		},
+		{
+			name: "missing table",
+			errs: func(attempt int, rows []string) []error {
+				return []error{gohbase.TableNotFound, gohbase.TableNotFound, gohbase.TableNotFound}
+			},
+			want: store.ErrTableNotFound, attempts: 1, rows: []string{"a,b,c"},
+		},
+		{
+			name: "retries are bounded",
+			errs: func(attempt int, rows []string) []error {
+				errs := make([]error, len(rows))
+				errs[0] = gohbase.ErrCannotFindRegion
+				return errs
+			},
+			want: store.ErrUnavailable, attempts: 3, rows: []string{"a,b,c", "a", "a"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen []string
+			f := &fakeClient{sendBatch: func(attempt int, calls []hrpc.Call) []error {
+				rows := rowsOf(calls)
+				seen = append(seen, strings.Join(rows, ","))
+				return tc.errs(attempt, rows)
+			}}
+			s := fakeStore(t, f, Config{Retries: 2})
+			err := s.Put(context.Background(), "tsdb", puts)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if f.batches != tc.attempts || strings.Join(seen, " ") != strings.Join(tc.rows, " ") {
+				t.Errorf("batches = %d %q, want %d %q", f.batches, seen, tc.attempts, tc.rows)
+			}
+		})
+	}
+}
+
+func TestPutRowPerTimestamp(t *testing.T) {
+	muts, err := mutations([]store.Put{
+		{Row: []byte("r"), Cells: []store.Cell{
+			{Family: []byte("t"), Qualifier: []byte("a"), Value: []byte("1")},
+			{Family: []byte("t"), Qualifier: []byte("b"), Value: []byte("2"), Timestamp: 7},
+			{Family: []byte("u"), Qualifier: []byte("c"), Value: []byte("3")},
+		}},
+		{Row: []byte("s"), Cells: nil},
+		{Row: []byte("s"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("a")}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range muts {
+		got = append(got, fmt.Sprintf("%s@%d:%v", m.row, m.ts, m.values))
+	}
+	want := "r@0:map[t:map[a:[49]] u:map[c:[51]]] r@7:map[t:map[b:[50]]] s@0:map[t:map[a:[]]]"
+	if strings.Join(got, " ") != want {
+		t.Errorf("mutations = %s\nwant        %s", strings.Join(got, " "), want)
+	}
+}
+
+func TestIncrementRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		attempts int
+	}{
+		// The request never left: no region found.
+		{"region lookup failed", gohbase.ErrCannotFindRegion, 3},
+		// It may have been applied: not retried.
+		{"server failed", region.ServerError{}, 1},
+		{"timeout", context.DeadlineExceeded, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeClient{increment: func(int) (int64, error) { return 0, tc.err }}
+			s := fakeStore(t, f, Config{Retries: 2})
+			_, err := s.Increment(context.Background(), "tsdb-uid", []byte{0}, "id", "metrics", 1)
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("err = %v, want store.ErrUnavailable", err)
+			}
+			if f.incs != tc.attempts {
+				t.Errorf("attempts = %d, want %d", f.incs, tc.attempts)
+			}
+		})
+	}
+}
+
+// fakeScanner returns rows, then err (io.EOF when nil).
+type fakeScanner struct {
+	rows   []string
+	err    error
+	closed bool
+}
+
+func (f *fakeScanner) Next() (*hrpc.Result, error) {
+	if len(f.rows) == 0 {
+		if f.err == nil {
+			return nil, io.EOF
+		}
+		return nil, f.err
+	}
+	r := f.rows[0]
+	f.rows = f.rows[1:]
+	return &hrpc.Result{Cells: []*hrpc.Cell{{Row: []byte(r), Family: []byte("t"), Qualifier: []byte("q"), Value: []byte("v")}}}, nil
+}
+
+func (f *fakeScanner) Close() error                     { f.closed = true; return nil }
+func (f *fakeScanner) GetScanMetrics() map[string]int64 { return nil }
+
+func TestScanResumesAfterLastRow(t *testing.T) {
+	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner '42'. This can happen due to any of the following reasons: ...")
+	var starts []string
+	var scanners []*fakeScanner
+	f := &fakeClient{scan: func(s *hrpc.Scan) hrpc.Scanner {
+		starts = append(starts, fmt.Sprintf("%q", s.StartRow()))
+		var fs *fakeScanner
+		switch len(starts) {
+		case 1:
+			fs = &fakeScanner{rows: []string{"r1", "r2"}, err: lease}
+		case 2:
+			fs = &fakeScanner{err: lease} // fails before any row
+		default:
+			fs = &fakeScanner{rows: []string{"r3"}}
+		}
+		scanners = append(scanners, fs)
+		return fs
+	}}
+	s := fakeStore(t, f, Config{Retries: 2})
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb", Start: []byte("r"), Stop: []byte("s")})
+	var got []string
+	for sc.Next() {
+		got = append(got, string(sc.Row().Key))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "r1,r2,r3" {
+		t.Errorf("rows = %v, want r1,r2,r3", got)
+	}
+	if want := `"r" "r2\x00" "r2\x00"`; strings.Join(starts, " ") != want {
+		t.Errorf("scanners started at %s, want %s", strings.Join(starts, " "), want)
+	}
+	for i, fs := range scanners {
+		if !fs.closed {
+			t.Errorf("scanner %d not closed", i)
+		}
+	}
+}
+
+func TestScanResumeAtStop(t *testing.T) {
+	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner")
+	opened := 0
+	f := &fakeClient{scan: func(*hrpc.Scan) hrpc.Scanner {
+		opened++
+		return &fakeScanner{rows: []string{"r1", "r2"}, err: lease}
+	}}
+	s := fakeStore(t, f, Config{Retries: 2})
+	// The failure comes after r2, the last row of the range: nothing is
+	// left to resume.
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb", Stop: []byte("r2\x00")})
+	var got []string
+	for sc.Next() {
+		got = append(got, string(sc.Row().Key))
+	}
+	if err := sc.Err(); err != nil || strings.Join(got, ",") != "r1,r2" || opened != 1 {
+		t.Errorf("rows %v, err %v, scanners %d; want r1,r2, no error, 1 scanner", got, err, opened)
+	}
+	if sc.Next() {
+		t.Error("Next after the end = true")
+	}
+}
+
+func TestScanGivesUpAfterRetries(t *testing.T) {
+	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner")
+	opened := 0
+	f := &fakeClient{scan: func(*hrpc.Scan) hrpc.Scanner {
+		opened++
+		return &fakeScanner{err: lease}
+	}}
+	s := fakeStore(t, f, Config{Retries: 2})
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb"})
+	if sc.Next() {
+		t.Fatal("Next = true, want false")
+	}
+	if err := sc.Err(); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "UnknownScannerException: Unknown scanner") {
+		t.Errorf("err = %v, want store.ErrUnavailable naming the exception", err)
+	}
+	if opened != 3 {
+		t.Errorf("opened %d scanners, want 3", opened)
+	}
+}
+
+func TestScanProbeFailsFast(t *testing.T) {
+	f := &fakeClient{
+		get:  func(*hrpc.Get) (*hrpc.Result, error) { return nil, gohbase.TableNotFound },
+		scan: func(*hrpc.Scan) hrpc.Scanner { t.Fatal("scan opened after a failed probe"); return nil },
+	}
+	s := fakeStore(t, f, Config{})
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: "nope"})
+	if sc.Next() || !errors.Is(sc.Err(), store.ErrTableNotFound) {
+		t.Errorf("scan of a missing table: err = %v, want store.ErrTableNotFound", sc.Err())
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		timedOut bool
+		want     error // nil: no sentinel
+		text     string
+	}{
+		{"missing table", gohbase.TableNotFound, false, store.ErrTableNotFound, "table not found (hbase)"},
+		{"remote missing table", javaError("org.apache.hadoop.hbase.TableNotFoundException", "t"), false, store.ErrTableNotFound, "table not found: hbase TableNotFoundException: t"},
+		{"bad regex", javaError("org.apache.hadoop.hbase.DoNotRetryIOException", "java.util.regex.PatternSyntaxException: Unclosed group"), false, store.ErrInvalid, "invalid store request: hbase DoNotRetryIOException: java.util.regex.PatternSyntaxException: Unclosed group"},
+		{"no such family", javaError("org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException", "Column family x does not exist"), false, store.ErrInvalid, ""},
+		{"lease expired", javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner"), false, store.ErrUnavailable, ""},
+		{"region moved", region.NotServingRegionError{}, false, store.ErrUnavailable, ""},
+		{"server stopped", region.ServerError{}, false, store.ErrUnavailable, ""},
+		{"deadline", context.DeadlineExceeded, false, store.ErrUnavailable, ""},
+		{"attempt timed out", errors.New("failed looking up region"), true, store.ErrUnavailable, ""},
+		{"not executed", gohbase.NotExecutedError, false, store.ErrUnavailable, ""},
+		{"refused", &netOpError{}, false, store.ErrUnavailable, ""},
+		{"canceled", context.Canceled, false, nil, "context canceled"},
+		{"access denied", javaError("org.apache.hadoop.hbase.security.AccessDeniedException", "no"), false, nil, "hbase AccessDeniedException: no"},
+		{"unknown", errors.New("something else"), false, nil, "something else"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := classify(tc.err, tc.timedOut)
+			for _, sentinel := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrUnavailable} {
+				if errors.Is(got, sentinel) != (sentinel == tc.want) {
+					t.Errorf("classify(%v) = %v; errors.Is %v = %v", tc.err, got, sentinel, !(sentinel == tc.want))
+				}
+			}
+			if !errors.Is(got, tc.err) && !errors.Is(tc.err, gohbase.TableNotFound) {
+				t.Errorf("classify(%v) = %v, which does not wrap the original", tc.err, got)
+			}
+			if tc.text != "" && got.Error() != tc.text {
+				t.Errorf("text = %q, want %q", got.Error(), tc.text)
+			}
+			if strings.Contains(got.Error(), "\n") {
+				t.Errorf("text has several lines: %q", got.Error())
+			}
+		})
+	}
+}
+
+// netOpError is a connection-refused net.Error.
+type netOpError struct{}
+
+func (*netOpError) Error() string   { return "dial tcp 127.0.0.1:2181: connect: connection refused" }
+func (*netOpError) Timeout() bool   { return false }
+func (*netOpError) Temporary() bool { return false }
+
+func TestSaltSplitKeys(t *testing.T) {
+	for _, tc := range []struct {
+		width, buckets int
+		want           string // hex keys, or "error"
+	}{
+		{0, 20, ""},
+		{1, 1, ""},
+		{1, 4, "01 02 03"},
+		{2, 3, "0001 0002"},
+		{1, 256, "error-free"},
+		{1, 257, "error"},
+		{3, 2, "000001"},
+		{8, 2, "0000000000000001"},
+		{9, 2, "error"},
+		{-1, 2, "error"},
+		{1, 0, "error"},
+	} {
+		t.Run(fmt.Sprintf("width=%d/buckets=%d", tc.width, tc.buckets), func(t *testing.T) {
+			keys, err := SaltSplitKeys(tc.width, tc.buckets)
+			switch tc.want {
+			case "error":
+				if !errors.Is(err, store.ErrInvalid) {
+					t.Errorf("err = %v, want store.ErrInvalid", err)
+				}
+				return
+			case "error-free":
+				if err != nil || len(keys) != tc.buckets-1 || keys[len(keys)-1][0] != 0xFF {
+					t.Errorf("keys = %d (%v), want %d ending in ff", len(keys), err, tc.buckets-1)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range keys {
+				got = append(got, fmt.Sprintf("%x", k))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("keys = %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTablesSpecs(t *testing.T) {
+	specs, err := tablesSpecs(TablesConfig{Compression: "gz", DataTTL: 48 * time.Hour, SaltWidth: 1, SaltBuckets: 2}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(specs)
+	want := "[{tsdb map[t:map[BLOOMFILTER:ROW COMPRESSION:GZ TTL:172800 VERSIONS:1]] [[1]]} " +
+		"{tsdb-uid map[id:map[BLOOMFILTER:ROW COMPRESSION:GZ VERSIONS:1] name:map[BLOOMFILTER:ROW COMPRESSION:GZ VERSIONS:1]] []}]"
+	if got != want {
+		t.Errorf("specs = %s\nwant    %s", got, want)
+	}
+	for _, bad := range []TablesConfig{
+		{Compression: "FOO"},
+		{DataTable: "x", UIDTable: "x"},
+		{DataTTL: time.Millisecond},
+		{SaltWidth: 9},
+	} {
+		if _, err := tablesSpecs(bad.withDefaults()); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("tablesSpecs(%+v): err = %v, want store.ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestCheckTableName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"tsdb": true, "tsdb-uid": true, "a.b_c-1": true, "_x": true,
+		"": false, "-x": false, ".x": false, "a b": false, "ns:t": false, "tä": false,
+	} {
+		if err := checkTableName(name); (err == nil) != ok {
+			t.Errorf("checkTableName(%q) = %v, want ok=%v", name, err, ok)
+		}
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	got := Config{FlushInterval: -1, Retries: -1, ScannerRenewInterval: -1}.withDefaults()
+	if got.FlushInterval != 0 || got.Retries != 0 || got.ScannerRenewInterval != 0 {
+		t.Errorf("negative settings = %+v, want them off", got)
+	}
+	got = Config{}.withDefaults()
+	if got.ZKQuorum != DefaultZKQuorum || got.ZKRoot != DefaultZKRoot || got.RPCTimeout != DefaultRPCTimeout ||
+		got.FlushInterval != DefaultFlushInterval || got.Retries != DefaultRetries || got.ScannerRenewInterval != DefaultScannerRenewInterval {
+		t.Errorf("defaults = %+v", got)
+	}
+	if _, err := New(Config{ZKRoot: "hbase"}, nil, nil); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("New with a relative znode root: err = %v, want store.ErrInvalid", err)
+	}
+}
+
+// TestGatheredCollector checks the bridge on a registry of its own.
+func TestGatheredCollector(t *testing.T) {
+	src := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gohbase_test_total", Help: "h"}, []string{"op"})
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gohbase_test_seconds", Help: "h", Buckets: []float64{1}})
+	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "other_total", Help: "h"})
+	src.MustRegister(c, h, other)
+	c.WithLabelValues("get").Add(2)
+	h.Observe(0.5)
+	other.Inc()
+
+	dst := prometheus.NewRegistry()
+	bridge := newGatheredCollector(src, "gohbase_")
+	dst.MustRegister(bridge)
+	if err := dst.Register(newGatheredCollector(src, "gohbase_")); err == nil {
+		t.Error("a second bridge for the same prefix registered; want AlreadyRegisteredError")
+	}
+	mfs, err := dst.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got = append(got, fmt.Sprintf("%s%v=%v/%v", mf.GetName(), m.GetLabel(), m.GetCounter().GetValue(), m.GetHistogram().GetSampleCount()))
+		}
+	}
+	want := `gohbase_test_seconds[]=0/1 gohbase_test_total[name:"op" value:"get"]=2/0`
+	if strings.Join(got, " ") != want {
+		t.Errorf("gathered %s\nwant     %s", strings.Join(got, " "), want)
+	}
+	if !dst.Unregister(bridge) {
+		t.Error("Unregister of the bridge failed")
+	}
+}
