@@ -43,6 +43,11 @@ type Options struct {
 	Ready func(context.Context) error
 	// Gatherer serves /metrics; nil means the Registerer if it gathers.
 	Gatherer prometheus.Gatherer
+	// WriteTimeout bounds the time a write may wait for the store; past it
+	// the answer is 503 and Prometheus retries. It should stay below the
+	// remote_timeout of the senders (Prometheus's default is 30s). Zero
+	// means 25s.
+	WriteTimeout time.Duration
 }
 
 // Handler serves promhbase's HTTP endpoints.
@@ -66,6 +71,9 @@ type Handler struct {
 func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, logger *slog.Logger) (*Handler, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 32 << 20
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 25 * time.Second
 	}
 	h := &Handler{
 		w: w, q: q, opts: opts, logger: logger,
@@ -294,7 +302,9 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	res, err := h.w.Write(r.Context(), body)
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	defer cancel()
+	res, err := h.w.Write(ctx, body)
 	h.samplesWritten.Add(float64(res.Samples))
 	for reason, n := range res.Rejected {
 		h.samplesRejected.WithLabelValues(reason).Add(float64(n))

@@ -1,12 +1,15 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -76,6 +79,7 @@ type writeBatch struct {
 	rej    *rejectError
 	reject map[string]int
 	cache  mapping.SeriesCacheReader
+	missed []missedSeries
 }
 
 func (b *writeBatch) reset() {
@@ -85,6 +89,8 @@ func (b *writeBatch) reset() {
 	b.arena.reset()
 	b.rej = nil
 	clear(b.reject)
+	clear(b.missed)
+	b.missed = b.missed[:0]
 }
 
 func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
@@ -111,11 +117,39 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 		b.reset()
 		w.pool.Put(b)
 	}()
+	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
-	err := parseWriteRequest(body, &b.series, func(s *wireSeries) error { return w.addSeries(ctx, b, s) })
+	ordinal := -1
+	err := parseWriteRequest(body, &b.series, func(s *wireSeries) error {
+		ordinal++
+		return w.addSeries(b, s, ordinal)
+	})
 	b.cache.Release()
 	if err != nil {
 		return writeResult{}, err
+	}
+	// New series: resolve them concurrently (UID lookups and assignments
+	// are round trips to the store), then pass 2 adds their Puts.
+	if len(b.missed) > 0 {
+		if err := w.resolveMissed(ctx, b); err != nil {
+			return writeResult{}, err
+		}
+		ordinal, next := -1, 0
+		err := parseWriteRequest(body, &b.series, func(s *wireSeries) error {
+			ordinal++
+			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
+				return nil
+			}
+			m := &b.missed[next]
+			next++
+			if m.err == nil {
+				w.addSamples(b, s, m.series)
+			}
+			return nil
+		})
+		if err != nil {
+			return writeResult{}, err
+		}
 	}
 	for i := range b.puts {
 		end := len(b.cells)
@@ -144,33 +178,81 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 	return res, nil
 }
 
-func (w *Writer) addSeries(ctx context.Context, b *writeBatch, s *wireSeries) error {
+// resolveConcurrency bounds the series of one request resolved at once.
+const resolveConcurrency = 32
+
+// missedSeries is a series of a request that was not in the series cache.
+type missedSeries struct {
+	ordinal int // position in the request
+	key     []byte
+	labels  []mapping.Label
+	samples int
+	series  mapping.Series
+	err     error
+}
+
+// addSeries handles one series of pass 1: cached series get their Puts,
+// others are copied into b.missed.
+func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int) error {
 	if s.Histograms > 0 {
 		b.rejectSeries(reasonHistogram, s.Histograms, fmt.Sprintf("%s: native histograms are not supported", formatSeries(s)))
 	}
 	if len(s.Samples) == 0 {
 		return nil
 	}
-	series, ok := b.cache.Get(s.Key)
-	if !ok {
-		b.cache.Release()
-		lbls, err := s.Labels()
-		if err != nil {
-			return err
-		}
-		series, err = w.mapper.Resolve(ctx, s.Key, lbls)
-		if err != nil {
-			switch {
-			case errors.Is(err, mapping.ErrInvalidSeries):
-				b.rejectSeries(reasonInvalidLabels, len(s.Samples), err.Error())
-				return nil
-			case errors.Is(err, mapping.ErrUIDExhausted):
-				b.rejectSeries(reasonUIDExhausted, len(s.Samples), fmt.Sprintf("%s: %v", mapping.FormatLabels(lbls), err))
-				return nil
+	if series, ok := b.cache.Get(s.Key); ok {
+		w.addSamples(b, s, series)
+		return nil
+	}
+	// A copy: s.Key may live in a buffer reused by the next series.
+	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples)}
+	lbls, err := (&wireSeries{Key: m.key}).Labels()
+	if err != nil {
+		return err
+	}
+	m.labels = slices.Clone(lbls)
+	b.missed = append(b.missed, m)
+	return nil
+}
+
+// resolveMissed resolves the missed series with resolveConcurrency
+// workers. Series that can never be stored are rejected; any other error
+// fails the request.
+func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(resolveConcurrency, len(b.missed)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(b.missed) {
+					return
+				}
+				m := &b.missed[i]
+				m.series, m.err = w.mapper.Resolve(ctx, m.key, m.labels)
 			}
-			return err
+		}()
+	}
+	wg.Wait()
+	for i := range b.missed {
+		m := &b.missed[i]
+		switch {
+		case m.err == nil:
+		case errors.Is(m.err, mapping.ErrInvalidSeries):
+			b.rejectSeries(reasonInvalidLabels, m.samples, m.err.Error())
+		case errors.Is(m.err, mapping.ErrUIDExhausted):
+			b.rejectSeries(reasonUIDExhausted, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabels(m.labels), m.err))
+		default:
+			return m.err
 		}
 	}
+	return nil
+}
+
+// addSamples adds the Puts of one series: one per hour it has samples in.
+func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)
 	badTS := 0
@@ -201,7 +283,6 @@ func (w *Writer) addSeries(ctx context.Context, b *writeBatch, s *wireSeries) er
 		b.rejectSeries(reasonTimestamp, badTS, fmt.Sprintf("%s: %d samples with timestamps outside 0..%d ms (first %d)",
 			formatSeries(s), badTS, int64(math.MaxUint32)*1000+999, firstBad))
 	}
-	return nil
 }
 
 // formatSeries renders a series' labels for an error message.

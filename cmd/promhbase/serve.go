@@ -24,6 +24,7 @@ type serveFlags struct {
 	maxRequestBytes int
 	maxSamples      int
 	readTimeout     time.Duration
+	writeTimeout    time.Duration
 }
 
 var serveOpts serveFlags
@@ -34,6 +35,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.max-request-bytes", "Largest decoded (uncompressed) request body; larger ones get 413.").Default("33554432").IntVar(&serveOpts.maxRequestBytes)
 	cmd.Flag("query.max-samples", "Most samples one remote-read query may return; more gets 413.").Default("50000000").IntVar(&serveOpts.maxSamples)
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
+	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
 	return cmd
 }
 
@@ -50,6 +52,7 @@ func runServe(cfg *config) error {
 	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples})
 	h, err := adapter.New(w, q, adapter.Options{
 		MaxRequestBytes: serveOpts.maxRequestBytes,
+		WriteTimeout:    serveOpts.writeTimeout,
 		Ready: func(ctx context.Context) error {
 			_, err := st.Get(ctx, cfg.uidTable, []byte{0}, "id")
 			return err
