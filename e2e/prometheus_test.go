@@ -1,0 +1,893 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	config_util "github.com/prometheus/common/config"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
+
+	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/mapping"
+)
+
+// configA is Prometheus A: it scrapes itself, promhbase and the synthetic
+// exporters every second, keeps its own TSDB (with an out-of-order window
+// wide enough for the historical data) and remote-writes everything to
+// promhbase with remote write 1.0. NoScrape drops the scrape
+// configurations and keeps the rest, the remote-write queue included.
+var configA = template.Must(template.New("A").Parse(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+storage:
+  tsdb:
+    out_of_order_time_window: 3h
+{{if not .NoScrape}}scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ['{{.Self}}']
+  - job_name: promhbase
+    static_configs:
+      - targets: ['{{.Promhbase}}']
+  - job_name: exporter
+    static_configs:
+      - targets: ['{{.Exporter1}}', '{{.Exporter2}}']
+{{end}}remote_write:
+  - name: promhbase
+    url: '{{.WriteURL}}'
+    protobuf_message: prometheus.WriteRequest
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 100ms
+      max_backoff: 1s
+`))
+
+// configB is Prometheus B: it scrapes nothing and reads everything through
+// promhbase, recent data included.
+var configB = template.Must(template.New("B").Parse(`global:
+  evaluation_interval: 1m
+remote_read:
+  - name: promhbase
+    url: '{{.ReadURL}}'
+    read_recent: true
+`))
+
+// TestPrometheus runs real Prometheus servers against promhbase: A scrapes
+// synthetic exporters, itself and promhbase and remote-writes to promhbase;
+// B has no data of its own and reads only through promhbase's remote read
+// (once with streamed answers, once with SAMPLES answers). The same PromQL
+// queries at fixed times must give the same answers on A and on both Bs.
+func TestPrometheus(t *testing.T) {
+	const (
+		beforeStop = 35 * time.Second // both exporters up
+		afterStop  = 30 * time.Second // exporter 2 gone
+	)
+	began := time.Now()
+	bin := prometheusBinary(t)
+	t.Logf("backend %s, Prometheus %s", testbackend.Name(), bin)
+
+	h := newHarness(t, mapping.DefaultLayout())
+	exp1 := startExporter(t, 150)
+	exp2 := startExporter(t, 0)
+	samplesFront := samplesOnlyFront(t, h.srv.URL)
+	hostOf := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Host
+	}
+
+	a := startPrometheus(t, bin, "A", configA, func(listen string) map[string]string {
+		return map[string]string{
+			"Self": listen, "Promhbase": hostOf(h.srv.URL), "Exporter1": exp1.host, "Exporter2": exp2.host,
+			"WriteURL": h.srv.URL + "/api/v1/write",
+		}
+	}, "--web.enable-remote-write-receiver")
+	bStreamed := startPrometheus(t, bin, "B-streamed", configB, func(string) map[string]string {
+		return map[string]string{"ReadURL": h.srv.URL + "/api/v1/read"}
+	})
+	bSamples := startPrometheus(t, bin, "B-samples", configB, func(string) map[string]string {
+		return map[string]string{"ReadURL": samplesFront.URL + "/api/v1/read"}
+	})
+	t.Logf("A %s, B-streamed %s, B-samples %s, promhbase %s, exporters %s %s (started in %s)",
+		a.base, bStreamed.base, bSamples.base, h.srv.URL, exp1.host, exp2.host, time.Since(began).Round(time.Millisecond))
+
+	// Historical data across an hour boundary, identical on both sides: into
+	// A through its remote-write receiver (out of order for A's head), into
+	// promhbase through the remote-write client. A does not forward it:
+	// its remote-write queue skips samples older than the queue's start.
+	hist := makeHistory(began)
+	ctx := t.Context()
+	if err := remoteWrite(ctx, a.base+"/api/v1/write", hist.series); err != nil {
+		t.Fatalf("historical data into A: %v", err)
+	}
+	h.send(hist.series)
+	t.Logf("historical data: %d series, %s .. %s, hour boundary %s", len(hist.series),
+		hist.start.UTC().Format(time.TimeOnly), hist.end.UTC().Format(time.TimeOnly), hist.hour.UTC().Format(time.TimeOnly))
+
+	time.Sleep(beforeStop)
+	exp2.stop()
+	stopped := time.Now()
+	t.Logf("exporter 2 (%s) stopped at %s", exp2.host, stopped.UTC().Format(time.StampMilli))
+	time.Sleep(afterStop)
+
+	sent := waitDrained(t, a, time.Now())
+	// Every sample at or before end has reached promhbase: scrapes take
+	// milliseconds, so none stamped before end can still be in flight.
+	end := time.Unix(sent.Unix()-5, 0)
+	t.Logf("A's queue drained up to %s; queries end at %s", sent.UTC().Format(time.StampMilli), end.UTC().Format(time.StampMilli))
+
+	tl := timeline{end: end, stopped: stopped, hist: hist, exp2: exp2.host}
+	queries := promQueries(tl)
+	if len(queries) < 30 {
+		t.Fatalf("only %d queries", len(queries))
+	}
+	readers := []*promProcess{bStreamed, bSamples}
+	agreed := make([]int, len(readers))
+	t.Logf("%-3s %-7s %-11s %-11s %-38s %s", "#", "kind", "B-streamed", "B-samples", "A's answer", "query")
+	for i, q := range queries {
+		want, err := a.api.query(ctx, q)
+		if err != nil {
+			t.Fatalf("query %d %s: %v", i, q.expr, err)
+		}
+		var problems []string
+		if q.wantEmpty && len(want.series) > 0 {
+			problems = append(problems, fmt.Sprintf("A: want no series, got %s", want.summary()))
+		}
+		if !q.wantEmpty && len(want.series) == 0 {
+			problems = append(problems, "A: no series: the query checks nothing")
+		}
+		if q.check != nil {
+			if err := q.check(want); err != nil {
+				problems = append(problems, fmt.Sprintf("A: %v", err))
+			}
+		}
+		verdicts := make([]string, len(readers))
+		for j, b := range readers {
+			got, err := b.api.query(ctx, q)
+			if err != nil {
+				t.Fatalf("query %d %s: %v", i, q.expr, err)
+			}
+			diff := diffResults(want, got)
+			if len(diff) == 0 {
+				agreed[j]++
+				verdicts[j] = "agree"
+				continue
+			}
+			verdicts[j] = "DIFFER"
+			for _, d := range diff {
+				problems = append(problems, b.name+": "+d)
+			}
+		}
+		t.Logf("%-3d %-7s %-11s %-11s %-38s %s", i, q.kind(), verdicts[0], verdicts[1], want.summary(), q.expr)
+		for _, p := range problems {
+			t.Errorf("query %d %s: %s", i, q.expr, p)
+		}
+	}
+	for j, b := range readers {
+		t.Logf("%s agreed with A on %d of %d queries", b.name, agreed[j], len(queries))
+	}
+
+	// Each B really used the response type it stands for.
+	for _, tc := range []struct {
+		p          *promProcess
+		used, none string
+	}{{bStreamed, "chunked", "sampled"}, {bSamples, "sampled", "chunked"}} {
+		ms, err := fetchMetrics(ctx, tc.p.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := ms.sum("prometheus_remote_read_client_queries_total", "response_type", tc.used)
+		none := ms.sum("prometheus_remote_read_client_queries_total", "response_type", tc.none)
+		t.Logf("%s: %v remote reads answered %s, %v %s", tc.p.name, used, tc.used, none, tc.none)
+		if used == 0 || none != 0 {
+			t.Errorf("%s: %v remote reads answered %s and %v %s; want only %s", tc.p.name, used, tc.used, none, tc.none, tc.used)
+		}
+	}
+
+	// Stop A's scrapes, so that its queue can empty for good, and check
+	// that it ends healthy.
+	// The targets' end-of-run staleness markers come up to two scrape
+	// intervals after the reload.
+	a.reload(t, "NoScrape", "true")
+	time.Sleep(3 * time.Second)
+	checkQueueHealthy(t, a)
+	ms, err := fetchMetrics(ctx, h.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ms.sum("promhbase_samples_rejected_total"); n != 0 {
+		t.Errorf("promhbase rejected %v samples", n)
+	}
+	t.Logf("promhbase: %v samples written, %v series and %v samples read",
+		ms.sum("promhbase_samples_written_total"), ms.sum("promhbase_read_series_total"), ms.sum("promhbase_read_samples_total"))
+	t.Logf("total %s", time.Since(began).Round(time.Second))
+}
+
+// timeline holds the fixed times and targets the queries refer to.
+type timeline struct {
+	end, stopped time.Time
+	hist         history
+	exp2         string // instance label of the exporter that goes away
+}
+
+// promQueries is the query table. Instant queries run at tl.end unless
+// they say otherwise; range queries cover the last minute every 2s.
+func promQueries(tl timeline) []promQuery {
+	at := func(expr string) promQuery { return promQuery{expr: expr, at: tl.end} }
+	rng := func(expr string) promQuery {
+		return promQuery{expr: expr, start: tl.end.Add(-time.Minute), end: tl.end, step: 2 * time.Second}
+	}
+	around := func(expr string, t time.Time, half, step time.Duration) promQuery {
+		return promQuery{expr: expr, start: t.Add(-half), end: t.Add(half), step: step}
+	}
+	atTime := func(expr string, t time.Time) promQuery { return promQuery{expr: expr, at: t} }
+	empty := func(q promQuery) promQuery { q.wantEmpty = true; return q }
+	checked := func(q promQuery, check func(promResult) error) promQuery { q.check = check; return q }
+
+	stopped := tl.stopped.Truncate(time.Second)
+	hs, he, hh := tl.hist.start, tl.hist.end, tl.hist.hour
+	exp2 := fmt.Sprintf("{instance=%q}", tl.exp2)
+	samplesTo := func(t time.Time) float64 { return float64(t.Sub(hs)/histStep) + 1 }
+
+	return []promQuery{
+		// Counters, one of them resetting.
+		rng(`rate(e2e_events_total[10s])`),
+		at(`irate(e2e_events_total[5s])`),
+		rng(`increase(e2e_resetting_total[15s])`),
+		checked(at(`resets(e2e_resetting_total[1m])`), atLeast(1)),
+		rng(`rate(e2e_resetting_total[20s])`),
+		// Aggregations.
+		rng(`sum by (method) (rate(e2e_http_requests_total[10s]))`),
+		rng(`avg by (sensor) (e2e_temperature_celsius)`),
+		rng(`max by (job) (e2e_wave)`),
+		at(`min by (instance) (e2e_temperature_celsius)`),
+		checked(at(`count by (method) (e2e_http_requests_total)`), allValues(150)),
+		checked(at(`topk(5, rate(e2e_http_requests_total[30s]))`), seriesCount(5)),
+		at(`bottomk(3, e2e_http_requests_total{method="POST"})`),
+		at(`quantile(0.9, rate(e2e_http_requests_total[30s]))`),
+		at(`count_values("value", e2e_resetting_total)`),
+		at(`label_replace(e2e_temperature_celsius, "direction", "$1", "sensor", "(no|so).*")`),
+		// Classic histogram and summary.
+		rng(`histogram_quantile(0.9, sum by (le) (rate(e2e_latency_seconds_bucket[20s])))`),
+		at(`histogram_quantile(0.5, rate(e2e_latency_seconds_bucket[30s]))`),
+		rng(`e2e_rpc_duration_seconds{quantile="0.9"}`),
+		at(`rate(e2e_rpc_duration_seconds_sum[30s]) / rate(e2e_rpc_duration_seconds_count[30s])`),
+		// absent, offset, subquery.
+		checked(at(`absent(e2e_no_such_metric{job="exporter"})`), allValues(1)),
+		empty(at(`absent(e2e_wave{job="exporter"})`)),
+		at(`e2e_events_total offset 30s`),
+		at(`max_over_time(rate(e2e_events_total[5s])[40s:5s])`),
+		// Matchers.
+		checked(at(`e2e_http_requests_total{path=~"/api/v1/item/1[0-4]."}`), seriesCount(100)),
+		checked(at(`e2e_http_requests_total{method!="GET", path!~"/api/v1/item/0.*"}`), seriesCount(50)),
+		at(`{__name__=~"e2e_(temperature_celsius|wave)"}`),
+		at(`{job="exporter"}`),
+		at(`{__name__=~"e2e_wave|up", job="exporter"}`),
+		at(`count by (job) ({__name__=~".+", job=~"prometheus|promhbase"})`),
+		at(`count by (__name__) ({__name__!~"promhbase_http.*", job="promhbase"})`),
+		checked(at(`e2e_temperature_celsius{no_such_label=""}`), seriesCount(2)),
+		checked(at(`e2e_temperature_celsius{sensor=~"north|"}`), seriesCount(1)),
+		empty(at(`e2e_temperature_celsius{sensor=""}`)),
+		checked(at(`e2e_labels_info{text="ünïcødé ✓"}`), seriesCount(1)),
+		checked(at(`e2e_labels_info{quote=~".*\"hi\".*"}`), seriesCount(1)),
+		checked(at(`e2e_labels_info{path="C:\\dir\\file"}`), seriesCount(1)),
+		checked(at(`e2e_labels_info{path=~"\\\\.*", text!~"line.*"}`), seriesCount(1)),
+		checked(at(`e2e_labels_info{text="line\nbreak"}`), seriesCount(1)),
+		// Staleness: exporter 2 went away.
+		checked(around(`up{job="exporter"}`, stopped, 20*time.Second, time.Second), upThenDown(tl.exp2, stopped)),
+		checked(around(`e2e_wave`+exp2, stopped, 20*time.Second, time.Second), endsBy(stopped.Add(2*time.Second))),
+		checked(at(`e2e_wave`), seriesCount(1)),
+		atTime(`count_over_time(e2e_wave[30s])`, stopped.Add(15*time.Second)),
+		at(`count_over_time(up{job="exporter"}[1m])`),
+		at(`timestamp(e2e_wave)`),
+		// Prometheus's and promhbase's own metrics, written by A's self-scrape.
+		at(`sum by (handler, code) (promhbase_http_requests_total)`),
+		at(`rate(prometheus_tsdb_head_samples_appended_total[30s])`),
+		at(`scrape_samples_scraped`),
+		rng(`up`),
+		// Historical data across the hour boundary.
+		around(`rate(e2e_hist_counter_total[5m])`, hh, 20*time.Minute, time.Minute),
+		atTime(`increase(e2e_hist_counter_total[1h])`, he),
+		checked(atTime(`resets(e2e_hist_counter_total{series="a"}[2h])`, he), allValues(1)),
+		promQuery{expr: `sum by (job) (e2e_hist_gauge)`, start: hs, end: he.Add(5 * time.Minute), step: 5 * time.Minute},
+		atTime(`avg_over_time(e2e_hist_gauge[10m:1m])`, hh.Add(2*time.Minute)),
+		checked(atTime(`count_over_time(e2e_hist_gauge[2h])`, hh), allValues(samplesTo(hh))),
+		checked(atTime(`count_over_time(e2e_hist_gauge[2h])`, he.Add(time.Minute)), allValues(samplesTo(he))),
+		at(`e2e_hist_gauge offset 1h`),
+		around(`e2e_hist_counter_total`, hh, 2*time.Minute, 15*time.Second),
+		checked(atTime(`e2e_hist_counter_total[2m]`, hh.Add(30*time.Second)), pointsPerSeries(8)),
+		around(`deriv(e2e_hist_gauge[10m])`, hh, 15*time.Minute, time.Minute),
+	}
+}
+
+// Checks of the reference's answer, so that agreement is about something.
+
+func seriesCount(n int) func(promResult) error {
+	return func(r promResult) error {
+		if len(r.series) != n {
+			return fmt.Errorf("%d series, want %d: %v", len(r.series), n, r.seriesKeys())
+		}
+		return nil
+	}
+}
+
+func allValues(v float64) func(promResult) error {
+	return func(r promResult) error {
+		for k, pts := range r.series {
+			for _, p := range pts {
+				if p.v != v {
+					return fmt.Errorf("series %s: value %v at %d, want %v", k, p.v, p.t, v)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func atLeast(v float64) func(promResult) error {
+	return func(r promResult) error {
+		for _, pts := range r.series {
+			for _, p := range pts {
+				if p.v >= v {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no value reaches %v", v)
+	}
+}
+
+func pointsPerSeries(n int) func(promResult) error {
+	return func(r promResult) error {
+		for k, pts := range r.series {
+			if len(pts) != n {
+				return fmt.Errorf("series %s: %d points, want %d", k, len(pts), n)
+			}
+		}
+		return nil
+	}
+}
+
+// endsBy: every series has its last point at or before t (staleness
+// markers end it; without them it would go on for the lookback delta).
+func endsBy(t time.Time) func(promResult) error {
+	return func(r promResult) error {
+		for k, pts := range r.series {
+			if l := pts[len(pts)-1].t; l > t.UnixMilli() {
+				return fmt.Errorf("series %s goes on until %s, past %s", k, time.UnixMilli(l).UTC().Format(time.StampMilli), t.UTC().Format(time.StampMilli))
+			}
+		}
+		return nil
+	}
+}
+
+// upThenDown: the exporter's up series is 1 before it stopped and 0 a few
+// seconds after.
+func upThenDown(instance string, stopped time.Time) func(promResult) error {
+	return func(r promResult) error {
+		key := labels.FromStrings("__name__", "up", "job", "exporter", "instance", instance).String()
+		pts := r.series[key]
+		if len(pts) == 0 {
+			return fmt.Errorf("no series %s", key)
+		}
+		if pts[0].v != 1 || pts[len(pts)-1].v != 0 {
+			return fmt.Errorf("series %s goes from %v to %v, want 1 to 0", key, pts[0].v, pts[len(pts)-1].v)
+		}
+		return nil
+	}
+}
+
+// histStep is the interval of the historical samples.
+const histStep = 15 * time.Second
+
+// history is historical data spanning an hour boundary.
+type history struct {
+	start, end, hour time.Time // first and last sample, the hour boundary inside
+	series           []prompb.TimeSeries
+}
+
+// makeHistory returns 65 minutes of samples every 15 s from about 100
+// minutes before now: two counters (one with a reset) and three gauges
+// with negative and fractional values that binary floats hold exactly,
+// sorted by labels.
+func makeHistory(now time.Time) history {
+	startSec := (now.Add(-100*time.Minute).Unix() / 15) * 15
+	const steps = 65*4 + 1
+	hist := history{
+		start: time.Unix(startSec, 0),
+		end:   time.Unix(startSec+(steps-1)*15, 0),
+		hour:  time.Unix((startSec/3600+1)*3600, 0),
+	}
+	gen := []struct {
+		lbls []string
+		val  func(k int) float64
+	}{
+		{[]string{"__name__", "e2e_hist_counter_total", "job", "history", "series", "a"}, func(k int) float64 {
+			if k >= 200 {
+				return float64(3 * (k - 200)) // reset
+			}
+			return float64(3 * k)
+		}},
+		{[]string{"__name__", "e2e_hist_counter_total", "job", "history", "series", "b"}, func(k int) float64 { return float64(k*k) / 8 }},
+		{[]string{"__name__", "e2e_hist_gauge", "job", "history", "series", "a"}, func(k int) float64 { return -100 + 0.25*float64(k) }},
+		{[]string{"__name__", "e2e_hist_gauge", "job", "history", "series", "b"}, func(k int) float64 { return float64(k%17)*0.125 - 1 }},
+		{[]string{"__name__", "e2e_hist_gauge", "job", "history", "series", "c"}, func(k int) float64 { return -1.5 * float64(k%7) }},
+	}
+	for _, g := range gen {
+		ts := prompb.TimeSeries{Labels: lbl(g.lbls...)}
+		for k := range steps {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: (startSec + int64(k)*15) * 1000, Value: g.val(k)})
+		}
+		hist.series = append(hist.series, ts)
+	}
+	return hist
+}
+
+// remoteWrite sends series in one remote-write 1.0 request through
+// Prometheus's client.
+func remoteWrite(ctx context.Context, rawURL string, series []prompb.TimeSeries) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", rawURL, err)
+	}
+	wc, err := remote.NewWriteClient("e2e-history", &remote.ClientConfig{
+		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType,
+	})
+	if err != nil {
+		return fmt.Errorf("write client: %w", err)
+	}
+	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	if err != nil {
+		return fmt.Errorf("marshal: %w", err)
+	}
+	if _, err := wc.Store(ctx, snappy.Encode(nil, data), 0); err != nil {
+		return fmt.Errorf("remote write to %s: %w", rawURL, err)
+	}
+	return nil
+}
+
+// samplesOnlyFront serves promhbase's remote read, restricted to SAMPLES
+// answers. Prometheus 3.15's remote_read configuration cannot choose the
+// response type: its client always accepts STREAMED_XOR_CHUNKS first, then
+// SAMPLES, and decodes whichever the server answers with. So the front
+// rewrites each ReadRequest to accept SAMPLES only, which makes promhbase
+// answer as it would to a client that does not stream, and passes the
+// answer back unchanged.
+func samplesOnlyFront(t *testing.T, backend string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/read" || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		if err := forwardSamplesOnly(w, r, backend); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func forwardSamplesOnly(w http.ResponseWriter, r *http.Request, backend string) error {
+	comp, err := io.ReadAll(r.Body)
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	data, err := snappy.Decode(nil, comp)
+	if err != nil {
+		return fmt.Errorf("snappy: %w", err)
+	}
+	var req prompb.ReadRequest
+	if err := proto.Unmarshal(data, &req); err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	req.AcceptedResponseTypes = []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}
+	if data, err = proto.Marshal(&req); err != nil {
+		return fmt.Errorf("marshal read request: %w", err)
+	}
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, backend+r.URL.Path, bytes.NewReader(snappy.Encode(nil, data)))
+	if err != nil {
+		return fmt.Errorf("new request: %w", err)
+	}
+	for _, k := range []string{"Content-Encoding", "Content-Type", "User-Agent", "X-Prometheus-Remote-Read-Version"} {
+		out.Header.Set(k, r.Header.Get(k))
+	}
+	resp, err := http.DefaultClient.Do(out)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// prometheusBinary returns the path of the Prometheus binary that
+// scripts/prometheus.sh builds or finds in its cache. Under CI=true a
+// failure fails the test; elsewhere it skips it.
+func prometheusBinary(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join("..", "scripts", "prometheus.sh"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	path := strings.TrimSpace(string(out))
+	if err == nil && path == "" {
+		err = errors.New("printed no path")
+	}
+	if err != nil {
+		msg := fmt.Sprintf("scripts/prometheus.sh: %v\n%s", err, tailLines(stderr.String(), 30))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("no Prometheus binary (the test fails instead under CI=true): " + msg)
+	}
+	return path
+}
+
+// promProcess is a Prometheus server started by the test.
+type promProcess struct {
+	name    string
+	base    string // http://127.0.0.1:port
+	api     promAPI
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	once    sync.Once
+
+	cfgPath string
+	tmpl    *template.Template
+	vars    map[string]string
+}
+
+// writeConfig renders the configuration file.
+func (p *promProcess) writeConfig() error {
+	var cfg bytes.Buffer
+	if err := p.tmpl.Execute(&cfg, p.vars); err != nil {
+		return fmt.Errorf("render config: %w", err)
+	}
+	if err := os.WriteFile(p.cfgPath, cfg.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}
+
+// reload renders the configuration with the given template variables
+// (name, value pairs) changed, sends SIGHUP and waits until Prometheus
+// reports a successful reload.
+func (p *promProcess) reload(t *testing.T, kv ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.vars[kv[i]] = kv[i+1]
+	}
+	if err := p.writeConfig(); err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	before := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatalf("%s: SIGHUP: %v", p.name, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ms, err := fetchMetrics(t.Context(), p.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms.sum("prometheus_config_last_reload_successful") == 1 &&
+			ms.sum("prometheus_config_last_reload_success_timestamp_seconds") >= float64(before.Unix()) {
+			return
+		}
+	}
+	t.Fatalf("%s: configuration reload did not succeed\n%s", p.name, tailFile(p.logPath, 20))
+}
+
+// startPrometheus starts Prometheus with the configuration tmpl renders
+// from vars(listen address), its TSDB and log in fresh temporary
+// directories, and waits until it is ready. It is stopped (its process
+// group terminated, then killed) when the test ends; on failure the tail
+// of its log is printed.
+func startPrometheus(t *testing.T, bin, name string, tmpl *template.Template, vars func(listen string) map[string]string, args ...string) *promProcess {
+	t.Helper()
+	dir, logDir := t.TempDir(), t.TempDir()
+	for attempt := 1; ; attempt++ {
+		listen := freeAddr(t)
+		p := &promProcess{
+			name: name, base: "http://" + listen, exited: make(chan struct{}),
+			logPath: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, attempt)),
+			cfgPath: filepath.Join(dir, "prometheus.yml"), tmpl: tmpl, vars: vars(listen),
+		}
+		if err := p.writeConfig(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p.api = promAPI{name: name, base: p.base, client: &http.Client{Timeout: 2 * time.Minute}}
+		logf, err := os.Create(p.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cmd = exec.Command(bin, append([]string{
+			"--config.file=" + p.cfgPath,
+			"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+			"--web.listen-address=" + listen,
+		}, args...)...)
+		p.cmd.Stdout, p.cmd.Stderr = logf, logf
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := p.cmd.Start(); err != nil {
+			logf.Close()
+			t.Fatalf("%s: start %s: %v", name, bin, err)
+		}
+		go func() {
+			_ = p.cmd.Wait()
+			logf.Close()
+			close(p.exited)
+		}()
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s: tail of %s:\n%s", name, p.logPath, tailFile(p.logPath, 40))
+			}
+		})
+		t.Cleanup(p.stop)
+		err = p.waitReady(t.Context(), time.Minute)
+		if err == nil {
+			return p
+		}
+		p.stop()
+		log := tailFile(p.logPath, 40)
+		if strings.Contains(log, "address already in use") && attempt < 3 {
+			t.Logf("%s: port %s taken, trying another", name, listen)
+			continue
+		}
+		t.Fatalf("%s: %v\n%s", name, err, log)
+	}
+}
+
+// waitReady polls /-/ready until it answers 200.
+func (p *promProcess) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("exited before it was ready: %v", p.cmd.ProcessState)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/-/ready", nil)
+		if err != nil {
+			return fmt.Errorf("ready request: %w", err)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %s", timeout)
+}
+
+// stop terminates the process group and waits; after 15 s it kills it.
+func (p *promProcess) stop() {
+	p.once.Do(func() {
+		pgid := p.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.exited
+		}
+	})
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return tailLines(string(b), n)
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// metricSample is one sample of a /metrics page.
+type metricSample struct {
+	labels map[string]string
+	value  float64
+}
+
+// metricPage is a parsed /metrics page, by metric name.
+type metricPage map[string][]metricSample
+
+// fetchMetrics reads and parses base/metrics.
+func fetchMetrics(ctx context.Context, base string) (metricPage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("metrics request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("get %s/metrics: %w", base, err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
+	if err != nil {
+		return nil, fmt.Errorf("parse %s/metrics: %w", base, err)
+	}
+	page := metricPage{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			s := metricSample{labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				s.value = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.value = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				s.value = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			page[name] = append(page[name], s)
+		}
+	}
+	return page, nil
+}
+
+// sum adds the samples of a metric whose labels have the given values
+// (name, value pairs).
+func (p metricPage) sum(name string, match ...string) float64 {
+	var total float64
+	for _, s := range p[name] {
+		ok := true
+		for i := 0; i+1 < len(match); i += 2 {
+			ok = ok && s.labels[match[i]] == match[i+1]
+		}
+		if ok {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// maxOf returns the largest sample of a metric, and whether there is one.
+func (p metricPage) maxOf(name string) (float64, bool) {
+	v, ok := math.Inf(-1), false
+	for _, s := range p[name] {
+		v, ok = max(v, s.value), true
+	}
+	return v, ok
+}
+
+// Remote-write queue metrics of Prometheus 3.15.
+const (
+	mPending     = "prometheus_remote_storage_samples_pending"
+	mHighestIn   = "prometheus_remote_storage_highest_timestamp_in_seconds"
+	mHighestSent = "prometheus_remote_storage_queue_highest_sent_timestamp_seconds"
+)
+
+// waitDrained waits until A's remote-write queue has nothing pending and
+// has sent samples stamped at or after `after` and within a second of the
+// newest sample A appended; it returns the highest sent timestamp.
+func waitDrained(t *testing.T, a *promProcess, after time.Time) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		ms, err := fetchMetrics(t.Context(), a.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending := ms.sum(mPending)
+		in, okIn := ms.maxOf(mHighestIn)
+		sent, okSent := ms.maxOf(mHighestSent)
+		last = fmt.Sprintf("pending %v, highest in %v, highest sent %v", pending, in, sent)
+		if okIn && okSent && pending == 0 && sent >= in-1 && sent >= float64(after.Unix()) {
+			return time.Unix(int64(sent), 0)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("A's remote-write queue did not drain: %s", last)
+	return time.Time{}
+}
+
+// checkQueueHealthy checks that A's remote write, once A takes in no more
+// samples, sends all it has and has failed and dropped nothing.
+func checkQueueHealthy(t *testing.T, a *promProcess) {
+	t.Helper()
+	var ms metricPage
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if ms, err = fetchMetrics(t.Context(), a.base); err != nil {
+			t.Fatal(err)
+		}
+		in, _ := ms.maxOf(mHighestIn)
+		sent, _ := ms.maxOf(mHighestSent)
+		if ms.sum(mPending) == 0 && sent >= in {
+			t.Logf("A: highest sample timestamp taken in and sent: %s", time.Unix(int64(sent), 0).UTC().Format(time.TimeOnly))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("A: remote-write queue not caught up: %v pending, highest in %v, highest sent %v", ms.sum(mPending), in, sent)
+			break
+		}
+	}
+	// The dropped counters have a reason label: they appear with the first
+	// drop.
+	for _, name := range []string{"prometheus_remote_storage_samples_failed_total", "prometheus_remote_storage_samples_dropped_total"} {
+		if _, ok := ms[name]; !ok {
+			t.Logf("A: %s absent: none counted", name)
+		}
+	}
+	var names []string
+	for name := range ms {
+		if strings.HasPrefix(name, "prometheus_remote_storage_") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v := ms.sum(name)
+		switch {
+		case strings.HasSuffix(name, "_failed_total"), strings.HasSuffix(name, "_dropped_total"), strings.HasSuffix(name, "_pending"):
+			if v != 0 {
+				t.Errorf("A: %s = %v, want 0", name, v)
+			} else {
+				t.Logf("A: %s = 0", name)
+			}
+		case strings.HasSuffix(name, "_total"):
+			t.Logf("A: %s = %v", name, v)
+		}
+	}
+	if ms.sum("prometheus_remote_storage_samples_total") == 0 {
+		t.Errorf("A: prometheus_remote_storage_samples_total is 0: nothing was sent")
+	}
+}
