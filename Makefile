@@ -2,10 +2,10 @@
 GO      ?= go
 PKGS    := ./...
 # Tests that need the real HBase (started by scripts/hbase.sh).
-HBASE_TEST_PKGS := ./store/hbase ./e2e ./cmd/promhbase
+HBASE_TEST_PKGS := ./e2e ./cmd/...
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-hbase vet hbase-up hbase-down prometheus bench fuzz clean
+.PHONY: all build run test test-unit vet hbase-up hbase-down prometheus bench fuzz clean
 
 all: build
 
@@ -16,24 +16,28 @@ build:
 run:
 	$(GO) run ./cmd/promhbase serve
 
-## test: every test: unit and contract tests on the embedded store, then the
-## same contract and end-to-end suites against a standalone HBase that this
-## target fetches (Maven Central), starts and stops.
-test: vet test-unit test-hbase
+## test: every test. Starts a standalone HBase (fetched from Maven Central
+## once), runs all packages (end-to-end suites on the embedded store, the
+## store contract suite on both stores), then the end-to-end suites again on
+## HBase, and stops HBase whatever happened.
+test: vet
+	@scripts/prometheus.sh >/dev/null
+	@scripts/hbase.sh up
+	@status=0; \
+	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -count=1 -timeout 30m $(PKGS) || status=$$?; \
+	if [ $$status -eq 0 ]; then \
+		PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
+			$(GO) test -count=1 -timeout 30m $(HBASE_TEST_PKGS) || status=$$?; \
+	fi; \
+	scripts/hbase.sh down; \
+	exit $$status
 
 vet:
 	$(GO) vet $(PKGS)
 
+## test-unit: the tests that need neither HBase nor Prometheus
 test-unit:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
-
-test-hbase:
-	@scripts/hbase.sh up
-	@status=0; \
-	PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
-		$(GO) test -count=1 -timeout 40m -p 1 $(HBASE_TEST_PKGS) || status=$$?; \
-	scripts/hbase.sh down; \
-	exit $$status
+	$(GO) test -count=1 $$($(GO) list $(PKGS) | grep -v -e /store/hbase -e /e2e)
 
 hbase-up:
 	scripts/hbase.sh up
