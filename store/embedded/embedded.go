@@ -420,8 +420,12 @@ type scanner struct {
 	next    []byte // row key of the iterator's position
 	arena   []byte
 	latin1  []byte
+	spans   []span
 	scanned int
 }
+
+// span locates a cell's family, qualifier and value in the scanner's arena.
+type span struct{ f, q, v [2]int }
 
 func (sc *scanner) Row() store.Row { return sc.row }
 func (sc *scanner) Err() error     { return sc.err }
@@ -495,8 +499,7 @@ func (sc *scanner) readRow() bool {
 	sc.key = append(sc.key[:0], sc.next...)
 	sc.arena = sc.arena[:0]
 	cells := sc.row.Cells[:0]
-	type span struct{ f, q, v [2]int }
-	var spans []span
+	spans := sc.spans[:0]
 	for sc.valid {
 		row, fam, qual, err := splitKey(sc.it.Key()[sc.tlen:], sc.next)
 		if err != nil {
@@ -533,6 +536,7 @@ func (sc *scanner) readRow() bool {
 			return sc.fail(fmt.Errorf("scan: %w", err))
 		}
 	}
+	sc.spans = spans
 	if len(cells) == 0 {
 		return false
 	}
