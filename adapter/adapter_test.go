@@ -311,3 +311,39 @@ type discardWriter struct {
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(c int)           { d.code = c }
+
+// TestParseInterleavedLabels: labels separated by samples (legal protobuf,
+// never sent by Prometheus) still form one key and decode right.
+func TestParseInterleavedLabels(t *testing.T) {
+	field := func(num byte, msg []byte) []byte {
+		return append([]byte{num<<3 | 2, byte(len(msg))}, msg...)
+	}
+	lbl := func(n, v string) []byte {
+		b, _ := (&prompb.Label{Name: n, Value: v}).Marshal()
+		return field(1, b)
+	}
+	smp, _ := (&prompb.Sample{Timestamp: 7, Value: 2}).Marshal()
+	var ts []byte
+	ts = append(ts, field(2, smp)...)
+	ts = append(ts, lbl("__name__", "x")...)
+	ts = append(ts, field(2, smp)...)
+	ts = append(ts, lbl("a", "b")...)
+	ts = append(ts, lbl("c", "d")...)
+	req := field(1, ts)
+	var got []string
+	err := parseWriteRequest(req, &wireSeries{}, func(s *wireSeries) error {
+		lbls, err := s.Labels()
+		if err != nil {
+			return err
+		}
+		got = append(got, fmt.Sprintf("%s %v %x", mapping.FormatLabels(lbls), s.Samples, s.Key))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{__name__="x", a="b", c="d"} [{7 2} {7 2}] %x`, append(append(lbl("__name__", "x"), lbl("a", "b")...), lbl("c", "d")...))
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -30,6 +30,30 @@ type wireSeries struct {
 
 	keyBuf []byte
 	labels []mapping.Label
+	// While Key aliases the message, it is msg[keyStart:keyEnd]; copied
+	// means it lives in keyBuf.
+	copied           bool
+	keyStart, keyEnd int
+}
+
+// addKeyField adds the label field msg[off:off+n] to Key: by extending the
+// alias when it follows the previous label field, by copying otherwise.
+func (s *wireSeries) addKeyField(msg []byte, off, n int) {
+	switch {
+	case s.copied:
+		s.keyBuf = append(s.keyBuf, msg[off:off+n]...)
+		s.Key = s.keyBuf
+	case s.Key == nil:
+		s.keyStart, s.keyEnd = off, off+n
+		s.Key = msg[off : off+n]
+	case off == s.keyEnd:
+		s.keyEnd = off + n
+		s.Key = msg[s.keyStart:s.keyEnd]
+	default: // labels interleaved with other fields
+		s.keyBuf = append(append(s.keyBuf[:0], s.Key...), msg[off:off+n]...)
+		s.Key = s.keyBuf
+		s.copied = true
+	}
 }
 
 // Labels decodes the series' labels from Key. They are only needed when
@@ -98,10 +122,31 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 	s.Key = nil
 	s.Samples = s.Samples[:0]
 	s.Histograms = 0
-	copied := false // Key lives in keyBuf
-	keyEnd := 0     // offset in buf (as it was) where the aliased Key ends
+	s.copied, s.keyStart, s.keyEnd = false, 0, 0
 	whole := buf
 	for len(buf) > 0 {
+		// Fast path for what Prometheus sends: short labels (tag 0x0A,
+		// one-byte length) next to each other.
+		if buf[0] == 0x0A && len(buf) > 1 && buf[1] < 0x80 {
+			n := 2 + int(buf[1])
+			if n > len(buf) {
+				return fmt.Errorf("%w: label of %d bytes past the end", errMalformed, buf[1])
+			}
+			s.addKeyField(whole, len(whole)-len(buf), n)
+			buf = buf[n:]
+			continue
+		}
+		// Fast path for a short sample: 0x12 len 0x09 value(8) 0x10 varint.
+		if buf[0] == 0x12 && len(buf) > 12 && buf[1] < 0x80 && buf[2] == 0x09 && buf[11] == 0x10 {
+			n := 2 + int(buf[1])
+			if n <= len(buf) && n > 12 {
+				if t, m := readVarint(buf[12:n]); m == n-12 {
+					s.Samples = append(s.Samples, Sample{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
+					buf = buf[n:]
+					continue
+				}
+			}
+		}
 		field, wt, n := readTag(buf)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad tag in TimeSeries", errMalformed)
@@ -123,23 +168,7 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 		buf = rest
 		switch field {
 		case 1:
-			field := start[:len(start)-len(rest)]
-			off := len(whole) - len(start)
-			switch {
-			case copied:
-				s.keyBuf = append(s.keyBuf, field...)
-				s.Key = s.keyBuf
-			case s.Key == nil:
-				s.Key = field
-				keyEnd = off + len(field)
-			case off == keyEnd:
-				s.Key = whole[keyEnd-len(s.Key) : off+len(field)]
-				keyEnd = off + len(field)
-			default: // labels interleaved with other fields: copy
-				s.keyBuf = append(append(s.keyBuf[:0], s.Key...), field...)
-				s.Key = s.keyBuf
-				copied = true
-			}
+			s.addKeyField(whole, len(whole)-len(start), len(start)-len(rest))
 			_ = msg
 		case 2:
 			smp, err := parseSample(msg)
