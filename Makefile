@@ -5,7 +5,7 @@ PKGS    := ./...
 HBASE_TEST_PKGS := ./e2e ./cmd/...
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit vet hbase-up hbase-down prometheus bench fuzz clean
+.PHONY: all build run test test-unit vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench fuzz clean
 
 all: build
 
@@ -44,6 +44,12 @@ hbase-up:
 
 hbase-down:
 	scripts/hbase.sh down
+
+opentsdb-up:
+	scripts/opentsdb.sh up
+
+opentsdb-down:
+	scripts/opentsdb.sh down
 
 ## prometheus: build (or reuse) the Prometheus 3.15.0 binary for e2e tests
 prometheus:

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# An OpenTSDB 2.4.1 TSD for the interop tests, against the test HBase.
+#
+#   scripts/opentsdb.sh up      fetch the jars if needed, start a TSD on a
+#                               fresh .run/opentsdb/, return once it serves
+#   scripts/opentsdb.sh down    stop it
+#   scripts/opentsdb.sh status  say whether it runs (exit 0 yes, 3 no)
+#
+# The jars come from Maven Central through testdata/opentsdb/pom.xml and
+# are cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/opentsdb-2.4.1/lib.
+# The tables must exist (promhbase create-tables).
+#
+# Environment:
+#   OPENTSDB_PORT          HTTP port on 127.0.0.1 (default 14242)
+#   OPENTSDB_ZK            ZooKeeper quorum (default 127.0.0.1:2181)
+#   OPENTSDB_DATA_TABLE    data table (default tsdb)
+#   OPENTSDB_UID_TABLE     UID table (default tsdb-uid)
+#   OPENTSDB_SALT_WIDTH    tsd.storage.salt.width (default 0)
+#   OPENTSDB_SALT_BUCKETS  tsd.storage.salt.buckets (default 20)
+#   OPENTSDB_CONF_EXTRA    more opentsdb.conf lines
+#   JAVA_HOME              JDK (default: JDK 17 if installed)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN=$ROOT/.run/opentsdb
+PIDFILE=$RUN/tsd.pid
+LOG=$RUN/tsd.log
+CACHE=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}
+LIB=$CACHE/opentsdb-2.4.1/lib
+PORT=${OPENTSDB_PORT:-14242}
+MARKER="-Dpromhbase.opentsdb.run=$RUN"
+
+log() { printf 'opentsdb.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+java_bin() {
+	local home=${JAVA_HOME:-}
+	if [[ -z $home && -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]]; then
+		home=/usr/lib/jvm/java-17-openjdk-amd64
+	fi
+	if [[ -n $home ]]; then
+		printf '%s\n' "$home/bin/java"
+	else
+		command -v java || die "no java: set JAVA_HOME"
+	fi
+}
+
+fetch() {
+	[[ -f $LIB/.complete ]] && return 0
+	log "fetching OpenTSDB 2.4.1 jars from Maven Central into $LIB"
+	rm -rf "$LIB"
+	mkdir -p "$LIB"
+	${MVN:-mvn} -B -q -f "$ROOT/testdata/opentsdb/pom.xml" \
+		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory="$LIB" >&2
+	ls "$LIB"/opentsdb-2.4.1.jar "$LIB"/asynchbase-1.8.2.jar >/dev/null
+	touch "$LIB/.complete"
+}
+
+pid_alive() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+up() {
+	pid_alive && die "already running (pid $(cat "$PIDFILE"))"
+	fetch
+	rm -rf "$RUN"
+	mkdir -p "$RUN/static" "$RUN/cache"
+	cat >"$RUN/logback.xml" <<'XML'
+<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{ISO8601} %-5level [%thread] %logger{0}: %msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.apache.zookeeper" level="WARN"/>
+  <root level="INFO"><appender-ref ref="STDOUT"/></root>
+</configuration>
+XML
+	cat >"$RUN/opentsdb.conf" <<CONF
+tsd.network.port = $PORT
+tsd.network.bind = 127.0.0.1
+tsd.http.staticroot = $RUN/static
+tsd.http.cachedir = $RUN/cache
+tsd.storage.hbase.zk_quorum = ${OPENTSDB_ZK:-127.0.0.1:2181}
+tsd.storage.hbase.data_table = ${OPENTSDB_DATA_TABLE:-tsdb}
+tsd.storage.hbase.uid_table = ${OPENTSDB_UID_TABLE:-tsdb-uid}
+tsd.storage.salt.width = ${OPENTSDB_SALT_WIDTH:-0}
+tsd.storage.salt.buckets = ${OPENTSDB_SALT_BUCKETS:-20}
+tsd.core.auto_create_metrics = true
+tsd.storage.max_tags = 64
+tsd.http.request.enable_chunked = true
+tsd.http.request.max_chunk = 1048576
+${OPENTSDB_CONF_EXTRA:-}
+CONF
+	local java
+	java=$(java_bin)
+	"$java" "$MARKER" -Xmx512m -cp "$LIB/*:$RUN" net.opentsdb.tools.TSDMain \
+		--config="$RUN/opentsdb.conf" >"$LOG" 2>&1 &
+	echo $! >"$PIDFILE"
+	local deadline=$((SECONDS + 120))
+	until curl -fsS "http://127.0.0.1:$PORT/api/version" >/dev/null 2>&1; do
+		if ! pid_alive; then
+			tail -30 "$LOG" >&2
+			die "TSD exited during startup"
+		fi
+		if ((SECONDS > deadline)); then
+			tail -30 "$LOG" >&2
+			down
+			die "TSD did not serve within 120s"
+		fi
+		sleep 0.5
+	done
+	log "TSD serves on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
+}
+
+down() {
+	if pid_alive; then
+		local pid
+		pid=$(cat "$PIDFILE")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 60); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	pkill -9 -f -- "$MARKER" 2>/dev/null || true
+	rm -f "$PIDFILE"
+	log "TSD stopped"
+}
+
+case ${1:-} in
+up) up ;;
+down) down ;;
+status)
+	if pid_alive; then
+		echo "running (pid $(cat "$PIDFILE"), http://127.0.0.1:$PORT)"
+	else
+		echo "not running"
+		exit 3
+	fi
+	;;
+*)
+	echo "usage: $0 up|down|status" >&2
+	exit 2
+	;;
+esac
