@@ -5,6 +5,10 @@
 #                               fresh .run/opentsdb/, return once it serves
 #   scripts/opentsdb.sh down    stop it
 #   scripts/opentsdb.sh status  say whether it runs (exit 0 yes, 3 no)
+#   scripts/opentsdb.sh fsck [ARGS]      OpenTSDB's `tsdb fsck` on the TSD's tables
+#   scripts/opentsdb.sh uid-fsck         OpenTSDB's `tsdb uid fsck`
+#   scripts/opentsdb.sh scan ARGS        OpenTSDB's `tsdb scan`
+# (the tools read the running TSD's opentsdb.conf)
 #
 # The jars come from Maven Central through testdata/opentsdb/pom.xml and
 # are cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/opentsdb-2.4.1/lib.
@@ -49,7 +53,9 @@ java_bin() {
 }
 
 fetch() {
-	[[ -f $LIB/.complete ]] && return 0
+	local sum
+	sum=$(sha256sum "$ROOT/testdata/opentsdb/pom.xml" | cut -c1-16)
+	[[ -f $LIB/.complete && $(cat "$LIB/.complete") == "$sum" ]] && return 0
 	log "fetching OpenTSDB 2.4.1 jars from Maven Central into $LIB"
 	rm -rf "$LIB"
 	mkdir -p "$LIB"
@@ -57,7 +63,7 @@ fetch() {
 		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
 		-DincludeScope=runtime -DoutputDirectory="$LIB" >&2
 	ls "$LIB"/opentsdb-2.4.1.jar "$LIB"/asynchbase-1.8.2.jar >/dev/null
-	touch "$LIB/.complete"
+	echo "$sum" >"$LIB/.complete"
 }
 
 pid_alive() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
@@ -129,8 +135,26 @@ down() {
 	log "TSD stopped"
 }
 
+tool() {
+	[[ -f $RUN/opentsdb.conf ]] || die "no $RUN/opentsdb.conf: run up first"
+	local java
+	java=$(java_bin)
+	"$java" -Xmx512m -cp "$LIB/*:$RUN" "$@"
+}
+
 case ${1:-} in
 up) up ;;
+fsck)
+	shift
+	tool net.opentsdb.tools.Fsck --config "$RUN/opentsdb.conf" "$@"
+	;;
+uid-fsck)
+	tool net.opentsdb.tools.UidManager --config "$RUN/opentsdb.conf" fsck
+	;;
+scan)
+	shift
+	tool net.opentsdb.tools.DumpSeries --config "$RUN/opentsdb.conf" "$@"
+	;;
 down) down ;;
 status)
 	if pid_alive; then
@@ -141,7 +165,7 @@ status)
 	fi
 	;;
 *)
-	echo "usage: $0 up|down|status" >&2
+	echo "usage: $0 up|down|status|fsck|uid-fsck|scan" >&2
 	exit 2
 	;;
 esac
