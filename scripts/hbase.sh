@@ -6,7 +6,17 @@
 #                             fresh .run/hbase/, return once a table can be
 #                             created, written, read and dropped
 #   scripts/hbase.sh down     stop it (TERM, then KILL after a grace period)
+#   scripts/hbase.sh restart  stop it as down does and start it again on the
+#                             same data (rootdir, WALs and ZooKeeper data
+#                             are kept), return once it serves as up does
 #   scripts/hbase.sh status   say whether it runs (exit 0 yes, 3 no)
+#   scripts/hbase.sh split TABLE [SPLITROW_HEX]
+#                             split TABLE's regions (or the region holding
+#                             the row SPLITROW_HEX, at that row) through
+#                             HBase's Java Admin API, wait until the table
+#                             has more regions, print the region count
+#   scripts/hbase.sh regions TABLE
+#                             print the number of online regions of TABLE
 #
 # The jars come from Maven Central through testdata/hbase/pom.xml and are
 # cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/hbase-<version>/lib
@@ -20,7 +30,10 @@
 #   HBASE_ZK_PORT        ZooKeeper client port (default 2181)
 #   HBASE_MASTER_PORT    master RPC port (default 16000)
 #   HBASE_RS_PORT        region server RPC port (default 16020)
-#   HBASE_READY_TIMEOUT  how long `up` waits for HBase to serve (default 240s)
+#   HBASE_READY_TIMEOUT  how long `up` and `restart` wait for HBase to serve
+#                        (default 240s)
+#   HBASE_SPLIT_TIMEOUT  how long `split` waits for the new regions, in
+#                        seconds (default 120)
 #   PROMHBASE_CACHE      cache directory (default $HOME/.cache/promhbase)
 #   MVN                  Maven command (default mvn)
 set -euo pipefail
@@ -36,6 +49,7 @@ HBASE_ZK_PORT=${HBASE_ZK_PORT:-2181}
 HBASE_MASTER_PORT=${HBASE_MASTER_PORT:-16000}
 HBASE_RS_PORT=${HBASE_RS_PORT:-16020}
 HBASE_READY_TIMEOUT=${HBASE_READY_TIMEOUT:-240s}
+HBASE_SPLIT_TIMEOUT=${HBASE_SPLIT_TIMEOUT:-120}
 CACHE=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}
 LIB=$CACHE/hbase-$HBASE_VERSION/lib
 MVN=${MVN:-mvn}
@@ -197,12 +211,7 @@ cmd_up() {
 			die "HBase (pid $pid) runs but does not serve; try scripts/hbase.sh down"
 		return
 	fi
-	local p
-	for p in "$HBASE_ZK_PORT" "$HBASE_MASTER_PORT" "$HBASE_RS_PORT"; do
-		if port_busy "$p"; then
-			die "port $p on 127.0.0.1 is already in use by another process; stop it, or choose other ports (HBASE_ZK_PORT=$HBASE_ZK_PORT, HBASE_MASTER_PORT=$HBASE_MASTER_PORT, HBASE_RS_PORT=$HBASE_RS_PORT)"
-		fi
-	done
+	check_ports
 
 	local java major
 	java=$(java_bin)
@@ -213,9 +222,52 @@ cmd_up() {
 
 	rm -rf "$RUN"
 	write_config
-	log "building cmd/hbase-ready"
-	(cd "$ROOT" && go build -o "$RUN/bin/hbase-ready" ./cmd/hbase-ready) || die "go build ./cmd/hbase-ready failed"
+	build_ready
+	start_hbase "$java" "$major"
+}
 
+# check_ports fails when one of HBase's ports is taken.
+check_ports() {
+	local p
+	for p in "$HBASE_ZK_PORT" "$HBASE_MASTER_PORT" "$HBASE_RS_PORT"; do
+		if port_busy "$p"; then
+			die "port $p on 127.0.0.1 is already in use by another process; stop it, or choose other ports (HBASE_ZK_PORT=$HBASE_ZK_PORT, HBASE_MASTER_PORT=$HBASE_MASTER_PORT, HBASE_RS_PORT=$HBASE_RS_PORT)"
+		fi
+	done
+}
+
+build_ready() {
+	log "building cmd/hbase-ready"
+	mkdir -p "$RUN/bin"
+	(cd "$ROOT" && go build -o "$RUN/bin/hbase-ready" ./cmd/hbase-ready) || die "go build ./cmd/hbase-ready failed"
+}
+
+# jdk_flags prints, one per line, the flags bin/hbase adds on JDK 11 and
+# later (add_jdk11_jvm_flags) for the given major version.
+jdk_flags() {
+	(($1 >= 11)) || return 0
+	printf '%s\n' \
+		-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true \
+		--add-modules jdk.unsupported \
+		--add-opens java.base/java.io=ALL-UNNAMED \
+		--add-opens java.base/java.nio=ALL-UNNAMED \
+		--add-opens java.base/sun.nio.ch=ALL-UNNAMED \
+		--add-opens java.base/java.lang=ALL-UNNAMED \
+		--add-opens java.base/jdk.internal.ref=ALL-UNNAMED \
+		--add-opens java.base/java.lang.reflect=ALL-UNNAMED \
+		--add-opens java.base/java.util=ALL-UNNAMED \
+		--add-opens java.base/java.util.concurrent=ALL-UNNAMED \
+		--add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+		--add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED \
+		--add-exports java.base/sun.net.dns=ALL-UNNAMED \
+		--add-exports java.base/sun.net.util=ALL-UNNAMED
+}
+
+# start_hbase starts the HBase JVM on the configuration and data in $RUN
+# and returns once it serves; it stops HBase again and fails when it does
+# not become ready.
+start_hbase() {
+	local java=$1 major=$2 pid
 	local -a opts=(
 		-Dproc_master
 		"$MARKER"
@@ -233,34 +285,21 @@ cmd_up() {
 		-Dhbase.security.logger=INFO,console
 		"-Djava.io.tmpdir=$RUN/tmp"
 	)
-	if ((major >= 11)); then
-		# The flags bin/hbase adds on JDK 11 and later (add_jdk11_jvm_flags).
-		opts+=(
-			-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
-			--add-modules jdk.unsupported
-			--add-opens java.base/java.io=ALL-UNNAMED
-			--add-opens java.base/java.nio=ALL-UNNAMED
-			--add-opens java.base/sun.nio.ch=ALL-UNNAMED
-			--add-opens java.base/java.lang=ALL-UNNAMED
-			--add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-			--add-opens java.base/java.lang.reflect=ALL-UNNAMED
-			--add-opens java.base/java.util=ALL-UNNAMED
-			--add-opens java.base/java.util.concurrent=ALL-UNNAMED
-			--add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-			--add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED
-			--add-exports java.base/sun.net.dns=ALL-UNNAMED
-			--add-exports java.base/sun.net.util=ALL-UNNAMED
-		)
-	fi
+	local f
+	while IFS= read -r f; do
+		opts+=("$f")
+	done < <(jdk_flags "$major")
 
 	log "starting HBase $HBASE_VERSION on JDK $major (heap $HBASE_HEAP, zk 127.0.0.1:$HBASE_ZK_PORT) in $RUN"
 	local start=$SECONDS
+	rm -f "$PIDFILE"
 	# setsid: its own session, so it outlives this shell and its terminal.
-	# The inner shell writes its PID and then becomes java (exec).
+	# The inner shell writes its PID and then becomes java (exec). The log
+	# is appended to, so that a restart keeps the earlier runs' lines.
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' hbase "$PIDFILE" \
 		"$java" "${opts[@]}" -cp "$RUN/conf:$LIB/*" \
 		org.apache.hadoop.hbase.master.HMaster start \
-		</dev/null >"$LOG" 2>&1 &
+		</dev/null >>"$LOG" 2>&1 &
 	local launcher=$!
 	local i
 	for i in $(seq 50); do
@@ -350,12 +389,99 @@ cmd_status() {
 	return 3
 }
 
-case ${1:-} in
-up) cmd_up ;;
-down) cmd_down ;;
-status) cmd_status ;;
-*)
-	echo "usage: $0 up|down|status" >&2
+cmd_restart() {
+	[[ -f $RUN/conf/hbase-site.xml && -d $RUN/data ]] ||
+		die "no HBase data in $RUN to restart on; start a fresh one with scripts/hbase.sh up"
+	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start a fresh HBase with scripts/hbase.sh up"
+	local java major
+	java=$(java_bin)
+	major=$(java_major "$java")
+	[[ $major =~ ^[0-9]+$ ]] || die "cannot tell the version of $java"
+	log "restarting HBase on the data in $RUN"
+	local start=$SECONDS
+	cmd_down
+	check_ports
+	[[ -x $RUN/bin/hbase-ready ]] || build_ready
+	start_hbase "$java" "$major"
+	log "restarted in $((SECONDS - start))s"
+}
+
+# admin runs testdata/hbase/Split.java (JDK 11+ single-file source launch)
+# against the running HBase with the given arguments.
+admin() {
+	running_pid >/dev/null || die "HBase does not run; start it with scripts/hbase.sh up"
+	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start HBase with scripts/hbase.sh up"
+	local java major
+	java=$(java_bin)
+	major=$(java_major "$java")
+	[[ $major =~ ^[0-9]+$ ]] || die "cannot tell the version of $java"
+	((major >= 11)) || die "$java is JDK $major; the admin commands need JDK 11 or later (single-file source launch)"
+	# The client logs warnings and errors only, to stderr.
+	local logconf=$RUN/conf/log4j2-client.properties
+	cat >"$logconf" <<EOF
+# Written by scripts/hbase.sh for its admin commands.
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = error
+# "Unable to load native-hadoop library" and "ZKConnectionRegistry is
+# deprecated": true, and no news.
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.registry.name = org.apache.hadoop.hbase.client.ZKConnectionRegistry
+logger.registry.level = error
+EOF
+	local -a opts=(
+		"-Xmx256m"
+		-Djava.net.preferIPv4Stack=true
+		"-Dlog4j2.configurationFile=file:$logconf"
+		"-Djava.io.tmpdir=$RUN/tmp"
+	)
+	local f
+	while IFS= read -r f; do
+		opts+=("$f")
+	done < <(jdk_flags "$major")
+	"$java" "${opts[@]}" -cp "$RUN/conf:$LIB/*" "$ROOT/testdata/hbase/Split.java" "$@"
+}
+
+cmd_split() {
+	[[ $# -ge 1 && $# -le 2 && -n $1 ]] || {
+		echo "usage: $0 split TABLE [SPLITROW_HEX]" >&2
+		exit 2
+	}
+	if [[ $# -eq 2 && ! $2 =~ ^([0-9a-fA-F]{2})+$ ]]; then
+		die "split row $2 is not hex (two digits per byte)"
+	fi
+	admin split "$1" "$HBASE_SPLIT_TIMEOUT" ${2:+"$2"}
+}
+
+cmd_regions() {
+	[[ $# -eq 1 && -n $1 ]] || {
+		echo "usage: $0 regions TABLE" >&2
+		exit 2
+	}
+	admin regions "$1"
+}
+
+usage() {
+	echo "usage: $0 up|down|restart|status|split TABLE [SPLITROW_HEX]|regions TABLE" >&2
 	exit 2
+}
+
+cmd=${1:-}
+[[ $# -gt 0 ]] && shift
+case $cmd in
+up | down | restart | status)
+	[[ $# -eq 0 ]] || usage
+	"cmd_$cmd"
 	;;
+split) cmd_split "$@" ;;
+regions) cmd_regions "$@" ;;
+*) usage ;;
 esac

@@ -149,7 +149,7 @@ fsck)
 	tool net.opentsdb.tools.Fsck --config "$RUN/opentsdb.conf" "$@"
 	;;
 uid-fsck)
-	tool net.opentsdb.tools.UidManager --config "$RUN/opentsdb.conf" fsck
+	tool net.opentsdb.tools.UidManager --config "$RUN/opentsdb.conf" --verbose fsck
 	;;
 scan)
 	shift

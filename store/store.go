@@ -20,6 +20,9 @@ type Cell struct {
 	Value     []byte
 	// Timestamp is the cell's version in Unix milliseconds. On writes zero
 	// means "the store's current time", as HBase does for LATEST_TIMESTAMP.
+	// A cell written with an explicit Timestamp older than the version the
+	// store holds stays hidden behind that version, as in HBase, where the
+	// highest version is the one read.
 	Timestamp uint64
 }
 
@@ -40,6 +43,13 @@ type Row struct {
 type Column struct {
 	Family    []byte
 	Qualifier []byte
+	// Timestamp, when not zero, bounds the delete: only the versions of
+	// the column at or before it (Unix ms) are removed, as HBase's "delete
+	// columns up to ts" does, so that a version written later survives.
+	// Zero removes every version. (On HBase the delete marker also hides a
+	// version written later with an explicit Timestamp at or before the
+	// bound; writes that take the store's time are not affected.)
+	Timestamp uint64
 }
 
 // ScanRequest describes a scan of rows in [Start, Stop).
@@ -94,8 +104,12 @@ type Store interface {
 	// put.Row holds exactly expected; a nil or empty expected means the cell
 	// must be absent. It reports whether the put was written.
 	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
-	// Delete removes the listed columns of row (all their versions), or the
-	// whole row when columns is empty.
+	// Delete removes the listed columns of row, or the whole row when
+	// columns is empty. A column with a zero Timestamp loses all its
+	// versions; one with a Timestamp only those at or before it, checked
+	// atomically with respect to writes of the row, so that a newer version
+	// is never removed. Deleting what does not exist is no error. On error
+	// some columns may have been deleted; deleting them again is harmless.
 	Delete(ctx context.Context, table string, row []byte, columns []Column) error
 	// Close releases the store.
 	Close() error

@@ -15,8 +15,18 @@
 // Pebble value: u64 big-endian cell timestamp (Unix ms) ‖ cell value.
 //
 // Each table keeps one version per cell (VERSIONS=1): a write replaces the
-// cell. Writes are committed with fsync before they are acknowledged.
-// Increment and CheckAndPut are atomic per row against each other.
+// cell, except that a cell written with an explicit timestamp older than the
+// stored one is dropped, as HBase would keep it hidden behind the newer
+// version. Writes are committed with fsync before they are acknowledged.
+//
+// Atomicity per row: rows hash to one of 256 lock stripes. Put holds the
+// stripes of its rows shared while it applies its batch (exclusive for rows
+// that carry explicit timestamps, which it must compare); Increment,
+// CheckAndPut and Delete hold their row's stripe exclusively while they read
+// and write. So a bounded Delete never removes a version written after it
+// read the stored one, and Increment and CheckAndPut see no concurrent write
+// of their row. Locks are held only while a batch is applied to the
+// memtable; the fsync that makes it durable happens after they are released.
 package embedded
 
 import (
@@ -25,6 +35,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"regexp"
 	"sync"
 	"time"
@@ -51,7 +62,7 @@ type Store struct {
 	wo     *pebble.WriteOptions
 	tables map[string]bool
 	seed   maphash.Seed
-	locks  [rowLocks]sync.Mutex
+	locks  [rowLocks]sync.RWMutex
 	now    func() time.Time
 }
 
@@ -161,6 +172,9 @@ func (s *Store) appendValue(dst []byte, c store.Cell) []byte {
 	return append(dst, c.Value...)
 }
 
+// addPut adds the cells of p to b. A cell with an explicit timestamp is
+// compared with the stored version, which the caller must hold the row's
+// stripe exclusively for: an older cell is left out.
 func (s *Store) addPut(b *pebble.Batch, table string, p store.Put, kbuf, vbuf []byte) ([]byte, []byte, error) {
 	if len(p.Row) == 0 {
 		return kbuf, vbuf, fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
@@ -170,6 +184,15 @@ func (s *Store) addPut(b *pebble.Batch, table string, p store.Put, kbuf, vbuf []
 			return kbuf, vbuf, fmt.Errorf("row %x: family %q: %w", p.Row, c.Family, store.ErrInvalid)
 		}
 		kbuf = appendCellKey(kbuf[:0], table, p.Row, c.Family, c.Qualifier)
+		if c.Timestamp != 0 {
+			ts, found, err := s.storedVersion(kbuf)
+			if err != nil {
+				return kbuf, vbuf, fmt.Errorf("put row %x: %w", p.Row, err)
+			}
+			if found && ts > c.Timestamp {
+				continue // a newer version hides it
+			}
+		}
 		vbuf = s.appendValue(vbuf[:0], c)
 		if err := b.Set(kbuf, vbuf, nil); err != nil {
 			return kbuf, vbuf, fmt.Errorf("batch set row %x: %w", p.Row, err)
@@ -178,7 +201,24 @@ func (s *Store) addPut(b *pebble.Batch, table string, p store.Put, kbuf, vbuf []
 	return kbuf, vbuf, nil
 }
 
-// Put writes every put in one batch committed with fsync.
+// storedVersion returns the timestamp of the cell stored under the Pebble
+// key k.
+func (s *Store) storedVersion(k []byte) (uint64, bool, error) {
+	v, closer, err := s.db.Get(k)
+	if err == pebble.ErrNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read cell version: %w", err)
+	}
+	defer closer.Close()
+	if len(v) < 8 {
+		return 0, false, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// Put writes every put in one batch, durable (fsync) before it returns.
 func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 	if err := s.checkTable(table); err != nil {
 		return err
@@ -186,6 +226,31 @@ func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put into %s: %w", table, err)
 	}
+	var set stripeSet
+	for _, p := range puts {
+		set.add(s.stripe(p.Row), hasVersion(p.Cells))
+	}
+	set.lock(&s.locks)
+	err := s.apply(table, puts)
+	set.unlock(&s.locks)
+	if err != nil {
+		return err
+	}
+	return s.sync(fmt.Sprintf("%d puts into %s", len(puts), table))
+}
+
+func hasVersion(cells []store.Cell) bool {
+	for _, c := range cells {
+		if c.Timestamp != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// apply commits the puts to the memtable and the WAL without fsync. The
+// caller holds the stripes of their rows.
+func (s *Store) apply(table string, puts []store.Put) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var kbuf, vbuf []byte
@@ -195,8 +260,25 @@ func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 			return err
 		}
 	}
-	if err := b.Commit(s.wo); err != nil {
-		return fmt.Errorf("commit %d puts into %s: %w: %w", len(puts), table, store.ErrUnavailable, err)
+	return s.commit(b, fmt.Sprintf("%d puts into %s", len(puts), table))
+}
+
+// commit applies b without waiting for the fsync: see sync.
+func (s *Store) commit(b *pebble.Batch, what string) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("commit %s: %w: %w", what, store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// sync makes every batch committed so far durable, when the store syncs:
+// the WAL is one sequence, so its fsync covers all earlier batches.
+func (s *Store) sync(what string) error {
+	if !s.wo.Sync {
+		return nil
+	}
+	if err := s.db.LogData(nil, s.wo); err != nil {
+		return fmt.Errorf("sync %s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return nil
 }
@@ -261,14 +343,57 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-func (s *Store) lockRow(table string, row []byte) *sync.Mutex {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(table)
-	h.Write(row)
-	m := &s.locks[h.Sum64()%rowLocks]
+// stripe returns the lock stripe of row.
+func (s *Store) stripe(row []byte) int {
+	return int(maphash.Bytes(s.seed, row) % rowLocks)
+}
+
+// lockRow locks row's stripe exclusively and returns it.
+func (s *Store) lockRow(row []byte) *sync.RWMutex {
+	m := &s.locks[s.stripe(row)]
 	m.Lock()
 	return m
+}
+
+// stripeSet is a set of lock stripes, each wanted shared or exclusive.
+type stripeSet struct {
+	shared, exclusive [rowLocks / 64]uint64
+}
+
+func (ss *stripeSet) add(stripe int, exclusive bool) {
+	if exclusive {
+		ss.exclusive[stripe/64] |= 1 << (stripe % 64)
+	} else {
+		ss.shared[stripe/64] |= 1 << (stripe % 64)
+	}
+}
+
+// lock takes the stripes in ascending order, exclusive where wanted so, so
+// that two sets never wait for each other in a cycle.
+func (ss *stripeSet) lock(locks *[rowLocks]sync.RWMutex) {
+	for w := range ss.shared {
+		for all := ss.shared[w] | ss.exclusive[w]; all != 0; all &= all - 1 {
+			i := bits.TrailingZeros64(all)
+			if ss.exclusive[w]&(1<<i) != 0 {
+				locks[w*64+i].Lock()
+			} else {
+				locks[w*64+i].RLock()
+			}
+		}
+	}
+}
+
+func (ss *stripeSet) unlock(locks *[rowLocks]sync.RWMutex) {
+	for w := range ss.shared {
+		for all := ss.shared[w] | ss.exclusive[w]; all != 0; all &= all - 1 {
+			i := bits.TrailingZeros64(all)
+			if ss.exclusive[w]&(1<<i) != 0 {
+				locks[w*64+i].Unlock()
+			} else {
+				locks[w*64+i].RUnlock()
+			}
+		}
+	}
 }
 
 func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]byte, bool, error) {
@@ -295,7 +420,18 @@ func (s *Store) Increment(ctx context.Context, table string, row []byte, family,
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("increment %x in %s: %w", row, table, err)
 	}
-	defer s.lockRow(table, row).Unlock()
+	cur, err := s.increment(table, row, family, qualifier, delta)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.sync(fmt.Sprintf("increment of row %x in %s", row, table)); err != nil {
+		return 0, err
+	}
+	return cur, nil
+}
+
+func (s *Store) increment(table string, row []byte, family, qualifier string, delta int64) (int64, error) {
+	defer s.lockRow(row).Unlock()
 	v, found, err := s.getCell(table, row, family, qualifier)
 	if err != nil {
 		return 0, err
@@ -308,7 +444,7 @@ func (s *Store) Increment(ctx context.Context, table string, row []byte, family,
 		cur = int64(binary.BigEndian.Uint64(v))
 	}
 	cur += delta
-	err = s.Put(ctx, table, []store.Put{{Row: row, Cells: []store.Cell{{
+	err = s.apply(table, []store.Put{{Row: row, Cells: []store.Cell{{
 		Family: []byte(family), Qualifier: []byte(qualifier), Value: binary.BigEndian.AppendUint64(nil, uint64(cur)),
 	}}}})
 	if err != nil {
@@ -322,7 +458,21 @@ func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, fa
 	if err := s.checkTable(table); err != nil {
 		return false, err
 	}
-	defer s.lockRow(table, put.Row).Unlock()
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("check-and-put row %x in %s: %w", put.Row, table, err)
+	}
+	written, err := s.checkAndPut(table, put, family, qualifier, expected)
+	if err != nil || !written {
+		return false, err
+	}
+	if err := s.sync(fmt.Sprintf("check-and-put of row %x in %s", put.Row, table)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (s *Store) checkAndPut(table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
+	defer s.lockRow(put.Row).Unlock()
 	v, found, err := s.getCell(table, put.Row, family, qualifier)
 	if err != nil {
 		return false, err
@@ -334,13 +484,15 @@ func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, fa
 	} else if !found || !bytes.Equal(v, expected) {
 		return false, nil
 	}
-	if err := s.Put(ctx, table, []store.Put{put}); err != nil {
+	if err := s.apply(table, []store.Put{put}); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
-// Delete removes columns of a row, or the whole row.
+// Delete removes columns of a row, or the whole row. It holds the row's
+// stripe exclusively while it compares the stored versions with the
+// columns' bounds and applies the deletes.
 func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
 	if err := s.checkTable(table); err != nil {
 		return err
@@ -348,6 +500,14 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
 	}
+	if err := s.delete(table, row, columns); err != nil {
+		return err
+	}
+	return s.sync(fmt.Sprintf("delete in row %x of %s", row, table))
+}
+
+func (s *Store) delete(table string, row []byte, columns []store.Column) error {
+	defer s.lockRow(row).Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	if len(columns) == 0 {
@@ -358,15 +518,47 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 	}
 	var k []byte
 	for _, c := range columns {
+		if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
+			return fmt.Errorf("delete in row %x of %s: family %q: %w", row, table, c.Family, store.ErrInvalid)
+		}
 		k = appendCellKey(k[:0], table, row, c.Family, c.Qualifier)
+		if c.Timestamp != 0 {
+			ts, found, err := s.storedVersion(k)
+			if err != nil {
+				return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
+			}
+			if !found || ts > c.Timestamp {
+				continue // nothing at or before the bound
+			}
+		}
 		if err := b.Delete(k, nil); err != nil {
 			return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 		}
 	}
-	if err := b.Commit(s.wo); err != nil {
-		return fmt.Errorf("delete row %x in %s: %w: %w", row, table, store.ErrUnavailable, err)
+	if b.Empty() {
+		return nil
+	}
+	return s.commit(b, fmt.Sprintf("delete in row %x of %s", row, table))
+}
+
+// CompactAll flushes the memtable and compacts the whole database, so that
+// its files hold only live cells (deleted and replaced ones are dropped).
+// Pebble compacts in the background on its own; this is for tools and
+// measurements that want the settled size at once.
+func (s *Store) CompactAll(ctx context.Context) error {
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("flush embedded store: %w", err)
+	}
+	if err := s.db.Compact(ctx, []byte{0x00}, []byte{0xFF, 0xFF, 0xFF, 0xFF}, true); err != nil {
+		return fmt.Errorf("compact embedded store: %w", err)
 	}
 	return nil
+}
+
+// DiskUsage returns the bytes the store's files take on disk (tables, WAL,
+// manifest), as Pebble accounts them.
+func (s *Store) DiskUsage() uint64 {
+	return s.db.Metrics().DiskSpaceUsage()
 }
 
 // Scan returns a scanner over [req.Start, req.Stop).
