@@ -1,0 +1,480 @@
+// Package interop proves promhbase and a real OpenTSDB 2.4.1 TSD read each
+// other's data in the same HBase tables: promhbase writes, OpenTSDB's
+// /api/query reads; OpenTSDB's /api/put writes, promhbase's remote read
+// reads; rows OpenTSDB compacted read back through promhbase; OpenTSDB's
+// fsck and uid fsck find no error. Once unsalted, once salted (width 1, 20
+// buckets) on both sides.
+//
+// It needs the test HBase (scripts/hbase.sh up) and starts TSDs itself
+// through scripts/opentsdb.sh (jars from Maven Central).
+package interop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	config_util "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
+
+	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/hbase"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// tsd is a running OpenTSDB TSD.
+type tsd struct {
+	t    *testing.T
+	url  string
+	root string
+	env  []string
+}
+
+func (d *tsd) script(args ...string) (string, error) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "scripts", "opentsdb.sh"), args...)
+	cmd.Env = append(os.Environ(), d.env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout) *tsd {
+	t.Helper()
+	port := freePort(t)
+	d := &tsd{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), root: repoRoot(t), env: []string{
+		"OPENTSDB_PORT=" + strconv.Itoa(port),
+		"OPENTSDB_ZK=" + testbackend.ZKQuorum(),
+		"OPENTSDB_DATA_TABLE=" + tables.Data,
+		"OPENTSDB_UID_TABLE=" + tables.UID,
+		"OPENTSDB_SALT_WIDTH=" + strconv.Itoa(layout.SaltWidth),
+		"OPENTSDB_SALT_BUCKETS=" + strconv.Itoa(layout.SaltBuckets),
+	}}
+	if out, err := d.script("up"); err != nil {
+		if os.Getenv("CI") != "true" && strings.Contains(out, "mvn") {
+			t.Skipf("OpenTSDB jars could not be fetched: %v\n%s", err, out)
+		}
+		t.Fatalf("opentsdb.sh up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := d.script("down"); err != nil {
+			t.Logf("opentsdb.sh down: %v\n%s", err, out)
+		}
+	})
+	return d
+}
+
+// promhbase is an in-process promhbase on the HBase store.
+type promhbase struct {
+	srv    *httptest.Server
+	mapper *mapping.Mapper
+	write  remote.WriteClient
+	read   remote.ReadClient
+}
+
+func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, layout mapping.Layout) *promhbase {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	// Reads go through cold caches, as a second process would.
+	ruids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := query.New(st, mapping.NewMapper(ruids, layout, 0), query.Options{DataTable: tables.Data, UIDTable: tables.UID, MetricNamesTTL: time.Nanosecond})
+	h, err := adapter.New(adapter.NewWriter(m, st, tables.Data), q, adapter.Options{}, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	wu, _ := url.Parse(srv.URL + "/api/v1/write")
+	ru, _ := url.Parse(srv.URL + "/api/v1/read")
+	wc, err := remote.NewWriteClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: wu}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := remote.NewReadClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: ru}, Timeout: model.Duration(time.Minute), ChunkedReadLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &promhbase{srv: srv, mapper: m, write: wc, read: rc}
+}
+
+type point struct {
+	t int64
+	v float64
+}
+
+func (p *promhbase) send(t *testing.T, series []prompb.TimeSeries) {
+	t.Helper()
+	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.write.Store(context.Background(), snappy.Encode(nil, data), 0); err != nil {
+		t.Fatalf("remote write: %v", err)
+	}
+}
+
+// readSeries reads one series back through promhbase's remote read.
+func (p *promhbase) readSeries(t *testing.T, start, end int64, ms ...*labels.Matcher) map[string][]point {
+	t.Helper()
+	pq, err := remote.ToQuery(start, end, ms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := p.read.Read(context.Background(), pq, true)
+	if err != nil {
+		t.Fatalf("remote read: %v", err)
+	}
+	out := map[string][]point{}
+	for ss.Next() {
+		s := ss.At()
+		it := s.Iterator(nil)
+		var pts []point
+		for it.Next() != 0 {
+			ts, v := it.At()
+			pts = append(pts, point{ts, v})
+		}
+		out[s.Labels().String()] = pts
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// queryTSD asks OpenTSDB's /api/query for one series (aggregator none,
+// millisecond resolution) and returns its points sorted by time.
+func (d *tsd) query(t *testing.T, start, end int64, metric string, tags map[string]string) []point {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"start": start, "end": end, "msResolution": true,
+		"queries": []map[string]any{{"aggregator": "none", "metric": metric, "tags": tags}},
+	})
+	resp, err := http.Post(d.url+"/api/query", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, raw)
+	}
+	var res []struct {
+		Metric string                     `json:"metric"`
+		Tags   map[string]string          `json:"tags"`
+		DPS    map[string]json.RawMessage `json:"dps"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("/api/query answer %s: %v", raw, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("/api/query %s: %d results, want 1: %s", body, len(res), raw)
+	}
+	var pts []point
+	for ts, v := range res[0].DPS {
+		ms, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			t.Fatalf("value %s: %v", v, err)
+		}
+		pts = append(pts, point{ms, f})
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].t < pts[j].t })
+	return pts
+}
+
+func (d *tsd) put(t *testing.T, body string) {
+	t.Helper()
+	resp, err := http.Post(d.url+"/api/put?details", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("/api/put: %d %s", resp.StatusCode, raw)
+	}
+}
+
+func samePoints(t *testing.T, what string, got, want []point) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d points, want %d\n got %v\nwant %v", what, len(got), len(want), got, want)
+		return
+	}
+	for i := range want {
+		if got[i].t != want[i].t || math.Float64bits(got[i].v) != math.Float64bits(want[i].v) {
+			t.Errorf("%s: point %d = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+func TestOpenTSDBInterop(t *testing.T) {
+	salted := mapping.DefaultLayout()
+	salted.SaltWidth, salted.SaltBuckets = 1, 20
+	for _, tc := range []struct {
+		name   string
+		layout mapping.Layout
+	}{{"unsalted", mapping.DefaultLayout()}, {"salted", salted}} {
+		t.Run(tc.name, func(t *testing.T) { testInterop(t, tc.layout) })
+	}
+}
+
+func testInterop(t *testing.T, layout mapping.Layout) {
+	st := testbackend.NewHBaseStore(t)
+	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	tables := testbackend.Tables{Data: "tsdb_interop_" + sfx, UID: "tsdb-uid_interop_" + sfx}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, SaltWidth: layout.SaltWidth, SaltBuckets: layout.SaltBuckets}); err != nil {
+		testbackend.HBaseMissing(t, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		st.DropTables(ctx, tables.Data, tables.UID)
+	})
+	ph := startPromhbase(t, st, tables, layout)
+	d := startTSD(t, tables, layout)
+
+	// Hours that ended long ago, so that OpenTSDB compacts what it reads.
+	h0 := time.Now().Add(-6*time.Hour).Truncate(time.Hour).UnixMilli()
+	const hour = int64(3600_000)
+
+	// 1. promhbase writes; OpenTSDB reads.
+	hosts := []string{"web01", "web02", "web03"}
+	want := map[string][]point{}
+	var series []prompb.TimeSeries
+	for hi, host := range hosts {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "interop_cpu"}, {Name: "dc", Value: "lon"}, {Name: "host", Value: host}}}
+		for i := range 40 {
+			tms := h0 + int64(i)*7*60_000 + int64(i*37+hi) // ms offsets, 4+ hours
+			var v float64
+			switch i % 4 {
+			case 0:
+				v = float64(i * 1000) // integral
+			case 1:
+				v = float64(i) + 0.25 // fits a float32
+			case 2:
+				v = float64(i) * 0.1 // needs a double
+			default:
+				v = -float64(i) * 12345.678
+			}
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: tms, Value: v})
+			want[host] = append(want[host], point{tms, v})
+		}
+		series = append(series, ts)
+	}
+	ph.send(t, series)
+	for _, host := range hosts {
+		got := d.query(t, h0-hour, h0+6*hour, "interop_cpu", map[string]string{"host": host, "dc": "lon"})
+		samePoints(t, "OpenTSDB reading promhbase's "+host, got, want[host])
+	}
+
+	// 2. OpenTSDB writes (integers, floats, second and millisecond
+	// timestamps); promhbase reads exactly. Second offsets 80..95 are
+	// avoided as first points of a row: OpenTSDB's own fsck misreads such
+	// compacted columns as append columns (its issue #2186).
+	s0 := h0 / 1000
+	d.put(t, fmt.Sprintf(`[
+	  {"metric":"otsdb_put","timestamp":%d,"value":42,"tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":"0.5","tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":1.1,"tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":-7,"tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":1234567890123,"tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":2.5,"tags":{"host":"a"}},
+	  {"metric":"otsdb_put","timestamp":%d,"value":300,"tags":{"host":"a"}}
+	]`, s0+10, (s0+20)*1000+250, s0+3600+5, (s0+3600)*1000+999, s0+7200+3599, (s0+7300)*1000+1, s0+7301))
+	wantPut := []point{
+		{(s0 + 10) * 1000, 42}, {(s0+20)*1000 + 250, 0.5}, {(s0 + 3605) * 1000, 1.1}, {(s0+3600)*1000 + 999, -7},
+		{(s0 + 7200 + 3599) * 1000, 1234567890123}, {(s0+7300)*1000 + 1, 2.5}, {(s0 + 7301) * 1000, 300},
+	}
+	sort.Slice(wantPut, func(i, j int) bool { return wantPut[i].t < wantPut[j].t })
+	otsdbSeries := `{__name__="otsdb_put", host="a"}`
+	nameEq := labels.MustNewMatcher(labels.MatchEqual, "__name__", "otsdb_put")
+	// OpenTSDB buffers puts for up to a second (tsd.storage.flush_interval).
+	var got map[string][]point
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		got = ph.readSeries(t, h0-hour, h0+6*hour, nameEq)
+		if len(got[otsdbSeries]) == len(wantPut) {
+			break
+		}
+	}
+	samePoints(t, "promhbase reading OpenTSDB's puts", got[otsdbSeries], wantPut)
+
+	// 3. OpenTSDB compacts the old rows it reads: wait until it has, then
+	// promhbase reads the compacted rows.
+	d.query(t, h0-hour, h0+6*hour, "otsdb_put", map[string]string{"host": "a"})
+	waitCompacted(t, st, tables.Data, layout)
+	for _, host := range hosts {
+		got := ph.readSeries(t, h0-hour, h0+6*hour, nameEqual("interop_cpu"), labels.MustNewMatcher(labels.MatchEqual, "host", host))
+		samePoints(t, "promhbase reading OpenTSDB-compacted "+host, got[fmt.Sprintf(`{__name__="interop_cpu", dc="lon", host=%q}`, host)], want[host])
+	}
+	got = ph.readSeries(t, h0-hour, h0+6*hour, nameEq)
+	samePoints(t, "promhbase reading OpenTSDB-compacted puts", got[otsdbSeries], wantPut)
+
+	// Every row, whoever wrote it, carries the salt both sides compute.
+	if layout.SaltWidth > 0 {
+		checkSalt(t, st, tables.Data, layout)
+	}
+
+	// 4. OpenTSDB's fsck and uid fsck find nothing wrong.
+	out, err := d.script("fsck", "--full-scan")
+	if err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`Total Errors: (\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] != "0" {
+		t.Errorf("OpenTSDB fsck reports errors:\n%s", tail(out, 40))
+	}
+	if vm := regexp.MustCompile(`Valid Datapoints: (\d+)`).FindStringSubmatch(out); vm != nil {
+		t.Logf("OpenTSDB fsck: %s valid datapoints, %s total errors", vm[1], m[1])
+	}
+	out, err = d.script("uid-fsck")
+	if err != nil || !strings.Contains(out, "No errors found") {
+		t.Errorf("OpenTSDB uid fsck: %v\n%s", err, tail(out, 40))
+	}
+	rep, err := mapping.UIDFsck(ctx, st, tables.UID, layout)
+	if err != nil || len(rep.Errors) > 0 {
+		t.Errorf("promhbase uid fsck: %v %v", err, rep.Errors)
+	}
+}
+
+func nameEqual(n string) *labels.Matcher { return labels.MustNewMatcher(labels.MatchEqual, "__name__", n) }
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitCompacted waits until every data row of the table whose hour ended
+// more than an hour ago holds a single data column, as OpenTSDB's
+// read-path compaction leaves it.
+func waitCompacted(t *testing.T, st store.Store, table string, layout mapping.Layout) {
+	t.Helper()
+	cutoff := uint32(time.Now().Add(-2 * time.Hour).Unix())
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		rows, multi, compacted := 0, 0, 0
+		sc := st.Scan(context.Background(), store.ScanRequest{Table: table, Family: "t"})
+		for sc.Next() {
+			r := sc.Row()
+			_, _, base, _, err := layout.ParseRowKey(r.Key)
+			if err != nil || base > cutoff {
+				continue
+			}
+			rows++
+			data := 0
+			for _, c := range r.Cells {
+				if len(c.Qualifier)%2 == 0 {
+					data++
+					if len(c.Qualifier) > 4 || (len(c.Qualifier) == 4 && c.Qualifier[0]&0xF0 != 0xF0) {
+						compacted++
+					}
+				}
+			}
+			if data > 1 {
+				multi++
+			}
+		}
+		err := sc.Err()
+		sc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows > 0 && multi == 0 && compacted > 0 {
+			t.Logf("OpenTSDB compacted the old rows: %d rows, %d compacted columns", rows, compacted)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("OpenTSDB did not compact: %d old rows, %d with several data cells, %d compacted columns", rows, multi, compacted)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// checkSalt checks that every row's salt is the bucket mapping computes
+// for its metric and tags, for rows written by promhbase and by OpenTSDB.
+func checkSalt(t *testing.T, st store.Store, table string, layout mapping.Layout) {
+	t.Helper()
+	sc := st.Scan(context.Background(), store.ScanRequest{Table: table, Family: "t"})
+	defer sc.Close()
+	rows := 0
+	buckets := map[int]bool{}
+	for sc.Next() {
+		salt, metric, _, tags, err := layout.ParseRowKey(sc.Row().Key)
+		if err != nil {
+			t.Fatalf("row %x: %v", sc.Row().Key, err)
+		}
+		b := layout.SaltBucket(metric, tags)
+		if want := layout.AppendSalt(nil, b); !bytes.Equal(salt, want) {
+			t.Errorf("row %x: salt %x, want %x", sc.Row().Key, salt, want)
+		}
+		buckets[b] = true
+		rows++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("salt checked on %d rows in %d buckets", rows, len(buckets))
+}
