@@ -295,7 +295,7 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	d := startTSD(t, tables, layout)
 
 	// Hours that ended long ago, so that OpenTSDB compacts what it reads.
-	h0 := time.Now().Add(-6*time.Hour).Truncate(time.Hour).UnixMilli()
+	h0 := time.Now().Add(-6 * time.Hour).Truncate(time.Hour).UnixMilli()
 	const hour = int64(3600_000)
 
 	// 1. promhbase writes; OpenTSDB reads.
@@ -397,7 +397,9 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	}
 }
 
-func nameEqual(n string) *labels.Matcher { return labels.MustNewMatcher(labels.MatchEqual, "__name__", n) }
+func nameEqual(n string) *labels.Matcher {
+	return labels.MustNewMatcher(labels.MatchEqual, "__name__", n)
+}
 
 func tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
