@@ -3,9 +3,12 @@ GO      ?= go
 PKGS    := ./...
 # Tests that need the real HBase (started by scripts/hbase.sh).
 HBASE_TEST_PKGS := ./e2e ./cmd/...
+# Fault tests (build tag faults): they restart and split the test HBase, so
+# they run on their own, after every other HBase test.
+FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench fuzz clean
+.PHONY: all build run test test-unit test-faults vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench fuzz clean
 
 all: build
 
@@ -19,7 +22,8 @@ run:
 ## test: every test. Starts a standalone HBase (fetched from Maven Central
 ## once), runs all packages (end-to-end suites on the embedded store, the
 ## store contract suite on both stores), then the end-to-end suites again on
-## HBase, and stops HBase whatever happened.
+## HBase, then the fault tests (HBase restarted and split under load), and
+## stops HBase whatever happened.
 test: vet
 	@scripts/prometheus.sh >/dev/null
 	@scripts/hbase.sh up
@@ -29,11 +33,20 @@ test: vet
 		PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
 			$(GO) test -count=1 -timeout 30m $(HBASE_TEST_PKGS) || status=$$?; \
 	fi; \
+	if [ $$status -eq 0 ]; then \
+		PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
+			$(GO) test -tags faults -count=1 -timeout 20m $(FAULTS_PKGS) || status=$$?; \
+	fi; \
 	scripts/hbase.sh down; \
 	exit $$status
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags faults $(PKGS)
+
+## test-faults: only the fault tests, against a running scripts/hbase.sh HBase
+test-faults:
+	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -tags faults -count=1 -timeout 20m -v $(FAULTS_PKGS)
 
 ## test-unit: the tests that need neither HBase nor Prometheus
 test-unit:

@@ -168,6 +168,11 @@ write_config() {
   <property><name>hbase.regionserver.handler.count</name><value>10</value></property>
   <property><name>hbase.balancer.period</name><value>2147483647</value></property>
   <property><name>hbase.client.scanner.timeout.period</name><value>60000</value></property>
+  <!-- A daughter of a split cannot be split again while the files its
+       compaction replaced are still held; they are archived every 2
+       minutes by default, which made the second of two splits in a row
+       wait that long. -->
+  <property><name>hbase.hfile.compaction.discharger.interval</name><value>5000</value></property>
   <!-- On TERM the master's shutdown hook stops the in-process ZooKeeper
        before the region server deletes its znode; the region server then
        retries against a dead ZooKeeper (4 attempts, 1 s doubling pauses

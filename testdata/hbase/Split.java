@@ -1,0 +1,173 @@
+// Split.java: admin commands that gohbase lacks, run by scripts/hbase.sh
+// with the JDK's single-file source launcher (JDK 11+) against the cached
+// HBase jars and the test HBase's configuration directory:
+//
+//   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java split TABLE TIMEOUT_SECONDS [SPLITROW_HEX]
+//   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java regions TABLE
+//
+// split asks the master to split every region of TABLE at the split point
+// the region server picks (the middle key of the largest store file), or,
+// with SPLITROW_HEX, the region that holds that row at that row. It then
+// waits until TABLE has more online regions than before and none of them is
+// in transition, and prints the new region count on stdout. regions prints
+// the number of online regions of TABLE. Progress goes to stderr. Exit
+// status: 0 done, 1 failed, 2 usage.
+
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.ClusterMetrics;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.client.RegionLocator;
+import org.apache.hadoop.hbase.master.RegionState;
+import org.apache.hadoop.hbase.util.Bytes;
+
+// RegionInfo.isOffline and isSplitParent are deprecated in HBase 2 but are
+// what hbase:meta records about a split parent.
+@SuppressWarnings("deprecation")
+public class Split {
+  public static void main(String[] args) {
+    if (args.length < 2) {
+      usage();
+    }
+    String mode = args[0];
+    TableName table = TableName.valueOf(args[1]);
+    try {
+      switch (mode) {
+        case "split":
+          if (args.length < 3 || args.length > 4) {
+            usage();
+          }
+          long timeoutSec = Long.parseLong(args[2]);
+          byte[] row = args.length == 4 ? Bytes.fromHex(args[3]) : null;
+          System.out.println(split(table, row, timeoutSec));
+          break;
+        case "regions":
+          if (args.length != 2) {
+            usage();
+          }
+          try (Connection c = connect(); Admin admin = c.getAdmin()) {
+            mustExist(admin, table);
+            System.out.println(onlineRegions(c, admin, table).size());
+          }
+          break;
+        default:
+          usage();
+      }
+    } catch (Exception e) {
+      System.err.println("Split.java: " + mode + " " + table + ": " + e);
+      System.exit(1);
+    }
+  }
+
+  private static void usage() {
+    System.err.println(
+        "usage: Split.java split TABLE TIMEOUT_SECONDS [SPLITROW_HEX] | regions TABLE");
+    System.exit(2);
+  }
+
+  private static Connection connect() throws Exception {
+    Configuration conf = HBaseConfiguration.create();
+    // Fail within seconds, not the client's default of minutes, when
+    // HBase is not there.
+    conf.setInt("hbase.client.retries.number", 10);
+    return ConnectionFactory.createConnection(conf);
+  }
+
+  private static void mustExist(Admin admin, TableName table) throws Exception {
+    if (!admin.tableExists(table)) {
+      throw new IllegalArgumentException("table " + table + " does not exist");
+    }
+  }
+
+  /** Splits and waits; returns the new number of online regions. */
+  private static int split(TableName table, byte[] row, long timeoutSec) throws Exception {
+    try (Connection c = connect(); Admin admin = c.getAdmin()) {
+      mustExist(admin, table);
+      int before = onlineRegions(c, admin, table).size();
+      String at = row == null ? "the region server's split points" : "row " + Bytes.toHex(row);
+      System.err.printf("Split.java: %s has %d online regions; splitting at %s%n", table, before, at);
+      long start = System.nanoTime();
+      long deadline = start + TimeUnit.SECONDS.toNanos(timeoutSec);
+      // A daughter of an earlier split holds reference files into its
+      // parent until a compaction rewrites them, and the master refuses to
+      // split it until then ("NOT splittable"): try again until it can.
+      for (boolean said = false; ; ) {
+        try {
+          if (row == null) {
+            admin.split(table);
+          } else {
+            admin.split(table, row);
+          }
+          break;
+        } catch (Exception e) {
+          if (!String.valueOf(e.getMessage()).contains("NOT splittable") || System.nanoTime() > deadline) {
+            throw e;
+          }
+          if (!said) {
+            System.err.printf("Split.java: the region is not splittable yet (references from an earlier split?); retrying%n");
+            said = true;
+          }
+          Thread.sleep(500);
+        }
+      }
+      while (true) {
+        List<RegionInfo> online = onlineRegions(c, admin, table);
+        int inTransition = inTransition(admin, table);
+        if (online.size() > before && inTransition == 0) {
+          System.err.printf(
+              "Split.java: %s has %d online regions after %d ms%n",
+              table, online.size(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+          return online.size();
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(
+              String.format(
+                  "%s still has %d online regions (%d before, %d in transition) after %d s",
+                  table, online.size(), before, inTransition, timeoutSec));
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /**
+   * The regions of the table that serve: not offline, not a split parent,
+   * and with a region server in hbase:meta.
+   */
+  private static List<RegionInfo> onlineRegions(Connection c, Admin admin, TableName table)
+      throws Exception {
+    List<RegionInfo> out = new ArrayList<>();
+    try (RegionLocator loc = c.getRegionLocator(table)) {
+      for (HRegionLocation l : loc.getAllRegionLocations()) {
+        RegionInfo r = l.getRegion();
+        if (r == null || r.isOffline() || r.isSplitParent() || l.getServerName() == null) {
+          continue;
+        }
+        out.add(r);
+      }
+    }
+    return out;
+  }
+
+  /** The number of the table's regions that the master has in transition. */
+  private static int inTransition(Admin admin, TableName table) throws Exception {
+    ClusterMetrics m = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.REGIONS_IN_TRANSITION));
+    int n = 0;
+    for (RegionState s : m.getRegionStatesInTransition()) {
+      if (s.getRegion().getTable().equals(table)) {
+        n++;
+      }
+    }
+    return n;
+  }
+}
