@@ -31,6 +31,16 @@ type putter interface {
 	Put(ctx context.Context, table string, puts []store.Put) error
 }
 
+// RowNoter learns which rows the write path wrote, for example to compact
+// them once their hour has ended (compact.Scheduler). NoteRows gets the
+// Puts of one request after the store answered, whatever it answered (rows
+// of a failed request may have landed). It runs on the request's path: it
+// must be cheap, must not block on I/O, and must copy what it keeps, as the
+// Puts' memory is reused once it returns.
+type RowNoter interface {
+	NoteRows(puts []store.Put)
+}
+
 // Writer turns decoded remote-write requests into store Puts: one Put per
 // row (series and hour) carrying one cell per sample, all Puts of a request
 // sent in one call. It is safe for concurrent use.
@@ -40,12 +50,17 @@ type Writer struct {
 	table  string
 	family []byte    // the data table's column family, "t"
 	pool   sync.Pool // *writeBatch
+	noter  RowNoter  // nil: nobody is told
 }
 
 // NewWriter returns a Writer into table of st.
 func NewWriter(m *mapping.Mapper, st putter, table string) *Writer {
 	return &Writer{mapper: m, st: st, table: table, family: []byte("t")}
 }
+
+// SetRowNoter makes the Writer tell n the rows of every request it writes.
+// Call it before the Writer is first used.
+func (w *Writer) SetRowNoter(n RowNoter) { w.noter = n }
 
 // writeResult says what a write did.
 type writeResult struct {
@@ -160,7 +175,11 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 	}
 	res := writeResult{}
 	if len(b.puts) > 0 {
-		if err := w.st.Put(ctx, w.table, b.puts); err != nil {
+		err := w.st.Put(ctx, w.table, b.puts)
+		if w.noter != nil {
+			w.noter.NoteRows(b.puts)
+		}
+		if err != nil {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
 		}
 	}

@@ -224,8 +224,7 @@ type selection struct {
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
 	samples    int
-	points     []mapping.Point
-	merged     []stampedPoint
+	merger     mapping.Merger
 }
 
 // tagConstraint is a tag that every selected row must carry, with the
@@ -425,64 +424,20 @@ func (s *selection) matches(lbls labels.Labels) bool {
 	return true
 }
 
-// stampedPoint is a point with the cell version it came from, for the
-// newest-wins merge of a row's cells.
-type stampedPoint struct {
-	mapping.Point
-	version uint64
-	seq     int
-}
-
-// addRow decodes a row's cells, merges them by timestamp (the newest cell
-// version wins, then the later cell), and appends the samples in
-// [start, end] to the series.
+// addRow decodes a row's cells, merges them by timestamp (see
+// mapping.Merger: the newest cell version wins, then the later cell), and
+// appends the samples in [start, end] to the series.
 func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
-	s.merged = s.merged[:0]
-	for i, c := range row.Cells {
-		pts, err := mapping.AppendPoints(s.points[:0], base, c.Qualifier, c.Value)
-		if err != nil {
-			return fmt.Errorf("row %x: %w", row.Key, err)
-		}
-		s.points = pts
-		for _, p := range pts {
-			if p.T >= s.start && p.T <= s.end {
-				s.merged = append(s.merged, stampedPoint{p, c.Timestamp, i})
-			}
-		}
+	pts, err := s.merger.Merge(base, row.Cells, s.start, s.end)
+	if err != nil {
+		return fmt.Errorf("row %x: %w", row.Key, err)
 	}
-	if len(s.merged) == 0 {
-		return nil
-	}
-	if !slices.IsSortedFunc(s.merged, cmpStamped) {
-		slices.SortStableFunc(s.merged, cmpStamped)
-	}
-	for i, p := range s.merged {
-		if i+1 < len(s.merged) && s.merged[i+1].T == p.T {
-			continue // a newer version of the same timestamp follows
-		}
+	for _, p := range pts {
 		ser.Samples = append(ser.Samples, Sample{T: p.T, V: p.V})
-		s.samples++
 	}
+	s.samples += len(pts)
 	if s.samples > s.q.opts.MaxSamples {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
 	return nil
-}
-
-// cmpStamped orders by timestamp, then by version and cell order, so that
-// the last of a run of equal timestamps is the one to keep.
-func cmpStamped(a, b stampedPoint) int {
-	if a.T != b.T {
-		if a.T < b.T {
-			return -1
-		}
-		return 1
-	}
-	if a.version != b.version {
-		if a.version < b.version {
-			return -1
-		}
-		return 1
-	}
-	return a.seq - b.seq
 }

@@ -160,7 +160,7 @@ feed:
 
 // baseTime is where the load's timestamps start: one sample per series
 // every 10 s from there (so rows stay within a few hours).
-func baseTime() int64 { return time.Now().Add(-6*time.Hour).Truncate(time.Hour).UnixMilli() }
+func baseTime() int64 { return time.Now().Add(-6 * time.Hour).Truncate(time.Hour).UnixMilli() }
 
 func runHTTP(o options) error {
 	t0 := baseTime()

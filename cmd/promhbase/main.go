@@ -5,6 +5,7 @@
 //	promhbase scan           print the decoded rows of a metric and time range
 //	promhbase uid            look up and assign UIDs
 //	promhbase create-tables  create the tsdb and tsdb-uid tables in HBase
+//	promhbase compact        compact the rows of a time range into OpenTSDB's compacted column
 package main
 
 import (
@@ -24,6 +25,7 @@ func main() {
 	scan := registerScan(app, cfg)
 	uid := registerUID(app, cfg)
 	create := registerCreateTables(app, cfg)
+	comp := registerCompact(app)
 
 	cmd, err := app.Parse(os.Args[1:])
 	if err != nil {
@@ -37,6 +39,8 @@ func main() {
 		err = scan.run(cfg)
 	case create.FullCommand():
 		err = runCreateTables(cfg)
+	case comp.cmd.FullCommand():
+		err = comp.run(cfg)
 	default:
 		err = uid.run(cmd, cfg)
 	}

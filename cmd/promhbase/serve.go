@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -25,6 +26,15 @@ type serveFlags struct {
 	maxSamples      int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	compaction      compactionFlags
+}
+
+// compactionFlags are the --storage.compaction.* flags of serve.
+type compactionFlags struct {
+	enabled        bool
+	grace          time.Duration
+	maxRowsPerHour int
+	concurrency    int
 }
 
 var serveOpts serveFlags
@@ -36,6 +46,11 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.max-samples", "Most samples one remote-read query may return; more gets 413.").Default("50000000").IntVar(&serveOpts.maxSamples)
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
+	c := &serveOpts.compaction
+	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
+	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
+	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (about 135 bytes each); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
+	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
 	return cmd
 }
 
@@ -49,6 +64,29 @@ func runServe(cfg *config) error {
 	}
 	defer st.Close()
 	w := adapter.NewWriter(mapper, st, cfg.dataTable)
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	compacted := make(chan struct{})
+	if c := serveOpts.compaction; c.enabled {
+		comp := compact.New(st, compact.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
+		sched, err := compact.NewScheduler(comp, compact.SchedulerOptions{
+			Grace: c.grace, MaxRowsPerHour: c.maxRowsPerHour, Registerer: reg, Logger: logger.With("component", "compaction"),
+		})
+		if err != nil {
+			return fmt.Errorf("compaction: %w", err)
+		}
+		w.SetRowNoter(sched)
+		go func() {
+			defer close(compacted)
+			sched.Run(runCtx)
+		}()
+		// Stop it, letting the rows in flight finish, before the store
+		// closes (that defer was registered first, so it runs last).
+		defer func() {
+			stop()
+			<-compacted
+		}()
+	}
 	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples})
 	h, err := adapter.New(w, q, adapter.Options{
 		MaxRequestBytes: serveOpts.maxRequestBytes,
@@ -67,7 +105,8 @@ func runServe(cfg *config) error {
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable,
-		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets)
+		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
+		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

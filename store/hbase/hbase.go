@@ -269,37 +269,52 @@ func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 	if len(muts) == 0 {
 		return nil
 	}
+	failed, err := s.sendMutations(ctx, "put", table, muts, hrpc.NewPut)
+	if err != nil {
+		return fmt.Errorf("put %d rows into %s: %d failed: %w", len(muts), table, failed, err)
+	}
+	return nil
+}
+
+// newMutate builds one hrpc mutation: hrpc.NewPut or hrpc.NewDel.
+type newMutate func(ctx context.Context, table, key []byte, values map[string]map[string][]byte, options ...func(hrpc.Call) error) (*hrpc.Mutate, error)
+
+// sendMutations sends muts as gohbase batches and sends again those that
+// failed with an error that may pass, up to Config.Retries times: the
+// mutations must be idempotent. It returns how many failed in the end and
+// the most telling error.
+func (s *Store) sendMutations(ctx context.Context, op, table string, muts []mutation, build newMutate) (int, error) {
 	pending := muts
 	for attempt := 0; ; attempt++ {
-		failed, err := s.putOnce(ctx, table, pending)
+		failed, err := s.sendOnce(ctx, table, pending, build)
 		if err == nil {
-			return nil
+			return 0, nil
 		}
 		if !s.shouldRetry(ctx, err, attempt, true) {
-			return fmt.Errorf("put %d rows into %s: %d failed: %w", len(muts), table, len(failed), err)
+			return len(failed), err
 		}
-		s.retried("put", table, attempt, err)
+		s.retried(op, table, attempt, err)
 		if sleep(ctx, backoff(attempt)) != nil {
-			return fmt.Errorf("put %d rows into %s: %d failed: %w", len(muts), table, len(failed), err)
+			return len(failed), err
 		}
 		pending = failed
 	}
 }
 
-// putOnce sends the mutations as one batch and returns those that failed
+// sendOnce sends the mutations as one batch and returns those that failed
 // with the most telling error among them: one that will not pass if any,
 // else the first.
-func (s *Store) putOnce(ctx context.Context, table string, muts []mutation) ([]mutation, error) {
+func (s *Store) sendOnce(ctx context.Context, table string, muts []mutation, build newMutate) ([]mutation, error) {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
 	defer cancel()
 	calls := make([]hrpc.Call, len(muts))
 	tbl := []byte(table)
 	for i, m := range muts {
-		put, err := hrpc.NewPut(actx, tbl, m.row, m.values, m.options()...)
+		call, err := build(actx, tbl, m.row, m.values, m.options()...)
 		if err != nil {
 			return muts, fmt.Errorf("row %x: %w: %w", m.row, store.ErrInvalid, err)
 		}
-		calls[i] = put
+		calls[i] = call
 	}
 	res, ok := s.client.SendBatch(actx, calls)
 	if ok {
@@ -430,35 +445,37 @@ func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, fa
 	return written, nil
 }
 
-// Delete removes every version of the listed columns of row, or the whole
-// row when columns is empty. Deleting what does not exist is no error.
+// Delete removes the listed columns of row, or the whole row when columns
+// is empty. Deleting what does not exist is no error. An hrpc Delete
+// carries one timestamp, so the columns are grouped by their Timestamp
+// bound: one hrpc Delete per distinct bound ("delete columns up to ts";
+// zero: every version), sent as one gohbase batch. The groups are atomic
+// only each on its own; failed ones are sent again as Put does.
 func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
 	if err := checkRow(table, row); err != nil {
 		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
 	}
-	var values map[string]map[string][]byte
-	if len(columns) > 0 {
-		values = make(map[string]map[string][]byte, 1)
-		for _, c := range columns {
-			if len(c.Family) == 0 {
-				return fmt.Errorf("delete row %x in %s: column with an empty family: %w", row, table, store.ErrInvalid)
+	muts, err := deletions(row, columns)
+	if err != nil {
+		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+	}
+	if len(muts) == 1 {
+		// One group: a plain Delete, which gohbase may batch with others.
+		m := muts[0]
+		err = s.do(ctx, "delete", table, true, func(actx context.Context) error {
+			del, err := hrpc.NewDel(actx, []byte(table), row, m.values, m.options()...)
+			if err != nil {
+				return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 			}
-			fam := values[string(c.Family)]
-			if fam == nil {
-				fam = make(map[string][]byte, 1)
-				values[string(c.Family)] = fam
-			}
-			fam[string(c.Qualifier)] = nil
+			_, err = s.client.Delete(del)
+			return err
+		})
+	} else {
+		var failed int
+		if failed, err = s.sendMutations(ctx, "delete", table, muts, hrpc.NewDel); err != nil {
+			err = fmt.Errorf("%d of %d timestamp groups failed: %w", failed, len(muts), err)
 		}
 	}
-	err := s.do(ctx, "delete", table, true, func(actx context.Context) error {
-		del, err := hrpc.NewDel(actx, []byte(table), row, values)
-		if err != nil {
-			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
-		}
-		_, err = s.client.Delete(del)
-		return err
-	})
 	if err != nil {
 		if len(columns) == 0 {
 			return fmt.Errorf("delete row %x in %s: %w", row, table, err)
@@ -466,6 +483,44 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 		return fmt.Errorf("delete %d columns of row %x in %s: %w", len(columns), row, table, err)
 	}
 	return nil
+}
+
+// deletions turns the columns of a delete into hrpc mutations: one per
+// distinct Timestamp bound, in the order the bounds first appear; none
+// (a nil values map) deletes the whole row.
+func deletions(row []byte, columns []store.Column) ([]mutation, error) {
+	if len(columns) == 0 {
+		return []mutation{{row: row}}, nil
+	}
+	var out []mutation
+cols:
+	for _, c := range columns {
+		if len(c.Family) == 0 {
+			return nil, fmt.Errorf("column with an empty family: %w", store.ErrInvalid)
+		}
+		if c.Timestamp > math.MaxInt64 {
+			return nil, fmt.Errorf("column %s:%x: timestamp %d beyond HBase's range: %w", c.Family, c.Qualifier, c.Timestamp, store.ErrInvalid)
+		}
+		for i := range out {
+			if out[i].ts == c.Timestamp {
+				addDeleted(out[i].values, c)
+				continue cols
+			}
+		}
+		m := mutation{row: row, ts: c.Timestamp, values: make(map[string]map[string][]byte, 1)}
+		addDeleted(m.values, c)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func addDeleted(values map[string]map[string][]byte, c store.Column) {
+	fam := values[string(c.Family)]
+	if fam == nil {
+		fam = make(map[string][]byte, 1)
+		values[string(c.Family)] = fam
+	}
+	fam[string(c.Qualifier)] = nil
 }
 
 func checkTable(table string) error {

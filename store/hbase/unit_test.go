@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/pb"
 	"github.com/tsuna/gohbase/region"
 
 	"github.com/promhbase/promhbase/store"
@@ -33,6 +35,7 @@ type fakeClient struct {
 	increment func(attempt int) (int64, error)
 	incs      int
 	scan      func(*hrpc.Scan) hrpc.Scanner
+	deletes   []*hrpc.Mutate
 }
 
 func (f *fakeClient) SendBatch(_ context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, bool) {
@@ -63,6 +66,13 @@ func (f *fakeClient) Increment(*hrpc.Mutate) (int64, error) {
 }
 
 func (f *fakeClient) Scan(s *hrpc.Scan) hrpc.Scanner { return f.scan(s) }
+
+func (f *fakeClient) Delete(d *hrpc.Mutate) (*hrpc.Result, error) {
+	f.mu.Lock()
+	f.deletes = append(f.deletes, d)
+	f.mu.Unlock()
+	return &hrpc.Result{}, nil
+}
 
 func (f *fakeClient) Close() {}
 
@@ -498,5 +508,90 @@ func TestGatheredCollector(t *testing.T) {
 	}
 	if !dst.Unregister(bridge) {
 		t.Error("Unregister of the bridge failed")
+	}
+}
+
+// describeDelete renders an hrpc Delete as its timestamp (or "latest") and
+// its sorted family:qualifier list, from the protobuf sent to HBase.
+func describeDelete(t *testing.T, c hrpc.Call) string {
+	t.Helper()
+	c.(*hrpc.Mutate).SetRegion(region.NewInfo(0, nil, []byte("tsdb"), []byte("tsdb,,1"), nil, nil))
+	req, ok := c.ToProto().(*pb.MutateRequest)
+	if !ok {
+		t.Fatalf("call %T is not a mutation", c)
+	}
+	m := req.GetMutation()
+	if m.GetMutateType() != pb.MutationProto_DELETE {
+		t.Fatalf("mutation type %v, want DELETE", m.GetMutateType())
+	}
+	ts := "latest"
+	if m.Timestamp != nil {
+		ts = fmt.Sprint(m.GetTimestamp())
+	}
+	var cols []string
+	for fam, quals := range c.(*hrpc.Mutate).Values() {
+		for q := range quals {
+			cols = append(cols, fam+":"+q)
+		}
+	}
+	sort.Strings(cols)
+	if len(cols) == 0 {
+		cols = []string{"row"}
+	}
+	return fmt.Sprintf("%s@%s[%s]", c.Key(), ts, strings.Join(cols, ","))
+}
+
+// TestDeleteGroupsByTimestamp: an hrpc Delete carries one timestamp, so a
+// delete of columns with different bounds becomes one hrpc Delete per bound,
+// sent as one batch; a single bound stays one plain Delete.
+func TestDeleteGroupsByTimestamp(t *testing.T) {
+	col := func(f, q string, ts uint64) store.Column {
+		return store.Column{Family: []byte(f), Qualifier: []byte(q), Timestamp: ts}
+	}
+	for _, tc := range []struct {
+		name    string
+		columns []store.Column
+		batch   bool
+		want    []string
+	}{
+		{"whole row", nil, false, []string{"r@latest[row]"}},
+		{"unbounded columns", []store.Column{col("t", "a", 0), col("t", "b", 0)}, false, []string{"r@latest[t:a,t:b]"}},
+		{"one bound", []store.Column{col("t", "a", 7), col("u", "b", 7)}, false, []string{"r@7[t:a,u:b]"}},
+		{"bounds per column", []store.Column{col("t", "a", 7), col("t", "b", 9), col("t", "c", 7), col("t", "d", 0)}, true,
+			[]string{"r@7[t:a,t:c]", "r@9[t:b]", "r@latest[t:d]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var batched []hrpc.Call
+			f := &fakeClient{sendBatch: func(_ int, calls []hrpc.Call) []error {
+				batched = append(batched, calls...)
+				return make([]error, len(calls))
+			}}
+			s := fakeStore(t, f, Config{})
+			if err := s.Delete(context.Background(), "tsdb", []byte("r"), tc.columns); err != nil {
+				t.Fatal(err)
+			}
+			calls := batched
+			if !tc.batch {
+				if len(batched) > 0 {
+					t.Fatalf("%d calls batched, want one plain Delete", len(batched))
+				}
+				for _, d := range f.deletes {
+					calls = append(calls, d)
+				}
+			} else if len(f.deletes) > 0 {
+				t.Fatalf("%d plain Deletes, want one batch", len(f.deletes))
+			}
+			var got []string
+			for _, c := range calls {
+				got = append(got, describeDelete(t, c))
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("deletes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := deletions([]byte("r"), []store.Column{col("t", "a", 1<<63)}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("bound beyond int64: err = %v, want store.ErrInvalid", err)
 	}
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/internal/testbackend"
+)
+
+func TestRenderProgress(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int
+		elapsed     time.Duration
+		want        string
+	}{
+		{0, 0, 0, "[##############################] 0/0 rows 100.0%"},
+		{0, 200, 0, "[..............................] 0/200 rows   0.0%"},
+		{50, 200, 10 * time.Second, "[#######.......................] 50/200 rows  25.0%  5 rows/s  ETA 30s"},
+		{200, 200, 4 * time.Second, "[##############################] 200/200 rows 100.0%  50 rows/s"},
+	} {
+		if got := renderProgress(tc.done, tc.total, tc.elapsed); got != tc.want {
+			t.Errorf("renderProgress(%d, %d, %s) =\n%q\nwant\n%q", tc.done, tc.total, tc.elapsed, got, tc.want)
+		}
+	}
+}
+
+// TestCompactCommand writes through `promhbase serve` with background
+// compaction off, then compacts with `promhbase compact` and checks the
+// summary, the progress output and the rows with `promhbase scan`.
+func TestCompactCommand(t *testing.T) {
+	bin := buildBinary(t)
+	flags := storageFlags(t)
+	if testbackend.Name() == "hbase" {
+		if out, err := run(t, bin, append([]string{"create-tables"}, flags...)...); err != nil {
+			t.Fatalf("create-tables: %v\n%s", err, out)
+		}
+		t.Cleanup(func() {
+			st := testbackend.NewHBaseStore(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
+		})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var logs bytes.Buffer
+	srv := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr, "--no-storage.compaction.enabled"}, flags...)...)
+	srv.Stdout, srv.Stderr = &logs, &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err == nil && resp.StatusCode == 200 {
+			resp.Body.Close()
+			break
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not ready: %v\n%s", err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Two hours of 2010-12-12 (1292148000 is 10:00 UTC), 3 series, one
+	// sample every 10 minutes, one request per round as Prometheus sends.
+	const hour = int64(1292148000)
+	for round := range 12 {
+		var series []prompb.TimeSeries
+		for _, host := range []string{"web01", "web02", "web03"} {
+			series = append(series, prompb.TimeSeries{
+				Labels:  []prompb.Label{{Name: "__name__", Value: "cli_compact"}, {Name: "host", Value: host}},
+				Samples: []prompb.Sample{{Timestamp: (hour + int64(round)*600) * 1000, Value: float64(round) + 0.5}},
+			})
+		}
+		data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+		resp, err := http.Post("http://"+addr+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			t.Fatalf("write: %d", resp.StatusCode)
+		}
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, logs.String())
+	}
+
+	out, err := run(t, bin, append([]string{"compact", "--from=2010-12-12T10:00:00Z", "--to=2010-12-12T11:59:59Z"}, flags...)...)
+	if err != nil {
+		t.Fatalf("compact: %v\n%s", err, out)
+	}
+	for _, want := range []string{"0/6 rows", "6/6 rows 100.0%", "compacted 6 rows: 6 compacted (36 cells deleted), 0 unchanged, 0 skipped, 0 errors"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compact output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(t, bin, append([]string{"scan", "cli_compact", "--start=1292148000", "--end=1292155199"}, flags...)...)
+	if err != nil {
+		t.Fatalf("scan: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, "compacted, 6 points"); n != 6 {
+		t.Errorf("scan shows %d compacted cells of 6 points, want 6:\n%s", n, out)
+	}
+	for _, want := range []string{"1292148000000\t0.5", "1292154600000\t11.5"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scan output lacks %q:\n%s", want, out)
+		}
+	}
+	// Again: nothing left to do.
+	out, err = run(t, bin, append([]string{"compact", "--from=1292148000", "--to=1292155199"}, flags...)...)
+	if err != nil || !strings.Contains(out, "compacted 6 rows: 0 compacted (0 cells deleted), 6 unchanged") {
+		t.Errorf("compact again: %v\n%s", err, out)
+	}
+	if out, err := run(t, bin, append([]string{"compact", "--from=2010-12-12T12:00:00Z", "--to=2010-12-12T10:00:00Z"}, flags...)...); err == nil {
+		t.Errorf("compact with --to before --from succeeded:\n%s", out)
+	}
+}

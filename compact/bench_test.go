@@ -1,0 +1,220 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// nopPutter acknowledges every Put without storing it.
+type nopPutter struct{}
+
+func (nopPutter) Put(context.Context, string, []store.Put) error { return nil }
+
+// benchSeries is the write-path benchmark's batch (adapter's
+// BenchmarkWritePath): 2000 series with one sample and 10 labels each.
+func benchSeries(ts int64) []prompb.TimeSeries {
+	var series []prompb.TimeSeries
+	for i := range 2000 {
+		lbls := []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("node_metric_%d", i%50)}}
+		for j := range 9 {
+			lbls = append(lbls, prompb.Label{Name: fmt.Sprintf("label_%d", j), Value: fmt.Sprintf("value_%d_%d", j, i%(j*40+3))})
+		}
+		lbls[9].Value = fmt.Sprintf("instance-%d", i)
+		series = append(series, prompb.TimeSeries{Labels: lbls, Samples: []prompb.Sample{{Timestamp: ts, Value: float64(i) * 1.5}}})
+	}
+	return series
+}
+
+// BenchmarkWritePathNoted measures Writer.Write (protobuf to Puts, the
+// store excluded) without and with the scheduler remembering the rows: the
+// cost compaction adds to the write hot path, in steady state (every row
+// already remembered for its hour).
+func BenchmarkWritePathNoted(b *testing.B) {
+	e := newEnv(b, mapping.DefaultLayout())
+	e.now = time.Unix(t0, 0)
+	series := benchSeries(t0*1000 + 123)
+	body, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.write(series...) // assigns the UIDs, warms the series cache
+	for _, noted := range []bool{false, true} {
+		b.Run(fmt.Sprintf("noted=%v", noted), func(b *testing.B) {
+			w := adapter.NewWriter(e.mapper, nopPutter{}, e.tables.Data)
+			if noted {
+				s, err := NewScheduler(e.c, SchedulerOptions{Now: func() time.Time { return e.now }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				w.SetRowNoter(s)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.Write(ctx, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(series)), "ns/sample")
+		})
+	}
+}
+
+// BenchmarkNoteRows measures Scheduler.NoteRows alone on a request of 2000
+// rows already remembered, and reports the memory one remembered row takes.
+func BenchmarkNoteRows(b *testing.B) {
+	layout := mapping.DefaultLayout()
+	c := New(nil, Options{Layout: layout})
+	s, err := NewScheduler(c, SchedulerOptions{Now: func() time.Time { return time.Unix(t0, 0) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 2000
+	puts := make([]store.Put, rows)
+	for i := range puts {
+		tags := make([]byte, 0, 60)
+		for j := range 10 {
+			tags = append(tags, 0, 0, byte(j+1), byte(i>>16), byte(i>>8), byte(i+j))
+		}
+		puts[i].Row = layout.AppendRowKey(nil, []byte{0, 0, byte(i%50 + 1)}, t0, tags)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s.NoteRows(puts)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.NoteRows(puts)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/rows, "bytes/remembered-row")
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkCompaction writes 1000 series × 24 hours of 60 s samples
+// (1,440,000 samples, one cell each, written as Prometheus sends them: one
+// request per scrape round) through the write path, then measures reading
+// all of them back through query.Querier and the bytes they take, before
+// and after CompactRange. Bytes: kv-bytes is the size of the cells in
+// HBase's KeyValue format (20 bytes of framing + row + family + qualifier
+// + value per cell, before HBase's block encoding and compression);
+// sst-bytes is the embedded store's live sstables after a flush and a full
+// Pebble compaction (embedded backend only; Pebble prefix-compresses keys
+// and snappy-compresses blocks).
+func BenchmarkCompaction(b *testing.B) {
+	const (
+		nSeries = 1000
+		hours   = 24
+		step    = 60 * time.Second
+	)
+	e := newEnv(b, mapping.DefaultLayout())
+	e.now = time.Unix(t0+hours*3600+3600, 0)
+	lbls := make([][]prompb.Label, nSeries)
+	for i := range lbls {
+		lbls[i] = []prompb.Label{{Name: "__name__", Value: "bench_compaction"}, {Name: "instance", Value: fmt.Sprintf("host-%04d:9100", i)}, {Name: "job", Value: "node"}}
+	}
+	start := time.Now()
+	rounds := int(hours * time.Hour / step)
+	req := make([]prompb.TimeSeries, nSeries)
+	for r := range rounds {
+		ts := int64(t0)*1000 + int64(r)*step.Milliseconds()
+		for i := range req {
+			req[i] = prompb.TimeSeries{Labels: lbls[i], Samples: []prompb.Sample{{Timestamp: ts + int64(i%1000), Value: float64((r*7+i)%1000) * 0.25}}}
+		}
+		e.write(req...)
+	}
+	b.Logf("wrote %d samples in %s", nSeries*rounds, time.Since(start).Round(time.Millisecond))
+
+	read := func(b *testing.B) {
+		b.ReportAllocs()
+		var n int
+		for b.Loop() {
+			got, err := e.q.Select(context.Background(), int64(t0)*1000, int64(t0+hours*3600)*1000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench_compaction"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = 0
+			for _, s := range got {
+				n += len(s.Samples)
+			}
+		}
+		if n != nSeries*rounds {
+			b.Fatalf("read %d samples, want %d", n, nSeries*rounds)
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+	}
+	size := func(b *testing.B) {
+		kv, cells := e.kvBytes()
+		b.ReportMetric(float64(kv), "kv-bytes")
+		b.ReportMetric(float64(kv)/float64(nSeries*rounds), "kv-bytes/sample")
+		b.ReportMetric(float64(cells), "cells")
+		if d, ok := e.sstBytes(); ok {
+			b.ReportMetric(float64(d), "sst-bytes")
+			b.ReportMetric(float64(d)/float64(nSeries*rounds), "sst-bytes/sample")
+		}
+	}
+	b.Run("before", func(b *testing.B) { read(b); size(b) })
+	start = time.Now()
+	st, err := e.c.CompactRange(context.Background(), time.Unix(t0, 0), time.Unix(t0+hours*3600, 0), nil)
+	if err != nil || st.Errors > 0 || st.Compacted != nSeries*hours {
+		b.Fatalf("compaction: %s, %v; want %d rows compacted", st, err, nSeries*hours)
+	}
+	took := time.Since(start)
+	b.Logf("compacted in %s: %s", took.Round(time.Millisecond), st)
+	b.Run("after", func(b *testing.B) {
+		read(b)
+		size(b)
+		b.ReportMetric(float64(st.Compacted)/took.Seconds(), "compacted-rows/s")
+		b.ReportMetric(float64(nSeries*rounds)/took.Seconds(), "compacted-samples/s")
+	})
+}
+
+// kvBytes returns the size of the data table's cells in HBase's KeyValue
+// format, and their number.
+func (e *env) kvBytes() (int, int) {
+	e.t.Helper()
+	sc := e.st.Scan(context.Background(), store.ScanRequest{Table: e.tables.Data})
+	defer sc.Close()
+	total, cells := 0, 0
+	for sc.Next() {
+		r := sc.Row()
+		for _, c := range r.Cells {
+			// key length, value length, row length, family length, ts, type.
+			total += 4 + 4 + 2 + len(r.Key) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1 + len(c.Value)
+			cells++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return total, cells
+}
+
+// sstBytes returns the embedded store's sstable bytes once settled.
+func (e *env) sstBytes() (uint64, bool) {
+	e.t.Helper()
+	d, ok := e.st.(interface {
+		CompactAll(context.Context) error
+		TableBytes() uint64
+	})
+	if !ok {
+		return 0, false
+	}
+	if err := d.CompactAll(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	return d.TableBytes(), true
+}

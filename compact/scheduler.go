@@ -1,0 +1,369 @@
+package compact
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Defaults of SchedulerOptions.
+const (
+	DefaultGrace          = 10 * time.Minute
+	DefaultMaxRowsPerHour = 1_000_000
+	DefaultCheckInterval  = 30 * time.Second
+	// rowTimeout bounds the compaction of one row once started, also when
+	// the scheduler is stopping.
+	rowTimeout = time.Minute
+)
+
+// SchedulerOptions configure a Scheduler. The zero value of every field
+// selects its default.
+type SchedulerOptions struct {
+	// Grace is how long after an hour ended its rows are compacted, so
+	// that samples arriving late (Prometheus retrying, remote-write queues
+	// draining) land first. Default DefaultGrace.
+	Grace time.Duration
+	// MaxRowsPerHour bounds the rows remembered for one hour (about 135
+	// bytes each for row keys of 10 tags). Writes of rows beyond it are counted in
+	// promhbase_compaction_rows_untracked_total (once per request that
+	// writes such a row), logged once per hour, and the rows left for
+	// `promhbase compact`. Default DefaultMaxRowsPerHour.
+	MaxRowsPerHour int
+	// Concurrency is how many rows are compacted at once. Default the
+	// Compactor's.
+	Concurrency int
+	// CheckInterval is how often the scheduler looks for hours that are
+	// due. Default DefaultCheckInterval.
+	CheckInterval time.Duration
+	// Registerer receives the scheduler's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger logs one line per hour compacted; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Scheduler compacts the rows this process wrote, once their hour ended
+// plus a grace period. The write path tells it the rows it wrote
+// (NoteRows); Run compacts them in the background. It is safe for
+// concurrent use.
+//
+// Memory is bounded: at most MaxRowsPerHour rows per hour are remembered,
+// and only for hours from the past up to one hour ahead (rows further in
+// the future are not remembered). Rows of hours that are due are handed to
+// the compactor at the next check, so at any time only the hours still
+// open or in their grace period hold rows. Rows not compacted when the
+// process stops (or beyond the cap) stay as they are, readable, until
+// `promhbase compact` compacts them.
+type Scheduler struct {
+	c    *Compactor
+	opts SchedulerOptions
+	off  int // offset of the base time in a row key
+
+	mu       sync.Mutex
+	hours    map[uint32]*hourRows
+	last     *hourRows // the hour NoteRows saw last
+	pending  int       // rows remembered, all hours
+	untrack  int       // rows not remembered since the last flush into the metric
+	capHours []uint32  // hours whose cap was hit since the last log
+
+	m schedulerMetrics
+}
+
+// hourRows are the rows remembered for one hour.
+type hourRows struct {
+	hour uint32
+	rows map[string]struct{}
+	full bool // the cap was hit (logged once)
+}
+
+type schedulerMetrics struct {
+	compacted    prometheus.Counter
+	unchanged    prometheus.Counter
+	skipped      *prometheus.CounterVec
+	cellsDeleted prometheus.Counter
+	errors       prometheus.Counter
+	untracked    prometheus.Counter
+	pending      prometheus.GaugeFunc
+	batches      prometheus.Counter
+}
+
+// NewScheduler returns a Scheduler that compacts with c. It registers its
+// metrics (promhbase_compaction_*) on opts.Registerer.
+func NewScheduler(c *Compactor, opts SchedulerOptions) (*Scheduler, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.MaxRowsPerHour <= 0 {
+		opts.MaxRowsPerHour = DefaultMaxRowsPerHour
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = c.opts.Concurrency
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = DefaultCheckInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Scheduler{
+		c: c, opts: opts,
+		off:   c.opts.Layout.SaltWidth + c.opts.Layout.MetricWidth,
+		hours: map[uint32]*hourRows{},
+	}
+	s.m = schedulerMetrics{
+		compacted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_rows_compacted_total", Help: "Rows rewritten into one compacted column.",
+		}),
+		unchanged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_rows_unchanged_total", Help: "Rows that needed no compaction (one data-point cell).",
+		}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_compaction_rows_skipped_total", Help: "Rows left as they are, by reason.",
+		}, []string{"reason"}),
+		cellsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_cells_deleted_total", Help: "Cells replaced by compacted columns.",
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_errors_total", Help: "Rows whose compaction failed (they stay readable; `promhbase compact` retries them).",
+		}),
+		untracked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_rows_untracked_total", Help: "Rows written but not remembered for compaction, counted per request that wrote them (hour cap hit, or hour more than an hour ahead); `promhbase compact` compacts them.",
+		}),
+		pending: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "promhbase_compaction_pending_rows", Help: "Rows remembered and waiting for their hour to end.",
+		}, s.pendingRows),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_compaction_hours_total", Help: "Hour batches compacted.",
+		}),
+	}
+	for _, r := range reasons() {
+		s.m.skipped.WithLabelValues(r)
+	}
+	if opts.Registerer != nil {
+		for _, col := range []prometheus.Collector{s.m.compacted, s.m.unchanged, s.m.skipped, s.m.cellsDeleted, s.m.errors, s.m.untracked, s.m.pending, s.m.batches} {
+			if err := opts.Registerer.Register(col); err != nil {
+				return nil, fmt.Errorf("register compaction metrics: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Scheduler) pendingRows() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(s.pending)
+}
+
+// NoteRows remembers the rows of puts for compaction. It is the write
+// path's hook (adapter.RowNoter): per row one map lookup, and an insert
+// (with a copy of the key) the first time a row is seen in its hour. It
+// never blocks on the store and keeps nothing of puts.
+func (s *Scheduler) NoteRows(puts []store.Put) {
+	if len(puts) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for i := range puts {
+		key := puts[i].Row
+		if len(key) < s.off+mapping.TimestampBytes {
+			continue
+		}
+		hour := binary.BigEndian.Uint32(key[s.off:])
+		hr := s.last
+		if hr == nil || hr.hour != hour {
+			if hr = s.hourLocked(hour); hr == nil {
+				s.untrack++
+				continue
+			}
+			s.last = hr
+		}
+		if _, ok := hr.rows[string(key)]; ok {
+			continue
+		}
+		if len(hr.rows) >= s.opts.MaxRowsPerHour {
+			s.untrack++
+			if !hr.full {
+				hr.full = true
+				s.capHours = append(s.capHours, hour)
+			}
+			continue
+		}
+		hr.rows[string(key)] = struct{}{}
+		s.pending++
+	}
+	untracked, capHours := s.untrack, s.capHours
+	s.untrack, s.capHours = 0, nil
+	s.mu.Unlock()
+	if untracked > 0 {
+		s.m.untracked.Add(float64(untracked))
+	}
+	for _, h := range capHours {
+		s.opts.Logger.Warn("compaction: too many rows written in one hour to remember them all; the others stay uncompacted until `promhbase compact` runs over that hour",
+			"hour", hourTime(h), "max_rows_per_hour", s.opts.MaxRowsPerHour)
+	}
+}
+
+// hourLocked returns the rows of hour, creating them, or nil when the hour
+// is too far ahead to remember rows for.
+func (s *Scheduler) hourLocked(hour uint32) *hourRows {
+	if hr := s.hours[hour]; hr != nil {
+		return hr
+	}
+	if int64(hour) > s.opts.Now().Unix()+mapping.MaxTimespan {
+		return nil
+	}
+	hr := &hourRows{hour: hour, rows: map[string]struct{}{}}
+	s.hours[hour] = hr
+	return hr
+}
+
+// Run compacts due hours every CheckInterval until ctx ends. Then it lets
+// the rows being compacted finish (each within a minute), logs how many
+// remembered rows were left, and returns.
+func (s *Scheduler) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			left, hours := s.pending, len(s.hours)
+			s.mu.Unlock()
+			if left > 0 {
+				s.opts.Logger.Info("compaction stopped; rows of hours not compacted yet stay as written until `promhbase compact` runs over them",
+					"rows", left, "hours", hours)
+			}
+			return
+		case <-t.C:
+			s.CompactDue(ctx)
+		}
+	}
+}
+
+// CompactDue compacts, oldest first, the rows of every hour that ended at
+// least Grace ago, and logs one line per hour. When ctx ends it stops
+// taking rows; rows it did not reach are dropped (and logged).
+func (s *Scheduler) CompactDue(ctx context.Context) {
+	for _, hr := range s.takeDue() {
+		if ctx.Err() != nil {
+			s.opts.Logger.Info("compaction stopped; rows of an hour left uncompacted", "hour", hourTime(hr.hour), "rows", len(hr.rows))
+			continue
+		}
+		s.compactHour(ctx, hr)
+	}
+}
+
+// takeDue removes the due hours from the scheduler and returns them, oldest
+// first.
+func (s *Scheduler) takeDue() []*hourRows {
+	deadline := s.opts.Now().Add(-s.opts.Grace).Unix() - mapping.MaxTimespan
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []*hourRows
+	for h, hr := range s.hours {
+		if int64(h) <= deadline {
+			due = append(due, hr)
+			delete(s.hours, h)
+			s.pending -= len(hr.rows)
+			if s.last == hr {
+				s.last = nil
+			}
+		}
+	}
+	slices.SortFunc(due, func(a, b *hourRows) int { return int(int64(a.hour) - int64(b.hour)) })
+	return due
+}
+
+// compactHour compacts the rows of one hour with Concurrency workers.
+func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
+	start := time.Now()
+	keys := make([]string, 0, len(hr.rows))
+	for k := range hr.rows {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // neighbouring rows share regions
+	work := make(chan string)
+	var (
+		mu    sync.Mutex
+		stats Stats
+		wg    sync.WaitGroup
+	)
+	for range min(s.opts.Concurrency, len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				// A row once started finishes even if ctx ends, so that a
+				// stop does not leave it half done.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rowTimeout)
+				res, err := s.c.CompactRow(rctx, []byte(k))
+				cancel()
+				s.record(res, err)
+				mu.Lock()
+				stats.Add(res, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	left := 0
+feed:
+	for i, k := range keys {
+		select {
+		case work <- k:
+		case <-ctx.Done():
+			left = len(keys) - i
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	s.m.batches.Inc()
+	level := slog.LevelInfo
+	if stats.Errors > 0 || left > 0 {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"hour", hourTime(hr.hour), "rows", len(keys), "compacted", stats.Compacted, "cells_deleted", stats.CellsDeleted,
+		"unchanged", stats.Unchanged, "skipped", stats.Skipped, "errors", stats.Errors, "duration", time.Since(start).Round(time.Millisecond)}
+	if left > 0 {
+		attrs = append(attrs, "left_uncompacted", left)
+	}
+	if stats.FirstError != nil {
+		attrs = append(attrs, "first_error", stats.FirstError)
+	}
+	s.opts.Logger.Log(ctx, level, "compacted hour", attrs...)
+}
+
+// record counts one row's outcome in the metrics.
+func (s *Scheduler) record(res Result, err error) {
+	if err != nil {
+		s.m.errors.Inc()
+		return
+	}
+	switch res.Outcome {
+	case Compacted:
+		s.m.compacted.Inc()
+		s.m.cellsDeleted.Add(float64(res.CellsDeleted))
+	case Unchanged:
+		s.m.unchanged.Inc()
+	case Skipped:
+		s.m.skipped.WithLabelValues(res.Reason).Inc()
+	}
+}
+
+func hourTime(h uint32) string {
+	return time.Unix(int64(h), 0).UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,211 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) count(substr string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.b.String(), substr)
+}
+
+// newScheduler returns a Scheduler on the env's compactor and clock, told
+// of every row the env's writer writes.
+func newScheduler(t *testing.T, e *env, opts SchedulerOptions) (*Scheduler, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	opts.Registerer = prometheus.NewRegistry()
+	opts.Now = func() time.Time { return e.now }
+	s, err := NewScheduler(e.c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.SetRowNoter(s)
+	return s, logs
+}
+
+// cellsByHour returns, per base hour, the cell counts of its rows.
+func (e *env) cellsByHour() map[uint32][]int {
+	e.t.Helper()
+	out := map[uint32][]int{}
+	for _, r := range e.rows() {
+		_, _, base, _, err := e.layout.ParseRowKey(r.Key)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out[base] = append(out[base], len(r.Cells))
+	}
+	return out
+}
+
+func allOne(counts []int) bool {
+	for _, n := range counts {
+		if n != 1 {
+			return false
+		}
+	}
+	return len(counts) > 0
+}
+
+// TestSchedulerCompactsEndedHours: rows are compacted once their hour has
+// ended plus the grace period, hour by hour, and rows written late into a
+// compacted hour are compacted at the next check.
+func TestSchedulerCompactsEndedHours(t *testing.T) {
+	e := newEnv(t, mapping.DefaultLayout())
+	s, logs := newScheduler(t, e, SchedulerOptions{Grace: 10 * time.Minute})
+	e.now = time.Unix(t0+2*3600+5*60, 0) // hour t0+1h ended 5 minutes ago
+	e.writeBySample(hostSeries("sched", 3, 3, 20*time.Minute, func(i, j int) float64 { return float64(i*j) + 0.5 }))
+	read := e.read()
+	if got := testutil.ToFloat64(s.m.pending); got != 9 {
+		t.Fatalf("pending rows %v, want 9 (3 series x 3 hours)", got)
+	}
+
+	s.CompactDue(ctxFor(t))
+	byHour := e.cellsByHour()
+	if !allOne(byHour[t0]) || allOne(byHour[t0+3600]) || allOne(byHour[t0+7200]) {
+		t.Fatalf("cells per row by hour %v: want only hour %d compacted", byHour, t0)
+	}
+	if c, p := testutil.ToFloat64(s.m.compacted), testutil.ToFloat64(s.m.pending); c != 3 || p != 6 {
+		t.Errorf("compacted %v, pending %v; want 3 and 6", c, p)
+	}
+
+	e.now = e.now.Add(5 * time.Minute) // hour t0+1h is past its grace
+	s.CompactDue(ctxFor(t))
+	byHour = e.cellsByHour()
+	if !allOne(byHour[t0]) || !allOne(byHour[t0+3600]) || allOne(byHour[t0+7200]) {
+		t.Fatalf("cells per row by hour %v: want hours %d and %d compacted", byHour, t0, t0+3600)
+	}
+	if got := testutil.ToFloat64(s.m.cellsDeleted); got != 6*3 {
+		t.Errorf("cells deleted %v, want 18", got)
+	}
+	if got := e.read(); got != read {
+		t.Errorf("reads changed:\n%s\nwant\n%s", got, read)
+	}
+
+	// A late sample into the first hour: its row is noted again and
+	// compacted at the next check.
+	e.write(series("sched", []string{"instance", "host-1", "job", "node"}, prompb.Sample{Timestamp: t0*1000 + 123, Value: 7}))
+	s.CompactDue(ctxFor(t))
+	if byHour = e.cellsByHour(); !allOne(byHour[t0]) {
+		t.Errorf("after a late sample and a check, hour %d rows hold %v cells", t0, byHour[t0])
+	}
+	if got := testutil.ToFloat64(s.m.compacted); got != 7 {
+		t.Errorf("compacted %v, want 7", got)
+	}
+	if n := logs.count("compacted hour"); n != 3 {
+		t.Errorf("%d hour batches logged, want 3:\n%s", n, logs.b.String())
+	}
+	if got := testutil.ToFloat64(s.m.errors); got != 0 {
+		t.Errorf("errors %v", got)
+	}
+}
+
+// TestSchedulerCap: past MaxRowsPerHour rows of an hour are not remembered;
+// that is counted and logged once, and `compact` (CompactRange) still
+// compacts them.
+func TestSchedulerCap(t *testing.T) {
+	e := newEnv(t, mapping.DefaultLayout())
+	s, logs := newScheduler(t, e, SchedulerOptions{MaxRowsPerHour: 2})
+	e.now = time.Unix(t0+3*3600, 0)
+	e.writeBySample(hostSeries("capped", 5, 1, 30*time.Minute, func(i, j int) float64 { return float64(j) }))
+	if got := testutil.ToFloat64(s.m.untracked); got != 2*3 {
+		t.Errorf("untracked %v, want 6 (3 rows over the cap, in each of 2 requests)", got)
+	}
+	if n := logs.count("too many rows"); n != 1 {
+		t.Errorf("cap logged %d times, want once:\n%s", n, logs.b.String())
+	}
+	s.CompactDue(ctxFor(t))
+	counts := e.cellsByHour()[t0]
+	ones := 0
+	for _, n := range counts {
+		if n == 1 {
+			ones++
+		}
+	}
+	if ones != 2 {
+		t.Errorf("cells per row %v: want the 2 remembered rows compacted", counts)
+	}
+	e.compactAll(e.compactor())
+	if counts := e.cellsByHour()[t0]; !allOne(counts) {
+		t.Errorf("after CompactRange cells per row %v, want all 1", counts)
+	}
+}
+
+// TestSchedulerFarFuture: rows of hours more than an hour ahead are not
+// remembered, so bad timestamps cannot pile hours up.
+func TestSchedulerFarFuture(t *testing.T) {
+	e := newEnv(t, mapping.DefaultLayout())
+	s, _ := newScheduler(t, e, SchedulerOptions{})
+	e.now = time.Unix(t0, 0)
+	e.write(series("future", nil, prompb.Sample{Timestamp: (t0 + 3*3600) * 1000, Value: 1}))
+	e.write(series("future", nil, prompb.Sample{Timestamp: (t0 + 3600) * 1000, Value: 1}))
+	if u, p := testutil.ToFloat64(s.m.untracked), testutil.ToFloat64(s.m.pending); u != 1 || p != 1 {
+		t.Errorf("untracked %v, pending %v; want 1 and 1", u, p)
+	}
+}
+
+// TestSchedulerRun: Run compacts due hours on its own and returns promptly
+// once its context ends.
+func TestSchedulerRun(t *testing.T) {
+	e := newEnv(t, mapping.DefaultLayout())
+	s, _ := newScheduler(t, e, SchedulerOptions{CheckInterval: 5 * time.Millisecond})
+	e.now = time.Unix(t0+5*3600, 0)
+	e.writeBySample(hostSeries("run", 2, 1, 15*time.Minute, func(i, j int) float64 { return float64(j) }))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for testutil.ToFloat64(s.m.compacted) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if got := testutil.ToFloat64(s.m.compacted); got != 2 {
+		t.Errorf("compacted %v, want 2", got)
+	}
+}
+
+// TestNoteRowsIgnoresShortKeys: keys too short to hold a base time (not
+// data rows) are ignored.
+func TestNoteRowsIgnoresShortKeys(t *testing.T) {
+	e := newEnv(t, mapping.DefaultLayout())
+	s, _ := newScheduler(t, e, SchedulerOptions{})
+	s.NoteRows([]store.Put{{Row: []byte{1, 2}}, {Row: nil}})
+	if got := testutil.ToFloat64(s.m.pending); got != 0 {
+		t.Errorf("pending %v, want 0", got)
+	}
+}

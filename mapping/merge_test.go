@@ -1,0 +1,62 @@
+package mapping
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+func TestMerger(t *testing.T) {
+	const base = 1700002800
+	ms := func(off uint32, v float64, version uint64) store.Cell {
+		val, flags := AppendValue(nil, v)
+		return store.Cell{Qualifier: AppendMsQualifier(nil, off, flags), Value: val, Timestamp: version}
+	}
+	compacted := func(version uint64, pts ...Point) store.Cell {
+		q, v := AppendCompacted(nil, nil, base, pts)
+		return store.Cell{Qualifier: q, Value: v, Timestamp: version}
+	}
+	appendCol := func(version uint64, pairs ...[2]float64) store.Cell {
+		var v []byte
+		for _, p := range pairs {
+			val, flags := AppendValue(nil, p[1])
+			v = AppendMsQualifier(v, uint32(p[0]), flags)
+			v = append(v, val...)
+		}
+		return store.Cell{Qualifier: AppendColumnQualifier(), Value: v, Timestamp: version}
+	}
+	p := func(off int64, v float64) Point { return Point{T: base*1000 + off, V: v} }
+	for _, tc := range []struct {
+		name     string
+		cells    []store.Cell
+		from, to int64
+		want     string
+	}{
+		{"sorted singles", []store.Cell{ms(1, 1, 5), ms(2, 2, 5)}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 2}]"},
+		{"newest version wins", []store.Cell{ms(1, 10, 9), compacted(5, p(1, 1), p(2, 2))}, 0, math.MaxInt64, "[{1700002800001 10} {1700002800002 2}]"},
+		{"older version loses", []store.Cell{ms(1, 10, 4), compacted(5, p(1, 1), p(2, 2))}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 2}]"},
+		{"equal versions: the later cell wins", []store.Cell{compacted(5, p(1, 1), p(2, 2)), ms(1, 10, 5)}, 0, math.MaxInt64, "[{1700002800001 10} {1700002800002 2}]"},
+		{"append column: the last appended wins", []store.Cell{appendCol(5, [2]float64{3, 1}, [2]float64{1, 7}, [2]float64{3, 2})}, 0, math.MaxInt64, "[{1700002800001 7} {1700002800003 2}]"},
+		{"annotation adds nothing", []store.Cell{{Qualifier: []byte{1, 0, 1}, Value: []byte("{}"), Timestamp: 9}, ms(1, 1, 5)}, 0, math.MaxInt64, "[{1700002800001 1}]"},
+		{"range is inclusive", []store.Cell{ms(1, 1, 5), ms(2, 2, 5), ms(3, 3, 5)}, base*1000 + 2, base*1000 + 3, "[{1700002800002 2} {1700002800003 3}]"},
+		{"no cells", nil, 0, math.MaxInt64, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m Merger
+			got, err := m.Merge(base, tc.cells, tc.from, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := fmt.Sprint(got); s != tc.want {
+				t.Errorf("Merge = %s, want %s", s, tc.want)
+			}
+		})
+	}
+	var m Merger
+	if _, err := m.Merge(base, []store.Cell{{Qualifier: []byte{0xF0, 0, 0, 7}, Value: []byte{1}}}, 0, math.MaxInt64); !errors.Is(err, ErrMalformedCell) {
+		t.Errorf("malformed cell: err = %v, want ErrMalformedCell", err)
+	}
+}
