@@ -1,8 +1,9 @@
 // Package interop proves promhbase and a real OpenTSDB 2.4.1 TSD read each
 // other's data in the same HBase tables: promhbase writes, OpenTSDB's
 // /api/query reads; OpenTSDB's /api/put writes, promhbase's remote read
-// reads; rows OpenTSDB compacted read back through promhbase; OpenTSDB's
-// fsck and uid fsck find no error. Once unsalted, once salted (width 1, 20
+// reads; rows OpenTSDB compacted read back through promhbase, rows
+// promhbase compacted read back through OpenTSDB; OpenTSDB's fsck and uid
+// fsck find no error. Once unsalted, once salted (width 1, 20
 // buckets) on both sides.
 //
 // It needs the test HBase (scripts/hbase.sh up) and starts TSDs itself
@@ -43,6 +44,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
@@ -370,12 +372,33 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	got = ph.readSeries(t, h0-hour, h0+6*hour, nameEq)
 	samePoints(t, "promhbase reading OpenTSDB-compacted puts", got[otsdbSeries], wantPut)
 
+	// 4. promhbase compacts rows of its own (before any TSD read them);
+	// OpenTSDB reads the compacted rows.
+	var mem []point
+	memSeries := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "interop_mem"}, {Name: "host", Value: "web01"}}}
+	for i := range 30 {
+		p := point{h0 + int64(i)*11*60_000 + int64(i), float64(i)*0.5 - 3}
+		memSeries.Samples = append(memSeries.Samples, prompb.Sample{Timestamp: p.t, Value: p.v})
+		mem = append(mem, p)
+	}
+	ph.send(t, []prompb.TimeSeries{memSeries})
+	c := compact.New(st, compact.Options{DataTable: tables.Data, UIDTable: tables.UID, Layout: layout})
+	stats, err := c.CompactRange(ctx, time.UnixMilli(h0-hour), time.UnixMilli(h0+6*hour), nil)
+	if err != nil {
+		t.Fatalf("promhbase compaction: %v", err)
+	}
+	t.Logf("promhbase compaction: %s", stats)
+	waitCompacted(t, st, tables.Data, layout)
+	samePoints(t, "OpenTSDB reading promhbase-compacted rows", d.query(t, h0-hour, h0+6*hour, "interop_mem", map[string]string{"host": "web01"}), mem)
+	got = ph.readSeries(t, h0-hour, h0+6*hour, nameEqual("interop_mem"))
+	samePoints(t, "promhbase reading its compacted rows", got[`{__name__="interop_mem", host="web01"}`], mem)
+
 	// Every row, whoever wrote it, carries the salt both sides compute.
 	if layout.SaltWidth > 0 {
 		checkSalt(t, st, tables.Data, layout)
 	}
 
-	// 4. OpenTSDB's fsck and uid fsck find nothing wrong.
+	// 5. OpenTSDB's fsck and uid fsck find nothing wrong.
 	out, err := d.script("fsck", "--full-scan")
 	if err != nil {
 		t.Fatalf("fsck: %v\n%s", err, out)
