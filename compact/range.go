@@ -3,7 +3,6 @@ package compact
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -152,24 +151,10 @@ func (c *Compactor) rangeScans(ctx context.Context, from, to time.Time) ([]store
 	if err != nil {
 		return nil, err
 	}
-	layout := c.opts.Layout
-	buckets := 1
-	if layout.SaltWidth > 0 {
-		buckets = layout.SaltBuckets
-	}
 	var scans []store.ScanRequest
 	for _, metric := range metrics {
-		for b := range buckets {
-			prefix := layout.AppendSalt(nil, b)
-			prefix = append(prefix, metric...)
-			start := binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(fromHour))
-			var stop []byte
-			if next := toHour + mapping.MaxTimespan; next <= math.MaxUint32 {
-				stop = binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(next))
-			} else {
-				stop = prefixEnd(prefix)
-			}
-			scans = append(scans, store.ScanRequest{Table: c.opts.DataTable, Start: start, Stop: stop, Family: family})
+		for _, r := range c.opts.Layout.MetricRanges(metric, fromHour, toHour) {
+			scans = append(scans, store.ScanRequest{Table: c.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: family})
 		}
 	}
 	return scans, nil
@@ -205,18 +190,6 @@ func (c *Compactor) scanRows(ctx context.Context, req store.ScanRequest, fn func
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
-	}
-	return nil
-}
-
-// prefixEnd returns the first key after every key that starts with p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xFF {
-			end[i]++
-			return end[:i+1]
-		}
 	}
 	return nil
 }

@@ -333,45 +333,9 @@ func (s *selection) scanMetric(ctx context.Context, name, regex string) error {
 	if err != nil {
 		return err
 	}
-	layout := s.q.mapper.Layout()
-	startHour := uint32(s.start/1000 - (s.start/1000)%3600)
-	endSec := s.end / 1000
-	stopHour := endSec - endSec%3600 + 3600
-	buckets := 1
-	if layout.SaltWidth > 0 {
-		buckets = layout.SaltBuckets
-	}
-	for b := range buckets {
-		var prefix []byte
-		if layout.SaltWidth > 0 {
-			prefix = layout.AppendSalt(prefix, b)
-		}
-		prefix = append(prefix, metric...)
-		startKey := appendU32(bytes.Clone(prefix), startHour)
-		var stopKey []byte
-		if stopHour > math.MaxUint32 {
-			stopKey = prefixEnd(prefix)
-		} else {
-			stopKey = appendU32(bytes.Clone(prefix), uint32(stopHour))
-		}
-		if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: startKey, Stop: stopKey, Family: "t", RowRegex: regex}); err != nil {
+	for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
+		if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
-
-// prefixEnd returns the first key after every key that starts with p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xFF {
-			end[i]++
-			return end[:i+1]
 		}
 	}
 	return nil

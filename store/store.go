@@ -126,3 +126,18 @@ var (
 	// regex, an oversized cell).
 	ErrInvalid = errors.New("invalid store request")
 )
+
+// PrefixEnd returns the first key after every key that starts with p: the
+// exclusive stop of a prefix scan. It returns nil (scan to the end) when p
+// is empty or all 0xFF.
+func PrefixEnd(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xFF {
+			end := make([]byte, i+1)
+			copy(end, p)
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"time"
@@ -72,23 +71,9 @@ func (s *scanCmd) run(cfg *config) error {
 	layout := cfg.layout
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	startHour := uint32(max(start/1000, 0) / 3600 * 3600)
-	stopHour := end/1000/3600*3600 + 3600
-	buckets := 1
-	if layout.SaltWidth > 0 {
-		buckets = layout.SaltBuckets
-	}
 	var pts []mapping.Point
-	for b := range buckets {
-		prefix := layout.AppendSalt(nil, b)
-		prefix = append(prefix, metric...)
-		startKey := append(append([]byte(nil), prefix...), byte(startHour>>24), byte(startHour>>16), byte(startHour>>8), byte(startHour))
-		var stopKey []byte
-		if stopHour <= math.MaxUint32 {
-			h := uint32(stopHour)
-			stopKey = append(append([]byte(nil), prefix...), byte(h>>24), byte(h>>16), byte(h>>8), byte(h))
-		}
-		sc := st.Scan(ctx, store.ScanRequest{Table: cfg.dataTable, Start: startKey, Stop: stopKey, Family: "t"})
+	for _, r := range layout.MetricRanges(metric, start/1000, end/1000) {
+		sc := st.Scan(ctx, store.ScanRequest{Table: cfg.dataTable, Start: r.Start, Stop: r.Stop, Family: "t"})
 		for sc.Next() {
 			row := sc.Row()
 			_, m, base, tags, err := layout.ParseRowKey(row.Key)

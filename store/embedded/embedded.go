@@ -301,7 +301,7 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 	if family != "" {
 		prefix = append(append(prefix, family...), 0)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: store.PrefixEnd(prefix)})
 	if err != nil {
 		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
 	}
@@ -338,18 +338,6 @@ func decodeCell(family, qualifier, v []byte) (store.Cell, error) {
 		return store.Cell{}, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
 	}
 	return store.Cell{Family: family, Qualifier: qualifier, Timestamp: binary.BigEndian.Uint64(v), Value: v[8:]}, nil
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xFF {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // stripe returns the lock stripe of row.
@@ -524,7 +512,7 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 	defer b.Close()
 	if len(columns) == 0 {
 		p := appendRowPrefix(nil, table, row)
-		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+		if err := b.DeleteRange(p, store.PrefixEnd(p), nil); err != nil {
 			return fmt.Errorf("delete row %x in %s: %w", row, table, err)
 		}
 	}
@@ -576,7 +564,7 @@ func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (m
 		return nil, nil
 	}
 	prefix := appendRowPrefix(nil, table, row)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: store.PrefixEnd(prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("read cell versions: %w", err)
 	}
@@ -735,7 +723,7 @@ func (sc *scanner) Next() bool {
 // skipRow moves the iterator past the current row.
 func (sc *scanner) skipRow() bool {
 	p := appendRowPrefix(sc.arena[:0], "", sc.next)[1:]
-	end := prefixEnd(append(sc.it.Key()[:sc.tlen:sc.tlen], p...))
+	end := store.PrefixEnd(append(sc.it.Key()[:sc.tlen:sc.tlen], p...))
 	sc.arena = p
 	if end == nil {
 		return false

@@ -1,0 +1,49 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// KeyRange is the row keys in [Start, Stop); a nil Stop runs to the end of
+// the table.
+type KeyRange struct {
+	Start, Stop []byte
+}
+
+// MetricRanges returns the key ranges that hold the rows of metric whose
+// base time lies in the hours of [from, to] (Unix seconds, inclusive): one
+// range per salt bucket,
+//
+//	[salt] metric hour(from)  ..  [salt] metric hour(to)+3600
+//
+// as OpenTSDB's scanners bound them. It returns nil when the range is empty
+// or lies beyond the 32-bit base time.
+func (l Layout) MetricRanges(metric []byte, from, to int64) []KeyRange {
+	if to < from || to < 0 {
+		return nil
+	}
+	from = max(from, 0) / MaxTimespan * MaxTimespan
+	if from > math.MaxUint32 {
+		return nil
+	}
+	next := to/MaxTimespan*MaxTimespan + MaxTimespan
+	buckets := 1
+	if l.SaltWidth > 0 {
+		buckets = l.SaltBuckets
+	}
+	out := make([]KeyRange, 0, buckets)
+	for b := range buckets {
+		prefix := append(l.AppendSalt(nil, b), metric...)
+		r := KeyRange{Start: binary.BigEndian.AppendUint32(prefix[:len(prefix):len(prefix)], uint32(from))}
+		if next <= math.MaxUint32 {
+			r.Stop = binary.BigEndian.AppendUint32(prefix[:len(prefix):len(prefix)], uint32(next))
+		} else {
+			r.Stop = store.PrefixEnd(prefix)
+		}
+		out = append(out, r)
+	}
+	return out
+}
