@@ -43,6 +43,7 @@ type options struct {
 	batch       int
 	concurrency int
 	duration    time.Duration
+	rounds      int
 	url         string
 	backend     string
 	path        string
@@ -58,6 +59,7 @@ func main() {
 	app.Flag("batch", "Series per request, like max_samples_per_send.").Default("2000").IntVar(&o.batch)
 	app.Flag("concurrency", "Requests in flight, like Prometheus's shards.").Default("4").IntVar(&o.concurrency)
 	app.Flag("duration", "How long to send.").Default("60s").DurationVar(&o.duration)
+	app.Flag("rounds", "When > 0, encode this many rounds of requests (or Puts) before the clock starts and cycle through them, so that the generator's own encoding does not compete for CPU; later cycles rewrite the same cells.").Default("0").IntVar(&o.rounds)
 	httpCmd := app.Command("http", "Send remote-write requests to a running promhbase.")
 	httpCmd.Flag("url", "Remote-write URL.").Default("http://127.0.0.1:9201/api/v1/write").StringVar(&o.url)
 	directCmd := app.Command("direct", "Put the same cells straight into the store.")
@@ -169,17 +171,27 @@ func runHTTP(o options) error {
 	for i := range lbls {
 		lbls[i] = seriesLabels(i)
 	}
-	return run(o, func(ctx context.Context, round, first, n int) error {
+	encode := func(round, first, n int) []byte {
 		req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, n)}
 		for i := range n {
 			req.Timeseries[i] = prompb.TimeSeries{Labels: lbls[first+i], Samples: []prompb.Sample{{Timestamp: t0 + int64(round)*10_000, Value: float64(round*o.series + first + i)}}}
 		}
 		data, err := proto.Marshal(&req)
 		if err != nil {
-			return err
+			panic(err) // a prompb message always marshals
+		}
+		return snappy.Encode(nil, data)
+	}
+	pre := precompute(o, encode)
+	return run(o, func(ctx context.Context, round, first, n int) error {
+		var body []byte
+		if pre != nil {
+			body = pre[round%o.rounds][first/o.batch]
+		} else {
+			body = encode(round, first, n)
 		}
 		for attempt := 0; ; attempt++ {
-			hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(snappy.Encode(nil, data)))
+			hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(body))
 			hr.Header.Set("Content-Encoding", "snappy")
 			hr.Header.Set("Content-Type", "application/x-protobuf")
 			hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
@@ -232,7 +244,7 @@ func runDirect(o options) error {
 		}
 	}
 	t0 := baseTime()
-	return run(o, func(ctx context.Context, round, first, n int) error {
+	build := func(round, first, n int) []store.Put {
 		ts := t0 + int64(round)*10_000
 		base := ts / 1000 / 3600 * 3600
 		puts := make([]store.Put, n)
@@ -242,6 +254,28 @@ func runDirect(o options) error {
 				Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(ts-base*1000), flags), Value: slices.Clip(val),
 			}}}
 		}
-		return st.Put(ctx, o.dataTable, puts)
+		return puts
+	}
+	pre := precompute(o, build)
+	return run(o, func(ctx context.Context, round, first, n int) error {
+		if pre != nil {
+			return st.Put(ctx, o.dataTable, pre[round%o.rounds][first/o.batch])
+		}
+		return st.Put(ctx, o.dataTable, build(round, first, n))
 	})
+}
+
+// precompute builds o.rounds rounds of batches up front, or returns nil
+// when --rounds is 0.
+func precompute[T any](o options, build func(round, first, n int) T) [][]T {
+	if o.rounds <= 0 {
+		return nil
+	}
+	out := make([][]T, o.rounds)
+	for r := range out {
+		for first := 0; first < o.series; first += o.batch {
+			out[r] = append(out[r], build(r, first, min(o.batch, o.series-first)))
+		}
+	}
+	return out
 }
