@@ -499,10 +499,16 @@ func TestGatheredCollector(t *testing.T) {
 	var got []string
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			got = append(got, fmt.Sprintf("%s%v=%v/%v", mf.GetName(), m.GetLabel(), m.GetCounter().GetValue(), m.GetHistogram().GetSampleCount()))
+			// Labels by hand: protobuf's text form varies its spacing on
+			// purpose.
+			var lbls []string
+			for _, l := range m.GetLabel() {
+				lbls = append(lbls, l.GetName()+"="+l.GetValue())
+			}
+			got = append(got, fmt.Sprintf("%s{%s}=%v/%v", mf.GetName(), strings.Join(lbls, ","), m.GetCounter().GetValue(), m.GetHistogram().GetSampleCount()))
 		}
 	}
-	want := `gohbase_test_seconds[]=0/1 gohbase_test_total[name:"op" value:"get"]=2/0`
+	want := `gohbase_test_seconds{}=0/1 gohbase_test_total{op=get}=2/0`
 	if strings.Join(got, " ") != want {
 		t.Errorf("gathered %s\nwant     %s", strings.Join(got, " "), want)
 	}
