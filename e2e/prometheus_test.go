@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"text/template"
@@ -34,6 +32,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -548,7 +547,7 @@ func prometheusBinary(t *testing.T) string {
 		err = errors.New("printed no path")
 	}
 	if err != nil {
-		msg := fmt.Sprintf("scripts/prometheus.sh: %v\n%s", err, tailLines(stderr.String(), 30))
+		msg := fmt.Sprintf("scripts/prometheus.sh: %v\n%s", err, testproc.TailLines(stderr.String(), 30))
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -559,13 +558,10 @@ func prometheusBinary(t *testing.T) string {
 
 // promProcess is a Prometheus server started by the test.
 type promProcess struct {
-	name    string
-	base    string // http://127.0.0.1:port
-	api     promAPI
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	once    sync.Once
+	name string
+	base string // http://127.0.0.1:port
+	api  promAPI
+	proc *testproc.Process
 
 	cfgPath string
 	tmpl    *template.Template
@@ -596,7 +592,7 @@ func (p *promProcess) reload(t *testing.T, kv ...string) {
 		t.Fatalf("%s: %v", p.name, err)
 	}
 	before := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.proc.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatalf("%s: SIGHUP: %v", p.name, err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -609,7 +605,7 @@ func (p *promProcess) reload(t *testing.T, kv ...string) {
 			return
 		}
 	}
-	t.Fatalf("%s: configuration reload did not succeed\n%s", p.name, tailFile(p.logPath, 20))
+	t.Fatalf("%s: configuration reload did not succeed\n%s", p.name, testproc.Tail(p.proc.LogPath, 20))
 }
 
 // startPrometheus starts Prometheus with the configuration tmpl renders
@@ -619,119 +615,29 @@ func (p *promProcess) reload(t *testing.T, kv ...string) {
 // of its log is printed.
 func startPrometheus(t *testing.T, bin, name string, tmpl *template.Template, vars func(listen string) map[string]string, args ...string) *promProcess {
 	t.Helper()
-	dir, logDir := t.TempDir(), t.TempDir()
-	for attempt := 1; ; attempt++ {
-		listen := freeAddr(t)
-		p := &promProcess{
-			name: name, base: "http://" + listen, exited: make(chan struct{}),
-			logPath: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, attempt)),
-			cfgPath: filepath.Join(dir, "prometheus.yml"), tmpl: tmpl, vars: vars(listen),
-		}
-		if err := p.writeConfig(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		p.api = promAPI{name: name, base: p.base, client: &http.Client{Timeout: 2 * time.Minute}}
-		logf, err := os.Create(p.logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.cmd = exec.Command(bin, append([]string{
-			"--config.file=" + p.cfgPath,
-			"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-			"--web.listen-address=" + listen,
-		}, args...)...)
-		p.cmd.Stdout, p.cmd.Stderr = logf, logf
-		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := p.cmd.Start(); err != nil {
-			logf.Close()
-			t.Fatalf("%s: start %s: %v", name, bin, err)
-		}
-		go func() {
-			_ = p.cmd.Wait()
-			logf.Close()
-			close(p.exited)
-		}()
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s: tail of %s:\n%s", name, p.logPath, tailFile(p.logPath, 40))
+	dir := t.TempDir()
+	p := &promProcess{name: name, cfgPath: filepath.Join(dir, "prometheus.yml"), tmpl: tmpl}
+	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
+		Name:   name,
+		LogDir: t.TempDir(),
+		Command: func(listen string) *exec.Cmd {
+			p.vars = vars(listen)
+			if err := p.writeConfig(); err != nil {
+				t.Fatalf("%s: %v", name, err)
 			}
-		})
-		t.Cleanup(p.stop)
-		err = p.waitReady(t.Context(), time.Minute)
-		if err == nil {
-			return p
-		}
-		p.stop()
-		log := tailFile(p.logPath, 40)
-		if strings.Contains(log, "address already in use") && attempt < 3 {
-			t.Logf("%s: port %s taken, trying another", name, listen)
-			continue
-		}
-		t.Fatalf("%s: %v\n%s", name, err, log)
-	}
-}
-
-// waitReady polls /-/ready until it answers 200.
-func (p *promProcess) waitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("exited before it was ready: %v", p.cmd.ProcessState)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/-/ready", nil)
-		if err != nil {
-			return fmt.Errorf("ready request: %w", err)
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("not ready after %s", timeout)
-}
-
-// stop terminates the process group and waits; after 15 s it kills it.
-func (p *promProcess) stop() {
-	p.once.Do(func() {
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-p.exited
-		}
+			return exec.Command(bin, append([]string{
+				"--config.file=" + p.cfgPath,
+				"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+				"--web.listen-address=" + listen,
+			}, args...)...)
+		},
+		ReadyPath:    "/-/ready",
+		ReadyTimeout: time.Minute,
+		LogTail:      40,
 	})
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	return tailLines(string(b), n)
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	p.proc, p.base = proc, "http://"+listen
+	p.api = promAPI{name: name, base: p.base, client: &http.Client{Timeout: 2 * time.Minute}}
+	return p
 }
 
 // metricSample is one sample of a /metrics page.

@@ -1,21 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"net"
-	"net/http"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 )
 
 func TestRenderProgress(t *testing.T) {
@@ -39,47 +31,10 @@ func TestRenderProgress(t *testing.T) {
 // compaction off, then compacts with `promhbase compact` and checks the
 // summary, the progress output and the rows with `promhbase scan`.
 func TestCompactCommand(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.BuildBinary(t, ".")
 	flags := storageFlags(t)
-	if testbackend.Name() == "hbase" {
-		if out, err := run(t, bin, append([]string{"create-tables"}, flags...)...); err != nil {
-			t.Fatalf("create-tables: %v\n%s", err, out)
-		}
-		t.Cleanup(func() {
-			st := testbackend.NewHBaseStore(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
-		})
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var logs bytes.Buffer
-	srv := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr, "--no-storage.compaction.enabled"}, flags...)...)
-	srv.Stdout, srv.Stderr = &logs, &logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/-/ready")
-		if err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not ready: %v\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	createTestTables(t, bin, flags)
+	srv, base := startServe(t, bin, append([]string{"--no-storage.compaction.enabled"}, flags...)...)
 	// Two hours of 2010-12-12 (1292148000 is 10:00 UTC), 3 series, one
 	// sample every 10 minutes, one request per round as Prometheus sends.
 	const hour = int64(1292148000)
@@ -91,20 +46,9 @@ func TestCompactCommand(t *testing.T) {
 				Samples: []prompb.Sample{{Timestamp: (hour + int64(round)*600) * 1000, Value: float64(round) + 0.5}},
 			})
 		}
-		data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-		resp, err := http.Post("http://"+addr+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 204 {
-			t.Fatalf("write: %d", resp.StatusCode)
-		}
+		remoteWrite(t, base, series)
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, logs.String())
-	}
+	stopServe(t, srv)
 
 	out, err := run(t, bin, append([]string{"compact", "--from=2010-12-12T10:00:00Z", "--to=2010-12-12T11:59:59Z"}, flags...)...)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,18 +18,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 )
-
-// buildBinary builds promhbase once into a temp dir.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "promhbase")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // storageFlags returns the flags that point the CLI at the test backend.
 func storageFlags(t *testing.T) []string {
@@ -42,6 +31,69 @@ func storageFlags(t *testing.T) []string {
 			"--hbase.table.data=tsdb_cli_" + sfx, "--hbase.table.uid=tsdb-uid_cli_" + sfx}
 	}
 	return []string{"--storage.embedded.path=" + t.TempDir()}
+}
+
+// createTestTables creates the tables that flags name when the backend
+// is HBase, and drops them when the test ends.
+func createTestTables(t *testing.T, bin string, flags []string) {
+	t.Helper()
+	if testbackend.Name() != "hbase" {
+		return
+	}
+	if out, err := run(t, bin, append([]string{"create-tables"}, flags...)...); err != nil {
+		t.Fatalf("create-tables: %v\n%s", err, out)
+	}
+	dropTestTables(t, flags)
+}
+
+// dropTestTables drops the HBase tables that flags name when the test
+// ends.
+func dropTestTables(t *testing.T, flags []string) {
+	t.Cleanup(func() {
+		st := testbackend.NewHBaseStore(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
+	})
+}
+
+// startServe starts `promhbase serve` with args on a free loopback
+// address, waits up to a minute until it is ready and returns it with its
+// base URL. It is stopped when the test ends if it has not exited before.
+func startServe(t *testing.T, bin string, args ...string) (*testproc.Process, string) {
+	t.Helper()
+	addr := testproc.FreeAddr(t)
+	cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr}, args...)...)
+	srv := testproc.Start(t, "serve", cmd, filepath.Join(t.TempDir(), "serve.log"), 0)
+	if err := srv.WaitReady(t.Context(), "http://"+addr+"/-/ready", time.Minute); err != nil {
+		t.Fatalf("serve not ready: %v\n%s", err, srv.Log())
+	}
+	return srv, "http://" + addr
+}
+
+// stopServe sends SIGTERM to serve and fails the test unless it then
+// exits cleanly.
+func stopServe(t *testing.T, srv *testproc.Process) {
+	t.Helper()
+	srv.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, srv.Log())
+	}
+}
+
+// remoteWrite sends series to serve's remote-write endpoint in one
+// request and fails the test unless it answers 204.
+func remoteWrite(t *testing.T, base string, series []prompb.TimeSeries) {
+	t.Helper()
+	data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Fatalf("write: %d", resp.StatusCode)
+	}
 }
 
 func run(t *testing.T, bin string, args ...string) (string, error) {
@@ -56,7 +108,7 @@ func run(t *testing.T, bin string, args ...string) (string, error) {
 }
 
 func TestCLI(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.BuildBinary(t, ".")
 	flags := storageFlags(t)
 	if testbackend.Name() == "hbase" {
 		out, err := run(t, bin, append([]string{"create-tables"}, flags...)...)
@@ -67,12 +119,7 @@ func TestCLI(t *testing.T) {
 		if err != nil || !strings.Contains(out, "already there, left alone") {
 			t.Fatalf("create-tables again: %v\n%s", err, out)
 		}
-		t.Cleanup(func() {
-			st := testbackend.NewHBaseStore(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
-		})
+		dropTestTables(t, flags)
 	}
 	for _, tc := range []struct {
 		args    []string
@@ -105,63 +152,15 @@ func TestCLI(t *testing.T) {
 // TestServeThenScan starts `promhbase serve`, writes through it, stops it
 // with SIGTERM, and reads the rows back with `promhbase scan`.
 func TestServeThenScan(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.BuildBinary(t, ".")
 	flags := storageFlags(t)
-	if testbackend.Name() == "hbase" {
-		if out, err := run(t, bin, append([]string{"create-tables"}, flags...)...); err != nil {
-			t.Fatalf("create-tables: %v\n%s", err, out)
-		}
-		t.Cleanup(func() {
-			st := testbackend.NewHBaseStore(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
-		})
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var logs bytes.Buffer
-	srv := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr}, flags...)...)
-	srv.Stdout, srv.Stderr = &logs, &logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/-/ready")
-		if err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not ready: %v\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+	createTestTables(t, bin, flags)
+	srv, base := startServe(t, bin, flags...)
+	remoteWrite(t, base, []prompb.TimeSeries{{
 		Labels:  []prompb.Label{{Name: "__name__", Value: "cli_test"}, {Name: "host", Value: "web01"}},
 		Samples: []prompb.Sample{{Timestamp: 1292148123456, Value: 0.1}, {Timestamp: 1292151599999, Value: 42}},
-	}}})
-	resp, err := http.Post("http://"+addr+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 204 {
-		t.Fatalf("write: %d", resp.StatusCode)
-	}
-	srv.Process.Signal(syscall.SIGTERM)
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, logs.String())
-	}
+	}})
+	stopServe(t, srv)
 	out, err := run(t, bin, append([]string{"scan", "cli_test", "--start=1292148000", "--end=1292151600"}, flags...)...)
 	if err != nil {
 		t.Fatalf("scan: %v\n%s", err, out)

@@ -47,6 +47,7 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -202,19 +203,10 @@ func testLogger(t *testing.T) *slog.Logger {
 	t.Cleanup(func() {
 		f.Close()
 		if t.Failed() {
-			t.Logf("promhbase log (last lines):\n%s", tailFile(path, 30))
+			t.Logf("promhbase log (last lines):\n%s", testproc.Tail(path, 30))
 		}
 	})
 	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // writeStats counts what a writer saw.

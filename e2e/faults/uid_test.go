@@ -5,17 +5,12 @@ package faults
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -76,7 +72,7 @@ func TestConcurrentUIDCreation(t *testing.T) {
 	requireHBase(t)
 	st := newStore(t)
 	tb := createTables(t, st, "uid")
-	bin := buildPromhbase(t)
+	bin := testproc.BuildBinary(t, filepath.Join(repoRoot(t), "cmd", "promhbase"))
 	procs := []*promhbaseProcess{startPromhbase(t, bin, "a", tb), startPromhbase(t, bin, "b", tb)}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
@@ -387,29 +383,12 @@ func uidsAssigned(ctx context.Context, base string) (map[string]float64, error) 
 	return out, nil
 }
 
-// buildPromhbase builds cmd/promhbase into a temporary directory.
-func buildPromhbase(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "promhbase")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/promhbase")
-	cmd.Dir = repoRoot(t)
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/promhbase: %v\n%s", err, out)
-	}
-	t.Logf("built cmd/promhbase in %s", time.Since(start).Round(100*time.Millisecond))
-	return bin
-}
-
 // promhbaseProcess is a `promhbase serve` process started by the test.
 type promhbaseProcess struct {
-	name    string
-	base    string // http://127.0.0.1:port
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	once    sync.Once
-	writer  *writer
+	name   string
+	base   string // http://127.0.0.1:port
+	proc   *testproc.Process
+	writer *writer
 }
 
 // startPromhbase starts `promhbase serve` on the HBase backend and the
@@ -418,105 +397,23 @@ type promhbaseProcess struct {
 // tail of its log.
 func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
 	t.Helper()
-	logDir := t.TempDir()
-	for attempt := 1; ; attempt++ {
-		listen := freeAddr(t)
-		p := &promhbaseProcess{
-			name: name, base: "http://" + listen, exited: make(chan struct{}),
-			logPath: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", name, attempt)),
-		}
-		p.writer = newWriter(p.base)
-		logf, err := os.Create(p.logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.cmd = exec.Command(bin, "serve",
-			"--storage.backend=hbase",
-			"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
-			"--hbase.table.data="+tb.Data,
-			"--hbase.table.uid="+tb.UID,
-			"--web.listen-address="+listen,
-		)
-		p.cmd.Stdout, p.cmd.Stderr = logf, logf
-		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := p.cmd.Start(); err != nil {
-			logf.Close()
-			t.Fatalf("%s: start %s: %v", name, bin, err)
-		}
-		go func() {
-			_ = p.cmd.Wait()
-			logf.Close()
-			close(p.exited)
-		}()
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s: tail of %s:\n%s", name, p.logPath, tailFile(p.logPath, 30))
-			}
-		})
-		t.Cleanup(p.stop)
-		err = p.waitReady(t.Context(), 2*time.Minute)
-		if err == nil {
-			return p
-		}
-		p.stop()
-		log := tailFile(p.logPath, 30)
-		if strings.Contains(log, "address already in use") && attempt < 3 {
-			t.Logf("%s: port %s taken, trying another", name, listen)
-			continue
-		}
-		t.Fatalf("%s: %v\n%s", name, err, log)
-	}
-}
-
-// waitReady polls /-/ready until it answers 200.
-func (p *promhbaseProcess) waitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("exited before it was ready: %v", p.cmd.ProcessState)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/-/ready", nil)
-		if err != nil {
-			return fmt.Errorf("ready request: %w", err)
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		} else if errors.Is(err, context.Canceled) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("not ready after %s", timeout)
-}
-
-// stop terminates the process and waits; after 15 s it kills it.
-func (p *promhbaseProcess) stop() {
-	p.once.Do(func() {
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-p.exited
-		}
+	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
+		Name:   name,
+		LogDir: t.TempDir(),
+		Command: func(listen string) *exec.Cmd {
+			return exec.Command(bin, "serve",
+				"--storage.backend=hbase",
+				"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
+				"--hbase.table.data="+tb.Data,
+				"--hbase.table.uid="+tb.UID,
+				"--web.listen-address="+listen,
+			)
+		},
+		ReadyPath:    "/-/ready",
+		ReadyTimeout: 2 * time.Minute,
+		LogTail:      30,
 	})
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	p := &promhbaseProcess{name: name, base: "http://" + listen, proc: proc}
+	p.writer = newWriter(p.base)
+	return p
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -78,21 +79,15 @@ func (d *tsd) script(args ...string) (string, error) {
 	return out.String(), err
 }
 
-func freePort(t *testing.T) int {
+func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout) *tsd {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := testproc.FreeAddr(t)
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout) *tsd {
-	t.Helper()
-	port := freePort(t)
-	d := &tsd{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), root: repoRoot(t), env: []string{
-		"OPENTSDB_PORT=" + strconv.Itoa(port),
+	d := &tsd{t: t, url: "http://" + addr, root: repoRoot(t), env: []string{
+		"OPENTSDB_PORT=" + port,
 		"OPENTSDB_ZK=" + testbackend.ZKQuorum(),
 		"OPENTSDB_DATA_TABLE=" + tables.Data,
 		"OPENTSDB_UID_TABLE=" + tables.UID,

@@ -1,0 +1,250 @@
+// Package testproc starts, watches and stops the external processes that
+// tests run: a binary built from this module, Prometheus, any server that
+// answers on a loopback address. It is for tests only.
+//
+// A process runs in its own process group, so that stopping it stops
+// whatever it started too; its standard output and error go to a log file
+// whose tail is printed when the test fails. Process groups and the signals
+// used to stop them are Unix ones.
+package testproc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
+const stopGrace = 15 * time.Second
+
+// FreeAddr returns a loopback host:port (127.0.0.1) whose port was free a
+// moment ago. Nothing holds it: another process may take it before the
+// caller binds it, which StartServer allows for.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// BuildBinary runs `go build` on pkg (a package path or a directory, as
+// the go command takes it, relative to the current directory) into a
+// fresh temporary directory of the test and returns the binary's path.
+// The binary is named after the package's last path element. A failed
+// build fails the test with the compiler's output.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	name := filepath.Base(pkg)
+	if name == "." || name == ".." {
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name = filepath.Base(abs)
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	start := time.Now()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	t.Logf("go build %s took %s", pkg, time.Since(start).Round(100*time.Millisecond))
+	return bin
+}
+
+// Process is a command started by Start.
+type Process struct {
+	Name    string    // names the process in logs and failures
+	LogPath string    // file that receives its standard output and error
+	Cmd     *exec.Cmd // the started command; use Cmd.Process to signal it
+
+	exited  chan struct{}
+	waitErr error // what Cmd.Wait returned; set before exited is closed
+	once    sync.Once
+}
+
+// Start starts cmd in a process group of its own, with its standard
+// output and standard error going to a new file at logPath (cmd's Stdout
+// and Stderr are replaced; its SysProcAttr gets Setpgid). A failure to
+// start fails the test.
+//
+// When the test ends the process is stopped (see Stop); after that, if
+// the test failed and logTail > 0, the last logTail lines of the log are
+// logged.
+func Start(t testing.TB, name string, cmd *exec.Cmd, logPath string, logTail int) *Process {
+	t.Helper()
+	p := &Process{Name: name, LogPath: logPath, Cmd: cmd, exited: make(chan struct{})}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("%s: start %s: %v", name, cmd.Path, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	// Cleanups run last registered first: the process is stopped, and its
+	// last words are in the log, before the tail is printed.
+	t.Cleanup(func() {
+		if logTail > 0 && t.Failed() {
+			t.Logf("%s: tail of %s:\n%s", name, logPath, Tail(logPath, logTail))
+		}
+	})
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// Exited returns a channel that is closed once the process has exited and
+// its log file is closed.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait waits until the process has exited and returns what exec.Cmd.Wait
+// returned for it: nil after a clean exit.
+func (p *Process) Wait() error {
+	<-p.exited
+	return p.waitErr
+}
+
+// Log returns the whole log so far, or a note saying why it could not be
+// read.
+func (p *Process) Log() string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return string(b)
+}
+
+// Stop sends SIGTERM to the process group and waits until the process has
+// exited; if it has not after 15 s, it sends SIGKILL to the group and
+// waits again. Only the first call signals; the others wait for it to
+// finish. Start makes it a cleanup of the test.
+func (p *Process) Stop() {
+	p.once.Do(func() {
+		pgid := p.Cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(stopGrace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.exited
+		}
+	})
+}
+
+// WaitReady polls url with GET every 100 ms until it answers 200, for at
+// most timeout. It returns an error when the process exits first, when
+// ctx ends, or when the time is up (that one says how the last try went).
+func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("exited before it was ready: %v", p.Cmd.ProcessState)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("ready request: %w", err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = "answered " + resp.Status
+		} else if ctx.Err() != nil {
+			return err
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %s (last try: %s)", timeout, last)
+}
+
+// ServerSpec describes a server for StartServer.
+type ServerSpec struct {
+	// Name names the server in logs and failures.
+	Name string
+	// LogDir receives one log per attempt, Name-1.log, Name-2.log, ...
+	LogDir string
+	// Command returns the command that runs the server listening on
+	// listen (host:port). It is called once per attempt and may fail the
+	// test.
+	Command func(listen string) *exec.Cmd
+	// ReadyPath is the path polled until it answers 200, e.g. "/-/ready".
+	ReadyPath string
+	// ReadyTimeout bounds each attempt's wait for readiness.
+	ReadyTimeout time.Duration
+	// LogTail is how many lines of the log a failure shows (see Start).
+	LogTail int
+}
+
+// StartServer starts the server s describes on a free loopback address
+// (see FreeAddr and Start) and waits until it is ready. When it does not
+// get ready and its log says "address already in use", it is stopped and
+// started again on another address, three attempts in all. Any other
+// failure stops it and fails the test with the tail of its log. It returns
+// the ready process and the address it listens on; the process is stopped
+// when the test ends.
+func StartServer(t testing.TB, s ServerSpec) (*Process, string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		listen := FreeAddr(t)
+		cmd := s.Command(listen)
+		logPath := filepath.Join(s.LogDir, fmt.Sprintf("%s-%d.log", s.Name, attempt))
+		p := Start(t, s.Name, cmd, logPath, s.LogTail)
+		err := p.WaitReady(t.Context(), "http://"+listen+s.ReadyPath, s.ReadyTimeout)
+		if err == nil {
+			return p, listen
+		}
+		p.Stop()
+		log := Tail(logPath, s.LogTail)
+		if strings.Contains(log, "address already in use") && attempt < 3 {
+			t.Logf("%s: port %s taken, trying another", s.Name, listen)
+			continue
+		}
+		t.Fatalf("%s: %v\n%s", s.Name, err, log)
+	}
+}
+
+// Tail returns the last n lines of the file at path, or a note saying why
+// it could not be read.
+func Tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return TailLines(string(b), n)
+}
+
+// TailLines returns the last n lines of s, a final newline ignored.
+func TailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
