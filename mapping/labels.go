@@ -14,6 +14,11 @@ import (
 // MetricLabel is the label that carries a series' metric name.
 const MetricLabel = "__name__"
 
+// MaxNameBytes is the longest metric name, label name or label value that
+// can be stored: each becomes the row key of its forward mapping in the UID
+// table, and HBase row keys are at most 32767 bytes.
+const MaxNameBytes = 32767
+
 // ErrInvalidSeries means a label set can never be stored: no metric name,
 // a repeated label name, a label that is not valid UTF-8.
 var ErrInvalidSeries = errors.New("invalid series")
@@ -114,6 +119,10 @@ func ValidateLabels(lbls []Label) error {
 		if len(l.Name) == 0 {
 			return fmt.Errorf("%w: empty label name in %s", ErrInvalidSeries, FormatLabels(lbls))
 		}
+		if len(l.Name) > MaxNameBytes || len(l.Value) > MaxNameBytes {
+			return fmt.Errorf("%w: label %.64q (%d bytes) or its value (%d bytes) is longer than %d bytes, the most an HBase row key holds, in %s",
+				ErrInvalidSeries, l.Name, len(l.Name), len(l.Value), MaxNameBytes, FormatLabels(lbls))
+		}
 		if !utf8.Valid(l.Name) || !utf8.Valid(l.Value) {
 			return fmt.Errorf("%w: label %q is not valid UTF-8 in %s", ErrInvalidSeries, l.Name, FormatLabels(lbls))
 		}
@@ -213,8 +222,13 @@ func (m *Mapper) Labels(ctx context.Context, metric, tags []byte) (labels.Labels
 	return l, nil
 }
 
+// maxFormattedValue bounds each name and value FormatLabels prints, so that
+// error messages stay short whatever the labels.
+const maxFormattedValue = 128
+
 // FormatLabels renders wire labels for error messages, in Prometheus's
-// {a="b"} notation, invalid UTF-8 shown escaped.
+// {a="b"} notation, invalid UTF-8 shown escaped, names and values longer
+// than 128 bytes cut (with their length).
 func FormatLabels(lbls []Label) string {
 	sorted := slices.Clone(lbls)
 	slices.SortFunc(sorted, func(a, b Label) int { return bytes.Compare(a.Name, b.Name) })
@@ -224,10 +238,27 @@ func FormatLabels(lbls []Label) string {
 		if i > 0 {
 			sb = append(sb, ", "...)
 		}
-		sb = append(sb, l.Name...)
+		sb = appendCut(sb, l.Name, false)
 		sb = append(sb, '=')
-		sb = fmt.Appendf(sb, "%q", l.Value)
+		sb = appendCut(sb, l.Value, true)
 	}
 	sb = append(sb, '}')
 	return string(sb)
+}
+
+func appendCut(dst, b []byte, quote bool) []byte {
+	cut := len(b) > maxFormattedValue
+	v := b
+	if cut {
+		v = b[:maxFormattedValue]
+	}
+	if quote {
+		dst = fmt.Appendf(dst, "%q", v)
+	} else {
+		dst = append(dst, v...)
+	}
+	if cut {
+		dst = fmt.Appendf(dst, "…(%d bytes)", len(b))
+	}
+	return dst
 }
