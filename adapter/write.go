@@ -128,9 +128,14 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 	if b == nil {
 		b = &writeBatch{reject: map[string]int{}}
 	}
+	// A failed Put may leave RPCs queued in the store's client that still
+	// read the batch's buffers: such a batch is not reused.
+	reuse := true
 	defer func() {
-		b.reset()
-		w.pool.Put(b)
+		if reuse {
+			b.reset()
+			w.pool.Put(b)
+		}
 	}()
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
@@ -176,6 +181,7 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 	res := writeResult{}
 	if len(b.puts) > 0 {
 		err := w.st.Put(ctx, w.table, b.puts)
+		reuse = err == nil
 		if w.noter != nil {
 			w.noter.NoteRows(b.puts)
 		}

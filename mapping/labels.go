@@ -123,6 +123,9 @@ func ValidateLabels(lbls []Label) error {
 			return fmt.Errorf("%w: label %.64q (%d bytes) or its value (%d bytes) is longer than %d bytes, the most an HBase row key holds, in %s",
 				ErrInvalidSeries, l.Name, len(l.Name), len(l.Value), MaxNameBytes, FormatLabels(lbls))
 		}
+		if reservedName(l.Name) || reservedName(l.Value) {
+			return fmt.Errorf("%w: label %q or its value is the single byte 0x00, the key of the UID table's counter row, in %s", ErrInvalidSeries, l.Name, FormatLabels(lbls))
+		}
 		if !utf8.Valid(l.Name) || !utf8.Valid(l.Value) {
 			return fmt.Errorf("%w: label %q is not valid UTF-8 in %s", ErrInvalidSeries, l.Name, FormatLabels(lbls))
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -111,6 +112,10 @@ type UIDs struct {
 	inflight map[inflightKey]*inflightCall
 
 	hits, misses, assigned *prometheus.CounterVec
+
+	// metricGen counts metric names that entered the forward cache: a
+	// reader holding a list of metric names refreshes it when this moves.
+	metricGen atomic.Uint64
 }
 
 type inflightKey struct {
@@ -193,6 +198,9 @@ func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
 		return uid, nil
 	}
 	u.misses.WithLabelValues(kind.String(), "forward").Inc()
+	if reservedName([]byte(name)) {
+		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
+	}
 	uid, err := u.readForward(ctx, kind, name)
 	if err != nil {
 		return nil, err
@@ -240,7 +248,19 @@ func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte,
 func (u *UIDs) remember(kind Kind, name string, uid []byte) {
 	u.fwd[kind].put(name, uid)
 	u.rev[kind].put(string(uid), name)
+	if kind == KindMetric {
+		u.metricGen.Add(1)
+	}
 }
+
+// MetricGeneration changes whenever this process learns a metric name it
+// had not cached (assigned here or read from the table). A list of metric
+// names read before a change may lack that name.
+func (u *UIDs) MetricGeneration() uint64 { return u.metricGen.Load() }
+
+// reservedName reports whether name can never have a forward mapping: the
+// single byte 0x00 is the row of the max-id counters.
+func reservedName(name []byte) bool { return len(name) == 1 && name[0] == 0 }
 
 func (u *UIDs) readForward(ctx context.Context, kind Kind, name string) ([]byte, error) {
 	row, err := u.st.Get(ctx, u.table, []byte(name), uidFamilyID)

@@ -206,6 +206,8 @@ func TestResolveLabels(t *testing.T) {
 		{"repeated", lbl("__name__", "x", "a", "b", "a", "c"), "repeated"},
 		{"bad utf8", lbl("__name__", "x", "a", "\xff"), "UTF-8"},
 		{"empty label name", lbl("__name__", "x", "", "c"), "empty label name"},
+		{"NUL value", lbl("__name__", "x", "a", "\x00"), "counter row"},
+		{"NUL metric", lbl("__name__", "\x00"), "counter row"},
 		{"value too long", lbl("__name__", "x", "a", strings.Repeat("v", MaxNameBytes+1)), "longer than 32767 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -77,6 +77,7 @@ type Querier struct {
 	mu        sync.Mutex
 	names     []string
 	namesRead time.Time
+	namesGen  uint64 // the UIDs' metric generation when names was read
 }
 
 // New returns a Querier over st.
@@ -166,7 +167,9 @@ func (q *Querier) metricNames(ctx context.Context, matchers []*labels.Matcher) (
 					out = append(out, v)
 				}
 			}
-			return out, nil
+			// "a|a" lists a twice; each metric must be scanned once.
+			slices.Sort(out)
+			return slices.Compact(out), nil
 		}
 	}
 	all, err := q.allMetricNames(ctx)
@@ -192,18 +195,24 @@ func matchesAll(ms []*labels.Matcher, v string) bool {
 }
 
 // allMetricNames lists the metric names of the UID table (forward rows with
-// an id:metrics cell), reusing a recent list.
+// an id:metrics cell). It reuses the last list for MetricNamesTTL unless this
+// process has learnt a metric name since (writes through it are seen at
+// once; names assigned by other processes within the TTL).
 func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.names != nil && time.Since(q.namesRead) < q.opts.MetricNamesTTL {
+	gen := q.mapper.UIDs().MetricGeneration()
+	if q.names != nil && gen == q.namesGen && time.Since(q.namesRead) < q.opts.MetricNamesTTL {
 		return q.names, nil
 	}
-	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: []byte{0x01}, Family: "id"})
+	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Family: "id"})
 	defer sc.Close()
 	names := []string{}
 	for sc.Next() {
 		r := sc.Row()
+		if len(r.Key) == 1 && r.Key[0] == 0 {
+			continue // the max-id counters
+		}
 		for _, c := range r.Cells {
 			if string(c.Qualifier) == "metrics" {
 				names = append(names, string(r.Key))
@@ -213,7 +222,7 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("list metric names in %s: %w", q.opts.UIDTable, err)
 	}
-	q.names, q.namesRead = names, time.Now()
+	q.names, q.namesRead, q.namesGen = names, time.Now(), gen
 	return names, nil
 }
 

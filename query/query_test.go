@@ -169,3 +169,37 @@ func BenchmarkSelect(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
+
+// TestMetricNamesFresh: a metric written after a name-less query is seen by
+// the next one, and "a|a" returns each sample once.
+func TestMetricNamesFresh(t *testing.T) {
+	q, m, st := newQuerier(t)
+	ctx := context.Background()
+	write := func(name string, ts int64) {
+		t.Helper()
+		s, err := m.Resolve(ctx, []byte(name), []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}, {Name: []byte("job"), Value: []byte("a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := uint32(ts / 1000 / 3600 * 3600)
+		val, flags := mapping.AppendValue(nil, 1)
+		if err := st.Put(ctx, "tsdb", []store.Put{{Row: m.AppendRowKey(nil, s, base), Cells: []store.Cell{{
+			Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(ts-int64(base)*1000), flags), Value: val,
+		}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := labels.MustNewMatcher(labels.MatchEqual, "job", "a")
+	write("foo", 1_700_000_000_000)
+	if got, err := q.Select(ctx, 0, 1<<42, job); err != nil || len(got) != 1 {
+		t.Fatalf("first read: %d series, %v", len(got), err)
+	}
+	write("bar", 1_700_000_000_000)
+	if got, err := q.Select(ctx, 0, 1<<42, job); err != nil || len(got) != 2 {
+		t.Fatalf("read after a new metric: %d series, %v; want 2", len(got), err)
+	}
+	got, err := q.Select(ctx, 0, 1<<42, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "foo|foo"))
+	if err != nil || len(got) != 1 || len(got[0].Samples) != 1 {
+		t.Fatalf(`{__name__=~"foo|foo"} = %v, %v; want one series with one sample`, got, err)
+	}
+}
