@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
@@ -345,5 +346,55 @@ func TestParseInterleavedLabels(t *testing.T) {
 	want := fmt.Sprintf(`{__name__="x", a="b", c="d"} [{7 2} {7 2}] %x`, append(append(lbl("__name__", "x"), lbl("a", "b")...), lbl("c", "d")...))
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// blockingPutter holds every Put until released.
+type blockingPutter struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+// It ignores the context, so the first write keeps its slot until the
+// test releases it.
+func (b *blockingPutter) Put(context.Context, string, []store.Put) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return nil
+}
+
+// TestConcurrencyBound: with every slot taken, a further write waits for
+// one, then answers 503 (so Prometheus retries) instead of decoding.
+func TestConcurrencyBound(t *testing.T) {
+	st := openEmbedded(t)
+	layout := mapping.DefaultLayout()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	bp := &blockingPutter{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	h, err := New(NewWriter(m, bp, "tsdb"), query.New(st, m, query.Options{}),
+		Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond},
+		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := writeBody(t, prompb.TimeSeries{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "m"}},
+		Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},
+	})
+	first := make(chan int)
+	go func() { first <- post(h, "/api/v1/write", body).Code }()
+	<-bp.entered // the first write holds the only slot
+	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "too many requests") {
+		t.Errorf("second write while the slot is taken: %d %q, want 503", rec.Code, rec.Body)
+	}
+	close(bp.release)
+	if code := <-first; code != http.StatusNoContent {
+		t.Errorf("first write: %d, want 204", code)
+	}
+	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {
+		t.Errorf("write after the slot freed: %d %s, want 204", rec.Code, rec.Body)
 	}
 }

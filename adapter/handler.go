@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ var (
 	errBadRequest       = errors.New("bad request")
 	errUnsupportedMedia = errors.New("unsupported media type")
 	errMethod           = errors.New("method not allowed")
+	errBusy             = errors.New("too many requests in flight")
 )
 
 // Options configure the Handler.
@@ -43,6 +45,12 @@ type Options struct {
 	Ready func(context.Context) error
 	// Gatherer serves /metrics; nil means the Registerer if it gathers.
 	Gatherer prometheus.Gatherer
+	// MaxConcurrentRequests bounds the remote-write and remote-read
+	// requests decoded at once, and so the memory their bodies take
+	// (each at most MaxRequestBytes decoded). Further requests wait for a
+	// slot up to WriteTimeout and then get 503, which Prometheus retries.
+	// Zero means 2 × GOMAXPROCS + 8.
+	MaxConcurrentRequests int
 	// WriteTimeout bounds the time a write may wait for the store; past it
 	// the answer is 503 and Prometheus retries. It should stay below the
 	// remote_timeout of the senders (Prometheus's default is 30s). Zero
@@ -58,6 +66,7 @@ type Handler struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 	bufs   sync.Pool // *bodyBuf
+	slots  chan struct{}
 
 	requests        *prometheus.CounterVec
 	duration        *prometheus.HistogramVec
@@ -74,6 +83,9 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 25 * time.Second
+	}
+	if opts.MaxConcurrentRequests <= 0 {
+		opts.MaxConcurrentRequests = 2*runtime.GOMAXPROCS(0) + 8
 	}
 	h := &Handler{
 		w: w, q: q, opts: opts, logger: logger,
@@ -111,6 +123,7 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 			gatherer = g
 		}
 	}
+	h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.serveWrite))
 	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.serveRead))
@@ -143,7 +156,7 @@ func statusFor(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, errMalformed), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, errBusy), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -212,6 +225,26 @@ type bodyBuf struct{ comp, dec []byte }
 // maxPooledBuf is the largest buffer kept for reuse; larger ones are left to
 // the garbage collector so that one huge request does not pin memory.
 const maxPooledBuf = 4 << 20
+
+// acquire waits for one of the MaxConcurrentRequests slots, at most
+// WriteTimeout; the returned function frees it.
+func (h *Handler) acquire(ctx context.Context) (func(), error) {
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	default:
+	}
+	t := time.NewTimer(h.opts.WriteTimeout)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: %d requests are being decoded; retry later", errBusy, cap(h.slots))
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errBusy, ctx.Err())
+	}
+}
 
 // readBody reads and snappy-decodes a request body, bounding the
 // compressed size and checking the decoded length before decoding. The
@@ -297,6 +330,11 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: content type %q; promhbase takes remote write 1.0 (application/x-protobuf, prometheus.WriteRequest)", errUnsupportedMedia, ct)
 		}
 	}
+	free, err := h.acquire(r.Context())
+	if err != nil {
+		return err
+	}
+	defer free()
 	body, release, err := h.readBody(r)
 	if err != nil {
 		return err

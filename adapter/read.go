@@ -72,13 +72,21 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		return fmt.Errorf("%w: %s on /api/v1/read", errMethod, r.Method)
 	}
+	// A slot bounds the memory of decoding; the query itself is bounded
+	// by --query.max-samples and does not hold the slot.
+	free, err := h.acquire(r.Context())
+	if err != nil {
+		return err
+	}
 	body, release, err := h.readBody(r)
 	if err != nil {
+		free()
 		return err
 	}
 	var req prompb.ReadRequest
 	err = proto.Unmarshal(body, &req)
 	release()
+	free()
 	if err != nil {
 		return fmt.Errorf("%w: read request: %w", errMalformed, err)
 	}

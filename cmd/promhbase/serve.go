@@ -27,6 +27,7 @@ type serveFlags struct {
 	maxSamples      int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	maxConcurrent   int
 	compaction      compactionFlags
 }
 
@@ -46,6 +47,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.max-request-bytes", "Largest decoded (uncompressed) request body; larger ones get 413.").Default("33554432").IntVar(&serveOpts.maxRequestBytes)
 	cmd.Flag("query.max-samples", "Most samples one remote-read query may return; more gets 413.").Default("50000000").IntVar(&serveOpts.maxSamples)
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
+	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
@@ -90,8 +92,9 @@ func runServe(cfg *config) error {
 	}
 	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples})
 	h, err := adapter.New(w, q, adapter.Options{
-		MaxRequestBytes: serveOpts.maxRequestBytes,
-		WriteTimeout:    serveOpts.writeTimeout,
+		MaxRequestBytes:       serveOpts.maxRequestBytes,
+		WriteTimeout:          serveOpts.writeTimeout,
+		MaxConcurrentRequests: serveOpts.maxConcurrent,
 		Ready: func(ctx context.Context) error {
 			_, err := st.Get(ctx, cfg.uidTable, []byte{0}, "id")
 			return err
