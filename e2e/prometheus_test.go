@@ -95,7 +95,7 @@ func TestPrometheus(t *testing.T) {
 	h := newHarness(t, mapping.DefaultLayout())
 	exp1 := startExporter(t, 150)
 	exp2 := startExporter(t, 0)
-	samplesFront := samplesOnlyFront(t, h.srv.URL)
+	samplesFront := samplesOnlyFront(t, h.url)
 	hostOf := func(raw string) string {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -106,18 +106,18 @@ func TestPrometheus(t *testing.T) {
 
 	a := startPrometheus(t, bin, "A", configA, func(listen string) map[string]string {
 		return map[string]string{
-			"Self": listen, "Promhbase": hostOf(h.srv.URL), "Exporter1": exp1.host, "Exporter2": exp2.host,
-			"WriteURL": h.srv.URL + "/api/v1/write",
+			"Self": listen, "Promhbase": hostOf(h.url), "Exporter1": exp1.host, "Exporter2": exp2.host,
+			"WriteURL": h.url + "/api/v1/write",
 		}
 	}, "--web.enable-remote-write-receiver")
 	bStreamed := startPrometheus(t, bin, "B-streamed", configB, func(string) map[string]string {
-		return map[string]string{"ReadURL": h.srv.URL + "/api/v1/read"}
+		return map[string]string{"ReadURL": h.url + "/api/v1/read"}
 	})
 	bSamples := startPrometheus(t, bin, "B-samples", configB, func(string) map[string]string {
 		return map[string]string{"ReadURL": samplesFront.URL + "/api/v1/read"}
 	})
 	t.Logf("A %s, B-streamed %s, B-samples %s, promhbase %s, exporters %s %s (started in %s)",
-		a.base, bStreamed.base, bSamples.base, h.srv.URL, exp1.host, exp2.host, time.Since(began).Round(time.Millisecond))
+		a.base, bStreamed.base, bSamples.base, h.url, exp1.host, exp2.host, time.Since(began).Round(time.Millisecond))
 
 	// Historical data across an hour boundary, identical on both sides: into
 	// A through its remote-write receiver (out of order for A's head), into
@@ -219,7 +219,7 @@ func TestPrometheus(t *testing.T) {
 	a.reload(t, "NoScrape", "true")
 	time.Sleep(3 * time.Second)
 	checkQueueHealthy(t, a)
-	ms, err := fetchMetrics(ctx, h.srv.URL)
+	ms, err := fetchMetrics(ctx, h.url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -23,7 +21,6 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -33,8 +30,8 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testserver"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/query"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.
@@ -44,7 +41,7 @@ const t0 = int64(1700002800) * 1000
 // pointed at it, and a model of what was written.
 type harness struct {
 	t      *testing.T
-	srv    *httptest.Server
+	url    string // promhbase base URL
 	mapper *mapping.Mapper
 	write  remote.WriteClient
 	model  map[string]*modelSeries
@@ -58,25 +55,7 @@ type modelSeries struct {
 func newHarness(t *testing.T, layout mapping.Layout) *harness {
 	t.Helper()
 	st, tb := testbackend.New(t)
-	reg := prometheus.NewRegistry()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := mapping.NewMapper(uids, layout, 0)
-	// A second mapper with cold caches reads, as a second process would.
-	readUIDs, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := query.New(st, mapping.NewMapper(readUIDs, layout, 0), query.Options{DataTable: tb.Data, UIDTable: tb.UID, MetricNamesTTL: time.Nanosecond})
-	h, err := adapter.New(adapter.NewWriter(mapper, st, tb.Data), q, adapter.Options{MaxRequestBytes: 8 << 20}, reg,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := testserver.Start(t, st, tb, layout, testserver.Options{Adapter: adapter.Options{MaxRequestBytes: 8 << 20}, ColdReads: true})
 	u, _ := url.Parse(srv.URL + "/api/v1/write")
 	wc, err := remote.NewWriteClient("e2e", &remote.ClientConfig{
 		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType,
@@ -84,7 +63,7 @@ func newHarness(t *testing.T, layout mapping.Layout) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, srv: srv, mapper: mapper, write: wc, model: map[string]*modelSeries{}}
+	return &harness{t: t, url: srv.URL, mapper: srv.Mapper, write: wc, model: map[string]*modelSeries{}}
 }
 
 // send writes series through Prometheus's remote-write client, in requests
@@ -157,7 +136,7 @@ func (h *harness) expect(start, end int64, ms []*labels.Matcher) map[string][]sa
 
 func (h *harness) readClient(types ...prompb.ReadRequest_ResponseType) remote.ReadClient {
 	h.t.Helper()
-	u, _ := url.Parse(h.srv.URL + "/api/v1/read")
+	u, _ := url.Parse(h.url + "/api/v1/read")
 	rc, err := remote.NewReadClient("e2e", &remote.ClientConfig{
 		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), ChunkedReadLimit: 64 << 20,
 		AcceptedResponseTypes: types,
@@ -497,7 +476,7 @@ func TestBadInput(t *testing.T) {
 		{"body too large", http.MethodPost, bytes.Repeat([]byte{1}, 10<<20), "", 413, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, h.srv.URL+"/api/v1/write", bytes.NewReader(tc.body))
+			req, _ := http.NewRequest(tc.method, h.url+"/api/v1/write", bytes.NewReader(tc.body))
 			req.Header.Set("Content-Encoding", "snappy")
 			if len(tc.body) > 1<<20 {
 				// The server answers 413 from Content-Length without
@@ -523,7 +502,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// The 400 named every bad series and still wrote the good ones.
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, valid)))
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, valid)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -538,7 +517,7 @@ func TestBadInput(t *testing.T) {
 	h.model[labels.FromStrings("__name__", "e2e_good", "job", "e2e").String()].samples[t0+1] = 2
 	h.model[labels.FromStrings("__name__", "e2e_good2").String()] = &modelSeries{lbls: labels.FromStrings("__name__", "e2e_good2"), samples: map[int64]float64{t0: 5}}
 	for _, path := range []string{"/-/healthy", "/-/ready", "/metrics"} {
-		resp, err := http.Get(h.srv.URL + path)
+		resp, err := http.Get(h.url + path)
 		if err != nil || resp.StatusCode != 200 {
 			t.Errorf("GET %s after bad input: %v %v", path, resp, err)
 		}

@@ -23,7 +23,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -48,8 +47,8 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testserver"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 )
@@ -174,20 +173,9 @@ func newServer(t *testing.T, name string) *server {
 	st := newStore(t)
 	tb := createTables(t, st, name)
 	layout := mapping.DefaultLayout()
-	reg := prometheus.NewRegistry()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := mapping.NewMapper(uids, layout, 0)
-	q := query.New(st, mapper, query.Options{DataTable: tb.Data, UIDTable: tb.UID})
-	h, err := adapter.New(adapter.NewWriter(mapper, st, tb.Data), q,
-		adapter.Options{WriteTimeout: serverWriteTimeout}, reg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := testserver.Start(t, st, tb, layout, testserver.Options{
+		Adapter: adapter.Options{WriteTimeout: serverWriteTimeout}, Logger: testLogger(t),
+	})
 	return &server{st: st, tables: tb, layout: layout, url: srv.URL}
 }
 

@@ -16,11 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -36,19 +34,17 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 
-	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testserver"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 )
@@ -110,7 +106,6 @@ func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout) *t
 
 // promhbase is an in-process promhbase on the HBase store.
 type promhbase struct {
-	srv    *httptest.Server
 	mapper *mapping.Mapper
 	write  remote.WriteClient
 	read   remote.ReadClient
@@ -118,24 +113,7 @@ type promhbase struct {
 
 func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, layout mapping.Layout) *promhbase {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.NewMapper(uids, layout, 0)
-	// Reads go through cold caches, as a second process would.
-	ruids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := query.New(st, mapping.NewMapper(ruids, layout, 0), query.Options{DataTable: tables.Data, UIDTable: tables.UID, MetricNamesTTL: time.Nanosecond})
-	h, err := adapter.New(adapter.NewWriter(m, st, tables.Data), q, adapter.Options{}, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := testserver.Start(t, st, tables, layout, testserver.Options{ColdReads: true})
 	wu, _ := url.Parse(srv.URL + "/api/v1/write")
 	ru, _ := url.Parse(srv.URL + "/api/v1/read")
 	wc, err := remote.NewWriteClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: wu}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType})
@@ -146,7 +124,7 @@ func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, lay
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &promhbase{srv: srv, mapper: m, write: wc, read: rc}
+	return &promhbase{mapper: srv.Mapper, write: wc, read: rc}
 }
 
 type point struct {

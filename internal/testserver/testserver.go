@@ -1,0 +1,70 @@
+// Package testserver starts an in-process promhbase (the real adapter,
+// mapping and query packages over a given store) on a loopback HTTP server,
+// for end-to-end tests.
+package testserver
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Options tune the server.
+type Options struct {
+	// Adapter configures the HTTP handler.
+	Adapter adapter.Options
+	// ColdReads makes reads go through a second mapper with empty caches
+	// and no metric-name caching, as a second promhbase process would read.
+	ColdReads bool
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running in-process promhbase.
+type Server struct {
+	// URL is the server's base URL, http://127.0.0.1:port.
+	URL string
+	// Mapper is the write path's mapper (its UIDs, its caches).
+	Mapper *mapping.Mapper
+}
+
+// Start serves promhbase over st's tables until the test ends.
+func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping.Layout, opts Options) *Server {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	readMapper, qopts := m, query.Options{DataTable: tables.Data, UIDTable: tables.UID}
+	if opts.ColdReads {
+		ruids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tables.UID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readMapper = mapping.NewMapper(ruids, layout, 0)
+		qopts.MetricNamesTTL = time.Nanosecond
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	h, err := adapter.New(adapter.NewWriter(m, st, tables.Data), query.New(st, readMapper, qopts), opts.Adapter, reg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &Server{URL: srv.URL, Mapper: m}
+}
