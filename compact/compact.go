@@ -8,7 +8,10 @@
 //
 // Compacting a row: read the row's `t` family; merge every data-point cell
 // (single and already-compacted columns) with the reader's rule
-// (mapping.Merger: the newest cell version wins a repeated timestamp); put
+// (mapping.RawMerger: the newest cell version wins a repeated timestamp),
+// carrying each point's qualifier and value bytes unchanged, as OpenTSDB's
+// own compaction does, so that a row OpenTSDB wrote keeps every bit (long
+// integers, second qualifiers, float widths); put
 // the compacted cell; then delete exactly the cells it replaces, each
 // bounded by the version that was read (store.Column.Timestamp). A sample
 // written into the row after the read is a newer version of its column, so
@@ -30,7 +33,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -187,7 +189,7 @@ func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (Result, erro
 	if c.afterRead != nil {
 		c.afterRead(rowKey)
 	}
-	var m mapping.Merger
+	var m mapping.RawMerger
 	p, res := c.plan(&m, row)
 	if p == nil {
 		return res, nil
@@ -198,7 +200,7 @@ func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (Result, erro
 // plan decides what compacting row takes. It returns a nil plan and the
 // Result when there is nothing to write. The plan copies what it keeps of
 // row, so row's memory may be reused afterwards.
-func (c *Compactor) plan(m *mapping.Merger, row store.Row) (*plan, Result) {
+func (c *Compactor) plan(m *mapping.RawMerger, row store.Row) (*plan, Result) {
 	_, _, base, _, err := c.opts.Layout.ParseRowKey(row.Key)
 	if err != nil {
 		return nil, Result{Outcome: Skipped, Reason: ReasonNotDataRow}
@@ -221,7 +223,7 @@ func (c *Compactor) plan(m *mapping.Merger, row store.Row) (*plan, Result) {
 	if len(data) <= 1 {
 		return nil, Result{Outcome: Unchanged}
 	}
-	pts, err := m.Merge(base, data, math.MinInt64, math.MaxInt64)
+	pts, err := m.Merge(base, data)
 	if err != nil {
 		return nil, Result{Outcome: Skipped, Reason: ReasonMalformed}
 	}
@@ -235,7 +237,7 @@ func (c *Compactor) plan(m *mapping.Merger, row store.Row) (*plan, Result) {
 	if len(pts) > MaxPoints {
 		return nil, Result{Outcome: Skipped, Reason: ReasonTooManyPoints}
 	}
-	qual, val := mapping.AppendCompacted(nil, nil, base, pts)
+	qual, val := mapping.AppendCompactedRaw(nil, nil, pts)
 	p := &plan{row: bytes.Clone(row.Key), points: len(pts)}
 	var version uint64
 	put := true

@@ -2,8 +2,10 @@ package compact
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -482,10 +484,13 @@ func TestCompactRow(t *testing.T) {
 			wantRow:  renderCells([]store.Cell{cellAt(5000, 5.5, 2000)}),
 		},
 		{
-			name:    "OpenTSDB second cells",
-			cells:   []store.Cell{secondCell(1, 10, 1000), secondCell(3599, -10, 1001), secondCell(60, 1<<40, 1002)},
-			want:    Result{Outcome: Compacted, Points: 3, Put: true, CellsDeleted: 3},
-			wantRow: renderCells([]store.Cell{compactedCell([]mapping.Point{pt(1000, 10), pt(60_000, 1<<40), pt(3_599_000, -10)}, 1002)}),
+			name:  "OpenTSDB second cells",
+			cells: []store.Cell{secondCell(1, 10, 1000), secondCell(3599, -10, 1001), secondCell(60, 1<<40, 1002)},
+			want:  Result{Outcome: Compacted, Points: 3, Put: true, CellsDeleted: 3},
+			// The 8-byte integers stay 8 bytes, the qualifiers 2 bytes.
+			wantRow: renderCells([]store.Cell{{Family: []byte(family),
+				Qualifier: unhex("0017 03C7 E0F7"),
+				Value:     unhex("000000000000000A 0000010000000000 FFFFFFFFFFFFFFF6 00"), Timestamp: 1002}}),
 		},
 		{
 			name:  "point outside the hour",
@@ -539,6 +544,105 @@ func TestCompactRow(t *testing.T) {
 				if got := e.merged(after); renderPoints(got) != renderPoints(wantRead) {
 					t.Errorf("read after: %s, want %s", renderPoints(got), renderPoints(wantRead))
 				}
+			}
+		})
+	}
+}
+
+func unhex(s string) []byte {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestCompactKeepsBytes: compaction moves every point's qualifier and value
+// bytes into the compacted column unchanged, whoever wrote them, as
+// OpenTSDB's compaction does: integers beyond 2^53, 2-byte second
+// qualifiers, 8-byte doubles that a float32 holds, integral doubles, and
+// the meta byte 0x01 when second and millisecond qualifiers mix.
+func TestCompactKeepsBytes(t *testing.T) {
+	cell := func(q, v string, version uint64) store.Cell {
+		return store.Cell{Family: []byte(family), Qualifier: unhex(q), Value: unhex(v), Timestamp: version}
+	}
+	for _, tc := range []struct {
+		name          string
+		cells         []store.Cell
+		wantQ, wantV  string
+		wantPoints    int
+		wantDeleted   int
+		wantUnchanged bool
+	}{
+		{
+			name: "OpenTSDB integers and floats of every width",
+			cells: []store.Cell{
+				cell("00A0", "05", 1),                   // 10 s, int8 5
+				cell("0141", "7FFF", 1),                 // 20 s, int16 32767
+				cell("01E3", "7FFFFFFF", 1),             // 30 s, int32
+				cell("0287", "0020000000000001", 1),     // 40 s, int64 2^53+1
+				cell("0327", "7FFFFFFFFFFFFFFF", 1),     // 50 s, int64 max
+				cell("03CB", "3F800000", 1),             // 60 s, float32 1.0
+				cell("046F", "3FF0000000000000", 1),     // 70 s, float64 1.0 (integral double)
+				cell("050F", "3FE0000000000000", 1),     // 80 s, float64 0.5 (fits a float32)
+				cell("F0927C0F", "3FB999999999999A", 2), // 150 000 ms, float64 0.1 (promhbase)
+				cell("F0927C40", "07", 2),               // 150 001 ms, int8 7 (promhbase)
+			},
+			wantQ:      "00A0 0141 01E3 0287 0327 03CB 046F 050F F0927C0F F0927C40",
+			wantV:      "05 7FFF 7FFFFFFF 0020000000000001 7FFFFFFFFFFFFFFF 3F800000 3FF0000000000000 3FE0000000000000 3FB999999999999A 07 01",
+			wantPoints: 10, wantDeleted: 10,
+		},
+		{
+			name: "seconds only: meta 0x00",
+			cells: []store.Cell{
+				cell("00A0", "05", 1),
+				cell("0287", "0020000000000001", 1),
+			},
+			wantQ: "00A0 0287", wantV: "05 0020000000000001 00", wantPoints: 2, wantDeleted: 2,
+		},
+		{
+			name: "a compacted column and new cells merge, bytes kept",
+			cells: []store.Cell{
+				cell("00A0 0287", "05 0020000000000001 00", 5),
+				cell("0141", "7FFF", 6),
+				cell("F0927C0F", "3FB999999999999A", 7),
+			},
+			wantQ: "00A0 0141 0287 F0927C0F", wantV: "05 7FFF 0020000000000001 3FB999999999999A 01", wantPoints: 4, wantDeleted: 3,
+		},
+		{
+			name: "the newest version of a repeated instant wins, second vs ms form",
+			cells: []store.Cell{
+				cell("00A0", "05", 1),       // 10 s
+				cell("F009C400", "06", 2),   // 10 000 ms, newer
+				cell("0141", "3F800000", 1), // 20 s: flags say int16, 4 bytes
+			},
+			// OpenTSDB's fix-up for single 2-byte cells: the value length
+			// wins, so the qualifier is written with length bits 3.
+			wantQ: "F009C400 0143", wantV: "06 3F800000 01", wantPoints: 2, wantDeleted: 3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mapping.DefaultLayout())
+			key := e.layout.AppendRowKey(nil, []byte{0, 0, 1}, t0, []byte{0, 0, 1, 0, 0, 2})
+			if err := e.st.Put(ctxFor(t), e.tables.Data, []store.Put{{Row: key, Cells: tc.cells}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.c.CompactRow(ctxFor(t), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != Compacted || res.Points != tc.wantPoints || res.CellsDeleted != tc.wantDeleted {
+				t.Errorf("result %+v, want compacted, %d points, %d deleted", res, tc.wantPoints, tc.wantDeleted)
+			}
+			after := dataCells(e.row(key))
+			if len(after) != 1 {
+				t.Fatalf("row after compaction: %s", renderCells(after))
+			}
+			if got, want := fmt.Sprintf("%X", after[0].Qualifier), fmt.Sprintf("%X", unhex(tc.wantQ)); got != want {
+				t.Errorf("qualifier %s, want %s", got, want)
+			}
+			if got, want := fmt.Sprintf("%X", after[0].Value), fmt.Sprintf("%X", unhex(tc.wantV)); got != want {
+				t.Errorf("value %s, want %s", got, want)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func (c *Compactor) CompactRange(ctx context.Context, from, to time.Time, progre
 			}
 		}()
 	}
-	var m mapping.Merger
+	var m mapping.RawMerger
 	var scanErr error
 	for _, req := range scans {
 		scanErr = c.scanRows(ctx, req, func(row store.Row) error {
