@@ -71,8 +71,8 @@ func FuzzAppendRawPoints(f *testing.F) {
 func TestRawMergerNewestWins(t *testing.T) {
 	const base = 1292148000
 	cells := []store.Cell{
-		{Qualifier: unhex(t, "00A0"), Value: unhex(t, "05"), Timestamp: 3},       // 10 s, newest
-		{Qualifier: unhex(t, "F009C400"), Value: unhex(t, "06"), Timestamp: 2},   // 10 000 ms
+		{Qualifier: unhex(t, "00A0"), Value: unhex(t, "05"), Timestamp: 3},     // 10 s, newest
+		{Qualifier: unhex(t, "F009C400"), Value: unhex(t, "06"), Timestamp: 2}, // 10 000 ms
 		{Qualifier: unhex(t, "00A0 0141"), Value: unhex(t, "07 0008 00"), Timestamp: 1},
 	}
 	var m RawMerger
