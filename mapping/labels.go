@@ -40,8 +40,13 @@ type Series struct {
 }
 
 // Mapper turns Prometheus label sets into Series and back. `__name__` is
-// the metric; every other label with a non-empty value is a tag. Both
-// directions are cached (bounded).
+// the metric; every other label with a non-empty value is a tag. A series
+// with no label but its name gets the reserved tag `__name__=<metric name>`
+// (OpenTSDB refuses and its fsck stops at a row key without a tag pair; no
+// Prometheus label can be a tag named `__name__`, so the tag never
+// collides). Reading hides every tag named `__name__`, so such a series
+// reads back as written, and so do rows of it written without the tag by
+// earlier versions. Both directions are cached (bounded).
 type Mapper struct {
 	uids   *UIDs
 	layout Layout
@@ -150,9 +155,11 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	}
 	pair := m.layout.TagKWidth + m.layout.TagVWidth
 	var s Series
+	var metricName []byte
 	tags := make([]byte, 0, len(lbls)*pair)
 	for _, l := range lbls {
 		if string(l.Name) == MetricLabel {
+			metricName = l.Value
 			uid, err := m.uids.GetOrCreate(ctx, KindMetric, l.Value)
 			if err != nil {
 				return Series{}, err
@@ -168,6 +175,20 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 			return Series{}, err
 		}
 		v, err := m.uids.GetOrCreate(ctx, KindTagV, l.Value)
+		if err != nil {
+			return Series{}, err
+		}
+		tags = append(append(tags, k...), v...)
+	}
+	if len(tags) == 0 {
+		// OpenTSDB's tools need at least one tag pair in a row key (its
+		// fsck dies on a row without): a series with no label but its
+		// name carries the reserved tag __name__=<metric>.
+		k, err := m.uids.GetOrCreate(ctx, KindTagK, []byte(MetricLabel))
+		if err != nil {
+			return Series{}, err
+		}
+		v, err := m.uids.GetOrCreate(ctx, KindTagV, metricName)
 		if err != nil {
 			return Series{}, err
 		}
@@ -212,6 +233,9 @@ func (m *Mapper) Labels(ctx context.Context, metric, tags []byte) (labels.Labels
 		k, err := m.uids.Name(ctx, KindTagK, tags[i:i+m.layout.TagKWidth])
 		if err != nil {
 			return labels.EmptyLabels(), err
+		}
+		if k == MetricLabel {
+			continue // the reserved tag of a series with no other label
 		}
 		v, err := m.uids.Name(ctx, KindTagV, tags[i+m.layout.TagKWidth:i+pair])
 		if err != nil {

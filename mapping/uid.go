@@ -99,6 +99,10 @@ type uidStore interface {
 // harmless, as in OpenTSDB. Concurrent requests in this process for one new
 // name share one creation.
 //
+// Names are Prometheus's UTF-8 strings in this API; in the table they are
+// stored as OpenTSDB stores them (see storedName: Latin-1 where possible,
+// UTF-8 otherwise) and read back with nameFromStored.
+//
 // Both directions are cached, each bounded to about 2×CacheSize entries.
 type UIDs struct {
 	st     uidStore
@@ -201,7 +205,7 @@ func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
 	if reservedName([]byte(name)) {
 		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
 	}
-	uid, err := u.readForward(ctx, kind, name)
+	uid, err := u.lookup(ctx, kind, name)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +214,50 @@ func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
 	}
 	u.remember(kind, name, uid)
 	return uid, nil
+}
+
+// IDs returns every UID name has: the UID of its stored form and, when the
+// name also exists in the legacy form earlier versions wrote (see
+// storedName), that UID too. A reader must select both; writers use the
+// first. It returns ErrNoSuchName when the name has none.
+func (u *UIDs) IDs(ctx context.Context, kind Kind, name string) ([][]byte, error) {
+	stored, legacy := storedName(name)
+	if legacy == "" {
+		uid, err := u.ID(ctx, kind, name)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{uid}, nil
+	}
+	if reservedName([]byte(name)) {
+		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
+	}
+	var out [][]byte
+	for _, form := range []string{stored, legacy} {
+		uid, err := u.readForward(ctx, kind, form)
+		if err != nil {
+			return nil, err
+		}
+		if uid != nil {
+			out = append(out, uid)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
+	}
+	u.remember(kind, name, out[0])
+	return out, nil
+}
+
+// lookup reads the UID of name from the table: that of its stored form,
+// else that of its legacy form, else nil.
+func (u *UIDs) lookup(ctx context.Context, kind Kind, name string) ([]byte, error) {
+	stored, legacy := storedName(name)
+	uid, err := u.readForward(ctx, kind, stored)
+	if err != nil || uid != nil || legacy == "" {
+		return uid, err
+	}
+	return u.readForward(ctx, kind, legacy)
 }
 
 // GetOrCreate returns the UID of name, assigning a new one when it has none.
@@ -262,15 +310,17 @@ func (u *UIDs) MetricGeneration() uint64 { return u.metricGen.Load() }
 // single byte 0x00 is the row of the max-id counters.
 func reservedName(name []byte) bool { return len(name) == 1 && name[0] == 0 }
 
-func (u *UIDs) readForward(ctx context.Context, kind Kind, name string) ([]byte, error) {
-	row, err := u.st.Get(ctx, u.table, []byte(name), uidFamilyID)
+// readForward reads the forward mapping whose row key is stored, the
+// bytes of a name as tsdb-uid holds it.
+func (u *UIDs) readForward(ctx context.Context, kind Kind, stored string) ([]byte, error) {
+	row, err := u.st.Get(ctx, u.table, []byte(stored), uidFamilyID)
 	if err != nil {
-		return nil, fmt.Errorf("read uid of %s %q: %w", kind, name, err)
+		return nil, fmt.Errorf("read uid of %s %q: %w", kind, nameFromStored([]byte(stored)), err)
 	}
 	for _, c := range row.Cells {
 		if string(c.Qualifier) == kind.Qualifier() {
 			if len(c.Value) != u.widths[kind] {
-				return nil, fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", kind, name, c.Value, len(c.Value), u.widths[kind])
+				return nil, fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", kind, nameFromStored([]byte(stored)), c.Value, len(c.Value), u.widths[kind])
 			}
 			return c.Value, nil
 		}
@@ -281,9 +331,10 @@ func (u *UIDs) readForward(ctx context.Context, kind Kind, name string) ([]byte,
 const maxAssignAttempts = 3
 
 func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte, error) {
-	if uid, err := u.readForward(ctx, kind, name); err != nil || uid != nil {
+	if uid, err := u.lookup(ctx, kind, name); err != nil || uid != nil {
 		return uid, err
 	}
+	stored, _ := storedName(name)
 	width := u.widths[kind]
 	q := kind.Qualifier()
 	for range maxAssignAttempts {
@@ -300,7 +351,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 		copy(uid, full[8-width:])
 
 		ok, err := u.st.CheckAndPut(ctx, u.table, store.Put{Row: uid, Cells: []store.Cell{{
-			Family: []byte(uidFamilyName), Qualifier: []byte(q), Value: []byte(name),
+			Family: []byte(uidFamilyName), Qualifier: []byte(q), Value: []byte(stored),
 		}}}, uidFamilyName, q, nil)
 		if err != nil {
 			return nil, fmt.Errorf("write reverse mapping %x -> %s %q: %w", uid, kind, name, err)
@@ -310,7 +361,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 			// hand, or a counter reset); take the next id.
 			continue
 		}
-		ok, err = u.st.CheckAndPut(ctx, u.table, store.Put{Row: []byte(name), Cells: []store.Cell{{
+		ok, err = u.st.CheckAndPut(ctx, u.table, store.Put{Row: []byte(stored), Cells: []store.Cell{{
 			Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: uid,
 		}}}, uidFamilyID, q, nil)
 		if err != nil {
@@ -321,7 +372,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 			return uid, nil
 		}
 		// Another writer won the race: use its uid.
-		winner, err := u.readForward(ctx, kind, name)
+		winner, err := u.readForward(ctx, kind, stored)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +397,7 @@ func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) 
 	}
 	for _, c := range row.Cells {
 		if string(c.Qualifier) == kind.Qualifier() {
-			name := string(c.Value)
+			name := nameFromStored(c.Value)
 			u.rev[kind].put(string(uid), name)
 			return name, nil
 		}

@@ -132,7 +132,35 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].Labels, out[j].Labels) < 0 })
-	return out, nil
+	return joinEqual(out), nil
+}
+
+// joinEqual joins adjacent series of sorted that have equal labels: one
+// label set can have several row keys (a label-less series written with and
+// without its reserved tag, a name stored in its Latin-1 and its legacy
+// UTF-8 form). Their samples are merged by time, one per timestamp.
+func joinEqual(sorted []Series) []Series {
+	out := sorted[:0]
+	for _, s := range sorted {
+		n := len(out)
+		if n == 0 || !labels.Equal(out[n-1].Labels, s.Labels) {
+			out = append(out, s)
+			continue
+		}
+		prev := &out[n-1]
+		merged := append(prev.Samples, s.Samples...)
+		slices.SortStableFunc(merged, func(a, b Sample) int {
+			switch {
+			case a.T < b.T:
+				return -1
+			case a.T > b.T:
+				return 1
+			}
+			return 0
+		})
+		prev.Samples = slices.CompactFunc(merged, func(a, b Sample) bool { return a.T == b.T })
+	}
+	return out
 }
 
 // metricNames returns the metric names the __name__ matchers allow.
@@ -215,13 +243,16 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 		}
 		for _, c := range r.Cells {
 			if string(c.Qualifier) == "metrics" {
-				names = append(names, string(r.Key))
+				names = append(names, mapping.NameFromStored(r.Key))
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("list metric names in %s: %w", q.opts.UIDTable, err)
 	}
+	// A name stored in both its forms is listed once.
+	slices.Sort(names)
+	names = slices.Compact(names)
 	q.names, q.namesRead, q.namesGen = names, time.Now(), gen
 	return names, nil
 }
@@ -252,13 +283,19 @@ func (s *selection) constraints(ctx context.Context) (cs []tagConstraint, ok boo
 		if m.Name == labels.MetricName || m.Matches("") {
 			continue // post-filter only: absent labels may match
 		}
-		tagk, err := uids.ID(ctx, mapping.KindTagK, m.Name)
+		tagks, err := uids.IDs(ctx, mapping.KindTagK, m.Name)
 		if errors.Is(err, mapping.ErrNoSuchName) {
 			return nil, false, nil
 		}
 		if err != nil {
 			return nil, false, err
 		}
+		if len(tagks) > 1 {
+			// The name is stored in two forms (see mapping.StoredName);
+			// one regex term cannot require either tag: post-filter only.
+			continue
+		}
+		tagk := tagks[0]
 		c := byTagk[string(tagk)]
 		if c == nil {
 			c = &tagConstraint{tagk: tagk}
@@ -275,14 +312,14 @@ func (s *selection) constraints(ctx context.Context) (cs []tagConstraint, ok boo
 			continue // presence only, or already narrowed by another matcher
 		}
 		for _, v := range literals {
-			uid, err := uids.ID(ctx, mapping.KindTagV, v)
+			ids, err := uids.IDs(ctx, mapping.KindTagV, v)
 			if errors.Is(err, mapping.ErrNoSuchName) {
 				continue
 			}
 			if err != nil {
 				return nil, false, err
 			}
-			c.values = append(c.values, uid)
+			c.values = append(c.values, ids...)
 		}
 		if len(c.values) == 0 {
 			return nil, false, nil
@@ -335,16 +372,18 @@ func RowRegex(layout mapping.Layout, cs []tagConstraint) string {
 
 func (s *selection) scanMetric(ctx context.Context, name, regex string) error {
 	uids := s.q.mapper.UIDs()
-	metric, err := uids.ID(ctx, mapping.KindMetric, name)
+	metrics, err := uids.IDs(ctx, mapping.KindMetric, name)
 	if errors.Is(err, mapping.ErrNoSuchName) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
-		if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}); err != nil {
-			return err
+	for _, metric := range metrics {
+		for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
+			if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

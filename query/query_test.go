@@ -203,3 +203,66 @@ func TestMetricNamesFresh(t *testing.T) {
 		t.Fatalf(`{__name__=~"foo|foo"} = %v, %v; want one series with one sample`, got, err)
 	}
 }
+
+// TestOneSeriesTwoRowKeys: a label-less series written without its
+// reserved tag (earlier versions) and with it, and a tag value stored in
+// its legacy UTF-8 form and in Latin-1, each read back as one series with
+// every sample once.
+func TestOneSeriesTwoRowKeys(t *testing.T) {
+	q, m, st := newQuerier(t)
+	ctx := context.Background()
+	base := uint32(1700002800)
+	put := func(row []byte, off uint32, v float64) {
+		t.Helper()
+		val, flags := mapping.AppendValue(nil, v)
+		if err := st.Put(ctx, "tsdb", []store.Put{{Row: row, Cells: []store.Cell{{
+			Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, off, flags), Value: val,
+		}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uidRow := func(row, fam, qual, val string) {
+		t.Helper()
+		if err := st.Put(ctx, "tsdb-uid", []store.Put{{Row: []byte(row), Cells: []store.Cell{{Family: []byte(fam), Qualifier: []byte(qual), Value: []byte(val)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s, err := m.Resolve(ctx, []byte("k1"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("scalar_result")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(m.AppendRowKey(nil, s, base), 1000, 1)
+	put(m.AppendRowKey(nil, mapping.Series{Metric: s.Metric}, base), 2000, 2) // no tag pair
+	put(m.AppendRowKey(nil, mapping.Series{Metric: s.Metric}, base), 1000, 1)
+	got, err := q.Select(ctx, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "scalar_result"))
+	if err != nil || len(got) != 1 || got[0].Labels.String() != `{__name__="scalar_result"}` || fmt.Sprint(got[0].Samples) != "[{1700002801000 1} {1700002802000 2}]" {
+		t.Errorf("label-less series: %v, %v", got, err)
+	}
+
+	// Tag value "zürich": legacy UTF-8 uid 0000F0, Latin-1 uid 0000F1.
+	uidRow("z\xc3\xbcrich", "id", "tagv", "\x00\x00\xf0")
+	uidRow("\x00\x00\xf0", "name", "tagv", "z\xc3\xbcrich")
+	uidRow("z\xfcrich", "id", "tagv", "\x00\x00\xf1")
+	uidRow("\x00\x00\xf1", "name", "tagv", "z\xfcrich")
+	s, err = m.Resolve(ctx, []byte("k2"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("temp")}, {Name: []byte("city"), Value: []byte("zürich")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Tags[len(s.Tags)-3:]; fmt.Sprintf("%X", v) != "0000F1" {
+		t.Fatalf("write resolved zürich to %X, want the Latin-1 form's 0000F1", v)
+	}
+	put(m.AppendRowKey(nil, s, base), 1000, 10)
+	legacy := mapping.Series{Metric: s.Metric, Tags: append(append([]byte{}, s.Tags[:3]...), 0, 0, 0xf0)}
+	put(m.AppendRowKey(nil, legacy, base), 2000, 20)
+	for _, mt := range []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchEqual, "city", "zürich"),
+		labels.MustNewMatcher(labels.MatchRegexp, "city", "zürich|bern"),
+		labels.MustNewMatcher(labels.MatchRegexp, "city", "z.rich"),
+	} {
+		got, err := q.Select(ctx, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "temp"), mt)
+		if err != nil || len(got) != 1 || got[0].Labels.String() != `{__name__="temp", city="zürich"}` || fmt.Sprint(got[0].Samples) != "[{1700002801000 10} {1700002802000 20}]" {
+			t.Errorf("%s: %v, %v", mt, got, err)
+		}
+	}
+}
