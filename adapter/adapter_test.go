@@ -3,12 +3,14 @@ package adapter
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -396,5 +398,29 @@ func TestConcurrencyBound(t *testing.T) {
 	}
 	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {
 		t.Errorf("write after the slot freed: %d %s, want 204", rec.Code, rec.Body)
+	}
+}
+
+// TestSnappyClaimBounded: a body whose snappy header claims more than its
+// bytes can expand to is refused before anything of that size is
+// allocated; the densest real snappy body still passes the bound.
+func TestSnappyClaimBounded(t *testing.T) {
+	h := newTestHandler(t, openEmbedded(t))
+	claim := binary.AppendUvarint(nil, 1000000) // 1 MB claimed, within --web.max-request-bytes
+	body := append(claim, 0x00, 0x00)            // then almost nothing
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	rec := post(h, "/api/v1/write", body)
+	runtime.ReadMemStats(&ms)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "claims") {
+		t.Errorf("5-byte body claiming 1 MB: %d %s, want 400 naming the claim", rec.Code, rec.Body)
+	}
+	if grown := ms.TotalAlloc - before; grown > 500_000 {
+		t.Errorf("the request allocated %d bytes", grown)
+	}
+	dense := snappy.Encode(nil, make([]byte, 4<<20))
+	if n := 4 << 20; n > maxSnappyExpansion(len(dense)) {
+		t.Errorf("4 MiB of zeros compress to %d bytes, whose bound %d is below 4 MiB", len(dense), maxSnappyExpansion(len(dense)))
 	}
 }

@@ -285,6 +285,12 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 		release()
 		return nil, nil, fmt.Errorf("%w: decoded body of %d bytes exceeds --web.max-request-bytes=%d", errTooLarge, n, max)
 	}
+	if limit := maxSnappyExpansion(len(comp)); n > limit {
+		// Checked before allocating: a few bytes must not make the server
+		// reserve what they claim.
+		release()
+		return nil, nil, fmt.Errorf("%w: snappy header claims %d decoded bytes, more than %d compressed bytes can hold (%d)", errBadRequest, n, len(comp), limit)
+	}
 	if cap(bb.dec) < n {
 		bb.dec = make([]byte, n)
 	}
@@ -296,6 +302,11 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	}
 	return dec, release, nil
 }
+
+// maxSnappyExpansion bounds what a snappy block of n bytes decodes to: the
+// densest element is a 3-byte copy of 64 bytes, so no block expands by more
+// than 64/3 (plus the few bytes of the length header).
+func maxSnappyExpansion(n int) int { return n/3*64 + 64 }
 
 // readLimited reads r into buf, failing with errTooLarge past limit bytes.
 func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {

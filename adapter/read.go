@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"net/http"
 	"slices"
 
@@ -134,6 +135,16 @@ func writeSamples(w http.ResponseWriter, results [][]query.Series) error {
 			for j, smp := range s.Samples {
 				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
 			}
+			if len(s.Histograms) > 0 {
+				ts.Histograms = make([]prompb.Histogram, len(s.Histograms))
+				for j, hs := range s.Histograms {
+					if hs.FH != nil {
+						ts.Histograms[j] = prompb.FromFloatHistogram(hs.T, hs.FH)
+					} else {
+						ts.Histograms[j] = prompb.FromIntHistogram(hs.T, hs.H)
+					}
+				}
+			}
 			qr.Timeseries = append(qr.Timeseries, ts)
 		}
 		resp.Results[i] = qr
@@ -161,7 +172,7 @@ func writeStreamed(w http.ResponseWriter, results [][]query.Series) error {
 	var frame, data []byte
 	for qi, series := range results {
 		for _, s := range series {
-			chunks, err := encodeChunks(s.Samples)
+			chunks, err := encodeChunks(s)
 			if err != nil {
 				return err
 			}
@@ -190,25 +201,134 @@ func writeStreamed(w http.ResponseWriter, results [][]query.Series) error {
 	return nil
 }
 
-// encodeChunks cuts samples (sorted, unique timestamps) into XOR chunks of
-// at most maxSamplesPerChunk samples.
-func encodeChunks(samples []query.Sample) ([]prompb.Chunk, error) {
-	chunks := make([]prompb.Chunk, 0, (len(samples)+maxSamplesPerChunk-1)/maxSamplesPerChunk)
-	for len(samples) > 0 {
-		n := min(len(samples), maxSamplesPerChunk)
-		c := chunkenc.NewXORChunk()
-		app, err := c.Appender()
+// encodeChunks cuts a series into chunks as Prometheus's own remote read
+// server does: floats into XOR chunks of at most maxSamplesPerChunk
+// samples, integer and float native histograms into HISTOGRAM and
+// FLOAT_HISTOGRAM chunks of about chunkenc.TargetBytesPerHistogramChunk
+// bytes (at least chunkenc.MinSamplesPerHistogramChunk samples unless a
+// chunk outgrows twice the target), and a new chunk whenever the kind of
+// sample changes, so that the chunks are in time order and do not overlap.
+// Within a histogram chunk the chunk encoding decides counter resets, as
+// in Prometheus's TSDB.
+func encodeChunks(s query.Series) ([]prompb.Chunk, error) {
+	var cc chunkCutter
+	fs, hs := s.Samples, s.Histograms
+	for len(fs) > 0 || len(hs) > 0 {
+		var err error
+		if len(hs) == 0 || (len(fs) > 0 && fs[0].T <= hs[0].T) {
+			err = cc.appendFloat(fs[0])
+			fs = fs[1:]
+		} else {
+			err = cc.appendHistogram(hs[0])
+			hs = hs[1:]
+		}
 		if err != nil {
-			return nil, fmt.Errorf("xor appender: %w", err)
+			return nil, err
 		}
-		for _, s := range samples[:n] {
-			app.Append(0, s.T, s.V)
-		}
-		chunks = append(chunks, prompb.Chunk{
-			MinTimeMs: samples[0].T, MaxTimeMs: samples[n-1].T,
-			Type: prompb.Chunk_XOR, Data: c.Bytes(),
-		})
-		samples = samples[n:]
 	}
-	return chunks, nil
+	cc.finish()
+	return cc.chunks, nil
+}
+
+// chunkCutter builds the chunks of one series.
+type chunkCutter struct {
+	chunks     []prompb.Chunk
+	cur        chunkenc.Chunk
+	app        chunkenc.Appender
+	minT, maxT int64
+}
+
+// finish closes the current chunk, if any.
+func (c *chunkCutter) finish() {
+	if c.cur == nil {
+		return
+	}
+	typ := prompb.Chunk_XOR
+	switch c.cur.Encoding() {
+	case chunkenc.EncHistogram:
+		typ = prompb.Chunk_HISTOGRAM
+	case chunkenc.EncFloatHistogram:
+		typ = prompb.Chunk_FLOAT_HISTOGRAM
+	}
+	c.chunks = append(c.chunks, prompb.Chunk{MinTimeMs: c.minT, MaxTimeMs: c.maxT, Type: typ, Data: c.cur.Bytes()})
+	c.cur, c.app = nil, nil
+}
+
+// start opens a new chunk of encoding enc for a first sample at t.
+func (c *chunkCutter) start(ch chunkenc.Chunk, t int64) error {
+	c.finish()
+	app, err := ch.Appender()
+	if err != nil {
+		return fmt.Errorf("%s appender: %w", ch.Encoding(), err)
+	}
+	c.cur, c.app, c.minT = ch, app, t
+	return nil
+}
+
+func (c *chunkCutter) appendFloat(s query.Sample) error {
+	if c.cur == nil || c.cur.Encoding() != chunkenc.EncXOR || c.cur.NumSamples() >= maxSamplesPerChunk {
+		if err := c.start(chunkenc.NewXORChunk(), s.T); err != nil {
+			return err
+		}
+	}
+	c.app.Append(0, s.T, s.V)
+	c.maxT = s.T
+	return nil
+}
+
+func (c *chunkCutter) appendHistogram(s query.HistogramSample) error {
+	enc := chunkenc.EncHistogram
+	if s.FH != nil {
+		enc = chunkenc.EncFloatHistogram
+	}
+	var prev chunkenc.Appender
+	if c.cur != nil && c.cur.Encoding() == enc {
+		n, size := c.cur.NumSamples(), len(c.cur.Bytes())
+		full := (size >= chunkenc.TargetBytesPerHistogramChunk && n >= chunkenc.MinSamplesPerHistogramChunk) ||
+			size >= 2*chunkenc.TargetBytesPerHistogramChunk || n >= math.MaxUint16-1
+		if !full {
+			return c.appendHist(nil, s)
+		}
+		prev = c.app
+	}
+	var ch chunkenc.Chunk = chunkenc.NewHistogramChunk()
+	if s.FH != nil {
+		ch = chunkenc.NewFloatHistogramChunk()
+	}
+	if err := c.start(ch, s.T); err != nil {
+		return err
+	}
+	return c.appendHist(prev, s)
+}
+
+// appendHist appends s to the current chunk; prev, the appender of the
+// chunk before, lets a new chunk's encoding tell a counter reset from
+// none. The chunk encoding may answer with a recoded chunk (replacing the
+// current one) or a new chunk (after a counter reset or a layout change it
+// cannot recode), which then becomes the current one.
+func (c *chunkCutter) appendHist(prev chunkenc.Appender, s query.HistogramSample) error {
+	var (
+		ch      chunkenc.Chunk
+		recoded bool
+		app     = c.app
+		err     error
+	)
+	if s.FH != nil {
+		ch, recoded, app, err = app.AppendFloatHistogram(prev, 0, s.T, s.FH, false)
+	} else {
+		ch, recoded, app, err = app.AppendHistogram(prev, 0, s.T, s.H, false)
+	}
+	if err != nil {
+		return fmt.Errorf("append histogram at %d: %w", s.T, err)
+	}
+	if ch != nil {
+		if !recoded {
+			// A new chunk starts with this sample.
+			c.finish()
+			c.minT = s.T
+		}
+		c.cur = ch
+	}
+	c.app, c.maxT = app, s.T
+	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
@@ -51,10 +52,21 @@ type Sample struct {
 	V float64
 }
 
-// Series is one series of a query's answer.
+// HistogramSample is one native-histogram sample: Unix milliseconds and
+// exactly one of H (integer counts) and FH (float counts).
+type HistogramSample struct {
+	T  int64
+	H  *histogram.Histogram
+	FH *histogram.FloatHistogram
+}
+
+// Series is one series of a query's answer: its float samples and its
+// native-histogram samples, each sorted by time with one sample per
+// timestamp.
 type Series struct {
-	Labels  labels.Labels
-	Samples []Sample
+	Labels     labels.Labels
+	Samples    []Sample
+	Histograms []HistogramSample
 }
 
 // Options configure a Querier.
@@ -127,7 +139,7 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 	}
 	out := make([]Series, 0, len(sel.series))
 	for _, s := range sel.series {
-		if s != nil && len(s.Samples) > 0 {
+		if s != nil && (len(s.Samples) > 0 || len(s.Histograms) > 0) {
 			out = append(out, *s)
 		}
 	}
@@ -159,8 +171,21 @@ func joinEqual(sorted []Series) []Series {
 			return 0
 		})
 		prev.Samples = slices.CompactFunc(merged, func(a, b Sample) bool { return a.T == b.T })
+		hs := append(prev.Histograms, s.Histograms...)
+		slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
+		prev.Histograms = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
 	}
 	return out
+}
+
+func cmpT(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // metricNames returns the metric names the __name__ matchers allow.
@@ -448,8 +473,72 @@ func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
 		ser.Samples = append(ser.Samples, Sample{T: p.T, V: p.V})
 	}
 	s.samples += len(pts)
+	hs, err := s.histograms(base, row)
+	if err != nil {
+		return err
+	}
+	ser.Histograms = append(ser.Histograms, hs...)
+	s.samples += len(hs)
 	if s.samples > s.q.opts.MaxSamples {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
 	return nil
+}
+
+// histograms decodes the native-histogram cells of a row (qualifier 0x06 +
+// offset, see mapping.AppendHistogramQualifier) whose time is in [start,
+// end], sorted by time; of several cells with one timestamp (a 3-byte and
+// a 5-byte qualifier for the same instant) the newest version wins. Each
+// sample owns its histogram.
+func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, error) {
+	type cand struct {
+		t       int64
+		version uint64
+		cell    int
+	}
+	var cs []cand
+	for i, c := range row.Cells {
+		off, ok := mapping.ParseHistogramQualifier(c.Qualifier)
+		if !ok {
+			continue
+		}
+		t := int64(base)*1000 + int64(off)
+		if t < s.start || t > s.end {
+			continue
+		}
+		cs = append(cs, cand{t, c.Timestamp, i})
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if c := cmpT(a.t, b.t); c != 0 {
+			return c
+		}
+		if a.version != b.version {
+			if a.version < b.version {
+				return -1
+			}
+			return 1
+		}
+		return a.cell - b.cell
+	})
+	out := make([]HistogramSample, 0, len(cs))
+	for i, c := range cs {
+		if i+1 < len(cs) && cs[i+1].t == c.t {
+			continue // a newer version follows
+		}
+		cell := row.Cells[c.cell]
+		h, fh := &histogram.Histogram{}, &histogram.FloatHistogram{}
+		isFloat, err := mapping.DecodeHistogramValue(cell.Value, h, fh)
+		if err != nil {
+			return nil, fmt.Errorf("row %x: histogram cell %X: %w", row.Key, cell.Qualifier, err)
+		}
+		hs := HistogramSample{T: c.t, H: h}
+		if isFloat {
+			hs = HistogramSample{T: c.t, FH: fh}
+		}
+		out = append(out, hs)
+	}
+	return out, nil
 }

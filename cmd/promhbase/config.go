@@ -22,11 +22,14 @@ type config struct {
 	embeddedPath string
 	dataTable    string
 	uidTable     string
-	layout       mapping.Layout
-	uidCacheSize int
-	logLevel     string
-	logFormat    string
-	hbase        hbaseFlags
+	// exemplarTable is promhbase's own table of exemplars (family e),
+	// which OpenTSDB never reads.
+	exemplarTable string
+	layout        mapping.Layout
+	uidCacheSize  int
+	logLevel      string
+	logFormat     string
+	hbase         hbaseFlags
 }
 
 func (c *config) registerCommon(app *kingpin.Application) {
@@ -36,6 +39,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.embedded.path", "Directory of the embedded store.").Default("./data").StringVar(&c.embeddedPath)
 	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default("tsdb").StringVar(&c.dataTable)
 	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default("tsdb-uid").StringVar(&c.uidTable)
+	app.Flag("hbase.table.exemplar", "Exemplar table (promhbase's own; OpenTSDB never reads it). Rows have the data table's keys; created by create-tables.").Default("tsdb-exemplar").StringVar(&c.exemplarTable)
 	app.Flag("storage.salt.width", "Salt bytes in front of row keys (tsd.storage.salt.width); 0 turns salting off. Must match every writer of the table.").
 		Default(fmt.Sprint(d.SaltWidth)).IntVar(&c.layout.SaltWidth)
 	app.Flag("storage.salt.buckets", "Salt buckets (tsd.storage.salt.buckets).").Default(fmt.Sprint(d.SaltBuckets)).IntVar(&c.layout.SaltBuckets)
@@ -68,7 +72,7 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
-		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable}})
+		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable, c.exemplarTable}})
 	case "hbase":
 		return c.hbase.open(reg, logger)
 	}

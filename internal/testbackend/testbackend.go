@@ -21,7 +21,7 @@ import (
 
 // Tables names the tables a test got.
 type Tables struct {
-	Data, UID string
+	Data, UID, Exemplar string
 }
 
 // Name returns the backend in use.
@@ -44,8 +44,8 @@ func New(t testing.TB) (store.Store, Tables) {
 	t.Helper()
 	switch Name() {
 	case "embedded":
-		tb := Tables{Data: "tsdb", UID: "tsdb-uid"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID}})
+		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar}})
 		if err != nil {
 			t.Fatal(err)
 		}

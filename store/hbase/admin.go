@@ -28,12 +28,20 @@ const (
 //	tsdb      family t: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION, TTL
 //	tsdb-uid  families id and name: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION
 //
+// and promhbase's exemplar table, which OpenTSDB never reads, when named:
+//
+//	tsdb-exemplar  family e: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION, TTL
+//	               (split as the data table: its rows have the same keys)
+//
 // The zero value of every field selects its default.
 type TablesConfig struct {
 	// DataTable is the name of the data table. Default DefaultDataTable.
 	DataTable string
 	// UIDTable is the name of the UID table. Default DefaultUIDTable.
 	UIDTable string
+	// ExemplarTable is the name of promhbase's exemplar table; empty
+	// creates none.
+	ExemplarTable string
 	// Compression is the HBase compression of every family: NONE, GZ,
 	// SNAPPY, LZ4, LZO, BZIP2 or ZSTD; the region servers must support it.
 	// Default DefaultCompression.
@@ -119,8 +127,8 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	if !validCompression(tc.Compression) {
 		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
 	}
-	if tc.DataTable == tc.UIDTable {
-		return nil, fmt.Errorf("data and UID table are both named %q: %w", tc.DataTable, store.ErrInvalid)
+	if tc.DataTable == tc.UIDTable || tc.ExemplarTable == tc.DataTable || tc.ExemplarTable == tc.UIDTable {
+		return nil, fmt.Errorf("tables %q, %q and %q must have distinct names: %w", tc.DataTable, tc.UIDTable, tc.ExemplarTable, store.ErrInvalid)
 	}
 	if tc.DataTTL < 0 || (tc.DataTTL > 0 && tc.DataTTL < time.Second) {
 		return nil, fmt.Errorf("data TTL %s is negative or below HBase's one second: %w", tc.DataTTL, store.ErrInvalid)
@@ -140,10 +148,18 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	if tc.DataTTL > 0 {
 		data["TTL"] = strconv.FormatInt(int64(tc.DataTTL/time.Second), 10)
 	}
-	return []TableSpec{
+	specs := []TableSpec{
 		{Name: tc.DataTable, Families: map[string]map[string]string{"t": data}, SplitKeys: splits},
 		{Name: tc.UIDTable, Families: map[string]map[string]string{"id": family(), "name": family()}},
-	}, nil
+	}
+	if tc.ExemplarTable != "" {
+		ex := family()
+		if tc.DataTTL > 0 {
+			ex["TTL"] = data["TTL"]
+		}
+		specs = append(specs, TableSpec{Name: tc.ExemplarTable, Families: map[string]map[string]string{"e": ex}, SplitKeys: splits})
+	}
+	return specs, nil
 }
 
 func validCompression(c string) bool {

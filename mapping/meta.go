@@ -1,0 +1,160 @@
+package mapping
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Metadata is a Prometheus metric family's metadata: its type (counter,
+// gauge, histogram, gaugehistogram, summary, info, stateset, unknown; empty
+// when the sender did not say), help text and unit.
+type Metadata struct {
+	Type, Help, Unit string
+}
+
+// metaQualifier is the cell of a metric's reverse row in tsdb-uid that holds
+// OpenTSDB's UIDMeta JSON (family name).
+const metaQualifier = "metric_meta"
+
+// metaAttempts bounds the check-and-put retries of one metadata update.
+const metaAttempts = 3
+
+// Metas keeps Prometheus metric metadata as OpenTSDB's UID metadata of the
+// metric: the name:metric_meta cell of the metric's reverse row in tsdb-uid,
+// OpenTSDB's UIDMeta JSON with description = help and custom = {type,
+// unit} (see UIDMeta.SetPrometheus), so that OpenTSDB's /api/uid/uidmeta
+// shows it. A cell is written only when the metadata changes, merged into
+// what is there (an OpenTSDB user's display name, notes and other custom
+// keys are kept) with a check-and-put against the bytes read, as OpenTSDB's
+// own UIDMeta writes do. What was last written or read is cached (bounded),
+// so unchanged metadata costs a map lookup. It is safe for concurrent use.
+type Metas struct {
+	uids  *UIDs
+	seen  *genCache[Metadata] // metric name -> metadata known to be stored
+	clock func() time.Time
+}
+
+// NewMetas returns the metadata keeper of uids' table; cacheSize bounds the
+// cache of known metadata.
+func NewMetas(uids *UIDs, cacheSize int) *Metas {
+	if cacheSize <= 0 {
+		cacheSize = 1 << 16
+	}
+	return &Metas{uids: uids, seen: newGenCache[Metadata](cacheSize), clock: time.Now}
+}
+
+// Known reports whether md is what is stored for metric, from the cache
+// only; it does not allocate.
+func (m *Metas) Known(metric []byte, md Metadata) bool {
+	old, ok := m.seen.get(metric)
+	return ok && old == md
+}
+
+// Update stores md as the metadata of metric (a metric family name),
+// assigning the metric a UID when it has none. It writes only when the
+// stored metadata differs. changed reports whether it wrote.
+func (m *Metas) Update(ctx context.Context, metric string, md Metadata) (changed bool, err error) {
+	if m.Known([]byte(metric), md) {
+		return false, nil
+	}
+	uid, err := m.uids.GetOrCreate(ctx, KindMetric, []byte(metric))
+	if err != nil {
+		return false, err
+	}
+	for range metaAttempts {
+		row, err := m.uids.st.Get(ctx, m.uids.table, uid, uidFamilyName)
+		if err != nil {
+			return false, fmt.Errorf("read metadata of metric %q: %w", metric, err)
+		}
+		var stored []byte
+		found := false
+		for _, c := range row.Cells {
+			if string(c.Qualifier) == metaQualifier {
+				stored, found = c.Value, true
+			}
+		}
+		meta := UIDMeta{Type: "METRIC"}
+		if found {
+			if meta, err = ParseUIDMeta(stored); err != nil {
+				// Not ours to repair: leave a cell OpenTSDB cannot read either.
+				return false, fmt.Errorf("metadata of metric %q: %w", metric, err)
+			}
+		}
+		if meta.Created == 0 {
+			meta.Created = m.clock().Unix()
+		}
+		if !meta.SetPrometheus(md.Type, md.Help, md.Unit) && found {
+			m.seen.put(metric, md)
+			return false, nil
+		}
+		val := AppendUIDMetaJSON(nil, &meta)
+		if found && bytes.Equal(val, stored) {
+			m.seen.put(metric, md)
+			return false, nil
+		}
+		var expected []byte
+		if found {
+			expected = stored
+		}
+		put := store.Put{Row: uid, Cells: []store.Cell{{Family: []byte(uidFamilyName), Qualifier: []byte(metaQualifier), Value: val}}}
+		ok, err := m.uids.st.CheckAndPut(ctx, m.uids.table, put, uidFamilyName, metaQualifier, expected)
+		if err != nil {
+			return false, fmt.Errorf("write metadata of metric %q: %w", metric, err)
+		}
+		if ok {
+			m.seen.put(metric, md)
+			return true, nil
+		}
+		// Someone else wrote it meanwhile: merge into theirs.
+	}
+	return false, fmt.Errorf("write metadata of metric %q: the cell kept changing under %d check-and-puts", metric, metaAttempts)
+}
+
+// Get returns the stored metadata of metric; ok is false when it has none.
+func (m *Metas) Get(ctx context.Context, metric string) (md Metadata, ok bool, err error) {
+	uid, err := m.uids.ID(ctx, KindMetric, metric)
+	if err != nil {
+		return Metadata{}, false, err
+	}
+	row, err := m.uids.st.Get(ctx, m.uids.table, uid, uidFamilyName)
+	if err != nil {
+		return Metadata{}, false, fmt.Errorf("read metadata of metric %q: %w", metric, err)
+	}
+	for _, c := range row.Cells {
+		if string(c.Qualifier) != metaQualifier {
+			continue
+		}
+		meta, err := ParseUIDMeta(c.Value)
+		if err != nil {
+			return Metadata{}, false, fmt.Errorf("metadata of metric %q: %w", metric, err)
+		}
+		md = Metadata{Type: meta.Custom["type"], Help: meta.Description, Unit: meta.Custom["unit"]}
+		return md, true, nil
+	}
+	return Metadata{}, false, nil
+}
+
+// FamilyName returns the metric family a series belongs to, given the
+// family's type, as Prometheus's metadata names families: the suffixes of a
+// classic histogram's and a summary's series (_bucket, _sum, _count) are
+// cut; other names (a counter's _total included) are the family's.
+func FamilyName(series, typ string) string {
+	var suffixes []string
+	switch typ {
+	case "histogram", "gaugehistogram":
+		suffixes = []string{"_bucket", "_sum", "_count"}
+	case "summary":
+		suffixes = []string{"_sum", "_count"}
+	}
+	for _, s := range suffixes {
+		if f, ok := strings.CutSuffix(series, s); ok && f != "" {
+			return f
+		}
+	}
+	return series
+}
