@@ -81,7 +81,10 @@ func newTestHandler(t testing.TB, st store.Store) *Handler {
 		t.Fatal(err)
 	}
 	m := mapping.NewMapper(uids, layout, 0)
-	h, err := New(NewWriter(m, st, "tsdb"), query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20},
+	w := NewWriter(m, st, "tsdb")
+	w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
+	w.SetMetadata(mapping.NewMetas(uids, 0))
+	h, err := New(w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20},
 		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +94,7 @@ func newTestHandler(t testing.TB, st store.Store) *Handler {
 
 func openEmbedded(t testing.TB) store.Store {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
+	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +193,12 @@ func TestParseWriteRequestMatchesGogo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	err = parseWriteRequest(data, &wireSeries{}, func(s *wireSeries) error {
+	err = parseWriteRequest(data, &wireSeries{}, nil, func(s *wireSeries) error {
 		lbls, err := s.Labels()
 		if err != nil {
 			return err
 		}
-		got = append(got, fmt.Sprintf("%s %v h=%d", mapping.FormatLabels(lbls), s.Samples, s.Histograms))
+		got = append(got, fmt.Sprintf("%s %v h=%d", mapping.FormatLabels(lbls), s.Samples, len(s.Hists)))
 		return nil
 	})
 	if err != nil {
@@ -218,7 +221,7 @@ func FuzzParseWriteRequest(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var ours []string
-		err := parseWriteRequest(data, &wireSeries{}, func(s *wireSeries) error {
+		err := parseWriteRequest(data, &wireSeries{}, nil, func(s *wireSeries) error {
 			lbls, err := s.Labels()
 			if err != nil {
 				return err
@@ -334,7 +337,7 @@ func TestParseInterleavedLabels(t *testing.T) {
 	ts = append(ts, lbl("c", "d")...)
 	req := field(1, ts)
 	var got []string
-	err := parseWriteRequest(req, &wireSeries{}, func(s *wireSeries) error {
+	err := parseWriteRequest(req, &wireSeries{}, nil, func(s *wireSeries) error {
 		lbls, err := s.Labels()
 		if err != nil {
 			return err
@@ -407,7 +410,7 @@ func TestConcurrencyBound(t *testing.T) {
 func TestSnappyClaimBounded(t *testing.T) {
 	h := newTestHandler(t, openEmbedded(t))
 	claim := binary.AppendUvarint(nil, 1000000) // 1 MB claimed, within --web.max-request-bytes
-	body := append(claim, 0x00, 0x00)            // then almost nothing
+	body := append(claim, 0x00, 0x00)           // then almost nothing
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc

@@ -68,12 +68,13 @@ type Handler struct {
 	bufs   sync.Pool // *bodyBuf
 	slots  chan struct{}
 
-	requests        *prometheus.CounterVec
-	duration        *prometheus.HistogramVec
-	samplesWritten  prometheus.Counter
-	samplesRejected *prometheus.CounterVec
-	readSeries      prometheus.Counter
-	readSamples     prometheus.Counter
+	requests                            *prometheus.CounterVec
+	duration                            *prometheus.HistogramVec
+	samplesWritten                      prometheus.Counter
+	histogramsWritten, exemplarsWritten prometheus.Counter
+	samplesRejected                     *prometheus.CounterVec
+	readSeries                          prometheus.Counter
+	readSamples                         prometheus.Counter
 }
 
 // New returns the Handler. Metrics are registered on reg.
@@ -99,8 +100,14 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_samples_written_total", Help: "Samples acknowledged by the store.",
 		}),
+		histogramsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_histograms_written_total", Help: "Native histogram samples acknowledged by the store.",
+		}),
+		exemplarsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_exemplars_written_total", Help: "Exemplars acknowledged by the store (one per series, hour and slot).",
+		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promhbase_samples_rejected_total", Help: "Samples rejected with 400, by reason.",
+			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected with 400, by reason.",
 		}, []string{"reason"}),
 		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
@@ -109,10 +116,10 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 			Name: "promhbase_read_samples_total", Help: "Samples returned by remote read.",
 		}),
 	}
-	for _, r := range []string{reasonInvalidLabels, reasonTimestamp, reasonHistogram, reasonUIDExhausted} {
+	for _, r := range rejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.samplesRejected, h.readSeries, h.readSamples} {
+	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.readSeries, h.readSamples} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}
@@ -335,11 +342,20 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		return fmt.Errorf("%w: %s on /api/v1/write", errMethod, r.Method)
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, params, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/x-protobuf" || (params["proto"] != "" && params["proto"] != "prometheus.WriteRequest") {
-			return fmt.Errorf("%w: content type %q; promhbase takes remote write 1.0 (application/x-protobuf, prometheus.WriteRequest)", errUnsupportedMedia, ct)
-		}
+	v2, err := writeProtocol(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	var res writeResult
+	if v2 {
+		// Remote write 2.0: every answer, success or not, says what was
+		// written (nothing, until the store acknowledged).
+		defer func() {
+			hd := w.Header()
+			hd.Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
+			hd.Set("X-Prometheus-Remote-Write-Histograms-Written", strconv.Itoa(res.Histograms))
+			hd.Set("X-Prometheus-Remote-Write-Exemplars-Written", strconv.Itoa(res.Exemplars))
+		}()
 	}
 	free, err := h.acquire(r.Context())
 	if err != nil {
@@ -353,17 +369,54 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
 	defer cancel()
-	res, err := h.w.Write(ctx, body)
+	res, err = h.w.Write(ctx, body, v2)
 	h.samplesWritten.Add(float64(res.Samples))
+	h.histogramsWritten.Add(float64(res.Histograms))
+	h.exemplarsWritten.Add(float64(res.Exemplars))
 	for reason, n := range res.Rejected {
 		h.samplesRejected.WithLabelValues(reason).Add(float64(n))
 	}
-	w.Header().Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
 	if err != nil {
 		return err
 	}
+	if v2 {
+		// The deferred headers must precede the status line.
+		hd := w.Header()
+		hd.Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
+		hd.Set("X-Prometheus-Remote-Write-Histograms-Written", strconv.Itoa(res.Histograms))
+		hd.Set("X-Prometheus-Remote-Write-Exemplars-Written", strconv.Itoa(res.Exemplars))
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// Remote-write protobuf messages, as the proto parameter of Content-Type
+// names them.
+const (
+	protoV1 = "prometheus.WriteRequest"
+	protoV2 = "io.prometheus.write.v2.Request"
+)
+
+// writeProtocol decides the protocol of a remote write from its
+// Content-Type, as the 2.0 spec says receivers must: application/x-protobuf
+// alone or with proto=prometheus.WriteRequest is 1.0, with
+// proto=io.prometheus.write.v2.Request 2.0; anything else is refused with
+// 415. A missing Content-Type is taken as 1.0 (old senders).
+func writeProtocol(ct string) (v2 bool, err error) {
+	if ct == "" {
+		return false, nil
+	}
+	mt, params, perr := mime.ParseMediaType(ct)
+	if perr == nil && mt == "application/x-protobuf" {
+		switch params["proto"] {
+		case "", protoV1:
+			return false, nil
+		case protoV2:
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("%w: content type %q; promhbase takes application/x-protobuf with proto=%s (remote write 1.0, the default) or proto=%s (2.0)",
+		errUnsupportedMedia, ct, protoV1, protoV2)
 }
 
 func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) error {

@@ -24,9 +24,20 @@ type wireSeries struct {
 	// length and message of each): equal keys mean equal label sets. It
 	// points into the request when the labels are contiguous, as
 	// Prometheus encodes them, and into keyBuf otherwise.
-	Key        []byte
-	Samples    []Sample
-	Histograms int
+	Key     []byte
+	Samples []Sample
+	// Hists holds the series' Histogram messages, undecoded; they alias
+	// the request (see parseHistogram).
+	Hists [][]byte
+	// Exemplars are the series' exemplars; their labels are in exLabels.
+	Exemplars []wireExemplar
+	// Meta is the series' metadata (remote write 2.0 only).
+	Meta wireMeta
+	// Invalid, when not empty, says why the series can never be stored
+	// (remote write 2.0's per-series rules); the rest of the request is.
+	Invalid string
+
+	exLabels []mapping.Label
 
 	keyBuf []byte
 	labels []mapping.Label
@@ -88,7 +99,7 @@ func (s *wireSeries) Labels() ([]mapping.Label, error) {
 // and calls fn for each series. The series and its slices are reused
 // between calls. Unknown fields are skipped; every length is checked before
 // slicing.
-func parseWriteRequest(buf []byte, s *wireSeries, fn func(*wireSeries) error) error {
+func parseWriteRequest(buf []byte, s *wireSeries, metas *[]wireMeta, fn func(*wireSeries) error) error {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
@@ -109,6 +120,19 @@ func parseWriteRequest(buf []byte, s *wireSeries, fn func(*wireSeries) error) er
 			}
 			continue
 		}
+		if field == 3 && wt == wireBytes && metas != nil {
+			msg, rest, err := readBytes(buf)
+			if err != nil {
+				return fmt.Errorf("%w: metadata: %w", errMalformed, err)
+			}
+			buf = rest
+			md, err := parseMetricMetadata(msg)
+			if err != nil {
+				return err
+			}
+			*metas = append(*metas, md)
+			continue
+		}
 		rest, err := skipField(buf, wt)
 		if err != nil {
 			return fmt.Errorf("%w: WriteRequest field %d: %w", errMalformed, field, err)
@@ -118,11 +142,127 @@ func parseWriteRequest(buf []byte, s *wireSeries, fn func(*wireSeries) error) er
 	return nil
 }
 
-func parseTimeSeries(buf []byte, s *wireSeries) error {
+// wireMeta is metric metadata as it arrives: the family name (1.0; 2.0
+// uses the series' name), its type as the enum number, help and unit.
+type wireMeta struct {
+	Family, Help, Unit []byte
+	Type               uint64
+	Set                bool // 2.0: the series carried a Metadata message
+}
+
+// parseMetricMetadata walks a 1.0 MetricMetadata { MetricType type = 1;
+// string metric_family_name = 2; string help = 4; string unit = 5; }.
+func parseMetricMetadata(buf []byte) (wireMeta, error) {
+	md := wireMeta{Set: true}
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return md, fmt.Errorf("%w: bad tag in MetricMetadata", errMalformed)
+		}
+		buf = buf[n:]
+		switch {
+		case field == 1 && wt == wireVarint:
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return md, fmt.Errorf("%w: MetricMetadata type", errMalformed)
+			}
+			md.Type, buf = v, buf[n:]
+		case (field == 2 || field == 4 || field == 5) && wt == wireBytes:
+			b, rest, err := readBytes(buf)
+			if err != nil {
+				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+			switch field {
+			case 2:
+				md.Family = b
+			case 4:
+				md.Help = b
+			case 5:
+				md.Unit = b
+			}
+		default:
+			rest, err := skipField(buf, wt)
+			if err != nil {
+				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+		}
+	}
+	return md, nil
+}
+
+// wireExemplar is one exemplar of a series: value, timestamp and its
+// labels, s.exLabels[lo:hi].
+type wireExemplar struct {
+	V      float64
+	T      int64
+	lo, hi int
+}
+
+// ExemplarLabels returns the labels of e, an exemplar of s.
+func (s *wireSeries) ExemplarLabels(e wireExemplar) []mapping.Label { return s.exLabels[e.lo:e.hi] }
+
+// parseExemplarV1 walks a 1.0 Exemplar { repeated Label labels = 1; double
+// value = 2; int64 timestamp = 3; } into s.
+func (s *wireSeries) parseExemplarV1(buf []byte) error {
+	e := wireExemplar{lo: len(s.exLabels)}
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad tag in Exemplar", errMalformed)
+		}
+		buf = buf[n:]
+		switch {
+		case field == 1 && wt == wireBytes:
+			msg, rest, err := readBytes(buf)
+			if err != nil {
+				return fmt.Errorf("%w: Exemplar label: %w", errMalformed, err)
+			}
+			buf = rest
+			l, err := parseLabel(msg)
+			if err != nil {
+				return err
+			}
+			s.exLabels = append(s.exLabels, l)
+		case field == 2 && wt == wireFixed64:
+			if len(buf) < 8 {
+				return fmt.Errorf("%w: Exemplar value cut", errMalformed)
+			}
+			e.V, buf = math.Float64frombits(le64(buf)), buf[8:]
+		case field == 3 && wt == wireVarint:
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return fmt.Errorf("%w: Exemplar timestamp", errMalformed)
+			}
+			e.T, buf = int64(v), buf[n:]
+		default:
+			rest, err := skipField(buf, wt)
+			if err != nil {
+				return fmt.Errorf("%w: Exemplar field %d: %w", errMalformed, field, err)
+			}
+			buf = rest
+		}
+	}
+	e.hi = len(s.exLabels)
+	s.Exemplars = append(s.Exemplars, e)
+	return nil
+}
+
+// reset empties s for the next series.
+func (s *wireSeries) reset() {
 	s.Key = nil
 	s.Samples = s.Samples[:0]
-	s.Histograms = 0
+	s.Hists = s.Hists[:0]
+	s.Exemplars = s.Exemplars[:0]
+	s.exLabels = s.exLabels[:0]
+	s.Meta = wireMeta{}
+	s.Invalid = ""
 	s.copied, s.keyStart, s.keyEnd = false, 0, 0
+}
+
+func parseTimeSeries(buf []byte, s *wireSeries) error {
+	s.reset()
 	whole := buf
 	for len(buf) > 0 {
 		// Fast path for what Prometheus sends: short labels (tag 0x0A,
@@ -176,8 +316,12 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 				return err
 			}
 			s.Samples = append(s.Samples, smp)
+		case 3:
+			if err := s.parseExemplarV1(msg); err != nil {
+				return err
+			}
 		case 4:
-			s.Histograms++
+			s.Hists = append(s.Hists, msg)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -21,10 +23,16 @@ const maxNamedRejects = 10
 // Reasons a sample is rejected, the values of the rejects metric's label.
 const (
 	reasonInvalidLabels = "invalid_labels"
+	reasonInvalidSeries = "invalid_series"
 	reasonTimestamp     = "timestamp_out_of_range"
-	reasonHistogram     = "native_histogram"
+	reasonHistogram     = "invalid_histogram"
 	reasonUIDExhausted  = "uid_exhausted"
 )
+
+// rejectReasons lists every reason, for the metric's label values.
+func rejectReasons() []string {
+	return []string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted}
+}
 
 // putter is the part of store.Store the write path uses.
 type putter interface {
@@ -41,9 +49,13 @@ type RowNoter interface {
 	NoteRows(puts []store.Put)
 }
 
-// Writer turns decoded remote-write requests into store Puts: one Put per
-// row (series and hour) carrying one cell per sample, all Puts of a request
-// sent in one call. It is safe for concurrent use.
+// Writer turns decoded remote-write requests (1.0 and 2.0) into store
+// Puts: one Put per row (series and hour) carrying one cell per float
+// sample and per native histogram (see mapping.AppendHistogramValue), all
+// Puts of a request sent in one call; then the exemplars, one cell per
+// exemplar slot in the exemplar table (see mapping.AppendExemplarValue);
+// then metric metadata that changed (mapping.Metas). It is safe for
+// concurrent use.
 type Writer struct {
 	mapper *mapping.Mapper
 	st     putter
@@ -51,6 +63,10 @@ type Writer struct {
 	family []byte    // the data table's column family, "t"
 	pool   sync.Pool // *writeBatch
 	noter  RowNoter  // nil: nobody is told
+
+	exTable string // "": exemplars are not kept
+	exSlots int    // exemplar slots per series and hour
+	metas   *mapping.Metas
 }
 
 // NewWriter returns a Writer into table of st.
@@ -58,14 +74,33 @@ func NewWriter(m *mapping.Mapper, st putter, table string) *Writer {
 	return &Writer{mapper: m, st: st, table: table, family: []byte("t")}
 }
 
+// DefaultExemplarSlots is the default number of exemplars kept per series
+// and hour: one per 5 s slot, so at least one per scrape at any scrape
+// interval of 5 s or more.
+const DefaultExemplarSlots = 720
+
+// SetExemplars makes the Writer keep exemplars in table (family e), at most
+// slots (1..65535) per series and hour; an empty table drops them (they
+// are then not counted as written). Call it before the Writer is first
+// used.
+func (w *Writer) SetExemplars(table string, slots int) {
+	w.exTable, w.exSlots = table, min(max(slots, 1), mapping.MaxExemplarSlots)
+}
+
+// SetMetadata makes the Writer keep metric metadata in m. Call it before the
+// Writer is first used.
+func (w *Writer) SetMetadata(m *mapping.Metas) { w.metas = m }
+
 // SetRowNoter makes the Writer tell n the rows of every request it writes.
 // Call it before the Writer is first used.
 func (w *Writer) SetRowNoter(n RowNoter) { w.noter = n }
 
 // writeResult says what a write did.
 type writeResult struct {
-	Samples  int            // samples acknowledged by the store
-	Rejected map[string]int // samples rejected, by reason
+	Samples    int            // float samples acknowledged by the store
+	Histograms int            // native histograms acknowledged
+	Exemplars  int            // exemplars acknowledged (distinct slots)
+	Rejected   map[string]int // samples and histograms rejected, by reason
 }
 
 // rejectError is a partial write: the valid series were written, these
@@ -77,7 +112,7 @@ type rejectError struct {
 
 func (e *rejectError) Error() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d samples rejected: %s", e.count, strings.Join(e.named, "; "))
+	fmt.Fprintf(&sb, "%d samples or histograms rejected: %s", e.count, strings.Join(e.named, "; "))
 	if more := e.count - len(e.named); len(e.named) == maxNamedRejects && more > 0 {
 		fmt.Fprintf(&sb, "; and more")
 	}
@@ -87,6 +122,7 @@ func (e *rejectError) Error() string {
 // writeBatch holds the reusable buffers of one request.
 type writeBatch struct {
 	series wireSeries
+	v2     v2State
 	puts   []store.Put
 	starts []int // index in cells of each put's first cell
 	cells  []store.Cell
@@ -95,6 +131,21 @@ type writeBatch struct {
 	reject map[string]int
 	cache  mapping.SeriesCacheReader
 	missed []missedSeries
+
+	samples, histograms int
+	hist                wireHistogram
+	scratch             []byte
+	exPuts              []store.Put
+	exCells             []store.Cell
+	exSeen              map[string]struct{} // row ‖ slot of this request's exemplars
+	metas               []wireMeta          // 1.0's metadata field
+	pendingMeta         []pendingMeta
+}
+
+// pendingMeta is metadata of a request that is not known to be stored.
+type pendingMeta struct {
+	family string
+	md     mapping.Metadata
 }
 
 func (b *writeBatch) reset() {
@@ -106,6 +157,12 @@ func (b *writeBatch) reset() {
 	clear(b.reject)
 	clear(b.missed)
 	b.missed = b.missed[:0]
+	b.samples, b.histograms = 0, 0
+	b.exPuts = b.exPuts[:0]
+	b.exCells = b.exCells[:0]
+	clear(b.exSeen)
+	b.metas = b.metas[:0]
+	b.pendingMeta = b.pendingMeta[:0]
 }
 
 func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
@@ -119,14 +176,21 @@ func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
 	b.reject[reason] += n
 }
 
-// Write stores the series of a decoded WriteRequest body. It returns only
-// after the store acknowledged every Put. A *rejectError means the valid
-// series were written and the others can never be; any other error means
-// nothing may be assumed written and the request can be retried.
-func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
+// Write stores the series of a decoded request body: a remote write 1.0
+// WriteRequest, or with v2 an io.prometheus.write.v2.Request. It returns
+// only after the store acknowledged every Put. A *rejectError means the
+// valid series were written and the others can never be; any other error
+// means nothing may be assumed written and the request can be retried.
+func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, error) {
 	b, _ := w.pool.Get().(*writeBatch)
 	if b == nil {
-		b = &writeBatch{reject: map[string]int{}}
+		b = &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
+	}
+	parse := func(metas *[]wireMeta, fn func(*wireSeries) error) error {
+		if v2 {
+			return parseWriteRequestV2(body, &b.v2, &b.series, fn)
+		}
+		return parseWriteRequest(body, &b.series, metas, fn)
 	}
 	// A failed Put may leave RPCs queued in the store's client that still
 	// read the batch's buffers: such a batch is not reused.
@@ -140,9 +204,9 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
-	err := parseWriteRequest(body, &b.series, func(s *wireSeries) error {
+	err := parse(&b.metas, func(s *wireSeries) error {
 		ordinal++
-		return w.addSeries(b, s, ordinal)
+		return w.addSeries(b, s, ordinal, v2)
 	})
 	b.cache.Release()
 	if err != nil {
@@ -155,7 +219,7 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 			return writeResult{}, err
 		}
 		ordinal, next := -1, 0
-		err := parseWriteRequest(body, &b.series, func(s *wireSeries) error {
+		err := parse(nil, func(s *wireSeries) error {
 			ordinal++
 			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
 				return nil
@@ -189,7 +253,20 @@ func (w *Writer) Write(ctx context.Context, body []byte) (writeResult, error) {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
 		}
 	}
-	res.Samples = len(b.cells)
+	res.Samples, res.Histograms = b.samples, b.histograms
+	if len(b.exPuts) > 0 {
+		for i := range b.exPuts {
+			b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
+		}
+		if err := w.st.Put(ctx, w.exTable, b.exPuts); err != nil {
+			reuse = false
+			return res, fmt.Errorf("write %d exemplars: %w", len(b.exPuts), err)
+		}
+		res.Exemplars = len(b.exPuts)
+	}
+	if err := w.storeMetadata(ctx, b); err != nil {
+		return res, err
+	}
 	if len(b.reject) > 0 {
 		res.Rejected = make(map[string]int, len(b.reject))
 		for k, v := range b.reject {
@@ -218,11 +295,19 @@ type missedSeries struct {
 
 // addSeries handles one series of pass 1: cached series get their Puts,
 // others are copied into b.missed.
-func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int) error {
-	if s.Histograms > 0 {
-		b.rejectSeries(reasonHistogram, s.Histograms, fmt.Sprintf("%s: native histograms are not supported", formatSeries(s)))
+func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) error {
+	if s.Invalid != "" {
+		name := fmt.Sprintf("series %d", ordinal)
+		if s.Key != nil {
+			name = formatSeries(s)
+		}
+		b.rejectSeries(reasonInvalidSeries, len(s.Samples)+len(s.Hists), fmt.Sprintf("%s %s", name, s.Invalid))
+		return nil
 	}
-	if len(s.Samples) == 0 {
+	if s.Meta.Set {
+		w.noteMetadata(b, s, v2)
+	}
+	if len(s.Samples) == 0 && len(s.Hists) == 0 && (len(s.Exemplars) == 0 || w.exTable == "") {
 		return nil
 	}
 	if series, ok := b.cache.Get(s.Key); ok {
@@ -230,7 +315,7 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int) error {
 		return nil
 	}
 	// A copy: s.Key may live in a buffer reused by the next series.
-	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples)}
+	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples) + len(s.Hists)}
 	lbls, err := (&wireSeries{Key: m.key}).Labels()
 	if err != nil {
 		return err
@@ -276,21 +361,18 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 	return nil
 }
 
-// addSamples adds the Puts of one series: one per hour it has samples in.
+// validTime reports whether a timestamp (Unix ms) fits a row key: 0 ..
+// 2^32-1 seconds.
+func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
+
+// addSamples adds the Puts of one series: one per hour it has samples or
+// histograms in; and its exemplars.
 func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)
-	badTS := 0
-	var firstBad int64
-	for _, smp := range s.Samples {
-		if smp.T < 0 || smp.T/1000 > math.MaxUint32 {
-			if badTS == 0 {
-				firstBad = smp.T
-			}
-			badTS++
-			continue
-		}
-		sec := smp.T / 1000
+	// row starts a Put for the hour of t unless the current one is it.
+	row := func(t int64) int64 {
+		sec := t / 1000
 		base := sec - sec%3600
 		if base != curBase {
 			curBase = base
@@ -299,15 +381,163 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 			b.starts = append(b.starts, len(b.cells))
 			b.puts = append(b.puts, store.Put{Row: key})
 		}
+		return base
+	}
+	badTS := 0
+	var firstBad int64
+	for _, smp := range s.Samples {
+		if !validTime(smp.T) {
+			if badTS == 0 {
+				firstBad = smp.T
+			}
+			badTS++
+			continue
+		}
+		base := row(smp.T)
 		buf := b.arena.alloc(12)
 		buf, flags := mapping.AppendValue(buf[:4], smp.V)
 		mapping.AppendMsQualifier(buf[:0], uint32(smp.T-base*1000), flags)
 		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: buf[:4:4], Value: buf[4:len(buf):len(buf)]})
+		b.samples++
+	}
+	badHist := 0
+	var histErr error
+	for _, msg := range s.Hists {
+		h := &b.hist
+		err := parseHistogram(msg, h)
+		if err == nil {
+			err = h.Validate()
+		}
+		if err != nil {
+			badHist++
+			histErr = cmp.Or(histErr, err)
+			continue
+		}
+		if !validTime(h.T) {
+			if badTS == 0 {
+				firstBad = h.T
+			}
+			badTS++
+			continue
+		}
+		base := row(h.T)
+		if h.IsFloat {
+			b.scratch = mapping.AppendHistogramValue(b.scratch[:0], nil, &h.FH)
+		} else {
+			b.scratch = mapping.AppendHistogramValue(b.scratch[:0], &h.H, nil)
+		}
+		buf := b.arena.alloc(5 + len(b.scratch))
+		buf = mapping.AppendHistogramQualifier(buf, uint32(h.T-base*1000))
+		buf = append(buf, b.scratch...)
+		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: buf[:5:5], Value: buf[5:len(buf):len(buf)]})
+		b.histograms++
 	}
 	if badTS > 0 {
 		b.rejectSeries(reasonTimestamp, badTS, fmt.Sprintf("%s: %d samples with timestamps outside 0..%d ms (first %d)",
 			formatSeries(s), badTS, int64(math.MaxUint32)*1000+999, firstBad))
 	}
+	if badHist > 0 {
+		b.rejectSeries(reasonHistogram, badHist, fmt.Sprintf("%s: %d invalid native histograms (first: %v)", formatSeries(s), badHist, histErr))
+	}
+	if w.exTable != "" {
+		w.addExemplars(b, s, series, keyLen)
+	}
+}
+
+// addExemplars adds one exemplar-table Put per exemplar slot: the cell of
+// the slot of its time in the row of its series and hour. Exemplars with a
+// timestamp no row key can hold are dropped (not counted), as Prometheus
+// never fails a request for its exemplars; of several exemplars of a slot
+// in one request the last is kept.
+func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Series, keyLen int) {
+	for _, e := range s.Exemplars {
+		if !validTime(e.T) {
+			continue
+		}
+		sec := e.T / 1000
+		base := sec - sec%3600
+		off := uint32(e.T - base*1000)
+		key := b.arena.alloc(keyLen + 2)
+		key = w.mapper.AppendRowKey(key, series, uint32(base))
+		slot := mapping.ExemplarSlot(off, w.exSlots)
+		q := mapping.AppendExemplarQualifier(key[len(key):len(key)], slot)
+		b.scratch = mapping.AppendExemplarValue(b.scratch[:0], off, e.V, s.ExemplarLabels(e))
+		val := append(b.arena.alloc(len(b.scratch)), b.scratch...)
+		cell := store.Cell{Family: []byte(mapping.ExemplarFamily), Qualifier: q[:2:2], Value: val}
+		id := string(key[:len(key)+2])
+		if _, dup := b.exSeen[id]; dup {
+			for i := range b.exPuts {
+				if string(b.exPuts[i].Row) == string(key) && string(b.exCells[i].Qualifier) == string(cell.Qualifier) {
+					b.exCells[i] = cell
+				}
+			}
+			continue
+		}
+		b.exSeen[id] = struct{}{}
+		b.exPuts = append(b.exPuts, store.Put{Row: key})
+		b.exCells = append(b.exCells, cell)
+	}
+}
+
+// metricTypes are the names of the MetricType enum of both protocols
+// (1.0's UNKNOWN is 2.0's METRIC_TYPE_UNSPECIFIED).
+var metricTypes = [...]string{"unknown", "counter", "gauge", "histogram", "gaugehistogram", "summary", "info", "stateset"}
+
+// noteMetadata records a 2.0 series' metadata for storeMetadata, unless it
+// is known to be stored already.
+func (w *Writer) noteMetadata(b *writeBatch, s *wireSeries, v2 bool) {
+	if w.metas == nil || s.Key == nil {
+		return
+	}
+	md := mapping.Metadata{Help: string(s.Meta.Help), Unit: string(s.Meta.Unit)}
+	if s.Meta.Type < uint64(len(metricTypes)) && (s.Meta.Type > 0 || !v2) {
+		md.Type = metricTypes[s.Meta.Type]
+	}
+	lbls, err := s.Labels()
+	if err != nil {
+		return
+	}
+	for _, l := range lbls {
+		if string(l.Name) == mapping.MetricLabel && len(l.Value) > 0 {
+			family := mapping.FamilyName(string(l.Value), md.Type)
+			if !w.metas.Known([]byte(family), md) {
+				b.pendingMeta = append(b.pendingMeta, pendingMeta{family: family, md: md})
+			}
+			return
+		}
+	}
+}
+
+// storeMetadata stores the metadata of the request (1.0's metadata field
+// and 2.0's per-series metadata) that changed.
+func (w *Writer) storeMetadata(ctx context.Context, b *writeBatch) error {
+	if w.metas == nil {
+		return nil
+	}
+	for _, m := range b.metas {
+		if len(m.Family) == 0 || !utf8.Valid(m.Family) {
+			continue
+		}
+		md := mapping.Metadata{Help: string(m.Help), Unit: string(m.Unit)}
+		if m.Type < uint64(len(metricTypes)) {
+			md.Type = metricTypes[m.Type]
+		}
+		if !w.metas.Known(m.Family, md) {
+			b.pendingMeta = append(b.pendingMeta, pendingMeta{family: string(m.Family), md: md})
+		}
+	}
+	for i, p := range b.pendingMeta {
+		if i > 0 && b.pendingMeta[i-1] == p {
+			continue
+		}
+		if _, err := w.metas.Update(ctx, p.family, p.md); err != nil {
+			if errors.Is(err, mapping.ErrInvalidSeries) || errors.Is(err, mapping.ErrUIDExhausted) {
+				continue // a name that can never be stored: nothing to retry
+			}
+			return fmt.Errorf("store metadata of %q: %w", p.family, err)
+		}
+	}
+	return nil
 }
 
 // formatSeries renders a series' labels for an error message.

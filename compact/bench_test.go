@@ -62,7 +62,7 @@ func BenchmarkWritePathNoted(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := w.Write(ctx, body); err != nil {
+				if _, err := w.Write(ctx, body, false); err != nil {
 					b.Fatal(err)
 				}
 			}

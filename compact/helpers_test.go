@@ -78,7 +78,7 @@ func (e *env) write(series ...prompb.TimeSeries) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.w.Write(ctxFor(e.t), body); err != nil {
+	if _, err := e.w.Write(ctxFor(e.t), body, false); err != nil {
 		e.t.Fatalf("write: %v", err)
 	}
 }

@@ -18,7 +18,9 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
 )
 
 type serveFlags struct {
@@ -28,6 +30,7 @@ type serveFlags struct {
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	maxConcurrent   int
+	exemplarSlots   int
 	compaction      compactionFlags
 }
 
@@ -49,6 +52,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
 	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
+	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(adapter.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
@@ -67,6 +71,19 @@ func runServe(cfg *config) error {
 	}
 	defer st.Close()
 	w := adapter.NewWriter(mapper, st, cfg.dataTable)
+	if serveOpts.exemplarSlots > 0 {
+		if serveOpts.exemplarSlots > mapping.MaxExemplarSlots {
+			return fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", serveOpts.exemplarSlots, mapping.MaxExemplarSlots)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := st.Get(ctx, cfg.exemplarTable, []byte{0}, mapping.ExemplarFamily)
+		cancel()
+		if errors.Is(err, store.ErrTableNotFound) {
+			return fmt.Errorf("exemplar table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) or set --storage.exemplars.per-series-hour=0", cfg.exemplarTable)
+		}
+		w.SetExemplars(cfg.exemplarTable, serveOpts.exemplarSlots)
+	}
+	w.SetMetadata(mapping.NewMetas(mapper.UIDs(), 0))
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	compacted := make(chan struct{})
@@ -114,7 +131,7 @@ func runServe(cfg *config) error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
-	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable,
+	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
 		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
 

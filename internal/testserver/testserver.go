@@ -60,7 +60,12 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	h, err := adapter.New(adapter.NewWriter(m, st, tables.Data), query.New(st, readMapper, qopts), opts.Adapter, reg, logger)
+	w := adapter.NewWriter(m, st, tables.Data)
+	if tables.Exemplar != "" {
+		w.SetExemplars(tables.Exemplar, adapter.DefaultExemplarSlots)
+	}
+	w.SetMetadata(mapping.NewMetas(uids, 0))
+	h, err := adapter.New(w, query.New(st, readMapper, qopts), opts.Adapter, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,280 @@
+package adapter
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prometheus/prometheus/model/histogram"
+)
+
+// wireHistogram is a decoded Histogram message, the same in remote write
+// 1.0 (prometheus.Histogram) and 2.0 (io.prometheus.write.v2.Histogram):
+//
+//	Histogram { oneof count { uint64 count_int = 1; double count_float = 2; }
+//	            double sum = 3; sint32 schema = 4; double zero_threshold = 5;
+//	            oneof zero_count { uint64 zero_count_int = 6; double zero_count_float = 7; }
+//	            repeated BucketSpan negative_spans = 8; repeated sint64 negative_deltas = 9;
+//	            repeated double negative_counts = 10; repeated BucketSpan positive_spans = 11;
+//	            repeated sint64 positive_deltas = 12; repeated double positive_counts = 13;
+//	            ResetHint reset_hint = 14; int64 timestamp = 15;
+//	            repeated double custom_values = 16; int64 start_timestamp = 17; }
+//	BucketSpan { sint32 offset = 1; uint32 length = 2; }
+//
+// It is an integer histogram unless count_float is set (as prompb's
+// IsFloatHistogram decides). Its slices are reused between messages.
+type wireHistogram struct {
+	T       int64
+	IsFloat bool
+	H       histogram.Histogram
+	FH      histogram.FloatHistogram
+
+	// Buffers reused between messages; H and FH get them, or nil when
+	// empty (Prometheus's validation tells nil custom bounds from none).
+	pSpans, nSpans   []histogram.Span
+	pDeltas, nDeltas []int64
+	pCounts, nCounts []float64
+	custom           []float64
+}
+
+// parseHistogram decodes msg into w, reusing w's slices. Repeated numbers
+// may come packed or not; every length is checked before slicing.
+func parseHistogram(msg []byte, w *wireHistogram) error {
+	h, fh := &w.H, &w.FH
+	*h, *fh = histogram.Histogram{}, histogram.FloatHistogram{}
+	w.pSpans, w.nSpans = w.pSpans[:0], w.nSpans[:0]
+	w.pDeltas, w.nDeltas = w.pDeltas[:0], w.nDeltas[:0]
+	w.pCounts, w.nCounts, w.custom = w.pCounts[:0], w.nCounts[:0], w.custom[:0]
+	w.T, w.IsFloat = 0, false
+	var err error
+	for buf := msg; len(buf) > 0; {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad tag in Histogram", errMalformed)
+		}
+		buf = buf[n:]
+		switch field {
+		case 1, 6, 14, 15: // varints
+			if wt != wireVarint {
+				break
+			}
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return fmt.Errorf("%w: Histogram field %d varint", errMalformed, field)
+			}
+			buf = buf[n:]
+			switch field {
+			case 1:
+				h.Count, w.IsFloat = v, false
+			case 6:
+				h.ZeroCount = v
+			case 14:
+				h.CounterResetHint = histogram.CounterResetHint(v)
+			case 15:
+				w.T = int64(v)
+			}
+			continue
+		case 2, 3, 5, 7: // doubles
+			if wt != wireFixed64 {
+				break
+			}
+			if len(buf) < 8 {
+				return fmt.Errorf("%w: Histogram field %d cut", errMalformed, field)
+			}
+			f := math.Float64frombits(le64(buf))
+			buf = buf[8:]
+			switch field {
+			case 2:
+				fh.Count, w.IsFloat = f, true
+			case 3:
+				h.Sum = f
+			case 5:
+				h.ZeroThreshold = f
+			case 7:
+				fh.ZeroCount = f
+			}
+			continue
+		case 4:
+			if wt != wireVarint {
+				break
+			}
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return fmt.Errorf("%w: Histogram schema", errMalformed)
+			}
+			buf = buf[n:]
+			s := int64(v>>1) ^ -int64(v&1)
+			if s < math.MinInt32 || s > math.MaxInt32 {
+				return fmt.Errorf("%w: Histogram schema %d", errMalformed, s)
+			}
+			h.Schema = int32(s)
+			continue
+		case 8, 11:
+			if wt != wireBytes {
+				break
+			}
+			span, rest, err := readBytes(buf)
+			if err != nil {
+				return fmt.Errorf("%w: Histogram spans: %w", errMalformed, err)
+			}
+			buf = rest
+			sp, err := parseSpan(span)
+			if err != nil {
+				return err
+			}
+			if field == 8 {
+				w.nSpans = append(w.nSpans, sp)
+			} else {
+				w.pSpans = append(w.pSpans, sp)
+			}
+			continue
+		case 9, 12:
+			dst := &w.nDeltas
+			if field == 12 {
+				dst = &w.pDeltas
+			}
+			if *dst, buf, err = appendSint64s(*dst, buf, wt); err != nil {
+				return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+			}
+			continue
+		case 10, 13, 16:
+			dst := &w.nCounts
+			switch field {
+			case 13:
+				dst = &w.pCounts
+			case 16:
+				dst = &w.custom
+			}
+			if *dst, buf, err = appendDoubles(*dst, buf, wt); err != nil {
+				return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+			}
+			continue
+		}
+		rest, err := skipField(buf, wt)
+		if err != nil {
+			return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+		}
+		buf = rest
+	}
+	h.PositiveSpans, h.NegativeSpans, h.CustomValues = orNil(w.pSpans), orNil(w.nSpans), orNil(w.custom)
+	h.PositiveBuckets, h.NegativeBuckets = orNil(w.pDeltas), orNil(w.nDeltas)
+	// Fields shared by both kinds were read into h.
+	if w.IsFloat {
+		fh.CounterResetHint, fh.Schema, fh.ZeroThreshold, fh.Sum = h.CounterResetHint, h.Schema, h.ZeroThreshold, h.Sum
+		fh.PositiveSpans, fh.NegativeSpans, fh.CustomValues = h.PositiveSpans, h.NegativeSpans, h.CustomValues
+		fh.PositiveBuckets, fh.NegativeBuckets = orNil(w.pCounts), orNil(w.nCounts)
+	}
+	// As prompb converts: an integer histogram takes zero_count_int, a
+	// float one zero_count_float, whatever else was sent.
+	return nil
+}
+
+// Validate checks what Prometheus's receiver checks of a histogram: a
+// schema Prometheus accepts (-4..8, or -53 with custom bounds) and buckets,
+// spans and counts that agree.
+func (w *wireHistogram) Validate() error {
+	schema := w.H.Schema
+	if !histogram.IsValidSchema(schema) {
+		return fmt.Errorf("histogram schema %d is not one of -4..8 or -53", schema)
+	}
+	if w.IsFloat {
+		return w.FH.Validate()
+	}
+	return w.H.Validate()
+}
+
+func parseSpan(buf []byte) (histogram.Span, error) {
+	var sp histogram.Span
+	for len(buf) > 0 {
+		field, wt, n := readTag(buf)
+		if n <= 0 {
+			return sp, fmt.Errorf("%w: bad tag in BucketSpan", errMalformed)
+		}
+		buf = buf[n:]
+		if wt == wireVarint && (field == 1 || field == 2) {
+			v, n := readVarint(buf)
+			if n <= 0 {
+				return sp, fmt.Errorf("%w: BucketSpan field %d", errMalformed, field)
+			}
+			buf = buf[n:]
+			if field == 1 {
+				o := int64(v>>1) ^ -int64(v&1)
+				if o < math.MinInt32 || o > math.MaxInt32 {
+					return sp, fmt.Errorf("%w: BucketSpan offset %d", errMalformed, o)
+				}
+				sp.Offset = int32(o)
+			} else {
+				if v > math.MaxUint32 {
+					return sp, fmt.Errorf("%w: BucketSpan length %d", errMalformed, v)
+				}
+				sp.Length = uint32(v)
+			}
+			continue
+		}
+		rest, err := skipField(buf, wt)
+		if err != nil {
+			return sp, fmt.Errorf("%w: BucketSpan field %d: %w", errMalformed, field, err)
+		}
+		buf = rest
+	}
+	return sp, nil
+}
+
+// appendSint64s reads a repeated sint64 field, packed or one varint.
+func appendSint64s(dst []int64, buf []byte, wt int) ([]int64, []byte, error) {
+	zz := func(v uint64) int64 { return int64(v>>1) ^ -int64(v&1) }
+	switch wt {
+	case wireVarint:
+		v, n := readVarint(buf)
+		if n <= 0 {
+			return dst, nil, fmt.Errorf("bad varint")
+		}
+		return append(dst, zz(v)), buf[n:], nil
+	case wireBytes:
+		msg, rest, err := readBytes(buf)
+		if err != nil {
+			return dst, nil, err
+		}
+		for len(msg) > 0 {
+			v, n := readVarint(msg)
+			if n <= 0 {
+				return dst, nil, fmt.Errorf("bad packed varint")
+			}
+			dst = append(dst, zz(v))
+			msg = msg[n:]
+		}
+		return dst, rest, nil
+	}
+	return dst, nil, fmt.Errorf("wire type %d for a repeated sint64", wt)
+}
+
+// appendDoubles reads a repeated double field, packed or one fixed64.
+func appendDoubles(dst []float64, buf []byte, wt int) ([]float64, []byte, error) {
+	switch wt {
+	case wireFixed64:
+		if len(buf) < 8 {
+			return dst, nil, fmt.Errorf("double cut")
+		}
+		return append(dst, math.Float64frombits(le64(buf))), buf[8:], nil
+	case wireBytes:
+		msg, rest, err := readBytes(buf)
+		if err != nil {
+			return dst, nil, err
+		}
+		if len(msg)%8 != 0 {
+			return dst, nil, fmt.Errorf("packed doubles of %d bytes", len(msg))
+		}
+		for ; len(msg) > 0; msg = msg[8:] {
+			dst = append(dst, math.Float64frombits(le64(msg)))
+		}
+		return dst, rest, nil
+	}
+	return dst, nil, fmt.Errorf("wire type %d for a repeated double", wt)
+}
+
+// orNil returns s, or nil when it is empty.
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
