@@ -10,7 +10,9 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -131,6 +133,9 @@ func writeSamples(w http.ResponseWriter, results [][]query.Series) error {
 	for i, series := range results {
 		qr := &prompb.QueryResult{Timeseries: make([]*prompb.TimeSeries, 0, len(series))}
 		for _, s := range series {
+			if len(s.Histograms) > 0 {
+				s = staleAsHistograms(s)
+			}
 			ts := &prompb.TimeSeries{Labels: toLabelPairs(s.Labels), Samples: make([]prompb.Sample, len(s.Samples))}
 			for j, smp := range s.Samples {
 				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
@@ -157,6 +162,50 @@ func writeSamples(w http.ResponseWriter, results [][]query.Series) error {
 	w.Header().Set("Content-Encoding", "snappy")
 	_, err = w.Write(snappy.Encode(nil, data))
 	return err
+}
+
+// staleAsHistograms returns s with its float staleness markers turned into
+// histogram staleness markers (of the kind of the histogram before them),
+// for SAMPLES answers of a series of native histograms. Prometheus itself
+// may store the marker that ends a histogram series as a float (its
+// appender converts it only when it can tell the series' type), and its
+// SAMPLES client loses a float that follows histograms when it seeks, so
+// the series would not end; as a histogram marker it ends as in Prometheus.
+// Streamed answers need no such care: chunks keep both kinds in order.
+func staleAsHistograms(s query.Series) query.Series {
+	stale := 0
+	for _, smp := range s.Samples {
+		if value.IsStaleNaN(smp.V) {
+			stale++
+		}
+	}
+	if stale == 0 {
+		return s
+	}
+	floats := make([]query.Sample, 0, len(s.Samples)-stale)
+	hs := make([]query.HistogramSample, 0, len(s.Histograms)+stale)
+	j := 0
+	for _, smp := range s.Samples {
+		for j < len(s.Histograms) && s.Histograms[j].T < smp.T {
+			hs = append(hs, s.Histograms[j])
+			j++
+		}
+		if !value.IsStaleNaN(smp.V) {
+			floats = append(floats, smp)
+			continue
+		}
+		if j < len(s.Histograms) && s.Histograms[j].T == smp.T {
+			continue // a histogram at the same time already
+		}
+		marker := query.HistogramSample{T: smp.T, H: &histogram.Histogram{Sum: smp.V}}
+		if len(hs) > 0 && hs[len(hs)-1].FH != nil {
+			marker = query.HistogramSample{T: smp.T, FH: &histogram.FloatHistogram{Sum: smp.V}}
+		}
+		hs = append(hs, marker)
+	}
+	hs = append(hs, s.Histograms[j:]...)
+	s.Samples, s.Histograms = floats, hs
+	return s
 }
 
 // writeStreamed answers with ChunkedReadResponse frames: for each series

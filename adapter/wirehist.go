@@ -63,10 +63,10 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 			}
 			buf = buf[n:]
 			switch field {
-			case 1:
-				h.Count, w.IsFloat = v, false
-			case 6:
-				h.ZeroCount = v
+			case 1: // a oneof: the last of count_int and count_float wins
+				h.Count, fh.Count, w.IsFloat = v, 0, false
+			case 6: // a oneof: the last of zero_count_int and _float wins
+				h.ZeroCount, fh.ZeroCount = v, 0
 			case 14:
 				h.CounterResetHint = histogram.CounterResetHint(v)
 			case 15:
@@ -84,13 +84,13 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 			buf = buf[8:]
 			switch field {
 			case 2:
-				fh.Count, w.IsFloat = f, true
+				fh.Count, h.Count, w.IsFloat = f, 0, true
 			case 3:
 				h.Sum = f
 			case 5:
 				h.ZeroThreshold = f
 			case 7:
-				fh.ZeroCount = f
+				fh.ZeroCount, h.ZeroCount = f, 0
 			}
 			continue
 		case 4:

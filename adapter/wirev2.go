@@ -163,7 +163,9 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 			s.Meta = md
 		}
 	}
-	s.Invalid = st.labels(s)
+	if bad := st.labels(s); bad != "" {
+		s.Invalid = bad
+	}
 	switch {
 	case s.Invalid != "":
 	case len(s.Samples) > 0 && len(s.Hists) > 0:

@@ -444,11 +444,13 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 	}
 }
 
-// addExemplars adds one exemplar-table Put per exemplar slot: the cell of
-// the slot of its time in the row of its series and hour. Exemplars with a
-// timestamp no row key can hold are dropped (not counted), as Prometheus
-// never fails a request for its exemplars; of several exemplars of a slot
-// in one request the last is kept.
+// addExemplars adds one exemplar-table Put per exemplar: the cell of the
+// slot of its time in the row of its series and hour (so a series keeps at
+// most exSlots exemplars an hour, a later one replacing the one in its
+// slot). Exemplars of one request that fall into one slot take the next
+// free slots, so a request never replaces its own exemplars. Exemplars with
+// a timestamp no row key can hold are dropped and not counted, as
+// Prometheus never fails a request for its exemplars.
 func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Series, keyLen int) {
 	for _, e := range s.Exemplars {
 		if !validTime(e.T) {
@@ -460,22 +462,24 @@ func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Serie
 		key := b.arena.alloc(keyLen + 2)
 		key = w.mapper.AppendRowKey(key, series, uint32(base))
 		slot := mapping.ExemplarSlot(off, w.exSlots)
-		q := mapping.AppendExemplarQualifier(key[len(key):len(key)], slot)
+		free := false
+		for range w.exSlots {
+			id := key[:len(key)+2]
+			mapping.AppendExemplarQualifier(id[:len(key)], slot)
+			if _, used := b.exSeen[string(id)]; !used {
+				b.exSeen[string(id)] = struct{}{}
+				free = true
+				break
+			}
+			slot = uint16((int(slot) + 1) % w.exSlots)
+		}
+		if !free {
+			continue // every slot of the hour taken by this request
+		}
 		b.scratch = mapping.AppendExemplarValue(b.scratch[:0], off, e.V, s.ExemplarLabels(e))
 		val := append(b.arena.alloc(len(b.scratch)), b.scratch...)
-		cell := store.Cell{Family: []byte(mapping.ExemplarFamily), Qualifier: q[:2:2], Value: val}
-		id := string(key[:len(key)+2])
-		if _, dup := b.exSeen[id]; dup {
-			for i := range b.exPuts {
-				if string(b.exPuts[i].Row) == string(key) && string(b.exCells[i].Qualifier) == string(cell.Qualifier) {
-					b.exCells[i] = cell
-				}
-			}
-			continue
-		}
-		b.exSeen[id] = struct{}{}
 		b.exPuts = append(b.exPuts, store.Put{Row: key})
-		b.exCells = append(b.exCells, cell)
+		b.exCells = append(b.exCells, store.Cell{Family: []byte(mapping.ExemplarFamily), Qualifier: key[len(key) : len(key)+2 : len(key)+2], Value: val})
 	}
 }
 
