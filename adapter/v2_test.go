@@ -524,7 +524,7 @@ func TestExemplarBound(t *testing.T) {
 	}
 	w := NewWriter(mapping.NewMapper(uids, mapping.DefaultLayout(), 0), st, "tsdb")
 	w.SetExemplars("tsdb-exemplar", 4) // 15-minute slots
-	t0 := int64(1_699_999_200_000)    // an hour boundary
+	t0 := int64(1_699_999_200_000)     // an hour boundary
 	for i := range 10 {
 		ts := t0 + int64(i)*6*60_000 // every 6 minutes
 		data, _ := snappy.Decode(nil, v2Body(t, v2Series{lbls: []string{"__name__", "m"}, smps: []writev2.Sample{{Value: 1, Timestamp: ts}},
