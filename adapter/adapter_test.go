@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,10 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
@@ -266,8 +270,9 @@ func (n *nopPutter) Put(_ context.Context, _ string, puts []store.Put) error {
 // BenchmarkWritePath measures the write path from the snappy HTTP body to
 // the store's Puts, the store excluded: a realistic batch of 2000 series
 // with one sample and 10 labels each, UID caches warm.
-func BenchmarkWritePath(b *testing.B) {
-	st := openEmbedded(b)
+// benchSeries are 2000 series of 10 labels, one sample each, as a
+// Kubernetes-like scrape sends them.
+func benchSeries() []prompb.TimeSeries {
 	var series []prompb.TimeSeries
 	for i := range 2000 {
 		lbls := []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("node_metric_%d", i%50)}}
@@ -277,17 +282,83 @@ func BenchmarkWritePath(b *testing.B) {
 		lbls[9].Value = fmt.Sprintf("instance-%d", i)
 		series = append(series, prompb.TimeSeries{Labels: lbls, Samples: []prompb.Sample{{Timestamp: 1_700_000_000_123, Value: float64(i) * 1.5}}})
 	}
-	body := writeBody(b, series...)
+	return series
+}
+
+// BenchmarkWritePath: remote write 1.0, 2000 series × 1 sample, 10 labels,
+// caches warm, the store a no-op.
+func BenchmarkWritePath(b *testing.B) {
+	benchWrite(b, writeBody(b, benchSeries()...), "application/x-protobuf", 2000, "sample")
+}
+
+// BenchmarkWritePathV2: the same series with remote write 2.0, the symbol
+// table built as Prometheus builds it.
+func BenchmarkWritePathV2(b *testing.B) {
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	var refs []uint32
+	for _, s := range benchSeries() {
+		var lb labels.ScratchBuilder
+		for _, l := range s.Labels {
+			lb.Add(l.Name, l.Value)
+		}
+		lb.Sort()
+		refs = st.SymbolizeLabels(lb.Labels(), refs[:0])
+		req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
+			LabelsRefs: slices.Clone(refs),
+			Samples:    []writev2.Sample{{Value: s.Samples[0].Value, Timestamp: s.Samples[0].Timestamp}},
+		})
+	}
+	req.Symbols = st.Symbols()
+	data, err := proto.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchWrite(b, snappy.Encode(nil, data), ctV2, 2000, "sample")
+}
+
+// BenchmarkWriteHistograms: 2000 series × 1 native histogram of 20
+// buckets (two spans), remote write 2.0.
+func BenchmarkWriteHistograms(b *testing.B) {
+	h := &histogram.Histogram{Schema: 3, ZeroThreshold: 1e-128, Count: 400, ZeroCount: 3, Sum: 1234.5,
+		PositiveSpans: []histogram.Span{{Offset: 5, Length: 12}, {Offset: 4, Length: 8}}}
+	var total uint64 = 3
+	for i := range 20 {
+		d := int64(i%5) - 1
+		h.PositiveBuckets = append(h.PositiveBuckets, d)
+	}
+	var c int64
+	for _, d := range h.PositiveBuckets {
+		c += d
+		total += uint64(c)
+	}
+	h.Count = total
+	var series []v2Series
+	for i, s := range benchSeries() {
+		var l []string
+		for _, lb := range s.Labels {
+			l = append(l, lb.Name, lb.Value)
+		}
+		series = append(series, v2Series{lbls: l, hists: []writev2.Histogram{writev2.FromIntHistogram(0, 1_700_000_000_123+int64(i), h)}})
+	}
+	benchWrite(b, v2Body(b, series...), ctV2, 2000, "histogram")
+}
+
+// benchWrite posts body again and again to a handler whose caches are warm
+// and whose store discards the Puts, and reports ns per sample (or
+// histogram).
+func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
+	st := openEmbedded(b)
 	// Warm the caches through the real store once.
 	warm := newTestHandler(b, st)
-	if rec := post(warm, "/api/v1/write", body); rec.Code != 204 {
+	if rec := postCT(warm, ct, body); rec.Code != 204 {
 		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
 	}
 	np := &nopPutter{}
 	warm.w.st = np
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
 	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("Content-Type", ct)
 	rd := bytes.NewReader(body)
 	rec := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()
@@ -302,10 +373,10 @@ func BenchmarkWritePath(b *testing.B) {
 			b.Fatalf("status %d", rec.code)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(series)), "ns/sample")
-	b.ReportMetric(float64(len(series)*b.N)/b.Elapsed().Seconds(), "samples/s")
-	if np.cells != b.N*len(series) {
-		b.Fatalf("%d cells put, want %d", np.cells, b.N*len(series))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/"+unit)
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit+"s/s")
+	if np.cells != b.N*n {
+		b.Fatalf("%d cells put, want %d", np.cells, b.N*n)
 	}
 }
 

@@ -347,14 +347,15 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var res writeResult
+	headersSet := false
 	if v2 {
 		// Remote write 2.0: every answer, success or not, says what was
-		// written (nothing, until the store acknowledged).
+		// written (nothing, until the store acknowledged). An error answer
+		// is written after this function returns.
 		defer func() {
-			hd := w.Header()
-			hd.Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
-			hd.Set("X-Prometheus-Remote-Write-Histograms-Written", strconv.Itoa(res.Histograms))
-			hd.Set("X-Prometheus-Remote-Write-Exemplars-Written", strconv.Itoa(res.Exemplars))
+			if !headersSet {
+				setWritten(w.Header(), res)
+			}
 		}()
 	}
 	free, err := h.acquire(r.Context())
@@ -380,14 +381,20 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if v2 {
-		// The deferred headers must precede the status line.
-		hd := w.Header()
-		hd.Set("X-Prometheus-Remote-Write-Samples-Written", strconv.Itoa(res.Samples))
-		hd.Set("X-Prometheus-Remote-Write-Histograms-Written", strconv.Itoa(res.Histograms))
-		hd.Set("X-Prometheus-Remote-Write-Exemplars-Written", strconv.Itoa(res.Exemplars))
+		setWritten(w.Header(), res)
+		headersSet = true
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// setWritten sets remote write 2.0's Written headers from res.
+func setWritten(hd http.Header, res writeResult) {
+	vals := [3]string{strconv.Itoa(res.Samples), strconv.Itoa(res.Histograms), strconv.Itoa(res.Exemplars)}
+	all := vals[:]
+	hd["X-Prometheus-Remote-Write-Samples-Written"] = all[0:1:1]
+	hd["X-Prometheus-Remote-Write-Histograms-Written"] = all[1:2:2]
+	hd["X-Prometheus-Remote-Write-Exemplars-Written"] = all[2:3:3]
 }
 
 // Remote-write protobuf messages, as the proto parameter of Content-Type

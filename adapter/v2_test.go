@@ -329,7 +329,7 @@ func TestRemoteWriteV2Rules(t *testing.T) {
 	}{
 		{"ref out of range", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 99}, Samples: good.Samples}, 400, "1/0/0", "out of range"},
 		{"odd refs", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 2, 3}, Samples: good.Samples}, 400, "1/0/0", "odd number"},
-		{"duplicate label", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 5, 3, 4, 3, 2}, Samples: good.Samples}, 400, "1/0/0", `repeats label "job"`},
+		{"duplicate label", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 5, 3, 4, 3, 2}, Samples: good.Samples}, 400, "1/0/0", `label "job" repeated`},
 		{"empty label name", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 5, 0, 4}, Samples: good.Samples}, 400, "1/0/0", "empty label name"},
 		{"no metric name", syms, writev2.TimeSeries{LabelsRefs: []uint32{3, 4}, Samples: good.Samples}, 400, "1/0/0", "no __name__"},
 		{"samples and histograms", syms, writev2.TimeSeries{LabelsRefs: []uint32{1, 5}, Samples: good.Samples, Histograms: []writev2.Histogram{badCount}}, 400, "1/0/0", "both samples and histograms"},

@@ -1,10 +1,8 @@
 package adapter
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -14,7 +12,62 @@ import (
 type v2State struct {
 	symbols [][]byte
 	refs    []uint32
-	lbls    []mapping.Label
+	packed  []byte // the series' packed labels_refs, not yet decoded
+}
+
+// unpack decodes a pending packed labels_refs into refs.
+func (st *v2State) unpack() error {
+	if st.packed == nil {
+		return nil
+	}
+	field := appendUvarint(nil, uint64(len(st.packed)))
+	field = append(field, st.packed...)
+	var err error
+	st.refs, _, err = appendUint32s(st.refs, field, wireBytes)
+	st.packed = nil
+	if err != nil {
+		return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
+	}
+	return nil
+}
+
+// packedLabels is labels for refs still packed: it decodes them and builds
+// the key in one pass.
+func (st *v2State) packedLabels(s *wireSeries) (string, error) {
+	msg, syms := st.packed, st.symbols
+	key := s.keyBuf[:0]
+	n := 0
+	var name []byte
+	for i := 0; i < len(msg); n++ {
+		var ref uint64
+		if c := msg[i]; c < 0x80 {
+			ref = uint64(c)
+			i++
+		} else if i+1 < len(msg) && msg[i+1] < 0x80 {
+			ref = uint64(c&0x7F) | uint64(msg[i+1])<<7
+			i += 2
+		} else {
+			v, m := readVarintSlow(msg[i:])
+			if m <= 0 || v > math.MaxUint32 {
+				return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
+			}
+			ref = v
+			i += m
+		}
+		if ref >= uint64(len(syms)) {
+			return fmt.Sprintf("label reference %d is out of range (%d symbols)", ref, len(syms)), nil
+		}
+		if n%2 == 0 {
+			name = syms[ref]
+			continue
+		}
+		key = appendLabelField(key, name, syms[ref])
+	}
+	if n%2 == 1 {
+		return fmt.Sprintf("has an odd number (%d) of label references", n), nil
+	}
+	s.keyBuf, s.Key, s.copied = key, key, true
+	return "", nil
 }
 
 // parseWriteRequestV2 walks an io.prometheus.write.v2.Request:
@@ -120,10 +173,26 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 		}
 		buf = buf[n:]
 		if field == 1 {
+			if wt == wireBytes && len(st.refs) == 0 && st.packed == nil {
+				// Packed, as encoders send it: decoded with the key.
+				msg, rest, err := readBytes(buf)
+				if err != nil {
+					return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
+				}
+				st.packed, buf = msg, rest
+				continue
+			}
+			if err := st.unpack(); err != nil {
+				return err
+			}
 			var err error
 			if st.refs, buf, err = appendUint32s(st.refs, buf, wt); err != nil {
 				return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
 			}
+			continue
+		}
+		if field == 5 && wt == wireBytes && len(buf) > 0 && buf[0] == 0 {
+			buf = buf[1:] // an empty Metadata, as Prometheus always sends one
 			continue
 		}
 		if wt != wireBytes {
@@ -163,7 +232,20 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 			s.Meta = md
 		}
 	}
-	if bad := st.labels(s); bad != "" {
+	var bad string
+	if st.packed != nil && len(st.refs) == 0 {
+		var err error
+		if bad, err = st.packedLabels(s); err != nil {
+			return err
+		}
+	} else {
+		if err := st.unpack(); err != nil {
+			return err
+		}
+		bad = st.labels(s)
+	}
+	st.packed = nil
+	if bad != "" {
 		s.Invalid = bad
 	}
 	switch {
@@ -178,58 +260,53 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 	return nil
 }
 
-// labels resolves the series' label references into s.Key (1.0's Label
-// field encoding of the sorted labels) and returns what is wrong with
-// them, if anything.
+// labels resolves the series' label references into s.Key: 1.0's Label
+// field encoding of the labels in the order sent, so that a sorted label
+// set, as senders must send it, shares the series cache with 1.0. It
+// returns what is wrong with the references, if anything. Repeated and
+// empty label names are found where every new key is checked, by
+// mapping.ValidateLabels (a key is cached only once valid); labels out of
+// order are accepted, as Prometheus's receiver accepts them, and only cost
+// a cache entry of their own.
 func (st *v2State) labels(s *wireSeries) string {
-	if len(st.refs)%2 == 1 {
-		return fmt.Sprintf("has an odd number (%d) of label references", len(st.refs))
+	refs, syms := st.refs, st.symbols
+	if len(refs)%2 == 1 {
+		return fmt.Sprintf("has an odd number (%d) of label references", len(refs))
 	}
-	st.lbls = st.lbls[:0]
-	for i := 0; i < len(st.refs); i += 2 {
-		name, ok1 := st.symbol(st.refs[i])
-		value, ok2 := st.symbol(st.refs[i+1])
-		if !ok1 || !ok2 {
-			return fmt.Sprintf("label reference %d or %d is out of range (%d symbols)", st.refs[i], st.refs[i+1], len(st.symbols))
+	key := s.keyBuf[:0]
+	for i := 0; i+1 < len(refs); i += 2 {
+		ni, vi := refs[i], refs[i+1]
+		if uint64(ni) >= uint64(len(syms)) || uint64(vi) >= uint64(len(syms)) {
+			return fmt.Sprintf("label reference %d or %d is out of range (%d symbols)", ni, vi, len(syms))
 		}
-		if len(name) == 0 {
-			return "has an empty label name"
-		}
-		st.lbls = append(st.lbls, mapping.Label{Name: name, Value: value})
+		key = appendLabelField(key, syms[ni], syms[vi])
 	}
-	cmp := func(a, b mapping.Label) int { return bytes.Compare(a.Name, b.Name) }
-	if !slices.IsSortedFunc(st.lbls, cmp) {
-		slices.SortFunc(st.lbls, cmp)
-	}
-	for i := 1; i < len(st.lbls); i++ {
-		if bytes.Equal(st.lbls[i-1].Name, st.lbls[i].Name) {
-			return fmt.Sprintf("repeats label %q", st.lbls[i].Name)
-		}
-	}
-	for _, l := range st.lbls {
-		s.keyBuf = appendLabelField(s.keyBuf, l)
-	}
-	s.Key, s.copied = s.keyBuf, true
+	s.keyBuf, s.Key, s.copied = key, key, true
 	return ""
 }
 
-// appendLabelField appends l as remote write 1.0's TimeSeries.labels field:
-// 0x0A, length, then Label { name = 1; value = 2 } (empty ones left out, as
-// protobuf encoders do).
-func appendLabelField(dst []byte, l mapping.Label) []byte {
-	size := 0
-	if len(l.Name) > 0 {
-		size += 1 + uvarintLen(uint64(len(l.Name))) + len(l.Name)
+// appendLabelField appends a label as remote write 1.0's TimeSeries.labels
+// field: 0x0A, length, then Label { name = 1; value = 2 } (an empty value
+// left out, as protobuf encoders do).
+func appendLabelField(dst, name, value []byte) []byte {
+	if len(name) < 0x80 && len(value) < 0x80 && len(name)+len(value)+4 < 0x80 {
+		if len(value) == 0 {
+			dst = append(dst, 0x0A, byte(len(name)+2), 0x0A, byte(len(name)))
+			return append(dst, name...)
+		}
+		dst = append(dst, 0x0A, byte(len(name)+len(value)+4), 0x0A, byte(len(name)))
+		dst = append(dst, name...)
+		dst = append(dst, 0x12, byte(len(value)))
+		return append(dst, value...)
 	}
-	if len(l.Value) > 0 {
-		size += 1 + uvarintLen(uint64(len(l.Value))) + len(l.Value)
+	size := 1 + uvarintLen(uint64(len(name))) + len(name)
+	if len(value) > 0 {
+		size += 1 + uvarintLen(uint64(len(value))) + len(value)
 	}
 	dst = appendUvarint(append(dst, 0x0A), uint64(size))
-	if len(l.Name) > 0 {
-		dst = append(appendUvarint(append(dst, 0x0A), uint64(len(l.Name))), l.Name...)
-	}
-	if len(l.Value) > 0 {
-		dst = append(appendUvarint(append(dst, 0x12), uint64(len(l.Value))), l.Value...)
+	dst = append(appendUvarint(append(dst, 0x0A), uint64(len(name))), name...)
+	if len(value) > 0 {
+		dst = append(appendUvarint(append(dst, 0x12), uint64(len(value))), value...)
 	}
 	return dst
 }
@@ -266,13 +343,23 @@ func appendUint32s(dst []uint32, buf []byte, wt int) ([]uint32, []byte, error) {
 		if err != nil {
 			return dst, nil, err
 		}
-		for len(msg) > 0 {
-			v, n := readVarint(msg)
+		for i := 0; i < len(msg); {
+			if c := msg[i]; c < 0x80 {
+				dst = append(dst, uint32(c))
+				i++
+				continue
+			}
+			if i+1 < len(msg) && msg[i+1] < 0x80 {
+				dst = append(dst, uint32(msg[i]&0x7F)|uint32(msg[i+1])<<7)
+				i += 2
+				continue
+			}
+			v, n := readVarintSlow(msg[i:])
 			if n <= 0 || v > math.MaxUint32 {
 				return dst, nil, fmt.Errorf("bad packed uint32")
 			}
 			dst = append(dst, uint32(v))
-			msg = msg[n:]
+			i += n
 		}
 		return dst, rest, nil
 	}
