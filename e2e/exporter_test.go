@@ -33,6 +33,10 @@ type synthCollector struct {
 	n       int
 	hist    prometheus.Histogram
 	summary prometheus.Summary
+	// native is a native histogram with positive, negative and zero
+	// observations; nativeReset is one that starts over every 20 scrapes
+	// (a counter reset).
+	native, nativeReset prometheus.Histogram
 
 	events, resetting, temperature, wave, requests, info *prometheus.Desc
 }
@@ -44,6 +48,8 @@ func newSynthCollector(wide int) *synthCollector {
 			Name: "e2e_latency_seconds", Help: "Synthetic latency.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5},
 		}),
+		native:      newNative("e2e_native_seconds"),
+		nativeReset: newNative("e2e_native_resetting_seconds"),
 		summary: prometheus.NewSummary(prometheus.SummaryOpts{
 			Name: "e2e_rpc_duration_seconds", Help: "Synthetic RPC duration.",
 			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
@@ -57,8 +63,20 @@ func newSynthCollector(wide int) *synthCollector {
 	}
 }
 
+// newNative returns a native histogram (exponential buckets, factor 1.1,
+// schema 3) with no classic buckets.
+func newNative(name string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: name, Help: "Synthetic native histogram.",
+		NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 0.001,
+		Buckets: []float64{}, // no classic buckets: native only
+	})
+}
+
 // Describe implements prometheus.Collector.
 func (c *synthCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.native.Describe(ch)
+	c.nativeReset.Describe(ch)
 	c.hist.Describe(ch)
 	c.summary.Describe(ch)
 	for _, d := range []*prometheus.Desc{c.events, c.resetting, c.temperature, c.wave, c.requests, c.info} {
@@ -72,11 +90,25 @@ func (c *synthCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	c.n++
 	n := float64(c.n)
+	if c.n%20 == 0 {
+		c.nativeReset = newNative("e2e_native_resetting_seconds")
+	}
 	for k := range 3 {
 		v := float64((c.n*37+k*11)%100) / 40
-		c.hist.Observe(v)
+		// The classic histogram carries exemplars (a trace id per scrape).
+		c.hist.(prometheus.ExemplarObserver).ObserveWithExemplar(v, prometheus.Labels{"trace_id": fmt.Sprintf("%016x", c.n*3+k)})
 		c.summary.Observe(v)
+		// Negative, zero (within the zero threshold) and positive values,
+		// so that both span lists and the zero bucket are used.
+		w := float64((c.n*53+k*29)%120)/30 - 1
+		if k == 2 {
+			w = 0.0005
+		}
+		c.native.Observe(w)
+		c.nativeReset.Observe(w + 1.5)
 	}
+	c.native.Collect(ch)
+	c.nativeReset.Collect(ch)
 	c.hist.Collect(ch)
 	c.summary.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, 3*n, "a")
@@ -108,7 +140,9 @@ func startExporter(t *testing.T, wide int) *exporter {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newSynthCollector(wide))
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// OpenMetrics or protobuf (chosen by Prometheus's Accept header)
+	// carry exemplars; protobuf carries native histograms.
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	u, err := url.Parse(srv.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -56,12 +56,32 @@ storage:
     static_configs:
       - targets: ['{{.Promhbase}}']
   - job_name: exporter
+    scrape_native_histograms: true
+    convert_classic_histograms_to_nhcb: true
+    always_scrape_classic_histograms: true
     static_configs:
       - targets: ['{{.Exporter1}}', '{{.Exporter2}}']
 {{end}}remote_write:
-  - name: promhbase
+  - name: promhbase-v2
+    url: '{{.WriteURL}}'
+    protobuf_message: io.prometheus.write.v2.Request
+    send_native_histograms: true
+    send_exemplars: true
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 100ms
+      max_backoff: 1s
+  - name: promhbase-v1
     url: '{{.WriteURL}}'
     protobuf_message: prometheus.WriteRequest
+    send_native_histograms: true
+    send_exemplars: true
+    # Prometheus drops custom-bucket histograms from 1.0 queues itself
+    # (1.0 cannot carry them); the 2.0 queue sends them.
+    write_relabel_configs:
+      - source_labels: [__name__]
+        regex: e2e_latency_seconds
+        action: drop
     queue_config:
       batch_send_deadline: 1s
       min_backoff: 100ms
@@ -109,7 +129,7 @@ func TestPrometheus(t *testing.T) {
 			"Self": listen, "Promhbase": hostOf(h.url), "Exporter1": exp1.host, "Exporter2": exp2.host,
 			"WriteURL": h.url + "/api/v1/write",
 		}
-	}, "--web.enable-remote-write-receiver")
+	}, "--web.enable-remote-write-receiver", "--enable-feature=exemplar-storage,metadata-wal-records")
 	bStreamed := startPrometheus(t, bin, "B-streamed", configB, func(string) map[string]string {
 		return map[string]string{"ReadURL": h.url + "/api/v1/read"}
 	})
@@ -325,6 +345,32 @@ func promQueries(tl timeline) []promQuery {
 		around(`e2e_hist_counter_total`, hh, 2*time.Minute, 15*time.Second),
 		checked(atTime(`e2e_hist_counter_total[2m]`, hh.Add(30*time.Second)), pointsPerSeries(8)),
 		around(`deriv(e2e_hist_gauge[10m])`, hh, 15*time.Minute, time.Minute),
+		// Native histograms (exponential, with negative buckets and the zero
+		// bucket), one that resets, and the classic histogram converted to
+		// custom buckets (NHCB) by A's scrape.
+		at(`e2e_native_seconds`),
+		at(`e2e_native_seconds[10s]`),
+		rng(`rate(e2e_native_seconds[10s])`),
+		at(`increase(e2e_native_seconds[30s])`),
+		rng(`histogram_quantile(0.9, rate(e2e_native_seconds[10s]))`),
+		at(`histogram_quantile(0.5, sum by (job) (rate(e2e_native_seconds[20s])))`),
+		rng(`histogram_count(rate(e2e_native_seconds[10s]))`),
+		at(`histogram_sum(rate(e2e_native_seconds[15s]))`),
+		at(`histogram_avg(rate(e2e_native_seconds[15s]))`),
+		rng(`histogram_fraction(0, 0.5, rate(e2e_native_seconds[10s]))`),
+		at(`histogram_fraction(-1, 0, e2e_native_seconds)`),
+		at(`histogram_stddev(rate(e2e_native_seconds[20s]))`),
+		at(`histogram_stdvar(e2e_native_seconds)`),
+		rng(`sum by (instance) (rate(e2e_native_seconds[10s]))`),
+		at(`histogram_count(e2e_native_seconds) - histogram_count(e2e_native_seconds offset 20s)`),
+		checked(at(`resets(e2e_native_resetting_seconds[1m])`), atLeast(1)),
+		rng(`increase(e2e_native_resetting_seconds[20s])`),
+		rng(`histogram_quantile(0.99, rate(e2e_native_resetting_seconds[15s]))`),
+		at(`e2e_latency_seconds`),
+		rng(`histogram_quantile(0.9, rate(e2e_latency_seconds[20s]))`),
+		at(`histogram_count(rate(e2e_latency_seconds[30s]))`),
+		at(`histogram_fraction(0, 0.25, rate(e2e_latency_seconds[30s]))`),
+		at(`sum(rate(e2e_latency_seconds[20s]))`),
 	}
 }
 

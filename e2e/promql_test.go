@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,10 +38,12 @@ func (q promQuery) kind() string {
 	return "range"
 }
 
-// point is one value of a result: Unix ms and value.
+// point is one value of a result: Unix ms and value, or for a native
+// histogram its JSON object as the API printed it (compacted).
 type point struct {
 	t int64
 	v float64
+	h string
 }
 
 // promResult is a parsed answer of the HTTP query API: the series keyed by
@@ -143,9 +146,6 @@ func parseAPIResponse(body []byte) (promResult, error) {
 			return promResult{}, fmt.Errorf("decode %s: %w", ar.Data.ResultType, err)
 		}
 		for _, s := range ss {
-			if s.Histogram != nil || s.Histograms != nil {
-				return promResult{}, fmt.Errorf("native histogram in the answer for %v: the comparison does not cover them", s.Metric)
-			}
 			key := labels.FromMap(s.Metric).String()
 			if _, dup := res.series[key]; dup {
 				return promResult{}, fmt.Errorf("series %s twice in one answer", key)
@@ -158,6 +158,12 @@ func parseAPIResponse(body []byte) (promResult, error) {
 			if err != nil {
 				return promResult{}, fmt.Errorf("series %s: %w", key, err)
 			}
+			hs, err := parseHistogramPoints(s.Histogram, s.Histograms)
+			if err != nil {
+				return promResult{}, fmt.Errorf("series %s: %w", key, err)
+			}
+			pts = append(pts, hs...)
+			slices.SortStableFunc(pts, func(a, b point) int { return int(a.t - b.t) })
 			res.series[key] = pts
 		}
 	case "scalar", "string":
@@ -193,7 +199,40 @@ func parsePoints(raw [][2]json.RawMessage) ([]point, error) {
 		if err != nil {
 			return nil, fmt.Errorf("value %q: %w", s, err)
 		}
-		pts = append(pts, point{t, v})
+		pts = append(pts, point{t: t, v: v})
+	}
+	return pts, nil
+}
+
+// parseHistogramPoints parses the native histograms of a vector element
+// ("histogram": [time, {...}]) or a matrix series ("histograms": [[time,
+// {...}], ...]); each histogram is kept as its compacted JSON, which the
+// comparison checks byte for byte.
+func parseHistogramPoints(one, many json.RawMessage) ([]point, error) {
+	var raw [][2]json.RawMessage
+	if one != nil {
+		var p [2]json.RawMessage
+		if err := json.Unmarshal(one, &p); err != nil {
+			return nil, fmt.Errorf("histogram %s: %w", one, err)
+		}
+		raw = append(raw, p)
+	}
+	if many != nil {
+		if err := json.Unmarshal(many, &raw); err != nil {
+			return nil, fmt.Errorf("histograms: %w", err)
+		}
+	}
+	pts := make([]point, 0, len(raw))
+	for _, r := range raw {
+		t, err := parseAPITime(string(r[0]))
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, r[1]); err != nil {
+			return nil, fmt.Errorf("histogram %s: %w", r[1], err)
+		}
+		pts = append(pts, point{t: t, h: b.String()})
 	}
 	return pts, nil
 }
@@ -239,7 +278,7 @@ func diffResults(want, got promResult) []string {
 			continue
 		}
 		for i := range w {
-			if g[i].t != w[i].t || !sameValue(g[i].v, w[i].v) {
+			if g[i].t != w[i].t || !sameValue(g[i].v, w[i].v) || g[i].h != w[i].h {
 				add("series %s point %d: (%d, %v), want (%d, %v)", key, i, g[i].t, g[i].v, w[i].t, w[i].v)
 				break
 			}

@@ -107,6 +107,7 @@ func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout, co
 
 // promhbase is an in-process promhbase on the HBase store.
 type promhbase struct {
+	url    string
 	mapper *mapping.Mapper
 	write  remote.WriteClient
 	read   remote.ReadClient
@@ -125,7 +126,7 @@ func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, lay
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &promhbase{mapper: srv.Mapper, write: wc, read: rc}
+	return &promhbase{url: srv.URL, mapper: srv.Mapper, write: wc, read: rc}
 }
 
 type point struct {
@@ -304,6 +305,18 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 		samePoints(t, "OpenTSDB reading promhbase's "+host, got, want[host])
 	}
 
+	// 1b. Native histograms beside floats: a series with floats in its
+	// first hour, floats and histograms in its second, histograms only in
+	// its third. OpenTSDB's float queries see the floats, exactly.
+	histSeries, histFloats, hists := histogramSeries(h0)
+	ph.send(t, []prompb.TimeSeries{histSeries})
+	samePoints(t, "OpenTSDB reading the floats of a series with histograms",
+		d.query(t, h0-hour, h0+6*hour, "interop_hist", map[string]string{"host": "h"}), histFloats)
+	ph.checkHistograms(t, "promhbase reading its histograms", h0-hour, h0+6*hour, hists)
+	// Its metadata becomes OpenTSDB's UID metadata of the metric.
+	ph.sendMetadata(t, prompb.MetricMetadata{Type: prompb.MetricMetadata_HISTOGRAM, MetricFamilyName: "interop_hist", Help: "Latency, in seconds.", Unit: "seconds"})
+	d.checkUIDMeta(t, ph, "interop_hist", "Latency, in seconds.", map[string]string{"type": "histogram", "unit": "seconds"})
+
 	// 2. OpenTSDB writes (integers, floats, second and millisecond
 	// timestamps); promhbase reads exactly. Second offsets 80..95 are
 	// avoided as first points of a row: OpenTSDB's own fsck misreads such
@@ -366,6 +379,15 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	samePoints(t, "OpenTSDB reading promhbase-compacted rows", d.query(t, h0-hour, h0+6*hour, "interop_mem", map[string]string{"host": "web01"}), mem)
 	got = ph.readSeries(t, h0-hour, h0+6*hour, nameEqual("interop_mem"))
 	samePoints(t, "promhbase reading its compacted rows", got[`{__name__="interop_mem", host="web01"}`], mem)
+
+	// Histogram cells survive OpenTSDB's compaction (the rows were read by
+	// the TSD above, and compacted) and promhbase's, byte for byte.
+	if n := countHistogramCells(t, st, tables.Data); n != len(hists) {
+		t.Errorf("%d histogram cells after both compactions, want %d", n, len(hists))
+	}
+	ph.checkHistograms(t, "promhbase reading histograms after both compactions", h0-hour, h0+6*hour, hists)
+	samePoints(t, "OpenTSDB reading the floats of a series with histograms, compacted",
+		d.query(t, h0-hour, h0+6*hour, "interop_hist", map[string]string{"host": "h"}), histFloats)
 
 	// Every row, whoever wrote it, carries the salt both sides compute.
 	if layout.SaltWidth > 0 {
