@@ -324,7 +324,10 @@ func BenchmarkWriteHistograms(b *testing.B) {
 		PositiveSpans: []histogram.Span{{Offset: 5, Length: 12}, {Offset: 4, Length: 8}}}
 	var total uint64 = 3
 	for i := range 20 {
-		d := int64(i%5) - 1
+		d := int64(1 - 2*(i%2)) // counts 1, 2, 1, 2, ...
+		if i == 0 {
+			d = 1
+		}
 		h.PositiveBuckets = append(h.PositiveBuckets, d)
 	}
 	var c int64

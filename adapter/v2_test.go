@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -559,5 +560,50 @@ func TestExemplarBound(t *testing.T) {
 	// in 15-minute slots); hour 2: 100..103.
 	if got := strings.Join(cells, " "); got != "2 4 7 9 100 101 102 103" {
 		t.Errorf("exemplars kept: %s", got)
+	}
+}
+
+// BenchmarkReadHistograms: remote read of 100 series × 360 native
+// histograms (20 buckets each, one every 10 s for an hour) from the
+// embedded store, SAMPLES and streamed answers.
+func BenchmarkReadHistograms(b *testing.B) {
+	st := openEmbedded(b)
+	h := newTestHandler(b, st)
+	hist := &histogram.Histogram{Schema: 3, Count: 60, Sum: 12.5,
+		PositiveSpans: []histogram.Span{{Offset: 5, Length: 12}, {Offset: 4, Length: 8}}}
+	for range 20 {
+		hist.PositiveBuckets = append(hist.PositiveBuckets, 0)
+	}
+	hist.PositiveBuckets[0] = 3 // 3 observations in every bucket
+	t0 := int64(1_699_999_200_000)
+	const nSeries, nHist = 100, 360
+	for i := range nSeries {
+		var hs []writev2.Histogram
+		for j := range nHist {
+			c := *hist
+			c.Count, c.Sum = uint64(60+j), 12.5+float64(j)
+			c.PositiveBuckets = slices.Clone(hist.PositiveBuckets)
+			c.PositiveBuckets[19] = int64(j) // the last bucket grows
+			hs = append(hs, writev2.FromIntHistogram(0, t0+int64(j)*10_000, &c))
+		}
+		if rec := postCT(h, ctV2, v2Body(b, v2Series{lbls: []string{"__name__", "bench_hist", "i", fmt.Sprint(i)}, hists: hs})); rec.Code != 204 {
+			b.Fatalf("write: %d %s", rec.Code, rec.Body)
+		}
+	}
+	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
+		b.Run(rt.String(), func(b *testing.B) {
+			rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0, EndTimestampMs: t0 + 3_600_000,
+				Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "bench_hist"}}}},
+				AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{rt}}
+			data, _ := proto.Marshal(rr)
+			body := snappy.Encode(nil, data)
+			b.ReportAllocs()
+			for b.Loop() {
+				if rec := post(h, "/api/v1/read", body); rec.Code != 200 {
+					b.Fatalf("read: %d %s", rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(nSeries*nHist*b.N)/b.Elapsed().Seconds(), "histograms/s")
+		})
 	}
 }
