@@ -76,12 +76,6 @@ storage:
     protobuf_message: prometheus.WriteRequest
     send_native_histograms: true
     send_exemplars: true
-    # Prometheus drops custom-bucket histograms from 1.0 queues itself
-    # (1.0 cannot carry them); the 2.0 queue sends them.
-    write_relabel_configs:
-      - source_labels: [__name__]
-        regex: e2e_latency_seconds
-        action: drop
     queue_config:
       batch_send_deadline: 1s
       min_backoff: 100ms
@@ -828,6 +822,13 @@ func checkQueueHealthy(t *testing.T, a *promProcess) {
 	slices.Sort(names)
 	for _, name := range names {
 		v := ms.sum(name)
+		if name == "prometheus_remote_storage_histograms_dropped_total" {
+			// Prometheus's 1.0 queue drops custom-bucket histograms itself
+			// (1.0 cannot carry them); the 2.0 queue sends them.
+			nhcb := ms.sum(name, "remote_name", "promhbase-v1", "reason", "nhcb_in_rw1_not_supported")
+			t.Logf("A: %v custom-bucket histograms dropped by the 1.0 queue itself", nhcb)
+			v -= nhcb
+		}
 		switch {
 		case strings.HasSuffix(name, "_failed_total"), strings.HasSuffix(name, "_dropped_total"), strings.HasSuffix(name, "_pending"):
 			if v != 0 {
