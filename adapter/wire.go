@@ -207,24 +207,46 @@ func (s *wireSeries) ExemplarLabels(e wireExemplar) []mapping.Label { return s.e
 // value = 2; int64 timestamp = 3; } into s.
 func (s *wireSeries) parseExemplarV1(buf []byte) error {
 	e := wireExemplar{lo: len(s.exLabels)}
+	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
+		if wt != wireBytes {
+			return skipField(b, wt)
+		}
+		msg, rest, err := readBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Exemplar label: %w", errMalformed, err)
+		}
+		l, err := parseLabel(msg)
+		if err != nil {
+			return nil, err
+		}
+		s.exLabels = append(s.exLabels, l)
+		return rest, nil
+	})
+	if err != nil {
+		return err
+	}
+	e.hi = len(s.exLabels)
+	s.Exemplars = append(s.Exemplars, e)
+	return nil
+}
+
+// parseExemplar walks an Exemplar of either protocol: its value (field 2)
+// and timestamp (field 3) into e; field 1, the labels, goes to labels,
+// which returns what follows it.
+func parseExemplar(buf []byte, e *wireExemplar, labels func(wt int, b []byte) ([]byte, error)) error {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad tag in Exemplar", errMalformed)
 		}
 		buf = buf[n:]
+		var err error
 		switch {
-		case field == 1 && wt == wireBytes:
-			msg, rest, err := readBytes(buf)
-			if err != nil {
-				return fmt.Errorf("%w: Exemplar label: %w", errMalformed, err)
-			}
-			buf = rest
-			l, err := parseLabel(msg)
+		case field == 1:
+			buf, err = labels(wt, buf)
 			if err != nil {
 				return err
 			}
-			s.exLabels = append(s.exLabels, l)
 		case field == 2 && wt == wireFixed64:
 			if len(buf) < 8 {
 				return fmt.Errorf("%w: Exemplar value cut", errMalformed)
@@ -237,15 +259,11 @@ func (s *wireSeries) parseExemplarV1(buf []byte) error {
 			}
 			e.T, buf = int64(v), buf[n:]
 		default:
-			rest, err := skipField(buf, wt)
-			if err != nil {
+			if buf, err = skipField(buf, wt); err != nil {
 				return fmt.Errorf("%w: Exemplar field %d: %w", errMalformed, field, err)
 			}
-			buf = rest
 		}
 	}
-	e.hi = len(s.exLabels)
-	s.Exemplars = append(s.Exemplars, e)
 	return nil
 }
 

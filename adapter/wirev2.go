@@ -371,39 +371,18 @@ func appendUint32s(dst []uint32, buf []byte, wt int) ([]uint32, []byte, error) {
 // the series invalid.
 func (s *wireSeries) parseExemplarV2(buf []byte, st *v2State) error {
 	e := wireExemplar{lo: len(s.exLabels)}
-	var refs []uint32
 	var arr [16]uint32
-	refs = arr[:0]
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Exemplar", errMalformed)
+	refs := arr[:0]
+	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
+		var err error
+		refs, b, err = appendUint32s(refs, b, wt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Exemplar labels_refs: %w", errMalformed, err)
 		}
-		buf = buf[n:]
-		switch {
-		case field == 1:
-			var err error
-			if refs, buf, err = appendUint32s(refs, buf, wt); err != nil {
-				return fmt.Errorf("%w: Exemplar labels_refs: %w", errMalformed, err)
-			}
-		case field == 2 && wt == wireFixed64:
-			if len(buf) < 8 {
-				return fmt.Errorf("%w: Exemplar value cut", errMalformed)
-			}
-			e.V, buf = math.Float64frombits(le64(buf)), buf[8:]
-		case field == 3 && wt == wireVarint:
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return fmt.Errorf("%w: Exemplar timestamp", errMalformed)
-			}
-			e.T, buf = int64(v), buf[n:]
-		default:
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return fmt.Errorf("%w: Exemplar field %d: %w", errMalformed, field, err)
-			}
-			buf = rest
-		}
+		return b, nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(refs)%2 == 1 {
 		s.Invalid = fmt.Sprintf("has an exemplar with an odd number (%d) of label references", len(refs))

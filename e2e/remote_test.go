@@ -471,7 +471,8 @@ func TestBadInput(t *testing.T) {
 		{"snappy of garbage", http.MethodPost, snappy.Encode(nil, []byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2}), "", 400, "malformed"},
 		{"snappy header claiming gigabytes", http.MethodPost, hugeHeader, "", 413, "exceeds"},
 		{"GET on the write path", http.MethodGet, nil, "", 405, ""},
-		{"remote write 2.0", http.MethodPost, snappy.Encode(nil, valid), "application/x-protobuf;proto=io.prometheus.write.v2.Request", 415, ""},
+		{"unknown protobuf message", http.MethodPost, snappy.Encode(nil, valid), "application/x-protobuf;proto=io.prometheus.write.v3.Request", 415, "io.prometheus.write.v2.Request"},
+		{"a 1.0 body sent as 2.0 holds no 2.0 series (0 written)", http.MethodPost, snappy.Encode(nil, valid), "application/x-protobuf;proto=io.prometheus.write.v2.Request", 204, ""},
 		{"bad series named", http.MethodPost, snappy.Encode(nil, valid), "", 400, "e2e_bad_utf8"},
 		{"body too large", http.MethodPost, bytes.Repeat([]byte{1}, 10<<20), "", 413, ""},
 	} {

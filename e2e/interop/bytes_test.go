@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -24,10 +23,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // TestOpenTSDBBytes proves that data OpenTSDB wrote survives promhbase byte
@@ -47,31 +44,12 @@ import (
 //
 // The TSD runs with compaction off, so that the rows are compacted by
 // promhbase first. Once unsalted, once salted (width 1, 20 buckets).
-func TestOpenTSDBBytes(t *testing.T) {
-	salted := mapping.DefaultLayout()
-	salted.SaltWidth, salted.SaltBuckets = 1, 20
-	for _, tc := range []struct {
-		name   string
-		layout mapping.Layout
-	}{{"unsalted", mapping.DefaultLayout()}, {"salted", salted}} {
-		t.Run(tc.name, func(t *testing.T) { testBytes(t, tc.layout) })
-	}
-}
+func TestOpenTSDBBytes(t *testing.T) { bothLayouts(t, testBytes) }
 
 func testBytes(t *testing.T, layout mapping.Layout) {
-	st := testbackend.NewHBaseStore(t)
-	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	tables := testbackend.Tables{Data: "tsdb_bytes_" + sfx, UID: "tsdb-uid_bytes_" + sfx}
+	st, tables := newTables(t, "bytes", layout)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, SaltWidth: layout.SaltWidth, SaltBuckets: layout.SaltBuckets}); err != nil {
-		testbackend.HBaseMissing(t, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		st.DropTables(ctx, tables.Data, tables.UID)
-	})
 	ph := startPromhbase(t, st, tables, layout)
 	d := startTSD(t, tables, layout, "tsd.storage.enable_compaction = false")
 	b := time.Now().Add(-3*time.Hour).Unix() / 3600 * 3600 // an hour that ended

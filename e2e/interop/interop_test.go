@@ -243,22 +243,30 @@ func samePoints(t *testing.T, what string, got, want []point) {
 	}
 }
 
-func TestOpenTSDBInterop(t *testing.T) {
+func TestOpenTSDBInterop(t *testing.T) { bothLayouts(t, testInterop) }
+
+// bothLayouts runs fn once unsalted and once salted (width 1, 20 buckets),
+// on both sides.
+func bothLayouts(t *testing.T, fn func(*testing.T, mapping.Layout)) {
+	t.Helper()
 	salted := mapping.DefaultLayout()
 	salted.SaltWidth, salted.SaltBuckets = 1, 20
 	for _, tc := range []struct {
 		name   string
 		layout mapping.Layout
 	}{{"unsalted", mapping.DefaultLayout()}, {"salted", salted}} {
-		t.Run(tc.name, func(t *testing.T) { testInterop(t, tc.layout) })
+		t.Run(tc.name, func(t *testing.T) { fn(t, tc.layout) })
 	}
 }
 
-func testInterop(t *testing.T, layout mapping.Layout) {
+// newTables creates fresh data and UID tables named after prefix in the
+// test HBase, dropped when the test ends.
+func newTables(t *testing.T, prefix string, layout mapping.Layout) (*hbase.Store, testbackend.Tables) {
+	t.Helper()
 	st := testbackend.NewHBaseStore(t)
 	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	tables := testbackend.Tables{Data: "tsdb_interop_" + sfx, UID: "tsdb-uid_interop_" + sfx}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	tables := testbackend.Tables{Data: "tsdb_" + prefix + "_" + sfx, UID: "tsdb-uid_" + prefix + "_" + sfx}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, SaltWidth: layout.SaltWidth, SaltBuckets: layout.SaltBuckets}); err != nil {
 		testbackend.HBaseMissing(t, err)
@@ -268,6 +276,13 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 		defer cancel()
 		st.DropTables(ctx, tables.Data, tables.UID)
 	})
+	return st, tables
+}
+
+func testInterop(t *testing.T, layout mapping.Layout) {
+	st, tables := newTables(t, "interop", layout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	ph := startPromhbase(t, st, tables, layout)
 	d := startTSD(t, tables, layout)
 
