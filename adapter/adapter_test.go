@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
@@ -294,27 +292,7 @@ func BenchmarkWritePath(b *testing.B) {
 // BenchmarkWritePathV2: the same series with remote write 2.0, the symbol
 // table built as Prometheus builds it.
 func BenchmarkWritePathV2(b *testing.B) {
-	st := writev2.NewSymbolTable()
-	req := &writev2.Request{}
-	var refs []uint32
-	for _, s := range benchSeries() {
-		var lb labels.ScratchBuilder
-		for _, l := range s.Labels {
-			lb.Add(l.Name, l.Value)
-		}
-		lb.Sort()
-		refs = st.SymbolizeLabels(lb.Labels(), refs[:0])
-		req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
-			LabelsRefs: slices.Clone(refs),
-			Samples:    []writev2.Sample{{Value: s.Samples[0].Value, Timestamp: s.Samples[0].Timestamp}},
-		})
-	}
-	req.Symbols = st.Symbols()
-	data, err := proto.Marshal(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchWrite(b, snappy.Encode(nil, data), ctV2, 2000, "sample")
+	benchWrite(b, snappy.Encode(nil, benchV2Request(b)), ctV2, 2000, "sample")
 }
 
 // BenchmarkWriteHistograms: 2000 series × 1 native histogram of 20

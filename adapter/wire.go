@@ -166,7 +166,8 @@ func parseMetricMetadata(buf []byte) (wireMeta, error) {
 			if n <= 0 {
 				return md, fmt.Errorf("%w: MetricMetadata type", errMalformed)
 			}
-			md.Type, buf = v, buf[n:]
+			// An enum is an int32: a longer varint keeps its low 32 bits.
+			md.Type, buf = uint64(uint32(v)), buf[n:]
 		case (field == 2 || field == 4 || field == 5) && wt == wireBytes:
 			b, rest, err := readBytes(buf)
 			if err != nil {

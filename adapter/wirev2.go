@@ -222,12 +222,17 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 				return err
 			}
 		case 5:
-			md, err := parseMetadataV2(msg, st)
+			// Metadata sent twice is merged, as protobuf merges a
+			// message field that repeats.
+			md, err := parseMetadataV2(msg, st, s.Meta)
 			if err != nil {
 				return err
 			}
-			if md.Family == nil && md.Type == 0 && md.Help == nil && md.Unit == nil {
-				md.Set = false // invalid refs are reported by the name below
+			// All fields zero, or explicit zeros (proto3 cannot tell
+			// them apart): no metadata. Invalid refs are reported by
+			// the name below.
+			if md.Family == nil && md.Type == 0 && len(md.Help) == 0 && len(md.Unit) == 0 {
+				md.Set = false
 			}
 			s.Meta = md
 		}
@@ -403,10 +408,11 @@ func (s *wireSeries) parseExemplarV2(buf []byte, st *v2State) error {
 }
 
 // parseMetadataV2 walks a Metadata { MetricType type = 1; uint32 help_ref =
-// 3; uint32 unit_ref = 4; }. A reference out of range is reported in
-// Family (which 2.0 metadata does not otherwise use) for the caller.
-func parseMetadataV2(buf []byte, st *v2State) (wireMeta, error) {
-	md := wireMeta{Set: true}
+// 3; uint32 unit_ref = 4; } into md, the series' metadata so far. A
+// reference out of range is reported in Family (which 2.0 metadata does
+// not otherwise use) for the caller.
+func parseMetadataV2(buf []byte, st *v2State, md wireMeta) (wireMeta, error) {
+	md.Set = true
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
@@ -428,7 +434,7 @@ func parseMetadataV2(buf []byte, st *v2State) (wireMeta, error) {
 		buf = buf[n:]
 		switch field {
 		case 1:
-			md.Type = v
+			md.Type = uint64(uint32(v)) // an enum is an int32: the low 32 bits
 		case 3, 4:
 			sym, ok := st.symbol(uint32(min(v, math.MaxUint32)))
 			if !ok || v > math.MaxUint32 {
