@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -10,7 +11,8 @@ import (
 // v2State holds what one remote write 2.0 request's series share: the
 // symbol table (each symbol aliasing the request) and reusable buffers.
 type v2State struct {
-	symbols [][]byte
+	body    []byte   // the request the symbols point into
+	symbols []uint64 // symbol i is body[off:off+len], packed as off<<32 | len: 8 bytes an entry keeps the table in cache
 	refs    []uint32
 	packed  []byte // the series' packed labels_refs, not yet decoded
 }
@@ -31,40 +33,50 @@ func (st *v2State) unpack() error {
 	return nil
 }
 
-// packedLabels is labels for refs still packed: it decodes them and builds
-// the key in one pass.
+// packedLabels is labels for refs still packed: it decodes them two at a
+// time and builds the key in one pass, writing the common short label
+// (name and value under 128 bytes together) straight into the key.
 func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 	msg, syms := st.packed, st.symbols
 	key := s.keyBuf[:0]
 	n := 0
-	var name []byte
-	for i := 0; i < len(msg); n++ {
-		var ref uint64
-		if c := msg[i]; c < 0x80 {
-			ref = uint64(c)
-			i++
-		} else if i+1 < len(msg) && msg[i+1] < 0x80 {
-			ref = uint64(c&0x7F) | uint64(msg[i+1])<<7
-			i += 2
-		} else {
-			v, m := readVarintSlow(msg[i:])
-			if m <= 0 || v > math.MaxUint32 {
-				return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
+	for i := 0; i < len(msg); {
+		var refs [2]uint64
+		for j := range refs {
+			if i >= len(msg) {
+				return fmt.Sprintf("has an odd number (%d) of label references", n), nil
 			}
-			ref = v
-			i += m
+			if c := msg[i]; c < 0x80 {
+				refs[j] = uint64(c)
+				i++
+			} else if i+1 < len(msg) && msg[i+1] < 0x80 {
+				refs[j] = uint64(c&0x7F) | uint64(msg[i+1])<<7
+				i += 2
+			} else {
+				v, m := readVarintSlow(msg[i:])
+				if m <= 0 || v > math.MaxUint32 {
+					return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
+				}
+				refs[j] = v
+				i += m
+			}
+			if refs[j] >= uint64(len(syms)) {
+				return fmt.Sprintf("label reference %d is out of range (%d symbols)", refs[j], len(syms)), nil
+			}
+			n++
 		}
-		if ref >= uint64(len(syms)) {
-			return fmt.Sprintf("label reference %d is out of range (%d symbols)", ref, len(syms)), nil
-		}
-		if n%2 == 0 {
-			name = syms[ref]
+		ne, ve := syms[refs[0]], syms[refs[1]]
+		nl, vl := int(uint32(ne)), int(uint32(ve))
+		if vl == 0 || nl+vl+4 >= 0x80 {
+			key = appendLabelField(key, st.sym(ne), st.sym(ve))
 			continue
 		}
-		key = appendLabelField(key, name, syms[ref])
-	}
-	if n%2 == 1 {
-		return fmt.Sprintf("has an odd number (%d) of label references", n), nil
+		k := len(key)
+		key = slices.Grow(key, nl+vl+6+32)[:k+nl+vl+6]
+		key[k], key[k+1], key[k+2], key[k+3] = 0x0A, byte(nl+vl+4), 0x0A, byte(nl)
+		st.copySym(key[k+4:k+4+nl:cap(key)], ne)
+		key[k+4+nl], key[k+5+nl] = 0x12, byte(vl)
+		st.copySym(key[k+6+nl:k+6+nl+vl:cap(key)], ve)
 	}
 	s.keyBuf, s.Key, s.copied = key, key, true
 	return "", nil
@@ -91,7 +103,10 @@ func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 // fn. Labels in any order are accepted and sorted, as Prometheus's own
 // receiver does. Start timestamps are skipped.
 func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSeries) error) error {
-	st.symbols = st.symbols[:0]
+	if uint64(len(buf)) > math.MaxUint32 {
+		return fmt.Errorf("%w: a request of %d bytes", errBadRequest, len(buf))
+	}
+	st.body, st.symbols = buf, st.symbols[:0]
 	for rest := buf; len(rest) > 0; {
 		field, wt, n := readTag(rest)
 		if n <= 0 {
@@ -103,7 +118,8 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 			if err != nil {
 				return fmt.Errorf("%w: symbol %d: %w", errMalformed, len(st.symbols), err)
 			}
-			st.symbols = append(st.symbols, sym)
+			off := uint64(len(buf) - len(r) - len(sym))
+			st.symbols = append(st.symbols, off<<32|uint64(len(sym)))
 			rest = r
 			continue
 		}
@@ -128,7 +144,7 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 		buf = rest
 		if !haveSeries {
 			haveSeries = true
-			if len(st.symbols) == 0 || len(st.symbols[0]) != 0 {
+			if len(st.symbols) == 0 || uint32(st.symbols[0]) != 0 {
 				return fmt.Errorf("%w: the first symbol must be the empty string", errBadRequest)
 			}
 		}
@@ -147,7 +163,32 @@ func (st *v2State) symbol(ref uint32) ([]byte, bool) {
 	if uint64(ref) >= uint64(len(st.symbols)) {
 		return nil, false
 	}
-	return st.symbols[ref], true
+	return st.sym(st.symbols[ref]), true
+}
+
+// copySym copies the symbol of entry e into dst, whose length is the
+// symbol's and whose capacity has 32 bytes to spare: a symbol of up to 32
+// bytes away from the end of the request is copied as two 16-byte blocks
+// (the bytes past its end land in dst's spare capacity and are
+// overwritten by what follows), which is much cheaper than a call to
+// memmove for the short names and values labels mostly are.
+func (st *v2State) copySym(dst []byte, e uint64) {
+	off, n := int(uint32(e>>32)), len(dst)
+	if n <= 32 && off+32 <= len(st.body) && cap(dst) >= 32 {
+		src, d := st.body[off:off+32], dst[:32]
+		*(*[16]byte)(d) = *(*[16]byte)(src)
+		if n > 16 {
+			*(*[16]byte)(d[16:]) = *(*[16]byte)(src[16:])
+		}
+		return
+	}
+	copy(dst, st.body[off:off+n])
+}
+
+// sym is the symbol a table entry points at.
+func (st *v2State) sym(e uint64) []byte {
+	off, n := uint32(e>>32), uint32(e)
+	return st.body[off : off+n : off+n]
 }
 
 func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
@@ -284,7 +325,7 @@ func (st *v2State) labels(s *wireSeries) string {
 		if uint64(ni) >= uint64(len(syms)) || uint64(vi) >= uint64(len(syms)) {
 			return fmt.Sprintf("label reference %d or %d is out of range (%d symbols)", ni, vi, len(syms))
 		}
-		key = appendLabelField(key, syms[ni], syms[vi])
+		key = appendLabelField(key, st.sym(syms[ni]), st.sym(syms[vi]))
 	}
 	s.keyBuf, s.Key, s.copied = key, key, true
 	return ""
