@@ -158,3 +158,45 @@ func FamilyName(series, typ string) string {
 	}
 	return series
 }
+
+// ListMetadata calls fn with every metric of the UID table that has
+// Prometheus metadata (a name:metric_meta cell in its reverse row, see
+// Metas), in UID order; metricWidth is the layout's metric UID width. A cell
+// that does not parse is skipped: it may be OpenTSDB's, and a bad one must
+// not hide the others.
+func ListMetadata(ctx context.Context, st interface {
+	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
+}, table string, metricWidth int, fn func(metric string, md Metadata) error) error {
+	sc := st.Scan(ctx, store.ScanRequest{Table: table, Family: uidFamilyName})
+	defer sc.Close()
+	width := metricWidth
+	for sc.Next() {
+		row := sc.Row()
+		if len(row.Key) != width {
+			continue // another kind's UID, or the counter row
+		}
+		var name, meta []byte
+		for _, c := range row.Cells {
+			switch string(c.Qualifier) {
+			case "metrics":
+				name = c.Value
+			case metaQualifier:
+				meta = c.Value
+			}
+		}
+		if name == nil || meta == nil {
+			continue
+		}
+		um, err := ParseUIDMeta(meta)
+		if err != nil {
+			continue
+		}
+		if err := fn(NameFromStored(name), Metadata{Type: um.Custom["type"], Help: um.Description, Unit: um.Custom["unit"]}); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("list metric metadata in %s: %w", table, err)
+	}
+	return nil
+}

@@ -67,12 +67,33 @@ type Series struct {
 	Labels     labels.Labels
 	Samples    []Sample
 	Histograms []HistogramSample
+	// Exemplars are filled by SelectExemplars only, sorted by time.
+	Exemplars []Exemplar
 }
+
+// Exemplar is one stored exemplar: its own labels, value and time.
+type Exemplar struct {
+	Labels labels.Labels
+	V      float64
+	T      int64
+}
+
+// mode is what a selection reads of the rows it scans.
+type mode int
+
+const (
+	modeSamples   mode = iota // float and histogram samples (data table)
+	modeLabels                // the label sets of rows in range only: no cell is decoded
+	modeExemplars             // exemplars (exemplar table)
+)
 
 // Options configure a Querier.
 type Options struct {
 	DataTable string // "tsdb" by default
 	UIDTable  string // "tsdb-uid" by default
+	// ExemplarTable is promhbase's exemplar table; "" means
+	// SelectExemplars finds none.
+	ExemplarTable string
 	// MaxSamples bounds the samples of one query; 0 means 50,000,000.
 	MaxSamples int
 	// MetricNamesTTL is how long the list of metric names read from the UID
@@ -112,6 +133,36 @@ func New(st scanner, m *mapping.Mapper, opts Options) *Querier {
 // Select returns the series that the matchers select, with their samples in
 // [start, end] (Unix ms, inclusive), sorted by labels.
 func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]Series, error) {
+	return q.selectMode(ctx, modeSamples, start, end, matchers)
+}
+
+// SelectLabels returns the label sets of the series that the matchers
+// select and that have a row overlapping [start, end], sorted, without
+// decoding any sample: rows are hours, so a series whose samples in the
+// hours of start and end lie just outside the range is included, as
+// Prometheus includes series whose chunks overlap the range.
+func (q *Querier) SelectLabels(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]labels.Labels, error) {
+	ss, err := q.selectMode(ctx, modeLabels, start, end, matchers)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]labels.Labels, len(ss))
+	for i := range ss {
+		out[i] = ss[i].Labels
+	}
+	return out, nil
+}
+
+// SelectExemplars returns the series that the matchers select that have
+// exemplars in [start, end], with those exemplars.
+func (q *Querier) SelectExemplars(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]Series, error) {
+	if q.opts.ExemplarTable == "" {
+		return nil, nil
+	}
+	return q.selectMode(ctx, modeExemplars, start, end, matchers)
+}
+
+func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, matchers []*labels.Matcher) ([]Series, error) {
 	if start > end {
 		return nil, nil
 	}
@@ -126,7 +177,7 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 	if len(metrics) == 0 {
 		return nil, nil
 	}
-	sel := &selection{q: q, start: start, end: end, matchers: matchers, series: map[string]*Series{}}
+	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, series: map[string]*Series{}}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
 		return nil, err
@@ -139,7 +190,7 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 	}
 	out := make([]Series, 0, len(sel.series))
 	for _, s := range sel.series {
-		if s != nil && (len(s.Samples) > 0 || len(s.Histograms) > 0) {
+		if s != nil && (md == modeLabels || len(s.Samples) > 0 || len(s.Histograms) > 0 || len(s.Exemplars) > 0) {
 			out = append(out, *s)
 		}
 	}
@@ -174,6 +225,8 @@ func joinEqual(sorted []Series) []Series {
 		hs := append(prev.Histograms, s.Histograms...)
 		slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
 		prev.Histograms = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
+		prev.Exemplars = append(prev.Exemplars, s.Exemplars...)
+		slices.SortStableFunc(prev.Exemplars, func(a, b Exemplar) int { return cmpT(a.T, b.T) })
 	}
 	return out
 }
@@ -285,6 +338,7 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 // selection accumulates the answer of one Select.
 type selection struct {
 	q          *Querier
+	mode       mode
 	start, end int64
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
@@ -406,7 +460,11 @@ func (s *selection) scanMetric(ctx context.Context, name, regex string) error {
 	}
 	for _, metric := range metrics {
 		for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
-			if err := s.scan(ctx, store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}); err != nil {
+			req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}
+			if s.mode == modeExemplars {
+				req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
+			}
+			if err := s.scan(ctx, req); err != nil {
 				return err
 			}
 		}
@@ -442,7 +500,13 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
 		if ser == nil {
 			continue
 		}
-		if err := s.addRow(ser, base, row); err != nil {
+		switch s.mode {
+		case modeSamples:
+			err = s.addRow(ser, base, row)
+		case modeExemplars:
+			err = s.addExemplars(ser, base, row)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -479,6 +543,35 @@ func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
 	}
 	ser.Histograms = append(ser.Histograms, hs...)
 	s.samples += len(hs)
+	if s.samples > s.q.opts.MaxSamples {
+		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
+	}
+	return nil
+}
+
+// addExemplars decodes a row of the exemplar table and appends its
+// exemplars in [start, end] to the series, in time order.
+func (s *selection) addExemplars(ser *Series, base uint32, row store.Row) error {
+	var scratch [8]mapping.Label
+	n := len(ser.Exemplars)
+	for _, c := range row.Cells {
+		off, v, lbls, err := mapping.DecodeExemplarValue(c.Value, scratch[:0])
+		if err != nil {
+			return fmt.Errorf("row %x: exemplar cell %X: %w", row.Key, c.Qualifier, err)
+		}
+		t := int64(base)*1000 + int64(off)
+		if t < s.start || t > s.end {
+			continue
+		}
+		b := labels.NewScratchBuilder(len(lbls))
+		for _, l := range lbls {
+			b.Add(string(l.Name), string(l.Value))
+		}
+		b.Sort()
+		ser.Exemplars = append(ser.Exemplars, Exemplar{Labels: b.Labels(), V: v, T: t})
+		s.samples++
+	}
+	slices.SortStableFunc(ser.Exemplars[n:], func(a, b Exemplar) int { return cmpT(a.T, b.T) })
 	if s.samples > s.q.opts.MaxSamples {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
@@ -541,4 +634,34 @@ func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, e
 		out = append(out, hs)
 	}
 	return out, nil
+}
+
+// hasRows reports whether metric name has a data row whose hour overlaps
+// [start, end] (ms); it reads at most one row per salt bucket.
+func (q *Querier) hasRows(ctx context.Context, name string, start, end int64) (bool, error) {
+	if start > end || end < 0 || start/1000 > math.MaxUint32 {
+		return false, nil
+	}
+	metrics, err := q.mapper.UIDs().IDs(ctx, mapping.KindMetric, name)
+	if errors.Is(err, mapping.ErrNoSuchName) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, metric := range metrics {
+		for _, r := range q.mapper.Layout().MetricRanges(metric, max(start, 0)/1000, end/1000) {
+			sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t"})
+			found := sc.Next()
+			err := sc.Err()
+			sc.Close()
+			if err != nil {
+				return false, fmt.Errorf("scan %s [%x, %x): %w", q.opts.DataTable, r.Start, r.Stop, err)
+			}
+			if found {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

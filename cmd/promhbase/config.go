@@ -62,6 +62,14 @@ func (c *config) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
+// backendString names the backend and where it is, for humans.
+func (c *config) backendString() string {
+	if c.backend == "hbase" {
+		return "hbase (ZooKeeper " + c.hbase.quorum + ")"
+	}
+	return "embedded (" + c.embeddedPath + ")"
+}
+
 // openStore opens the configured backend.
 func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (store.Store, error) {
 	if err := c.layout.Validate(); err != nil {

@@ -34,7 +34,7 @@ func main() {
 	}
 	switch cmd {
 	case serve.FullCommand():
-		err = runServe(cfg)
+		err = runServe(app, cfg)
 	case scan.cmd.FullCommand():
 		err = scan.run(cfg)
 	case create.FullCommand():

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,9 +18,29 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/web"
 )
+
+// flagValues is every flag of app with its value, for
+// /api/v1/status/flags.
+func flagValues(app *kingpin.Application) map[string]string {
+	out := map[string]string{}
+	var add func(fs []*kingpin.FlagModel)
+	add = func(fs []*kingpin.FlagModel) {
+		for _, f := range fs {
+			out[f.Name] = f.String()
+		}
+	}
+	m := app.Model()
+	add(m.Flags)
+	for _, c := range m.Commands {
+		add(c.Flags)
+	}
+	return out
+}
 
 type serveFlags struct {
 	listen          string
@@ -32,6 +51,11 @@ type serveFlags struct {
 	maxConcurrent   int
 	exemplarSlots   int
 	compaction      compactionFlags
+	queryTimeout    time.Duration
+	lookbackDelta   time.Duration
+	queryMaxConc    int
+	enablePprof     bool
+	externalURL     string
 }
 
 // compactionFlags are the --storage.compaction.* flags of serve.
@@ -48,7 +72,12 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd := app.Command("serve", "Serve Prometheus remote write and remote read.").Default()
 	cmd.Flag("web.listen-address", "Address to listen on.").Default(":9201").StringVar(&serveOpts.listen)
 	cmd.Flag("web.max-request-bytes", "Largest decoded (uncompressed) request body; larger ones get 413.").Default("33554432").IntVar(&serveOpts.maxRequestBytes)
-	cmd.Flag("query.max-samples", "Most samples one remote-read query may return; more gets 413.").Default("50000000").IntVar(&serveOpts.maxSamples)
+	cmd.Flag("query.max-samples", "Most samples one query may load: a remote-read query past it gets 413, a PromQL query 422, as Prometheus's flag of this name.").Default("50000000").IntVar(&serveOpts.maxSamples)
+	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
+	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
+	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
+	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
+	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
 	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
@@ -61,7 +90,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	return cmd
 }
 
-func runServe(cfg *config) error {
+func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -107,7 +136,11 @@ func runServe(cfg *config) error {
 			<-compacted
 		}()
 	}
-	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples})
+	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples}
+	if serveOpts.exemplarSlots > 0 {
+		qopts.ExemplarTable = cfg.exemplarTable
+	}
+	q := query.New(st, mapper, qopts)
 	h, err := adapter.New(w, q, adapter.Options{
 		MaxRequestBytes:       serveOpts.maxRequestBytes,
 		WriteTimeout:          serveOpts.writeTimeout,
@@ -124,13 +157,24 @@ func runServe(cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", h)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
+	api, err := promapi.New(promapi.Options{
+		Queryable: q.Storage(), Store: st, UIDTable: cfg.uidTable, MetricWidth: cfg.layout.MetricWidth,
+		Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta, MaxConcurrency: serveOpts.queryMaxConc,
+		Flags: flagValues(app), Version: version, Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	info := web.Info{
+		Version: version, Backend: cfg.backendString(), DataTable: cfg.dataTable, UIDTable: cfg.uidTable,
+		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
+		UIDWidths: [3]int{cfg.layout.MetricWidth, cfg.layout.TagKWidth, cfg.layout.TagVWidth}, ExternalURL: serveOpts.externalURL,
+	}
+	if serveOpts.exemplarSlots > 0 {
+		info.ExemplarTable = cfg.exemplarTable
+	}
+	handler := web.New(web.Options{Remote: h, API: api, Pprof: serveOpts.enablePprof, Info: info})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
 		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)

@@ -15,8 +15,10 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/web"
 )
 
 // Options tune the server.
@@ -65,11 +67,17 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		w.SetExemplars(tables.Exemplar, adapter.DefaultExemplarSlots)
 	}
 	w.SetMetadata(mapping.NewMetas(uids, 0))
-	h, err := adapter.New(w, query.New(st, readMapper, qopts), opts.Adapter, reg, logger)
+	qopts.ExemplarTable = tables.Exemplar
+	q := query.New(st, readMapper, qopts)
+	h, err := adapter.New(w, q, opts.Adapter, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	api, err := promapi.New(promapi.Options{Queryable: q.Storage(), Store: st, UIDTable: tables.UID, MetricWidth: layout.MetricWidth, Logger: logger, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.New(web.Options{Remote: h, API: api}))
 	t.Cleanup(srv.Close)
 	return &Server{URL: srv.URL, Mapper: m}
 }

@@ -1,0 +1,271 @@
+// Package promapi serves Prometheus's HTTP query API (/api/v1/query,
+// query_range, series, labels, label values, query_exemplars, metadata,
+// format_query, parse_query, status/buildinfo, status/flags) over
+// promhbase's query package, so that Grafana and other Prometheus API
+// clients query promhbase directly.
+//
+// The answers are Prometheus's own: the endpoints are those of the pinned
+// Prometheus module's web/api/v1 package, evaluating with its PromQL engine
+// (same JSON, result types, warnings, error types and status codes: 400 bad
+// data, 422 execution errors, 503 timeouts and cancellations). Only the
+// endpoints above are exposed; the ones that need a scraping Prometheus
+// (targets, rules, alerts, TSDB status, admin) answer 404. Metadata is
+// promhbase's own handler, from the UID metadata the write path keeps
+// (Prometheus answers it from its scrape targets).
+package promapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/route"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Queryable is what the API evaluates over: samples, chunks (unused by the
+// exposed endpoints) and exemplars.
+type Queryable interface {
+	storage.SampleAndChunkQueryable
+	storage.ExemplarQueryable
+}
+
+// scanner is the part of store.Store the metadata endpoint reads with.
+type scanner interface {
+	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
+}
+
+// Options configure the API. Zero values take Prometheus's defaults.
+type Options struct {
+	Queryable Queryable
+	// Store, UIDTable and MetricWidth locate the UID metadata that
+	// /api/v1/metadata lists.
+	Store       scanner
+	UIDTable    string
+	MetricWidth int
+
+	Timeout        time.Duration // --query.timeout: 2m
+	MaxSamples     int           // --query.max-samples: 50,000,000
+	LookbackDelta  time.Duration // --query.lookback-delta: 5m
+	MaxConcurrency int           // --query.max-concurrency: 20
+	// Flags is what /api/v1/status/flags answers.
+	Flags map[string]string
+	// Version and Revision are what /api/v1/status/buildinfo reports.
+	Version, Revision string
+	Logger            *slog.Logger
+	// Registerer receives the engine's metrics (prometheus_engine_*).
+	Registerer prometheus.Registerer
+}
+
+// exposed are the Prometheus API endpoints promhbase answers, below
+// /api/v1 (label values are matched by prefix and suffix).
+var exposed = map[string]bool{
+	"/query": true, "/query_range": true, "/query_exemplars": true,
+	"/format_query": true, "/parse_query": true,
+	"/labels": true, "/series": true,
+	"/status/buildinfo": true, "/status/flags": true, "/status/runtimeinfo": true,
+}
+
+// API is the HTTP handler of /api/v1/ (remote write and read excepted:
+// those are adapter's).
+type API struct {
+	router  *route.Router
+	opts    Options
+	tracker *queryGate
+}
+
+// New returns the API over opts.Queryable.
+func New(opts Options) (*API, error) {
+	if opts.Queryable == nil {
+		return nil, fmt.Errorf("promapi: no queryable")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.MaxSamples <= 0 {
+		opts.MaxSamples = 50_000_000
+	}
+	if opts.LookbackDelta <= 0 {
+		opts.LookbackDelta = 5 * time.Minute
+	}
+	if opts.MaxConcurrency <= 0 {
+		opts.MaxConcurrency = 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	gate := newQueryGate(opts.MaxConcurrency)
+	engine := promql.NewEngine(promql.EngineOpts{
+		Logger:             opts.Logger.With("component", "query engine"),
+		Reg:                opts.Registerer,
+		MaxSamples:         opts.MaxSamples,
+		Timeout:            opts.Timeout,
+		ActiveQueryTracker: gate,
+		LookbackDelta:      opts.LookbackDelta,
+		// Prometheus's default evaluation interval, used as the step of
+		// subqueries that name none.
+		NoStepSubqueryIntervalFn: func(int64) int64 { return time.Minute.Milliseconds() },
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+	})
+	start := time.Now()
+	runtimeInfo := func() (v1.RuntimeInfo, error) {
+		return v1.RuntimeInfo{
+			StartTime: start, ServerTime: time.Now(), GoroutineCount: runtime.NumGoroutine(),
+			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: "unlimited (HBase)",
+		}, nil
+	}
+	api := v1.NewAPI(engine, opts.Queryable, nil, nil, opts.Queryable,
+		nil, nil, nil,
+		func() config.Config { return config.DefaultConfig },
+		opts.Flags,
+		v1.GlobalURLOptions{},
+		func(f http.HandlerFunc) http.HandlerFunc { return f },
+		nil, "", false, false, 0,
+		opts.Logger.With("component", "api"),
+		nil, 0, 0, 0, false, nil,
+		runtimeInfo,
+		&v1.PrometheusVersion{Version: opts.Version, Revision: opts.Revision, Branch: "promhbase", GoVersion: runtime.Version()},
+		nil, nil,
+		nil, prometheus.NewRegistry(), // the internal remote-read handler's metrics: not exposed
+		nil, false, nil, false, false, false, false,
+		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, nil,
+	)
+	router := route.New().WithPrefix("/api/v1")
+	api.Register(router)
+	return &API{router: router, opts: opts, tracker: gate}, nil
+}
+
+// ServeHTTP answers the exposed endpoints below /api/v1.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := strings.CutPrefix(r.URL.Path, "/api/v1")
+	switch {
+	case !ok:
+		http.NotFound(w, r)
+	case p == "/metadata":
+		a.serveMetadata(w, r)
+	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
+		a.router.ServeHTTP(w, r)
+	case r.Method == http.MethodOptions:
+		a.router.ServeHTTP(w, r) // CORS preflight, as Prometheus answers it
+	default:
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("promhbase does not serve %s (it has no scrape targets, rules or local TSDB)", r.URL.Path))
+	}
+}
+
+// serveMetadata answers /api/v1/metadata as Prometheus does (metric,
+// limit, limit_per_metric), from the metadata the write path stored: one
+// entry per metric family.
+func (a *API) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_data", "limit must be a number")
+		return
+	}
+	if _, err := intParam(r, "limit_per_metric"); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_data", "limit_per_metric must be a number")
+		return
+	}
+	metric := r.FormValue("metric")
+	type entry struct {
+		Type string `json:"type"`
+		Help string `json:"help"`
+		Unit string `json:"unit"`
+	}
+	res := map[string][]entry{}
+	if a.opts.Store != nil {
+		var names []string
+		all := map[string]entry{}
+		err := mapping.ListMetadata(r.Context(), a.opts.Store, a.opts.UIDTable, a.opts.MetricWidth, func(name string, md mapping.Metadata) error {
+			if metric != "" && name != metric {
+				return nil
+			}
+			typ := md.Type
+			if typ == "" {
+				typ = "unknown"
+			}
+			if _, dup := all[name]; !dup {
+				names = append(names, name)
+			}
+			all[name] = entry{Type: typ, Help: md.Help, Unit: md.Unit}
+			return nil
+		})
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+			return
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if limit >= 0 && len(res) >= limit {
+				break
+			}
+			res[n] = []entry{all[n]}
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Status string             `json:"status"`
+		Data   map[string][]entry `json:"data"`
+	}{"success", res})
+}
+
+// intParam is an integer form value; -1 when absent.
+func intParam(r *http.Request, name string) (int, error) {
+	s := r.FormValue(name)
+	if s == "" {
+		return -1, nil
+	}
+	return strconv.Atoi(s)
+}
+
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+	}{"error", typ, msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// queryGate is the engine's QueryTracker: it lets at most max queries
+// evaluate at once; the others wait for a slot until their context ends
+// (the query timeout), as Prometheus's --query.max-concurrency does.
+type queryGate struct{ slots chan struct{} }
+
+func newQueryGate(max int) *queryGate { return &queryGate{slots: make(chan struct{}, max)} }
+
+func (g *queryGate) GetMaxConcurrent() int { return cap(g.slots) }
+
+func (g *queryGate) Insert(ctx context.Context, _ string) (int, error) {
+	select {
+	case g.slots <- struct{}{}:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (g *queryGate) Delete(int) { <-g.slots }
+
+func (g *queryGate) Close() error { return nil }

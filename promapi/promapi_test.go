@@ -1,0 +1,173 @@
+package promapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testserver"
+	"github.com/promhbase/promhbase/mapping"
+)
+
+// base is the start of the test data: 2024-01-01T00:00:00Z.
+var base = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fixture writes, through /api/v1/write (remote write 1.0):
+//   - http_requests_total{job="api",instance="a"} and {instance="b"}: a
+//     counter every 15 s for 20 min, rising 1 (a) and 2 (b) a step, with
+//     metadata and one exemplar on "a";
+//   - temp_celsius{job="node",instance="a"}: a gauge every 15 s;
+//   - req_duration_seconds{job="api"}: a native histogram every 15 s.
+func fixture(t *testing.T) string {
+	t.Helper()
+	st, tb := testbackend.New(t)
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{})
+	req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, 4)} // the pointers below stay valid
+	series := func(lbls ...string) *prompb.TimeSeries {
+		ts := prompb.TimeSeries{}
+		for i := 0; i < len(lbls); i += 2 {
+			ts.Labels = append(ts.Labels, prompb.Label{Name: lbls[i], Value: lbls[i+1]})
+		}
+		req.Timeseries = append(req.Timeseries, ts)
+		return &req.Timeseries[len(req.Timeseries)-1]
+	}
+	a := series("__name__", "http_requests_total", "instance", "a", "job", "api")
+	b := series("__name__", "http_requests_total", "instance", "b", "job", "api")
+	g := series("__name__", "temp_celsius", "instance", "a", "job", "node")
+	h := series("__name__", "req_duration_seconds", "job", "api")
+	for i := range 80 {
+		ts := base.Add(time.Duration(i) * 15 * time.Second).UnixMilli()
+		a.Samples = append(a.Samples, prompb.Sample{Timestamp: ts, Value: float64(i)})
+		b.Samples = append(b.Samples, prompb.Sample{Timestamp: ts, Value: float64(2 * i)})
+		g.Samples = append(g.Samples, prompb.Sample{Timestamp: ts, Value: 20 + float64(i%5)})
+		hist := &histogram.Histogram{Schema: 0, Count: uint64(3 * i), Sum: float64(i), ZeroThreshold: 1e-128,
+			PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{int64(i), 0, 0}}
+		h.Histograms = append(h.Histograms, prompb.FromIntHistogram(ts, hist))
+	}
+	a.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc123"}}, Value: 7, Timestamp: base.Add(5 * time.Minute).UnixMilli()}}
+	req.Metadata = []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "http_requests_total", Help: "Requests served.", Unit: ""}}
+	data, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(srv.URL+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write: %d %s", resp.StatusCode, body)
+	}
+	return srv.URL
+}
+
+func unix(d time.Duration) string { return fmt.Sprint(base.Add(d).Unix()) }
+
+func TestAPI(t *testing.T) {
+	u := fixture(t)
+	tests := []struct {
+		name   string
+		path   string
+		form   url.Values // sent as a POST form when set, else GET
+		status int
+		want   string // the answer, compacted JSON
+	}{
+		{"instant rate", "/api/v1/query?query=" + url.QueryEscape(`sum by (job) (rate(http_requests_total[1m]))`) + "&time=" + unix(10*time.Minute), nil, 200,
+			`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"api"},"value":[1704067800,"0.19999999999999996"]}]}}`},
+		{"instant selector", "/api/v1/query", url.Values{"query": {`temp_celsius`}, "time": {unix(10 * time.Minute)}}, 200,
+			`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"temp_celsius","instance":"a","job":"node"},"value":[1704067800,"20"]}]}}`},
+		{"range", "/api/v1/query_range", url.Values{"query": {`http_requests_total{instance="b"}`}, "start": {unix(0)}, "end": {unix(time.Minute)}, "step": {"30"}}, 200,
+			`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"http_requests_total","instance":"b","job":"api"},"values":[[1704067200,"0"],[1704067230,"4"],[1704067260,"8"]]}]}}`},
+		{"histogram", "/api/v1/query?query=" + url.QueryEscape(`histogram_count(req_duration_seconds)`) + "&time=" + unix(time.Minute), nil, 200,
+			`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"api"},"value":[1704067260,"12"]}]}}`},
+		{"no name", "/api/v1/query?query=" + url.QueryEscape(`count({job="api"})`) + "&time=" + unix(time.Minute), nil, 200,
+			`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1704067260,"3"]}]}}`},
+		{"bad query", "/api/v1/query?query=" + url.QueryEscape(`sum(`), nil, 400, ""},
+		{"series", "/api/v1/series?match[]=" + url.QueryEscape(`{job="api"}`) + "&start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":[{"__name__":"http_requests_total","instance":"a","job":"api"},{"__name__":"http_requests_total","instance":"b","job":"api"},{"__name__":"req_duration_seconds","job":"api"}]}`},
+		{"labels", "/api/v1/labels?start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":["__name__","instance","job"]}`},
+		{"labels matched", "/api/v1/labels", url.Values{"match[]": {`temp_celsius`}, "start": {unix(0)}, "end": {unix(time.Hour)}}, 200,
+			`{"status":"success","data":["__name__","instance","job"]}`},
+		{"names", "/api/v1/label/__name__/values?start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":["http_requests_total","req_duration_seconds","temp_celsius"]}`},
+		{"names out of range", "/api/v1/label/__name__/values?start=" + unix(48*time.Hour) + "&end=" + unix(49*time.Hour), nil, 200,
+			`{"status":"success","data":[]}`},
+		{"values matched", "/api/v1/label/instance/values?match[]=" + url.QueryEscape(`http_requests_total`) + "&start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":["a","b"]}`},
+		{"values limit", "/api/v1/label/instance/values?limit=1&start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":["a"],"warnings":["results truncated due to limit"]}`},
+		{"metadata", "/api/v1/metadata", nil, 200,
+			`{"status":"success","data":{"http_requests_total":[{"type":"counter","help":"Requests served.","unit":""}]}}`},
+		{"metadata other", "/api/v1/metadata?metric=nope", nil, 200, `{"status":"success","data":{}}`},
+		{"exemplars", "/api/v1/query_exemplars?query=" + url.QueryEscape(`http_requests_total`) + "&start=" + unix(0) + "&end=" + unix(time.Hour), nil, 200,
+			`{"status":"success","data":[{"seriesLabels":{"__name__":"http_requests_total","instance":"a","job":"api"},"exemplars":[{"labels":{"trace_id":"abc123"},"value":"7","timestamp":1704067500}]}]}`},
+		{"format", "/api/v1/format_query?query=" + url.QueryEscape(`sum(rate(x[5m]))by(job)`), nil, 200,
+			`{"status":"success","data":"sum by (job) (rate(x[5m]))"}`},
+		{"targets not served", "/api/v1/targets", nil, 404, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp *http.Response
+			var err error
+			if tc.form != nil {
+				resp, err = http.PostForm(u+tc.path, tc.form)
+			} else {
+				resp, err = http.Get(u + tc.path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.want == "" {
+				var e struct{ Status, ErrorType, Error string }
+				if err := json.Unmarshal(body, &e); err != nil || e.Status != "error" || e.ErrorType == "" || e.Error == "" {
+					t.Fatalf("want a JSON error, got %s", body)
+				}
+				return
+			}
+			var got bytes.Buffer
+			if err := json.Compact(&got, body); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			if got.String() != tc.want {
+				t.Errorf("got  %s\nwant %s", got.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildInfoAndLanding(t *testing.T) {
+	u := fixture(t)
+	for _, p := range []struct{ path, contains string }{
+		{"/api/v1/status/buildinfo", `"version":"test"`},
+		{"/", "/api/v1/write"},
+		{"/", "type: prometheus"},
+	} {
+		resp, err := http.Get(u + p.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), p.contains) {
+			t.Errorf("%s: %d, want 200 containing %q: %.300s", p.path, resp.StatusCode, p.contains, body)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+// Package web lays out promhbase's HTTP surface: the remote write and read
+// endpoints, health and metrics (adapter), the Prometheus query API
+// (promapi) and the landing page at /.
+package web
+
+import (
+	"html/template"
+	"net/http"
+	"net/http/pprof"
+)
+
+// Info is what the landing page shows.
+type Info struct {
+	Version       string
+	Backend       string // "embedded (dir)" or "hbase (quorum)"
+	DataTable     string
+	UIDTable      string
+	ExemplarTable string
+	SaltWidth     int
+	SaltBuckets   int
+	UIDWidths     [3]int // metric, tagk, tagv
+	// ExternalURL is how clients reach promhbase, for the config
+	// snippets; empty means http://<the request's host>.
+	ExternalURL string
+}
+
+// Options are the handlers the layout routes to.
+type Options struct {
+	// Remote serves /api/v1/write, /api/v1/read, /metrics, /-/healthy and
+	// /-/ready.
+	Remote http.Handler
+	// API serves the rest of /api/v1/.
+	API http.Handler
+	// Pprof exposes /debug/pprof/.
+	Pprof bool
+	Info  Info
+}
+
+// New returns the handler of every promhbase endpoint; other paths get 404.
+func New(opts Options) http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready"} {
+		mux.Handle(p, opts.Remote)
+	}
+	if opts.API != nil {
+		mux.Handle("/api/v1/", opts.API)
+	}
+	if opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		base := opts.Info.ExternalURL
+		if base == "" {
+			base = "http://" + r.Host
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = landing.Execute(w, struct {
+			Info
+			Base  string
+			Pprof bool
+		}{opts.Info, base, opts.Pprof})
+	})
+	return mux
+}
+
+var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>promhbase</title>
+<style>body{font-family:sans-serif;max-width:52em;margin:2em auto;padding:0 1em}pre{background:#f4f4f4;padding:.8em;overflow:auto}td{padding:.1em 1em .1em 0}</style>
+</head><body>
+<h1>promhbase</h1>
+<p>Prometheus remote storage on HBase, in OpenTSDB's table schema. Version {{.Version}}.</p>
+<h2>Storage</h2>
+<table>
+<tr><td>backend</td><td>{{.Backend}}</td></tr>
+<tr><td>data table</td><td>{{.DataTable}}</td></tr>
+<tr><td>UID table</td><td>{{.UIDTable}}</td></tr>
+<tr><td>exemplar table</td><td>{{if .ExemplarTable}}{{.ExemplarTable}}{{else}}(exemplars not kept){{end}}</td></tr>
+<tr><td>salt</td><td>{{if .SaltWidth}}{{.SaltWidth}} byte(s), {{.SaltBuckets}} buckets{{else}}none{{end}}</td></tr>
+<tr><td>UID widths (metric, tagk, tagv)</td><td>{{index .UIDWidths 0}}, {{index .UIDWidths 1}}, {{index .UIDWidths 2}} bytes</td></tr>
+</table>
+<h2>Endpoints</h2>
+<ul>
+<li><code>POST /api/v1/write</code>: Prometheus remote write 1.0 and 2.0</li>
+<li><code>POST /api/v1/read</code>: Prometheus remote read (samples and streamed chunks)</li>
+<li>Prometheus query API: <a href="api/v1/query?query=up">/api/v1/query</a>, <code>/api/v1/query_range</code>, <a href="api/v1/series?match[]=up">/api/v1/series</a>, <a href="api/v1/labels">/api/v1/labels</a>, <a href="api/v1/label/__name__/values">/api/v1/label/&lt;name&gt;/values</a>, <a href="api/v1/metadata">/api/v1/metadata</a>, <code>/api/v1/query_exemplars</code>, <code>/api/v1/format_query</code>, <code>/api/v1/parse_query</code>, <a href="api/v1/status/buildinfo">/api/v1/status/buildinfo</a>, <a href="api/v1/status/flags">/api/v1/status/flags</a></li>
+<li><a href="metrics">/metrics</a>, <a href="-/healthy">/-/healthy</a>, <a href="-/ready">/-/ready</a>{{if .Pprof}}, <a href="debug/pprof/">/debug/pprof/</a>{{end}}</li>
+</ul>
+<h2>Prometheus</h2>
+<pre>remote_write:
+  - url: {{.Base}}/api/v1/write
+    protobuf_message: io.prometheus.write.v2.Request  # or prometheus.WriteRequest (1.0)
+    send_native_histograms: true
+    send_exemplars: true
+remote_read:
+  - url: {{.Base}}/api/v1/read
+    read_recent: true</pre>
+<h2>Grafana</h2>
+<p>Add a data source of type <em>Prometheus</em> whose URL is promhbase's:</p>
+<pre>apiVersion: 1
+datasources:
+  - name: promhbase
+    type: prometheus
+    access: proxy
+    url: {{.Base}}
+    jsonData:
+      httpMethod: POST</pre>
+</body></html>
+`))
