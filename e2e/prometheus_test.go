@@ -211,6 +211,8 @@ func TestPrometheus(t *testing.T) {
 		t.Logf("%s agreed with A on %d of %d queries", b.name, agreed[j], len(queries))
 	}
 
+	checkLabelAPIs(t, a.api, readers[2], began.Add(-2*time.Hour), end)
+
 	// Each B really used the response type it stands for.
 	for _, tc := range []struct {
 		p          *promProcess
@@ -844,5 +846,115 @@ func checkQueueHealthy(t *testing.T, a *promProcess) {
 	}
 	if ms.sum("prometheus_remote_storage_samples_total") == 0 {
 		t.Errorf("A: prometheus_remote_storage_samples_total is 0: nothing was sent")
+	}
+}
+
+// checkLabelAPIs compares promhbase's series, label and metadata APIs with
+// A's over [start, end]: for the exporter's and the historical series, the
+// same sets; for everything, promhbase's answer within A's (A may hold
+// series created after its queue was drained); every metadata entry
+// promhbase keeps is one A serves for that family, and A's exporter
+// families all have one.
+func checkLabelAPIs(t *testing.T, a, p promAPI, start, end time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	rng := url.Values{"start": {formatTime(start)}, "end": {formatTime(end)}}
+	with := func(kv ...string) url.Values {
+		v := url.Values{}
+		for k, vs := range rng {
+			v[k] = vs
+		}
+		for i := 0; i < len(kv); i += 2 {
+			v.Add(kv[i], kv[i+1])
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		what  string
+		fetch func(promAPI) ([]string, error)
+		equal bool
+		min   int
+	}{
+		{`series {job="exporter"}`, func(x promAPI) ([]string, error) { return x.seriesSet(ctx, `{job="exporter"}`, start, end) }, true, 20},
+		{`series {job="history"}`, func(x promAPI) ([]string, error) { return x.seriesSet(ctx, `{job="history"}`, start, end) }, true, 5},
+		{`series {__name__=~".+"}`, func(x promAPI) ([]string, error) { return x.seriesSet(ctx, `{__name__=~".+"}`, start, end) }, false, 100},
+		{"labels", func(x promAPI) ([]string, error) { return x.stringList(ctx, "/api/v1/labels", with()) }, false, 5},
+		{`labels {job="exporter"}`, func(x promAPI) ([]string, error) {
+			return x.stringList(ctx, "/api/v1/labels", with("match[]", `{job="exporter"}`))
+		}, true, 3},
+		{"job values", func(x promAPI) ([]string, error) { return x.stringList(ctx, "/api/v1/label/job/values", with()) }, true, 4},
+		{`__name__ values {job="exporter"}`, func(x promAPI) ([]string, error) {
+			return x.stringList(ctx, "/api/v1/label/__name__/values", with("match[]", `{job="exporter"}`))
+		}, true, 10},
+		{"__name__ values", func(x promAPI) ([]string, error) {
+			return x.stringList(ctx, "/api/v1/label/__name__/values", with())
+		}, false, 50},
+	} {
+		want, err := tc.fetch(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tc.fetch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := missingFrom(got, want)
+		missing := missingFrom(want, got)
+		t.Logf("%-36s A %5d, promhbase %5d, only in promhbase %d, only in A %d", tc.what, len(want), len(got), len(extra), len(missing))
+		if len(got) < tc.min {
+			t.Errorf("%s: promhbase answered %d, want at least %d: %.300q", tc.what, len(got), tc.min, got)
+		}
+		if len(extra) > 0 {
+			t.Errorf("%s: promhbase answered %d that A does not have: %.500q", tc.what, len(extra), extra)
+		}
+		if tc.equal && len(missing) > 0 {
+			t.Errorf("%s: promhbase lacks %d of A's: %.500q", tc.what, len(missing), missing)
+		}
+	}
+
+	type entry struct{ Type, Help, Unit string }
+	var am, pm map[string][]entry
+	if err := a.getData(ctx, "/api/v1/metadata", url.Values{}, &am); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.getData(ctx, "/api/v1/metadata", url.Values{}, &pm); err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for fam, es := range pm {
+		if len(es) != 1 {
+			t.Errorf("metadata %s: promhbase has %d entries, want 1", fam, len(es))
+			continue
+		}
+		if aes, ok := am[fam]; ok {
+			if !slices.Contains(aes, es[0]) {
+				t.Errorf("metadata %s: promhbase has %+v, A %+v", fam, es[0], aes)
+				continue
+			}
+			same++
+		}
+	}
+	var exporterFams []string
+	var tm []struct{ Metric string }
+	if err := a.getData(ctx, "/api/v1/targets/metadata", url.Values{"match_target": {`{job="exporter"}`}}, &tm); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range tm {
+		exporterFams = append(exporterFams, m.Metric)
+	}
+	slices.Sort(exporterFams)
+	exporterFams = slices.Compact(exporterFams)
+	var lacking []string
+	for _, f := range exporterFams {
+		if _, ok := pm[f]; !ok {
+			lacking = append(lacking, f)
+		}
+	}
+	t.Logf("metadata: A %d families, promhbase %d, %d agree; exporter families %d, %d lacking in promhbase", len(am), len(pm), same, len(exporterFams), len(lacking))
+	if same == 0 || len(exporterFams) == 0 {
+		t.Errorf("metadata: nothing compared (A %d, promhbase %d, exporter %d)", len(am), len(pm), len(exporterFams))
+	}
+	if len(lacking) > 0 {
+		t.Errorf("metadata: promhbase lacks the exporter's families %q", lacking)
 	}
 }

@@ -318,3 +318,70 @@ func (r promResult) summary() string {
 	}
 	return fmt.Sprintf("%s, %d series, %d points", r.resultType, len(r.series), n)
 }
+
+// getData GETs path of the API with form as its query and decodes the
+// answer's data into out; an answer that is not a success is an error.
+func (p promAPI) getData(ctx context.Context, path string, form url.Values, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path+"?"+form.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s: read answer: %w", p.name, err)
+	}
+	var env struct {
+		Status, ErrorType, Error string
+		Data                     json.RawMessage
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("%s %s: HTTP %d: decode %.200q: %w", p.name, path, resp.StatusCode, body, err)
+	}
+	if env.Status != "success" {
+		return fmt.Errorf("%s %s: HTTP %d: %s: %s", p.name, path, resp.StatusCode, env.ErrorType, env.Error)
+	}
+	return json.Unmarshal(env.Data, out)
+}
+
+// seriesSet is the answer of /api/v1/series as sorted label-set strings.
+func (p promAPI) seriesSet(ctx context.Context, match string, start, end time.Time) ([]string, error) {
+	var data []map[string]string
+	form := url.Values{"match[]": {match}, "start": {formatTime(start)}, "end": {formatTime(end)}}
+	if err := p.getData(ctx, "/api/v1/series", form, &data); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(data))
+	for _, m := range data {
+		out = append(out, labels.FromMap(m).String())
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// strings answers a path whose data is a list of strings (labels, label
+// values), sorted.
+func (p promAPI) stringList(ctx context.Context, path string, form url.Values) ([]string, error) {
+	var data []string
+	if err := p.getData(ctx, path, form, &data); err != nil {
+		return nil, err
+	}
+	slices.Sort(data)
+	return data, nil
+}
+
+// missingFrom returns the elements of sub (sorted) that super (sorted)
+// lacks.
+func missingFrom(sub, super []string) []string {
+	var out []string
+	for _, s := range sub {
+		if _, found := slices.BinarySearch(super, s); !found {
+			out = append(out, s)
+		}
+	}
+	return out
+}

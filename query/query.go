@@ -69,6 +69,8 @@ type Series struct {
 	Histograms []HistogramSample
 	// Exemplars are filled by SelectExemplars only, sorted by time.
 	Exemplars []Exemplar
+
+	inRange bool // SelectLabels: a sample in the range was seen
 }
 
 // Exemplar is one stored exemplar: its own labels, value and time.
@@ -137,10 +139,9 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 }
 
 // SelectLabels returns the label sets of the series that the matchers
-// select and that have a row overlapping [start, end], sorted, without
-// decoding any sample: rows are hours, so a series whose samples in the
-// hours of start and end lie just outside the range is included, as
-// Prometheus includes series whose chunks overlap the range.
+// select and that have a sample in [start, end], sorted, keeping no
+// sample: a row whose hour lies inside the range counts at once, only rows
+// at the range's edges are decoded.
 func (q *Querier) SelectLabels(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]labels.Labels, error) {
 	ss, err := q.selectMode(ctx, modeLabels, start, end, matchers)
 	if err != nil {
@@ -190,7 +191,7 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 	}
 	out := make([]Series, 0, len(sel.series))
 	for _, s := range sel.series {
-		if s != nil && (md == modeLabels || len(s.Samples) > 0 || len(s.Histograms) > 0 || len(s.Exemplars) > 0) {
+		if s != nil && (s.inRange || len(s.Samples) > 0 || len(s.Histograms) > 0 || len(s.Exemplars) > 0) {
 			out = append(out, *s)
 		}
 	}
@@ -501,6 +502,10 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
 			continue
 		}
 		switch s.mode {
+		case modeLabels:
+			if !ser.inRange {
+				ser.inRange, err = s.rowInRange(base, row)
+			}
 		case modeSamples:
 			err = s.addRow(ser, base, row)
 		case modeExemplars:
@@ -547,6 +552,31 @@ func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
 	return nil
+}
+
+// rowInRange reports whether a row has a sample (float or histogram) in
+// [start, end]: at once when the row's hour lies inside the range, else by
+// decoding it (rows at the range's edges only).
+func (s *selection) rowInRange(base uint32, row store.Row) (bool, error) {
+	first := int64(base) * 1000
+	if first >= s.start && first+mapping.MaxOffsetMs-1 <= s.end {
+		return len(row.Cells) > 0, nil
+	}
+	pts, err := s.merger.Merge(base, row.Cells, s.start, s.end)
+	if err != nil {
+		return false, fmt.Errorf("row %x: %w", row.Key, err)
+	}
+	if len(pts) > 0 {
+		return true, nil
+	}
+	for _, c := range row.Cells {
+		if off, ok := mapping.ParseHistogramQualifier(c.Qualifier); ok {
+			if t := first + int64(off); t >= s.start && t <= s.end {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // addExemplars decodes a row of the exemplar table and appends its

@@ -20,8 +20,8 @@ import (
 //   - Select reads [hints.Start, hints.End] when hints are given (the
 //     engine's range: the query's, widened by the lookback and the range
 //     selectors), else the querier's [mint, maxt]. With hints.Func
-//     "series" (the series API) no cell is decoded: the series are the
-//     label sets of the rows overlapping the range.
+//     "series" (the series API) no sample is kept: the series are those
+//     with a sample in the range (only the rows at its edges are decoded).
 //   - Every series is sorted by labels, samples by time; a series'
 //     iterator yields its float and histogram samples merged by time.
 //   - LabelNames and LabelValues answer from the series in [mint, maxt]
