@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
@@ -62,6 +63,9 @@ type Options struct {
 	MaxSamples     int           // --query.max-samples: 50,000,000
 	LookbackDelta  time.Duration // --query.lookback-delta: 5m
 	MaxConcurrency int           // --query.max-concurrency: 20
+	// Features are Prometheus's --enable-feature names of PromQL features
+	// to turn on (see Features); Prometheus's defaults otherwise.
+	Features []string
 	// Flags is what /api/v1/status/flags answers.
 	Flags map[string]string
 	// Version and Revision are what /api/v1/status/buildinfo reports.
@@ -70,6 +74,10 @@ type Options struct {
 	// Registerer receives the engine's metrics (prometheus_engine_*).
 	Registerer prometheus.Registerer
 }
+
+// Features are the --enable-feature names of Prometheus's PromQL features
+// that promhbase takes.
+var Features = []string{"promql-experimental-functions", "promql-extended-range-selectors", "promql-binop-fill-modifiers", "promql-delayed-name-removal"}
 
 // exposed are the Prometheus API endpoints promhbase answers, below
 // /api/v1 (label values are matched by prefix and suffix).
@@ -111,6 +119,24 @@ func New(opts Options) (*API, error) {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
+	// Prometheus 3.15's defaults: duration expressions on, the rest off.
+	popts := parser.Options{ExperimentalDurationExpr: true}
+	delayedNameRemoval := false
+	for _, f := range opts.Features {
+		switch f {
+		case "promql-experimental-functions":
+			popts.EnableExperimentalFunctions = true
+		case "promql-extended-range-selectors":
+			popts.EnableExtendedRangeSelectors = true
+		case "promql-binop-fill-modifiers":
+			popts.EnableBinopFillModifiers = true
+		case "promql-delayed-name-removal":
+			delayedNameRemoval = true
+		default:
+			return nil, fmt.Errorf("unknown feature %q; promhbase knows %s", f, strings.Join(Features, ", "))
+		}
+	}
+	promqlParser := parser.NewParser(popts)
 	gate := newQueryGate(opts.MaxConcurrency)
 	engine := promql.NewEngine(promql.EngineOpts{
 		Logger:             opts.Logger.With("component", "query engine"),
@@ -124,6 +150,8 @@ func New(opts Options) (*API, error) {
 		NoStepSubqueryIntervalFn: func(int64) int64 { return time.Minute.Milliseconds() },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
+		EnableDelayedNameRemoval: delayedNameRemoval,
+		Parser:                   promqlParser,
 	})
 	start := time.Now()
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
@@ -146,7 +174,7 @@ func New(opts Options) (*API, error) {
 		nil, nil,
 		nil, prometheus.NewRegistry(), // the internal remote-read handler's metrics: not exposed
 		nil, false, nil, false, false, false, false,
-		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, nil,
+		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, promqlParser,
 	)
 	router := route.New().WithPrefix("/api/v1")
 	api.Register(router)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,19 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/web"
 )
+
+// splitFeatures splits comma-separated --enable-feature values.
+func splitFeatures(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
 
 // flagValues is every flag of app with its value, for
 // /api/v1/status/flags.
@@ -55,6 +69,7 @@ type serveFlags struct {
 	lookbackDelta   time.Duration
 	queryMaxConc    int
 	enablePprof     bool
+	features        []string
 	externalURL     string
 }
 
@@ -76,6 +91,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
+	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
 	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
@@ -160,7 +176,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	api, err := promapi.New(promapi.Options{
 		Queryable: q.Storage(), Store: st, UIDTable: cfg.uidTable, MetricWidth: cfg.layout.MetricWidth,
 		Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta, MaxConcurrency: serveOpts.queryMaxConc,
-		Flags: flagValues(app), Version: version, Logger: logger, Registerer: reg,
+		Flags: flagValues(app), Version: version, Logger: logger, Registerer: reg, Features: splitFeatures(serveOpts.features),
 	})
 	if err != nil {
 		return err
