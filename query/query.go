@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -98,6 +99,9 @@ type Options struct {
 	ExemplarTable string
 	// MaxSamples bounds the samples of one query; 0 means 50,000,000.
 	MaxSamples int
+	// ScanConcurrency bounds the scans (metrics × salt buckets) one query
+	// runs at once; 0 means 4, 1 scans one after the other.
+	ScanConcurrency int
 	// MetricNamesTTL is how long the list of metric names read from the UID
 	// table is reused; 0 means 10s.
 	MetricNamesTTL time.Duration
@@ -125,6 +129,9 @@ func New(st scanner, m *mapping.Mapper, opts Options) *Querier {
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 50_000_000
+	}
+	if opts.ScanConcurrency <= 0 {
+		opts.ScanConcurrency = 4
 	}
 	if opts.MetricNamesTTL <= 0 {
 		opts.MetricNamesTTL = 10 * time.Second
@@ -178,21 +185,25 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 	if len(metrics) == 0 {
 		return nil, nil
 	}
-	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, series: map[string]*Series{}}
+	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, series: map[string]*Series{}, samples: new(atomic.Int64)}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
 		return nil, err
 	}
-	regex := RowRegex(q.mapper.Layout(), cs)
-	for _, name := range metrics {
-		if err := sel.scanMetric(ctx, name, regex); err != nil {
-			return nil, err
-		}
+	reqs, err := sel.scans(ctx, metrics, RowRegex(q.mapper.Layout(), cs))
+	if err != nil {
+		return nil, err
 	}
-	out := make([]Series, 0, len(sel.series))
-	for _, s := range sel.series {
-		if s != nil && (s.inRange || len(s.Samples) > 0 || len(s.Histograms) > 0 || len(s.Exemplars) > 0) {
-			out = append(out, *s)
+	subs, err := sel.scanAll(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	var out []Series
+	for _, sub := range subs {
+		for _, s := range sub.series {
+			if s != nil && (s.inRange || len(s.Samples) > 0 || len(s.Histograms) > 0 || len(s.Exemplars) > 0) {
+				out = append(out, *s)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].Labels, out[j].Labels) < 0 })
@@ -343,7 +354,7 @@ type selection struct {
 	start, end int64
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
-	samples    int
+	samples    *atomic.Int64      // shared by the selections of one query
 	merger     mapping.Merger
 }
 
@@ -450,27 +461,76 @@ func RowRegex(layout mapping.Layout, cs []tagConstraint) string {
 	return string(re)
 }
 
-func (s *selection) scanMetric(ctx context.Context, name, regex string) error {
+// scans are the scans of a query: per metric UID (a name may have two, see
+// mapping.StoredName) and salt bucket, over the hours of [start, end].
+func (s *selection) scans(ctx context.Context, names []string, regex string) ([]store.ScanRequest, error) {
 	uids := s.q.mapper.UIDs()
-	metrics, err := uids.IDs(ctx, mapping.KindMetric, name)
-	if errors.Is(err, mapping.ErrNoSuchName) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, metric := range metrics {
-		for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
-			req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}
-			if s.mode == modeExemplars {
-				req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
-			}
-			if err := s.scan(ctx, req); err != nil {
-				return err
+	var reqs []store.ScanRequest
+	for _, name := range names {
+		metrics, err := uids.IDs(ctx, mapping.KindMetric, name)
+		if errors.Is(err, mapping.ErrNoSuchName) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, metric := range metrics {
+			for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
+				req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}
+				if s.mode == modeExemplars {
+					req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
+				}
+				reqs = append(reqs, req)
 			}
 		}
 	}
-	return nil
+	return reqs, nil
+}
+
+// scanAll runs the scans, up to ScanConcurrency at once (OpenTSDB scans
+// its salt buckets in parallel too), each into a selection of its own:
+// a series lives in one metric UID and one salt bucket (the salt hashes
+// the metric and tags, not the time), so their series never overlap, and
+// only the sample count, which bounds the whole query, is shared. The
+// first error cancels the other scans.
+func (s *selection) scanAll(ctx context.Context, reqs []store.ScanRequest) ([]*selection, error) {
+	if len(reqs) <= 1 || s.q.opts.ScanConcurrency <= 1 {
+		for _, req := range reqs {
+			if err := s.scan(ctx, req); err != nil {
+				return nil, err
+			}
+		}
+		return []*selection{s}, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	subs := make([]*selection, len(reqs))
+	sem := make(chan struct{}, s.q.opts.ScanConcurrency)
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		sub := &selection{q: s.q, mode: s.mode, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, samples: s.samples}
+		subs[i] = sub
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := sub.scan(ctx, req); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return subs, nil
 }
 
 func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
@@ -541,14 +601,14 @@ func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
 	for _, p := range pts {
 		ser.Samples = append(ser.Samples, Sample{T: p.T, V: p.V})
 	}
-	s.samples += len(pts)
+	n := s.samples.Add(int64(len(pts)))
 	hs, err := s.histograms(base, row)
 	if err != nil {
 		return err
 	}
 	ser.Histograms = append(ser.Histograms, hs...)
-	s.samples += len(hs)
-	if s.samples > s.q.opts.MaxSamples {
+	n = s.samples.Add(int64(len(hs)))
+	if n > int64(s.q.opts.MaxSamples) {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
 	return nil
@@ -599,10 +659,9 @@ func (s *selection) addExemplars(ser *Series, base uint32, row store.Row) error 
 		}
 		b.Sort()
 		ser.Exemplars = append(ser.Exemplars, Exemplar{Labels: b.Labels(), V: v, T: t})
-		s.samples++
 	}
 	slices.SortStableFunc(ser.Exemplars[n:], func(a, b Exemplar) int { return cmpT(a.T, b.T) })
-	if s.samples > s.q.opts.MaxSamples {
+	if s.samples.Add(int64(len(ser.Exemplars)-n)) > int64(s.q.opts.MaxSamples) {
 		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
 	}
 	return nil

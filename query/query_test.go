@@ -2,8 +2,10 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -264,5 +266,67 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].Labels.String() != `{__name__="temp", city="zürich"}` || fmt.Sprint(got[0].Samples) != "[{1700002801000 10} {1700002802000 20}]" {
 			t.Errorf("%s: %v, %v", mt, got, err)
 		}
+	}
+}
+
+// TestParallelScans: a salted layout spreads one metric over 20 buckets,
+// each its own scan; run 4 at a time, they answer what one after the
+// other answers, and the sample limit still counts the whole query.
+func TestParallelScans(t *testing.T) {
+	ctx := context.Background()
+	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	layout := mapping.DefaultLayout()
+	layout.SaltWidth, layout.SaltBuckets = 1, 20
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	base := uint32(1700002800)
+	for i := range 200 {
+		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("par")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
+		s, err := m.Resolve(ctx, []byte(fmt.Sprint(i)), lbls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
+		for j := range 10 {
+			val, flags := mapping.AppendValue(nil, float64(i*100+j))
+			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*1000), flags), Value: val})
+		}
+		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := labels.MustNewMatcher(labels.MatchEqual, "__name__", "par")
+	render := func(ss []Series) string {
+		var b strings.Builder
+		for _, s := range ss {
+			fmt.Fprintln(&b, s.Labels, s.Samples)
+		}
+		return b.String()
+	}
+	var answers []string
+	for _, conc := range []int{1, 4} {
+		q := New(st, m, Options{ScanConcurrency: conc})
+		got, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 200 {
+			t.Fatalf("concurrency %d: %d series, want 200", conc, len(got))
+		}
+		answers = append(answers, render(got))
+		q = New(st, m, Options{ScanConcurrency: conc, MaxSamples: 1999})
+		if _, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, sel); !errors.Is(err, ErrTooManySamples) {
+			t.Errorf("concurrency %d, limit 1999 of 2000 samples: err %v, want ErrTooManySamples", conc, err)
+		}
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("4 scans at once answered differently from 1")
 	}
 }

@@ -70,6 +70,7 @@ type serveFlags struct {
 	queryMaxConc    int
 	enablePprof     bool
 	features        []string
+	scanConc        int
 	externalURL     string
 }
 
@@ -91,6 +92,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
+	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
 	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
@@ -152,7 +154,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			<-compacted
 		}()
 	}
-	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples}
+	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples, ScanConcurrency: serveOpts.scanConc}
 	if serveOpts.exemplarSlots > 0 {
 		qopts.ExemplarTable = cfg.exemplarTable
 	}
