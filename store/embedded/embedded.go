@@ -710,7 +710,10 @@ func (sc *scanner) Next() bool {
 			return sc.fail(err)
 		}
 		sc.next = row
-		if sc.re != nil && !sc.re.Match(latin1(sc.latin1[:0], row)) {
+		if sc.re != nil {
+			sc.latin1 = latin1(sc.latin1[:0], row) // kept: no allocation per row
+		}
+		if sc.re != nil && !sc.re.Match(sc.latin1) {
 			sc.valid = sc.skipRow()
 			continue
 		}
@@ -722,13 +725,19 @@ func (sc *scanner) Next() bool {
 
 // skipRow moves the iterator past the current row.
 func (sc *scanner) skipRow() bool {
-	p := appendRowPrefix(sc.arena[:0], "", sc.next)[1:]
-	end := store.PrefixEnd(append(sc.it.Key()[:sc.tlen:sc.tlen], p...))
-	sc.arena = p
-	if end == nil {
-		return false
+	// The first key past the row: table prefix ‖ row prefix, incremented
+	// as store.PrefixEnd does, built in the arena (no allocation).
+	k := append(sc.arena[:0], sc.it.Key()[:sc.tlen]...)
+	k = appendRowPrefix(k, "", sc.next)
+	k = append(k[:sc.tlen], k[sc.tlen+1:]...) // appendRowPrefix's leading byte is not part of the key
+	sc.arena = k
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i] != 0xFF {
+			k[i]++
+			return sc.it.SeekGE(k[:i+1])
+		}
 	}
-	return sc.it.SeekGE(end)
+	return false
 }
 
 // readRow collects the cells of the row at sc.next. It reports false (with
