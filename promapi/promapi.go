@@ -20,12 +20,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/grafana/regexp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
@@ -66,6 +68,10 @@ type Options struct {
 	// Features are Prometheus's --enable-feature names of PromQL features
 	// to turn on (see Features); Prometheus's defaults otherwise.
 	Features []string
+	// CORSOrigin is the fully anchored regex of the origins allowed
+	// cross-origin requests (--web.cors.origin); nil means any, as
+	// Prometheus's default ".*".
+	CORSOrigin *regexp.Regexp
 	// Flags is what /api/v1/status/flags answers.
 	Flags map[string]string
 	// Version and Revision are what /api/v1/status/buildinfo reports.
@@ -115,6 +121,9 @@ func New(opts Options) (*API, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.CORSOrigin == nil {
+		opts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
 	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
@@ -168,7 +177,7 @@ func New(opts Options) (*API, error) {
 		func(f http.HandlerFunc) http.HandlerFunc { return f },
 		nil, "", false, false, 0,
 		opts.Logger.With("component", "api"),
-		nil, 0, 0, 0, false, nil,
+		nil, 0, 0, 0, false, opts.CORSOrigin,
 		runtimeInfo,
 		&v1.PrometheusVersion{Version: opts.Version, Revision: opts.Revision, Branch: "promhbase", GoVersion: runtime.Version()},
 		nil, nil,

@@ -162,6 +162,17 @@ func TestAPI(t *testing.T) {
 
 func TestBuildInfoAndLanding(t *testing.T) {
 	u := fixture(t)
+	// A browser's request (Grafana's "browser" access) carries Origin.
+	req, _ := http.NewRequest(http.MethodGet, u+"/api/v1/labels", nil)
+	req.Header.Set("Origin", "http://grafana.example:3000")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("with Origin: %d, Access-Control-Allow-Origin %q; want 200, *", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
 	for _, p := range []struct{ path, contains string }{
 		{"/api/v1/status/buildinfo", `"version":"test"`},
 		{"/", "/api/v1/write"},

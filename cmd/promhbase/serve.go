@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/grafana/regexp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -71,6 +73,7 @@ type serveFlags struct {
 	enablePprof     bool
 	features        []string
 	scanConc        int
+	corsOrigin      string
 	externalURL     string
 }
 
@@ -93,6 +96,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
 	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
+	cmd.Flag("web.cors.origin", `Regex of the origins allowed cross-origin query API requests, fully anchored, as Prometheus's flag.`).Default(".*").StringVar(&serveOpts.corsOrigin)
 	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
@@ -175,7 +179,11 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
 	}
-	api, err := promapi.New(promapi.Options{
+	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
+	if err != nil {
+		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
+	}
+	api, err := promapi.New(promapi.Options{CORSOrigin: cors,
 		Queryable: q.Storage(), Store: st, UIDTable: cfg.uidTable, MetricWidth: cfg.layout.MetricWidth,
 		Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta, MaxConcurrency: serveOpts.queryMaxConc,
 		Flags: flagValues(app), Version: version, Logger: logger, Registerer: reg, Features: splitFeatures(serveOpts.features),
