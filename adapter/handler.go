@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/snappy"
@@ -67,6 +68,7 @@ type Handler struct {
 	mux    *http.ServeMux
 	bufs   sync.Pool // *bodyBuf
 	slots  chan struct{}
+	counts countValues // values of the Written headers
 
 	requests                            *prometheus.CounterVec
 	duration                            *prometheus.HistogramVec
@@ -354,7 +356,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 		// is written after this function returns.
 		defer func() {
 			if !headersSet {
-				setWritten(w.Header(), res)
+				h.setWritten(w.Header(), res)
 			}
 		}()
 	}
@@ -381,7 +383,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if v2 {
-		setWritten(w.Header(), res)
+		h.setWritten(w.Header(), res)
 		headersSet = true
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -389,12 +391,34 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 }
 
 // setWritten sets remote write 2.0's Written headers from res.
-func setWritten(hd http.Header, res writeResult) {
-	vals := [3]string{strconv.Itoa(res.Samples), strconv.Itoa(res.Histograms), strconv.Itoa(res.Exemplars)}
-	all := vals[:]
-	hd["X-Prometheus-Remote-Write-Samples-Written"] = all[0:1:1]
-	hd["X-Prometheus-Remote-Write-Histograms-Written"] = all[1:2:2]
-	hd["X-Prometheus-Remote-Write-Exemplars-Written"] = all[2:3:3]
+func (h *Handler) setWritten(hd http.Header, res writeResult) {
+	hd["X-Prometheus-Remote-Write-Samples-Written"] = h.counts.value(res.Samples)
+	hd["X-Prometheus-Remote-Write-Histograms-Written"] = h.counts.value(res.Histograms)
+	hd["X-Prometheus-Remote-Write-Exemplars-Written"] = h.counts.value(res.Exemplars)
+}
+
+// countValues hands out header values for counts, each a one-element
+// slice of capacity one (so that Header.Add copies rather than appends to
+// it), made once per count below maxCountValue and shared by every answer
+// after that: the Written headers of a 2.0 answer cost no allocation.
+type countValues struct {
+	vals [maxCountValue]atomic.Pointer[[]string]
+}
+
+// maxCountValue covers the batch sizes senders use (Prometheus's
+// max_samples_per_send is 2000 by default).
+const maxCountValue = 1 << 14
+
+func (c *countValues) value(n int) []string {
+	if n < 0 || n >= maxCountValue {
+		return []string{strconv.Itoa(n)}
+	}
+	if p := c.vals[n].Load(); p != nil {
+		return *p
+	}
+	v := []string{strconv.Itoa(n)}
+	c.vals[n].Store(&v)
+	return v
 }
 
 // Remote-write protobuf messages, as the proto parameter of Content-Type

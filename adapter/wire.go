@@ -41,6 +41,8 @@ type wireSeries struct {
 
 	keyBuf []byte
 	labels []mapping.Label
+	// names decodes the label-name ids of a 2.0 Key (see keyFormV2).
+	names *labelNames
 	// While Key aliases the message, it is msg[keyStart:keyEnd]; copied
 	// means it lives in keyBuf.
 	copied           bool
@@ -72,6 +74,9 @@ func (s *wireSeries) addKeyField(msg []byte, off, n int) {
 func (s *wireSeries) Labels() ([]mapping.Label, error) {
 	s.labels = s.labels[:0]
 	buf := s.Key
+	if len(buf) > 0 && buf[0] == keyFormV2 {
+		return s.labelsV2(buf[1:])
+	}
 	for len(buf) > 0 {
 		_, _, n := readTag(buf)
 		msg, rest, err := readBytes(buf[n:])
@@ -84,6 +89,44 @@ func (s *wireSeries) Labels() ([]mapping.Label, error) {
 		}
 		s.labels = append(s.labels, l)
 		buf = rest
+	}
+	return s.labels, nil
+}
+
+// labelsV2 decodes the labels of a 2.0 key (after its form byte).
+func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
+	bytesField := func() ([]byte, error) {
+		n, m := readVarint(buf)
+		if m <= 0 || n > uint64(len(buf)-m) {
+			return nil, fmt.Errorf("%w: 2.0 series key", errMalformed)
+		}
+		b := buf[m : m+int(n) : m+int(n)]
+		buf = buf[m+int(n):]
+		return b, nil
+	}
+	for len(buf) > 0 {
+		var l mapping.Label
+		id, m := readVarint(buf)
+		if m <= 0 {
+			return nil, fmt.Errorf("%w: 2.0 series key", errMalformed)
+		}
+		buf = buf[m:]
+		var err error
+		if id == 0 {
+			if l.Name, err = bytesField(); err != nil {
+				return nil, err
+			}
+		} else if s.names == nil {
+			return nil, fmt.Errorf("%w: 2.0 series key without its label names", errMalformed)
+		} else if name, ok := s.names.name(id); ok {
+			l.Name = name
+		} else {
+			return nil, fmt.Errorf("%w: 2.0 series key names label name id %d", errMalformed, id)
+		}
+		if l.Value, err = bytesField(); err != nil {
+			return nil, err
+		}
+		s.labels = append(s.labels, l)
 	}
 	return s.labels, nil
 }
@@ -278,6 +321,7 @@ func (s *wireSeries) reset() {
 	s.Meta = wireMeta{}
 	s.Invalid = ""
 	s.copied, s.keyStart, s.keyEnd = false, 0, 0
+	s.names = nil
 }
 
 func parseTimeSeries(buf []byte, s *wireSeries) error {

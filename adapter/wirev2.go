@@ -14,7 +14,12 @@ type v2State struct {
 	body    []byte   // the request the symbols point into
 	symbols []uint64 // symbol i is body[off:off+len], packed as off<<32 | len: 8 bytes an entry keeps the table in cache
 	refs    []uint32
-	packed  []byte // the series' packed labels_refs, not yet decoded
+	ents    []uint64 // the symbol-table entries of one series' label references
+	packed  []byte   // the series' packed labels_refs, not yet decoded
+	// names gives label names ids for keys (nil: none get one); nameIDs
+	// memoises them per symbol for the request (0: not looked up yet).
+	names   *labelNames
+	nameIDs []uint32
 }
 
 // unpack decodes a pending packed labels_refs into refs.
@@ -33,53 +38,40 @@ func (st *v2State) unpack() error {
 	return nil
 }
 
-// packedLabels is labels for refs still packed: it decodes them two at a
-// time and builds the key in one pass, writing the common short label
-// (name and value under 128 bytes together) straight into the key.
+// packedLabels is labels for refs still packed: it decodes them into
+// st.refs and builds the key from them.
 func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 	msg, syms := st.packed, st.symbols
-	key := s.keyBuf[:0]
-	n := 0
+	refs, ents := st.refs[:0], st.ents[:0]
+	size := 0
 	for i := 0; i < len(msg); {
-		var refs [2]uint64
-		for j := range refs {
-			if i >= len(msg) {
-				return fmt.Sprintf("has an odd number (%d) of label references", n), nil
+		var r uint32
+		if c := msg[i]; c < 0x80 {
+			r = uint32(c)
+			i++
+		} else if i+1 < len(msg) && msg[i+1] < 0x80 {
+			r = uint32(c&0x7F) | uint32(msg[i+1])<<7
+			i += 2
+		} else {
+			v, m := readVarintSlow(msg[i:])
+			if m <= 0 || v > math.MaxUint32 {
+				return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
 			}
-			if c := msg[i]; c < 0x80 {
-				refs[j] = uint64(c)
-				i++
-			} else if i+1 < len(msg) && msg[i+1] < 0x80 {
-				refs[j] = uint64(c&0x7F) | uint64(msg[i+1])<<7
-				i += 2
-			} else {
-				v, m := readVarintSlow(msg[i:])
-				if m <= 0 || v > math.MaxUint32 {
-					return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
-				}
-				refs[j] = v
-				i += m
-			}
-			if refs[j] >= uint64(len(syms)) {
-				return fmt.Sprintf("label reference %d is out of range (%d symbols)", refs[j], len(syms)), nil
-			}
-			n++
+			r = uint32(v)
+			i += m
 		}
-		ne, ve := syms[refs[0]], syms[refs[1]]
-		nl, vl := int(uint32(ne)), int(uint32(ve))
-		if vl == 0 || nl+vl+4 >= 0x80 {
-			key = appendLabelField(key, st.sym(ne), st.sym(ve))
-			continue
+		refs = append(refs, r)
+		if uint64(r) < uint64(len(syms)) {
+			e := syms[r]
+			ents = append(ents, e)
+			size += int(uint32(e))
 		}
-		k := len(key)
-		key = slices.Grow(key, nl+vl+6+32)[:k+nl+vl+6]
-		key[k], key[k+1], key[k+2], key[k+3] = 0x0A, byte(nl+vl+4), 0x0A, byte(nl)
-		st.copySym(key[k+4:k+4+nl:cap(key)], ne)
-		key[k+4+nl], key[k+5+nl] = 0x12, byte(vl)
-		st.copySym(key[k+6+nl:k+6+nl+vl:cap(key)], ve)
 	}
-	s.keyBuf, s.Key, s.copied = key, key, true
-	return "", nil
+	st.refs = refs
+	if len(ents) < len(refs) {
+		return st.labels(s), nil // reports the reference out of range
+	}
+	return st.build(s, ents, size), nil
 }
 
 // parseWriteRequestV2 walks an io.prometheus.write.v2.Request:
@@ -107,7 +99,22 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 		return fmt.Errorf("%w: a request of %d bytes", errBadRequest, len(buf))
 	}
 	st.body, st.symbols = buf, st.symbols[:0]
+	// skip is where the second pass starts: after the leading run of
+	// symbols, which is all of them as Prometheus encodes a request.
+	skip, leading := 0, true
 	for rest := buf; len(rest) > 0; {
+		// Fast path for a symbol under 128 bytes: tag 0x22, one-byte
+		// length, the bytes. A request holds thousands of them.
+		if len(rest) >= 2 && rest[0] == 0x22 && rest[1] < 0x80 && int(rest[1])+2 <= len(rest) {
+			n := int(rest[1])
+			off := uint64(len(buf) - len(rest) + 2)
+			st.symbols = append(st.symbols, off<<32|uint64(n))
+			rest = rest[2+n:]
+			if leading {
+				skip = len(buf) - len(rest)
+			}
+			continue
+		}
 		field, wt, n := readTag(rest)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad tag in Request", errMalformed)
@@ -121,16 +128,22 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 			off := uint64(len(buf) - len(r) - len(sym))
 			st.symbols = append(st.symbols, off<<32|uint64(len(sym)))
 			rest = r
+			if leading {
+				skip = len(buf) - len(rest)
+			}
 			continue
 		}
+		leading = false
 		r, err := skipField(rest, wt)
 		if err != nil {
 			return fmt.Errorf("%w: Request field %d: %w", errMalformed, field, err)
 		}
 		rest = r
 	}
+	st.nameIDs = slices.Grow(st.nameIDs[:0], len(st.symbols))[:len(st.symbols)]
+	clear(st.nameIDs)
 	haveSeries := false
-	for len(buf) > 0 {
+	for buf = buf[skip:]; len(buf) > 0; {
 		field, wt, n := readTag(buf)
 		buf = buf[n:]
 		if field != 5 || wt != wireBytes {
@@ -175,11 +188,11 @@ func (st *v2State) symbol(ref uint32) ([]byte, bool) {
 func (st *v2State) copySym(dst []byte, e uint64) {
 	off, n := int(uint32(e>>32)), len(dst)
 	if n <= 32 && off+32 <= len(st.body) && cap(dst) >= 32 {
+		// Both blocks always: a branch on n > 16 would mispredict on
+		// names and values around 16 bytes.
 		src, d := st.body[off:off+32], dst[:32]
 		*(*[16]byte)(d) = *(*[16]byte)(src)
-		if n > 16 {
-			*(*[16]byte)(d[16:]) = *(*[16]byte)(src[16:])
-		}
+		*(*[16]byte)(d[16:]) = *(*[16]byte)(src[16:])
 		return
 	}
 	copy(dst, st.body[off:off+n])
@@ -306,30 +319,91 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 	return nil
 }
 
-// labels resolves the series' label references into s.Key: 1.0's Label
-// field encoding of the labels in the order sent, so that a sorted label
-// set, as senders must send it, shares the series cache with 1.0. It
-// returns what is wrong with the references, if anything. Repeated and
-// empty label names are found where every new key is checked, by
-// mapping.ValidateLabels (a key is cached only once valid); labels out of
-// order are accepted, as Prometheus's receiver accepts them, and only cost
-// a cache entry of their own.
+// labels resolves the series' label references (st.refs) into s.Key, in
+// the 2.0 form (see keyFormV2), and returns what is wrong with the
+// references, if anything. Repeated and empty label names are found where
+// every new key is checked, by mapping.ValidateLabels (a key is cached only
+// once valid); labels out of order are accepted, as Prometheus's receiver
+// accepts them, and only cost a cache entry of their own.
+//
+// It works in phases so that the loads of one series overlap instead of
+// waiting on each other: every symbol-table entry is gathered first
+// (independent loads), then the key is sized once, then the values are
+// copied (independent loads again). A name costs a byte or two: its id,
+// looked up once per request and symbol.
 func (st *v2State) labels(s *wireSeries) string {
 	refs, syms := st.refs, st.symbols
+	s.names = st.names
 	if len(refs)%2 == 1 {
 		return fmt.Sprintf("has an odd number (%d) of label references", len(refs))
 	}
-	key := s.keyBuf[:0]
-	for i := 0; i+1 < len(refs); i += 2 {
-		ni, vi := refs[i], refs[i+1]
-		if uint64(ni) >= uint64(len(syms)) || uint64(vi) >= uint64(len(syms)) {
-			return fmt.Sprintf("label reference %d or %d is out of range (%d symbols)", ni, vi, len(syms))
+	ents := st.ents[:0]
+	size := 0
+	for _, r := range refs {
+		if uint64(r) >= uint64(len(syms)) {
+			return fmt.Sprintf("label reference %d is out of range (%d symbols)", r, len(syms))
 		}
-		key = appendLabelField(key, st.sym(syms[ni]), st.sym(syms[vi]))
+		e := syms[r]
+		ents = append(ents, e)
+		size += int(uint32(e))
+	}
+	return st.build(s, ents, size)
+}
+
+// build writes s.Key from the symbol-table entries ents of the series'
+// label references st.refs, whose symbols add up to size bytes.
+func (st *v2State) build(s *wireSeries, ents []uint64, size int) string {
+	refs := st.refs
+	s.names = st.names
+	if len(refs)%2 == 1 {
+		return fmt.Sprintf("has an odd number (%d) of label references", len(refs))
+	}
+	st.ents = ents[:0]
+	key := append(s.keyBuf[:0], keyFormV2)
+	key = slices.Grow(key, size+4*len(ents)+32)
+	for i := 0; i+1 < len(ents); i += 2 {
+		id := st.nameID(refs[i], ents[i])
+		ve := ents[i+1]
+		vl := int(uint32(ve))
+		if id == 0 || id >= 0x80 || vl >= 0x80 {
+			if id == 0 {
+				name := st.sym(ents[i])
+				key = append(appendUvarint(append(key, 0), uint64(len(name))), name...)
+			} else {
+				key = appendUvarint(key, uint64(id))
+			}
+			key = append(appendUvarint(key, uint64(vl)), st.sym(ve)...)
+			continue
+		}
+		k := len(key)
+		if k+vl+2+32 > cap(key) {
+			key = slices.Grow(key, vl+2+32)
+		}
+		key = key[:k+vl+2]
+		key[k], key[k+1] = byte(id), byte(vl)
+		st.copySym(key[k+2:k+2+vl:cap(key)], ve)
 	}
 	s.keyBuf, s.Key, s.copied = key, key, true
 	return ""
 }
+
+// nameID is the labelNames id of the name symbol ref (table entry e),
+// memoised for the request; 0 when the name has none.
+func (st *v2State) nameID(ref uint32, e uint64) uint32 {
+	if id := st.nameIDs[ref]; id != 0 {
+		return id &^ noNameID
+	}
+	id := uint32(0)
+	if st.names != nil {
+		id = st.names.id(st.sym(e))
+	}
+	st.nameIDs[ref] = id | noNameID
+	return id
+}
+
+// noNameID marks a memoised name lookup in v2State.nameIDs (ids are below
+// 2^16, so the bit is free).
+const noNameID = 1 << 31
 
 // appendLabelField appends a label as remote write 1.0's TimeSeries.labels
 // field: 0x0A, length, then Label { name = 1; value = 2 } (an empty value

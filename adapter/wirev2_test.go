@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -372,6 +371,29 @@ func v1Labels(ls [][2]string) []prompb.Label {
 	return out
 }
 
+// keyLabels renders the labels of s.Key as name=value pairs.
+func keyLabels(t testing.TB, s *wireSeries) string {
+	t.Helper()
+	lbls, err := s.Labels()
+	if err != nil {
+		t.Fatalf("Key %x: %v", s.Key, err)
+	}
+	var sb strings.Builder
+	for _, l := range lbls {
+		fmt.Fprintf(&sb, "%q=%q,", l.Name, l.Value)
+	}
+	return sb.String()
+}
+
+// pairLabels renders labels as keyLabels does.
+func pairLabels(ls [][2]string) string {
+	var sb strings.Builder
+	for _, l := range ls {
+		fmt.Fprintf(&sb, "%q=%q,", l[0], l[1])
+	}
+	return sb.String()
+}
+
 // v1Key is a label set as remote write 1.0 encodes it, the form of
 // wireSeries.Key: a TimeSeries of labels only is exactly its label fields.
 func v1Key(t testing.TB, ls []prompb.Label) []byte {
@@ -511,11 +533,11 @@ func renderGogoV1(ts *prompb.TimeSeries) string {
 }
 
 // TestParseV2MatchesGogo: on generated requests, every field the 2.0
-// decoder yields equals what writev2's gogo decoder yields, the series' Key
-// equals the 1.0 encoding of the same labels, and the same data sent as
-// 1.0 decodes to the same series with the same Key.
+// decoder yields equals what writev2's gogo decoder yields, the labels of
+// the series' Key are the labels sent, and the same data sent as 1.0
+// decodes to the same series with the same labels.
 func TestParseV2MatchesGogo(t *testing.T) {
-	var st v2State
+	st := v2State{names: newLabelNames()}
 	var s, s1 wireSeries
 	var metas []wireMeta
 	for seed := range uint64(300) {
@@ -532,7 +554,7 @@ func TestParseV2MatchesGogo(t *testing.T) {
 				return fmt.Errorf("series %d invalid: %s", len(got), s.Invalid)
 			}
 			got = append(got, renderOurs(t, s))
-			keys = append(keys, string(s.Key))
+			keys = append(keys, keyLabels(t, s))
 			return nil
 		})
 		if err != nil {
@@ -545,8 +567,8 @@ func TestParseV2MatchesGogo(t *testing.T) {
 			if want := renderGogoV2(t, &req.Timeseries[i], req.Symbols); got[i] != want {
 				t.Fatalf("seed %d series %d:\n got %s\nwant %s", seed, i, got[i], want)
 			}
-			if want := v1Key(t, v1Labels(series[i].labels)); keys[i] != string(want) {
-				t.Fatalf("seed %d series %d: Key\n%x, 1.0 encodes\n%x", seed, i, keys[i], want)
+			if want := pairLabels(series[i].labels); keys[i] != want {
+				t.Fatalf("seed %d series %d: Key labels\n%s, sent\n%s", seed, i, keys[i], want)
 			}
 		}
 
@@ -562,8 +584,8 @@ func TestParseV2MatchesGogo(t *testing.T) {
 			if want := renderGogoV1(&req1.Timeseries[i]); renderOurs(t, s) != want {
 				return fmt.Errorf("1.0 series %d:\n got %s\nwant %s", i, renderOurs(t, s), want)
 			}
-			if string(s.Key) != keys[i] {
-				return fmt.Errorf("1.0 series %d: Key %x, 2.0 Key %x", i, s.Key, keys[i])
+			if got := keyLabels(t, s); got != keys[i] {
+				return fmt.Errorf("1.0 series %d: Key labels %s, 2.0 %s", i, got, keys[i])
 			}
 			i++
 			return nil
@@ -582,12 +604,15 @@ func TestParseV2MatchesGogo(t *testing.T) {
 	}
 }
 
-// TestV2KeyEqualsV1Key: the Key of a 2.0 series is byte for byte the
-// Key of the same labels sent as 1.0, lengths of one and two varint bytes
-// and empty values included, so both protocols share one series-cache
-// entry.
-func TestV2KeyEqualsV1Key(t *testing.T) {
+// TestV2Key: the Key of a 2.0 series (keyFormV2) decodes to the labels
+// sent, lengths of one and two varint bytes and empty values included,
+// with label-name ids and without (a name too long for one, or no table);
+// the same labels in another request (another symbol table) give the same
+// Key, and other labels another Key.
+func TestV2Key(t *testing.T) {
 	long := strings.Repeat("n", 127)
+	names := newLabelNames()
+	seen := map[string]string{}
 	for _, tc := range []struct {
 		name   string
 		labels [][2]string
@@ -600,30 +625,41 @@ func TestV2KeyEqualsV1Key(t *testing.T) {
 		{"value of 128 bytes", [][2]string{{"__name__", "up"}, {"a", long + "v"}}},
 		{"value of 16 KiB", [][2]string{{"__name__", "up"}, {"a", strings.Repeat("v", 1<<14)}}},
 		{"unicode", [][2]string{{"__name__", "résumé"}, {"region", "🌍"}}},
+		{"value is another name", [][2]string{{"__name__", "up"}, {"job", "a"}}},
+		{"name is another value", [][2]string{{"__name__", "up"}, {"a", "job"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := encodeV2(t, []genSeries{{labels: tc.labels, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}}, false)
-			want := v1Key(t, v1Labels(tc.labels))
-			var st v2State
-			n := 0
-			err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
-				n++
-				if !bytes.Equal(s.Key, want) {
-					t.Errorf("Key\n%x\nwant\n%x", s.Key, want)
+			want := pairLabels(tc.labels)
+			var keys []string
+			for _, tbl := range []*labelNames{names, names, nil} {
+				// A first series shifts the symbol table of the second.
+				data := encodeV2(t, []genSeries{
+					{labels: [][2]string{{"__name__", "other"}, {"x" + fmt.Sprint(len(keys)), "y"}}, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
+					{labels: tc.labels, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
+				}, false)
+				st := v2State{names: tbl}
+				n := 0
+				err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
+					if n++; n == 2 {
+						if got := keyLabels(t, s); got != want {
+							t.Errorf("Key %x has labels %s, want %s", s.Key, got, want)
+						}
+						keys = append(keys, string(s.Key))
+					}
+					return nil
+				})
+				if err != nil || n != 2 {
+					t.Fatalf("%d series, %v", n, err)
 				}
-				return nil
-			})
-			if err != nil || n != 1 {
-				t.Fatalf("%d series, %v", n, err)
 			}
-			err = parseWriteRequest(encodeV1(t, []genSeries{{labels: tc.labels}}), &wireSeries{}, nil, func(s *wireSeries) error {
-				if !bytes.Equal(s.Key, want) {
-					t.Errorf("1.0 Key\n%x\nwant\n%x", s.Key, want)
+			if keys[0] != keys[1] {
+				t.Errorf("same labels, keys %x and %x", keys[0], keys[1])
+			}
+			for _, k := range keys[1:] {
+				if other, ok := seen[k]; ok {
+					t.Errorf("key %x also for %s", k, other)
 				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+				seen[k] = tc.name
 			}
 		})
 	}

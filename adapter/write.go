@@ -67,11 +67,12 @@ type Writer struct {
 	exTable string // "": exemplars are not kept
 	exSlots int    // exemplar slots per series and hour
 	metas   *mapping.Metas
+	names   *labelNames // label-name ids of 2.0 series keys
 }
 
 // NewWriter returns a Writer into table of st.
 func NewWriter(m *mapping.Mapper, st putter, table string) *Writer {
-	return &Writer{mapper: m, st: st, table: table, family: []byte("t")}
+	return &Writer{mapper: m, st: st, table: table, family: []byte("t"), names: newLabelNames()}
 }
 
 // DefaultExemplarSlots is the default number of exemplars kept per series
@@ -185,6 +186,7 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 	b, _ := w.pool.Get().(*writeBatch)
 	if b == nil {
 		b = &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
+		b.v2.names = w.names
 	}
 	parse := func(metas *[]wireMeta, fn func(*wireSeries) error) error {
 		if v2 {
@@ -316,7 +318,7 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 	}
 	// A copy: s.Key may live in a buffer reused by the next series.
 	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples) + len(s.Hists)}
-	lbls, err := (&wireSeries{Key: m.key}).Labels()
+	lbls, err := (&wireSeries{Key: m.key, names: s.names}).Labels()
 	if err != nil {
 		return err
 	}
