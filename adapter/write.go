@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -68,7 +69,20 @@ type Writer struct {
 	exSlots int    // exemplar slots per series and hour
 	metas   *mapping.Metas
 	names   *labelNames // label-name ids of 2.0 series keys
+	indexer SeriesIndexer
 }
+
+// SeriesIndexer learns the series and days each request wrote
+// (index.Writer). Write returns once the store acknowledged what it wrote;
+// it is called after the data was written and before the request is
+// acknowledged, so a failure is retried by the sender.
+type SeriesIndexer interface {
+	Write(ctx context.Context, entries []index.Entry) error
+}
+
+// SetIndexer makes the Writer keep the series index with ix. Call it before
+// the Writer is first used.
+func (w *Writer) SetIndexer(ix SeriesIndexer) { w.indexer = ix }
 
 // NewWriter returns a Writer into table of st.
 func NewWriter(m *mapping.Mapper, st putter, table string) *Writer {
@@ -141,6 +155,7 @@ type writeBatch struct {
 	exSeen              map[string]struct{} // row ‖ slot of this request's exemplars
 	metas               []wireMeta          // 1.0's metadata field
 	pendingMeta         []pendingMeta
+	index               []index.Entry // series and days not yet indexed
 }
 
 // pendingMeta is metadata of a request that is not known to be stored.
@@ -164,6 +179,8 @@ func (b *writeBatch) reset() {
 	clear(b.exSeen)
 	b.metas = b.metas[:0]
 	b.pendingMeta = b.pendingMeta[:0]
+	clear(b.index)
+	b.index = b.index[:0]
 }
 
 func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
@@ -253,6 +270,11 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 		}
 		if err != nil {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
+		}
+	}
+	if len(b.index) > 0 {
+		if err := w.indexer.Write(ctx, b.index); err != nil {
+			return res, fmt.Errorf("index %d series: %w", len(b.index), err)
 		}
 	}
 	res.Samples, res.Histograms = b.samples, b.histograms
@@ -372,12 +394,19 @@ func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
 func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)
+	lastDay := int64(-1)
 	// row starts a Put for the hour of t unless the current one is it.
 	row := func(t int64) int64 {
 		sec := t / 1000
 		base := sec - sec%3600
 		if base != curBase {
 			curBase = base
+			if day := base / mapping.DaySeconds; w.indexer != nil && day != lastDay {
+				lastDay = day
+				if !series.IndexedFor(uint32(day)) {
+					b.index = append(b.index, index.Entry{Series: series, Day: uint32(day)})
+				}
+			}
 			key := b.arena.alloc(keyLen)
 			key = w.mapper.AppendRowKey(key, series, uint32(base))
 			b.starts = append(b.starts, len(b.cells))

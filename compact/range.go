@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -160,22 +159,9 @@ func (c *Compactor) rangeScans(ctx context.Context, from, to time.Time) ([]store
 	return scans, nil
 }
 
-// metricUIDs lists the metric UIDs of the UID table: the id:metrics cells
-// of its forward rows.
+// metricUIDs lists the metric UIDs of the UID table.
 func (c *Compactor) metricUIDs(ctx context.Context) ([][]byte, error) {
-	var uids [][]byte
-	err := c.scanRows(ctx, store.ScanRequest{Table: c.opts.UIDTable, Start: []byte{0x01}, Family: "id"}, func(row store.Row) error {
-		for _, cell := range row.Cells {
-			if string(cell.Qualifier) == mapping.KindMetric.Qualifier() && len(cell.Value) == c.opts.Layout.MetricWidth {
-				uids = append(uids, bytes.Clone(cell.Value))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list metric UIDs in %s: %w", c.opts.UIDTable, err)
-	}
-	return uids, nil
+	return mapping.MetricUIDs(ctx, c.st, c.opts.UIDTable, c.opts.Layout.MetricWidth)
 }
 
 // scanRows calls fn with every row of the scan, stopping at fn's first

@@ -37,6 +37,7 @@ type Series struct {
 	Metric []byte
 	Tags   []byte
 	Bucket int
+	mark   *indexMark // see IndexedFor; nil for Series not made by resolve
 }
 
 // Mapper turns Prometheus label sets into Series and back. `__name__` is
@@ -199,6 +200,7 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	if m.layout.SaltWidth > 0 {
 		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 	}
+	s.mark = &indexMark{}
 	return s, nil
 }
 

@@ -1,7 +1,10 @@
 package mapping
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/promhbase/promhbase/store"
@@ -46,4 +49,25 @@ func (l Layout) MetricRanges(metric []byte, from, to int64) []KeyRange {
 		out = append(out, r)
 	}
 	return out
+}
+
+// MetricUIDs lists the metric UIDs of a UID table: the id:metrics cells of
+// its forward rows (of width bytes; others are not UIDs of this layout).
+func MetricUIDs(ctx context.Context, st interface {
+	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
+}, table string, width int) ([][]byte, error) {
+	sc := st.Scan(ctx, store.ScanRequest{Table: table, Start: []byte{0x01}, Family: uidFamilyID})
+	defer sc.Close()
+	var uids [][]byte
+	for sc.Next() {
+		for _, cell := range sc.Row().Cells {
+			if string(cell.Qualifier) == KindMetric.Qualifier() && len(cell.Value) == width {
+				uids = append(uids, bytes.Clone(cell.Value))
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("list metric UIDs in %s: %w", table, err)
+	}
+	return uids, nil
 }

@@ -105,6 +105,29 @@ type Options struct {
 	// MetricNamesTTL is how long the list of metric names read from the UID
 	// table is reused; 0 means 10s.
 	MetricNamesTTL time.Duration
+	// Index, when set, is the series index (index.Reader): selectors
+	// without a metric name scan only the metrics it names, and label
+	// names and values without matchers come from it, for ranges it
+	// covers.
+	Index SeriesIndex
+}
+
+// SeriesIndex answers label questions by day without reading data rows
+// (index.Reader). Answers may hold more than the range (day granularity)
+// but never less, for ranges Covers accepts.
+type SeriesIndex interface {
+	Covers(ctx context.Context, start, end int64) (bool, error)
+	MetricNames(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]string, error)
+	LabelNames(ctx context.Context, start, end int64) ([]string, error)
+	LabelValues(ctx context.Context, name string, start, end int64) ([]string, error)
+}
+
+// indexCovers reports whether the series index can answer for [start, end].
+func (q *Querier) indexCovers(ctx context.Context, start, end int64) (bool, error) {
+	if q.opts.Index == nil {
+		return false, nil
+	}
+	return q.opts.Index.Covers(ctx, start, end)
 }
 
 // Querier runs queries. It is safe for concurrent use.
@@ -178,7 +201,7 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 		return nil, nil
 	}
 	start = max(start, 0)
-	metrics, err := q.metricNames(ctx, matchers)
+	metrics, err := q.metricNames(ctx, start, end, matchers)
 	if err != nil {
 		return nil, err
 	}
@@ -253,8 +276,10 @@ func cmpT(a, b int64) int {
 	return 0
 }
 
-// metricNames returns the metric names the __name__ matchers allow.
-func (q *Querier) metricNames(ctx context.Context, matchers []*labels.Matcher) ([]string, error) {
+// metricNames returns the metric names the __name__ matchers allow: the
+// metrics named, else those the series index has for the other matchers
+// and [start, end], else every metric of the UID table.
+func (q *Querier) metricNames(ctx context.Context, start, end int64, matchers []*labels.Matcher) ([]string, error) {
 	var nameMatchers []*labels.Matcher
 	for _, m := range matchers {
 		if m.Name != labels.MetricName {
@@ -290,7 +315,16 @@ func (q *Querier) metricNames(ctx context.Context, matchers []*labels.Matcher) (
 			return slices.Compact(out), nil
 		}
 	}
-	all, err := q.allMetricNames(ctx)
+	var all []string
+	covered, err := q.indexCovers(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	if covered {
+		all, err = q.opts.Index.MetricNames(ctx, start, end, matchers)
+	} else {
+		all, err = q.allMetricNames(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,10 @@ import (
 //     iterator yields its float and histogram samples merged by time.
 //   - LabelNames and LabelValues answer from the series in [mint, maxt]
 //     that the matchers select (all series when there are none), sorted,
-//     cut at hints.Limit.
+//     cut at hints.Limit. Without matchers, and for a range the series
+//     index covers, they answer from the index at day granularity (the
+//     series with data on the days the range touches), as Prometheus
+//     answers from a whole block or head.
 type Storage struct{ q *Querier }
 
 // Storage returns q as Prometheus's storage interfaces.
@@ -94,6 +97,19 @@ func (sq *storageQuerier) labelSets(ctx context.Context, ms []*labels.Matcher) (
 }
 
 func (sq *storageQuerier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	if len(ms) == 0 {
+		covered, err := sq.q.indexCovers(ctx, sq.mint, sq.maxt)
+		if err != nil {
+			return nil, nil, err
+		}
+		if covered {
+			out, err := sq.q.opts.Index.LabelValues(ctx, name, sq.mint, sq.maxt)
+			if err != nil {
+				return nil, nil, err
+			}
+			return limitStrings(out, hints), nil, nil
+		}
+	}
 	if name == labels.MetricName && len(ms) == 0 {
 		// The metric names of the range: the metrics that have rows in
 		// it. A name without rows is not scanned past its first row.
@@ -130,6 +146,19 @@ func (sq *storageQuerier) LabelValues(ctx context.Context, name string, hints *s
 }
 
 func (sq *storageQuerier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	if len(ms) == 0 {
+		covered, err := sq.q.indexCovers(ctx, sq.mint, sq.maxt)
+		if err != nil {
+			return nil, nil, err
+		}
+		if covered {
+			out, err := sq.q.opts.Index.LabelNames(ctx, sq.mint, sq.maxt)
+			if err != nil {
+				return nil, nil, err
+			}
+			return limitStrings(out, hints), nil, nil
+		}
+	}
 	ls, err := sq.labelSets(ctx, ms)
 	if err != nil {
 		return nil, nil, err

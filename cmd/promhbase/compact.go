@@ -32,16 +32,9 @@ func registerCompact(app *kingpin.Application) *compactCmd {
 }
 
 func (c *compactCmd) run(cfg *config) error {
-	from, err := parseTime(c.from, time.Time{})
+	from, to, err := parseRange(c.from, c.to)
 	if err != nil {
 		return err
-	}
-	to, err := parseTime(c.to, time.Now())
-	if err != nil {
-		return err
-	}
-	if to < from {
-		return fmt.Errorf("--to %s is before --from %s", c.to, c.from)
 	}
 	logger := cfg.logger()
 	st, err := cfg.openStore(prometheus.NewRegistry(), logger)

@@ -25,11 +25,14 @@ type config struct {
 	// exemplarTable is promhbase's own table of exemplars (family e),
 	// which OpenTSDB never reads.
 	exemplarTable string
-	layout        mapping.Layout
-	uidCacheSize  int
-	logLevel      string
-	logFormat     string
-	hbase         hbaseFlags
+	// metaTable (OpenTSDB's tsdb-meta) and indexTable (promhbase's own)
+	// hold the series index.
+	metaTable, indexTable string
+	layout                mapping.Layout
+	uidCacheSize          int
+	logLevel              string
+	logFormat             string
+	hbase                 hbaseFlags
 }
 
 func (c *config) registerCommon(app *kingpin.Application) {
@@ -40,6 +43,8 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default("tsdb").StringVar(&c.dataTable)
 	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default("tsdb-uid").StringVar(&c.uidTable)
 	app.Flag("hbase.table.exemplar", "Exemplar table (promhbase's own; OpenTSDB never reads it). Rows have the data table's keys; created by create-tables.").Default("tsdb-exemplar").StringVar(&c.exemplarTable)
+	app.Flag("hbase.table.meta", "Meta table (OpenTSDB's tsd.storage.hbase.meta_table): one TSMeta row per series, so that OpenTSDB's /api/search/lookup finds promhbase's series; created by create-tables.").Default("tsdb-meta").StringVar(&c.metaTable)
+	app.Flag("hbase.table.index", "Series index table (promhbase's own; OpenTSDB never reads it): label names and values by day; created by create-tables.").Default("tsdb-index").StringVar(&c.indexTable)
 	app.Flag("storage.salt.width", "Salt bytes in front of row keys (tsd.storage.salt.width); 0 turns salting off. Must match every writer of the table.").
 		Default(fmt.Sprint(d.SaltWidth)).IntVar(&c.layout.SaltWidth)
 	app.Flag("storage.salt.buckets", "Salt buckets (tsd.storage.salt.buckets).").Default(fmt.Sprint(d.SaltBuckets)).IntVar(&c.layout.SaltBuckets)
@@ -80,7 +85,7 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
-		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable, c.exemplarTable}})
+		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
 	case "hbase":
 		return c.hbase.open(reg, logger)
 	}

@@ -38,7 +38,7 @@ func (h *hbaseFlags) open(reg prometheus.Registerer, logger *slog.Logger) (store
 }
 
 func registerCreateTables(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
-	cmd := app.Command("create-tables", "Create the data and UID tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar table (idempotent: existing tables are reported and left alone).")
+	cmd := app.Command("create-tables", "Create the data, UID and meta tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar and series index tables (idempotent: existing tables are reported and left alone).")
 	cmd.Flag("hbase.compression", "Compression of every family: NONE, SNAPPY, LZO, GZ, LZ4, ZSTD, BZIP2 (the region servers must support it).").Default("NONE").StringVar(&cfg.hbase.compression)
 	cmd.Flag("hbase.data-ttl", "TTL of the data table's cells; 0 keeps them forever.").Default("0s").DurationVar(&cfg.hbase.dataTTL)
 	return cmd
@@ -57,7 +57,8 @@ func runCreateTables(cfg *config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := st.CreateTables(ctx, hbase.TablesConfig{
-		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable, Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
+		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable,
+		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
 		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
 	})
 	if len(rep.Created) > 0 {

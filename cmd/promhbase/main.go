@@ -4,8 +4,9 @@
 //	promhbase serve          the remote write / read server
 //	promhbase scan           print the decoded rows of a metric and time range
 //	promhbase uid            look up and assign UIDs
-//	promhbase create-tables  create the tsdb and tsdb-uid tables in HBase
+//	promhbase create-tables  create the tsdb, tsdb-uid and tsdb-meta tables (and promhbase's own) in HBase
 //	promhbase compact        compact the rows of a time range into OpenTSDB's compacted column
+//	promhbase reindex        build the series index for the rows of a time range
 package main
 
 import (
@@ -26,6 +27,7 @@ func main() {
 	uid := registerUID(app, cfg)
 	create := registerCreateTables(app, cfg)
 	comp := registerCompact(app)
+	reidx := registerReindex(app)
 
 	cmd, err := app.Parse(os.Args[1:])
 	if err != nil {
@@ -41,6 +43,8 @@ func main() {
 		err = runCreateTables(cfg)
 	case comp.cmd.FullCommand():
 		err = comp.run(cfg)
+	case reidx.cmd.FullCommand():
+		err = reidx.run(cfg)
 	default:
 		err = uid.run(cmd, cfg)
 	}

@@ -48,12 +48,25 @@ func parseTime(s string, def time.Time) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-func (s *scanCmd) run(cfg *config) error {
-	start, err := parseTime(s.start, time.Time{})
+// parseRange parses a --from/--to pair (to defaults to now) and checks
+// their order.
+func parseRange(from, to string) (int64, int64, error) {
+	f, err := parseTime(from, time.Time{})
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	end, err := parseTime(s.end, time.Now())
+	t, err := parseTime(to, time.Now())
+	if err != nil {
+		return 0, 0, err
+	}
+	if t < f {
+		return 0, 0, fmt.Errorf("%s is before %s", to, from)
+	}
+	return f, t, nil
+}
+
+func (s *scanCmd) run(cfg *config) error {
+	start, end, err := parseRange(s.start, s.end)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -75,6 +76,14 @@ type serveFlags struct {
 	scanConc        int
 	corsOrigin      string
 	externalURL     string
+	index           indexFlags
+}
+
+// indexFlags are the --storage.index.* flags of serve.
+type indexFlags struct {
+	enabled    bool
+	query      bool
+	cacheBytes int
 }
 
 // compactionFlags are the --storage.compaction.* flags of serve.
@@ -104,12 +113,33 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
 	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(adapter.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
+	ix := &serveOpts.index
+	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
+	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
+	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (from the day the index was first kept, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
 	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (about 135 bytes each); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
 	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
 	return cmd
+}
+
+// openIndex checks the series index's tables and returns its writer, its
+// coverage marked from today on.
+func openIndex(cfg *config, st store.Store, reg prometheus.Registerer) (*index.Writer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, t := range []struct{ table, family string }{{cfg.metaTable, mapping.TSMetaFamily}, {cfg.indexTable, mapping.IndexFamily}} {
+		if _, err := st.Get(ctx, t.table, []byte{0}, t.family); errors.Is(err, store.ErrTableNotFound) {
+			return nil, fmt.Errorf("series index table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) or set --no-storage.index.enabled", t.table)
+		}
+	}
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout, CacheBytes: serveOpts.index.cacheBytes}, reg)
+	if err := w.MarkCoverage(ctx, mapping.DayOf(time.Now().UnixMilli())); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func runServe(app *kingpin.Application, cfg *config) error {
@@ -135,6 +165,17 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		w.SetExemplars(cfg.exemplarTable, serveOpts.exemplarSlots)
 	}
 	w.SetMetadata(mapping.NewMetas(mapper.UIDs(), 0))
+	var ixReader *index.Reader
+	if serveOpts.index.enabled {
+		ixw, err := openIndex(cfg, st, reg)
+		if err != nil {
+			return err
+		}
+		w.SetIndexer(ixw)
+		if serveOpts.index.query {
+			ixReader = index.NewReader(st, cfg.indexTable, mapper.UIDs(), cfg.layout)
+		}
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	compacted := make(chan struct{})
@@ -159,6 +200,9 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		}()
 	}
 	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples, ScanConcurrency: serveOpts.scanConc}
+	if ixReader != nil {
+		qopts.Index = ixReader
+	}
 	if serveOpts.exemplarSlots > 0 {
 		qopts.ExemplarTable = cfg.exemplarTable
 	}

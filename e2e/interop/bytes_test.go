@@ -484,20 +484,15 @@ func (d *tsd) checkUIDMeta(t *testing.T, ph *promhbase, metric, description stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(fmt.Sprintf("%s/api/uid/uidmeta?uid=%X&type=metric", d.url, uid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var got struct {
 		Name        string            `json:"name"`
 		Description string            `json:"description"`
 		Custom      map[string]string `json:"custom"`
 		Created     int64             `json:"created"`
 	}
-	if resp.StatusCode != 200 || json.Unmarshal(raw, &got) != nil {
-		t.Fatalf("/api/uid/uidmeta: %d %s", resp.StatusCode, raw)
+	code, raw, err := getJSON(fmt.Sprintf("%s/api/uid/uidmeta?uid=%X&type=metric", d.url, uid), &got)
+	if err != nil {
+		t.Fatalf("/api/uid/uidmeta: %d %v %s", code, err, raw)
 	}
 	if got.Name != metric || got.Description != description || fmt.Sprint(got.Custom) != fmt.Sprint(custom) || got.Created == 0 {
 		t.Errorf("OpenTSDB's uidmeta of %s: %s", metric, raw)

@@ -12,6 +12,7 @@ package interop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +42,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/internal/testproc"
 	"github.com/promhbase/promhbase/internal/testserver"
@@ -89,7 +92,7 @@ func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout, co
 		"OPENTSDB_UID_TABLE=" + tables.UID,
 		"OPENTSDB_SALT_WIDTH=" + strconv.Itoa(layout.SaltWidth),
 		"OPENTSDB_SALT_BUCKETS=" + strconv.Itoa(layout.SaltBuckets),
-		"OPENTSDB_CONF_EXTRA=" + strings.Join(conf, "\n"),
+		"OPENTSDB_CONF_EXTRA=" + strings.Join(append(conf, "tsd.storage.hbase.meta_table = "+cmp.Or(tables.Meta, "tsdb-meta")), "\n"),
 	}}
 	if out, err := d.script("up"); err != nil {
 		if os.Getenv("CI") != "true" && strings.Contains(out, "mvn") {
@@ -265,16 +268,18 @@ func newTables(t *testing.T, prefix string, layout mapping.Layout) (*hbase.Store
 	t.Helper()
 	st := testbackend.NewHBaseStore(t)
 	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	tables := testbackend.Tables{Data: "tsdb_" + prefix + "_" + sfx, UID: "tsdb-uid_" + prefix + "_" + sfx}
+	tables := testbackend.Tables{Data: "tsdb_" + prefix + "_" + sfx, UID: "tsdb-uid_" + prefix + "_" + sfx,
+		Meta: "tsdb-meta_" + prefix + "_" + sfx, Index: "tsdb-index_" + prefix + "_" + sfx}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, SaltWidth: layout.SaltWidth, SaltBuckets: layout.SaltBuckets}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, MetaTable: tables.Meta, IndexTable: tables.Index,
+		SaltWidth: layout.SaltWidth, SaltBuckets: layout.SaltBuckets}); err != nil {
 		testbackend.HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		st.DropTables(ctx, tables.Data, tables.UID)
+		st.DropTables(ctx, tables.Data, tables.UID, tables.Meta, tables.Index)
 	})
 	return st, tables
 }
@@ -409,6 +414,28 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 		checkSalt(t, st, tables.Data, layout)
 	}
 
+	// 4b. The series index: OpenTSDB's /api/search/lookup (meta mode) and
+	// /api/uid/tsmeta find the series promhbase wrote; OpenTSDB's own puts
+	// are found once `reindex` ran over their hours.
+	for _, host := range hosts {
+		d.checkLookup(t, "interop_cpu{host="+host+"}", 1)
+	}
+	d.checkLookup(t, "interop_cpu", len(hosts))
+	d.checkLookup(t, "otsdb_put", 0)
+	d.checkTSMeta(t, ph, "interop_cpu", map[string]string{"dc": "lon", "host": "web01"})
+	w := index.NewWriter(st, index.Options{MetaTable: tables.Meta, IndexTable: tables.Index, Layout: layout}, nil)
+	rs, err := index.Reindex(ctx, st, w, index.ReindexOptions{DataTable: tables.Data, UIDTable: tables.UID, Layout: layout},
+		time.UnixMilli(h0-hour), time.UnixMilli(h0+6*hour))
+	if err != nil {
+		t.Fatalf("reindex: %v", err)
+	}
+	t.Logf("reindex: %d rows, %d series-days", rs.Rows, rs.Entries)
+	d.checkLookup(t, "otsdb_put{host=a}", 1)
+	hostValues, err := index.NewReader(st, tables.Index, ph.mapper.UIDs(), layout).LabelValues(ctx, "host", h0-hour, h0+6*hour)
+	if err != nil || !slices.Contains(hostValues, "a") || !slices.Contains(hostValues, "web01") {
+		t.Errorf("index host values after reindex: %q, %v", hostValues, err)
+	}
+
 	// 5. OpenTSDB's fsck (over every row) and uid fsck find nothing wrong.
 	fsckAll(t, d, st, tables.Data)
 	out, err := d.script("uid-fsck")
@@ -419,6 +446,70 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	if err != nil || len(rep.Errors) > 0 {
 		t.Errorf("promhbase uid fsck: %v %v", err, rep.Errors)
 	}
+}
+
+// checkLookup asks OpenTSDB's /api/search/lookup (meta mode: it scans the
+// meta table) for m and checks that it finds want series.
+func (d *tsd) checkLookup(t *testing.T, m string, want int) {
+	t.Helper()
+	var got struct {
+		Results []struct {
+			TSUID  string            `json:"tsuid"`
+			Metric string            `json:"metric"`
+			Tags   map[string]string `json:"tags"`
+		} `json:"results"`
+	}
+	code, raw, err := getJSON(d.url+"/api/search/lookup?limit=1000&m="+url.QueryEscape(m), &got)
+	if err != nil {
+		t.Errorf("OpenTSDB lookup %s: %d %v %s", m, code, err, tail(string(raw), 5))
+		return
+	}
+	if len(got.Results) != want {
+		t.Errorf("OpenTSDB lookup %s: %d series, want %d: %s", m, len(got.Results), want, raw)
+	}
+}
+
+// checkTSMeta reads the TSMeta of a series through OpenTSDB's
+// /api/uid/tsmeta: OpenTSDB parses the row promhbase wrote.
+func (d *tsd) checkTSMeta(t *testing.T, ph *promhbase, metric string, tags map[string]string) {
+	t.Helper()
+	lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte(metric)}}
+	for k, v := range tags {
+		lbls = append(lbls, mapping.Label{Name: []byte(k), Value: []byte(v)})
+	}
+	s, err := ph.mapper.Resolve(context.Background(), []byte("tsmeta-check"+metric+fmt.Sprint(tags)), lbls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsuid := fmt.Sprintf("%X", s.TSUID())
+	var got struct {
+		TSUID   string `json:"tsuid"`
+		Created int64  `json:"created"`
+		Metric  struct {
+			Name string `json:"name"`
+		} `json:"metric"`
+	}
+	code, raw, err := getJSON(d.url+"/api/uid/tsmeta?tsuid="+tsuid, &got)
+	if err != nil || got.TSUID != tsuid || got.Metric.Name != metric || got.Created == 0 {
+		t.Errorf("OpenTSDB tsmeta of %s: %d %v %s", tsuid, code, err, raw)
+	}
+}
+
+// getJSON GETs u and decodes a 200 answer into v.
+func getJSON(u string, v any) (int, []byte, error) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, raw, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, raw, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return resp.StatusCode, raw, json.Unmarshal(raw, v)
 }
 
 func nameEqual(n string) *labels.Matcher {

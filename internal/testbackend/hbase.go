@@ -48,16 +48,16 @@ func newHBase(t testing.TB) (store.Store, Tables) {
 	t.Helper()
 	st := NewHBaseStore(t)
 	sfx := uniqueSuffix()
-	tb := Tables{Data: "tsdb_test_" + sfx, UID: "tsdb-uid_test_" + sfx, Exemplar: "tsdb-exemplar_test_" + sfx}
+	tb := Tables{Data: "tsdb_test_" + sfx, UID: "tsdb-uid_test_" + sfx, Exemplar: "tsdb-exemplar_test_" + sfx, Meta: "tsdb-meta_test_" + sfx, Index: "tsdb-index_test_" + sfx}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index}); err != nil {
 		HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, tb.Data, tb.UID, tb.Exemplar); err != nil {
+		if err := st.DropTables(ctx, tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index); err != nil {
 			t.Logf("drop test tables: %v", err)
 		}
 	})

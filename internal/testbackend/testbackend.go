@@ -22,6 +22,9 @@ import (
 // Tables names the tables a test got.
 type Tables struct {
 	Data, UID, Exemplar string
+	// Meta and Index are the series index's tables (OpenTSDB's tsdb-meta
+	// and promhbase's tsdb-index).
+	Meta, Index string
 }
 
 // Name returns the backend in use.
@@ -44,8 +47,8 @@ func New(t testing.TB) (store.Store, Tables) {
 	t.Helper()
 	switch Name() {
 	case "embedded":
-		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar}})
+		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
@@ -68,6 +69,15 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	}
 	w.SetMetadata(mapping.NewMetas(uids, 0))
 	qopts.ExemplarTable = tables.Exemplar
+	if tables.Meta != "" && tables.Index != "" {
+		// The series index, as serve keeps it: covered from the start.
+		ixw := index.NewWriter(st, index.Options{MetaTable: tables.Meta, IndexTable: tables.Index, Layout: layout}, reg)
+		if err := ixw.MarkCoverage(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		w.SetIndexer(ixw)
+		qopts.Index = index.NewReader(st, tables.Index, readMapper.UIDs(), layout)
+	}
 	q := query.New(st, readMapper, qopts)
 	h, err := adapter.New(w, q, opts.Adapter, reg, logger)
 	if err != nil {

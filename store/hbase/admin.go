@@ -33,6 +33,12 @@ const (
 //	tsdb-exemplar  family e: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION, TTL
 //	               (split as the data table: its rows have the same keys)
 //
+// and the series index, when named: OpenTSDB's meta table, as its
+// create_table.sh creates it, and promhbase's own label index:
+//
+//	tsdb-meta   family name: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION
+//	tsdb-index  family i: VERSIONS=1, BLOOMFILTER=ROW, COMPRESSION
+//
 // The zero value of every field selects its default.
 type TablesConfig struct {
 	// DataTable is the name of the data table. Default DefaultDataTable.
@@ -42,6 +48,9 @@ type TablesConfig struct {
 	// ExemplarTable is the name of promhbase's exemplar table; empty
 	// creates none.
 	ExemplarTable string
+	// MetaTable (OpenTSDB's tsdb-meta) and IndexTable are the tables of
+	// the series index; empty creates none.
+	MetaTable, IndexTable string
 	// Compression is the HBase compression of every family: NONE, GZ,
 	// SNAPPY, LZ4, LZO, BZIP2 or ZSTD; the region servers must support it.
 	// Default DefaultCompression.
@@ -127,8 +136,12 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	if !validCompression(tc.Compression) {
 		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
 	}
-	if tc.DataTable == tc.UIDTable || tc.ExemplarTable == tc.DataTable || tc.ExemplarTable == tc.UIDTable {
-		return nil, fmt.Errorf("tables %q, %q and %q must have distinct names: %w", tc.DataTable, tc.UIDTable, tc.ExemplarTable, store.ErrInvalid)
+	names := map[string]bool{}
+	for _, n := range []string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable} {
+		if n != "" && names[n] {
+			return nil, fmt.Errorf("tables %q, %q, %q, %q and %q must have distinct names: %w", tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, store.ErrInvalid)
+		}
+		names[n] = true
 	}
 	if tc.DataTTL < 0 || (tc.DataTTL > 0 && tc.DataTTL < time.Second) {
 		return nil, fmt.Errorf("data TTL %s is negative or below HBase's one second: %w", tc.DataTTL, store.ErrInvalid)
@@ -158,6 +171,12 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 			ex["TTL"] = data["TTL"]
 		}
 		specs = append(specs, TableSpec{Name: tc.ExemplarTable, Families: map[string]map[string]string{"e": ex}, SplitKeys: splits})
+	}
+	if tc.MetaTable != "" {
+		specs = append(specs, TableSpec{Name: tc.MetaTable, Families: map[string]map[string]string{"name": family()}})
+	}
+	if tc.IndexTable != "" {
+		specs = append(specs, TableSpec{Name: tc.IndexTable, Families: map[string]map[string]string{"i": family()}})
 	}
 	return specs, nil
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/index"
+)
+
+type reindexCmd struct {
+	cmd      *kingpin.CmdClause
+	from, to string
+}
+
+func registerReindex(app *kingpin.Application) *reindexCmd {
+	c := &reindexCmd{}
+	c.cmd = app.Command("reindex", "Build the series index (TSMeta rows and label lookups) for the rows of every metric in a time range: data written before the index was kept, or by OpenTSDB. Reads only row keys; safe while writers run. When the range reaches the day the index already covers, queries use the index from the first whole day of the range on.")
+	c.cmd.Flag("from", "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first indexed.").Required().StringVar(&c.from)
+	c.cmd.Flag("to", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.").StringVar(&c.to)
+	return c
+}
+
+func (c *reindexCmd) run(cfg *config) error {
+	from, to, err := parseRange(c.from, c.to)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	st, err := cfg.openStore(reg, cfg.logger())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout}, reg)
+	start := time.Now()
+	stats, err := index.Reindex(ctx, st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
+		time.UnixMilli(from), time.UnixMilli(to))
+	fmt.Printf("reindexed %d rows (%d series-days) in %s\n", stats.Rows, stats.Entries, time.Since(start).Round(time.Millisecond))
+	return err
+}

@@ -1,0 +1,96 @@
+package index
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// seenSet remembers keys within a byte budget: two generations, the older
+// dropped when the newer holds half the budget, so memory stays within the
+// budget and recently written keys are kept. A key forgotten is only
+// written again (index writes are idempotent).
+type seenSet struct {
+	mu         sync.Mutex
+	cur, old   map[string]struct{}
+	curBytes   int
+	oldBytes   int
+	budget     int
+	hits, miss uint64
+}
+
+// entryOverhead approximates what a map entry costs beyond its key bytes
+// (string header, bucket slot, hash bits).
+const entryOverhead = 48
+
+func newSeenSet(budget int) *seenSet {
+	return &seenSet{cur: map[string]struct{}{}, old: map[string]struct{}{}, budget: budget}
+}
+
+func (s *seenSet) has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[k]; ok {
+		s.hits++
+		return true
+	}
+	if _, ok := s.old[k]; ok {
+		s.hits++
+		s.addLocked(k)
+		return true
+	}
+	s.miss++
+	return false
+}
+
+func (s *seenSet) add(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(k)
+}
+
+func (s *seenSet) addLocked(k string) {
+	if _, ok := s.cur[k]; ok {
+		return
+	}
+	if s.curBytes+len(k)+entryOverhead > s.budget/2 {
+		s.old, s.oldBytes = s.cur, s.curBytes
+		s.cur, s.curBytes = map[string]struct{}{}, 0
+	}
+	s.cur[k] = struct{}{}
+	s.curBytes += len(k) + entryOverhead
+}
+
+// collector exports the set's size and hit ratio.
+func (s *seenSet) collector() prometheus.Collector {
+	return &seenCollector{s: s,
+		bytes:   prometheus.NewDesc("promhbase_index_cache_bytes", "Approximate bytes held by the series index writer's cache of written keys.", nil, nil),
+		entries: prometheus.NewDesc("promhbase_index_cache_entries", "Keys held by the series index writer's cache of written keys.", nil, nil),
+		lookups: prometheus.NewDesc("promhbase_index_cache_lookups_total", "Lookups in the series index writer's cache, by result.", []string{"result"}, nil),
+		budget:  prometheus.NewDesc("promhbase_index_cache_max_bytes", "Byte budget of the series index writer's cache.", nil, nil),
+	}
+}
+
+type seenCollector struct {
+	s                               *seenSet
+	bytes, entries, lookups, budget *prometheus.Desc
+}
+
+func (c *seenCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.bytes
+	ch <- c.entries
+	ch <- c.lookups
+	ch <- c.budget
+}
+
+func (c *seenCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	s.mu.Lock()
+	bytes, entries, hits, miss := s.curBytes+s.oldBytes, len(s.cur)+len(s.old), s.hits, s.miss
+	s.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(bytes))
+	ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(entries))
+	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(hits), "hit")
+	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(miss), "miss")
+	ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(s.budget))
+}

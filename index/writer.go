@@ -1,0 +1,264 @@
+// Package index keeps promhbase's series index: one OpenTSDB TSMeta row per
+// series in tsdb-meta, and label lookups by day in tsdb-index (the byte
+// layout is mapping's; see mapping/index.go). The Writer is fed by the write
+// path with the series and days it wrote; the Reader answers label names,
+// label values and the metrics a name-less selector can match, without
+// reading data rows.
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Entry is a series that has data on a day.
+type Entry struct {
+	Series mapping.Series
+	Day    uint32
+}
+
+// writeStore is what the Writer needs of a store.
+type writeStore interface {
+	Put(ctx context.Context, table string, puts []store.Put) error
+	CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error)
+	Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
+}
+
+// Options configure a Writer.
+type Options struct {
+	MetaTable, IndexTable string
+	// Layout gives the UID widths of the series' tags.
+	Layout mapping.Layout
+	// CacheBytes bounds the memory of what the Writer remembers having
+	// written (cells and TSMeta rows); 0 means DefaultCacheBytes.
+	CacheBytes int
+	// TSMetaConcurrency bounds the TSMeta check-and-puts of one call run at
+	// once; 0 means 16.
+	TSMetaConcurrency int
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultCacheBytes is the default memory budget of a Writer's caches.
+const DefaultCacheBytes = 64 << 20
+
+// Writer writes index entries. It is safe for concurrent use.
+type Writer struct {
+	st   writeStore
+	opts Options
+	seen *seenSet
+
+	cells, tsmetas prometheus.Counter
+}
+
+// NewWriter returns a Writer; its metrics are registered on reg (may be nil).
+func NewWriter(st writeStore, opts Options, reg prometheus.Registerer) *Writer {
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	if opts.TSMetaConcurrency <= 0 {
+		opts.TSMetaConcurrency = 16
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	w := &Writer{st: st, opts: opts, seen: newSeenSet(opts.CacheBytes),
+		cells: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_index_cells_written_total", Help: "Cells written into the series index table (label lookups by day).",
+		}),
+		tsmetas: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_index_tsmeta_written_total", Help: "OpenTSDB TSMeta rows written into the meta table (one per new series).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(w.cells, w.tsmetas, w.seen.collector())
+	}
+	return w
+}
+
+// MarkCoverage records, unless an earlier day is recorded, that the index
+// holds every write from day on. serve calls it at start.
+func (w *Writer) MarkCoverage(ctx context.Context, day uint32) error {
+	row, err := w.st.Get(ctx, w.opts.IndexTable, mapping.IndexCoverageKey, mapping.IndexFamily)
+	if err != nil {
+		return fmt.Errorf("read index coverage: %w", err)
+	}
+	if since, ok := coverageOf(row); ok && since <= day {
+		return nil
+	}
+	return w.setCoverage(ctx, day)
+}
+
+// setCoverage writes the coverage day.
+func (w *Writer) setCoverage(ctx context.Context, day uint32) error {
+	v := []byte{byte(day >> 24), byte(day >> 16), byte(day >> 8), byte(day)}
+	err := w.st.Put(ctx, w.opts.IndexTable, []store.Put{{Row: mapping.IndexCoverageKey,
+		Cells: []store.Cell{{Family: []byte(mapping.IndexFamily), Qualifier: []byte(mapping.IndexSinceQual), Value: v}}}})
+	if err != nil {
+		return fmt.Errorf("write index coverage: %w", err)
+	}
+	return nil
+}
+
+func coverageOf(row store.Row) (uint32, bool) {
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == mapping.IndexSinceQual && len(c.Value) == 4 {
+			return uint32(c.Value[0])<<24 | uint32(c.Value[1])<<16 | uint32(c.Value[2])<<8 | uint32(c.Value[3]), true
+		}
+	}
+	return 0, false
+}
+
+// Write indexes entries: the TSMeta row of each series this process never
+// indexed (check-and-put: an existing row is left alone), and the label
+// cells of each series and day not yet written. It returns only once the
+// store acknowledged all of it; on error nothing is remembered as written,
+// so a retry writes it again. Entries whose series is already indexed for
+// their day cost nothing.
+func (w *Writer) Write(ctx context.Context, entries []Entry) error {
+	var fresh []Entry
+	for _, e := range entries {
+		if !e.Series.IndexedFor(e.Day) {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := w.writeTSMeta(ctx, fresh); err != nil {
+		return err
+	}
+	if err := w.writeCells(ctx, fresh); err != nil {
+		return err
+	}
+	for _, e := range fresh {
+		e.Series.SetIndexedFor(e.Day)
+	}
+	return nil
+}
+
+// writeTSMeta writes the TSMeta rows of the series new to this process.
+func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
+	var todo [][]byte // TSUIDs
+	var keys []string
+	dup := map[string]bool{}
+	for _, e := range entries {
+		if !e.Series.NewToIndex() {
+			continue
+		}
+		tsuid := e.Series.TSUID()
+		k := "T" + string(tsuid)
+		if dup[k] || w.seen.has(k) {
+			continue
+		}
+		dup[k] = true
+		todo = append(todo, tsuid)
+		keys = append(keys, k)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	created := w.opts.Now().Unix()
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(w.opts.TSMetaConcurrency, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				tsuid := todo[i]
+				put := store.Put{Row: tsuid, Cells: []store.Cell{{
+					Family: []byte(mapping.TSMetaFamily), Qualifier: []byte(mapping.TSMetaQual),
+					Value: mapping.AppendTSMetaJSON(nil, tsuid, created),
+				}}}
+				if _, err := w.st.CheckAndPut(ctx, w.opts.MetaTable, put, mapping.TSMetaFamily, mapping.TSMetaQual, nil); err != nil {
+					errs[i] = fmt.Errorf("write TSMeta of %x: %w", tsuid, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		w.seen.add(k)
+	}
+	w.tsmetas.Add(float64(len(todo)))
+	return nil
+}
+
+// writeCells writes the label cells of the entries not yet written.
+func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
+	fam := []byte(mapping.IndexFamily)
+	type rowCells struct {
+		row   []byte
+		cells []store.Cell
+	}
+	rows := map[string]*rowCells{}
+	var order []string
+	var keys []string // row ‖ 0x00 ‖ qualifier, remembered once written
+	add := func(row, qual []byte) {
+		k := string(row) + "\x00" + string(qual)
+		if w.seen.has(k) {
+			return
+		}
+		r := rows[string(row)]
+		if r == nil {
+			r = &rowCells{row: []byte(string(row))}
+			rows[string(row)] = r
+			order = append(order, string(row))
+		}
+		for _, c := range r.cells {
+			if string(c.Qualifier) == string(qual) {
+				return
+			}
+		}
+		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
+		keys = append(keys, k)
+	}
+	pair := w.opts.Layout.TagKWidth + w.opts.Layout.TagVWidth
+	var buf []byte
+	for _, e := range entries {
+		s := e.Series
+		buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
+		add(buf, s.Metric)
+		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
+			tagk, tagv := s.Tags[i:i+w.opts.Layout.TagKWidth], s.Tags[i+w.opts.Layout.TagKWidth:i+pair]
+			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
+			add(buf, tagk)
+			buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
+			add(buf, s.Metric)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	puts := make([]store.Put, 0, len(order))
+	for _, k := range order {
+		r := rows[k]
+		puts = append(puts, store.Put{Row: r.row, Cells: r.cells})
+	}
+	if err := w.st.Put(ctx, w.opts.IndexTable, puts); err != nil {
+		return fmt.Errorf("write %d series index cells: %w", len(keys), err)
+	}
+	for _, k := range keys {
+		w.seen.add(k)
+	}
+	w.cells.Add(float64(len(keys)))
+	return nil
+}

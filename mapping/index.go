@@ -1,0 +1,126 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"strconv"
+	"sync/atomic"
+)
+
+// The series index.
+//
+// Two tables hold it. Neither is read by OpenTSDB's data queries, its
+// compaction or its fsck tools.
+//
+// tsdb-meta (OpenTSDB's own meta table): one row per series, written once,
+// when a promhbase process first sees the series, with a check-and-put that
+// never replaces a row that exists (OpenTSDB's realtime TS meta does a GET
+// then a PUT):
+//
+//	row       TSUID = metric UID ‖ tagk1 tagv1 … tagkN tagvN (no salt, no time)
+//	name:ts_meta  OpenTSDB's TSMeta storage JSON (AppendTSMetaJSON)
+//
+// so that OpenTSDB's /api/search/lookup (meta mode) and /api/uid/tsmeta find
+// promhbase's series. promhbase writes no ts_ctr cell: OpenTSDB's
+// /api/query/last reads the hour of its cell timestamp, and a counter per
+// sample would double the writes.
+//
+// tsdb-index (promhbase's own table, family "i"): label lookups by day
+// (UTC days, Unix seconds / 86400, 4 bytes big-endian). All cell values
+// are empty; the qualifiers carry the data:
+//
+//	row 'K' ‖ day                      qualifiers: the tagk UIDs seen that day
+//	row 'N' ‖ day                      qualifiers: the metric UIDs seen that day
+//	row 'V' ‖ day ‖ tagk UID ‖ tagv UID  qualifiers: the metric UIDs with a series
+//	                                   carrying tagk=tagv that day
+//	row 'C'                            qualifier "since": the first day (4 bytes)
+//	                                   from which every write went through the index
+//
+// A cell is written once per process and key (bounded caches remember
+// what was written); writing it again is harmless. The reserved tag
+// __name__ of label-less series is indexed like any tag and hidden by
+// readers, as on the data rows.
+const (
+	IndexFamily    = "i"
+	TSMetaFamily   = "name"
+	TSMetaQual     = "ts_meta"
+	IndexSinceQual = "since"
+
+	IndexKindTagKs    byte = 'K'
+	IndexKindMetrics  byte = 'N'
+	IndexKindValues   byte = 'V'
+	IndexKindCoverage byte = 'C'
+)
+
+// DaySeconds is the length of an index day.
+const DaySeconds = 86400
+
+// DayOf returns the index day of a time in Unix milliseconds (≥ 0).
+func DayOf(ms int64) uint32 { return uint32(ms / 1000 / DaySeconds) }
+
+// AppendIndexDayKey appends the key of a 'K' or 'N' row.
+func AppendIndexDayKey(dst []byte, kind byte, day uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(dst, kind), day)
+}
+
+// AppendIndexValueKey appends the key of a 'V' row; tagv may be empty for
+// the prefix of every value of tagk.
+func AppendIndexValueKey(dst []byte, day uint32, tagk, tagv []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(append(dst, IndexKindValues), day)
+	return append(append(dst, tagk...), tagv...)
+}
+
+// IndexValueOf returns the tagv UID of a 'V' row key for tagk UIDs of
+// tagkWidth bytes; ok is false for a key of another shape.
+func IndexValueOf(key []byte, tagkWidth, tagvWidth int) (tagv []byte, ok bool) {
+	if len(key) != 5+tagkWidth+tagvWidth || key[0] != IndexKindValues {
+		return nil, false
+	}
+	return key[5+tagkWidth:], true
+}
+
+// IndexCoverageKey is the key of the 'C' row.
+var IndexCoverageKey = []byte{IndexKindCoverage}
+
+// AppendTSMetaJSON appends OpenTSDB's TSMeta storage JSON of a new series:
+//
+//	{"tsuid":"<TSUID, upper-case hex>","displayName":"","description":"","notes":"",
+//	 "created":<Unix seconds>,"custom":null,"units":"","dataType":"","retention":0,
+//	 "max":"NaN","min":"NaN"}
+//
+// (one line; fields in OpenTSDB's order, NaN quoted as Jackson writes it).
+func AppendTSMetaJSON(dst []byte, tsuid []byte, created int64) []byte {
+	dst = append(dst, `{"tsuid":"`...)
+	for _, b := range tsuid {
+		dst = append(dst, hexDigits[b>>4], hexDigits[b&0xF])
+	}
+	dst = append(dst, `","displayName":"","description":"","notes":"","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	return append(dst, `,"custom":null,"units":"","dataType":"","retention":0,"max":"NaN","min":"NaN"}`...)
+}
+
+// TSUID returns the series' TSUID: metric UID ‖ tag pairs.
+func (s Series) TSUID() []byte {
+	return append(append(make([]byte, 0, len(s.Metric)+len(s.Tags)), s.Metric...), s.Tags...)
+}
+
+// indexMark remembers the last index day a cached series was indexed for
+// in this process (0: never). Series made by the Mapper carry one; the
+// write path checks it per row, so a series already indexed for the day
+// costs one atomic load.
+type indexMark struct{ day atomic.Uint32 }
+
+// IndexedFor reports whether s was indexed for day by this process (the
+// last day it was; false for a Series the Mapper did not make).
+func (s Series) IndexedFor(day uint32) bool {
+	return s.mark != nil && s.mark.day.Load() == day+1
+}
+
+// NewToIndex reports whether s was never indexed by this process.
+func (s Series) NewToIndex() bool { return s.mark == nil || s.mark.day.Load() == 0 }
+
+// SetIndexedFor records that s was indexed for day.
+func (s Series) SetIndexedFor(day uint32) {
+	if s.mark != nil {
+		s.mark.day.Store(day + 1)
+	}
+}
