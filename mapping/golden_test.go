@@ -296,3 +296,37 @@ func requirePoints(t *testing.T, got, want []Point) {
 		}
 	}
 }
+
+func TestGoldenIndex(t *testing.T) {
+	for _, e := range readGolden(t, "index.txt", 4, 6) {
+		f := e.fields
+		t.Run(e.name, func(t *testing.T) {
+			switch f[0] {
+			case "key":
+				day := uint32(parseUint(t, f[2], 10, 32))
+				var got []byte
+				if f[1] == "V" {
+					got = AppendIndexValueKey(nil, day, unhex(t, f[3]), unhex(t, f[4]))
+					if tagv := unhex(t, f[4]); len(tagv) > 0 {
+						v, ok := IndexValueOf(got, len(unhex(t, f[3])), len(tagv))
+						if !ok || !bytes.Equal(v, tagv) {
+							t.Errorf("IndexValueOf(%x) = %x, %v", got, v, ok)
+						}
+					}
+				} else {
+					got = AppendIndexDayKey(nil, f[1][0], day)
+				}
+				if want := unhex(t, f[5]); !bytes.Equal(got, want) {
+					t.Errorf("key %x, want %x", got, want)
+				}
+			case "tsmeta":
+				created := int64(parseUint(t, f[2], 10, 63))
+				if got := string(AppendTSMetaJSON(nil, unhex(t, f[1]), created)); got != f[3] {
+					t.Errorf("ts_meta\n%s\nwant\n%s", got, f[3])
+				}
+			default:
+				t.Fatalf("unknown entry kind %q", f[0])
+			}
+		})
+	}
+}

@@ -243,6 +243,9 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if serveOpts.exemplarSlots > 0 {
 		info.ExemplarTable = cfg.exemplarTable
 	}
+	if serveOpts.index.enabled {
+		info.MetaTable, info.IndexTable = cfg.metaTable, cfg.indexTable
+	}
 	handler := web.New(web.Options{Remote: h, API: api, Pprof: serveOpts.enablePprof, Info: info})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,

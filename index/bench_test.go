@@ -1,0 +1,109 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/promhbase/promhbase/mapping"
+)
+
+// BenchmarkLabels1M: the label questions Grafana asks, answered from the
+// index of 1 000 000 series (1000 metrics × 1000 instances, 10 labels:
+// job with 10 values, zone with 3, pod and instance unique) written on one
+// day, on the embedded store. Build once (about a minute), then each
+// question. The unique labels' values have UIDs without names: the
+// questions below never name them.
+func BenchmarkLabels1M(b *testing.B) {
+	ctx := context.Background()
+	g := newRig(b)
+	const d0, metrics, instances = 19700, 1000, 1000
+	uid := func(kind mapping.Kind, name string) []byte {
+		u, err := g.mapper.UIDs().GetOrCreate(ctx, kind, []byte(name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return u
+	}
+	var metricUIDs [][]byte
+	for m := range metrics {
+		metricUIDs = append(metricUIDs, uid(mapping.KindMetric, fmt.Sprintf("metric_%d", m)))
+	}
+	names := []string{"cluster", "env", "instance", "job", "namespace", "pod", "region", "team", "zone"}
+	tagks := map[string][]byte{}
+	for _, n := range names {
+		tagks[n] = uid(mapping.KindTagK, n)
+	}
+	small := func(name string, n int) [][]byte {
+		var out [][]byte
+		for i := range n {
+			out = append(out, uid(mapping.KindTagV, fmt.Sprintf("%s-%d", name, i)))
+		}
+		return out
+	}
+	jobs, zones, shared := small("job", 10), small("zone", 3), small("v", 1)[0]
+	synthetic := func(i int) []byte { // a tagv UID without a name
+		return binary.BigEndian.AppendUint32(nil, uint32(1<<23+i))[1:]
+	}
+	layout := mapping.DefaultLayout()
+	var batch []Entry
+	for m := range metrics {
+		for i := range instances {
+			var tags []byte
+			for _, n := range names {
+				v := shared
+				switch n {
+				case "job":
+					v = jobs[m%10]
+				case "zone":
+					v = zones[i%3]
+				case "instance":
+					v = synthetic(i)
+				case "pod":
+					v = synthetic(instances + m*instances + i)
+				}
+				tags = append(append(tags, tagks[n]...), v...)
+			}
+			layout.SortTags(tags)
+			batch = append(batch, Entry{Series: mapping.Series{Metric: metricUIDs[m], Tags: tags}, Day: d0})
+		}
+		if err := g.w.writeCells(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	start, end := int64(d0)*day+3600_000, int64(d0)*day+7200_000
+	for _, tc := range []struct {
+		name string
+		fn   func() (int, error)
+	}{
+		{"label_names", func() (int, error) { v, err := g.r.LabelNames(ctx, start, end); return len(v), err }},
+		{"job_values", func() (int, error) { v, err := g.r.LabelValues(ctx, "job", start, end); return len(v), err }},
+		{"metric_names", func() (int, error) { v, err := g.r.LabelValues(ctx, "__name__", start, end); return len(v), err }},
+		{"metrics_of_job", func() (int, error) {
+			ms, _ := parser.NewParser(parser.Options{}).ParseMetricSelector(`{job="job-3"}`)
+			v, err := g.r.MetricNames(ctx, start, end, ms)
+			return len(v), err
+		}},
+		{"metrics_of_job_regex", func() (int, error) {
+			ms, _ := parser.NewParser(parser.Options{}).ParseMetricSelector(`{job=~"job-[0-4]", zone="zone-1"}`)
+			v, err := g.r.MetricNames(ctx, start, end, ms)
+			return len(v), err
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				var err error
+				if n, err = tc.fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n), "answers")
+		})
+	}
+}
