@@ -29,7 +29,6 @@ type Entry struct {
 // writeStore is what the Writer needs of a store.
 type writeStore interface {
 	Put(ctx context.Context, table string, puts []store.Put) error
-	CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error)
 	Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
 }
 
@@ -41,8 +40,8 @@ type Options struct {
 	// CacheBytes bounds the memory of what the Writer remembers having
 	// written (cells and TSMeta rows); 0 means DefaultCacheBytes.
 	CacheBytes int
-	// TSMetaConcurrency bounds the TSMeta check-and-puts of one call run at
-	// once; 0 means 16.
+	// TSMetaConcurrency bounds the TSMeta reads of one call run at once; 0
+	// means 16.
 	TSMetaConcurrency int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -119,7 +118,7 @@ func coverageOf(row store.Row) (uint32, bool) {
 }
 
 // Write indexes entries: the TSMeta row of each series this process never
-// indexed (check-and-put: an existing row is left alone), and the label
+// indexed (an existing row is left alone: read, then written if absent), and the label
 // cells of each series and day not yet written. It returns only once the
 // store acknowledged all of it; on error nothing is remembered as written,
 // so a retry writes it again. Entries whose series is already indexed for
@@ -167,7 +166,12 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	created := w.opts.Now().Unix()
+	// Which rows exist: reads, concurrently. Then one Put of the absent
+	// ones (one durable write for the request, not one per series). As
+	// OpenTSDB's realtime TS meta (a GET, then a PUT), this is not atomic:
+	// a TSMeta row created or edited between the two could be replaced by
+	// a fresh one, which differs from it at most in its created time.
+	exists := make([]bool, len(todo))
 	errs := make([]error, len(todo))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -180,13 +184,13 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 				if i >= len(todo) {
 					return
 				}
-				tsuid := todo[i]
-				put := store.Put{Row: tsuid, Cells: []store.Cell{{
-					Family: []byte(mapping.TSMetaFamily), Qualifier: []byte(mapping.TSMetaQual),
-					Value: mapping.AppendTSMetaJSON(nil, tsuid, created),
-				}}}
-				if _, err := w.st.CheckAndPut(ctx, w.opts.MetaTable, put, mapping.TSMetaFamily, mapping.TSMetaQual, nil); err != nil {
-					errs[i] = fmt.Errorf("write TSMeta of %x: %w", tsuid, err)
+				row, err := w.st.Get(ctx, w.opts.MetaTable, todo[i], mapping.TSMetaFamily)
+				if err != nil {
+					errs[i] = fmt.Errorf("read TSMeta of %x: %w", todo[i], err)
+					continue
+				}
+				for _, c := range row.Cells {
+					exists[i] = exists[i] || string(c.Qualifier) == mapping.TSMetaQual
 				}
 			}
 		}()
@@ -195,10 +199,26 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	created := w.opts.Now().Unix()
+	var puts []store.Put
+	for i, tsuid := range todo {
+		if exists[i] {
+			continue
+		}
+		puts = append(puts, store.Put{Row: tsuid, Cells: []store.Cell{{
+			Family: []byte(mapping.TSMetaFamily), Qualifier: []byte(mapping.TSMetaQual),
+			Value: mapping.AppendTSMetaJSON(nil, tsuid, created),
+		}}})
+	}
+	if len(puts) > 0 {
+		if err := w.st.Put(ctx, w.opts.MetaTable, puts); err != nil {
+			return fmt.Errorf("write %d TSMeta rows: %w", len(puts), err)
+		}
+	}
 	for _, k := range keys {
 		w.seen.add(k)
 	}
-	w.tsmetas.Add(float64(len(todo)))
+	w.tsmetas.Add(float64(len(puts)))
 	return nil
 }
 

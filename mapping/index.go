@@ -12,9 +12,8 @@ import (
 // compaction or its fsck tools.
 //
 // tsdb-meta (OpenTSDB's own meta table): one row per series, written once,
-// when a promhbase process first sees the series, with a check-and-put that
-// never replaces a row that exists (OpenTSDB's realtime TS meta does a GET
-// then a PUT):
+// when a promhbase process first sees the series and finds no row (a GET,
+// then a PUT, as OpenTSDB's realtime TS meta does):
 //
 //	row       TSUID = metric UID ‖ tagk1 tagv1 … tagkN tagvN (no salt, no time)
 //	name:ts_meta  OpenTSDB's TSMeta storage JSON (AppendTSMetaJSON)
