@@ -19,9 +19,9 @@ type Info struct {
 	// MetaTable and IndexTable are the series index's tables; empty when
 	// the index is not kept.
 	MetaTable, IndexTable string
-	SaltWidth     int
-	SaltBuckets   int
-	UIDWidths     [3]int // metric, tagk, tagv
+	SaltWidth             int
+	SaltBuckets           int
+	UIDWidths             [3]int // metric, tagk, tagv
 	// ExternalURL is how clients reach promhbase, for the config
 	// snippets; empty means http://<the request's host>.
 	ExternalURL string
