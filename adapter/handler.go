@@ -6,6 +6,7 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )
@@ -49,8 +51,19 @@ type Options struct {
 	// requests decoded at once, and so the memory their bodies take
 	// (each at most MaxRequestBytes decoded). Further requests wait for a
 	// slot up to WriteTimeout and then get 503, which Prometheus retries.
-	// Zero means 2 × GOMAXPROCS + 8.
+	// Zero means 2 × GOMAXPROCS + 8. A request takes its slot only once
+	// its body has arrived (see BodyTimeout).
 	MaxConcurrentRequests int
+	// BodyTimeout bounds the time a client may take to send the body of a
+	// remote write or read; past it the connection is closed. The body is
+	// received before the request takes a slot, so slow senders hold
+	// only their connection and what they sent. Zero means 30s.
+	BodyTimeout time.Duration
+	// ResponseWriteTimeout bounds each write of a remote write or read
+	// answer (each frame of a streamed read): a client that stops reading
+	// has its connection closed then, however long the whole answer takes.
+	// Zero means 1m.
+	ResponseWriteTimeout time.Duration
 	// WriteTimeout bounds the time a write may wait for the store; past it
 	// the answer is 503 and Prometheus retries. It should stay below the
 	// remote_timeout of the senders (Prometheus's default is 30s). Zero
@@ -84,6 +97,12 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 25 * time.Second
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.ResponseWriteTimeout <= 0 {
+		opts.ResponseWriteTimeout = time.Minute
 	}
 	if opts.MaxConcurrentRequests <= 0 {
 		opts.MaxConcurrentRequests = 2*runtime.GOMAXPROCS(0) + 8
@@ -132,8 +151,8 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	}
 	h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.serveWrite))
-	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.serveRead))
+	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.receive(h.serveWrite)))
+	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.receive(h.serveRead)))
 	h.mux.HandleFunc("/-/healthy", h.instrument("healthy", func(w http.ResponseWriter, r *http.Request) error {
 		_, err := io.WriteString(w, "promhbase is healthy.\n")
 		return err
@@ -152,12 +171,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // decides between "never retry" (4xx) and "retry" (5xx).
 func statusFor(err error) int {
 	var rej *rejectError
+	var rate *limits.RateLimitError
 	switch {
 	case err == nil:
 		return http.StatusNoContent
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed
-	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples):
+	case errors.As(err, &rate):
+		return http.StatusTooManyRequests
+	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples), errors.Is(err, limits.ErrTooManySeries):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
@@ -169,10 +191,30 @@ func statusFor(err error) int {
 	return http.StatusInternalServerError
 }
 
+// statusWriter notes the status code, and with a non-zero stall sets a
+// write deadline of now+stall before each write, so that a client that
+// stops reading is cut off while a long answer that is read goes on.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	stall time.Duration
+	rc    *http.ResponseController
 }
+
+// extend pushes the write deadline stall ahead, when there is one.
+func (s *statusWriter) extend() {
+	if s.stall > 0 {
+		if s.rc == nil {
+			s.rc = http.NewResponseController(s.ResponseWriter)
+		}
+		// Writers without deadlines (tests' recorders) say
+		// ErrNotSupported: nothing to bound there.
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.code == 0 {
@@ -185,11 +227,13 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
 	}
+	s.extend()
 	return s.ResponseWriter.Write(b)
 }
 
 func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		s.extend()
 		f.Flush()
 	}
 }
@@ -201,11 +245,18 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		if name == "write" || name == "read" {
+			sw.stall = h.opts.ResponseWriteTimeout
+		}
 		err := fn(sw, r)
 		if err != nil && sw.code == 0 {
 			code := statusFor(err)
-			if code == http.StatusMethodNotAllowed {
+			var rate *limits.RateLimitError
+			switch {
+			case code == http.StatusMethodNotAllowed:
 				sw.Header().Set("Allow", http.MethodPost)
+			case errors.As(err, &rate):
+				sw.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
 			}
 			http.Error(sw, err.Error(), code)
 		}
@@ -253,36 +304,108 @@ func (h *Handler) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// readBody reads and snappy-decodes a request body, bounding the
-// compressed size and checking the decoded length before decoding. The
-// returned release function gives the buffers back.
+// maxCompressed is the largest compressed body accepted: snappy's worst
+// case of MaxRequestBytes.
+func (h *Handler) maxCompressed() int64 {
+	max := h.opts.MaxRequestBytes
+	n := int64(snappy.MaxEncodedLen(max))
+	if n < 0 {
+		n = int64(max)
+	}
+	return n
+}
+
+// receivedBody is a request body read in full by receive, in a pooled
+// buffer that readBody takes over.
+type receivedBody struct {
+	bb *bodyBuf // nil once readBody took it
+	bytes.Reader
+}
+
+func (*receivedBody) Close() error { return nil }
+
+// receive reads the whole (compressed, bounded) body of a remote write or
+// read before fn runs, within BodyTimeout: fn then takes its decoding slot
+// only for a body that has arrived, so clients that send slowly, or send
+// headers and then nothing, hold no slot. Past the deadline the read fails
+// and the connection is closed.
+func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodPost {
+			return fn(w, r)
+		}
+		if max := h.maxCompressed(); r.ContentLength > max {
+			return fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, max)
+		}
+		rc := http.NewResponseController(w)
+		// Writers without deadlines (tests' recorders) say
+		// ErrNotSupported: nothing to bound there.
+		_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
+		bb, _ := h.bufs.Get().(*bodyBuf)
+		if bb == nil {
+			bb = &bodyBuf{}
+		}
+		comp, err := readLimited(r.Body, bb.comp[:0], h.maxCompressed())
+		// No deadline while the request is decoded and stored: the
+		// connection's background read must not cancel it.
+		_ = rc.SetReadDeadline(time.Time{})
+		if err != nil {
+			h.putBuf(bb)
+			return err
+		}
+		bb.comp = comp
+		body := &receivedBody{bb: bb}
+		body.Reset(comp)
+		r.Body = body
+		defer func() {
+			if body.bb != nil {
+				h.putBuf(body.bb)
+			}
+		}()
+		return fn(w, r)
+	}
+}
+
+// putBuf gives bb back to the pool unless one of its buffers is too large
+// to keep.
+func (h *Handler) putBuf(bb *bodyBuf) {
+	if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
+		bb.comp = bb.comp[:0]
+		h.bufs.Put(bb)
+	}
+}
+
+// readBody snappy-decodes a request body, bounding the compressed size and
+// checking the decoded length before decoding. A body that receive read
+// is taken as it is; others are read here. The returned release function
+// gives the buffers back.
 func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	max := h.opts.MaxRequestBytes
-	maxCompressed := int64(snappy.MaxEncodedLen(max))
-	if maxCompressed < 0 {
-		maxCompressed = int64(max)
-	}
+	maxCompressed := h.maxCompressed()
 	if r.ContentLength > maxCompressed {
 		return nil, nil, fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, maxCompressed)
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
 		return nil, nil, fmt.Errorf("%w: content encoding %q, want snappy", errUnsupportedMedia, enc)
 	}
-	bb, _ := h.bufs.Get().(*bodyBuf)
-	if bb == nil {
-		bb = &bodyBuf{}
-	}
-	release := func() {
-		if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
-			h.bufs.Put(bb)
+	var bb *bodyBuf
+	var comp []byte
+	if rb, ok := r.Body.(*receivedBody); ok && rb.bb != nil {
+		bb, rb.bb = rb.bb, nil
+		comp = bb.comp
+	} else {
+		bb, _ = h.bufs.Get().(*bodyBuf)
+		if bb == nil {
+			bb = &bodyBuf{}
 		}
+		var err error
+		if comp, err = readLimited(r.Body, bb.comp[:0], maxCompressed); err != nil {
+			h.putBuf(bb)
+			return nil, nil, err
+		}
+		bb.comp = comp
 	}
-	comp, err := readLimited(r.Body, bb.comp[:0], maxCompressed)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	bb.comp = comp[:0]
+	release := func() { h.putBuf(bb) }
 	n, err := s2.DecodedLen(comp)
 	if err != nil {
 		release()
