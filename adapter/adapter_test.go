@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -38,6 +39,8 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("x: %w", errMethod), 405},
 		{fmt.Errorf("x: %w", errTooLarge), 413},
 		{fmt.Errorf("x: %w", query.ErrTooManySamples), 413},
+		{fmt.Errorf("x: %w", limits.ErrTooManySeries), 413},
+		{fmt.Errorf("x: %w", &limits.RateLimitError{NewSeries: 1, RetryAfter: time.Second}), 429},
 		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
 		{&rejectError{count: 1, named: []string{"a"}}, 400},
 		{fmt.Errorf("x: %w", errBadRequest), 400},
