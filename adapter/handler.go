@@ -346,13 +346,15 @@ func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) fun
 			bb = &bodyBuf{}
 		}
 		comp, err := readLimited(r.Body, bb.comp[:0], h.maxCompressed())
-		// No deadline while the request is decoded and stored: the
-		// connection's background read must not cancel it.
-		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
+			// The deadline stays: what is left of the body is not waited
+			// for, and the connection is closed after the answer.
 			h.putBuf(bb)
 			return err
 		}
+		// No deadline while the request is decoded and stored: the
+		// connection's background read must not cancel it.
+		_ = rc.SetReadDeadline(time.Time{})
 		bb.comp = comp
 		body := &receivedBody{bb: bb}
 		body.Reset(comp)
@@ -422,6 +424,11 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 		return nil, nil, fmt.Errorf("%w: snappy header claims %d decoded bytes, more than %d compressed bytes can hold (%d)", errBadRequest, n, len(comp), limit)
 	}
 	if cap(bb.dec) < n {
+		// A new buffer only for a body that decodes to its claim.
+		if err := scanSnappyBlock(comp, n); err != nil {
+			release()
+			return nil, nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
+		}
 		bb.dec = make([]byte, n)
 	}
 	// s2 decodes snappy's block format, faster than golang/snappy.
