@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/exporter-toolkit v0.19.0
 	github.com/prometheus/prometheus v0.315.0
 	github.com/tsuna/gohbase v0.0.0-20260613001017-cfe2cb9e6df3
+	golang.org/x/crypto v0.56.0
 	golang.org/x/net v0.58.0
 )
 
@@ -157,7 +158,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.6 // indirect
-	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/exp v0.0.0-20260709172345-9ea1abe57597 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
