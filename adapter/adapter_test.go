@@ -328,13 +328,20 @@ func BenchmarkWriteHistograms(b *testing.B) {
 	benchWrite(b, v2Body(b, series...), ctV2, 2000, "histogram")
 }
 
-// benchWrite posts body again and again to a handler whose caches are warm
-// and whose store discards the Puts, and reports ns per sample (or
-// histogram).
+// benchWrite posts body again and again to a handler with the default
+// limits whose caches are warm and whose store discards the Puts, and
+// reports ns per sample (or histogram).
 func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
 	st := openEmbedded(b)
 	// Warm the caches through the real store once.
 	warm := newTestHandler(b, st)
+	// With the default limits, as serve runs: every series is marked in
+	// the active-series sketch.
+	lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm.w.SetLimits(lim)
 	if rec := postCT(warm, ct, body); rec.Code != 204 {
 		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
 	}

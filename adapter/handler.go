@@ -198,18 +198,36 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	stall time.Duration
-	rc    *http.ResponseController
 }
 
 // extend pushes the write deadline stall ahead, when there is one.
 func (s *statusWriter) extend() {
 	if s.stall > 0 {
-		if s.rc == nil {
-			s.rc = http.NewResponseController(s.ResponseWriter)
+		setDeadline(s.ResponseWriter, time.Now().Add(s.stall), true)
+	}
+}
+
+// setDeadline sets the read (or with write, the write) deadline of w's
+// connection, as http.ResponseController does but without allocating;
+// writers without deadlines (tests' recorders) are left alone.
+func setDeadline(w http.ResponseWriter, t time.Time, write bool) {
+	for {
+		switch x := w.(type) {
+		case interface {
+			SetReadDeadline(time.Time) error
+			SetWriteDeadline(time.Time) error
+		}:
+			if write {
+				_ = x.SetWriteDeadline(t)
+			} else {
+				_ = x.SetReadDeadline(t)
+			}
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
 		}
-		// Writers without deadlines (tests' recorders) say
-		// ErrNotSupported: nothing to bound there.
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
 	}
 }
 
@@ -277,8 +295,12 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 	}
 }
 
-// bodyBuf holds the reusable buffers of one request body.
-type bodyBuf struct{ comp, dec []byte }
+// bodyBuf holds the reusable buffers of one request body, and the body
+// that receive hands on.
+type bodyBuf struct {
+	comp, dec []byte
+	body      receivedBody
+}
 
 // maxPooledBuf is the largest buffer kept for reuse; larger ones are left to
 // the garbage collector so that one huge request does not pin memory.
@@ -316,9 +338,10 @@ func (h *Handler) maxCompressed() int64 {
 }
 
 // receivedBody is a request body read in full by receive, in a pooled
-// buffer that readBody takes over.
+// buffer that readBody decodes from. receive gives the buffers back once
+// the handler has returned.
 type receivedBody struct {
-	bb *bodyBuf // nil once readBody took it
+	bb *bodyBuf
 	bytes.Reader
 }
 
@@ -337,10 +360,7 @@ func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) fun
 		if max := h.maxCompressed(); r.ContentLength > max {
 			return fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, max)
 		}
-		rc := http.NewResponseController(w)
-		// Writers without deadlines (tests' recorders) say
-		// ErrNotSupported: nothing to bound there.
-		_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
+		setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
 		bb, _ := h.bufs.Get().(*bodyBuf)
 		if bb == nil {
 			bb = &bodyBuf{}
@@ -354,16 +374,12 @@ func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) fun
 		}
 		// No deadline while the request is decoded and stored: the
 		// connection's background read must not cancel it.
-		_ = rc.SetReadDeadline(time.Time{})
+		setDeadline(w, time.Time{}, false)
 		bb.comp = comp
-		body := &receivedBody{bb: bb}
-		body.Reset(comp)
-		r.Body = body
-		defer func() {
-			if body.bb != nil {
-				h.putBuf(body.bb)
-			}
-		}()
+		bb.body.bb = bb
+		bb.body.Reset(comp)
+		r.Body = &bb.body
+		defer h.putBuf(bb)
 		return fn(w, r)
 	}
 }
@@ -373,6 +389,7 @@ func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) fun
 func (h *Handler) putBuf(bb *bodyBuf) {
 	if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
 		bb.comp = bb.comp[:0]
+		bb.body.Reset(nil)
 		h.bufs.Put(bb)
 	}
 }
@@ -392,8 +409,9 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	}
 	var bb *bodyBuf
 	var comp []byte
-	if rb, ok := r.Body.(*receivedBody); ok && rb.bb != nil {
-		bb, rb.bb = rb.bb, nil
+	release := noRelease
+	if rb, ok := r.Body.(*receivedBody); ok {
+		bb = rb.bb // receive gives it back
 		comp = bb.comp
 	} else {
 		bb, _ = h.bufs.Get().(*bodyBuf)
@@ -406,8 +424,8 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 			return nil, nil, err
 		}
 		bb.comp = comp
+		release = func() { h.putBuf(bb) }
 	}
-	release := func() { h.putBuf(bb) }
 	n, err := s2.DecodedLen(comp)
 	if err != nil {
 		release()
@@ -439,6 +457,9 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	}
 	return dec, release, nil
 }
+
+// noRelease is readBody's release function for bodies receive holds.
+func noRelease() {}
 
 // maxSnappyExpansion bounds what a snappy block of n bytes decodes to: the
 // densest element is a 3-byte copy of 64 bytes, so no block expands by more
