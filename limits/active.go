@@ -26,7 +26,14 @@ type Sketch struct {
 
 // Add marks the series of metric UID and tag pairs (mapping.Series).
 func (s *Sketch) Add(metric, tags []byte) {
-	h := maphash.Bytes(s.seed, tags) ^ bits.RotateLeft64(maphash.Bytes(s.seed, metric), 31)
+	// One hash of the tags; the metric UID (a few bytes) is folded in by
+	// a multiplication that spreads it over the high bits, which pick the
+	// register.
+	var m uint64
+	for _, c := range metric {
+		m = m<<8 | uint64(c)
+	}
+	h := maphash.Bytes(s.seed, tags) ^ (m+1)*0x9e3779b97f4a7c15
 	idx := h >> (64 - sketchBits)
 	rank := uint32(bits.LeadingZeros64(h<<sketchBits|1<<(sketchBits-1))) + 1
 	r := &s.reg[idx]
