@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/promhbase/promhbase/internal/testserver"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 )
 
 // TestWideSeries: a series of 10 000 labels, whose row key (60 001 bytes)
@@ -53,5 +55,29 @@ func TestWideSeries(t *testing.T) {
 				t.Errorf("%d tag-name UIDs assigned: the wide series' labels got UIDs", n)
 			}
 		})
+	}
+}
+
+// TestRowKeyBoundOfStore: mapping.MaxRowKeyBytes is the longest row key
+// the store takes: a row of exactly that length is written and read back;
+// on HBase one byte more is refused.
+func TestRowKeyBoundOfStore(t *testing.T) {
+	st, tb := testbackend.New(t)
+	ctx := t.Context()
+	row := bytes.Repeat([]byte{0x01}, mapping.MaxRowKeyBytes)
+	put := func(row []byte) error {
+		return st.Put(ctx, tb.Data, []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{0xf0, 0, 0, 0}, Value: []byte{1}}}}})
+	}
+	if err := put(row); err != nil {
+		t.Fatalf("row of %d bytes: %v", len(row), err)
+	}
+	got, err := st.Get(ctx, tb.Data, row, "t")
+	if err != nil || len(got.Cells) != 1 {
+		t.Fatalf("row of %d bytes read back: %v, %v", len(row), got, err)
+	}
+	err = put(append(row, 0x01))
+	t.Logf("backend %s: row of %d bytes: %.200v", testbackend.Name(), len(row)+1, err)
+	if testbackend.Name() == "hbase" && err == nil {
+		t.Fatalf("HBase took a row key of %d bytes", len(row)+1)
 	}
 }
