@@ -22,9 +22,9 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
-	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
