@@ -126,7 +126,7 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 			Name: "promhbase_exemplars_written_total", Help: "Exemplars acknowledged by the store (one per series, hour and slot).",
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected with 400, by reason.",
+			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, new_series_rate).",
 		}, []string{"reason"}),
 		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",

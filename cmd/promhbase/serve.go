@@ -214,6 +214,11 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return err
 	}
+	if serveOpts.readTimeout <= 0 {
+		// It also resets, between requests on one connection, the write
+		// deadlines the remote endpoints move (--web.response-write-timeout).
+		return fmt.Errorf("--web.read-timeout=%s: must be positive", serveOpts.readTimeout)
+	}
 	if serveOpts.webConfigFile != "" {
 		if err := toolkitweb.Validate(serveOpts.webConfigFile); err != nil {
 			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
