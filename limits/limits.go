@@ -131,7 +131,7 @@ func New(cfg Config, layout mapping.Layout, reg prometheus.Registerer, now func(
 	}
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "promhbase_active_series",
-		Help: "Estimated series written in the last 10 to 20 minutes (a HyperLogLog sketch, about 1% off), what --limits.max-active-series bounds.",
+		Help: "Estimated series written in the last 10 to 20 minutes (a HyperLogLog sketch, within about 1.5%), what --limits.max-active-series bounds.",
 	}, func() float64 { return float64(l.active.estimate(l.now())) })
 	for _, c := range []prometheus.Collector{limit, active} {
 		if err := reg.Register(c); err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -174,7 +173,7 @@ func TestActiveSeries(t *testing.T) {
 			sk.Add(series(i)) // twice: counted once
 		}
 		clk.add(2 * time.Second) // past the estimate's cache
-		got := testutil.ToFloat64(activeGauge(t, reg))
+		got := gauge(t, reg, "promhbase_active_series")
 		t.Logf("%d series: estimate %.0f", n, got)
 		if d := got - float64(n); d > 0.03*float64(n)+1 || d < -0.03*float64(n)-1 {
 			t.Errorf("%d series: estimate %.0f", n, got)
@@ -201,33 +200,25 @@ func TestActiveSeries(t *testing.T) {
 	if err := l.CheckActive(); err != nil {
 		t.Fatalf("two windows later: %v", err)
 	}
-	if got := testutil.ToFloat64(activeGauge(t, reg)); got != 0 {
+	if got := gauge(t, reg, "promhbase_active_series"); got != 0 {
 		t.Fatalf("two windows later: estimate %.0f", got)
 	}
 }
 
-// activeGauge returns the promhbase_active_series collector of reg.
-func activeGauge(t *testing.T, reg *prometheus.Registry) prometheus.Collector {
+// gauge returns the value of the gauge name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	return gathererCollector{reg: reg, name: "promhbase_active_series"}
-}
-
-// gathererCollector re-exports one metric family of a registry.
-type gathererCollector struct {
-	reg  *prometheus.Registry
-	name string
-}
-
-func (g gathererCollector) Describe(chan<- *prometheus.Desc) {}
-func (g gathererCollector) Collect(ch chan<- prometheus.Metric) {
-	mfs, _ := g.reg.Gather()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, mf := range mfs {
-		if mf.GetName() == g.name {
-			for _, m := range mf.GetMetric() {
-				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(g.name, "x", nil, nil), prometheus.GaugeValue, m.GetGauge().GetValue())
-			}
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
 		}
 	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
 
 func TestSketchAddAllocs(t *testing.T) {
@@ -266,6 +257,29 @@ func BenchmarkCheckSeries(b *testing.B) {
 	for b.Loop() {
 		if _, err := l.CheckSeries(s); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestActiveSeriesEstimateLarge: the estimate stays within 3 % where the
+// raw HyperLogLog estimate takes over from linear counting, and at the
+// default limit.
+func TestActiveSeriesEstimateLarge(t *testing.T) {
+	clk := newClock()
+	l, err := New(Config{}, mapping.DefaultLayout(), nil, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, added := l.Sketch(), 0
+	for _, n := range []int{150_000, 200_000, 300_000, 1_000_000} {
+		for ; added < n; added++ {
+			sk.Add(series(added))
+		}
+		clk.add(2 * time.Second)
+		got := l.active.estimate(clk.now())
+		t.Logf("%d series: estimate %d (%+.2f %%)", n, got, 100*float64(got-int64(n))/float64(n))
+		if d := float64(got - int64(n)); d > 0.03*float64(n) || d < -0.03*float64(n) {
+			t.Errorf("%d series: estimate %d", n, got)
 		}
 	}
 }
