@@ -437,7 +437,7 @@ func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
 // histograms in; and its exemplars.
 func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
 	if b.sketch != nil {
-		b.sketch.Add(series.Metric, series.Tags)
+		b.sketch.Add(series.Hash)
 	}
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)

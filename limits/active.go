@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"hash/maphash"
 	"math"
 	"math/bits"
 	"sync"
@@ -23,22 +22,14 @@ const sketchBits = 16
 // Sketch is a HyperLogLog sketch of series (256 KiB). Add is safe for
 // concurrent use and does not allocate.
 type Sketch struct {
-	seed maphash.Seed
-	reg  [1 << sketchBits]atomic.Uint32
+	reg [1 << sketchBits]atomic.Uint32
 }
 
-// Add marks the series of metric UID and tag pairs (mapping.Series).
-func (s *Sketch) Add(metric, tags []byte) {
-	// One hash of the tags; the metric UID (a few bytes) is folded in by
-	// a multiplication that spreads it over the high bits, which pick the
-	// register.
-	var m uint64
-	for _, c := range metric {
-		m = m<<8 | uint64(c)
-	}
-	h := maphash.Bytes(s.seed, tags) ^ (m+1)*0x9e3779b97f4a7c15
-	idx := h >> (64 - sketchBits)
-	rank := uint32(bits.LeadingZeros64(h<<sketchBits|1<<(sketchBits-1))) + 1
+// Add marks the series of hash (mapping.Series.Hash, a well-mixed 64-bit
+// hash of its row key's identity).
+func (s *Sketch) Add(hash uint64) {
+	idx := hash >> (64 - sketchBits)
+	rank := uint32(bits.LeadingZeros64(hash<<sketchBits|1<<(sketchBits-1))) + 1
 	r := &s.reg[idx]
 	for {
 		old := r.Load()
@@ -51,7 +42,6 @@ func (s *Sketch) Add(metric, tags []byte) {
 // activeSeries keeps two sketches, the current period's and the one
 // before; the estimate is that of their union.
 type activeSeries struct {
-	seed  maphash.Seed
 	cur   atomic.Pointer[Sketch]
 	mu    sync.Mutex
 	prev  *Sketch
@@ -62,9 +52,9 @@ type activeSeries struct {
 }
 
 func newActiveSeries(now time.Time) *activeSeries {
-	a := &activeSeries{seed: maphash.MakeSeed(), start: now}
-	a.prev = &Sketch{seed: a.seed}
-	a.cur.Store(&Sketch{seed: a.seed})
+	a := &activeSeries{start: now}
+	a.prev = &Sketch{}
+	a.cur.Store(&Sketch{})
 	return a
 }
 
@@ -81,12 +71,12 @@ func (a *activeSeries) current(now time.Time) *Sketch {
 func (a *activeSeries) rotate(now time.Time) {
 	switch el := now.Sub(a.start); {
 	case el >= 2*ActiveSeriesWindow:
-		a.prev = &Sketch{seed: a.seed}
-		a.cur.Store(&Sketch{seed: a.seed})
+		a.prev = &Sketch{}
+		a.cur.Store(&Sketch{})
 		a.start = now
 	case el >= ActiveSeriesWindow:
 		a.prev = a.cur.Load()
-		a.cur.Store(&Sketch{seed: a.seed})
+		a.cur.Store(&Sketch{})
 		a.start = a.start.Add(ActiveSeriesWindow)
 	default:
 		return

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -71,6 +72,9 @@ type Series struct {
 	Metric []byte
 	Tags   []byte
 	Bucket int
+	// Hash is a 64-bit hash (xxhash) of Metric ‖ Tags, computed once when
+	// the series is resolved, for sketches that count series.
+	Hash uint64
 }
 
 // Mapper turns Prometheus label sets into Series and back. `__name__` is
@@ -236,6 +240,11 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	}
 	m.layout.SortTags(tags)
 	s.Tags = tags
+	var d xxhash.Digest
+	d.Reset()
+	d.Write(s.Metric)
+	d.Write(s.Tags)
+	s.Hash = d.Sum64()
 	if m.layout.SaltWidth > 0 {
 		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 	}
