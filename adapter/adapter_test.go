@@ -47,6 +47,7 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("x: %w", errMalformed), 400},
 		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
 		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
+		{fmt.Errorf("x: %w", errBodyTimeout), 503},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503},
 		{fmt.Errorf("x: %w", store.ErrTableNotFound), 500},
 		{errors.New("anything else"), 500},

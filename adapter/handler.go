@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ var (
 	errUnsupportedMedia = errors.New("unsupported media type")
 	errMethod           = errors.New("method not allowed")
 	errBusy             = errors.New("too many requests in flight")
+	errBodyTimeout      = errors.New("request body not received in time")
 )
 
 // Options configure the Handler.
@@ -185,7 +187,7 @@ func statusFor(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, errMalformed), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, errBusy), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, errBusy), errors.Is(err, errBodyTimeout), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -482,6 +484,10 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 		}
 		if err == io.EOF {
 			return buf, nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Possibly a slow network, not bad data: the sender retries.
+			return nil, fmt.Errorf("%w after %d bytes (--web.request-body-timeout): %w", errBodyTimeout, len(buf), err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: read body: %w", errBadRequest, err)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,11 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 	}
 	const slow = 100
 	began := time.Now()
-	ended := make(chan time.Time, slow)
+	type end struct {
+		at     time.Time
+		status string
+	}
+	ended := make(chan end, slow)
 	for i := range slow {
 		conn, err := net.Dial("tcp", base[len("http://"):])
 		if err != nil {
@@ -106,8 +111,9 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 			}()
 		}
 		go func() { // the answer or the close ends the client
-			io.Copy(io.Discard, conn)
-			ended <- time.Now()
+			all, _ := io.ReadAll(conn)
+			status, _, _ := strings.Cut(string(all), "\r\n")
+			ended <- end{time.Now(), status}
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // all in their handlers
@@ -129,10 +135,12 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 	t.Logf("5 writes and 5 reads among %d slow clients: latency min %s, median %s, max %s; all done %s after the slow clients connected",
 		slow, lat[0], lat[len(lat)/2], lat[len(lat)-1], normalDone.Round(time.Millisecond))
 	var first, last time.Duration
+	statuses := map[string]int{}
 	for i := range slow {
 		select {
-		case at := <-ended:
-			d := at.Sub(began)
+		case e := <-ended:
+			statuses[e.status]++
+			d := e.at.Sub(began)
 			if i == 0 {
 				first = d
 			}
@@ -141,7 +149,10 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 			t.Fatalf("only %d of %d slow clients cut off %s after they connected", i, slow, time.Since(began).Round(time.Millisecond))
 		}
 	}
-	t.Logf("slow clients cut off between %s and %s after they connected (body timeout %s)", first.Round(time.Millisecond), last.Round(time.Millisecond), bodyTimeout)
+	t.Logf("slow clients cut off between %s and %s after they connected (body timeout %s): %v", first.Round(time.Millisecond), last.Round(time.Millisecond), bodyTimeout, statuses)
+	if statuses["HTTP/1.1 503 Service Unavailable"] != slow {
+		t.Errorf("answers %v, want %d × 503 (a slow network is retried, not refused)", statuses, slow)
+	}
 	if normalDone >= first {
 		t.Errorf("the normal requests finished %s after the slow clients connected, not before the first was cut off (%s)", normalDone, first)
 	}
