@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
@@ -196,5 +197,30 @@ func TestActiveSeriesLimit(t *testing.T) {
 	clk.t = clk.t.Add(2 * limits.ActiveSeriesWindow)
 	if rec := post(h, "/api/v1/write", writeBody(t, seriesOf("__name__", "m", "i", "4"))); rec.Code != http.StatusNoContent {
 		t.Fatalf("two windows later: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestPerSeriesLimitsV2: remote write 2.0 series get the same per-series
+// limits; the Written headers count only what was stored.
+func TestPerSeriesLimitsV2(t *testing.T) {
+	h := newLimitedHandler(t, limits.DefaultConfig(), nil)
+	smp := []writev2.Sample{{Value: 1, Timestamp: 1_700_000_000_000}}
+	wide := []string{"__name__", "wide_v2"}
+	for i := 1; i < 31; i++ {
+		wide = append(wide, fmt.Sprintf("l%02d", i), "v")
+	}
+	rec := postCT(h, ctV2, v2Body(t,
+		v2Series{lbls: []string{"__name__", "fine_v2", "job", "a"}, smps: smp},
+		v2Series{lbls: wide, smps: smp},
+		v2Series{lbls: []string{"__name__", "long_v2", "l", strings.Repeat("v", 2049)}, smps: smp},
+	))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `__name__="wide_v2"`) || !strings.Contains(rec.Body.String(), `__name__="long_v2"`) {
+		t.Fatalf("%d %s, want 400 naming wide_v2 and long_v2", rec.Code, rec.Body)
+	}
+	if got := written(rec); got != "1/0/0" {
+		t.Errorf("written %s, want 1/0/0", got)
+	}
+	if h.rejected(limits.ReasonLabelNames) != 1 || h.rejected(limits.ReasonLabelValueLength) != 1 {
+		t.Errorf("rejected: names %v, value length %v", h.rejected(limits.ReasonLabelNames), h.rejected(limits.ReasonLabelValueLength))
 	}
 }
