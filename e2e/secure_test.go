@@ -40,19 +40,19 @@ scrape_configs:
   - job_name: promhbase
     scheme: https
     basic_auth: {username: prom, password: '{{.Password}}'}
-    tls_config: {ca_file: '{{.CA}}'}
+    tls_config: {ca_file: '{{.CA}}', cert_file: '{{.ClientCert}}', key_file: '{{.ClientKey}}'}
     static_configs:
       - targets: ['{{.Promhbase}}']
 remote_write:
   - name: good
     url: 'https://{{.Promhbase}}/api/v1/write'
     basic_auth: {username: prom, password: '{{.Password}}'}
-    tls_config: {ca_file: '{{.CA}}'}
+    tls_config: {ca_file: '{{.CA}}', cert_file: '{{.ClientCert}}', key_file: '{{.ClientKey}}'}
     queue_config: {batch_send_deadline: 1s, min_backoff: 100ms, max_backoff: 1s}
   - name: wrong-password
     url: 'https://{{.Promhbase}}/api/v1/write'
     basic_auth: {username: prom, password: 'not-it'}
-    tls_config: {ca_file: '{{.CA}}'}
+    tls_config: {ca_file: '{{.CA}}', cert_file: '{{.ClientCert}}', key_file: '{{.ClientKey}}'}
     queue_config: {batch_send_deadline: 1s, min_backoff: 100ms, max_backoff: 1s}
 `))
 
@@ -63,12 +63,19 @@ var secureReader = template.Must(template.New("B").Parse(`remote_read:
   - url: 'https://{{.Promhbase}}/api/v1/read'
     read_recent: true
     basic_auth: {username: prom, password_file: '{{.PasswordFile}}'}
-    tls_config: {ca_file: '{{.CA}}'}
+    tls_config: {ca_file: '{{.CA}}', cert_file: '{{.ClientCert}}', key_file: '{{.ClientKey}}'}
 `))
 
-// tlsFiles writes a self-signed CA and a server certificate for
-// 127.0.0.1 it signed into dir; it returns their paths and the CA pool.
-func tlsFiles(t *testing.T, dir string) (caFile, certFile, keyFile string, pool *x509.CertPool) {
+// tlsFiles holds the paths of a test CA and of the certificates it signed.
+type tlsFiles struct {
+	ca, serverCert, serverKey, clientCert, clientKey string
+	pool                                             *x509.CertPool
+	client                                           tls.Certificate
+}
+
+// newTLSFiles writes a self-signed CA, a server certificate for 127.0.0.1
+// and a client certificate, both signed by the CA, into dir.
+func newTLSFiles(t *testing.T, dir string) tlsFiles {
 	t.Helper()
 	newKey := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -94,35 +101,44 @@ func tlsFiles(t *testing.T, dir string) (caFile, certFile, keyFile string, pool 
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
-	srvKey := newKey()
-	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "promhbase"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
+	// sign writes a certificate of the CA for tmpl and its key; it returns
+	// their paths and the pair.
+	sign := func(name string, tmpl *x509.Certificate) (string, string, tls.Certificate) {
+		key := newKey()
+		tmpl.NotBefore, tmpl.NotAfter, tmpl.KeyUsage = now.Add(-time.Hour), now.Add(24*time.Hour), x509.KeyUsageDigitalSignature
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writePEM(name+".pem", "CERTIFICATE", der), writePEM(name+".key", "EC PRIVATE KEY", keyDER),
+			tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return writePEM("ca.pem", "CERTIFICATE", caDER), writePEM("server.pem", "CERTIFICATE", srvDER), writePEM("server.key", "EC PRIVATE KEY", keyDER), pool
+	f := tlsFiles{ca: writePEM("ca.pem", "CERTIFICATE", caDER), pool: x509.NewCertPool()}
+	f.pool.AddCert(ca)
+	f.serverCert, f.serverKey, _ = sign("server", &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "promhbase"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	f.clientCert, f.clientKey, f.client = sign("client", &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "prometheus"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return f
 }
 
-// TestTLSAndBasicAuth runs promhbase with a web configuration file (TLS,
-// a bcrypt basic-auth user, a security header) and real Prometheus servers
+// TestTLSAndBasicAuth runs promhbase with a web configuration file (TLS
+// with client certificates required, a bcrypt basic-auth user, a security
+// header) and real Prometheus servers
 // against it: A remote-writes with basic_auth and tls_config and scrapes
 // promhbase over TLS; B reads through remote_read with an authorization
 // password file. A's queue with a wrong password gets 401 and drops its samples;
 // requests without credentials, with wrong ones, or over plain HTTP are
-// refused.
+// refused, and so is a client without a certificate.
 func TestTLSAndBasicAuth(t *testing.T) {
 	bin := prometheusBinary(t)
 	promhbase := testproc.BuildBinary(t, "../cmd/promhbase")
 	dir := t.TempDir()
-	caFile, certFile, keyFile, pool := tlsFiles(t, dir)
+	tf := newTLSFiles(t, dir)
 	const password = "s3cret pass"
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 	if err != nil {
@@ -132,19 +148,21 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	if err := os.WriteFile(webConfig, fmt.Appendf(nil, `tls_server_config:
   cert_file: %s
   key_file: %s
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: %s
 basic_auth_users:
   prom: '%s'
 http_server_config:
   headers:
     Strict-Transport-Security: max-age=31536000
-`, certFile, keyFile, hash), 0o600); err != nil {
+`, tf.serverCert, tf.serverKey, tf.ca, hash), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := testproc.FreeAddr(t)
 	args := append([]string{"serve", "--web.listen-address=" + addr, "--web.config.file=" + webConfig}, testbackend.ServeFlags(t)...)
 	srv := testproc.Start(t, "promhbase", exec.Command(promhbase, args...), filepath.Join(t.TempDir(), "promhbase.log"), 40)
 	base := "https://" + addr
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tf.pool, Certificates: []tls.Certificate{tf.client}}}}
 	get := func(path, user, pass string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
@@ -194,8 +212,17 @@ http_server_config:
 			t.Errorf("plain HTTP answered 200")
 		}
 	}
+	noCert := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tf.pool}}}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/-/ready", nil)
+	req.SetBasicAuth("prom", password)
+	if resp, err := noCert.Do(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("a client without a certificate got %d", resp.StatusCode)
+	} else {
+		t.Logf("a client without a certificate: %v", err)
+	}
 
-	vars := map[string]string{"Promhbase": addr, "CA": caFile, "Password": password,
+	vars := map[string]string{"Promhbase": addr, "CA": tf.ca, "ClientCert": tf.clientCert, "ClientKey": tf.clientKey, "Password": password,
 		"PasswordFile": filepath.Join(dir, "password")}
 	if err := os.WriteFile(vars["PasswordFile"], []byte(password), 0o600); err != nil {
 		t.Fatal(err)
