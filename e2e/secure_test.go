@@ -128,12 +128,12 @@ func newTLSFiles(t *testing.T, dir string) tlsFiles {
 
 // TestTLSAndBasicAuth runs promhbase with a web configuration file (TLS
 // with client certificates required, a bcrypt basic-auth user, a security
-// header) and real Prometheus servers
-// against it: A remote-writes with basic_auth and tls_config and scrapes
-// promhbase over TLS; B reads through remote_read with an authorization
-// password file. A's queue with a wrong password gets 401 and drops its samples;
-// requests without credentials, with wrong ones, or over plain HTTP are
-// refused, and so is a client without a certificate.
+// header) and real Prometheus servers against it, each presenting a client
+// certificate: A remote-writes with basic_auth and tls_config and scrapes
+// promhbase over TLS; B reads through remote_read with basic auth from a
+// password file. A's queue with a wrong password gets 401 and drops its
+// samples; requests without credentials, with wrong ones, over plain HTTP
+// or without a client certificate are refused.
 func TestTLSAndBasicAuth(t *testing.T) {
 	bin := prometheusBinary(t)
 	promhbase := testproc.BuildBinary(t, "../cmd/promhbase")
