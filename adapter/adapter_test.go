@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -38,12 +39,15 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("x: %w", errMethod), 405},
 		{fmt.Errorf("x: %w", errTooLarge), 413},
 		{fmt.Errorf("x: %w", query.ErrTooManySamples), 413},
+		{fmt.Errorf("x: %w", limits.ErrTooManySeries), 413},
+		{fmt.Errorf("x: %w", &limits.RateLimitError{NewSeries: 1, RetryAfter: time.Second}), 429},
 		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
 		{&rejectError{count: 1, named: []string{"a"}}, 400},
 		{fmt.Errorf("x: %w", errBadRequest), 400},
 		{fmt.Errorf("x: %w", errMalformed), 400},
 		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
 		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
+		{fmt.Errorf("x: %w", errBodyTimeout), 503},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503},
 		{fmt.Errorf("x: %w", store.ErrTableNotFound), 500},
 		{errors.New("anything else"), 500},
@@ -325,13 +329,20 @@ func BenchmarkWriteHistograms(b *testing.B) {
 	benchWrite(b, v2Body(b, series...), ctV2, 2000, "histogram")
 }
 
-// benchWrite posts body again and again to a handler whose caches are warm
-// and whose store discards the Puts, and reports ns per sample (or
-// histogram).
+// benchWrite posts body again and again to a handler with the default
+// limits whose caches are warm and whose store discards the Puts, and
+// reports ns per sample (or histogram).
 func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
 	st := openEmbedded(b)
 	// Warm the caches through the real store once.
 	warm := newTestHandler(b, st)
+	// With the default limits, as serve runs: every series is marked in
+	// the active-series sketch.
+	lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm.w.SetLimits(lim)
 	if rec := postCT(warm, ct, body); rec.Code != 204 {
 		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
 	}

@@ -6,6 +6,7 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -24,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )
@@ -35,6 +38,7 @@ var (
 	errUnsupportedMedia = errors.New("unsupported media type")
 	errMethod           = errors.New("method not allowed")
 	errBusy             = errors.New("too many requests in flight")
+	errBodyTimeout      = errors.New("request body not received in time")
 )
 
 // Options configure the Handler.
@@ -50,8 +54,19 @@ type Options struct {
 	// requests decoded at once, and so the memory their bodies take
 	// (each at most MaxRequestBytes decoded). Further requests wait for a
 	// slot up to WriteTimeout and then get 503, which Prometheus retries.
-	// Zero means 2 × GOMAXPROCS + 8.
+	// Zero means 2 × GOMAXPROCS + 8. A request takes its slot only once
+	// its body has arrived (see BodyTimeout).
 	MaxConcurrentRequests int
+	// BodyTimeout bounds the time a client may take to send the body of a
+	// remote write or read; past it the connection is closed. The body is
+	// received before the request takes a slot, so slow senders hold
+	// only their connection and what they sent. Zero means 30s.
+	BodyTimeout time.Duration
+	// ResponseWriteTimeout bounds each write of a remote write or read
+	// answer (each frame of a streamed read): a client that stops reading
+	// has its connection closed then, however long the whole answer takes.
+	// Zero means 1m.
+	ResponseWriteTimeout time.Duration
 	// WriteTimeout bounds the time a write may wait for the store; past it
 	// the answer is 503 and Prometheus retries. It should stay below the
 	// remote_timeout of the senders (Prometheus's default is 30s). Zero
@@ -87,6 +102,12 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 25 * time.Second
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.ResponseWriteTimeout <= 0 {
+		opts.ResponseWriteTimeout = time.Minute
+	}
 	if opts.MaxConcurrentRequests <= 0 {
 		opts.MaxConcurrentRequests = 2*runtime.GOMAXPROCS(0) + 8
 	}
@@ -109,7 +130,7 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 			Name: "promhbase_exemplars_written_total", Help: "Exemplars acknowledged by the store (one per series, hour and slot).",
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected with 400, by reason.",
+			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, new_series_rate).",
 		}, []string{"reason"}),
 		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
@@ -134,8 +155,8 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	}
 	h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.serveWrite))
-	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.serveRead))
+	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.receive(h.serveWrite)))
+	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.receive(h.serveRead)))
 	h.mux.HandleFunc("/-/healthy", h.instrument("healthy", func(w http.ResponseWriter, r *http.Request) error {
 		_, err := io.WriteString(w, "promhbase is healthy.\n")
 		return err
@@ -154,27 +175,68 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // decides between "never retry" (4xx) and "retry" (5xx).
 func statusFor(err error) int {
 	var rej *rejectError
+	var rate *limits.RateLimitError
 	switch {
 	case err == nil:
 		return http.StatusNoContent
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed
-	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples):
+	case errors.As(err, &rate):
+		return http.StatusTooManyRequests
+	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples), errors.Is(err, limits.ErrTooManySeries):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
 	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, errMalformed), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, errBusy), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, errBusy), errors.Is(err, errBodyTimeout), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
 
+// statusWriter notes the status code, and with a non-zero stall sets a
+// write deadline of now+stall before each write, so that a client that
+// stops reading is cut off while a long answer that is read goes on.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	stall time.Duration
 }
+
+// extend pushes the write deadline stall ahead, when there is one.
+func (s *statusWriter) extend() {
+	if s.stall > 0 {
+		setDeadline(s.ResponseWriter, time.Now().Add(s.stall), true)
+	}
+}
+
+// setDeadline sets the read (or with write, the write) deadline of w's
+// connection, as http.ResponseController does but without allocating;
+// writers without deadlines (tests' recorders) are left alone.
+func setDeadline(w http.ResponseWriter, t time.Time, write bool) {
+	for {
+		switch x := w.(type) {
+		case interface {
+			SetReadDeadline(time.Time) error
+			SetWriteDeadline(time.Time) error
+		}:
+			if write {
+				_ = x.SetWriteDeadline(t)
+			} else {
+				_ = x.SetReadDeadline(t)
+			}
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.code == 0 {
@@ -187,11 +249,13 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
 	}
+	s.extend()
 	return s.ResponseWriter.Write(b)
 }
 
 func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		s.extend()
 		f.Flush()
 	}
 }
@@ -203,11 +267,18 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		if name == "write" || name == "read" {
+			sw.stall = h.opts.ResponseWriteTimeout
+		}
 		err := fn(sw, r)
 		if err != nil && sw.code == 0 {
 			code := statusFor(err)
-			if code == http.StatusMethodNotAllowed {
+			var rate *limits.RateLimitError
+			switch {
+			case code == http.StatusMethodNotAllowed:
 				sw.Header().Set("Allow", http.MethodPost)
+			case errors.As(err, &rate):
+				sw.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
 			}
 			http.Error(sw, err.Error(), code)
 		}
@@ -228,8 +299,12 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 	}
 }
 
-// bodyBuf holds the reusable buffers of one request body.
-type bodyBuf struct{ comp, dec []byte }
+// bodyBuf holds the reusable buffers of one request body, and the body
+// that receive hands on.
+type bodyBuf struct {
+	comp, dec []byte
+	body      receivedBody
+}
 
 // maxPooledBuf is the largest buffer kept for reuse; larger ones are left to
 // the garbage collector so that one huge request does not pin memory.
@@ -255,36 +330,106 @@ func (h *Handler) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// readBody reads and snappy-decodes a request body, bounding the
-// compressed size and checking the decoded length before decoding. The
-// returned release function gives the buffers back.
+// maxCompressed is the largest compressed body accepted: snappy's worst
+// case of MaxRequestBytes.
+func (h *Handler) maxCompressed() int64 {
+	max := h.opts.MaxRequestBytes
+	n := int64(snappy.MaxEncodedLen(max))
+	if n < 0 {
+		n = int64(max)
+	}
+	return n
+}
+
+// receivedBody is a request body read in full by receive, in a pooled
+// buffer that readBody decodes from. receive gives the buffers back once
+// the handler has returned.
+type receivedBody struct {
+	bb *bodyBuf
+	bytes.Reader
+}
+
+func (*receivedBody) Close() error { return nil }
+
+// receive reads the whole (compressed, bounded) body of a remote write or
+// read before fn runs, within BodyTimeout: fn then takes its decoding slot
+// only for a body that has arrived, so clients that send slowly, or send
+// headers and then nothing, hold no slot. Past the deadline the read fails
+// and the connection is closed.
+func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodPost {
+			return fn(w, r)
+		}
+		if max := h.maxCompressed(); r.ContentLength > max {
+			return fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, max)
+		}
+		setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
+		bb, _ := h.bufs.Get().(*bodyBuf)
+		if bb == nil {
+			bb = &bodyBuf{}
+		}
+		comp, err := readLimited(r.Body, bb.comp[:0], h.maxCompressed())
+		if err != nil {
+			// The deadline stays: what is left of the body is not waited
+			// for, and the connection is closed after the answer.
+			h.putBuf(bb)
+			return err
+		}
+		// No deadline while the request is decoded and stored: the
+		// connection's background read must not cancel it.
+		setDeadline(w, time.Time{}, false)
+		bb.comp = comp
+		bb.body.bb = bb
+		bb.body.Reset(comp)
+		r.Body = &bb.body
+		defer h.putBuf(bb)
+		return fn(w, r)
+	}
+}
+
+// putBuf gives bb back to the pool unless one of its buffers is too large
+// to keep.
+func (h *Handler) putBuf(bb *bodyBuf) {
+	if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
+		bb.comp = bb.comp[:0]
+		bb.body.Reset(nil)
+		h.bufs.Put(bb)
+	}
+}
+
+// readBody snappy-decodes a request body, bounding the compressed size and
+// checking the decoded length before decoding. A body that receive read
+// is taken as it is; others are read here. The returned release function
+// gives the buffers back.
 func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	max := h.opts.MaxRequestBytes
-	maxCompressed := int64(snappy.MaxEncodedLen(max))
-	if maxCompressed < 0 {
-		maxCompressed = int64(max)
-	}
+	maxCompressed := h.maxCompressed()
 	if r.ContentLength > maxCompressed {
 		return nil, nil, fmt.Errorf("%w: body of %d bytes exceeds %d", errTooLarge, r.ContentLength, maxCompressed)
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
 		return nil, nil, fmt.Errorf("%w: content encoding %q, want snappy", errUnsupportedMedia, enc)
 	}
-	bb, _ := h.bufs.Get().(*bodyBuf)
-	if bb == nil {
-		bb = &bodyBuf{}
-	}
-	release := func() {
-		if cap(bb.comp) <= maxPooledBuf && cap(bb.dec) <= maxPooledBuf {
-			h.bufs.Put(bb)
+	var bb *bodyBuf
+	var comp []byte
+	release := noRelease
+	if rb, ok := r.Body.(*receivedBody); ok {
+		bb = rb.bb // receive gives it back
+		comp = bb.comp
+	} else {
+		bb, _ = h.bufs.Get().(*bodyBuf)
+		if bb == nil {
+			bb = &bodyBuf{}
 		}
+		var err error
+		if comp, err = readLimited(r.Body, bb.comp[:0], maxCompressed); err != nil {
+			h.putBuf(bb)
+			return nil, nil, err
+		}
+		bb.comp = comp
+		release = func() { h.putBuf(bb) }
 	}
-	comp, err := readLimited(r.Body, bb.comp[:0], maxCompressed)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	bb.comp = comp[:0]
 	n, err := s2.DecodedLen(comp)
 	if err != nil {
 		release()
@@ -301,6 +446,11 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 		return nil, nil, fmt.Errorf("%w: snappy header claims %d decoded bytes, more than %d compressed bytes can hold (%d)", errBadRequest, n, len(comp), limit)
 	}
 	if cap(bb.dec) < n {
+		// A new buffer only for a body that decodes to its claim.
+		if err := scanSnappyBlock(comp, n); err != nil {
+			release()
+			return nil, nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
+		}
 		bb.dec = make([]byte, n)
 	}
 	// s2 decodes snappy's block format, faster than golang/snappy.
@@ -311,6 +461,9 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	}
 	return dec, release, nil
 }
+
+// noRelease is readBody's release function for bodies receive holds.
+func noRelease() {}
 
 // maxSnappyExpansion bounds what a snappy block of n bytes decodes to: the
 // densest element is a 3-byte copy of 64 bytes, so no block expands by more
@@ -333,6 +486,10 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 		}
 		if err == io.EOF {
 			return buf, nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Possibly a slow network, not bad data: the sender retries.
+			return nil, fmt.Errorf("%w after %d bytes (--web.request-body-timeout): %w", errBodyTimeout, len(buf), err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: read body: %w", errBadRequest, err)

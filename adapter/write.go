@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -32,7 +33,7 @@ const (
 
 // rejectReasons lists every reason, for the metric's label values.
 func rejectReasons() []string {
-	return []string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted}
+	return append([]string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted}, limits.Reasons()...)
 }
 
 // putter is the part of store.Store the write path uses.
@@ -70,6 +71,7 @@ type Writer struct {
 	metas   *mapping.Metas
 	names   *labelNames // label-name ids of 2.0 series keys
 	indexer SeriesIndexer
+	limits  *limits.Limits // nil: only the row key's bound applies
 }
 
 // SeriesIndexer learns the series and days each request wrote
@@ -105,6 +107,13 @@ func (w *Writer) SetExemplars(table string, slots int) {
 // SetMetadata makes the Writer keep metric metadata in m. Call it before the
 // Writer is first used.
 func (w *Writer) SetMetadata(m *mapping.Metas) { w.metas = m }
+
+// SetLimits makes the Writer apply l to every request: the per-series
+// limits to series not in the series cache (a 400 naming each, the rest
+// written), the series-per-request limit (413), the active-series limit
+// (400 for new series) and the new-series rate (429, nothing written).
+// Call it before the Writer is first used.
+func (w *Writer) SetLimits(l *limits.Limits) { w.limits = l }
 
 // SetRowNoter makes the Writer tell n the rows of every request it writes.
 // Call it before the Writer is first used.
@@ -146,6 +155,7 @@ type writeBatch struct {
 	reject map[string]int
 	cache  mapping.SeriesCacheReader
 	missed []missedSeries
+	sketch *limits.Sketch // active series; nil without limits
 
 	samples, histograms int
 	hist                wireHistogram
@@ -174,6 +184,7 @@ func (b *writeBatch) reset() {
 	clear(b.missed)
 	b.missed = b.missed[:0]
 	b.samples, b.histograms = 0, 0
+	b.sketch = nil
 	b.exPuts = b.exPuts[:0]
 	b.exCells = b.exCells[:0]
 	clear(b.exSeen)
@@ -220,6 +231,9 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 			w.pool.Put(b)
 		}
 	}()
+	if w.limits != nil {
+		b.sketch = w.limits.Sketch()
+	}
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
@@ -230,6 +244,11 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 	b.cache.Release()
 	if err != nil {
 		return writeResult{}, err
+	}
+	if w.limits != nil {
+		if reason, err := w.checkRequestLimits(b, ordinal+1); err != nil {
+			return b.rejectAll(reason), err
+		}
 	}
 	// New series: resolve them concurrently (UID lookups and assignments
 	// are round trips to the store), then pass 2 adds their Puts.
@@ -304,6 +323,47 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 	return res, nil
 }
 
+// checkRequestLimits applies the limits that concern the request as a
+// whole, after pass 1: series per request, then, for the new series, the
+// active-series limit (each refused) and the new-series rate. An error
+// means nothing is to be written; reason says why.
+func (w *Writer) checkRequestLimits(b *writeBatch, series int) (reason string, err error) {
+	if err := w.limits.CheckRequest(series); err != nil {
+		return limits.ReasonSeriesPerRequest, err
+	}
+	if len(b.missed) == 0 {
+		return "", nil
+	}
+	if err := w.limits.CheckActive(); err != nil {
+		for i := range b.missed {
+			m := &b.missed[i]
+			b.rejectSeries(limits.ReasonActiveSeries, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabelsMax(m.labels, 10), err))
+		}
+		b.missed = b.missed[:0]
+		return "", nil
+	}
+	if err := w.limits.AdmitNew(len(b.missed)); err != nil {
+		return limits.ReasonNewSeriesRate, err
+	}
+	return "", nil
+}
+
+// rejectAll is the result of a request refused as a whole: all its samples
+// and histograms are counted as rejected, those rejected per series for
+// their own reasons, the others for reason.
+func (b *writeBatch) rejectAll(reason string) writeResult {
+	res := writeResult{Rejected: make(map[string]int, len(b.reject)+1)}
+	for k, v := range b.reject {
+		res.Rejected[k] = v
+	}
+	n := b.samples + b.histograms
+	for _, m := range b.missed {
+		n += m.samples
+	}
+	res.Rejected[reason] += n
+	return res
+}
+
 // resolveConcurrency bounds the series of one request resolved at once.
 const resolveConcurrency = 32
 
@@ -344,6 +404,12 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 	if err != nil {
 		return err
 	}
+	if w.limits != nil {
+		if reason, err := w.limits.CheckSeries(lbls); err != nil {
+			b.rejectSeries(reason, m.samples, err.Error())
+			return nil
+		}
+	}
 	m.labels = slices.Clone(lbls)
 	b.missed = append(b.missed, m)
 	return nil
@@ -374,6 +440,8 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 		m := &b.missed[i]
 		switch {
 		case m.err == nil:
+		case errors.Is(m.err, mapping.ErrRowKeyTooLong):
+			b.rejectSeries(limits.ReasonRowKey, m.samples, m.err.Error())
 		case errors.Is(m.err, mapping.ErrInvalidSeries):
 			b.rejectSeries(reasonInvalidLabels, m.samples, m.err.Error())
 		case errors.Is(m.err, mapping.ErrUIDExhausted):
@@ -392,6 +460,9 @@ func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
 // addSamples adds the Puts of one series: one per hour it has samples or
 // histograms in; and its exemplars.
 func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
+	if b.sketch != nil {
+		b.sketch.Add(series.Hash)
+	}
 	keyLen := w.mapper.Layout().SaltWidth + len(series.Metric) + 4 + len(series.Tags)
 	curBase := int64(-1)
 	lastDay := int64(-1)

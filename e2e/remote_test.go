@@ -54,8 +54,14 @@ type modelSeries struct {
 
 func newHarness(t *testing.T, layout mapping.Layout) *harness {
 	t.Helper()
+	return newHarnessWith(t, layout, testserver.Options{Adapter: adapter.Options{MaxRequestBytes: 8 << 20}, ColdReads: true})
+}
+
+// newHarnessWith is newHarness with the server's options.
+func newHarnessWith(t *testing.T, layout mapping.Layout, opts testserver.Options) *harness {
+	t.Helper()
 	st, tb := testbackend.New(t)
-	srv := testserver.Start(t, st, tb, layout, testserver.Options{Adapter: adapter.Options{MaxRequestBytes: 8 << 20}, ColdReads: true})
+	srv := testserver.Start(t, st, tb, layout, opts)
 	u, _ := url.Parse(srv.URL + "/api/v1/write")
 	wc, err := remote.NewWriteClient("e2e", &remote.ClientConfig{
 		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType,

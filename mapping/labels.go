@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -22,6 +23,40 @@ const MaxNameBytes = 32767
 // ErrInvalidSeries means a label set can never be stored: no metric name,
 // a repeated label name, a label that is not valid UTF-8.
 var ErrInvalidSeries = errors.New("invalid series")
+
+// ErrRowKeyTooLong wraps ErrInvalidSeries: the series' row key would be
+// longer than MaxRowKeyBytes.
+var ErrRowKeyTooLong = fmt.Errorf("%w: row key too long", ErrInvalidSeries)
+
+// MaxRowKeyBytes is the longest row key HBase stores (Java's
+// Short.MAX_VALUE); every backend keeps to it, so that data written on one
+// can be copied to HBase.
+const MaxRowKeyBytes = 32767
+
+// TagPairs returns how many tag pairs the row key of lbls has: one per
+// label with a non-empty value other than __name__, and at least one (see
+// Mapper). It does not allocate.
+func TagPairs(lbls []Label) int {
+	n := 0
+	for _, l := range lbls {
+		if len(l.Value) > 0 && string(l.Name) != MetricLabel {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// CheckRowKey returns an error wrapping ErrRowKeyTooLong when the row key
+// of lbls under layout would exceed MaxRowKeyBytes. It only counts labels,
+// so it is cheap enough to run before any UID is looked up or assigned.
+func CheckRowKey(layout Layout, lbls []Label) error {
+	pairs := TagPairs(lbls)
+	if n := layout.RowKeyLen(pairs); n > MaxRowKeyBytes {
+		return fmt.Errorf("%w: %d tag pairs make a %d-byte row key, more than HBase's %d (at most %d labels with this layout): %s",
+			ErrRowKeyTooLong, pairs, n, MaxRowKeyBytes, (MaxRowKeyBytes-layout.PrefixLen())/layout.PairLen(), FormatLabelsMax(lbls, maxFormattedLabels))
+	}
+	return nil
+}
 
 // Label is a label as it arrives on the wire: name and value bytes that may
 // point into a request buffer.
@@ -38,6 +73,9 @@ type Series struct {
 	Tags   []byte
 	Bucket int
 	mark   *indexMark // see IndexedFor; nil for Series not made by resolve
+	// Hash is a 64-bit hash (xxhash) of Metric ‖ Tags, computed once when
+	// the series is resolved, for sketches that count series.
+	Hash uint64
 }
 
 // Mapper turns Prometheus label sets into Series and back. `__name__` is
@@ -151,6 +189,12 @@ func ValidateLabels(lbls []Label) error {
 }
 
 func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
+	// First the row key's length, which counts labels: a series of
+	// thousands of labels is refused before ValidateLabels compares them
+	// pairwise and before any UID is assigned.
+	if err := CheckRowKey(m.layout, lbls); err != nil {
+		return Series{}, err
+	}
 	if err := ValidateLabels(lbls); err != nil {
 		return Series{}, err
 	}
@@ -197,6 +241,11 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	}
 	m.layout.SortTags(tags)
 	s.Tags = tags
+	var d xxhash.Digest
+	d.Reset()
+	d.Write(s.Metric)
+	d.Write(s.Tags)
+	s.Hash = d.Sum64()
 	if m.layout.SaltWidth > 0 {
 		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 	}
@@ -273,6 +322,36 @@ func FormatLabels(lbls []Label) string {
 	}
 	sb = append(sb, '}')
 	return string(sb)
+}
+
+// maxFormattedLabels is how many labels error messages about series with
+// too many labels show.
+const maxFormattedLabels = 10
+
+// FormatLabelsMax is FormatLabels for at most max labels: the metric name
+// and the first others, then how many were left out. Messages about series
+// of thousands of labels stay short.
+func FormatLabelsMax(lbls []Label, max int) string {
+	if len(lbls) <= max {
+		return FormatLabels(lbls)
+	}
+	shown := make([]Label, 0, max)
+	for _, l := range lbls {
+		if string(l.Name) == MetricLabel {
+			shown = append(shown, l)
+			break
+		}
+	}
+	for _, l := range lbls {
+		if len(shown) == max {
+			break
+		}
+		if string(l.Name) != MetricLabel {
+			shown = append(shown, l)
+		}
+	}
+	s := FormatLabels(shown)
+	return s[:len(s)-1] + fmt.Sprintf(", ... %d more}", len(lbls)-len(shown))
 }
 
 func appendCut(dst, b []byte, quote bool) []byte {

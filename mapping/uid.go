@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -120,6 +121,8 @@ type UIDs struct {
 	// metricGen counts metric names that entered the forward cache: a
 	// reader holding a list of metric names refreshes it when this moves.
 	metricGen atomic.Uint64
+
+	headroom headroom
 }
 
 type inflightKey struct {
@@ -139,8 +142,12 @@ type UIDOptions struct {
 	Table string
 	// CacheSize bounds each cache direction of each kind.
 	CacheSize int
-	// Registerer receives the cache and assignment metrics; nil skips them.
+	// Registerer receives the cache, assignment and headroom metrics; nil
+	// skips them.
 	Registerer prometheus.Registerer
+	// Logger receives the warning when a kind's UIDs run low; nil
+	// discards it.
+	Logger *slog.Logger
 }
 
 // NewUIDs returns the UID table in st with the widths of layout.
@@ -169,12 +176,13 @@ func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
 			Name: "promhbase_uid_assigned_total", Help: "New UIDs assigned by this process, by kind.",
 		}, []string{"kind"}),
 	}
+	u.headroom.logger = opts.Logger
 	for k := range numKinds {
 		u.fwd[k] = newGenCache[[]byte](opts.CacheSize)
 		u.rev[k] = newGenCache[string](opts.CacheSize)
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{u.hits, u.misses, u.assigned} {
+		for _, c := range []prometheus.Collector{u.hits, u.misses, u.assigned, u.headroomCollector()} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("register uid metrics: %w", err)
 			}
@@ -342,6 +350,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 		if err != nil {
 			return nil, fmt.Errorf("allocate uid for %s %q: %w", kind, name, err)
 		}
+		u.noteCounter(kind, id)
 		if id <= 0 || (width < 8 && id >= int64(1)<<(8*width)) {
 			return nil, fmt.Errorf("all %d-byte uids of kind %s are assigned (counter at %d), cannot assign %q: %w", width, kind, id, name, ErrUIDExhausted)
 		}

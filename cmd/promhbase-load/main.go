@@ -22,6 +22,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,6 +207,11 @@ func runHTTP(o options) error {
 				return nil
 			case resp.StatusCode/100 == 5 && attempt < 10:
 				time.Sleep(time.Duration(30<<attempt) * time.Millisecond)
+			case resp.StatusCode == http.StatusTooManyRequests && attempt < 10:
+				// New series faster than --limits.new-series-rate: wait
+				// as told, as Prometheus does with retry_on_http_429.
+				secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+				time.Sleep(time.Duration(max(secs, 1)) * time.Second)
 			default:
 				return fmt.Errorf("status %d: %s", resp.StatusCode, body)
 			}

@@ -98,7 +98,7 @@ func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (st
 	if err != nil {
 		return nil, nil, err
 	}
-	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, Registerer: reg})
+	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, Registerer: reg, Logger: logger})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,10 +18,13 @@ import (
 	"github.com/grafana/regexp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	toolkitweb "github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/net/netutil"
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -76,6 +80,13 @@ type serveFlags struct {
 	scanConc        int
 	corsOrigin      string
 	externalURL     string
+	webConfigFile   string
+	maxConnections  int
+	readHeaderTime  time.Duration
+	bodyTimeout     time.Duration
+	idleTimeout     time.Duration
+	stallTimeout    time.Duration
+	limits          limits.Config
 	index           indexFlags
 }
 
@@ -109,7 +120,13 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
-	cmd.Flag("web.read-timeout", "Longest time a request may take.").Default("5m").DurationVar(&serveOpts.readTimeout)
+	cmd.Flag("web.read-timeout", "Longest time a request may take, except remote write and read, which --web.request-body-timeout and --web.response-write-timeout bound instead.").Default("5m").DurationVar(&serveOpts.readTimeout)
+	cmd.Flag("web.config.file", "Path to a web configuration file (TLS, client certificates, basic auth, HTTP headers), the same format as Prometheus's --web.config.file.").Default("").StringVar(&serveOpts.webConfigFile)
+	cmd.Flag("web.max-connections", "Most simultaneous connections; further ones wait in the kernel's accept queue. 0 means no limit.").Default("512").IntVar(&serveOpts.maxConnections)
+	cmd.Flag("web.read-header-timeout", "Longest time a client may take to send a request's headers.").Default("10s").DurationVar(&serveOpts.readHeaderTime)
+	cmd.Flag("web.request-body-timeout", "Longest time a client may take to send the body of a remote write or read (it holds no decoding slot meanwhile); then the connection is closed.").Default("30s").DurationVar(&serveOpts.bodyTimeout)
+	cmd.Flag("web.idle-timeout", "How long an idle keep-alive connection is kept open.").Default("2m").DurationVar(&serveOpts.idleTimeout)
+	cmd.Flag("web.response-write-timeout", "Longest time one write of a remote write or read answer (one frame of a streamed read) may wait for a client that does not read; then the connection is closed.").Default("1m").DurationVar(&serveOpts.stallTimeout)
 	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
 	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(adapter.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
@@ -117,6 +134,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (from the day the index was first kept, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
+	registerLimits(cmd, &serveOpts.limits)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
@@ -142,6 +160,19 @@ func openIndex(cfg *config, st store.Store, reg prometheus.Registerer) (*index.W
 	return w, nil
 }
 
+// registerLimits adds the --limits.* flags, with limits.DefaultConfig's
+// defaults.
+func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
+	d := limits.DefaultConfig()
+	cmd.Flag("limits.max-label-names-per-series", "Most labels a series may have, __name__ included; a series with more gets 400 (the rest of the request is written). 0 means no limit.").Default(fmt.Sprint(d.MaxLabelNamesPerSeries)).IntVar(&l.MaxLabelNamesPerSeries)
+	cmd.Flag("limits.max-label-name-length", "Longest label name in bytes; a series with a longer one gets 400. 0 means no limit.").Default(fmt.Sprint(d.MaxLabelNameLength)).IntVar(&l.MaxLabelNameLength)
+	cmd.Flag("limits.max-label-value-length", "Longest label value (metric name included) in bytes; a series with a longer one gets 400. 0 means no limit.").Default(fmt.Sprint(d.MaxLabelValueLength)).IntVar(&l.MaxLabelValueLength)
+	cmd.Flag("limits.max-series-per-request", "Most series in one remote write; a larger request gets 413. 0 means no limit.").Default(fmt.Sprint(d.MaxSeriesPerRequest)).IntVar(&l.MaxSeriesPerRequest)
+	cmd.Flag("limits.new-series-rate", "New series (not seen by this process recently) admitted per second, a token bucket; a request that finds it empty gets 429 with Retry-After. 0 means no limit.").Default(fmt.Sprint(d.NewSeriesRate)).Float64Var(&l.NewSeriesRate)
+	cmd.Flag("limits.new-series-burst", "Size of the new-series token bucket.").Default(fmt.Sprint(d.NewSeriesBurst)).IntVar(&l.NewSeriesBurst)
+	cmd.Flag("limits.max-active-series", "Most series written in the last 10-20 minutes (estimated); at the limit new series get 400. 0 means no limit.").Default(fmt.Sprint(d.MaxActiveSeries)).IntVar(&l.MaxActiveSeries)
+}
+
 func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
 	reg := prometheus.NewRegistry()
@@ -152,6 +183,11 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}
 	defer st.Close()
 	w := adapter.NewWriter(mapper, st, cfg.dataTable)
+	lim, err := limits.New(serveOpts.limits, cfg.layout, reg, nil)
+	if err != nil {
+		return fmt.Errorf("limits: %w", err)
+	}
+	w.SetLimits(lim)
 	if serveOpts.exemplarSlots > 0 {
 		if serveOpts.exemplarSlots > mapping.MaxExemplarSlots {
 			return fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", serveOpts.exemplarSlots, mapping.MaxExemplarSlots)
@@ -178,6 +214,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
+	go watchUIDs(runCtx, mapper.UIDs(), logger)
 	compacted := make(chan struct{})
 	if c := serveOpts.compaction; c.enabled {
 		comp := compact.New(st, compact.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
@@ -211,6 +248,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		MaxRequestBytes:       serveOpts.maxRequestBytes,
 		WriteTimeout:          serveOpts.writeTimeout,
 		MaxConcurrentRequests: serveOpts.maxConcurrent,
+		BodyTimeout:           serveOpts.bodyTimeout,
+		ResponseWriteTimeout:  serveOpts.stallTimeout,
 		Ready: func(ctx context.Context) error {
 			_, err := st.Get(ctx, cfg.uidTable, []byte{0}, "id")
 			return err
@@ -219,9 +258,22 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return err
 	}
+	if serveOpts.readTimeout <= 0 {
+		// It also resets, between requests on one connection, the write
+		// deadlines the remote endpoints move (--web.response-write-timeout).
+		return fmt.Errorf("--web.read-timeout=%s: must be positive", serveOpts.readTimeout)
+	}
+	if serveOpts.webConfigFile != "" {
+		if err := toolkitweb.Validate(serveOpts.webConfigFile); err != nil {
+			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
+		}
+	}
 	ln, err := net.Listen("tcp", serveOpts.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
+	}
+	if serveOpts.maxConnections > 0 {
+		ln = netutil.LimitListener(ln, serveOpts.maxConnections)
 	}
 	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
 	if err != nil {
@@ -247,13 +299,16 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		info.MetaTable, info.IndexTable = cfg.metaTable, cfg.indexTable
 	}
 	handler := web.New(web.Options{Remote: h, API: api, Pprof: serveOpts.enablePprof, Info: info})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, WriteTimeout: serveOpts.readTimeout}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
 		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		webCfg := serveOpts.webConfigFile
+		errc <- toolkitweb.Serve(ln, srv, &toolkitweb.FlagConfig{WebListenAddresses: &[]string{serveOpts.listen}, WebConfigFile: &webCfg}, logger.With("component", "web"))
+	}()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -268,4 +323,27 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// uidRefreshInterval is how often serve reads the UID counters, which
+// other writers move too.
+const uidRefreshInterval = time.Minute
+
+// watchUIDs reads the UID counters now and then every uidRefreshInterval
+// until ctx ends, for the headroom gauges and the low-headroom warning.
+func watchUIDs(ctx context.Context, uids *mapping.UIDs, logger *slog.Logger) {
+	t := time.NewTicker(uidRefreshInterval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := uids.RefreshCounters(rctx); err != nil && ctx.Err() == nil {
+			logger.Warn("cannot read the uid counters", "err", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

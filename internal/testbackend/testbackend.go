@@ -60,3 +60,20 @@ func New(t testing.TB) (store.Store, Tables) {
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil, Tables{}
 }
+
+// ServeFlags returns the storage flags that point a promhbase process at
+// fresh tables of the backend in use: an empty embedded directory, or new
+// HBase tables (dropped when the test ends).
+func ServeFlags(t testing.TB) []string {
+	t.Helper()
+	switch Name() {
+	case "embedded":
+		return []string{"--storage.embedded.path=" + t.TempDir()}
+	case "hbase":
+		_, tb := newHBase(t)
+		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
+			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar}
+	}
+	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
+	return nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -31,6 +32,9 @@ type Options struct {
 	ColdReads bool
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
+	// Limits are the write limits; nil means limits.DefaultConfig, as
+	// serve's defaults.
+	Limits *limits.Config
 }
 
 // Server is a running in-process promhbase.
@@ -64,6 +68,15 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	w := adapter.NewWriter(m, st, tables.Data)
+	lcfg := limits.DefaultConfig()
+	if opts.Limits != nil {
+		lcfg = *opts.Limits
+	}
+	lim, err := limits.New(lcfg, layout, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetLimits(lim)
 	if tables.Exemplar != "" {
 		w.SetExemplars(tables.Exemplar, adapter.DefaultExemplarSlots)
 	}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/promhbase/promhbase/internal/testproc"
+)
+
+// closedWithin reports how long conn took to be closed by the server, or
+// fails the test when it is still open after limit.
+func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(limit))
+	_, err := io.Copy(io.Discard, conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("connection still open after %s", limit)
+	}
+	return time.Since(start)
+}
+
+// TestServeTimeouts: `serve` closes connections whose headers do not
+// arrive within --web.read-header-timeout and idle keep-alive connections
+// after --web.idle-timeout; /debug/pprof is served only with
+// --web.enable-pprof.
+func TestServeTimeouts(t *testing.T) {
+	bin := testproc.BuildBinary(t, ".")
+	flags := storageFlags(t)
+	createTestTables(t, bin, flags)
+	_, base := startServe(t, bin, append([]string{"--web.read-header-timeout=1s", "--web.idle-timeout=1s"}, flags...)...)
+	addr := strings.TrimPrefix(base, "http://")
+
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprint(slow, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n") // and never the end of the headers
+	t.Logf("half-sent headers: closed after %s (--web.read-header-timeout=1s)", closedWithin(t, slow, 20*time.Second).Round(time.Millisecond))
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprint(idle, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("keep-alive request: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	t.Logf("idle keep-alive connection: closed after %s (--web.idle-timeout=1s)", closedWithin(t, idle, 20*time.Second).Round(time.Millisecond))
+
+	resp, err = http.Get(base + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without --web.enable-pprof: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestServeMaxConnections: with --web.max-connections=3 and three
+// connections open, a fourth client is not served until one closes.
+func TestServeMaxConnections(t *testing.T) {
+	bin := testproc.BuildBinary(t, ".")
+	flags := storageFlags(t)
+	createTestTables(t, bin, flags)
+	_, base := startServe(t, bin, append([]string{"--web.max-connections=3", "--web.enable-pprof"}, flags...)...)
+	resp, err := http.Get(base + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/debug/pprof/ with --web.enable-pprof: %d", resp.StatusCode)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond) // the server sees the close
+	addr := strings.TrimPrefix(base, "http://")
+	var held []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := client.Get(base + "/-/healthy"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a fourth connection was served (%d) while three were open", resp.StatusCode)
+	} else {
+		t.Logf("fourth client while three connections are open: %v", err)
+	}
+	held[0].Close()
+	client.Timeout = 20 * time.Second
+	start := time.Now()
+	resp, err = client.Get(base + "/-/healthy")
+	if err != nil {
+		t.Fatalf("after one of the three closed: %v", err)
+	}
+	resp.Body.Close()
+	t.Logf("after one of the three closed: %d in %s", resp.StatusCode, time.Since(start).Round(time.Millisecond))
+}
