@@ -149,6 +149,7 @@ func (w *Writer) Write(ctx context.Context, entries []Entry) error {
 func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 	var todo [][]byte // TSUIDs
 	var keys []string
+	var fresh []bool // no row can exist: a UID of it is new
 	dup := map[string]bool{}
 	for _, e := range entries {
 		if !e.Series.NewToIndex() {
@@ -162,6 +163,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 		dup[k] = true
 		todo = append(todo, tsuid)
 		keys = append(keys, k)
+		fresh = append(fresh, e.Series.Fresh())
 	}
 	if len(todo) == 0 {
 		return nil
@@ -183,6 +185,9 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 				i := int(next.Add(1)) - 1
 				if i >= len(todo) {
 					return
+				}
+				if fresh[i] {
+					continue
 				}
 				row, err := w.st.Get(ctx, w.opts.MetaTable, todo[i], mapping.TSMetaFamily)
 				if err != nil {

@@ -106,7 +106,10 @@ func (s Series) TSUID() []byte {
 // in this process (0: never). Series made by the Mapper carry one; the
 // write path checks it per row, so a series already indexed for the day
 // costs one atomic load.
-type indexMark struct{ day atomic.Uint32 }
+type indexMark struct {
+	day   atomic.Uint32
+	fresh bool // a UID of the series was assigned when it was resolved
+}
 
 // IndexedFor reports whether s was indexed for day by this process (the
 // last day it was; false for a Series the Mapper did not make).
@@ -116,6 +119,11 @@ func (s Series) IndexedFor(day uint32) bool {
 
 // NewToIndex reports whether s was never indexed by this process.
 func (s Series) NewToIndex() bool { return s.mark == nil || s.mark.day.Load() == 0 }
+
+// Fresh reports whether one of the series' UIDs was assigned by this
+// process when it resolved the series: no stored row (its TSMeta row
+// included) can name the series yet.
+func (s Series) Fresh() bool { return s.mark != nil && s.mark.fresh }
 
 // SetIndexedFor records that s was indexed for day.
 func (s Series) SetIndexedFor(day uint32) {

@@ -201,25 +201,31 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	pair := m.layout.TagKWidth + m.layout.TagVWidth
 	var s Series
 	var metricName []byte
+	fresh := false // a UID of the series was assigned just now
+	uid := func(kind Kind, name []byte) ([]byte, error) {
+		u, created, err := m.uids.GetOrCreateNew(ctx, kind, name)
+		fresh = fresh || created
+		return u, err
+	}
 	tags := make([]byte, 0, len(lbls)*pair)
 	for _, l := range lbls {
 		if string(l.Name) == MetricLabel {
 			metricName = l.Value
-			uid, err := m.uids.GetOrCreate(ctx, KindMetric, l.Value)
+			u, err := uid(KindMetric, l.Value)
 			if err != nil {
 				return Series{}, err
 			}
-			s.Metric = uid
+			s.Metric = u
 			continue
 		}
 		if len(l.Value) == 0 {
 			continue // an empty label is an absent label
 		}
-		k, err := m.uids.GetOrCreate(ctx, KindTagK, l.Name)
+		k, err := uid(KindTagK, l.Name)
 		if err != nil {
 			return Series{}, err
 		}
-		v, err := m.uids.GetOrCreate(ctx, KindTagV, l.Value)
+		v, err := uid(KindTagV, l.Value)
 		if err != nil {
 			return Series{}, err
 		}
@@ -229,11 +235,11 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 		// OpenTSDB's tools need at least one tag pair in a row key (its
 		// fsck dies on a row without): a series with no label but its
 		// name carries the reserved tag __name__=<metric>.
-		k, err := m.uids.GetOrCreate(ctx, KindTagK, []byte(MetricLabel))
+		k, err := uid(KindTagK, []byte(MetricLabel))
 		if err != nil {
 			return Series{}, err
 		}
-		v, err := m.uids.GetOrCreate(ctx, KindTagV, metricName)
+		v, err := uid(KindTagV, metricName)
 		if err != nil {
 			return Series{}, err
 		}
@@ -249,7 +255,7 @@ func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
 	if m.layout.SaltWidth > 0 {
 		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 	}
-	s.mark = &indexMark{}
+	s.mark = &indexMark{fresh: fresh}
 	return s, nil
 }
 

@@ -131,9 +131,10 @@ type inflightKey struct {
 }
 
 type inflightCall struct {
-	done chan struct{}
-	uid  []byte
-	err  error
+	done    chan struct{}
+	uid     []byte
+	created bool // this process assigned uid
+	err     error
 }
 
 // UIDOptions configure UIDs.
@@ -270,9 +271,17 @@ func (u *UIDs) lookup(ctx context.Context, kind Kind, name string) ([]byte, erro
 
 // GetOrCreate returns the UID of name, assigning a new one when it has none.
 func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte, error) {
+	uid, _, err := u.GetOrCreateNew(ctx, kind, name)
+	return uid, err
+}
+
+// GetOrCreateNew is GetOrCreate that also reports whether the UID was
+// assigned by this call (or a concurrent one of this process it waited
+// for): then nothing stored before names it.
+func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]byte, bool, error) {
 	if uid, ok := u.fwd[kind].get(name); ok {
 		u.hits.WithLabelValues(kind.String(), "forward").Inc()
-		return uid, nil
+		return uid, false, nil
 	}
 	u.misses.WithLabelValues(kind.String(), "forward").Inc()
 	key := inflightKey{kind, string(name)}
@@ -281,16 +290,16 @@ func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte,
 		u.mu.Unlock()
 		select {
 		case <-c.done:
-			return c.uid, c.err
+			return c.uid, c.created, c.err
 		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for uid of %s %q: %w", kind, name, ctx.Err())
+			return nil, false, fmt.Errorf("wait for uid of %s %q: %w", kind, name, ctx.Err())
 		}
 	}
 	c := &inflightCall{done: make(chan struct{})}
 	u.inflight[key] = c
 	u.mu.Unlock()
 
-	c.uid, c.err = u.getOrCreate(ctx, kind, key.name)
+	c.uid, c.created, c.err = u.getOrCreate(ctx, kind, key.name)
 	if c.err == nil {
 		u.remember(kind, key.name, c.uid)
 	}
@@ -298,7 +307,7 @@ func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte,
 	delete(u.inflight, key)
 	u.mu.Unlock()
 	close(c.done)
-	return c.uid, c.err
+	return c.uid, c.created, c.err
 }
 
 func (u *UIDs) remember(kind Kind, name string, uid []byte) {
@@ -338,9 +347,9 @@ func (u *UIDs) readForward(ctx context.Context, kind Kind, stored string) ([]byt
 
 const maxAssignAttempts = 3
 
-func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte, error) {
+func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte, bool, error) {
 	if uid, err := u.lookup(ctx, kind, name); err != nil || uid != nil {
-		return uid, err
+		return uid, false, err
 	}
 	stored, _ := storedName(name)
 	width := u.widths[kind]
@@ -348,11 +357,11 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 	for range maxAssignAttempts {
 		id, err := u.st.Increment(ctx, u.table, maxIDRow, uidFamilyID, q, 1)
 		if err != nil {
-			return nil, fmt.Errorf("allocate uid for %s %q: %w", kind, name, err)
+			return nil, false, fmt.Errorf("allocate uid for %s %q: %w", kind, name, err)
 		}
 		u.noteCounter(kind, id)
 		if id <= 0 || (width < 8 && id >= int64(1)<<(8*width)) {
-			return nil, fmt.Errorf("all %d-byte uids of kind %s are assigned (counter at %d), cannot assign %q: %w", width, kind, id, name, ErrUIDExhausted)
+			return nil, false, fmt.Errorf("all %d-byte uids of kind %s are assigned (counter at %d), cannot assign %q: %w", width, kind, id, name, ErrUIDExhausted)
 		}
 		uid := make([]byte, width)
 		var full [8]byte
@@ -363,7 +372,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 			Family: []byte(uidFamilyName), Qualifier: []byte(q), Value: []byte(stored),
 		}}}, uidFamilyName, q, nil)
 		if err != nil {
-			return nil, fmt.Errorf("write reverse mapping %x -> %s %q: %w", uid, kind, name, err)
+			return nil, false, fmt.Errorf("write reverse mapping %x -> %s %q: %w", uid, kind, name, err)
 		}
 		if !ok {
 			// The counter and the reverse rows disagree (a uid written by
@@ -374,23 +383,23 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 			Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: uid,
 		}}}, uidFamilyID, q, nil)
 		if err != nil {
-			return nil, fmt.Errorf("write forward mapping %s %q -> %x: %w", kind, name, uid, err)
+			return nil, false, fmt.Errorf("write forward mapping %s %q -> %x: %w", kind, name, uid, err)
 		}
 		if ok {
 			u.assigned.WithLabelValues(kind.String()).Inc()
-			return uid, nil
+			return uid, true, nil
 		}
 		// Another writer won the race: use its uid.
 		winner, err := u.readForward(ctx, kind, stored)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if winner == nil {
-			return nil, fmt.Errorf("forward mapping of %s %q lost a race but is absent", kind, name)
+			return nil, false, fmt.Errorf("forward mapping of %s %q lost a race but is absent", kind, name)
 		}
-		return winner, nil
+		return winner, false, nil
 	}
-	return nil, fmt.Errorf("assign uid for %s %q: reverse rows taken after %d attempts; run a uid fsck", kind, name, maxAssignAttempts)
+	return nil, false, fmt.Errorf("assign uid for %s %q: reverse rows taken after %d attempts; run a uid fsck", kind, name, maxAssignAttempts)
 }
 
 // Name returns the name of uid.

@@ -189,13 +189,7 @@ func TestResolveLabels(t *testing.T) {
 	u := newTestUIDs(t, st, DefaultLayout())
 	m := NewMapper(u, DefaultLayout(), 0)
 	ctx := context.Background()
-	lbl := func(kv ...string) []Label {
-		var out []Label
-		for i := 0; i < len(kv); i += 2 {
-			out = append(out, Label{Name: []byte(kv[i]), Value: []byte(kv[i+1])})
-		}
-		return out
-	}
+	lbl := testLabels
 	for _, tc := range []struct {
 		name    string
 		lbls    []Label
@@ -274,4 +268,46 @@ func TestUIDFsck(t *testing.T) {
 	if len(rep.Orphans) != 1 || !strings.Contains(rep.Orphans[0], `000007 -> "lost"`) {
 		t.Errorf("orphans = %q", rep.Orphans)
 	}
+}
+
+// TestFreshSeries: a series is Fresh when resolving it assigned one of its
+// UIDs, in this process or another's cache (a second Mapper over the same
+// UIDs, or new UIDs over the same table) not.
+func TestFreshSeries(t *testing.T) {
+	ctx := context.Background()
+	st := openUIDStore(t)
+	layout := DefaultLayout()
+	u := newTestUIDs(t, st, layout)
+	lbls := testLabels
+	for _, tc := range []struct {
+		name  string
+		uids  *UIDs
+		lbls  []Label
+		fresh bool
+	}{
+		{"all new", u, lbls("__name__", "up", "job", "a"), true},
+		{"same labels, new mapper", u, lbls("__name__", "up", "job", "a"), false},
+		{"one new value", u, lbls("__name__", "up", "job", "b"), true},
+		{"known names, another process", newTestUIDs(t, st, layout), lbls("__name__", "up", "job", "b"), false},
+		{"label-less, new reserved tag", u, lbls("__name__", "bare"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewMapper(tc.uids, layout, 10).Resolve(ctx, []byte(tc.name), tc.lbls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Fresh() != tc.fresh {
+				t.Errorf("Fresh() = %v, want %v", s.Fresh(), tc.fresh)
+			}
+		})
+	}
+}
+
+// testLabels makes labels of name, value, name, value, ...
+func testLabels(kv ...string) []Label {
+	var out []Label
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, Label{Name: []byte(kv[i]), Value: []byte(kv[i+1])})
+	}
+	return out
 }
