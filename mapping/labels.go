@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -98,7 +99,43 @@ func NewMapper(uids *UIDs, layout Layout, cacheSize int) *Mapper {
 	if cacheSize <= 0 {
 		cacheSize = 1 << 20
 	}
-	return &Mapper{uids: uids, layout: layout, series: newGenCache[Series](cacheSize), labels: newGenCache[labels.Labels](cacheSize)}
+	return &Mapper{uids: uids, layout: layout,
+		series: newGenCache(cacheSize, func(_ string, s Series) int { return len(s.Metric) + len(s.Tags) + seriesOverhead }),
+		labels: newGenCache(cacheSize, func(_ string, l labels.Labels) int { return labelsBytes(l) }),
+	}
+}
+
+// seriesOverhead approximates a cached Series' memory beyond its UIDs: the
+// struct and its index mark.
+const seriesOverhead = 96
+
+// labelsBytes approximates the memory of a label set.
+func labelsBytes(l labels.Labels) int {
+	n := 16
+	l.Range(func(l labels.Label) { n += len(l.Name) + len(l.Value) + 2 })
+	return n
+}
+
+// SetCacheBytes bounds the memory of the series cache (the write path's
+// label set -> row key template) and of the label cache (the read path's
+// row key -> label set); 0 bounds a cache by entries only. Call it before
+// the Mapper is used.
+func (m *Mapper) SetCacheBytes(series, labels int) {
+	m.series.setMaxBytes(series)
+	m.labels.setMaxBytes(labels)
+}
+
+// Collector exports the Mapper's caches and its UIDs':
+// promhbase_cache_{bytes,entries,max_bytes,hits_total,misses_total} by
+// cache ("series", "series_labels", "uid_forward_<kind>",
+// "uid_reverse_<kind>").
+func (m *Mapper) Collector() prometheus.Collector {
+	caches := map[string]cacheStats{"series": m.series, "series_labels": m.labels}
+	for k := range numKinds {
+		caches["uid_forward_"+k.String()] = m.uids.fwd[k]
+		caches["uid_reverse_"+k.String()] = m.uids.rev[k]
+	}
+	return newCacheCollector(caches)
 }
 
 // Layout returns the byte layout in use.
@@ -115,8 +152,9 @@ func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 // Release must be called before Resolve (which may write the cache) and at
 // the end of the batch.
 type SeriesCacheReader struct {
-	c      *genCache[Series]
-	locked bool
+	c            *genCache[Series]
+	locked       bool
+	hits, misses uint64 // counted here, added to the cache's on Release
 }
 
 // CacheReader returns a reader of the series cache.
@@ -128,7 +166,13 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 		r.c.mu.RLock()
 		r.locked = true
 	}
-	return r.c.getLocked(key)
+	s, ok := r.c.getLocked(key)
+	if ok {
+		r.hits++
+	} else {
+		r.misses++
+	}
+	return s, ok
 }
 
 // Release drops the read lock, if held.
@@ -136,6 +180,11 @@ func (r *SeriesCacheReader) Release() {
 	if r.locked {
 		r.c.mu.RUnlock()
 		r.locked = false
+	}
+	if r.hits > 0 || r.misses > 0 {
+		r.c.hits.Add(r.hits)
+		r.c.misses.Add(r.misses)
+		r.hits, r.misses = 0, 0
 	}
 }
 

@@ -45,7 +45,7 @@ func NewMetas(uids *UIDs, cacheSize int) *Metas {
 	if cacheSize <= 0 {
 		cacheSize = 1 << 16
 	}
-	return &Metas{uids: uids, seen: newGenCache[Metadata](cacheSize), clock: time.Now}
+	return &Metas{uids: uids, seen: newGenCache(cacheSize, func(_ string, md Metadata) int { return len(md.Type) + len(md.Help) + len(md.Unit) }), clock: time.Now}
 }
 
 // Known reports whether md is what is stored for metric, from the cache

@@ -141,8 +141,12 @@ type inflightCall struct {
 type UIDOptions struct {
 	// Table is the UID table, "tsdb-uid" by default.
 	Table string
-	// CacheSize bounds each cache direction of each kind.
+	// CacheSize bounds each cache direction of each kind, in entries per
+	// generation.
 	CacheSize int
+	// CacheBytes bounds the memory of the six UID caches together (split
+	// evenly); 0 bounds them by CacheSize only.
+	CacheBytes int
 	// Registerer receives the cache, assignment and headroom metrics; nil
 	// skips them.
 	Registerer prometheus.Registerer
@@ -179,8 +183,14 @@ func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
 	}
 	u.headroom.logger = opts.Logger
 	for k := range numKinds {
-		u.fwd[k] = newGenCache[[]byte](opts.CacheSize)
-		u.rev[k] = newGenCache[string](opts.CacheSize)
+		u.fwd[k] = newGenCache(opts.CacheSize, func(_ string, v []byte) int { return len(v) })
+		u.rev[k] = newGenCache(opts.CacheSize, func(_ string, v string) int { return len(v) })
+	}
+	for k := range numKinds {
+		if opts.CacheBytes > 0 {
+			u.fwd[k].setMaxBytes(opts.CacheBytes / (2 * int(numKinds)))
+			u.rev[k].setMaxBytes(opts.CacheBytes / (2 * int(numKinds)))
+		}
 	}
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{u.hits, u.misses, u.assigned, u.headroomCollector()} {
@@ -424,15 +434,33 @@ func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) 
 }
 
 // genCache is a bounded map: two generations, the older dropped when the
-// newer fills up. A hit in the older generation is promoted.
+// newer fills up (max entries, or half of maxBytes by size's count), so it
+// holds at most 2×max entries and about maxBytes bytes. A hit in the older
+// generation is promoted.
 type genCache[V any] struct {
-	mu       sync.RWMutex
-	cur, old map[string]V
-	max      int
+	mu                 sync.RWMutex
+	cur, old           map[string]V
+	max                int
+	maxBytes           int // 0: entries only
+	size               func(k string, v V) int
+	curBytes, oldBytes int
+	hits, misses       atomic.Uint64
 }
 
-func newGenCache[V any](max int) *genCache[V] {
-	return &genCache[V]{cur: map[string]V{}, old: map[string]V{}, max: max}
+// cacheEntryOverhead approximates what a map entry costs beyond the bytes
+// of its key and value: the string and slice headers, the bucket slot and
+// the allocation rounding.
+const cacheEntryOverhead = 64
+
+func newGenCache[V any](max int, size func(k string, v V) int) *genCache[V] {
+	return &genCache[V]{cur: map[string]V{}, old: map[string]V{}, max: max, size: size}
+}
+
+// setMaxBytes bounds the cache's memory (0: entries only).
+func (c *genCache[V]) setMaxBytes(n int) {
+	c.mu.Lock()
+	c.maxBytes = n
+	c.mu.Unlock()
 }
 
 func (c *genCache[V]) get(k []byte) (V, bool) {
@@ -440,17 +468,22 @@ func (c *genCache[V]) get(k []byte) (V, bool) {
 	v, ok := c.cur[string(k)]
 	if ok {
 		c.mu.RUnlock()
+		c.hits.Add(1)
 		return v, true
 	}
 	v, ok = c.old[string(k)]
 	c.mu.RUnlock()
 	if ok {
+		c.hits.Add(1)
 		c.put(string(k), v)
+	} else {
+		c.misses.Add(1)
 	}
 	return v, ok
 }
 
-// getLocked looks k up with c.mu held for reading; it does not promote.
+// getLocked looks k up with c.mu held for reading; it does not promote
+// and does not count (the caller counts, see SeriesCacheReader).
 func (c *genCache[V]) getLocked(k []byte) (V, bool) {
 	if v, ok := c.cur[string(k)]; ok {
 		return v, true
@@ -460,10 +493,17 @@ func (c *genCache[V]) getLocked(k []byte) (V, bool) {
 }
 
 func (c *genCache[V]) put(k string, v V) {
+	n := len(k) + cacheEntryOverhead
+	if c.size != nil {
+		n += c.size(k, v)
+	}
 	c.mu.Lock()
-	if len(c.cur) >= c.max {
-		c.old = c.cur
-		c.cur = make(map[string]V, c.max/4)
+	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
+		c.old, c.oldBytes = c.cur, c.curBytes
+		c.cur, c.curBytes = make(map[string]V, min(c.max, len(c.old))/4), 0
+	}
+	if _, ok := c.cur[k]; !ok {
+		c.curBytes += n
 	}
 	c.cur[k] = v
 	c.mu.Unlock()
@@ -473,4 +513,54 @@ func (c *genCache[V]) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.cur) + len(c.old)
+}
+
+// stats returns the entries, approximate bytes and byte budget.
+func (c *genCache[V]) stats() (entries, bytes, maxBytes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.cur) + len(c.old), c.curBytes + c.oldBytes, c.maxBytes
+}
+
+// cacheCollector exports caches' sizes and hit counts, by cache name.
+type cacheCollector struct {
+	caches                            map[string]cacheStats
+	bytes, entries, max, hits, misses *prometheus.Desc
+}
+
+// cacheStats is what cacheCollector reads of a genCache.
+type cacheStats interface {
+	stats() (entries, bytes, maxBytes int)
+	counts() (hits, misses uint64)
+}
+
+func (c *genCache[V]) counts() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
+
+func newCacheCollector(caches map[string]cacheStats) *cacheCollector {
+	l := []string{"cache"}
+	return &cacheCollector{caches: caches,
+		bytes:   prometheus.NewDesc("promhbase_cache_bytes", "Approximate bytes held by a cache.", l, nil),
+		entries: prometheus.NewDesc("promhbase_cache_entries", "Entries held by a cache.", l, nil),
+		max:     prometheus.NewDesc("promhbase_cache_max_bytes", "Byte budget of a cache (0: bounded by entries only).", l, nil),
+		hits:    prometheus.NewDesc("promhbase_cache_hits_total", "Lookups a cache answered.", l, nil),
+		misses:  prometheus.NewDesc("promhbase_cache_misses_total", "Lookups a cache could not answer.", l, nil),
+	}
+}
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.bytes, c.entries, c.max, c.hits, c.misses} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, cs := range c.caches {
+		entries, bytes, maxBytes := cs.stats()
+		hits, misses := cs.counts()
+		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(bytes), name)
+		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(entries), name)
+		ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, float64(maxBytes), name)
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(hits), name)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(misses), name)
+	}
 }

@@ -172,16 +172,39 @@ func TestUIDExhaustion(t *testing.T) {
 }
 
 func TestGenCacheBounded(t *testing.T) {
-	c := newGenCache[int](10)
-	for i := range 1000 {
-		c.put(fmt.Sprint(i), i)
-	}
-	if n := c.len(); n > 20 {
-		t.Errorf("cache holds %d entries, want at most 20", n)
-	}
-	if v, ok := c.get([]byte("999")); !ok || v != 999 {
-		t.Errorf("newest entry: %d, %v", v, ok)
-	}
+	t.Run("entries", func(t *testing.T) {
+		c := newGenCache[int](10, nil)
+		for i := range 1000 {
+			c.put(fmt.Sprint(i), i)
+		}
+		if n := c.len(); n > 20 {
+			t.Errorf("cache holds %d entries, want at most 20", n)
+		}
+		if v, ok := c.get([]byte("999")); !ok || v != 999 {
+			t.Errorf("newest entry: %d, %v", v, ok)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		// Values of 1000 bytes, a budget of 64 KiB: about 30 entries.
+		c := newGenCache(1<<20, func(_ string, v []byte) int { return len(v) })
+		c.setMaxBytes(64 << 10)
+		for i := range 10000 {
+			c.put(fmt.Sprint(i), make([]byte, 1000))
+		}
+		entries, bytes, max := c.stats()
+		if bytes > max || entries > 64 || entries < 30 {
+			t.Errorf("%d entries, %d bytes, budget %d", entries, bytes, max)
+		}
+		if _, ok := c.get([]byte("9999")); !ok {
+			t.Error("newest entry gone")
+		}
+		if _, ok := c.get([]byte("0")); ok {
+			t.Error("oldest entry kept")
+		}
+		if h, m := c.counts(); h != 1 || m != 1 {
+			t.Errorf("hits %d misses %d, want 1 and 1", h, m)
+		}
+	})
 }
 
 func TestResolveLabels(t *testing.T) {
@@ -310,4 +333,37 @@ func testLabels(kv ...string) []Label {
 		out = append(out, Label{Name: []byte(kv[i]), Value: []byte(kv[i+1])})
 	}
 	return out
+}
+
+// TestCacheMetrics: the Mapper's collector reports every cache, and the
+// series cache's bytes grow with what it holds.
+func TestCacheMetrics(t *testing.T) {
+	st := openUIDStore(t)
+	m := NewMapper(newTestUIDs(t, st, DefaultLayout()), DefaultLayout(), 100)
+	m.SetCacheBytes(1<<20, 1<<20)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Collector())
+	if _, err := m.Resolve(context.Background(), []byte("k"), testLabels("__name__", "up", "job", "a")); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			v := mt.GetGauge().GetValue() + mt.GetCounter().GetValue()
+			got[mf.GetName()+"/"+mt.GetLabel()[0].GetValue()] = v
+		}
+	}
+	if len(got) != 5*8 {
+		t.Errorf("%d series of cache metrics, want 40 (5 metrics × 8 caches)", len(got))
+	}
+	if got["promhbase_cache_entries/series"] != 1 || got["promhbase_cache_bytes/series"] < 64 || got["promhbase_cache_max_bytes/series"] != 1<<20 {
+		t.Errorf("series cache metrics: %v", got)
+	}
+	if got["promhbase_cache_entries/uid_forward_tagv"] != 1 {
+		t.Errorf("uid cache metrics: %v", got)
+	}
 }

@@ -30,6 +30,7 @@ type config struct {
 	metaTable, indexTable string
 	layout                mapping.Layout
 	uidCacheSize          int
+	cacheBytes            int
 	logLevel              string
 	logFormat             string
 	hbase                 hbaseFlags
@@ -52,6 +53,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.uid.width.tagk", "Tag name UID width in bytes (tsd.storage.uid.width.tagk).").Default(fmt.Sprint(d.TagKWidth)).IntVar(&c.layout.TagKWidth)
 	app.Flag("storage.uid.width.tagv", "Tag value UID width in bytes (tsd.storage.uid.width.tagv).").Default(fmt.Sprint(d.TagVWidth)).IntVar(&c.layout.TagVWidth)
 	app.Flag("storage.uid.cache-size", "Entries kept per UID kind and direction, and per series cache generation.").Default("1000000").IntVar(&c.uidCacheSize)
+	app.Flag("storage.cache.max-bytes", "Memory of the caches together: 50 % for the series cache (write path, about 300 bytes per active series; keep it above the active series' need or writes resolve series again), 15 % for the label cache (read path), 35 % for the six UID caches. Each is also bounded by --storage.uid.cache-size entries. 0: entries only.").Default("1073741824").IntVar(&c.cacheBytes)
 	app.Flag("log.level", "Log level: debug, info, warn, error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").EnumVar(&c.logFormat, "logfmt", "json")
 	c.hbase.register(app)
@@ -98,12 +100,18 @@ func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (st
 	if err != nil {
 		return nil, nil, err
 	}
-	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, Registerer: reg, Logger: logger})
+	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
-	return st, mapping.NewMapper(uids, c.layout, c.uidCacheSize), nil
+	m := mapping.NewMapper(uids, c.layout, c.uidCacheSize)
+	m.SetCacheBytes(c.cacheBytes*50/100, c.cacheBytes*15/100)
+	if err := reg.Register(m.Collector()); err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("register cache metrics: %w", err)
+	}
+	return st, m, nil
 }
 
 func cmdContext() (context.Context, context.CancelFunc) {
