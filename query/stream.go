@@ -108,7 +108,27 @@ func (s *selection) stream(ctx context.Context, groups [][]store.ScanRequest, em
 	}()
 	cancel(err)
 	wg.Wait()
+	for _, g := range gs {
+		g.release()
+	}
 	return err
+}
+
+// release gives back what the group's scans hold, when the group was not
+// collected (the stream ended early).
+func (g *scanGroup) release() {
+	for _, sub := range g.subs {
+		if sub == nil {
+			continue
+		}
+		sub.budget.Release(sub.keyBytes)
+		for _, ser := range sub.series {
+			if ser != nil {
+				sub.budget.Release(ser.charged)
+			}
+		}
+	}
+	g.subs = nil
 }
 
 // collect returns the series of a group's scans that have samples, sorted

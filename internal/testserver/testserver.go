@@ -30,6 +30,10 @@ type Options struct {
 	ColdReads bool
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
+	// MaxSamples and MaxBytes are the query limits (query.Options); 0
+	// means query's defaults.
+	MaxSamples int
+	MaxBytes   int64
 }
 
 // Server is a running in-process promhbase.
@@ -68,6 +72,7 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	}
 	w.SetMetadata(mapping.NewMetas(uids, 0))
 	qopts.ExemplarTable = tables.Exemplar
+	qopts.MaxSamples, qopts.MaxBytes = opts.MaxSamples, opts.MaxBytes
 	q := query.New(st, readMapper, qopts)
 	h, err := adapter.New(w, q, opts.Adapter, reg, logger)
 	if err != nil {
