@@ -169,49 +169,48 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 			return fmt.Errorf("query %d: %w", i, err)
 		}
 	}
-	// Two passes over the series: sizes first, so that the answer is
-	// allocated once at its exact size, then the bytes.
+	// One pass: each series is encoded once, straight into the answer.
+	// A QueryResult's length prefix is known only after its series, so
+	// 6 bytes are kept for tag and length and the series moved up to the
+	// prefix's actual size afterwards.
+	ab := &answerBuf{b: b}
+	defer ab.release()
+	if err := ab.grow(estimateSamplesAnswer(results)); err != nil {
+		return err
+	}
 	var ts prompb.TimeSeries
-	sizes := make([][]int, len(results))
-	qsizes := make([]int, len(results))
-	total := 0
-	for i, series := range results {
-		sizes[i] = make([]int, len(series))
+	for _, series := range results {
+		if err := ab.grow(6); err != nil {
+			return err
+		}
+		hdr := len(ab.data)
+		ab.data = append(ab.data, 0x0a, 0, 0, 0, 0, 0) // ReadResponse.results, field 1
 		for j, cs := range series {
 			if err := toTimeSeries(cs, &ts); err != nil {
 				return err
 			}
 			n := ts.Size()
-			sizes[i][j] = n
-			qsizes[i] += 1 + uvarintLen(uint64(n)) + n
-		}
-		total += 1 + uvarintLen(uint64(qsizes[i])) + qsizes[i]
-	}
-	if err := b.Reserve(int64(total)); err != nil {
-		return fmt.Errorf("samples answer of %d bytes: %w", total, err)
-	}
-	defer b.Release(int64(total))
-	data := make([]byte, 0, total)
-	for i, series := range results {
-		data = append(data, 0x0a) // ReadResponse.results, field 1
-		data = binary.AppendUvarint(data, uint64(qsizes[i]))
-		for j, cs := range series {
-			if err := toTimeSeries(cs, &ts); err != nil {
+			if err := ab.grow(1 + uvarintLen(uint64(n)) + n); err != nil {
 				return err
 			}
-			n := sizes[i][j]
-			data = append(data, 0x0a) // QueryResult.timeseries, field 1
-			data = binary.AppendUvarint(data, uint64(n))
-			if _, err := ts.MarshalToSizedBuffer(data[len(data) : len(data)+n]); err != nil {
+			ab.data = append(ab.data, 0x0a) // QueryResult.timeseries, field 1
+			ab.data = binary.AppendUvarint(ab.data, uint64(n))
+			l := len(ab.data)
+			if _, err := ts.MarshalToSizedBuffer(ab.data[l : l+n]); err != nil {
 				return fmt.Errorf("marshal series %s: %w", cs.Labels, err)
 			}
-			data = data[:len(data)+n]
+			ab.data = ab.data[:l+n]
 			h.readSamples.Add(float64(cs.Samples))
 			b.Release(cs.Bytes)
 			series[j] = nil
 		}
 		h.readSeries.Add(float64(len(series)))
+		qlen := len(ab.data) - hdr - 6
+		prefix := binary.AppendUvarint(ab.data[hdr:hdr+1], uint64(qlen))
+		copy(ab.data[hdr+len(prefix):], ab.data[hdr+6:])
+		ab.data = ab.data[:len(ab.data)-(6-len(prefix))]
 	}
+	data := ab.data
 	enc := snappy.MaxEncodedLen(len(data))
 	if err := b.Reserve(int64(enc)); err != nil {
 		return fmt.Errorf("snappy block of a %d-byte samples answer: %w", len(data), err)
@@ -219,10 +218,63 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 	defer b.Release(int64(enc))
 	comp := snappy.Encode(make([]byte, enc), data)
 	data = nil
+	ab.release()
 	w.Header().Set("Content-Type", contentTypeSamples)
 	w.Header().Set("Content-Encoding", "snappy")
 	_, err := w.Write(comp)
 	return err
+}
+
+// answerBuf is a SAMPLES answer being built: its capacity is charged to
+// the request's budget before it is allocated.
+type answerBuf struct {
+	b       *query.Budget
+	data    []byte
+	charged int64
+}
+
+// grow makes room for n more bytes: at least doubling, the new buffer
+// charged while the old one is still held.
+func (a *answerBuf) grow(n int) error {
+	if len(a.data)+n <= cap(a.data) {
+		return nil
+	}
+	c := max(2*cap(a.data), len(a.data)+n)
+	if err := a.b.Reserve(int64(c)); err != nil {
+		return fmt.Errorf("samples answer of %d bytes and more: %w", len(a.data)+n, err)
+	}
+	d := make([]byte, len(a.data), c)
+	copy(d, a.data)
+	a.b.Release(a.charged)
+	a.data, a.charged = d, int64(c)
+	return nil
+}
+
+// release drops the buffer and gives its bytes back.
+func (a *answerBuf) release() {
+	a.b.Release(a.charged)
+	a.data, a.charged = nil, 0
+}
+
+// estimateSamplesAnswer is about the size of the SAMPLES answer of
+// results (18 to 20 bytes per float sample, several times the chunk bytes
+// of histograms), so that the answer rarely needs to grow.
+func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
+	n := 0
+	for _, series := range results {
+		n += 6
+		for _, cs := range series {
+			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6
+			for _, c := range cs.Chunks {
+				if c.Enc == chunkenc.EncXOR {
+					n += 20 * int(binary.BigEndian.Uint16(c.Data))
+				} else {
+					n += 4 * len(c.Data)
+				}
+			}
+		}
+	}
+	return n
 }
 
 // toTimeSeries decodes cs into ts (its slices reused). In a series with
