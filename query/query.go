@@ -22,6 +22,7 @@ package query
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -119,6 +120,9 @@ type Querier struct {
 	names     []string
 	namesRead time.Time
 	namesGen  uint64 // the UIDs' metric generation when names was read
+
+	early     bool      // a tag name sorts before __name__ (see earlyTagNames)
+	earlyRead time.Time // when early was read; zero: never
 }
 
 // New returns a Querier over st.
@@ -202,7 +206,69 @@ func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, match
 			groups = append(groups, reqs)
 		}
 	}
+	if len(groups) > 1 {
+		early, err := q.earlyTagNames(ctx)
+		if err != nil {
+			return err
+		}
+		if early {
+			// Series do not come metric by metric: one group, sorted whole.
+			groups = [][]store.ScanRequest{slices.Concat(groups...)}
+		}
+	}
 	return sel.stream(ctx, groups, emit)
+}
+
+// earlyTagNames reports whether a tag name of the UID table sorts before
+// __name__ (an upper-case name, or "__a"...): a series that has one sorts
+// before every series whose first label is __name__, so a query's series
+// are then not in label order metric by metric. The tag names' UIDs run
+// from 1 to the tagk counter: their reverse rows are read (with those of
+// the other kinds' UIDs in that range, as many at most), and the answer is
+// reused for MetricNamesTTL.
+func (q *Querier) earlyTagNames(ctx context.Context) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.earlyRead.IsZero() && time.Since(q.earlyRead) < q.opts.MetricNamesTTL {
+		return q.early, nil
+	}
+	var maxID uint64
+	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: []byte{0}, Stop: []byte{0, 0}, Family: "id"})
+	for sc.Next() {
+		for _, c := range sc.Row().Cells {
+			if string(c.Qualifier) == mapping.KindTagK.Qualifier() && len(c.Value) == 8 {
+				maxID = binary.BigEndian.Uint64(c.Value)
+			}
+		}
+	}
+	err := sc.Err()
+	sc.Close()
+	if err != nil {
+		return false, fmt.Errorf("read the uid counters of %s: %w", q.opts.UIDTable, err)
+	}
+	early := false
+	if w := q.mapper.UIDs().Width(mapping.KindTagK); maxID > 0 {
+		var full [8]byte
+		binary.BigEndian.PutUint64(full[:], 1)
+		start := bytes.Clone(full[8-w:])
+		binary.BigEndian.PutUint64(full[:], maxID)
+		stop := append(bytes.Clone(full[8-w:]), 0) // just after maxID's row
+		sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: start, Stop: stop, Family: "name"})
+		for sc.Next() && !early {
+			for _, c := range sc.Row().Cells {
+				if string(c.Qualifier) == mapping.KindTagK.Qualifier() && mapping.NameFromStored(c.Value) < labels.MetricName {
+					early = true
+				}
+			}
+		}
+		err := sc.Err()
+		sc.Close()
+		if err != nil {
+			return false, fmt.Errorf("list the tag names of %s: %w", q.opts.UIDTable, err)
+		}
+	}
+	q.early, q.earlyRead = early, time.Now()
+	return early, nil
 }
 
 // SelectLabels returns the label sets of the series that the matchers

@@ -28,9 +28,8 @@ type scanGroup struct {
 // on the series of each group, sorted by labels, once all its scans are
 // done. Metric by metric is label order: labels are sorted by name, and
 // every stored series has __name__, which sorts before every lower-case
-// label name; a series with a label name that sorts before __name__
-// (upper case, or "__a"...) comes first within its metric, not before the
-// other metrics' series. Scans of later groups run ahead meanwhile, within
+// label name (Stream makes one group of all when a tag name sorts before
+// __name__, see earlyTagNames). Scans of later groups run ahead meanwhile, within
 // half the budget (see Budget.reserve). The first error cancels the rest;
 // stream returns after every scan has ended.
 func (s *selection) stream(ctx context.Context, groups [][]store.ScanRequest, emit func(*ChunkSeries) error) error {

@@ -248,3 +248,35 @@ func BenchmarkReadStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
+
+// TestStreamEarlyLabelName: with a tag name that sorts before __name__
+// (upper case), the series of several metrics still come in label order:
+// those with the tag before all others.
+func TestStreamEarlyLabelName(t *testing.T) {
+	q, m, st := newQuerier(t)
+	one := func(i int) float64 { return 1 }
+	writeSeries(t, m, st, t0, 3, one, "__name__", "a_metric", "job", "x")
+	writeSeries(t, m, st, t0, 3, one, "__name__", "b_metric", "job", "x")
+	job := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "x")}
+	stream := func() []string {
+		t.Helper()
+		var got []string
+		err := q.Stream(context.Background(), q.NewBudget(), t0, t0+1<<40, job, func(cs *ChunkSeries) error {
+			got = append(got, cs.Labels.String())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := fmt.Sprint(stream()); got != `[{__name__="a_metric", job="x"} {__name__="b_metric", job="x"}]` {
+		t.Errorf("lower-case names: %s", got)
+	}
+	writeSeries(t, m, st, t0, 3, one, "__name__", "b_metric", "Zone", "eu", "job", "x")
+	q.opts.MetricNamesTTL = time.Nanosecond // see the new tag name at once
+	want := `[{Zone="eu", __name__="b_metric", job="x"} {__name__="a_metric", job="x"} {__name__="b_metric", job="x"}]`
+	if got := fmt.Sprint(stream()); got != want {
+		t.Errorf("with Zone:\n%s\nwant\n%s", got, want)
+	}
+}
