@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/gogo/protobuf/proto"
@@ -32,10 +33,16 @@ func BenchmarkReadFloats(b *testing.B) {
 			batch = batch[:0]
 		}
 	}
+	benchRead(b, h, t0, t0+2*3_600_000, "bench_gauge", nSeries*nSamples, "samples/s")
+}
+
+// benchRead reads metric name over [start, end] through h, SAMPLES and
+// streamed, reporting n samples per read as unit.
+func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n int, unit string) {
 	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
 		b.Run(rt.String(), func(b *testing.B) {
-			rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0, EndTimestampMs: t0 + 2*3_600_000,
-				Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "bench_gauge"}}}},
+			rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: start, EndTimestampMs: end,
+				Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: name}}}},
 				AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{rt}}
 			data, _ := proto.Marshal(rr)
 			body := snappy.Encode(nil, data)
@@ -45,7 +52,7 @@ func BenchmarkReadFloats(b *testing.B) {
 					b.Fatalf("read: %d %s", rec.Code, rec.Body)
 				}
 			}
-			b.ReportMetric(float64(nSeries*nSamples*b.N)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit)
 		})
 	}
 }
