@@ -20,7 +20,8 @@ import (
 // runRead sends o.concurrency streamed remote reads at once, each of the
 // matchers over the two days around now (every sample the writers wrote),
 // decodes every frame as Prometheus's client does and prints, per read,
-// the series, samples and time to the first frame and to the end.
+// the series, samples, bytes of chunk data and time to the first frame and
+// to the end.
 func runRead(o options) error {
 	var ms []*prompb.LabelMatcher
 	for _, m := range o.match {
@@ -76,7 +77,7 @@ func readOnce(url string, body []byte, i int) error {
 		return fmt.Errorf("read %d: status %d: %s", i, resp.StatusCode, msg)
 	}
 	cr := remote.NewChunkedReader(resp.Body, 1<<30, nil)
-	var series, samples int
+	var series, samples, chunkBytes int
 	var first time.Duration
 	for {
 		var msg prompb.ChunkedReadResponse
@@ -98,9 +99,10 @@ func readOnce(url string, body []byte, i int) error {
 					return fmt.Errorf("read %d: chunk: %w", i, err)
 				}
 				samples += ch.NumSamples()
+				chunkBytes += len(c.Data)
 			}
 		}
 	}
-	fmt.Printf("read=%d series=%d samples=%d first_frame=%s elapsed=%s\n", i, series, samples, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("read=%d series=%d samples=%d chunk_bytes=%d first_frame=%s elapsed=%s\n", i, series, samples, chunkBytes, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return nil
 }
