@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -290,7 +291,10 @@ type chunksIterator struct {
 	chunks []Chunk
 	idx    int               // the current chunk; -1 before the first
 	cur    chunkenc.Iterator // over chunks[idx]; nil before the first
-	pool   [4]chunkenc.Iterator
+	// Per encoding (XOR, histogram, float histogram; 0: any other), a
+	// chunk and an iterator reused from chunk to chunk.
+	chks [4]chunkenc.Chunk
+	pool [4]chunkenc.Iterator
 	vt     chunkenc.ValueType
 	err    error
 }
@@ -308,15 +312,20 @@ func (it *chunksIterator) nextChunk() bool {
 	it.idx++
 	c := it.chunks[it.idx]
 	enc := c.Enc
-	if int(enc) >= len(it.pool) {
+	if int(enc) >= len(it.pool) || enc == chunkenc.EncNone {
 		enc = 0
 	}
-	var err error
-	it.pool[enc], err = c.Iterator(it.pool[enc])
-	if err != nil {
-		it.err, it.cur = err, nil
-		return false
+	if ch := it.chks[enc]; ch != nil && ch.Encoding() == c.Enc {
+		ch.Reset(c.Data)
+	} else {
+		ch, err := chunkenc.FromData(c.Enc, c.Data)
+		if err != nil {
+			it.err, it.cur = fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err), nil
+			return false
+		}
+		it.chks[enc] = ch
 	}
+	it.pool[enc] = it.chks[enc].Iterator(it.pool[enc])
 	it.cur = it.pool[enc]
 	return true
 }
