@@ -295,8 +295,8 @@ type chunksIterator struct {
 	// chunk and an iterator reused from chunk to chunk.
 	chks [4]chunkenc.Chunk
 	pool [4]chunkenc.Iterator
-	vt     chunkenc.ValueType
-	err    error
+	vt   chunkenc.ValueType
+	err  error
 }
 
 func (it *chunksIterator) reset(chunks []Chunk) {
