@@ -346,6 +346,10 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 // freed.
 func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
 	rc := http.NewResponseController(w)
+	// The deadline of the last frame must not outlive the answer: the
+	// server sets its own for the connection's next request only when it
+	// has a write timeout.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	table := crc32.MakeTable(crc32.Castagnoli)
 	started := false
 	start := func() {
