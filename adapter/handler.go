@@ -72,6 +72,13 @@ type Options struct {
 	// remote_timeout of the senders (Prometheus's default is 30s). Zero
 	// means 25s.
 	WriteTimeout time.Duration
+	// MaxConcurrentReads bounds the remote-read requests that run at once
+	// (--storage.remote.read-concurrent-limit); further ones wait up to
+	// ReadWait for one to end, then get 503. Zero means 10.
+	MaxConcurrentReads int
+	// ReadWait is how long a remote read waits for a read slot; zero
+	// means 10s.
+	ReadWait time.Duration
 }
 
 // Handler serves promhbase's HTTP endpoints.
@@ -84,6 +91,8 @@ type Handler struct {
 	bufs   sync.Pool // *bodyBuf
 	slots  chan struct{}
 	counts countValues // values of the Written headers
+	// readSlots bounds the remote reads that run at once.
+	readSlots chan struct{}
 
 	requests                            *prometheus.CounterVec
 	duration                            *prometheus.HistogramVec
@@ -110,6 +119,12 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 	}
 	if opts.MaxConcurrentRequests <= 0 {
 		opts.MaxConcurrentRequests = 2*runtime.GOMAXPROCS(0) + 8
+	}
+	if opts.MaxConcurrentReads <= 0 {
+		opts.MaxConcurrentReads = 10
+	}
+	if opts.ReadWait <= 0 {
+		opts.ReadWait = 10 * time.Second
 	}
 	h := &Handler{
 		w: w, q: q, opts: opts, logger: logger,
@@ -154,6 +169,7 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 		}
 	}
 	h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
+	h.readSlots = make(chan struct{}, opts.MaxConcurrentReads)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.receive(h.serveWrite)))
 	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.receive(h.serveRead)))
@@ -183,7 +199,7 @@ func statusFor(err error) int {
 		return http.StatusMethodNotAllowed
 	case errors.As(err, &rate):
 		return http.StatusTooManyRequests
-	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples), errors.Is(err, limits.ErrTooManySeries):
+	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples), errors.Is(err, query.ErrTooManyBytes), errors.Is(err, limits.ErrTooManySeries):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
@@ -262,7 +278,9 @@ func (s *statusWriter) Flush() {
 
 // instrument wraps a handler that returns an error: the error becomes the
 // status code (statusFor) and a plain-text body, the request is counted,
-// timed and logged once.
+// timed and logged once. An error after the answer has begun (a streamed
+// read) cannot change its status: the connection is aborted instead, so
+// that the client sees an unfinished answer rather than a short one.
 func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -271,6 +289,7 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 			sw.stall = h.opts.ResponseWriteTimeout
 		}
 		err := fn(sw, r)
+		begun := sw.code != 0
 		if err != nil && sw.code == 0 {
 			code := statusFor(err)
 			var rate *limits.RateLimitError
@@ -293,8 +312,13 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 			h.logger.Debug("request", "handler", name, "code", sw.code, "duration", d)
 		case sw.code >= 500:
 			h.logger.Error("request failed", "handler", name, "code", sw.code, "duration", d, "err", err)
+		case begun:
+			h.logger.Error("request failed after its answer began", "handler", name, "code", sw.code, "duration", d, "err", err)
 		default:
 			h.logger.Warn("request rejected", "handler", name, "code", sw.code, "duration", d, "err", err)
+		}
+		if err != nil && begun {
+			panic(http.ErrAbortHandler)
 		}
 	}
 }

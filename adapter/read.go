@@ -1,12 +1,14 @@
 package adapter
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
@@ -25,10 +27,6 @@ const (
 	contentTypeSamples  = "application/x-protobuf"
 	contentTypeStreamed = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
 )
-
-// maxSamplesPerChunk is the number of samples per XOR chunk, as in
-// Prometheus's TSDB.
-const maxSamplesPerChunk = 120
 
 // negotiate picks the response type as Prometheus's own read handler does:
 // the first of the accepted types that the server supports, SAMPLES when
@@ -71,12 +69,28 @@ func toMatchers(ms []*prompb.LabelMatcher) ([]*labels.Matcher, error) {
 	return out, nil
 }
 
+// readQuery is one query of a remote-read request, its matchers
+// converted.
+type readQuery struct {
+	start, end int64
+	matchers   []*labels.Matcher
+}
+
+// serveRead answers a remote-read request. Its queries share one
+// query.Budget: --query.max-samples counts the samples of all of them, and
+// --query.max-bytes-per-query the bytes the request holds at once. At most
+// MaxConcurrentReads requests read at once.
 func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		return fmt.Errorf("%w: %s on /api/v1/read", errMethod, r.Method)
 	}
+	done, err := h.acquireRead(r.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
 	// A slot bounds the memory of decoding; the query itself is bounded
-	// by --query.max-samples and does not hold the slot.
+	// by its budget and does not hold the slot.
 	free, err := h.acquire(r.Context())
 	if err != nil {
 		return err
@@ -97,27 +111,39 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Run every query before answering, so that an error can still become a
-	// status code.
-	results := make([][]query.Series, len(req.Queries))
+	queries := make([]readQuery, len(req.Queries))
 	for i, q := range req.Queries {
 		ms, err := toMatchers(q.Matchers)
 		if err != nil {
 			return err
 		}
-		results[i], err = h.q.Select(r.Context(), q.StartTimestampMs, q.EndTimestampMs, ms...)
-		if err != nil {
-			return fmt.Errorf("query %d: %w", i, err)
-		}
-		for _, s := range results[i] {
-			h.readSamples.Add(float64(len(s.Samples)))
-		}
-		h.readSeries.Add(float64(len(results[i])))
+		queries[i] = readQuery{start: q.StartTimestampMs, end: q.EndTimestampMs, matchers: ms}
 	}
+	b := h.q.NewBudget()
 	if respType == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
-		return writeStreamed(w, results)
+		return h.writeStreamed(w, r, b, queries)
 	}
-	return writeSamples(w, results)
+	return h.writeSamples(w, r, b, queries)
+}
+
+// acquireRead waits for one of the MaxConcurrentReads read slots, at most
+// ReadWait; the returned function frees it.
+func (h *Handler) acquireRead(ctx context.Context) (func(), error) {
+	select {
+	case h.readSlots <- struct{}{}:
+		return func() { <-h.readSlots }, nil
+	default:
+	}
+	t := time.NewTimer(h.opts.ReadWait)
+	defer t.Stop()
+	select {
+	case h.readSlots <- struct{}{}:
+		return func() { <-h.readSlots }, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: %d remote reads are running (--storage.remote.read-concurrent-limit), none ended within %s; retry later", errBusy, cap(h.readSlots), h.opts.ReadWait)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errBusy, ctx.Err())
+	}
 }
 
 func toLabelPairs(l labels.Labels) []prompb.Label {
@@ -127,108 +153,228 @@ func toLabelPairs(l labels.Labels) []prompb.Label {
 }
 
 // writeSamples answers with a snappy-compressed ReadResponse, one
-// QueryResult per query.
-func writeSamples(w http.ResponseWriter, results [][]query.Series) error {
-	resp := prompb.ReadResponse{Results: make([]*prompb.QueryResult, len(results))}
-	for i, series := range results {
-		qr := &prompb.QueryResult{Timeseries: make([]*prompb.TimeSeries, 0, len(series))}
-		for _, s := range series {
-			if len(s.Histograms) > 0 {
-				s = staleAsHistograms(s)
-			}
-			ts := &prompb.TimeSeries{Labels: toLabelPairs(s.Labels), Samples: make([]prompb.Sample, len(s.Samples))}
-			for j, smp := range s.Samples {
-				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
-			}
-			if len(s.Histograms) > 0 {
-				ts.Histograms = make([]prompb.Histogram, len(s.Histograms))
-				for j, hs := range s.Histograms {
-					if hs.FH != nil {
-						ts.Histograms[j] = prompb.FromFloatHistogram(hs.T, hs.FH)
-					} else {
-						ts.Histograms[j] = prompb.FromIntHistogram(hs.T, hs.H)
-					}
-				}
-			}
-			qr.Timeseries = append(qr.Timeseries, ts)
+// QueryResult per query. Every query runs before anything is written, so
+// that an error can still become a status code; the series are held as
+// chunks until then, and each is dropped as soon as it is encoded into the
+// answer, which is charged to the budget (the protobuf, then its snappy
+// block) before it is allocated.
+func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
+	results := make([][]*query.ChunkSeries, len(queries))
+	for i, q := range queries {
+		err := h.q.Stream(r.Context(), b, q.start, q.end, q.matchers, func(cs *query.ChunkSeries) error {
+			results[i] = append(results[i], cs)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("query %d: %w", i, err)
 		}
-		resp.Results[i] = qr
 	}
-	data, err := proto.Marshal(&resp)
-	if err != nil {
-		return fmt.Errorf("marshal read response: %w", err)
+	// One pass: each series is encoded once, straight into the answer.
+	// A QueryResult's length prefix is known only after its series, so
+	// 6 bytes are kept for tag and length and the series moved up to the
+	// prefix's actual size afterwards.
+	ab := &answerBuf{b: b}
+	defer ab.release()
+	if err := ab.grow(estimateSamplesAnswer(results)); err != nil {
+		return err
 	}
+	var ts prompb.TimeSeries
+	for _, series := range results {
+		if err := ab.grow(6); err != nil {
+			return err
+		}
+		hdr := len(ab.data)
+		ab.data = append(ab.data, 0x0a, 0, 0, 0, 0, 0) // ReadResponse.results, field 1
+		for j, cs := range series {
+			if err := toTimeSeries(cs, &ts); err != nil {
+				return err
+			}
+			n := ts.Size()
+			if err := ab.grow(1 + uvarintLen(uint64(n)) + n); err != nil {
+				return err
+			}
+			ab.data = append(ab.data, 0x0a) // QueryResult.timeseries, field 1
+			ab.data = binary.AppendUvarint(ab.data, uint64(n))
+			l := len(ab.data)
+			if _, err := ts.MarshalToSizedBuffer(ab.data[l : l+n]); err != nil {
+				return fmt.Errorf("marshal series %s: %w", cs.Labels, err)
+			}
+			ab.data = ab.data[:l+n]
+			h.readSamples.Add(float64(cs.Samples))
+			b.Release(cs.Bytes)
+			series[j] = nil
+		}
+		h.readSeries.Add(float64(len(series)))
+		qlen := len(ab.data) - hdr - 6
+		prefix := binary.AppendUvarint(ab.data[hdr:hdr+1], uint64(qlen))
+		copy(ab.data[hdr+len(prefix):], ab.data[hdr+6:])
+		ab.data = ab.data[:len(ab.data)-(6-len(prefix))]
+	}
+	data := ab.data
+	enc := snappy.MaxEncodedLen(len(data))
+	if err := b.Reserve(int64(enc)); err != nil {
+		return fmt.Errorf("snappy block of a %d-byte samples answer: %w", len(data), err)
+	}
+	defer b.Release(int64(enc))
+	comp := snappy.Encode(make([]byte, enc), data)
+	data = nil
+	ab.release()
 	w.Header().Set("Content-Type", contentTypeSamples)
 	w.Header().Set("Content-Encoding", "snappy")
-	_, err = w.Write(snappy.Encode(nil, data))
+	_, err := w.Write(comp)
 	return err
 }
 
-// staleAsHistograms returns s with its float staleness markers turned into
-// histogram staleness markers (of the kind of the histogram before them),
-// for SAMPLES answers of a series of native histograms. Prometheus itself
+// answerBuf is a SAMPLES answer being built: its capacity is charged to
+// the request's budget before it is allocated.
+type answerBuf struct {
+	b       *query.Budget
+	data    []byte
+	charged int64
+}
+
+// grow makes room for n more bytes: at least doubling, the new buffer
+// charged while the old one is still held.
+func (a *answerBuf) grow(n int) error {
+	if len(a.data)+n <= cap(a.data) {
+		return nil
+	}
+	c := max(2*cap(a.data), len(a.data)+n)
+	if err := a.b.Reserve(int64(c)); err != nil {
+		return fmt.Errorf("samples answer of %d bytes and more: %w", len(a.data)+n, err)
+	}
+	d := make([]byte, len(a.data), c)
+	copy(d, a.data)
+	a.b.Release(a.charged)
+	a.data, a.charged = d, int64(c)
+	return nil
+}
+
+// release drops the buffer and gives its bytes back.
+func (a *answerBuf) release() {
+	a.b.Release(a.charged)
+	a.data, a.charged = nil, 0
+}
+
+// estimateSamplesAnswer is about the size of the SAMPLES answer of
+// results (18 to 20 bytes per float sample, several times the chunk bytes
+// of histograms), so that the answer rarely needs to grow.
+func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
+	n := 0
+	for _, series := range results {
+		n += 6
+		for _, cs := range series {
+			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6
+			for _, c := range cs.Chunks {
+				if c.Enc == chunkenc.EncXOR {
+					n += 20 * int(binary.BigEndian.Uint16(c.Data))
+				} else {
+					n += 4 * len(c.Data)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// toTimeSeries decodes cs into ts (its slices reused). In a series with
+// native histograms, float staleness markers become histogram staleness
+// markers (of the kind of the histogram before them): Prometheus itself
 // may store the marker that ends a histogram series as a float (its
 // appender converts it only when it can tell the series' type), and its
 // SAMPLES client loses a float that follows histograms when it seeks, so
-// the series would not end; as a histogram marker it ends as in Prometheus.
-// Streamed answers need no such care: chunks keep both kinds in order.
-func staleAsHistograms(s query.Series) query.Series {
-	stale := 0
-	for _, smp := range s.Samples {
-		if value.IsStaleNaN(smp.V) {
-			stale++
+// the series would not end; as a histogram marker it ends as in
+// Prometheus. Streamed answers need no such care: chunks keep both kinds
+// in order.
+func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
+	ts.Labels = ts.Labels[:0]
+	cs.Labels.Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
+	ts.Samples, ts.Histograms = ts.Samples[:0], ts.Histograms[:0]
+	hasHist := false
+	for _, c := range cs.Chunks {
+		hasHist = hasHist || c.Enc != chunkenc.EncXOR
+	}
+	lastFloatHist := false
+	var it chunkenc.Iterator
+	for _, c := range cs.Chunks {
+		var err error
+		if it, err = c.Iterator(it); err != nil {
+			return fmt.Errorf("series %s: %w", cs.Labels, err)
+		}
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			switch vt {
+			case chunkenc.ValFloat:
+				t, v := it.At()
+				switch {
+				case !hasHist || !value.IsStaleNaN(v):
+					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
+				case lastFloatHist:
+					ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, &histogram.FloatHistogram{Sum: v}))
+				default:
+					ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, &histogram.Histogram{Sum: v}))
+				}
+			case chunkenc.ValHistogram:
+				t, hh := it.AtHistogram(nil)
+				ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, hh))
+				lastFloatHist = false
+			case chunkenc.ValFloatHistogram:
+				t, fh := it.AtFloatHistogram(nil)
+				ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, fh))
+				lastFloatHist = true
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
 		}
 	}
-	if stale == 0 {
-		return s
-	}
-	floats := make([]query.Sample, 0, len(s.Samples)-stale)
-	hs := make([]query.HistogramSample, 0, len(s.Histograms)+stale)
-	j := 0
-	for _, smp := range s.Samples {
-		for j < len(s.Histograms) && s.Histograms[j].T < smp.T {
-			hs = append(hs, s.Histograms[j])
-			j++
-		}
-		if !value.IsStaleNaN(smp.V) {
-			floats = append(floats, smp)
-			continue
-		}
-		if j < len(s.Histograms) && s.Histograms[j].T == smp.T {
-			continue // a histogram at the same time already
-		}
-		marker := query.HistogramSample{T: smp.T, H: &histogram.Histogram{Sum: smp.V}}
-		if len(hs) > 0 && hs[len(hs)-1].FH != nil {
-			marker = query.HistogramSample{T: smp.T, FH: &histogram.FloatHistogram{Sum: smp.V}}
-		}
-		hs = append(hs, marker)
-	}
-	hs = append(hs, s.Histograms[j:]...)
-	s.Samples, s.Histograms = floats, hs
-	return s
+	return nil
 }
 
-// writeStreamed answers with ChunkedReadResponse frames: for each series
-// exactly one frame holding all its XOR chunks (Prometheus's client does not
-// join a series split across frames). A frame is
+// writeStreamed answers with ChunkedReadResponse frames, the queries one
+// after the other: for each series exactly one frame holding all its
+// chunks (Prometheus's client does not join a series split across
+// frames), sent as soon as query.Stream hands the series on, and then
+// released. A frame is
 //
 //	uvarint(len(data)) ‖ u32 big-endian CRC32-Castagnoli(data) ‖ data
-func writeStreamed(w http.ResponseWriter, results [][]query.Series) error {
-	w.Header().Set("Content-Type", contentTypeStreamed)
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+//
+// The status line goes with the first frame, so that an error before it
+// still gets its status code; an error after it ends the response
+// unfinished (the handler aborts the connection), which Prometheus's client
+// reports as an error. Each frame must be written within
+// ResponseWriteTimeout: a reader that stops reading is cut off then, and
+// the request's memory freed.
+func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
+	rc := http.NewResponseController(w)
+	// The deadline of the last frame must not outlive the answer: the
+	// server sets its own for the connection's next request only when it
+	// has a write timeout.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	table := crc32.MakeTable(crc32.Castagnoli)
-	var frame, data []byte
-	for qi, series := range results {
-		for _, s := range series {
-			chunks, err := encodeChunks(s)
-			if err != nil {
-				return err
+	started := false
+	start := func() {
+		if !started {
+			w.Header().Set("Content-Type", contentTypeStreamed)
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+	}
+	var (
+		frame, data []byte
+		chunks      []prompb.Chunk
+		series      [1]*prompb.ChunkedSeries
+		cs          prompb.ChunkedSeries
+	)
+	series[0] = &cs
+	for qi, q := range queries {
+		err := h.q.Stream(r.Context(), b, q.start, q.end, q.matchers, func(s *query.ChunkSeries) error {
+			defer b.Release(s.Bytes)
+			chunks = chunks[:0]
+			for _, c := range s.Chunks {
+				chunks = append(chunks, prompb.Chunk{MinTimeMs: c.MinT, MaxTimeMs: c.MaxT, Type: chunkType(c.Enc), Data: c.Data})
 			}
-			msg := prompb.ChunkedReadResponse{
-				ChunkedSeries: []*prompb.ChunkedSeries{{Labels: toLabelPairs(s.Labels), Chunks: chunks}},
-				QueryIndex:    int64(qi),
-			}
+			cs = prompb.ChunkedSeries{Labels: toLabelPairs(s.Labels), Chunks: chunks}
+			msg := prompb.ChunkedReadResponse{ChunkedSeries: series[:], QueryIndex: int64(qi)}
 			size := msg.Size()
 			data = slices.Grow(data[:0], size)[:size]
 			n, err := msg.MarshalToSizedBuffer(data)
@@ -239,145 +385,35 @@ func writeStreamed(w http.ResponseWriter, results [][]query.Series) error {
 			frame = binary.AppendUvarint(frame[:0], uint64(len(data)))
 			frame = binary.BigEndian.AppendUint32(frame, crc32.Checksum(data, table))
 			frame = append(frame, data...)
+			start()
+			// Each write moves the write deadline ResponseWriteTimeout
+			// ahead (statusWriter): a reader that stops reading is cut
+			// off then.
 			if _, err := w.Write(frame); err != nil {
-				return fmt.Errorf("write frame: %w", err)
+				return fmt.Errorf("write frame of %s: %w", s.Labels, err)
 			}
-			if flusher != nil {
-				flusher.Flush()
+			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return fmt.Errorf("flush frame of %s: %w", s.Labels, err)
 			}
-		}
-	}
-	return nil
-}
-
-// encodeChunks cuts a series into chunks as Prometheus's own remote read
-// server does: floats into XOR chunks of at most maxSamplesPerChunk
-// samples, integer and float native histograms into HISTOGRAM and
-// FLOAT_HISTOGRAM chunks of about chunkenc.TargetBytesPerHistogramChunk
-// bytes (at least chunkenc.MinSamplesPerHistogramChunk samples unless a
-// chunk outgrows twice the target), and a new chunk whenever the kind of
-// sample changes, so that the chunks are in time order and do not overlap.
-// Within a histogram chunk the chunk encoding decides counter resets, as
-// in Prometheus's TSDB.
-func encodeChunks(s query.Series) ([]prompb.Chunk, error) {
-	var cc chunkCutter
-	fs, hs := s.Samples, s.Histograms
-	for len(fs) > 0 || len(hs) > 0 {
-		var err error
-		if len(hs) == 0 || (len(fs) > 0 && fs[0].T <= hs[0].T) {
-			err = cc.appendFloat(fs[0])
-			fs = fs[1:]
-		} else {
-			err = cc.appendHistogram(hs[0])
-			hs = hs[1:]
-		}
+			h.readSamples.Add(float64(s.Samples))
+			h.readSeries.Inc()
+			return nil
+		})
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("query %d: %w", qi, err)
 		}
 	}
-	cc.finish()
-	return cc.chunks, nil
+	start()
+	return nil
 }
 
-// chunkCutter builds the chunks of one series.
-type chunkCutter struct {
-	chunks     []prompb.Chunk
-	cur        chunkenc.Chunk
-	app        chunkenc.Appender
-	minT, maxT int64
-}
-
-// finish closes the current chunk, if any.
-func (c *chunkCutter) finish() {
-	if c.cur == nil {
-		return
-	}
-	typ := prompb.Chunk_XOR
-	switch c.cur.Encoding() {
+// chunkType is the remote-read chunk type of a chunk encoding.
+func chunkType(e chunkenc.Encoding) prompb.Chunk_Encoding {
+	switch e {
 	case chunkenc.EncHistogram:
-		typ = prompb.Chunk_HISTOGRAM
+		return prompb.Chunk_HISTOGRAM
 	case chunkenc.EncFloatHistogram:
-		typ = prompb.Chunk_FLOAT_HISTOGRAM
+		return prompb.Chunk_FLOAT_HISTOGRAM
 	}
-	c.chunks = append(c.chunks, prompb.Chunk{MinTimeMs: c.minT, MaxTimeMs: c.maxT, Type: typ, Data: c.cur.Bytes()})
-	c.cur, c.app = nil, nil
-}
-
-// start opens a new chunk of encoding enc for a first sample at t.
-func (c *chunkCutter) start(ch chunkenc.Chunk, t int64) error {
-	c.finish()
-	app, err := ch.Appender()
-	if err != nil {
-		return fmt.Errorf("%s appender: %w", ch.Encoding(), err)
-	}
-	c.cur, c.app, c.minT = ch, app, t
-	return nil
-}
-
-func (c *chunkCutter) appendFloat(s query.Sample) error {
-	if c.cur == nil || c.cur.Encoding() != chunkenc.EncXOR || c.cur.NumSamples() >= maxSamplesPerChunk {
-		if err := c.start(chunkenc.NewXORChunk(), s.T); err != nil {
-			return err
-		}
-	}
-	c.app.Append(0, s.T, s.V)
-	c.maxT = s.T
-	return nil
-}
-
-func (c *chunkCutter) appendHistogram(s query.HistogramSample) error {
-	enc := chunkenc.EncHistogram
-	if s.FH != nil {
-		enc = chunkenc.EncFloatHistogram
-	}
-	var prev chunkenc.Appender
-	if c.cur != nil && c.cur.Encoding() == enc {
-		n, size := c.cur.NumSamples(), len(c.cur.Bytes())
-		full := (size >= chunkenc.TargetBytesPerHistogramChunk && n >= chunkenc.MinSamplesPerHistogramChunk) ||
-			size >= 2*chunkenc.TargetBytesPerHistogramChunk || n >= math.MaxUint16-1
-		if !full {
-			return c.appendHist(nil, s)
-		}
-		prev = c.app
-	}
-	var ch chunkenc.Chunk = chunkenc.NewHistogramChunk()
-	if s.FH != nil {
-		ch = chunkenc.NewFloatHistogramChunk()
-	}
-	if err := c.start(ch, s.T); err != nil {
-		return err
-	}
-	return c.appendHist(prev, s)
-}
-
-// appendHist appends s to the current chunk; prev, the appender of the
-// chunk before, lets a new chunk's encoding tell a counter reset from
-// none. The chunk encoding may answer with a recoded chunk (replacing the
-// current one) or a new chunk (after a counter reset or a layout change it
-// cannot recode), which then becomes the current one.
-func (c *chunkCutter) appendHist(prev chunkenc.Appender, s query.HistogramSample) error {
-	var (
-		ch      chunkenc.Chunk
-		recoded bool
-		app     = c.app
-		err     error
-	)
-	if s.FH != nil {
-		ch, recoded, app, err = app.AppendFloatHistogram(prev, 0, s.T, s.FH, false)
-	} else {
-		ch, recoded, app, err = app.AppendHistogram(prev, 0, s.T, s.H, false)
-	}
-	if err != nil {
-		return fmt.Errorf("append histogram at %d: %w", s.T, err)
-	}
-	if ch != nil {
-		if !recoded {
-			// A new chunk starts with this sample.
-			c.finish()
-			c.minT = s.T
-		}
-		c.cur = ch
-	}
-	c.app, c.maxT = app, s.T
-	return nil
+	return prompb.Chunk_XOR
 }

@@ -31,8 +31,14 @@ var base = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 //   - req_duration_seconds{job="api"}: a native histogram every 15 s.
 func fixture(t *testing.T) string {
 	t.Helper()
+	return fixtureWith(t, testserver.Options{})
+}
+
+// fixtureWith is fixture on a server with opts.
+func fixtureWith(t *testing.T, opts testserver.Options) string {
+	t.Helper()
 	st, tb := testbackend.New(t)
-	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{})
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), opts)
 	req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, 4)} // the pointers below stay valid
 	series := func(lbls ...string) *prompb.TimeSeries {
 		ts := prompb.TimeSeries{}
@@ -187,5 +193,34 @@ func TestBuildInfoAndLanding(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(string(body), p.contains) {
 			t.Errorf("%s: %d, want 200 containing %q: %.300s", p.path, resp.StatusCode, p.contains, body)
 		}
+	}
+}
+
+// TestQueryBudget: a PromQL query whose selects need more memory than
+// --query.max-bytes-per-query (or more samples than --query.max-samples
+// at the storage) fails with 422 execution error naming the flag, as
+// Prometheus answers errors of its storage.
+func TestQueryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts testserver.Options
+		flag string
+	}{
+		{"bytes", testserver.Options{MaxBytes: 600}, "--query.max-bytes-per-query"},
+		{"samples", testserver.Options{MaxSamples: 100}, "--query.max-samples"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := fixtureWith(t, tc.opts)
+			resp, err := http.PostForm(u+"/api/v1/query_range", url.Values{"query": {`sum(rate(http_requests_total[1m]))`}, "start": {unix(0)}, "end": {unix(20 * time.Minute)}, "step": {"60"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var e struct{ Status, ErrorType, Error string }
+			if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != http.StatusUnprocessableEntity || e.ErrorType != "execution" || !strings.Contains(e.Error, tc.flag) {
+				t.Errorf("%d %s; want 422, errorType execution, an error naming %s", resp.StatusCode, body, tc.flag)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ package query
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -29,7 +30,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -48,10 +48,7 @@ type scanner interface {
 }
 
 // Sample is one sample: Unix milliseconds and value.
-type Sample struct {
-	T int64
-	V float64
-}
+type Sample = mapping.Point
 
 // HistogramSample is one native-histogram sample: Unix milliseconds and
 // exactly one of H (integer counts) and FH (float counts).
@@ -71,7 +68,9 @@ type Series struct {
 	// Exemplars are filled by SelectExemplars only, sorted by time.
 	Exemplars []Exemplar
 
-	inRange bool // SelectLabels: a sample in the range was seen
+	inRange bool         // SelectLabels: a sample in the range was seen
+	cc      *chunkCutter // Stream: the chunks so far
+	charged int64        // Stream: bytes charged to the budget so far
 }
 
 // Exemplar is one stored exemplar: its own labels, value and time.
@@ -97,8 +96,12 @@ type Options struct {
 	// ExemplarTable is promhbase's exemplar table; "" means
 	// SelectExemplars finds none.
 	ExemplarTable string
-	// MaxSamples bounds the samples of one query; 0 means 50,000,000.
+	// MaxSamples bounds the samples of one request (see Budget); 0 means
+	// 50,000,000.
 	MaxSamples int
+	// MaxBytes bounds the bytes one request holds at once (see Budget);
+	// 0 means DefaultMaxBytes.
+	MaxBytes int64
 	// ScanConcurrency bounds the scans (metrics × salt buckets) one query
 	// runs at once; 0 means 4, 1 scans one after the other.
 	ScanConcurrency int
@@ -140,6 +143,9 @@ type Querier struct {
 	names     []string
 	namesRead time.Time
 	namesGen  uint64 // the UIDs' metric generation when names was read
+
+	early     bool      // a tag name sorts before __name__ (see earlyTagNames)
+	earlyRead time.Time // when early was read; zero: never
 }
 
 // New returns a Querier over st.
@@ -153,6 +159,9 @@ func New(st scanner, m *mapping.Mapper, opts Options) *Querier {
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = 50_000_000
 	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
 	if opts.ScanConcurrency <= 0 {
 		opts.ScanConcurrency = 4
 	}
@@ -163,9 +172,126 @@ func New(st scanner, m *mapping.Mapper, opts Options) *Querier {
 }
 
 // Select returns the series that the matchers select, with their samples in
-// [start, end] (Unix ms, inclusive), sorted by labels.
+// [start, end] (Unix ms, inclusive), sorted by labels, every sample
+// decoded, under a budget of q's limits: for tests and tools. The server's
+// paths use Stream, which holds samples as chunks.
 func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*labels.Matcher) ([]Series, error) {
-	return q.selectMode(ctx, modeSamples, start, end, matchers)
+	var out []Series
+	err := q.Stream(ctx, q.NewBudget(), start, end, matchers, func(cs *ChunkSeries) error {
+		fs, hs, err := DecodeChunks(cs.Chunks)
+		if err != nil {
+			return err
+		}
+		out = append(out, Series{Labels: cs.Labels, Samples: fs, Histograms: hs})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stream runs one query under budget b: it selects the series that the
+// matchers select, with their samples in [start, end] (Unix ms,
+// inclusive), and calls emit with each, in label order, as soon as the
+// series is complete: the scans run metric by metric in name order (and
+// a series' labels start with its name: see stream), so the series of a
+// metric are handed on once the scans of that metric are done, while the
+// scans of the next metrics run ahead.
+//
+// emit runs in the caller's goroutine, one series at a time. The series is
+// emit's, charged to b: emit must b.Release(cs.Bytes) once it no longer
+// holds it (at once when it sends it on). An error of emit ends the query
+// and is returned. Samples are counted against b's sample limit, bytes
+// held against its byte limit (ErrTooManySamples, ErrTooManyBytes).
+func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
+	if start > end || end < 0 || start/1000 > math.MaxUint32 {
+		return nil
+	}
+	start = max(start, 0)
+	metrics, err := q.metricNames(ctx, start, end, matchers)
+	if err != nil || len(metrics) == 0 {
+		return err
+	}
+	sel := &selection{q: q, mode: modeSamples, start: start, end: end, matchers: matchers, budget: b}
+	cs, ok, err := sel.constraints(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	regex := RowRegex(q.mapper.Layout(), cs)
+	var groups [][]store.ScanRequest
+	for _, name := range metrics {
+		reqs, err := sel.scans(ctx, []string{name}, regex)
+		if err != nil {
+			return err
+		}
+		if len(reqs) > 0 {
+			groups = append(groups, reqs)
+		}
+	}
+	if len(groups) > 1 {
+		early, err := q.earlyTagNames(ctx)
+		if err != nil {
+			return err
+		}
+		if early {
+			// Series do not come metric by metric: one group, sorted whole.
+			groups = [][]store.ScanRequest{slices.Concat(groups...)}
+		}
+	}
+	return sel.stream(ctx, groups, emit)
+}
+
+// earlyTagNames reports whether a tag name of the UID table sorts before
+// __name__ (an upper-case name, or "__a"...): a series that has one sorts
+// before every series whose first label is __name__, so a query's series
+// are then not in label order metric by metric. The tag names' UIDs run
+// from 1 to the tagk counter: their reverse rows are read (with those of
+// the other kinds' UIDs in that range, as many at most), and the answer is
+// reused for MetricNamesTTL.
+func (q *Querier) earlyTagNames(ctx context.Context) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.earlyRead.IsZero() && time.Since(q.earlyRead) < q.opts.MetricNamesTTL {
+		return q.early, nil
+	}
+	var maxID uint64
+	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: []byte{0}, Stop: []byte{0, 0}, Family: "id"})
+	for sc.Next() {
+		for _, c := range sc.Row().Cells {
+			if string(c.Qualifier) == mapping.KindTagK.Qualifier() && len(c.Value) == 8 {
+				maxID = binary.BigEndian.Uint64(c.Value)
+			}
+		}
+	}
+	err := sc.Err()
+	sc.Close()
+	if err != nil {
+		return false, fmt.Errorf("read the uid counters of %s: %w", q.opts.UIDTable, err)
+	}
+	early := false
+	if w := q.mapper.UIDs().Width(mapping.KindTagK); maxID > 0 {
+		var full [8]byte
+		binary.BigEndian.PutUint64(full[:], 1)
+		start := bytes.Clone(full[8-w:])
+		binary.BigEndian.PutUint64(full[:], maxID)
+		stop := append(bytes.Clone(full[8-w:]), 0) // just after maxID's row
+		sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Start: start, Stop: stop, Family: "name"})
+		for sc.Next() && !early {
+			for _, c := range sc.Row().Cells {
+				if string(c.Qualifier) == mapping.KindTagK.Qualifier() && mapping.NameFromStored(c.Value) < labels.MetricName {
+					early = true
+				}
+			}
+		}
+		err := sc.Err()
+		sc.Close()
+		if err != nil {
+			return false, fmt.Errorf("list the tag names of %s: %w", q.opts.UIDTable, err)
+		}
+	}
+	q.early, q.earlyRead = early, time.Now()
+	return early, nil
 }
 
 // SelectLabels returns the label sets of the series that the matchers
@@ -208,7 +334,7 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 	if len(metrics) == 0 {
 		return nil, nil
 	}
-	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, series: map[string]*Series{}, samples: new(atomic.Int64)}
+	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, series: map[string]*Series{}, budget: q.NewBudget()}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
 		return nil, err
@@ -381,15 +507,24 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// selection accumulates the answer of one Select.
+// selection accumulates the answer of one scan, or of a query's scans.
 type selection struct {
 	q          *Querier
 	mode       mode
 	start, end int64
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
-	samples    *atomic.Int64      // shared by the selections of one query
-	merger     mapping.Merger
+	budget     *Budget            // shared by the selections of one request
+	// ahead reports whether the scan works ahead of what is being handed
+	// on (see Budget.reserve); nil means no.
+	ahead    func() bool
+	keyBytes int64 // charged for the keys of series (matching or not)
+	merger   mapping.Merger
+}
+
+// sub returns a selection of s's query for one scan.
+func (s *selection) sub() *selection {
+	return &selection{q: s.q, mode: s.mode, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget}
 }
 
 // tagConstraint is a tag that every selected row must carry, with the
@@ -542,7 +677,7 @@ func (s *selection) scanAll(ctx context.Context, reqs []store.ScanRequest) ([]*s
 	sem := make(chan struct{}, s.q.opts.ScanConcurrency)
 	var wg sync.WaitGroup
 	for i, req := range reqs {
-		sub := &selection{q: s.q, mode: s.mode, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, samples: s.samples}
+		sub := s.sub()
 		subs[i] = sub
 		select {
 		case sem <- struct{}{}:
@@ -590,6 +725,18 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
 			} else {
 				ser = &Series{Labels: lbls}
 			}
+			if s.mode == modeSamples {
+				// The map entry, kept for matching and other series alike.
+				n := int64(len(key)) + mapEntryOverhead
+				if ser != nil {
+					ser.charged = int64(lbls.ByteSize()) + seriesOverhead
+					n += ser.charged
+				}
+				if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+					return err
+				}
+				s.keyBytes += int64(len(key)) + mapEntryOverhead
+			}
 			s.series[string(key)] = ser
 		}
 		if ser == nil {
@@ -601,7 +748,7 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
 				ser.inRange, err = s.rowInRange(base, row)
 			}
 		case modeSamples:
-			err = s.addRow(ser, base, row)
+			err = s.addRow(ctx, ser, base, row)
 		case modeExemplars:
 			err = s.addExemplars(ser, base, row)
 		}
@@ -626,24 +773,35 @@ func (s *selection) matches(lbls labels.Labels) bool {
 
 // addRow decodes a row's cells, merges them by timestamp (see
 // mapping.Merger: the newest cell version wins, then the later cell), and
-// appends the samples in [start, end] to the series.
-func (s *selection) addRow(ser *Series, base uint32, row store.Row) error {
+// appends the samples in [start, end] to the series' chunks, charging the
+// budget for what they grow by.
+func (s *selection) addRow(ctx context.Context, ser *Series, base uint32, row store.Row) error {
 	pts, err := s.merger.Merge(base, row.Cells, s.start, s.end)
 	if err != nil {
 		return fmt.Errorf("row %x: %w", row.Key, err)
 	}
-	for _, p := range pts {
-		ser.Samples = append(ser.Samples, Sample{T: p.T, V: p.V})
-	}
-	n := s.samples.Add(int64(len(pts)))
 	hs, err := s.histograms(base, row)
 	if err != nil {
 		return err
 	}
-	ser.Histograms = append(ser.Histograms, hs...)
-	n = s.samples.Add(int64(len(hs)))
-	if n > int64(s.q.opts.MaxSamples) {
-		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
+	if len(pts)+len(hs) == 0 {
+		return nil
+	}
+	if err := s.budget.addSamples(len(pts) + len(hs)); err != nil {
+		return err
+	}
+	if ser.cc == nil {
+		ser.cc = &chunkCutter{}
+	}
+	before := ser.cc.size()
+	if err := ser.cc.appendMerged(pts, hs); err != nil {
+		return fmt.Errorf("row %x: %w", row.Key, err)
+	}
+	if d := ser.cc.size() - before; d > 0 {
+		if err := s.budget.reserve(ctx, d, s.ahead); err != nil {
+			return err
+		}
+		ser.charged += d
 	}
 	return nil
 }
@@ -695,10 +853,7 @@ func (s *selection) addExemplars(ser *Series, base uint32, row store.Row) error 
 		ser.Exemplars = append(ser.Exemplars, Exemplar{Labels: b.Labels(), V: v, T: t})
 	}
 	slices.SortStableFunc(ser.Exemplars[n:], func(a, b Exemplar) int { return cmpT(a.T, b.T) })
-	if s.samples.Add(int64(len(ser.Exemplars)-n)) > int64(s.q.opts.MaxSamples) {
-		return fmt.Errorf("%w: more than %d", ErrTooManySamples, s.q.opts.MaxSamples)
-	}
-	return nil
+	return s.budget.addSamples(len(ser.Exemplars) - n)
 }
 
 // histograms decodes the native-histogram cells of a row (qualifier 0x06 +

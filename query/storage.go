@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
 )
 
@@ -24,6 +26,10 @@ import (
 //     with a sample in the range (only the rows at its edges are decoded).
 //   - Every series is sorted by labels, samples by time; a series'
 //     iterator yields its float and histogram samples merged by time.
+//   - The selects of one querier (one PromQL query) share one Budget of
+//     the Querier's limits: their samples are held as chunks, and past the
+//     budget Select fails with ErrTooManySamples or ErrTooManyBytes (the
+//     API answers 422, as for Prometheus's own storage errors).
 //   - LabelNames and LabelValues answer from the series in [mint, maxt]
 //     that the matchers select (all series when there are none), sorted,
 //     cut at hints.Limit. Without matchers, and for a range the series
@@ -37,13 +43,13 @@ func (q *Querier) Storage() *Storage { return &Storage{q: q} }
 
 // Querier implements storage.Queryable.
 func (s *Storage) Querier(mint, maxt int64) (storage.Querier, error) {
-	return &storageQuerier{q: s.q, mint: mint, maxt: maxt}, nil
+	return &storageQuerier{q: s.q, mint: mint, maxt: maxt, budget: s.q.NewBudget()}, nil
 }
 
 // ChunkQuerier implements storage.ChunkQueryable, by encoding Querier's
 // series into chunks.
 func (s *Storage) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
-	return &chunkQuerier{storageQuerier{q: s.q, mint: mint, maxt: maxt}}, nil
+	return &chunkQuerier{storageQuerier{q: s.q, mint: mint, maxt: maxt, budget: s.q.NewBudget()}}, nil
 }
 
 // ExemplarQuerier implements storage.ExemplarQueryable.
@@ -54,36 +60,55 @@ func (s *Storage) ExemplarQuerier(ctx context.Context) (storage.ExemplarQuerier,
 type storageQuerier struct {
 	q          *Querier
 	mint, maxt int64
+	budget     *Budget // of the querier's query: all its selects
 }
 
 func (sq *storageQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	set, err := sq.selectChunks(ctx, hints, ms)
+	if err != nil {
+		return storage.ErrSeriesSet(err)
+	}
+	return set
+}
+
+// selectChunks selects the series, their samples held as chunks (none
+// for hints.Func "series").
+func (sq *storageQuerier) selectChunks(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*chunkSeriesSet, error) {
 	start, end := sq.mint, sq.maxt
 	if hints != nil {
 		start, end = hints.Start, hints.End
 	}
+	limit := 0
+	if hints != nil {
+		limit = hints.Limit
+	}
+	set := &chunkSeriesSet{}
 	if hints != nil && hints.Func == "series" {
 		ls, err := sq.q.SelectLabels(ctx, start, end, ms...)
 		if err != nil {
-			return storage.ErrSeriesSet(err)
+			return nil, err
 		}
-		ss := make([]Series, len(ls))
+		if limit > 0 && len(ls) > limit {
+			ls = ls[:limit]
+		}
+		set.series = make([]*ChunkSeries, len(ls))
 		for i, l := range ls {
-			ss[i].Labels = l
+			set.series[i] = &ChunkSeries{Labels: l}
 		}
-		return limitSet(&seriesSet{series: ss}, hints)
+		return set, nil
 	}
-	ss, err := sq.q.Select(ctx, start, end, ms...)
+	err := sq.q.Stream(ctx, sq.budget, start, end, ms, func(cs *ChunkSeries) error {
+		if limit > 0 && len(set.series) >= limit {
+			sq.budget.Release(cs.Bytes)
+			return nil
+		}
+		set.series = append(set.series, cs)
+		return nil
+	})
 	if err != nil {
-		return storage.ErrSeriesSet(err)
+		return nil, err
 	}
-	return limitSet(&seriesSet{series: ss}, hints)
-}
-
-func limitSet(s *seriesSet, hints *storage.SelectHints) storage.SeriesSet {
-	if hints != nil && hints.Limit > 0 && len(s.series) > hints.Limit {
-		s.series = s.series[:hints.Limit]
-	}
-	return s
+	return set, nil
 }
 
 // allSeries is the matcher of every stored series.
@@ -179,12 +204,18 @@ func limitStrings(out []string, hints *storage.LabelHints) []string {
 	return out
 }
 
+// Close ends the query; the series its selects returned must no longer be
+// used.
 func (sq *storageQuerier) Close() error { return nil }
 
 type chunkQuerier struct{ storageQuerier }
 
 func (cq *chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
-	return storage.NewSeriesSetToChunkSet(cq.storageQuerier.Select(ctx, sortSeries, hints, ms...))
+	set, err := cq.selectChunks(ctx, hints, ms)
+	if err != nil {
+		return storage.ErrChunkSeriesSet(err)
+	}
+	return chunkSet{set}
 }
 
 type exemplarQuerier struct {
@@ -220,132 +251,173 @@ func (eq exemplarQuerier) Select(start, end int64, matchers ...[]*labels.Matcher
 	return out, nil
 }
 
-// seriesSet iterates over a sorted slice of series.
-type seriesSet struct {
-	series []Series
+// chunkSeriesSet iterates over a sorted slice of series as a
+// storage.SeriesSet; its series decode their chunks as they are iterated.
+type chunkSeriesSet struct {
+	series []*ChunkSeries
 	i      int
-	cur    storageSeries
+	cur    *ChunkSeries
 }
 
-func (s *seriesSet) Next() bool {
+func (s *chunkSeriesSet) Next() bool {
 	if s.i >= len(s.series) {
 		return false
 	}
-	s.cur = storageSeries{&s.series[s.i]}
+	s.cur = s.series[s.i]
 	s.i++
 	return true
 }
 
-func (s *seriesSet) At() storage.Series                { return s.cur }
-func (s *seriesSet) Err() error                        { return nil }
-func (s *seriesSet) Warnings() annotations.Annotations { return nil }
+func (s *chunkSeriesSet) At() storage.Series                { return storageSeries{s.cur} }
+func (s *chunkSeriesSet) Err() error                        { return nil }
+func (s *chunkSeriesSet) Warnings() annotations.Annotations { return nil }
 
-type storageSeries struct{ s *Series }
+// chunkSet is a chunkSeriesSet as a storage.ChunkSeriesSet.
+type chunkSet struct{ *chunkSeriesSet }
+
+func (s chunkSet) At() storage.ChunkSeries { return chunkSeries{s.cur} }
+
+type chunkSeries struct{ s *ChunkSeries }
+
+func (s chunkSeries) Labels() labels.Labels { return s.s.Labels }
+
+func (s chunkSeries) Iterator(it chunks.Iterator) chunks.Iterator {
+	metas := make([]chunks.Meta, 0, len(s.s.Chunks))
+	for _, c := range s.s.Chunks {
+		ch, err := chunkenc.FromData(c.Enc, c.Data)
+		if err != nil {
+			return errChunksIterator{err}
+		}
+		metas = append(metas, chunks.Meta{MinTime: c.MinT, MaxTime: c.MaxT, Chunk: ch})
+	}
+	return storage.NewListChunkSeriesIterator(metas...)
+}
+
+type errChunksIterator struct{ err error }
+
+func (errChunksIterator) At() chunks.Meta { return chunks.Meta{} }
+func (errChunksIterator) Next() bool      { return false }
+func (e errChunksIterator) Err() error    { return e.err }
+
+type storageSeries struct{ s *ChunkSeries }
 
 func (s storageSeries) Labels() labels.Labels { return s.s.Labels }
 
 func (s storageSeries) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
-	if si, ok := it.(*seriesIterator); ok {
-		si.reset(s.s)
-		return si
+	ci, ok := it.(*chunksIterator)
+	if !ok {
+		ci = &chunksIterator{}
 	}
-	si := &seriesIterator{}
-	si.reset(s.s)
-	return si
+	ci.reset(s.s.Chunks)
+	return ci
 }
 
-// seriesIterator yields a series' float and histogram samples merged by
-// time (a timestamp holds one or the other: see Series). Histograms are
-// copied into the caller's when the caller passes one, so the engine may
-// keep or change what it gets.
-type seriesIterator struct {
-	s      *Series
-	fi, hi int // next float, next histogram
-	cur    chunkenc.ValueType
-	t      int64
-	f      float64
-	h      HistogramSample
+// chunksIterator yields the samples of a series' chunks (sorted, not
+// overlapping) one chunk after the other, decoding each as it goes.
+// Histograms are copied into the caller's when the caller passes one, so
+// the engine may keep or change what it gets.
+type chunksIterator struct {
+	chunks []Chunk
+	idx    int               // the current chunk; -1 before the first
+	cur    chunkenc.Iterator // over chunks[idx]; nil before the first
+	// Per encoding (XOR, histogram, float histogram; 0: any other), a
+	// chunk and an iterator reused from chunk to chunk.
+	chks [4]chunkenc.Chunk
+	pool [4]chunkenc.Iterator
+	vt   chunkenc.ValueType
+	err  error
 }
 
-func (it *seriesIterator) reset(s *Series) {
-	*it = seriesIterator{s: s, cur: chunkenc.ValNone}
+func (it *chunksIterator) reset(chunks []Chunk) {
+	it.chunks, it.idx, it.cur, it.vt, it.err = chunks, -1, nil, chunkenc.ValNone, nil
 }
 
-func (it *seriesIterator) Next() chunkenc.ValueType {
-	fs, hs := it.s.Samples, it.s.Histograms
-	switch {
-	case it.fi < len(fs) && (it.hi >= len(hs) || fs[it.fi].T <= hs[it.hi].T):
-		it.t, it.f = fs[it.fi].T, fs[it.fi].V
-		it.fi++
-		if it.hi < len(hs) && hs[it.hi].T == it.t {
-			it.hi++ // never both at one time; if so, the float wins
+// nextChunk moves to the next chunk; false at the end or on an error.
+func (it *chunksIterator) nextChunk() bool {
+	if it.err != nil || it.idx+1 >= len(it.chunks) {
+		it.cur, it.idx = nil, len(it.chunks)
+		return false
+	}
+	it.idx++
+	c := it.chunks[it.idx]
+	enc := c.Enc
+	if int(enc) >= len(it.pool) || enc == chunkenc.EncNone {
+		enc = 0
+	}
+	if ch := it.chks[enc]; ch != nil && ch.Encoding() == c.Enc {
+		ch.Reset(c.Data)
+	} else {
+		ch, err := chunkenc.FromData(c.Enc, c.Data)
+		if err != nil {
+			it.err, it.cur = fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err), nil
+			return false
 		}
-		it.cur = chunkenc.ValFloat
-	case it.hi < len(hs):
-		it.h = hs[it.hi]
-		it.t = it.h.T
-		it.hi++
-		it.cur = chunkenc.ValHistogram
-		if it.h.FH != nil {
-			it.cur = chunkenc.ValFloatHistogram
-		}
-	default:
-		it.cur = chunkenc.ValNone
+		it.chks[enc] = ch
 	}
-	return it.cur
+	it.pool[enc] = it.chks[enc].Iterator(it.pool[enc])
+	it.cur = it.pool[enc]
+	return true
 }
 
-func (it *seriesIterator) Seek(t int64) chunkenc.ValueType {
-	if it.cur != chunkenc.ValNone && it.t >= t {
-		return it.cur
+// settle ends a chunk's iteration: its error, if any, ends the series.
+func (it *chunksIterator) settle() {
+	if it.cur != nil && it.cur.Err() != nil && it.err == nil {
+		it.err = it.cur.Err()
 	}
-	// Skip what is before t in both lists, then step once.
-	fs, hs := it.s.Samples, it.s.Histograms
-	it.fi += sortSearch(len(fs)-it.fi, func(i int) bool { return fs[it.fi+i].T >= t })
-	it.hi += sortSearch(len(hs)-it.hi, func(i int) bool { return hs[it.hi+i].T >= t })
+}
+
+func (it *chunksIterator) Next() chunkenc.ValueType {
+	if it.idx >= len(it.chunks) {
+		return chunkenc.ValNone
+	}
+	for {
+		if it.cur != nil {
+			if it.vt = it.cur.Next(); it.vt != chunkenc.ValNone {
+				return it.vt
+			}
+			it.settle()
+		}
+		if !it.nextChunk() {
+			it.vt = chunkenc.ValNone
+			return it.vt
+		}
+	}
+}
+
+func (it *chunksIterator) Seek(t int64) chunkenc.ValueType {
+	if it.idx >= len(it.chunks) {
+		return chunkenc.ValNone
+	}
+	if it.vt != chunkenc.ValNone && it.cur.AtT() >= t {
+		return it.vt
+	}
+	// Skip the chunks that end before t, then seek within one.
+	for it.cur == nil || it.chunks[it.idx].MaxT < t {
+		if it.cur != nil {
+			it.settle()
+		}
+		if !it.nextChunk() {
+			it.vt = chunkenc.ValNone
+			return it.vt
+		}
+	}
+	if it.vt = it.cur.Seek(t); it.vt != chunkenc.ValNone {
+		return it.vt
+	}
+	it.settle()
 	return it.Next()
 }
 
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !f(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
+func (it *chunksIterator) At() (int64, float64) { return it.cur.At() }
+
+func (it *chunksIterator) AtHistogram(h *histogram.Histogram) (int64, *histogram.Histogram) {
+	return it.cur.AtHistogram(h)
 }
 
-func (it *seriesIterator) At() (int64, float64) { return it.t, it.f }
-
-func (it *seriesIterator) AtHistogram(h *histogram.Histogram) (int64, *histogram.Histogram) {
-	if it.h.H == nil {
-		return it.t, nil
-	}
-	if h == nil {
-		return it.t, it.h.H.Copy()
-	}
-	it.h.H.CopyTo(h)
-	return it.t, h
+func (it *chunksIterator) AtFloatHistogram(fh *histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	return it.cur.AtFloatHistogram(fh)
 }
 
-func (it *seriesIterator) AtFloatHistogram(fh *histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
-	switch {
-	case it.h.FH != nil:
-		if fh == nil {
-			return it.t, it.h.FH.Copy()
-		}
-		it.h.FH.CopyTo(fh)
-		return it.t, fh
-	case it.h.H != nil:
-		return it.t, it.h.H.ToFloat(fh)
-	}
-	return it.t, nil
-}
-
-func (it *seriesIterator) AtT() int64  { return it.t }
-func (it *seriesIterator) AtST() int64 { return 0 }
-func (it *seriesIterator) Err() error  { return nil }
+func (it *chunksIterator) AtT() int64  { return it.cur.AtT() }
+func (it *chunksIterator) AtST() int64 { return 0 }
+func (it *chunksIterator) Err() error  { return it.err }

@@ -7,9 +7,12 @@
 //	promhbase-load direct --storage.backend=hbase ...
 //	    the same cells put straight into the store, no HTTP, no protobuf:
 //	    the ratio of the two is promhbase's own overhead
+//	promhbase-load read --url=http://127.0.0.1:9201/api/v1/read ...
+//	    --concurrency streamed remote reads at once of what the others
+//	    wrote, each answer decoded and counted
 //
-// Both print samples/s and request latency quantiles. The load is bounded
-// by --duration and stops by itself.
+// The writers print samples/s and request latency quantiles. The load is
+// bounded by --duration (and --max-rounds) and stops by itself.
 package main
 
 import (
@@ -45,6 +48,8 @@ type options struct {
 	concurrency int
 	duration    time.Duration
 	rounds      int
+	maxRounds   int
+	match       []string
 	url         string
 	backend     string
 	path        string
@@ -61,6 +66,7 @@ func main() {
 	app.Flag("concurrency", "Requests in flight, like Prometheus's shards.").Default("4").IntVar(&o.concurrency)
 	app.Flag("duration", "How long to send.").Default("60s").DurationVar(&o.duration)
 	app.Flag("rounds", "When > 0, encode this many rounds of requests (or Puts) before the clock starts and cycle through them, so that the generator's own encoding does not compete for CPU; later cycles rewrite the same cells.").Default("0").IntVar(&o.rounds)
+	app.Flag("max-rounds", "When > 0, stop after this many rounds (one sample per series each, 10 s apart) even if --duration has not ended.").Default("0").IntVar(&o.maxRounds)
 	httpCmd := app.Command("http", "Send remote-write requests to a running promhbase.")
 	httpCmd.Flag("url", "Remote-write URL.").Default("http://127.0.0.1:9201/api/v1/write").StringVar(&o.url)
 	directCmd := app.Command("direct", "Put the same cells straight into the store.")
@@ -69,6 +75,9 @@ func main() {
 	directCmd.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum.").Default("127.0.0.1:2181").StringVar(&o.quorum)
 	directCmd.Flag("hbase.table.data", "Data table.").Default("tsdb").StringVar(&o.dataTable)
 	directCmd.Flag("hbase.table.uid", "UID table.").Default("tsdb-uid").StringVar(&o.uidTable)
+	readCmd := app.Command("read", "Run --concurrency streamed remote reads at once and count what they return.")
+	readCmd.Flag("url", "Remote-read URL.").Default("http://127.0.0.1:9201/api/v1/read").StringVar(&o.url)
+	readCmd.Flag("match", "Equality matcher name=value of the read; repeatable.").Default("job=node").StringsVar(&o.match)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
 	switch cmd {
@@ -76,6 +85,8 @@ func main() {
 		err = runHTTP(o)
 	case directCmd.FullCommand():
 		err = runDirect(o)
+	case readCmd.FullCommand():
+		err = runRead(o)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)
@@ -134,7 +145,7 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) e
 	}
 	start := time.Now()
 feed:
-	for round := 0; ; round++ {
+	for round := 0; o.maxRounds <= 0 || round < o.maxRounds; round++ {
 		for first := 0; first < o.series; first += o.batch {
 			select {
 			case jobs <- job{round, first, min(o.batch, o.series-first)}:

@@ -87,6 +87,8 @@ type serveFlags struct {
 	idleTimeout     time.Duration
 	stallTimeout    time.Duration
 	limits          limits.Config
+	maxBytes        int64
+	readConcurrent  int
 	index           indexFlags
 }
 
@@ -111,7 +113,9 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd := app.Command("serve", "Serve Prometheus remote write and remote read.").Default()
 	cmd.Flag("web.listen-address", "Address to listen on.").Default(":9201").StringVar(&serveOpts.listen)
 	cmd.Flag("web.max-request-bytes", "Largest decoded (uncompressed) request body; larger ones get 413.").Default("33554432").IntVar(&serveOpts.maxRequestBytes)
-	cmd.Flag("query.max-samples", "Most samples one query may load: a remote-read query past it gets 413, a PromQL query 422, as Prometheus's flag of this name.").Default("50000000").IntVar(&serveOpts.maxSamples)
+	cmd.Flag("query.max-samples", "Most samples one remote-read request (all its queries together) or one PromQL query may load: past it a remote read gets 413, a PromQL query 422, as Prometheus's flag of this name.").Default("50000000").IntVar(&serveOpts.maxSamples)
+	cmd.Flag("query.max-bytes-per-query", "Most bytes one remote-read request (all its queries) or PromQL query holds at once: its series' samples as chunks, a SAMPLES answer as it is built. Past it: 413 for remote read, 422 for PromQL.").Default(fmt.Sprint(query.DefaultMaxBytes)).Int64Var(&serveOpts.maxBytes)
+	cmd.Flag("storage.remote.read-concurrent-limit", "Remote-read requests answered at once; further ones wait up to 10s for one to end, then get 503. As Prometheus's flag of this name.").Default("10").IntVar(&serveOpts.readConcurrent)
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
@@ -236,7 +240,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			<-compacted
 		}()
 	}
-	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples, ScanConcurrency: serveOpts.scanConc}
+	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc}
 	if ixReader != nil {
 		qopts.Index = ixReader
 	}
@@ -250,6 +254,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		MaxConcurrentRequests: serveOpts.maxConcurrent,
 		BodyTimeout:           serveOpts.bodyTimeout,
 		ResponseWriteTimeout:  serveOpts.stallTimeout,
+		MaxConcurrentReads:    serveOpts.readConcurrent,
 		Ready: func(ctx context.Context) error {
 			_, err := st.Get(ctx, cfg.uidTable, []byte{0}, "id")
 			return err

@@ -35,6 +35,10 @@ type Options struct {
 	// Limits are the write limits; nil means limits.DefaultConfig, as
 	// serve's defaults.
 	Limits *limits.Config
+	// MaxSamples and MaxBytes are the query limits (query.Options); 0
+	// means query's defaults.
+	MaxSamples int
+	MaxBytes   int64
 }
 
 // Server is a running in-process promhbase.
@@ -91,6 +95,7 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		w.SetIndexer(ixw)
 		qopts.Index = index.NewReader(st, tables.Index, readMapper.UIDs(), layout)
 	}
+	qopts.MaxSamples, qopts.MaxBytes = opts.MaxSamples, opts.MaxBytes
 	q := query.New(st, readMapper, qopts)
 	h, err := adapter.New(w, q, opts.Adapter, reg, logger)
 	if err != nil {

@@ -1,0 +1,58 @@
+package adapter
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// BenchmarkReadFloats: remote read of 1000 series × 720 float samples
+// (one every 10 s for two hours, gauge-like values) of one metric from the
+// embedded store, SAMPLES and streamed answers. Run with
+// `go test -run '^$' -bench Read -count 6 ./adapter | tee` for benchstat.
+func BenchmarkReadFloats(b *testing.B) {
+	st := openEmbedded(b)
+	h := newTestHandler(b, st)
+	t0 := int64(1_699_999_200_000)
+	const nSeries, nSamples = 1000, 720
+	var batch []prompb.TimeSeries
+	for i := range nSeries {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "bench_gauge"}, {Name: "instance", Value: fmt.Sprintf("host-%d", i)}, {Name: "job", Value: "node"}}}
+		for j := range nSamples {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t0 + int64(j)*10_000, Value: float64((i*7+j*13)%1000) * 0.25})
+		}
+		batch = append(batch, ts)
+		if len(batch) == 50 {
+			if rec := post(h, "/api/v1/write", writeBody(b, batch...)); rec.Code != 204 {
+				b.Fatalf("write: %d %s", rec.Code, rec.Body)
+			}
+			batch = batch[:0]
+		}
+	}
+	benchRead(b, h, t0, t0+2*3_600_000, "bench_gauge", nSeries*nSamples, "samples/s")
+}
+
+// benchRead reads metric name over [start, end] through h, SAMPLES and
+// streamed, reporting n samples per read as unit.
+func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n int, unit string) {
+	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
+		b.Run(rt.String(), func(b *testing.B) {
+			rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: start, EndTimestampMs: end,
+				Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: name}}}},
+				AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{rt}}
+			data, _ := proto.Marshal(rr)
+			body := snappy.Encode(nil, data)
+			b.ReportAllocs()
+			for b.Loop() {
+				if rec := post(h, "/api/v1/read", body); rec.Code != 200 {
+					b.Fatalf("read: %d %s", rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit)
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package adapter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
+)
+
+// newReadHandler is newTestHandler with query and read options.
+func newReadHandler(t testing.TB, st store.Store, qopts query.Options, opts Options) *Handler {
+	t.Helper()
+	layout := mapping.DefaultLayout()
+	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.NewMapper(uids, layout, 0)
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = 64 << 20
+	}
+	h, err := New(NewWriter(m, st, "tsdb"), query.New(st, m, qopts), opts, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// writeFloats writes series name{i="0".."n-1"} with k samples each, one
+// every 10 s from t0.
+func writeFloats(t testing.TB, h http.Handler, name string, n, k int, extra ...prompb.Label) {
+	t.Helper()
+	var batch []prompb.TimeSeries
+	for i := range n {
+		ts := prompb.TimeSeries{Labels: append([]prompb.Label{{Name: "__name__", Value: name}, {Name: "i", Value: fmt.Sprint(i)}}, extra...)}
+		for j := range k {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: readT0 + int64(j)*10_000, Value: float64(i*k+j) * 1.1})
+		}
+		batch = append(batch, ts)
+	}
+	if rec := post(h, "/api/v1/write", writeBody(t, batch...)); rec.Code != http.StatusNoContent {
+		t.Fatalf("write %s: %d %s", name, rec.Code, rec.Body)
+	}
+}
+
+const readT0 = int64(1_700_002_800_000)
+
+func readBody(t testing.TB, rt prompb.ReadRequest_ResponseType, names ...string) []byte {
+	t.Helper()
+	rr := &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{rt}}
+	for _, n := range names {
+		rr.Queries = append(rr.Queries, &prompb.Query{StartTimestampMs: readT0, EndTimestampMs: readT0 + 7_200_000,
+			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: n}}})
+	}
+	data, err := proto.Marshal(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snappy.Encode(nil, data)
+}
+
+var responseTypes = []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
+
+// TestReadByteBudget: a read that needs more memory than
+// --query.max-bytes-per-query gets 413 naming the flag, in both response
+// types; within the budget it is answered.
+func TestReadByteBudget(t *testing.T) {
+	st := openEmbedded(t)
+	small := newReadHandler(t, st, query.Options{MaxBytes: 64 << 10}, Options{})
+	writeFloats(t, small, "m", 100, 200)
+	large := newReadHandler(t, st, query.Options{MaxBytes: 64 << 20}, Options{})
+	for _, rt := range responseTypes {
+		t.Run(rt.String(), func(t *testing.T) {
+			rec := post(small, "/api/v1/read", readBody(t, rt, "m"))
+			if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "--query.max-bytes-per-query") {
+				t.Errorf("64 KiB budget: %d %q, want 413 naming --query.max-bytes-per-query", rec.Code, rec.Body)
+			}
+			if rec := post(large, "/api/v1/read", readBody(t, rt, "m")); rec.Code != http.StatusOK {
+				t.Errorf("64 MiB budget: %d %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
+// TestReadSampleLimitPerRequest: --query.max-samples counts all the
+// queries of a request: two queries that each fit fail together. SAMPLES
+// answers 413; a streamed answer has begun when the second query fails,
+// so the client gets an unfinished stream (an error), never a short one.
+func TestReadSampleLimitPerRequest(t *testing.T) {
+	st := openEmbedded(t)
+	h := newReadHandler(t, st, query.Options{MaxSamples: 1500}, Options{})
+	writeFloats(t, h, "a", 10, 100)
+	writeFloats(t, h, "b", 10, 100)
+	for _, names := range [][]string{{"a"}, {"b"}} {
+		if rec := post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, names...)); rec.Code != http.StatusOK {
+			t.Fatalf("query %v alone: %d %s", names, rec.Code, rec.Body)
+		}
+	}
+	rec := post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "a", "b"))
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "more than 1500 in the request") {
+		t.Errorf("both queries: %d %q, want 413 for the request's samples", rec.Code, rec.Body)
+	}
+
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/api/v1/read", "application/x-protobuf", bytes.NewReader(readBody(t, prompb.ReadRequest_STREAMED_XOR_CHUNKS, "a", "b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cr := remote.NewChunkedReader(resp.Body, 1<<20, nil)
+	frames := 0
+	for {
+		var msg prompb.ChunkedReadResponse
+		err = cr.NextProto(&msg)
+		if err != nil {
+			break
+		}
+		frames++
+	}
+	if resp.StatusCode != http.StatusOK || frames != 10 || errors.Is(err, io.EOF) {
+		t.Errorf("streamed: status %d, %d frames, then %v; want 200, the 10 series of the first query, then an error other than EOF", resp.StatusCode, frames, err)
+	}
+}
+
+// blockingStore holds scans of the data table until release is closed,
+// telling started about each.
+type blockingStore struct {
+	store.Store
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
+	if req.Table == "tsdb" {
+		b.started <- struct{}{}
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+		}
+	}
+	return b.Store.Scan(ctx, req)
+}
+
+// TestReadConcurrencyLimit: with --storage.remote.read-concurrent-limit=1
+// a second read waits for the first and, when it does not end within the
+// wait, gets 503; once the first ended, reads are answered again.
+func TestReadConcurrencyLimit(t *testing.T) {
+	bs := &blockingStore{Store: openEmbedded(t), started: make(chan struct{}, 10), release: make(chan struct{})}
+	h := newReadHandler(t, bs, query.Options{}, Options{MaxConcurrentReads: 1, ReadWait: 50 * time.Millisecond})
+	writeFloats(t, h, "m", 2, 10)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var first *httptest.ResponseRecorder
+	go func() {
+		defer wg.Done()
+		first = post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "m"))
+	}()
+	<-bs.started
+	rec := post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "m"))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "--storage.remote.read-concurrent-limit") {
+		t.Errorf("second read: %d %q, want 503 naming --storage.remote.read-concurrent-limit", rec.Code, rec.Body)
+	}
+	close(bs.release)
+	wg.Wait()
+	if first.Code != http.StatusOK {
+		t.Errorf("first read: %d %s", first.Code, first.Body)
+	}
+	if rec := post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "m")); rec.Code != http.StatusOK {
+		t.Errorf("read after the first ended: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestStalledReaderReleased: a client that asks for a streamed answer and
+// never reads it does not keep its request (its slot, its memory): the
+// frame write fails on --web.response-write-timeout and the next
+// read gets the only read slot.
+func TestStalledReaderReleased(t *testing.T) {
+	st := openEmbedded(t)
+	h := newReadHandler(t, st, query.Options{}, Options{MaxConcurrentReads: 1, ReadWait: time.Minute, ResponseWriteTimeout: 200 * time.Millisecond})
+	// 10 000 series with a 4 KiB label: an answer of 40 MB, more than the
+	// socket buffers hold.
+	long := prompb.Label{Name: "pad", Value: strings.Repeat("x", 4096)}
+	for range 10 {
+		writeFloats(t, h, "big", 1000, 1, long)
+		long.Value = long.Value[1:] // other series next time
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := readBody(t, prompb.ReadRequest_STREAMED_XOR_CHUNKS, "big")
+	fmt.Fprintf(conn, "POST /api/v1/read HTTP/1.1\r\nHost: x\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\n", len(body))
+	conn.Write(body)
+	// Read the status line, then nothing more.
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled reader's status: %q %v", status, err)
+	}
+	// The next read needs the slot the stalled one holds: it is answered
+	// only if the stalled request ends (within ReadWait).
+	resp, err := http.Post(srv.URL+"/api/v1/read", "application/x-protobuf", bytes.NewReader(readBody(t, prompb.ReadRequest_SAMPLES, "nothing")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("read while a reader stalls: %d %s, want 200 once the stalled read is cut off", resp.StatusCode, msg)
+	}
+}

@@ -1,0 +1,298 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// MaxSamplesPerChunk is the number of float samples per XOR chunk, as in
+// Prometheus's TSDB.
+const MaxSamplesPerChunk = 120
+
+// seriesOverhead is what a series costs besides its labels and chunk
+// bytes, charged to the budget: the series, its chunk list and the open
+// chunk's appender, the map entry of the scan (an estimate, on the high
+// side).
+const seriesOverhead = 320
+
+// chunkOverhead is what a chunk costs besides its bytes (the Chunk entry
+// and the slice header of its data).
+const chunkOverhead = 48
+
+// Chunk is one chunk of a series' samples in a Prometheus chunk encoding
+// (XOR, histogram or float histogram), with the times of its first and
+// last sample (Unix ms).
+type Chunk struct {
+	MinT, MaxT int64
+	Enc        chunkenc.Encoding
+	Data       []byte
+}
+
+// ChunkSeries is a series of a query's answer with its samples held as
+// chunks, as compactly as Prometheus's TSDB holds them: in time order and
+// not overlapping, one sample per timestamp; floats in XOR chunks of at
+// most MaxSamplesPerChunk samples, integer and float native histograms in
+// histogram chunks of about chunkenc.TargetBytesPerHistogramChunk bytes,
+// and a new chunk whenever the kind of sample changes. The chunk data is
+// owned by the series.
+type ChunkSeries struct {
+	Labels labels.Labels
+	Chunks []Chunk
+	// Samples is the number of samples in Chunks.
+	Samples int
+	// Bytes is what the series was charged in its Budget: Release it
+	// when the series is dropped.
+	Bytes int64
+}
+
+// chunkCutter builds the chunks of one series from samples appended in
+// time order, cutting them as Prometheus's own remote-read server does;
+// within a histogram chunk the chunk encoding decides counter resets, as
+// in Prometheus's TSDB.
+type chunkCutter struct {
+	chunks     []Chunk
+	cur        chunkenc.Chunk
+	app        chunkenc.Appender
+	minT, maxT int64
+	n          int   // samples appended
+	last       int64 // time of the last sample; valid when n > 0
+	closed     int64 // bytes of the closed chunks (cap), with chunkOverhead
+}
+
+// size is the bytes the cutter's chunks take (the open one by its
+// capacity).
+func (c *chunkCutter) size() int64 {
+	s := c.closed
+	if c.cur != nil {
+		s += int64(cap(c.cur.Bytes())) + chunkOverhead
+	}
+	return s
+}
+
+// finish closes the current chunk, if any.
+func (c *chunkCutter) finish() {
+	if c.cur == nil {
+		return
+	}
+	data := c.cur.Bytes()
+	c.chunks = append(c.chunks, Chunk{MinT: c.minT, MaxT: c.maxT, Enc: c.cur.Encoding(), Data: data})
+	c.closed += int64(cap(data)) + chunkOverhead
+	c.cur, c.app = nil, nil
+}
+
+// start opens a new chunk ch for a first sample at t.
+func (c *chunkCutter) start(ch chunkenc.Chunk, t int64) error {
+	c.finish()
+	app, err := ch.Appender()
+	if err != nil {
+		return fmt.Errorf("%s appender: %w", ch.Encoding(), err)
+	}
+	c.cur, c.app, c.minT = ch, app, t
+	return nil
+}
+
+// inOrder reports whether a sample at t may follow the samples so far: a
+// chunk cannot go back in time, so a sample at or before the last one (a
+// row with an offset past its hour) is dropped.
+func (c *chunkCutter) inOrder(t int64) bool { return c.n == 0 || t > c.last }
+
+func (c *chunkCutter) appendFloat(t int64, v float64) error {
+	if !c.inOrder(t) {
+		return nil
+	}
+	if c.cur == nil || c.cur.Encoding() != chunkenc.EncXOR || c.cur.NumSamples() >= MaxSamplesPerChunk {
+		if err := c.start(chunkenc.NewXORChunk(), t); err != nil {
+			return err
+		}
+	}
+	c.app.Append(0, t, v)
+	c.maxT, c.last = t, t
+	c.n++
+	return nil
+}
+
+func (c *chunkCutter) appendHistogram(s HistogramSample) error {
+	if !c.inOrder(s.T) {
+		return nil
+	}
+	enc := chunkenc.EncHistogram
+	if s.FH != nil {
+		enc = chunkenc.EncFloatHistogram
+	}
+	var prev chunkenc.Appender
+	if c.cur != nil && c.cur.Encoding() == enc {
+		n, size := c.cur.NumSamples(), len(c.cur.Bytes())
+		full := (size >= chunkenc.TargetBytesPerHistogramChunk && n >= chunkenc.MinSamplesPerHistogramChunk) ||
+			size >= 2*chunkenc.TargetBytesPerHistogramChunk || n >= math.MaxUint16-1
+		if !full {
+			return c.appendHist(nil, s)
+		}
+		prev = c.app
+	}
+	var ch chunkenc.Chunk = chunkenc.NewHistogramChunk()
+	if s.FH != nil {
+		ch = chunkenc.NewFloatHistogramChunk()
+	}
+	if err := c.start(ch, s.T); err != nil {
+		return err
+	}
+	return c.appendHist(prev, s)
+}
+
+// appendHist appends s to the current chunk; prev, the appender of the
+// chunk before, lets a new chunk's encoding tell a counter reset from
+// none. The chunk encoding may answer with a recoded chunk (replacing the
+// current one) or a new chunk (after a counter reset or a layout change it
+// cannot recode), which then becomes the current one.
+func (c *chunkCutter) appendHist(prev chunkenc.Appender, s HistogramSample) error {
+	var (
+		ch      chunkenc.Chunk
+		recoded bool
+		app     = c.app
+		err     error
+	)
+	if s.FH != nil {
+		ch, recoded, app, err = app.AppendFloatHistogram(prev, 0, s.T, s.FH, false)
+	} else {
+		ch, recoded, app, err = app.AppendHistogram(prev, 0, s.T, s.H, false)
+	}
+	if err != nil {
+		return fmt.Errorf("append histogram at %d: %w", s.T, err)
+	}
+	if ch != nil {
+		if !recoded {
+			// A new chunk starts with this sample.
+			c.finish()
+			c.minT = s.T
+		}
+		c.cur = ch
+	}
+	c.app, c.maxT, c.last = app, s.T, s.T
+	c.n++
+	return nil
+}
+
+// appendMerged appends floats and histograms of one time span, each sorted
+// by time, merged by time. Of a float and a histogram at the same time the
+// float is kept, unless it is a staleness marker (the histogram series
+// then goes on).
+func (c *chunkCutter) appendMerged(fs []Sample, hs []HistogramSample) error {
+	for len(fs) > 0 || len(hs) > 0 {
+		var err error
+		switch {
+		case len(hs) == 0 || (len(fs) > 0 && fs[0].T < hs[0].T):
+			err = c.appendFloat(fs[0].T, fs[0].V)
+			fs = fs[1:]
+		case len(fs) > 0 && fs[0].T == hs[0].T:
+			if value.IsStaleNaN(fs[0].V) {
+				err = c.appendHistogram(hs[0])
+			} else {
+				err = c.appendFloat(fs[0].T, fs[0].V)
+			}
+			fs, hs = fs[1:], hs[1:]
+		default:
+			err = c.appendHistogram(hs[0])
+			hs = hs[1:]
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EncodeChunks cuts samples into the chunks of a ChunkSeries (see there).
+// fs and hs must each be sorted by time.
+func EncodeChunks(fs []Sample, hs []HistogramSample) ([]Chunk, error) {
+	var c chunkCutter
+	if err := c.appendMerged(fs, hs); err != nil {
+		return nil, err
+	}
+	c.finish()
+	return c.chunks, nil
+}
+
+// Iterator returns an iterator over the chunk's samples, reusing it when
+// possible.
+func (c Chunk) Iterator(it chunkenc.Iterator) (chunkenc.Iterator, error) {
+	ch, err := chunkenc.FromData(c.Enc, c.Data)
+	if err != nil {
+		return nil, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
+	}
+	return ch.Iterator(it), nil
+}
+
+// DecodeChunks returns the samples of chunks: the floats and the native
+// histograms, each sorted by time; every histogram is the caller's.
+func DecodeChunks(chunks []Chunk) ([]Sample, []HistogramSample, error) {
+	var (
+		fs []Sample
+		hs []HistogramSample
+		it chunkenc.Iterator
+	)
+	for _, c := range chunks {
+		var err error
+		if it, err = c.Iterator(it); err != nil {
+			return nil, nil, err
+		}
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			switch vt {
+			case chunkenc.ValFloat:
+				t, v := it.At()
+				fs = append(fs, Sample{T: t, V: v})
+			case chunkenc.ValHistogram:
+				t, h := it.AtHistogram(nil)
+				hs = append(hs, HistogramSample{T: t, H: h})
+			case chunkenc.ValFloatHistogram:
+				t, fh := it.AtFloatHistogram(nil)
+				hs = append(hs, HistogramSample{T: t, FH: fh})
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, nil, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
+		}
+	}
+	return fs, hs, nil
+}
+
+// joinChunkSeries joins adjacent series of sorted that have equal labels
+// (see joinEqual): their samples are decoded, merged by time (one per
+// timestamp, the later series' sample dropped) and encoded again. Rare:
+// most label sets have one row key.
+func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
+	out := sorted[:0]
+	for _, s := range sorted {
+		n := len(out)
+		if n == 0 || !labels.Equal(out[n-1].Labels, s.Labels) {
+			out = append(out, s)
+			continue
+		}
+		prev := out[n-1]
+		f1, h1, err := DecodeChunks(prev.Chunks)
+		if err != nil {
+			return nil, err
+		}
+		f2, h2, err := DecodeChunks(s.Chunks)
+		if err != nil {
+			return nil, err
+		}
+		fs := append(f1, f2...)
+		slices.SortStableFunc(fs, func(a, b Sample) int { return cmpT(a.T, b.T) })
+		fs = slices.CompactFunc(fs, func(a, b Sample) bool { return a.T == b.T })
+		hs := append(h1, h2...)
+		slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
+		hs = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
+		var c chunkCutter
+		if err := c.appendMerged(fs, hs); err != nil {
+			return nil, err
+		}
+		c.finish()
+		prev.Chunks, prev.Samples, prev.Bytes = c.chunks, c.n, prev.Bytes+s.Bytes
+	}
+	return out, nil
+}
