@@ -137,7 +137,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	ix := &serveOpts.index
 	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
-	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (from the day the index was first kept, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
+	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	registerLimits(cmd, &serveOpts.limits)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
@@ -158,7 +158,22 @@ func openIndex(cfg *config, st store.Store, reg prometheus.Registerer) (*index.W
 		}
 	}
 	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout, CacheBytes: serveOpts.index.cacheBytes}, reg)
-	if err := w.MarkCoverage(ctx, mapping.DayOf(time.Now().UnixMilli())); err != nil {
+	// The index covers what is written from now on: all of it when the
+	// data table is empty, else from tomorrow (today may hold rows written
+	// before the index was kept; `reindex` covers them and moves the day
+	// back). An earlier day already recorded stays.
+	sc := st.Scan(ctx, store.ScanRequest{Table: cfg.dataTable, Family: "t"})
+	hasRows := sc.Next()
+	err := sc.Err()
+	sc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("look for rows in %s: %w", cfg.dataTable, err)
+	}
+	day := uint32(0)
+	if hasRows {
+		day = mapping.DayOf(time.Now().UnixMilli()) + 1
+	}
+	if err := w.MarkCoverage(ctx, day); err != nil {
 		return nil, err
 	}
 	return w, nil
