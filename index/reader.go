@@ -258,6 +258,20 @@ func (r *Reader) metricsWith(ctx context.Context, name, value string, start, end
 	return out, nil
 }
 
+// IndexedMetrics returns the names of every metric the index has ever
+// seen a series of, sorted.
+func (r *Reader) IndexedMetrics(ctx context.Context) ([]string, error) {
+	row, err := r.st.Get(ctx, r.table, mapping.IndexEverKey, mapping.IndexFamily)
+	if err != nil {
+		return nil, fmt.Errorf("read indexed metrics: %w", err)
+	}
+	uids := make([][]byte, len(row.Cells))
+	for i, c := range row.Cells {
+		uids[i] = c.Qualifier
+	}
+	return r.names(ctx, mapping.KindMetric, uids)
+}
+
 // MetricNames returns the names of the metrics that may have series that
 // ms select with data on the days of [start, end]: a superset (the
 // matchers on __name__ are left to the caller; every other matcher that

@@ -262,6 +262,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 		s := e.Series
 		buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
 		add(buf, s.Metric)
+		add(mapping.IndexEverKey, s.Metric)
 		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
 			tagk, tagv := s.Tags[i:i+w.opts.Layout.TagKWidth], s.Tags[i+w.opts.Layout.TagKWidth:i+pair]
 			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)

@@ -31,6 +31,7 @@ import (
 //	row 'N' ‖ day                      qualifiers: the metric UIDs seen that day
 //	row 'V' ‖ day ‖ tagk UID ‖ tagv UID  qualifiers: the metric UIDs with a series
 //	                                   carrying tagk=tagv that day
+//	row 'A'                            qualifiers: every metric UID ever indexed
 //	row 'C'                            qualifier "since": the first day (4 bytes)
 //	                                   from which every write went through the index
 //
@@ -48,7 +49,11 @@ const (
 	IndexKindMetrics  byte = 'N'
 	IndexKindValues   byte = 'V'
 	IndexKindCoverage byte = 'C'
+	IndexKindEver     byte = 'A'
 )
+
+// IndexEverKey is the key of the 'A' row.
+var IndexEverKey = []byte{IndexKindEver}
 
 // DaySeconds is the length of an index day.
 const DaySeconds = 86400

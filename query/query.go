@@ -45,6 +45,7 @@ var ErrTooManySamples = errors.New("query selects too many samples")
 // scanner is the part of store.Store the query path uses.
 type scanner interface {
 	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
+	Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
 }
 
 // Sample is one sample: Unix milliseconds and value.
@@ -123,6 +124,7 @@ type SeriesIndex interface {
 	MetricNames(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]string, error)
 	LabelNames(ctx context.Context, start, end int64) ([]string, error)
 	LabelValues(ctx context.Context, name string, start, end int64) ([]string, error)
+	IndexedMetrics(ctx context.Context) ([]string, error)
 }
 
 // indexCovers reports whether the series index can answer for [start, end].
@@ -447,7 +449,7 @@ func (q *Querier) metricNames(ctx context.Context, start, end int64, matchers []
 		return nil, err
 	}
 	if covered {
-		all, err = q.opts.Index.MetricNames(ctx, start, end, matchers)
+		all, err = q.indexedMetricNames(ctx, start, end, matchers)
 	} else {
 		all, err = q.allMetricNames(ctx)
 	}
@@ -472,8 +474,35 @@ func matchesAll(ms []*labels.Matcher, v string) bool {
 	return true
 }
 
-// allMetricNames lists the metric names of the UID table (forward rows with
-// an id:metrics cell). It reuses the last list for MetricNamesTTL unless this
+// indexedMetricNames returns the metrics the series index names for the
+// matchers and [start, end], and every metric of the UID table the index
+// never saw a series of: a metric another writer (an OpenTSDB TSD)
+// created is scanned rather than missed.
+func (q *Querier) indexedMetricNames(ctx context.Context, start, end int64, matchers []*labels.Matcher) ([]string, error) {
+	narrowed, err := q.opts.Index.MetricNames(ctx, start, end, matchers)
+	if err != nil {
+		return nil, err
+	}
+	known, err := q.opts.Index.IndexedMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := q.allMetricNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(narrowed)
+	for _, n := range all {
+		if _, found := slices.BinarySearch(known, n); !found {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// allMetricNames lists the metric names of the UID table (its reverse rows
+// of metric UIDs, see mapping.MetricNames). It reuses the last list for MetricNamesTTL unless this
 // process has learnt a metric name since (writes through it are seen at
 // once; names assigned by other processes within the TTL).
 func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
@@ -483,26 +512,10 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 	if q.names != nil && gen == q.namesGen && time.Since(q.namesRead) < q.opts.MetricNamesTTL {
 		return q.names, nil
 	}
-	sc := q.st.Scan(ctx, store.ScanRequest{Table: q.opts.UIDTable, Family: "id"})
-	defer sc.Close()
-	names := []string{}
-	for sc.Next() {
-		r := sc.Row()
-		if len(r.Key) == 1 && r.Key[0] == 0 {
-			continue // the max-id counters
-		}
-		for _, c := range r.Cells {
-			if string(c.Qualifier) == "metrics" {
-				names = append(names, mapping.NameFromStored(r.Key))
-			}
-		}
+	names, err := mapping.MetricNames(ctx, q.st, q.opts.UIDTable, q.mapper.Layout().MetricWidth)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("list metric names in %s: %w", q.opts.UIDTable, err)
-	}
-	// A name stored in both its forms is listed once.
-	slices.Sort(names)
-	names = slices.Compact(names)
 	q.names, q.namesRead, q.namesGen = names, time.Now(), gen
 	return names, nil
 }
