@@ -42,6 +42,63 @@ func (st *v2State) unpack() error {
 // st.refs and builds the key from them.
 func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 	msg, syms := st.packed, st.symbols
+	// The common case in one pass straight into the key: label pairs
+	// whose references take one or two bytes each, in range, names with
+	// an id below 128 and values under 128 bytes. Anything else starts
+	// over on the general path.
+	key := append(s.keyBuf[:0], keyFormV2)
+	i := 0
+	for i+1 < len(msg) {
+		nr, vr := uint32(msg[i]), uint32(0)
+		j := i + 1
+		if nr >= 0x80 {
+			if msg[j] >= 0x80 {
+				break
+			}
+			nr = nr&0x7F | uint32(msg[j])<<7
+			j++
+		}
+		if j >= len(msg) {
+			break
+		}
+		vr = uint32(msg[j])
+		j++
+		if vr >= 0x80 {
+			if j >= len(msg) || msg[j] >= 0x80 {
+				break
+			}
+			vr = vr&0x7F | uint32(msg[j])<<7
+			j++
+		}
+		if uint64(nr) >= uint64(len(syms)) || uint64(vr) >= uint64(len(syms)) {
+			break
+		}
+		id := st.nameIDs[nr]
+		if id == 0 {
+			id = st.nameID(nr, syms[nr]) | noNameID
+		}
+		id &^= noNameID
+		ve := syms[vr]
+		vl := int(uint32(ve))
+		if id == 0 || id >= 0x80 || vl >= 0x80 {
+			break
+		}
+		k := len(key)
+		if k+vl+2+32 > cap(key) {
+			key = slices.Grow(key, vl+2+32)
+		}
+		key = key[:k+vl+2]
+		key[k], key[k+1] = byte(id), byte(vl)
+		st.copySym(key[k+2:k+2+vl:cap(key)], ve)
+		i = j
+	}
+	if i == len(msg) {
+		s.names = st.names
+		s.keyBuf, s.Key, s.copied = key, key, true
+		return "", nil
+	}
+	s.keyBuf = key
+	// The general path: every reference decoded, then checked and built.
 	refs, ents := st.refs[:0], st.ents[:0]
 	size := 0
 	for i := 0; i < len(msg); {

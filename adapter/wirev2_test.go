@@ -631,13 +631,22 @@ func TestV2Key(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := pairLabels(tc.labels)
 			var keys []string
-			for _, tbl := range []*labelNames{names, names, nil} {
-				// A first series shifts the symbol table of the second.
+			for _, v := range []struct {
+				tbl *labelNames
+				pad int // label pairs of the first series
+			}{{names, 1}, {names, 10000}, {nil, 1}} {
+				// A first series shifts the symbol table of the second:
+				// by 10 000 pairs, its references take three bytes (the
+				// general path), else one or two (the fast path).
+				first := [][2]string{{"__name__", "other"}}
+				for i := range v.pad {
+					first = append(first, [2]string{fmt.Sprintf("x%d_%d", len(keys), i), "y" + fmt.Sprint(i)})
+				}
 				data := encodeV2(t, []genSeries{
-					{labels: [][2]string{{"__name__", "other"}, {"x" + fmt.Sprint(len(keys)), "y"}}, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
+					{labels: first, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
 					{labels: tc.labels, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
 				}, false)
-				st := v2State{names: tbl}
+				st := v2State{names: v.tbl}
 				n := 0
 				err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
 					if n++; n == 2 {
@@ -653,7 +662,7 @@ func TestV2Key(t *testing.T) {
 				}
 			}
 			if keys[0] != keys[1] {
-				t.Errorf("same labels, keys %x and %x", keys[0], keys[1])
+				t.Errorf("same labels, keys %x (short references) and %x (long)", keys[0], keys[1])
 			}
 			for _, k := range keys[1:] {
 				if other, ok := seen[k]; ok {
@@ -1059,11 +1068,12 @@ func FuzzParseV2MatchesGogo(f *testing.F) {
 		series := genRequest(r)
 		f.Add(encodeV2(f, series[:min(len(series), 3)], seed%2 == 1))
 	}
+	names := newLabelNames()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return
 		}
-		var st v2State
+		st := v2State{names: names} // label-name ids: keys take the fast path
 		var got []string
 		var invalid []bool
 		err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
