@@ -83,6 +83,9 @@ func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 		if id == 0 || id >= 0x80 || vl >= 0x80 {
 			break
 		}
+		// As build writes a short label; written out here because the
+		// compiler does not inline a shared helper, and the call costs
+		// about 5 % of the whole write path.
 		k := len(key)
 		if k+vl+2+32 > cap(key) {
 			key = slices.Grow(key, vl+2+32)
