@@ -87,7 +87,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxLabelNamesPerSeries: 30, MaxLabelNameLength: 1024, MaxLabelValueLength: 2048,
-		MaxSeriesPerRequest: 50_000, NewSeriesRate: 10_000, NewSeriesBurst: 200_000, MaxActiveSeries: 1_000_000,
+		MaxSeriesPerRequest: 50_000, NewSeriesRate: 50_000, NewSeriesBurst: 2_000_000, MaxActiveSeries: 10_000_000,
 	}
 }
 
