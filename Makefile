@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/...
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-faults vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench fuzz clean
+.PHONY: all build run test test-unit test-faults vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e fuzz clean
 
 all: build
 
@@ -73,6 +73,25 @@ prometheus:
 ## bench: the hot-path benchmarks recorded in BENCHMARKS.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query
+
+## bench-e2e: promhbase (embedded) side by side with Prometheus's own
+## remote-write receiver (the project's Prometheus 3.15): the same
+## pre-encoded traffic, remote write 1.0 and 2.0, steady and with churn;
+## Markdown tables on stdout, plots in docs/bench/. BENCH_SERIES and
+## BENCH_ROUNDS size it (1000000 series need about 6 GB of memory).
+BENCH_SERIES ?= --series-counts=20000 --series-counts=100000
+BENCH_ROUNDS ?= 10
+bench-e2e:
+	@mkdir -p bin docs/bench
+	$(GO) build -o bin/promhbase ./cmd/promhbase
+	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+	@prom=$$(scripts/prometheus.sh) && \
+	for proto in v1 v2; do \
+		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) \
+			--max-rounds=$(BENCH_ROUNDS) --protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
+	done && \
+	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) \
+		--max-rounds=$(BENCH_ROUNDS) --protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 20s

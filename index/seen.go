@@ -2,6 +2,7 @@ package index
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -11,12 +12,12 @@ import (
 // budget and recently written keys are kept. A key forgotten is only
 // written again (index writes are idempotent).
 type seenSet struct {
-	mu         sync.Mutex
+	mu         sync.RWMutex
 	cur, old   map[string]struct{}
 	curBytes   int
 	oldBytes   int
 	budget     int
-	hits, miss uint64
+	hits, miss atomic.Uint64
 }
 
 // entryOverhead approximates what a map entry costs beyond its key bytes
@@ -28,18 +29,20 @@ func newSeenSet(budget int) *seenSet {
 }
 
 func (s *seenSet) has(k string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.cur[k]; ok {
-		s.hits++
+	s.mu.RLock()
+	_, inCur := s.cur[k]
+	_, inOld := s.old[k]
+	s.mu.RUnlock()
+	switch {
+	case inCur:
+		s.hits.Add(1)
+		return true
+	case inOld:
+		s.hits.Add(1)
+		s.add(k) // promoted
 		return true
 	}
-	if _, ok := s.old[k]; ok {
-		s.hits++
-		s.addLocked(k)
-		return true
-	}
-	s.miss++
+	s.miss.Add(1)
 	return false
 }
 
@@ -86,8 +89,9 @@ func (c *seenCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *seenCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	s.mu.Lock()
-	bytes, entries, hits, miss := s.curBytes+s.oldBytes, len(s.cur)+len(s.old), s.hits, s.miss
+	bytes, entries := s.curBytes+s.oldBytes, len(s.cur)+len(s.old)
 	s.mu.Unlock()
+	hits, miss := s.hits.Load(), s.miss.Load()
 	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(bytes))
 	ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(entries))
 	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(hits), "hit")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -340,19 +341,31 @@ func reservedName(name []byte) bool { return len(name) == 1 && name[0] == 0 }
 // readForward reads the forward mapping whose row key is stored, the
 // bytes of a name as tsdb-uid holds it.
 func (u *UIDs) readForward(ctx context.Context, kind Kind, stored string) ([]byte, error) {
-	row, err := u.st.Get(ctx, u.table, []byte(stored), uidFamilyID)
-	if err != nil {
-		return nil, fmt.Errorf("read uid of %s %q: %w", kind, nameFromStored([]byte(stored)), err)
-	}
-	for _, c := range row.Cells {
-		if string(c.Qualifier) == kind.Qualifier() {
-			if len(c.Value) != u.widths[kind] {
-				return nil, fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", kind, nameFromStored([]byte(stored)), c.Value, len(c.Value), u.widths[kind])
-			}
-			return c.Value, nil
+	var value []byte
+	if cg, ok := u.st.(store.CellGetter); ok {
+		v, found, err := cg.GetCell(ctx, u.table, []byte(stored), uidFamilyID, kind.Qualifier())
+		if err != nil {
+			return nil, fmt.Errorf("read uid of %s %q: %w", kind, nameFromStored([]byte(stored)), err)
 		}
+		if !found {
+			return nil, nil
+		}
+		value = v
+	} else {
+		row, err := u.st.Get(ctx, u.table, []byte(stored), uidFamilyID)
+		if err != nil {
+			return nil, fmt.Errorf("read uid of %s %q: %w", kind, nameFromStored([]byte(stored)), err)
+		}
+		i := slices.IndexFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == kind.Qualifier() })
+		if i < 0 {
+			return nil, nil
+		}
+		value = row.Cells[i].Value
 	}
-	return nil, nil
+	if len(value) != u.widths[kind] {
+		return nil, fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", kind, nameFromStored([]byte(stored)), value, len(value), u.widths[kind])
+	}
+	return value, nil
 }
 
 const maxAssignAttempts = 3

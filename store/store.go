@@ -103,6 +103,10 @@ type Store interface {
 	// CheckAndPut writes put only if the cell (family, qualifier) of
 	// put.Row holds exactly expected; a nil or empty expected means the cell
 	// must be absent. It reports whether the put was written.
+	//
+	// Increment and CheckAndPut are atomic and visible at once; a backend
+	// may make them durable only with its next Put (the embedded store,
+	// whose log keeps their order; see Syncer), never out of order.
 	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
 	// Delete removes the listed columns of row, or the whole row when
 	// columns is empty. A column with a zero Timestamp loses all its
@@ -113,6 +117,19 @@ type Store interface {
 	Delete(ctx context.Context, table string, row []byte, columns []Column) error
 	// Close releases the store.
 	Close() error
+}
+
+// Syncer is a Store whose Increment and CheckAndPut become durable only
+// with a later write: Sync makes everything so far durable. Callers that
+// acknowledge an Increment or CheckAndPut with no Put after it call Sync.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// CellGetter is a Store that reads one cell cheaper than its row (the
+// embedded store: a point read its bloom filters can answer).
+type CellGetter interface {
+	GetCell(ctx context.Context, table string, row []byte, family, qualifier string) (value []byte, found bool, err error)
 }
 
 // Errors that backends wrap with %w so that callers can classify them.

@@ -16,16 +16,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +56,7 @@ type options struct {
 
 func main() {
 	var o options
-	app := kingpin.New("promhbase-load", "Sustained write load for promhbase.")
+	app := kingpin.New("promhbase-load", "Sustained write load for promhbase, and a side-by-side comparison with Prometheus's own receiver.")
 	app.Flag("series", "Distinct series; each round writes one sample to each.").Default("20000").IntVar(&o.series)
 	app.Flag("batch", "Series per request, like max_samples_per_send.").Default("2000").IntVar(&o.batch)
 	app.Flag("concurrency", "Requests in flight, like Prometheus's shards.").Default("4").IntVar(&o.concurrency)
@@ -78,6 +74,15 @@ func main() {
 	readCmd := app.Command("read", "Run --concurrency streamed remote reads at once and count what they return.")
 	readCmd.Flag("url", "Remote-read URL.").Default("http://127.0.0.1:9201/api/v1/read").StringVar(&o.url)
 	readCmd.Flag("match", "Equality matcher name=value of the read; repeatable.").Default("job=node").StringsVar(&o.match)
+	var c compareOptions
+	compareCmd := app.Command("compare", "Write the same pre-encoded traffic into Prometheus's own remote-write receiver and into promhbase (embedded), each a fresh process, then read back; print a Markdown table (and with --svg, plots).")
+	compareCmd.Flag("prometheus", "Prometheus binary (scripts/prometheus.sh prints the project's).").Required().StringVar(&c.prometheus)
+	compareCmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
+	compareCmd.Flag("protocol", "Remote write protocol: v1 or v2.").Default("v1").StringVar(&c.protocol)
+	compareCmd.Flag("churn", "Fraction of the series replaced every round, as pods restart (0.1: 10 %).").Default("0").Float64Var(&c.churn)
+	compareCmd.Flag("series-counts", "Active series of each run, in turn (default: --series).").IntsVar(&c.seriesCounts)
+	compareCmd.Flag("dir", "Where the systems' data directories go (removed after each run).").Default(os.TempDir()).StringVar(&c.dir)
+	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
 	switch cmd {
@@ -87,6 +92,8 @@ func main() {
 		err = runDirect(o)
 	case readCmd.FullCommand():
 		err = runRead(o)
+	case compareCmd.FullCommand():
+		err = runCompare(o, c)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)
@@ -111,31 +118,53 @@ func seriesLabels(i int) []prompb.Label {
 	}
 }
 
+// runResult is what run measured.
+type runResult struct {
+	samples             int64
+	elapsed, firstRound time.Duration // firstRound: until every batch of round 0 was answered
+	requests            int
+	p50, p99            time.Duration
+}
+
 // run drives work in o.concurrency goroutines over rounds of batches until
-// the duration ends, and prints the throughput.
-func run(o options, work func(ctx context.Context, round, first, n int) error) error {
+// the duration ends (or o.maxRounds), prints the throughput and returns it.
+func run(o options, work func(ctx context.Context, round, first, n int) error) (runResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
 	type job struct{ round, first, n int }
-	jobs := make(chan job)
+	// Sharded by series, as Prometheus's queue: a batch of series always
+	// goes to the same sender, which sends its rounds in order.
+	shards := make([]chan job, o.concurrency)
+	for i := range shards {
+		shards[i] = make(chan job)
+	}
 	var samples atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
 	var firstErr error
 	var wg sync.WaitGroup
-	for range o.concurrency {
+	batches := (o.series + o.batch - 1) / o.batch
+	round0 := 0
+	var firstRound time.Duration
+	start := time.Now()
+	for _, jobs := range shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				start := time.Now()
+				began := time.Now()
 				err := work(context.Background(), j.round, j.first, j.n)
-				d := time.Since(start)
+				d := time.Since(began)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
 				lat = append(lat, d)
+				if j.round == 0 {
+					if round0++; round0 == batches {
+						firstRound = time.Since(start)
+					}
+				}
 				mu.Unlock()
 				if err == nil {
 					samples.Add(int64(j.n))
@@ -143,22 +172,23 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) e
 			}
 		}()
 	}
-	start := time.Now()
 feed:
 	for round := 0; o.maxRounds <= 0 || round < o.maxRounds; round++ {
 		for first := 0; first < o.series; first += o.batch {
 			select {
-			case jobs <- job{round, first, min(o.batch, o.series-first)}:
+			case shards[(first/o.batch)%len(shards)] <- job{round, first, min(o.batch, o.series-first)}:
 			case <-ctx.Done():
 				break feed
 			}
 		}
 	}
-	close(jobs)
+	for _, jobs := range shards {
+		close(jobs)
+	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	if firstErr != nil {
-		return firstErr
+		return runResult{}, firstErr
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	q := func(p float64) time.Duration {
@@ -167,9 +197,10 @@ feed:
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	fmt.Printf("samples=%d elapsed=%s samples/s=%.0f requests=%d p50=%s p99=%s\n",
-		samples.Load(), elapsed.Round(time.Millisecond), float64(samples.Load())/elapsed.Seconds(), len(lat), q(0.5), q(0.99))
-	return nil
+	r := runResult{samples: samples.Load(), elapsed: elapsed, firstRound: firstRound, requests: len(lat), p50: q(0.5), p99: q(0.99)}
+	fmt.Printf("samples=%d elapsed=%s samples/s=%.0f requests=%d p50=%s p99=%s first_round=%s\n",
+		r.samples, elapsed.Round(time.Millisecond), float64(r.samples)/elapsed.Seconds(), r.requests, r.p50, r.p99, firstRound.Round(time.Millisecond))
+	return r, nil
 }
 
 // baseTime is where the load's timestamps start: one sample per series
@@ -178,7 +209,6 @@ func baseTime() int64 { return time.Now().Add(-6 * time.Hour).Truncate(time.Hour
 
 func runHTTP(o options) error {
 	t0 := baseTime()
-	client := &http.Client{Timeout: time.Minute}
 	lbls := make([][]prompb.Label, o.series)
 	for i := range lbls {
 		lbls[i] = seriesLabels(i)
@@ -195,39 +225,16 @@ func runHTTP(o options) error {
 		return snappy.Encode(nil, data)
 	}
 	pre := precompute(o, encode)
-	return run(o, func(ctx context.Context, round, first, n int) error {
+	_, err := run(o, func(ctx context.Context, round, first, n int) error {
 		var body []byte
 		if pre != nil {
 			body = pre[round%o.rounds][first/o.batch]
 		} else {
 			body = encode(round, first, n)
 		}
-		for attempt := 0; ; attempt++ {
-			hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(body))
-			hr.Header.Set("Content-Encoding", "snappy")
-			hr.Header.Set("Content-Type", "application/x-protobuf")
-			hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-			resp, err := client.Do(hr)
-			if err != nil {
-				return err
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			switch {
-			case resp.StatusCode/100 == 2:
-				return nil
-			case resp.StatusCode/100 == 5 && attempt < 10:
-				time.Sleep(time.Duration(30<<attempt) * time.Millisecond)
-			case resp.StatusCode == http.StatusTooManyRequests && attempt < 10:
-				// New series faster than --limits.new-series-rate: wait
-				// as told, as Prometheus does with retry_on_http_429.
-				secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-				time.Sleep(time.Duration(max(secs, 1)) * time.Second)
-			default:
-				return fmt.Errorf("status %d: %s", resp.StatusCode, body)
-			}
-		}
+		return post(ctx, o.url, "application/x-protobuf", body)
 	})
+	return err
 }
 
 func runDirect(o options) error {
@@ -274,12 +281,13 @@ func runDirect(o options) error {
 		return puts
 	}
 	pre := precompute(o, build)
-	return run(o, func(ctx context.Context, round, first, n int) error {
+	_, err = run(o, func(ctx context.Context, round, first, n int) error {
 		if pre != nil {
 			return st.Put(ctx, o.dataTable, pre[round%o.rounds][first/o.batch])
 		}
 		return st.Put(ctx, o.dataTable, build(round, first, n))
 	})
+	return err
 }
 
 // precompute builds o.rounds rounds of batches up front, or returns nil

@@ -76,17 +76,33 @@ func readOnce(url string, body []byte, i int) error {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("read %d: status %d: %s", i, resp.StatusCode, msg)
 	}
-	cr := remote.NewChunkedReader(resp.Body, 1<<30, nil)
-	var series, samples, chunkBytes int
-	var first time.Duration
+	series, samples, chunkBytes, first, err := countFramesFrom(resp.Body, start)
+	if err != nil {
+		return fmt.Errorf("read %d after %d series: %w", i, series, err)
+	}
+	fmt.Printf("read=%d series=%d samples=%d chunk_bytes=%d first_frame=%s elapsed=%s\n", i, series, samples, chunkBytes, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// countFrames reads a streamed remote-read answer as Prometheus's client
+// does and counts its series, samples and bytes of chunk data.
+func countFrames(r io.Reader) (series, samples, chunkBytes int, err error) {
+	series, samples, chunkBytes, _, err = countFramesFrom(r, time.Now())
+	return series, samples, chunkBytes, err
+}
+
+// countFramesFrom is countFrames that also returns the time from start to
+// the first frame.
+func countFramesFrom(r io.Reader, start time.Time) (series, samples, chunkBytes int, first time.Duration, err error) {
+	cr := remote.NewChunkedReader(r, 1<<30, nil)
 	for {
 		var msg prompb.ChunkedReadResponse
 		err := cr.NextProto(&msg)
 		if err == io.EOF {
-			break
+			return series, samples, chunkBytes, first, nil
 		}
 		if err != nil {
-			return fmt.Errorf("read %d after %d series: %w", i, series, err)
+			return series, samples, chunkBytes, first, err
 		}
 		if series == 0 {
 			first = time.Since(start)
@@ -96,13 +112,11 @@ func readOnce(url string, body []byte, i int) error {
 			for _, c := range s.Chunks {
 				ch, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
 				if err != nil {
-					return fmt.Errorf("read %d: chunk: %w", i, err)
+					return series, samples, chunkBytes, first, fmt.Errorf("chunk: %w", err)
 				}
 				samples += ch.NumSamples()
 				chunkBytes += len(c.Data)
 			}
 		}
 	}
-	fmt.Printf("read=%d series=%d samples=%d chunk_bytes=%d first_frame=%s elapsed=%s\n", i, series, samples, chunkBytes, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	return nil
 }

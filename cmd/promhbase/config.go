@@ -31,6 +31,7 @@ type config struct {
 	layout                mapping.Layout
 	uidCacheSize          int
 	cacheBytes            int
+	embeddedCacheBytes    int64
 	logLevel              string
 	logFormat             string
 	hbase                 hbaseFlags
@@ -41,6 +42,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.backend", "Where samples are kept: embedded (one machine, Pebble) or hbase.").
 		Default("embedded").EnumVar(&c.backend, "embedded", "hbase")
 	app.Flag("storage.embedded.path", "Directory of the embedded store.").Default("./data").StringVar(&c.embeddedPath)
+	app.Flag("storage.embedded.cache-bytes", "Block cache of the embedded store (Pebble's): index, filter and data blocks kept in memory.").Default(fmt.Sprint(embedded.DefaultCacheBytes)).Int64Var(&c.embeddedCacheBytes)
 	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default("tsdb").StringVar(&c.dataTable)
 	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default("tsdb-uid").StringVar(&c.uidTable)
 	app.Flag("hbase.table.exemplar", "Exemplar table (promhbase's own; OpenTSDB never reads it). Rows have the data table's keys; created by create-tables.").Default("tsdb-exemplar").StringVar(&c.exemplarTable)
@@ -87,7 +89,7 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
-		return embedded.Open(c.embeddedPath, embedded.Options{Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
+		return embedded.Open(c.embeddedPath, embedded.Options{CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
 	case "hbase":
 		return c.hbase.open(reg, logger)
 	}

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -54,7 +55,14 @@ type Options struct {
 	// Tables lists the tables that exist. Operations on other tables fail
 	// with store.ErrTableNotFound. Empty means every table exists.
 	Tables []string
+	// CacheBytes is Pebble's block cache; 0 means DefaultCacheBytes.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes is the default block cache: enough to keep the index
+// and filter blocks of a store of some hundred million samples, so that
+// point reads (UID lookups, check-and-puts of new UIDs) do not go to disk.
+const DefaultCacheBytes = 128 << 20
 
 // Store is a store.Store on a Pebble database in one directory.
 type Store struct {
@@ -70,7 +78,18 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens (creating when needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	po := &pebble.Options{Logger: quietLogger{}, Cache: cache}
+	// Bloom filters on every level: a point read of a key that is absent
+	// (the forward row of a new name, a check-and-put expecting absence)
+	// skips the tables that cannot hold it instead of reading their blocks.
+	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	po.EnsureDefaults()
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 	}
@@ -89,10 +108,22 @@ func Open(dir string, opts Options) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if err := s.sync(); err != nil {
+		return fmt.Errorf("close embedded store: %w", err)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close embedded store: %w", err)
 	}
 	return nil
+}
+
+// Sync makes every write so far durable (Increment and CheckAndPut are
+// not synced on their own).
+func (s *Store) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return s.sync()
 }
 
 func (s *Store) checkTable(table string) error {
@@ -393,6 +424,19 @@ func (ss *stripeSet) unlock(locks *[rowLocks]sync.RWMutex) {
 	}
 }
 
+// GetCell returns the value of one cell, found false when it is absent: a
+// point read, which the bloom filters answer without reading a table that
+// cannot hold the cell (store.CellGetter).
+func (s *Store) GetCell(ctx context.Context, table string, row []byte, family, qualifier string) ([]byte, bool, error) {
+	if err := s.checkTable(table); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("get cell of row %x in %s: %w", row, table, err)
+	}
+	return s.getCell(table, row, family, qualifier)
+}
+
 func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]byte, bool, error) {
 	k := appendCellKey(nil, table, row, []byte(family), []byte(qualifier))
 	v, closer, err := s.db.Get(k)
@@ -409,7 +453,12 @@ func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]b
 	return bytes.Clone(v[8:]), true, nil
 }
 
-// Increment adds delta to an 8-byte big-endian counter cell.
+// Increment adds delta to an 8-byte big-endian counter cell. Like
+// CheckAndPut it is not synced on its own: Pebble's WAL keeps the order of
+// commits, so the next synced write (a Put, Sync or Close) makes it
+// durable with everything before it. promhbase acknowledges nothing that
+// depends on a UID or a metadata update before such a write (the data of
+// a request comes after its UIDs), and a UID assignment costs no fsync.
 func (s *Store) Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error) {
 	if err := s.checkTable(table); err != nil {
 		return 0, err
@@ -417,14 +466,7 @@ func (s *Store) Increment(ctx context.Context, table string, row []byte, family,
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("increment %x in %s: %w", row, table, err)
 	}
-	cur, err := s.increment(table, row, family, qualifier, delta)
-	if err != nil {
-		return 0, err
-	}
-	if err := s.sync(); err != nil {
-		return 0, fmt.Errorf("increment %s:%s of row %x in %s: %w", family, qualifier, row, table, err)
-	}
-	return cur, nil
+	return s.increment(table, row, family, qualifier, delta)
 }
 
 func (s *Store) increment(table string, row []byte, family, qualifier string, delta int64) (int64, error) {
@@ -451,6 +493,7 @@ func (s *Store) increment(table string, row []byte, family, qualifier string, de
 }
 
 // CheckAndPut writes put when the cell holds expected (absent when empty).
+// Not synced on its own: see Increment.
 func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
 	if err := s.checkTable(table); err != nil {
 		return false, err
@@ -458,14 +501,7 @@ func (s *Store) CheckAndPut(ctx context.Context, table string, put store.Put, fa
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("check-and-put row %x in %s: %w", put.Row, table, err)
 	}
-	written, err := s.checkAndPut(table, put, family, qualifier, expected)
-	if err != nil || !written {
-		return false, err
-	}
-	if err := s.sync(); err != nil {
-		return false, fmt.Errorf("check-and-put of row %x in %s: %w", put.Row, table, err)
-	}
-	return true, nil
+	return s.checkAndPut(table, put, family, qualifier, expected)
 }
 
 func (s *Store) checkAndPut(table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+)
+
+// compareOptions are the flags of the compare command.
+type compareOptions struct {
+	prometheus, promhbase string // binaries
+	protocol              string // v1 or v2
+	churn                 float64
+	dir                   string
+	svg                   string
+	seriesCounts          []int
+}
+
+// result is what one system did under one load.
+type result struct {
+	system                  string
+	series, rounds          int
+	samples                 int64
+	elapsed                 time.Duration
+	p50, p99                time.Duration
+	firstRound              time.Duration
+	cpu                     float64 // seconds of the server's CPU while writing
+	peakRSS                 int64   // VmHWM, bytes
+	diskBytes               int64   // data directory after the run
+	readSamples, streamRate float64 // remote read, samples/s (SAMPLES, STREAMED_XOR_CHUNKS)
+}
+
+// runCompare writes the same pre-encoded remote-write traffic into
+// Prometheus's own receiver and into promhbase (embedded store), one after
+// the other, each a fresh process on a fresh directory, then reads one
+// metric back with both remote-read response types, and prints a Markdown
+// table: samples/s, request latency, the first round (every series new),
+// CPU seconds per million samples, peak RSS, bytes on disk per sample,
+// remote-read samples/s.
+func runCompare(o options, c compareOptions) error {
+	if c.protocol != "v1" && c.protocol != "v2" {
+		return fmt.Errorf("--protocol=%q: want v1 or v2", c.protocol)
+	}
+	if o.maxRounds <= 0 {
+		return errors.New("compare needs --max-rounds (every round is encoded up front, with its own timestamps)")
+	}
+	if len(c.seriesCounts) == 0 {
+		c.seriesCounts = []int{o.series}
+	}
+	o.rounds = o.maxRounds
+	var results []result
+	for _, n := range c.seriesCounts {
+		o.series = n
+		t0 := time.Now().Truncate(time.Minute).UnixMilli()
+		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.protocol, 100*c.churn)
+		pre := precompute(o, func(round, first, n int) []byte { return encodeRound(o, c, t0, round, first, n) })
+		for _, sys := range []string{"prometheus", "promhbase"} {
+			r, err := compareOne(o, c, sys, pre, t0)
+			if err != nil {
+				return fmt.Errorf("%s, %d series: %w", sys, n, err)
+			}
+			results = append(results, r)
+			printResults(os.Stderr, c, []result{r})
+		}
+	}
+	printResults(os.Stdout, c, results)
+	if c.svg != "" {
+		return writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, %d rounds, churn %.0f %%", c.protocol, o.maxRounds, 100*c.churn), results)
+	}
+	return nil
+}
+
+// seriesID is the series at position p in round r: with churn, the window
+// of series slides by churn × series a round (that many new, as many
+// gone), as pods restart.
+func seriesID(o options, c compareOptions, round, p int) int {
+	return p + round*int(c.churn*float64(o.series))
+}
+
+// encodeRound encodes one request of round: series first..first+n, one
+// sample each at t0 + 15 s × round.
+func encodeRound(o options, c compareOptions, t0 int64, round, first, n int) []byte {
+	ts := t0 + int64(round)*15_000
+	var data []byte
+	var err error
+	if c.protocol == "v1" {
+		req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, n)}
+		for i := range n {
+			id := seriesID(o, c, round, first+i)
+			req.Timeseries[i] = prompb.TimeSeries{Labels: seriesLabels(id), Samples: []prompb.Sample{{Timestamp: ts, Value: float64(round*7 + id)}}}
+		}
+		data, err = proto.Marshal(&req)
+	} else {
+		st := writev2.NewSymbolTable()
+		req := writev2.Request{Timeseries: make([]writev2.TimeSeries, n)}
+		for i := range n {
+			id := seriesID(o, c, round, first+i)
+			b := labels.NewScratchBuilder(10)
+			for _, l := range seriesLabels(id) {
+				b.Add(l.Name, l.Value)
+			}
+			b.Sort()
+			req.Timeseries[i] = writev2.TimeSeries{
+				LabelsRefs: st.SymbolizeLabels(b.Labels(), nil),
+				Samples:    []writev2.Sample{{Timestamp: ts, Value: float64(round*7 + id)}},
+			}
+		}
+		req.Symbols = st.Symbols()
+		data, err = proto.Marshal(&req)
+	}
+	if err != nil {
+		panic(err) // these messages always marshal
+	}
+	return snappy.Encode(nil, data)
+}
+
+// compareOne runs the load against one system.
+func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int64) (result, error) {
+	res := result{system: sys, series: o.series, rounds: o.maxRounds}
+	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	data := filepath.Join(dir, "data")
+	var cmd *exec.Cmd
+	switch sys {
+	case "prometheus":
+		cfg := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
+			return res, err
+		}
+		cmd = exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver")
+	default:
+		cmd = exec.Command(c.promhbase, "serve", "--web.listen-address="+addr, "--storage.embedded.path="+data,
+			"--limits.new-series-rate=0", "--limits.max-active-series=0")
+	}
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	base := "http://" + addr
+	if err := waitReady(base+"/-/ready", time.Minute); err != nil {
+		return res, err
+	}
+	pid := cmd.Process.Pid
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return res, err
+	}
+	o.url = base + "/api/v1/write"
+	o.duration = 24 * time.Hour // bounded by the rounds
+	ct := "application/x-protobuf"
+	if c.protocol == "v2" {
+		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+	}
+	fmt.Fprintf(os.Stderr, "%s: writing...\n", sys)
+	r, err := run(o, func(ctx context.Context, round, first, n int) error {
+		return post(ctx, o.url, ct, pre[round][first/o.batch])
+	})
+	if err != nil {
+		return res, err
+	}
+	res.samples, res.elapsed, res.p50, res.p99, res.firstRound = r.samples, r.elapsed, r.p50, r.p99, r.firstRound
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return res, err
+	}
+	res.cpu = cpu1 - cpu0
+	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
+	// One metric (1 % of the series), every round.
+	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
+	for _, t := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
+		n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
+		if err != nil {
+			return res, fmt.Errorf("remote read %s: %w", t, err)
+		}
+		if t == prompb.ReadRequest_SAMPLES {
+			res.readSamples = float64(n) / d.Seconds()
+		} else {
+			res.streamRate = float64(n) / d.Seconds()
+		}
+	}
+	if res.peakRSS, err = procHWM(pid); err != nil {
+		return res, err
+	}
+	res.diskBytes, err = dirBytes(data)
+	return res, err
+}
+
+// post sends one remote-write request, retrying 5xx and 429 as Prometheus
+// does (with retry_on_http_429).
+func post(ctx context.Context, url, ct string, body []byte) error {
+	for attempt := 0; ; attempt++ {
+		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		hr.Header.Set("Content-Encoding", "snappy")
+		hr.Header.Set("Content-Type", ct)
+		hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			return err
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode/100 == 2:
+			return nil
+		case resp.StatusCode/100 == 5 && attempt < 10:
+			time.Sleep(time.Duration(30<<attempt) * time.Millisecond)
+		case resp.StatusCode == http.StatusTooManyRequests && attempt < 10:
+			// Wait as told, as Prometheus does with retry_on_http_429.
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			time.Sleep(time.Duration(max(secs, 1)) * time.Second)
+		default:
+			return fmt.Errorf("status %d: %.300s", resp.StatusCode, msg)
+		}
+	}
+}
+
+// readAll runs one remote read and returns the samples it got and the
+// time it took.
+func readAll(url string, t prompb.ReadRequest_ResponseType, ms []*prompb.LabelMatcher, start, end int64) (int, time.Duration, error) {
+	data, err := proto.Marshal(&prompb.ReadRequest{
+		Queries:               []*prompb.Query{{StartTimestampMs: start, EndTimestampMs: end, Matchers: ms}},
+		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{t},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	began := time.Now()
+	hr, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, data)))
+	hr.Header.Set("Content-Encoding", "snappy")
+	hr.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return 0, 0, fmt.Errorf("status %d: %.300s", resp.StatusCode, msg)
+	}
+	n := 0
+	if t == prompb.ReadRequest_SAMPLES {
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, 0, err
+		}
+		dec, err := snappy.Decode(nil, raw)
+		if err != nil {
+			return 0, 0, err
+		}
+		var rr prompb.ReadResponse
+		if err := proto.Unmarshal(dec, &rr); err != nil {
+			return 0, 0, err
+		}
+		for _, q := range rr.Results {
+			for _, s := range q.Timeseries {
+				n += len(s.Samples)
+			}
+		}
+		return n, time.Since(began), nil
+	}
+	series, samples, _, err := countFrames(resp.Body)
+	_ = series
+	return samples, time.Since(began), err
+}
+
+// waitReady polls url until it answers 200.
+func waitReady(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %s", url, within)
+}
+
+// procCPU returns the user and system CPU seconds of pid.
+func procCPU(pid int) (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command (which may hold spaces), from field 3 on.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// procHWM returns the peak resident set of pid (VmHWM), in bytes.
+func procHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+// printResults prints one Markdown table row per system.
+func printResults(w io.Writer, c compareOptions, rs []result) {
+	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M |\n",
+			r.system, r.series, r.rounds, c.protocol, 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
+			r.firstRound.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
+			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
+			r.readSamples/1e6, r.streamRate/1e6)
+	}
+}
