@@ -285,7 +285,7 @@ http_server_config:
 		}
 	}
 	for _, want := range []string{`promhbase_http_requests_total{code="204",handler="write"}`, `promhbase_http_requests_total{code="200",handler="read"}`,
-		`promhbase_limits{limit="max_label_names_per_series"} 30`, `promhbase_limits{limit="new_series_rate"} 10000`,
+		`promhbase_limits{limit="max_label_names_per_series"} 30`, `promhbase_limits{limit="new_series_rate"} 50000`,
 		`promhbase_samples_rejected_total{reason="new_series_rate"} 0`, `promhbase_uid_headroom{kind="tagv"}`, "promhbase_active_series "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
