@@ -458,12 +458,19 @@ type history struct {
 	series           []prompb.TimeSeries
 }
 
-// makeHistory returns 65 minutes of samples every 15 s from about 100
-// minutes before now: two counters (one with a reset) and three gauges
+// makeHistory returns 65 minutes of samples every 15 s from 100 to 105
+// minutes before now (so that an hour boundary lies at least 5 minutes
+// after the first sample): two counters (one with a reset) and three gauges
 // with negative and fractional values that binary floats hold exactly,
 // sorted by labels.
 func makeHistory(now time.Time) history {
 	startSec := (now.Add(-100*time.Minute).Unix() / 15) * 15
+	if next := (startSec/3600 + 1) * 3600; next-startSec < 300 {
+		// The hour boundary at least 5 minutes in, so that the queries
+		// that look 2 minutes back from it find history there (a run
+		// started at xx:39 would otherwise begin at xx:59).
+		startSec -= 300
+	}
 	const steps = 65*4 + 1
 	hist := history{
 		start: time.Unix(startSec, 0),
