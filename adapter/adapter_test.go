@@ -81,17 +81,27 @@ func (f *failingStore) Put(ctx context.Context, table string, puts []store.Put) 
 
 func newTestHandler(t testing.TB, st store.Store) *Handler {
 	t.Helper()
-	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	m := newTestMapper(t, st)
+	w := NewWriter(m, st, "tsdb")
+	w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
+	w.SetMetadata(mapping.NewMetas(m.UIDs(), 0))
+	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
+}
+
+// newTestMapper returns a Mapper over st's tsdb-uid table, default layout.
+func newTestMapper(t testing.TB, st store.Store) *mapping.Mapper {
+	t.Helper()
+	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, layout, 0)
-	w := NewWriter(m, st, "tsdb")
-	w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
-	w.SetMetadata(mapping.NewMetas(uids, 0))
-	h, err := New(w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20},
-		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+}
+
+// newHandler is New with a silent logger, failing the test on error.
+func newHandler(t testing.TB, w *Writer, q *query.Querier, opts Options, reg *prometheus.Registry) *Handler {
+	t.Helper()
+	h, err := New(w, q, opts, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,19 +445,10 @@ func (b *blockingPutter) Put(context.Context, string, []store.Put) error {
 // one, then answers 503 (so Prometheus retries) instead of decoding.
 func TestConcurrencyBound(t *testing.T) {
 	st := openEmbedded(t)
-	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := newTestMapper(t, st)
 	bp := &blockingPutter{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	h, err := New(NewWriter(m, bp, "tsdb"), query.New(st, m, query.Options{}),
-		Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond},
-		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, NewWriter(m, bp, "tsdb"), query.New(st, m, query.Options{}),
+		Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond}, prometheus.NewRegistry())
 	body := writeBody(t, prompb.TimeSeries{
 		Labels:  []prompb.Label{{Name: "__name__", Value: "m"}},
 		Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},

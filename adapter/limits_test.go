@@ -2,8 +2,6 @@ package adapter
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/limits"
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -28,24 +25,15 @@ func (c *testClock) now() time.Time { return c.t }
 func newLimitedHandler(t testing.TB, cfg limits.Config, now func() time.Time) *Handler {
 	t.Helper()
 	st := openEmbedded(t)
-	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := newTestMapper(t, st)
 	w := NewWriter(m, st, "tsdb")
 	reg := prometheus.NewRegistry()
-	l, err := limits.New(cfg, layout, reg, now)
+	l, err := limits.New(cfg, m.Layout(), reg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.SetLimits(l)
-	h, err := New(w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 8 << 20}, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 8 << 20}, reg)
 }
 
 // seriesOf is a series of one sample with labels kv (name, value, ...).

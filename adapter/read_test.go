@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,6 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )
@@ -30,20 +28,11 @@ import (
 // newReadHandler is newTestHandler with query and read options.
 func newReadHandler(t testing.TB, st store.Store, qopts query.Options, opts Options) *Handler {
 	t.Helper()
-	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := newTestMapper(t, st)
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = 64 << 20
 	}
-	h, err := New(NewWriter(m, st, "tsdb"), query.New(st, m, qopts), opts, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return newHandler(t, NewWriter(m, st, "tsdb"), query.New(st, m, qopts), opts, prometheus.NewRegistry())
 }
 
 // writeFloats writes series name{i="0".."n-1"} with k samples each, one

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -23,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -32,16 +30,8 @@ import (
 func newServedHandler(t *testing.T, opts Options) (*Handler, string) {
 	t.Helper()
 	st := openEmbedded(t)
-	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.NewMapper(uids, layout, 0)
-	h, err := New(NewWriter(m, st, "tsdb"), query.New(st, m, query.Options{}), opts, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newTestMapper(t, st)
+	h := newHandler(t, NewWriter(m, st, "tsdb"), query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
 	srv.Start()
