@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/index"
@@ -155,7 +154,9 @@ type writeBatch struct {
 	reject map[string]int
 	cache  mapping.SeriesCacheReader
 	missed []missedSeries
-	sketch *limits.Sketch // active series; nil without limits
+	// resolveItems is resolveMissed's scratch.
+	resolveItems []mapping.ResolveItem
+	sketch       *limits.Sketch // active series; nil without limits
 
 	samples, histograms int
 	hist                wireHistogram
@@ -364,9 +365,6 @@ func (b *writeBatch) rejectAll(reason string) writeResult {
 	return res
 }
 
-// resolveConcurrency bounds the series of one request resolved at once.
-const resolveConcurrency = 32
-
 // missedSeries is a series of a request that was not in the series cache.
 type missedSeries struct {
 	ordinal int // position in the request
@@ -415,27 +413,20 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 	return nil
 }
 
-// resolveMissed resolves the missed series with resolveConcurrency
-// workers. Series that can never be stored are rejected; any other error
-// fails the request.
+// resolveMissed resolves the missed series in one batch (their new names
+// get UIDs together). Series that can never be stored are rejected; any
+// other error fails the request.
 func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(resolveConcurrency, len(b.missed)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(b.missed) {
-					return
-				}
-				m := &b.missed[i]
-				m.series, m.err = w.mapper.Resolve(ctx, m.key, m.labels)
-			}
-		}()
+	items := b.resolveItems[:0]
+	for i := range b.missed {
+		items = append(items, mapping.ResolveItem{Key: b.missed[i].key, Labels: b.missed[i].labels})
 	}
-	wg.Wait()
+	w.mapper.ResolveBatch(ctx, items)
+	for i := range b.missed {
+		b.missed[i].series, b.missed[i].err = items[i].Series, items[i].Err
+	}
+	clear(items)
+	b.resolveItems = items[:0]
 	for i := range b.missed {
 		m := &b.missed[i]
 		switch {

@@ -238,74 +238,126 @@ func ValidateLabels(lbls []Label) error {
 }
 
 func (m *Mapper) resolve(ctx context.Context, lbls []Label) (Series, error) {
+	items := [1]ResolveItem{{Labels: lbls}}
+	m.resolveItems(ctx, items[:])
+	return items[0].Series, items[0].Err
+}
+
+// ResolveItem is one series of a ResolveBatch call and, after it, its
+// result.
+type ResolveItem struct {
+	// Key identifies the label set in the series cache, as Resolve's key.
+	Key    []byte
+	Labels []Label
+
+	Series Series
+	Err    error
+}
+
+// ResolveBatch resolves every item as Resolve does, assigning the UIDs of
+// all their new names together (UIDs.GetOrCreateBatch): one lookup per
+// distinct name and, per kind, one Increment and two batches of
+// check-and-puts for the new ones. Errors are per item, as Resolve's.
+func (m *Mapper) ResolveBatch(ctx context.Context, items []ResolveItem) {
+	todo := make([]ResolveItem, 0, len(items))
+	idx := make([]int, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		it.Series, it.Err = Series{}, nil
+		if s, ok := m.series.get(it.Key); ok {
+			it.Series = s
+			continue
+		}
+		todo = append(todo, *it)
+		idx = append(idx, i)
+	}
+	m.resolveItems(ctx, todo)
+	for j, i := range idx {
+		items[i].Series, items[i].Err = todo[j].Series, todo[j].Err
+		if todo[j].Err == nil {
+			m.series.put(string(items[i].Key), todo[j].Series)
+		}
+	}
+}
+
+// resolveItems builds the Series of each item's labels, assigning UIDs to
+// new names in one batch.
+func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	// First the row key's length, which counts labels: a series of
 	// thousands of labels is refused before ValidateLabels compares them
 	// pairwise and before any UID is assigned.
-	if err := CheckRowKey(m.layout, lbls); err != nil {
-		return Series{}, err
-	}
-	if err := ValidateLabels(lbls); err != nil {
-		return Series{}, err
-	}
-	pair := m.layout.TagKWidth + m.layout.TagVWidth
-	var s Series
-	var metricName []byte
-	fresh := false // a UID of the series was assigned just now
-	uid := func(kind Kind, name []byte) ([]byte, error) {
-		u, created, err := m.uids.GetOrCreateNew(ctx, kind, name)
-		fresh = fresh || created
-		return u, err
-	}
-	tags := make([]byte, 0, len(lbls)*pair)
-	for _, l := range lbls {
-		if string(l.Name) == MetricLabel {
-			metricName = l.Value
-			u, err := uid(KindMetric, l.Value)
-			if err != nil {
-				return Series{}, err
-			}
-			s.Metric = u
+	var reqs []UIDRequest
+	first := make([]int, len(items)+1) // item i's requests: reqs[first[i]:first[i+1]]
+	for i := range items {
+		it := &items[i]
+		first[i] = len(reqs)
+		if it.Err = CheckRowKey(m.layout, it.Labels); it.Err != nil {
 			continue
 		}
-		if len(l.Value) == 0 {
-			continue // an empty label is an absent label
+		if it.Err = ValidateLabels(it.Labels); it.Err != nil {
+			continue
 		}
-		k, err := uid(KindTagK, l.Name)
-		if err != nil {
-			return Series{}, err
+		// The metric first, then tagk, tagv of each non-empty label; a
+		// series with no label but its name carries the reserved tag
+		// __name__=<metric>, since OpenTSDB's tools need at least one tag
+		// pair in a row key (its fsck dies on a row without).
+		var metric []byte
+		tags := 0
+		for _, l := range it.Labels {
+			if string(l.Name) == MetricLabel {
+				metric = l.Value
+				continue
+			}
+			if len(l.Value) == 0 {
+				continue // an empty label is an absent label
+			}
+			reqs = append(reqs, UIDRequest{Kind: KindTagK, Name: l.Name}, UIDRequest{Kind: KindTagV, Name: l.Value})
+			tags++
 		}
-		v, err := uid(KindTagV, l.Value)
-		if err != nil {
-			return Series{}, err
+		if tags == 0 {
+			reqs = append(reqs, UIDRequest{Kind: KindTagK, Name: []byte(MetricLabel)}, UIDRequest{Kind: KindTagV, Name: metric})
 		}
-		tags = append(append(tags, k...), v...)
+		reqs = append(reqs, UIDRequest{Kind: KindMetric, Name: metric})
 	}
-	if len(tags) == 0 {
-		// OpenTSDB's tools need at least one tag pair in a row key (its
-		// fsck dies on a row without): a series with no label but its
-		// name carries the reserved tag __name__=<metric>.
-		k, err := uid(KindTagK, []byte(MetricLabel))
-		if err != nil {
-			return Series{}, err
+	first[len(items)] = len(reqs)
+	m.uids.GetOrCreateBatch(ctx, reqs)
+	pair := m.layout.TagKWidth + m.layout.TagVWidth
+	for i := range items {
+		it := &items[i]
+		if it.Err != nil {
+			continue
 		}
-		v, err := uid(KindTagV, metricName)
-		if err != nil {
-			return Series{}, err
+		rs := reqs[first[i]:first[i+1]]
+		fresh := false // a UID of the series was assigned just now
+		for _, r := range rs {
+			if r.Err != nil {
+				it.Err = r.Err
+				break
+			}
+			fresh = fresh || r.Created
 		}
-		tags = append(append(tags, k...), v...)
+		if it.Err != nil {
+			continue
+		}
+		var s Series
+		s.Metric = rs[len(rs)-1].UID
+		tags := make([]byte, 0, (len(rs)-1)/2*pair)
+		for _, r := range rs[:len(rs)-1] {
+			tags = append(tags, r.UID...)
+		}
+		m.layout.SortTags(tags)
+		s.Tags = tags
+		var d xxhash.Digest
+		d.Reset()
+		d.Write(s.Metric)
+		d.Write(s.Tags)
+		s.Hash = d.Sum64()
+		if m.layout.SaltWidth > 0 {
+			s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
+		}
+		s.mark = &indexMark{fresh: fresh}
+		it.Series = s
 	}
-	m.layout.SortTags(tags)
-	s.Tags = tags
-	var d xxhash.Digest
-	d.Reset()
-	d.Write(s.Metric)
-	d.Write(s.Tags)
-	s.Hash = d.Sum64()
-	if m.layout.SaltWidth > 0 {
-		s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
-	}
-	s.mark = &indexMark{fresh: fresh}
-	return s, nil
 }
 
 // AppendRowKey appends the row key of s for the hour starting at baseTime

@@ -11,6 +11,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // Cell is one cell of a row.
@@ -124,6 +127,91 @@ type Store interface {
 // acknowledge an Increment or CheckAndPut with no Put after it call Sync.
 type Syncer interface {
 	Sync(ctx context.Context) error
+}
+
+// CondPut is one check-and-put of a batch: Put is written only if the
+// cell (Family, Qualifier) of Put.Row holds exactly Expected (absent when
+// Expected is empty), as Store.CheckAndPut does.
+type CondPut struct {
+	Put               Put
+	Family, Qualifier string
+	Expected          []byte
+}
+
+// BatchCheckAndPutter is a Store that runs many check-and-puts in one call
+// cheaper than one by one (the embedded store: one lock round and one
+// commit). Each check-and-put is atomic on its own and sees the ones
+// before it in the batch; the batch as a whole is not atomic. written[i]
+// reports whether ops[i] was written; on error none is reported written.
+type BatchCheckAndPutter interface {
+	CheckAndPutBatch(ctx context.Context, table string, ops []CondPut, written []bool) error
+}
+
+// CheckAndPutAll runs ops against st: in one call when st is a
+// BatchCheckAndPutter, otherwise as concurrent CheckAndPuts, at most
+// concurrency at once (a remote store pipelines them). written must be as
+// long as ops. The first error is returned; which ops landed is then
+// unknown, as for a failed CheckAndPut.
+func CheckAndPutAll(ctx context.Context, st interface {
+	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
+}, table string, ops []CondPut, written []bool, concurrency int) error {
+	if len(written) != len(ops) {
+		return fmt.Errorf("check-and-put batch: %d results for %d ops: %w", len(written), len(ops), ErrInvalid)
+	}
+	if b, ok := st.(BatchCheckAndPutter); ok {
+		return b.CheckAndPutBatch(ctx, table, ops, written)
+	}
+	return Parallel(ctx, len(ops), concurrency, func(ctx context.Context, i int) error {
+		op := &ops[i]
+		ok, err := st.CheckAndPut(ctx, table, op.Put, op.Family, op.Qualifier, op.Expected)
+		written[i] = ok
+		return err
+	})
+}
+
+// Parallel calls fn for 0..n-1 with at most concurrency calls at once and
+// returns the first error; after an error no new call starts and ctx of
+// the running ones is cancelled.
+func Parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	concurrency = max(1, min(concurrency, n))
+	if concurrency == 1 {
+		for i := range n {
+			if err := fn(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel(err) })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = context.Cause(ctx)
+	}
+	return first
 }
 
 // CellGetter is a Store that reads one cell cheaper than its row (the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,9 +19,12 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // compareOptions are the flags of the compare command.
@@ -31,6 +35,10 @@ type compareOptions struct {
 	dir                   string
 	svg                   string
 	seriesCounts          []int
+	systems               []string
+	// hbaseQuorum is the ZooKeeper quorum of the HBase that the system
+	// promhbase-hbase writes into (fresh tables per run).
+	hbaseQuorum string
 }
 
 // result is what one system did under one load.
@@ -58,6 +66,14 @@ func runCompare(o options, c compareOptions) error {
 	if c.protocol != "v1" && c.protocol != "v2" {
 		return fmt.Errorf("--protocol=%q: want v1 or v2", c.protocol)
 	}
+	if len(c.systems) == 0 {
+		c.systems = []string{"prometheus", "promhbase"}
+	}
+	for _, sys := range c.systems {
+		if sys != "prometheus" && sys != "promhbase" && sys != "promhbase-hbase" {
+			return fmt.Errorf("--systems=%q: want prometheus, promhbase or promhbase-hbase", sys)
+		}
+	}
 	if o.maxRounds <= 0 {
 		return errors.New("compare needs --max-rounds (every round is encoded up front, with its own timestamps)")
 	}
@@ -71,7 +87,7 @@ func runCompare(o options, c compareOptions) error {
 		t0 := time.Now().Truncate(time.Minute).UnixMilli()
 		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.protocol, 100*c.churn)
 		pre := precompute(o, func(round, first, n int) []byte { return encodeRound(o, c, t0, round, first, n) })
-		for _, sys := range []string{"prometheus", "promhbase"} {
+		for _, sys := range c.systems {
 			r, err := compareOne(o, c, sys, pre, t0)
 			if err != nil {
 				return fmt.Errorf("%s, %d series: %w", sys, n, err)
@@ -154,6 +170,14 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 			return res, err
 		}
 		cmd = exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver")
+	case "promhbase-hbase":
+		tables, drop, err := benchTables(c.hbaseQuorum)
+		if err != nil {
+			return res, err
+		}
+		defer drop()
+		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
+			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, tables...)...)
 	default:
 		cmd = exec.Command(c.promhbase, "serve", "--web.listen-address="+addr, "--storage.embedded.path="+data,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0")
@@ -225,6 +249,34 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	}
 	res.diskBytes, err = dirBytes(data)
 	return res, err
+}
+
+// benchTables creates fresh promhbase tables in the HBase at quorum and
+// returns serve's flags naming them and a function that drops them.
+func benchTables(quorum string) (flags []string, drop func(), err error) {
+	st, err := hbase.New(hbase.Config{ZKQuorum: quorum}, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, nil, err
+	}
+	suffix := fmt.Sprintf("-bench%d", time.Now().UnixNano())
+	tc := hbase.TablesConfig{DataTable: "tsdb" + suffix, UIDTable: "tsdb-uid" + suffix, ExemplarTable: "tsdb-exemplar" + suffix,
+		MetaTable: "tsdb-meta" + suffix, IndexTable: "tsdb-index" + suffix}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, tc); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	flags = []string{"--hbase.table.data=" + tc.DataTable, "--hbase.table.uid=" + tc.UIDTable, "--hbase.table.exemplar=" + tc.ExemplarTable,
+		"--hbase.table.meta=" + tc.MetaTable, "--hbase.table.index=" + tc.IndexTable}
+	return flags, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := st.DropTables(ctx, tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable); err != nil {
+			fmt.Fprintf(os.Stderr, "drop bench tables: %v\n", err)
+		}
+		st.Close()
+	}, nil
 }
 
 // post sends one remote-write request, retrying 5xx and 429 as Prometheus

@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +51,7 @@ func Run(t *testing.T, newTable NewTable, opts Options) {
 		{"RegexBinaryKeys", testRegexBinaryKeys},
 		{"CheckAndPut", testCheckAndPut},
 		{"CheckAndPutConcurrent", testCheckAndPutConcurrent},
+		{"CheckAndPutBatch", testCheckAndPutBatch},
 		{"IncrementConcurrent", testIncrementConcurrent},
 		{"Delete", testDelete},
 		{"DeleteBounded", testDeleteBounded},
@@ -337,6 +340,83 @@ func testCheckAndPut(t *testing.T, s store.Store, table string) {
 	}
 	if want := "a:71=34 b:6f74686572=34"; cellString(got.Cells) != want {
 		t.Errorf("after CAS sequence = %s, want %s", cellString(got.Cells), want)
+	}
+}
+
+// testCheckAndPutBatch runs a batch through store.CheckAndPutAll (the
+// backend's own batch, or concurrent CheckAndPuts) while other batches
+// race for the same cells: each cell has exactly one winner, whose value
+// it holds.
+func testCheckAndPutBatch(t *testing.T, s store.Store, table string) {
+	c := ctx(t)
+	// Sequential semantics first: an op sees the ones before it only in a
+	// backend's own batch, so only disjoint cells are checked here.
+	if err := s.Put(c, table, []store.Put{{Row: []byte("b-present"), Cells: []store.Cell{cell("a", "q", "old")}}}); err != nil {
+		t.Fatal(err)
+	}
+	ops := []store.CondPut{
+		{Put: store.Put{Row: []byte("b-absent"), Cells: []store.Cell{cell("a", "q", "new")}}, Family: "a", Qualifier: "q"},
+		{Put: store.Put{Row: []byte("b-present"), Cells: []store.Cell{cell("a", "q", "new")}}, Family: "a", Qualifier: "q"},
+		{Put: store.Put{Row: []byte("b-present"), Cells: []store.Cell{cell("a", "r", "x")}}, Family: "a", Qualifier: "q", Expected: []byte("wrong")},
+	}
+	written := make([]bool, len(ops))
+	if err := store.CheckAndPutAll(c, s, table, ops, written, 4); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, false}; !slices.Equal(written, want) {
+		t.Errorf("written = %v, want %v", written, want)
+	}
+	for row, want := range map[string]string{"b-absent": "a:71=6e6577", "b-present": "a:71=6f6c64"} {
+		got, err := s.Get(c, table, []byte(row), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cellString(got.Cells) != want {
+			t.Errorf("row %s = %s, want %s", row, cellString(got.Cells), want)
+		}
+	}
+
+	const workers, names = 4, 50
+	wins := make([][]bool, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ops := make([]store.CondPut, names)
+			for n := range names {
+				ops[n] = store.CondPut{Put: store.Put{Row: []byte(fmt.Sprintf("race-%d", n)), Cells: []store.Cell{cell("a", "id", fmt.Sprint(w))}}, Family: "a", Qualifier: "id"}
+			}
+			wins[w] = make([]bool, names)
+			if err := store.CheckAndPutAll(c, s, table, ops, wins[w], 8); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for n := range names {
+		var winners []int
+		for w := range workers {
+			if wins[w][n] {
+				winners = append(winners, w)
+			}
+		}
+		if len(winners) != 1 {
+			t.Errorf("race-%d: winners %v, want exactly one", n, winners)
+			continue
+		}
+		got, err := s.Get(c, table, []byte(fmt.Sprintf("race-%d", n)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "a:6964=" + hex.EncodeToString([]byte(fmt.Sprint(winners[0]))); cellString(got.Cells) != want {
+			t.Errorf("race-%d = %s, want %s", n, cellString(got.Cells), want)
+		}
 	}
 }
 

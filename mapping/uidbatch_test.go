@@ -1,0 +1,227 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// countingStore counts the UID table operations that reach the store.
+type countingStore struct {
+	store.Store
+	increments, casBatches, gets atomic.Int64
+}
+
+func (c *countingStore) Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error) {
+	c.increments.Add(1)
+	return c.Store.Increment(ctx, table, row, family, qualifier, delta)
+}
+
+func (c *countingStore) CheckAndPutBatch(ctx context.Context, table string, ops []store.CondPut, written []bool) error {
+	c.casBatches.Add(1)
+	return c.Store.(store.BatchCheckAndPutter).CheckAndPutBatch(ctx, table, ops, written)
+}
+
+func (c *countingStore) GetCell(ctx context.Context, table string, row []byte, family, qualifier string) ([]byte, bool, error) {
+	c.gets.Add(1)
+	return c.Store.(store.CellGetter).GetCell(ctx, table, row, family, qualifier)
+}
+
+func uidReqs(kind Kind, names ...string) []UIDRequest {
+	reqs := make([]UIDRequest, len(names))
+	for i, n := range names {
+		reqs[i] = UIDRequest{Kind: kind, Name: []byte(n)}
+	}
+	return reqs
+}
+
+// TestGetOrCreateBatch: a batch's new names of a kind take consecutive
+// UIDs from one Increment, with two batched check-and-puts; duplicates
+// share a UID; names already known keep theirs; the rows are OpenTSDB's,
+// as uid fsck sees them.
+func TestGetOrCreateBatch(t *testing.T) {
+	ctx := context.Background()
+	cs := &countingStore{Store: openUIDStore(t)}
+	u := newTestUIDs(t, cs, DefaultLayout())
+	if _, err := u.GetOrCreate(ctx, KindTagV, []byte("known")); err != nil {
+		t.Fatal(err)
+	}
+	cs.increments.Store(0)
+	cs.casBatches.Store(0)
+	reqs := append(uidReqs(KindTagV, "a", "b", "known", "a", "c"), uidReqs(KindTagK, "host", "pod")...)
+	u.GetOrCreateBatch(ctx, reqs)
+	want := []struct {
+		uid     string
+		created bool
+	}{{"000002", true}, {"000003", true}, {"000001", false}, {"000002", true}, {"000004", true}, {"000001", true}, {"000002", true}}
+	for i, r := range reqs {
+		if r.Err != nil || fmt.Sprintf("%X", r.UID) != want[i].uid || r.Created != want[i].created {
+			t.Errorf("%s %q = %X created %v err %v, want %s created %v", r.Kind, r.Name, r.UID, r.Created, r.Err, want[i].uid, want[i].created)
+		}
+	}
+	if n := cs.increments.Load(); n != 2 {
+		t.Errorf("increments = %d, want 2 (one per kind)", n)
+	}
+	if n := cs.casBatches.Load(); n != 2 {
+		t.Errorf("check-and-put batches = %d, want 2 (reverse, forward)", n)
+	}
+	// A second batch is answered from the cache.
+	gets := cs.gets.Load()
+	again := uidReqs(KindTagV, "a", "b", "c")
+	u.GetOrCreateBatch(ctx, again)
+	if cs.gets.Load() != gets || cs.increments.Load() != 2 {
+		t.Errorf("cached batch reached the store")
+	}
+	// Another process reads what the batch wrote.
+	other := newTestUIDs(t, cs, DefaultLayout())
+	for _, name := range []string{"a", "b", "c"} {
+		uid, err := other.ID(ctx, KindTagV, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := other.Name(ctx, KindTagV, uid); err != nil || back != name {
+			t.Errorf("reverse of %s (%X) = %q, %v", name, uid, back, err)
+		}
+	}
+	rep, err := UIDFsck(ctx, cs, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 || len(rep.Orphans) != 0 {
+		t.Errorf("uid fsck: %+v", rep)
+	}
+}
+
+// TestGetOrCreateBatchReverseTaken: a counter behind the table (a reverse
+// row written by hand at the UID the counter gives next) sends that name
+// through the one-by-one path, which skips the taken UID.
+func TestGetOrCreateBatchReverseTaken(t *testing.T) {
+	ctx := context.Background()
+	st := openUIDStore(t)
+	if err := st.Put(ctx, "tsdb-uid", []store.Put{{Row: []byte{0, 0, 2}, Cells: []store.Cell{{Family: []byte("name"), Qualifier: []byte("tagv"), Value: []byte("squatter")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	u := newTestUIDs(t, st, DefaultLayout())
+	reqs := uidReqs(KindTagV, "x", "y", "z")
+	u.GetOrCreateBatch(ctx, reqs)
+	seen := map[string]string{}
+	for _, r := range reqs {
+		if r.Err != nil {
+			t.Fatalf("%q: %v", r.Name, r.Err)
+		}
+		if string(r.UID) == "\x00\x00\x02" {
+			t.Errorf("%q got the taken uid 000002", r.Name)
+		}
+		if prev, ok := seen[string(r.UID)]; ok {
+			t.Errorf("%q and %q share uid %X", prev, r.Name, r.UID)
+		}
+		seen[string(r.UID)] = string(r.Name)
+		if back, err := newTestUIDs(t, st, DefaultLayout()).Name(ctx, KindTagV, r.UID); err != nil || back != string(r.Name) {
+			t.Errorf("reverse of %q (%X) = %q, %v", r.Name, r.UID, back, err)
+		}
+	}
+}
+
+// TestGetOrCreateBatchExhaustion: with 1-byte UIDs, a batch that would
+// pass the last UID assigns what fits and refuses the rest by name.
+func TestGetOrCreateBatchExhaustion(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLayout()
+	l.TagVWidth = 1
+	u := newTestUIDs(t, openUIDStore(t), l)
+	names := make([]string, 260)
+	for i := range names {
+		names[i] = fmt.Sprint("v", i)
+	}
+	reqs := uidReqs(KindTagV, names...)
+	u.GetOrCreateBatch(ctx, reqs)
+	for i, r := range reqs {
+		switch {
+		case i < 255 && (r.Err != nil || int(r.UID[0]) != i+1):
+			t.Errorf("%s = %X, %v; want %02X", names[i], r.UID, r.Err, i+1)
+		case i >= 255 && !errors.Is(r.Err, ErrUIDExhausted):
+			t.Errorf("%s: err %v, want ErrUIDExhausted", names[i], r.Err)
+		}
+	}
+	reqs = uidReqs(KindTagV, "v7", "\x00")
+	u.GetOrCreateBatch(ctx, reqs)
+	if reqs[0].Err != nil || reqs[0].UID[0] != 8 {
+		t.Errorf("known name after exhaustion: %X, %v", reqs[0].UID, reqs[0].Err)
+	}
+	if !errors.Is(reqs[1].Err, ErrInvalidSeries) {
+		t.Errorf("the counter row's key: %v, want ErrInvalidSeries", reqs[1].Err)
+	}
+}
+
+// TestGetOrCreateBatchRace: batches of two processes (two UIDs on one
+// store) and single calls race for overlapping new names; each name ends
+// with one UID that every caller got, and its reverse row names it.
+func TestGetOrCreateBatchRace(t *testing.T) {
+	ctx := context.Background()
+	st := openUIDStore(t)
+	procs := []*UIDs{newTestUIDs(t, st, DefaultLayout()), newTestUIDs(t, st, DefaultLayout())}
+	const names, workers = 200, 8
+	got := make([]map[string]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := procs[w%2]
+			got[w] = map[string]string{}
+			// Each worker asks for a different, overlapping slice of the names.
+			var batch []string
+			for n := w * 10; n < w*10+names/2; n++ {
+				batch = append(batch, fmt.Sprint("n", n%names))
+			}
+			if w%4 == 3 {
+				for _, name := range batch {
+					uid, err := u.GetOrCreate(ctx, KindTagV, []byte(name))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[w][name] = fmt.Sprintf("%X", uid)
+				}
+				return
+			}
+			reqs := uidReqs(KindTagV, batch...)
+			u.GetOrCreateBatch(ctx, reqs)
+			for _, r := range reqs {
+				if r.Err != nil {
+					t.Error(r.Err)
+					return
+				}
+				got[w][string(r.Name)] = fmt.Sprintf("%X", r.UID)
+			}
+		}()
+	}
+	wg.Wait()
+	final := newTestUIDs(t, st, DefaultLayout())
+	for w := range workers {
+		for name, uid := range got[w] {
+			want, err := final.ID(ctx, KindTagV, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprintf("%X", want) != uid {
+				t.Errorf("worker %d: %s = %s, table says %X", w, name, uid, want)
+			}
+			if back, err := final.Name(ctx, KindTagV, want); err != nil || back != name {
+				t.Errorf("reverse of %s (%X) = %q, %v", name, want, back, err)
+			}
+		}
+	}
+	rep, err := UIDFsck(ctx, st, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 {
+		t.Errorf("uid fsck errors: %q", rep.Errors)
+	}
+}
