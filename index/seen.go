@@ -46,6 +46,61 @@ func (s *seenSet) has(k string) bool {
 	return false
 }
 
+// reader looks many keys up under one read lock; promotions from the
+// older generation are kept until release. Not safe for concurrent use.
+type seenReader struct {
+	s          *seenSet
+	locked     bool
+	promote    []string
+	hits, miss uint64
+}
+
+func (s *seenSet) reader() seenReader { return seenReader{s: s} }
+
+// has reports whether k was written; it does not allocate for a key in the
+// newer generation or absent.
+func (r *seenReader) has(k []byte) bool {
+	if !r.locked {
+		r.s.mu.RLock()
+		r.locked = true
+	}
+	if _, ok := r.s.cur[string(k)]; ok {
+		r.hits++
+		return true
+	}
+	if _, ok := r.s.old[string(k)]; ok {
+		r.hits++
+		r.promote = append(r.promote, string(k))
+		return true
+	}
+	r.miss++
+	return false
+}
+
+// release drops the read lock and applies the promotions and counts.
+func (r *seenReader) release() {
+	if r.locked {
+		r.s.mu.RUnlock()
+		r.locked = false
+	}
+	r.s.hits.Add(r.hits)
+	r.s.miss.Add(r.miss)
+	r.hits, r.miss = 0, 0
+	if len(r.promote) > 0 {
+		r.s.addAll(r.promote)
+		r.promote = r.promote[:0]
+	}
+}
+
+// addAll adds keys under one lock.
+func (s *seenSet) addAll(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.addLocked(k)
+	}
+}
+
 func (s *seenSet) add(k string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

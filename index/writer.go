@@ -237,9 +237,11 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 	rows := map[string]*rowCells{}
 	var order []string
 	var keys []string // row ‖ 0x00 ‖ qualifier, remembered once written
+	seen := w.seen.reader()
+	var kbuf []byte
 	add := func(row, qual []byte) {
-		k := string(row) + "\x00" + string(qual)
-		if w.seen.has(k) {
+		kbuf = append(append(append(kbuf[:0], row...), 0), qual...)
+		if seen.has(kbuf) {
 			return
 		}
 		r := rows[string(row)]
@@ -254,7 +256,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 			}
 		}
 		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
-		keys = append(keys, k)
+		keys = append(keys, string(kbuf))
 	}
 	pair := w.opts.Layout.TagKWidth + w.opts.Layout.TagVWidth
 	var buf []byte
@@ -271,6 +273,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 			add(buf, s.Metric)
 		}
 	}
+	seen.release()
 	if len(order) == 0 {
 		return nil
 	}
@@ -282,9 +285,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 	if err := w.st.Put(ctx, w.opts.IndexTable, puts); err != nil {
 		return fmt.Errorf("write %d series index cells: %w", len(keys), err)
 	}
-	for _, k := range keys {
-		w.seen.add(k)
-	}
+	w.seen.addAll(keys)
 	w.cells.Add(float64(len(keys)))
 	return nil
 }

@@ -85,6 +85,7 @@ type uidStore interface {
 	Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
 	Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error)
 	CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error)
+	Put(ctx context.Context, table string, puts []store.Put) error
 }
 
 // UIDs maps names to UIDs and back in OpenTSDB's tsdb-uid table.

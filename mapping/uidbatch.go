@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -159,7 +160,7 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 	// Reverse rows first, as OpenTSDB: a forward row never points at a
 	// UID whose reverse row is missing.
 	written := make([]bool, len(ops))
-	if err := store.CheckAndPutAll(ctx, u.st, u.table, ops, written, batchConcurrency); err != nil {
+	if err := u.writeReverse(ctx, ops, written); err != nil {
 		for _, i := range opWork {
 			work[i].err = fmt.Errorf("write reverse mapping %x -> %s %q: %w", work[i].uid, work[i].kind, work[i].name, err)
 			work[i].uid = nil
@@ -209,6 +210,48 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			w.uid = winner
 		}
 	}
+}
+
+// writeReverse writes the reverse rows of ops where the cell is absent and
+// reports which it wrote. On a store with batched check-and-puts (the
+// embedded store) they are check-and-puts. On others (HBase, where a
+// check-and-put is an RPC of its own that gohbase never batches, and a
+// region-server handler with a WAL sync each) the cells are read in
+// batched Gets and the absent ones written with one multi-row Put: the
+// UIDs come from this call's Increment of the counter, which no other
+// writer (OpenTSDB or promhbase) is given, so a reverse row there can only
+// predate the counter (a counter behind the table after a restore), and
+// the read sees it. The forward rows, which writers of the same name do
+// race for, stay check-and-puts.
+func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool) error {
+	if _, ok := u.st.(store.BatchCheckAndPutter); ok {
+		return store.CheckAndPutAll(ctx, u.st, u.table, ops, written, batchConcurrency)
+	}
+	taken := make([]bool, len(ops))
+	err := store.Parallel(ctx, len(ops), batchConcurrency, func(ctx context.Context, i int) error {
+		row, err := u.st.Get(ctx, u.table, ops[i].Put.Row, ops[i].Family)
+		if err != nil {
+			return err
+		}
+		taken[i] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == ops[i].Qualifier })
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	puts := make([]store.Put, 0, len(ops))
+	for i := range ops {
+		if !taken[i] {
+			puts = append(puts, ops[i].Put)
+		}
+	}
+	if err := u.st.Put(ctx, u.table, puts); err != nil {
+		return err
+	}
+	for i := range ops {
+		written[i] = !taken[i]
+	}
+	return nil
 }
 
 // allocate takes len(items) UIDs of kind with one Increment and appends

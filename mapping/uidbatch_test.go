@@ -32,6 +32,19 @@ func (c *countingStore) GetCell(ctx context.Context, table string, row []byte, f
 	return c.Store.(store.CellGetter).GetCell(ctx, table, row, family, qualifier)
 }
 
+// remoteLike hides the embedded store's batch and point-read methods, so
+// that UIDs take the paths they take on HBase.
+type remoteLike struct{ store.Store }
+
+// uidStores are the two paths of GetOrCreateBatch's reverse rows.
+var uidStores = []struct {
+	name string
+	wrap func(store.Store) store.Store
+}{
+	{"batched", func(s store.Store) store.Store { return s }},
+	{"remote", func(s store.Store) store.Store { return remoteLike{s} }},
+}
+
 func uidReqs(kind Kind, names ...string) []UIDRequest {
 	reqs := make([]UIDRequest, len(names))
 	for i, n := range names {
@@ -101,8 +114,13 @@ func TestGetOrCreateBatch(t *testing.T) {
 // row written by hand at the UID the counter gives next) sends that name
 // through the one-by-one path, which skips the taken UID.
 func TestGetOrCreateBatchReverseTaken(t *testing.T) {
+	for _, sc := range uidStores {
+		t.Run(sc.name, func(t *testing.T) { testGetOrCreateBatchReverseTaken(t, sc.wrap(openUIDStore(t))) })
+	}
+}
+
+func testGetOrCreateBatchReverseTaken(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st := openUIDStore(t)
 	if err := st.Put(ctx, "tsdb-uid", []store.Put{{Row: []byte{0, 0, 2}, Cells: []store.Cell{{Family: []byte("name"), Qualifier: []byte("tagv"), Value: []byte("squatter")}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +180,13 @@ func TestGetOrCreateBatchExhaustion(t *testing.T) {
 // store) and single calls race for overlapping new names; each name ends
 // with one UID that every caller got, and its reverse row names it.
 func TestGetOrCreateBatchRace(t *testing.T) {
+	for _, sc := range uidStores {
+		t.Run(sc.name, func(t *testing.T) { testGetOrCreateBatchRace(t, sc.wrap(openUIDStore(t))) })
+	}
+}
+
+func testGetOrCreateBatchRace(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st := openUIDStore(t)
 	procs := []*UIDs{newTestUIDs(t, st, DefaultLayout()), newTestUIDs(t, st, DefaultLayout())}
 	const names, workers = 200, 8
 	got := make([]map[string]string, workers)

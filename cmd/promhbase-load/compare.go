@@ -247,6 +247,9 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	if res.peakRSS, err = procHWM(pid); err != nil {
 		return res, err
 	}
+	if sys == "promhbase-hbase" {
+		return res, nil // the bytes are HBase's, in its own directory
+	}
 	res.diskBytes, err = dirBytes(data)
 	return res, err
 }
