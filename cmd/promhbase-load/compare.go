@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,8 @@ type result struct {
 	elapsed                 time.Duration
 	p50, p99                time.Duration
 	firstRound              time.Duration
+	steadyRate              float64 // samples/s after the first round
+	steadyP99               time.Duration
 	cpu                     float64 // seconds of the server's CPU while writing
 	peakRSS                 int64   // VmHWM, bytes
 	diskBytes               int64   // data directory after the run
@@ -84,7 +87,9 @@ func runCompare(o options, c compareOptions) error {
 	var results []result
 	for _, n := range c.seriesCounts {
 		o.series = n
-		t0 := time.Now().Truncate(time.Minute).UnixMilli()
+		// The rounds end about now: Prometheus refuses samples more than a
+		// few minutes ahead of its clock.
+		t0 := time.Now().Add(-time.Duration(o.maxRounds) * 15 * time.Second).Truncate(time.Minute).UnixMilli()
 		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.protocol, 100*c.churn)
 		pre := precompute(o, func(round, first, n int) []byte { return encodeRound(o, c, t0, round, first, n) })
 		for _, sys := range c.systems {
@@ -225,23 +230,30 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		return res, err
 	}
 	res.samples, res.elapsed, res.p50, res.p99, res.firstRound = r.samples, r.elapsed, r.p50, r.p99, r.firstRound
+	res.steadyRate, res.steadyP99 = r.steadyRate, r.steadyP99
 	cpu1, err := procCPU(pid)
 	if err != nil {
 		return res, err
 	}
 	res.cpu = cpu1 - cpu0
 	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
-	// One metric (1 % of the series), every round.
+	// One metric (1 % of the series), every round; the median of
+	// readRepeats reads of each response type.
 	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
 	for _, t := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
-		n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
-		if err != nil {
-			return res, fmt.Errorf("remote read %s: %w", t, err)
+		var rates []float64
+		for range readRepeats {
+			n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
+			if err != nil {
+				return res, fmt.Errorf("remote read %s: %w", t, err)
+			}
+			rates = append(rates, float64(n)/d.Seconds())
 		}
+		slices.Sort(rates)
 		if t == prompb.ReadRequest_SAMPLES {
-			res.readSamples = float64(n) / d.Seconds()
+			res.readSamples = rates[len(rates)/2]
 		} else {
-			res.streamRate = float64(n) / d.Seconds()
+			res.streamRate = rates[len(rates)/2]
 		}
 	}
 	if res.peakRSS, err = procHWM(pid); err != nil {
@@ -281,6 +293,9 @@ func benchTables(quorum string) (flags []string, drop func(), err error) {
 		st.Close()
 	}, nil
 }
+
+// readRepeats is how many times each remote read is timed.
+const readRepeats = 5
 
 // post sends one remote-write request, retrying 5xx and 429 as Prometheus
 // does (with retry_on_http_429).
@@ -424,12 +439,13 @@ func dirBytes(dir string) (int64, error) {
 
 // printResults prints one Markdown table row per system.
 func printResults(w io.Writer, c compareOptions, rs []result) {
-	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M |\n",
+		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M |\n",
 			r.system, r.series, r.rounds, c.protocol, 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
 			r.firstRound.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
+			r.steadyRate, r.steadyP99.Round(time.Millisecond),
 			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
 			r.readSamples/1e6, r.streamRate/1e6)
 	}

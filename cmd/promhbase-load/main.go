@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +125,11 @@ type runResult struct {
 	elapsed, firstRound time.Duration // firstRound: until every batch of round 0 was answered
 	requests            int
 	p50, p99            time.Duration
+	// steadyRate and steadyP99 leave the first round out: samples/s of
+	// the later rounds over the time after the first round ended, and the
+	// p99 of their requests.
+	steadyRate float64
+	steadyP99  time.Duration
 }
 
 // run drives work in o.concurrency goroutines over rounds of batches until
@@ -142,7 +146,8 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) (
 	}
 	var samples atomic.Int64
 	var mu sync.Mutex
-	var lat []time.Duration
+	var lat, steadyLat []time.Duration
+	var steadySamples int64
 	var firstErr error
 	var wg sync.WaitGroup
 	batches := (o.series + o.batch - 1) / o.batch
@@ -162,6 +167,12 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) (
 					firstErr = err
 				}
 				lat = append(lat, d)
+				if j.round > 0 {
+					steadyLat = append(steadyLat, d)
+					if err == nil {
+						steadySamples += int64(j.n)
+					}
+				}
 				if j.round == 0 {
 					if round0++; round0 == batches {
 						firstRound = time.Since(start)
@@ -192,16 +203,19 @@ feed:
 	if firstErr != nil {
 		return runResult{}, firstErr
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(p float64) time.Duration {
+	q := func(lat []time.Duration, p float64) time.Duration {
 		if len(lat) == 0 {
 			return 0
 		}
+		slices.Sort(lat)
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	r := runResult{samples: samples.Load(), elapsed: elapsed, firstRound: firstRound, requests: len(lat), p50: q(0.5), p99: q(0.99)}
-	fmt.Printf("samples=%d elapsed=%s samples/s=%.0f requests=%d p50=%s p99=%s first_round=%s\n",
-		r.samples, elapsed.Round(time.Millisecond), float64(r.samples)/elapsed.Seconds(), r.requests, r.p50, r.p99, firstRound.Round(time.Millisecond))
+	r := runResult{samples: samples.Load(), elapsed: elapsed, firstRound: firstRound, requests: len(lat), p50: q(lat, 0.5), p99: q(lat, 0.99), steadyP99: q(steadyLat, 0.99)}
+	if rest := elapsed - firstRound; rest > 0 && steadySamples > 0 {
+		r.steadyRate = float64(steadySamples) / rest.Seconds()
+	}
+	fmt.Printf("samples=%d elapsed=%s samples/s=%.0f requests=%d p50=%s p99=%s first_round=%s steady_samples/s=%.0f steady_p99=%s\n",
+		r.samples, elapsed.Round(time.Millisecond), float64(r.samples)/elapsed.Seconds(), r.requests, r.p50, r.p99, firstRound.Round(time.Millisecond), r.steadyRate, r.steadyP99)
 	return r, nil
 }
 

@@ -20,6 +20,7 @@ func writeSVG(path, title string, rs []result) error {
 		{"write throughput", "samples/s", func(r result) float64 { return float64(r.samples) / r.elapsed.Seconds() }},
 		{"first round (all series new)", "s", func(r result) float64 { return r.firstRound.Seconds() }},
 		{"p99 request latency", "ms", func(r result) float64 { return float64(r.p99.Microseconds()) / 1000 }},
+		{"p99 after the first round", "ms", func(r result) float64 { return float64(r.steadyP99.Microseconds()) / 1000 }},
 		{"peak RSS", "MB", func(r result) float64 { return float64(r.peakRSS) / 1e6 }},
 		{"remote read, streamed", "samples/s", func(r result) float64 { return r.streamRate }},
 	}
@@ -29,7 +30,7 @@ func writeSVG(path, title string, rs []result) error {
 			counts = append(counts, r.series)
 		}
 	}
-	colors := map[string]string{"prometheus": "#e6522c", "promhbase": "#3b7dd8"}
+	colors := map[string]string{"prometheus": "#e6522c", "promhbase": "#3b7dd8", "promhbase-hbase": "#2a9d3f"}
 	const pw, ph, top = 360, 220, 40
 	var b strings.Builder
 	width := pw * len(measures)
@@ -67,6 +68,7 @@ func writeSVG(path, title string, rs []result) error {
 	}
 	fmt.Fprintf(&b, `<rect x="8" y="%d" width="10" height="10" fill="%s"/><text x="22" y="%d">Prometheus receiver</text>`+"\n", top+ph+24, colors["prometheus"], top+ph+33)
 	fmt.Fprintf(&b, `<rect x="160" y="%d" width="10" height="10" fill="%s"/><text x="174" y="%d">promhbase (embedded)</text>`+"\n", top+ph+24, colors["promhbase"], top+ph+33)
+	fmt.Fprintf(&b, `<rect x="312" y="%d" width="10" height="10" fill="%s"/><text x="326" y="%d">promhbase (standalone HBase)</text>`+"\n", top+ph+24, colors["promhbase-hbase"], top+ph+33)
 	b.WriteString("</svg>\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

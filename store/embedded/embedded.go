@@ -178,30 +178,46 @@ func appendCellKey(dst []byte, table string, row, family, qualifier []byte) []by
 // splitKey decodes a Pebble key after the table prefix: it returns the row
 // key (unescaped, appended to rowBuf), family and qualifier.
 func splitKey(rest, rowBuf []byte) (row, family, qualifier []byte, err error) {
+	row, n, err := splitRow(rest, rowBuf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	family, qualifier, err = splitColumn(rest[n:])
+	return row, family, qualifier, err
+}
+
+// splitRow decodes the row of a Pebble key after the table prefix: the row
+// key (unescaped, appended to rowBuf) and the length of its encoding,
+// terminator included. No other row's encoding starts with that many
+// bytes of it: 0x00 0x01 occurs in an encoded row only as its terminator.
+func splitRow(rest, rowBuf []byte) (row []byte, n int, err error) {
 	row = rowBuf[:0]
 	for {
-		i := bytes.IndexByte(rest, 0)
-		if i < 0 || i+1 >= len(rest) {
-			return nil, nil, nil, fmt.Errorf("corrupt embedded key %x", rest)
+		i := bytes.IndexByte(rest[n:], 0)
+		if i < 0 || n+i+1 >= len(rest) {
+			return nil, 0, fmt.Errorf("corrupt embedded key %x", rest)
 		}
-		row = append(row, rest[:i]...)
-		switch rest[i+1] {
+		row = append(row, rest[n:n+i]...)
+		switch rest[n+i+1] {
 		case 0xFF:
 			row = append(row, 0)
-			rest = rest[i+2:]
+			n += i + 2
 			continue
 		case 0x01:
-			rest = rest[i+2:]
+			return row, n + i + 2, nil
 		default:
-			return nil, nil, nil, fmt.Errorf("corrupt embedded key %x", rest)
+			return nil, 0, fmt.Errorf("corrupt embedded key %x", rest)
 		}
-		break
 	}
+}
+
+// splitColumn decodes family 0x00 qualifier.
+func splitColumn(rest []byte) (family, qualifier []byte, err error) {
 	j := bytes.IndexByte(rest, 0)
 	if j < 0 {
-		return nil, nil, nil, fmt.Errorf("corrupt embedded key: no family terminator in %x", rest)
+		return nil, nil, fmt.Errorf("corrupt embedded key: no family terminator in %x", rest)
 	}
-	return row, rest[:j], rest[j+1:], nil
+	return rest[:j], rest[j+1:], nil
 }
 
 func (s *Store) appendValue(dst []byte, c store.Cell) []byte {
@@ -769,6 +785,7 @@ type scanner struct {
 	next    []byte // row key of the iterator's position
 	arena   []byte
 	latin1  []byte
+	raw     []byte // encoding of the current row in Pebble keys
 	spans   []span
 	scanned int
 }
@@ -858,14 +875,30 @@ func (sc *scanner) readRow() bool {
 	sc.arena = sc.arena[:0]
 	cells := sc.row.Cells[:0]
 	spans := sc.spans[:0]
-	for sc.valid {
-		row, fam, qual, err := splitKey(sc.it.Key()[sc.tlen:], sc.next)
+	// The row's encoding: the keys of its cells start with it, which
+	// spares decoding the row again for each cell.
+	sc.raw = sc.raw[:0]
+	if sc.valid {
+		rest := sc.it.Key()[sc.tlen:]
+		_, n, err := splitRow(rest, sc.next)
 		if err != nil {
 			return sc.fail(err)
 		}
-		sc.next = row
-		if !bytes.Equal(row, sc.key) {
+		sc.raw = append(sc.raw, rest[:n]...)
+	}
+	for sc.valid {
+		rest := sc.it.Key()[sc.tlen:]
+		if !bytes.HasPrefix(rest, sc.raw) {
+			row, _, err := splitRow(rest, sc.next)
+			if err != nil {
+				return sc.fail(err)
+			}
+			sc.next = row
 			break
+		}
+		fam, qual, err := splitColumn(rest[len(sc.raw):])
+		if err != nil {
+			return sc.fail(err)
 		}
 		if sc.family == nil || bytes.Equal(fam, sc.family) {
 			v, err := sc.it.ValueAndErr()
