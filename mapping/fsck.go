@@ -16,8 +16,10 @@ type FsckReport struct {
 	// mapping without its reverse, two names with one UID, a UID of the wrong
 	// width, a counter behind the UIDs in use.
 	Errors []string
-	// Orphans are reverse mappings no forward mapping points to: what a
-	// lost assignment race leaves behind, harmless.
+	// Orphans are reverse mappings whose name has no forward mapping:
+	// what an assignment that failed half-way leaves behind, harmless
+	// (OpenTSDB's uid fsck warns). A reverse mapping whose name maps to
+	// another UID is in Errors, as OpenTSDB counts it.
 	Orphans []string
 }
 
@@ -94,9 +96,18 @@ func UIDFsck(ctx context.Context, st uidScanner, table string, layout Layout) (F
 			maxUID = max(maxUID, v)
 		}
 		for uid, name := range m.reverse {
-			if _, ok := byUID[uid]; !ok {
-				rep.Orphans = append(rep.Orphans, fmt.Sprintf("%s %X -> %q has no forward mapping", kind, uid, name))
+			if _, ok := byUID[uid]; ok {
+				continue
 			}
+			// As OpenTSDB's uid fsck: a reverse row whose name has no
+			// forward row is a warning; one whose name maps to another
+			// UID is an error (its "Inconsistent" or "Duplicate reverse
+			// mapping").
+			if other, ok := m.forward[name]; ok {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("%s %X -> %q, but %q -> %X", kind, uid, name, name, other))
+				continue
+			}
+			rep.Orphans = append(rep.Orphans, fmt.Sprintf("%s %X -> %q has no forward mapping", kind, uid, name))
 		}
 		if maxUID > 0 && uint64(counters[kind]) < maxUID {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("%s max-id counter %d is behind the largest uid in use %d", kind, counters[kind], maxUID))

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -86,6 +87,7 @@ type uidStore interface {
 	Increment(ctx context.Context, table string, row []byte, family, qualifier string, delta int64) (int64, error)
 	CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error)
 	Put(ctx context.Context, table string, puts []store.Put) error
+	Delete(ctx context.Context, table string, row []byte, columns []store.Column) error
 }
 
 // UIDs maps names to UIDs and back in OpenTSDB's tsdb-uid table.
@@ -117,6 +119,7 @@ type UIDs struct {
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*inflightCall
+	stranded map[inflightKey][]byte // see keepStranded
 
 	hits, misses, assigned *prometheus.CounterVec
 
@@ -420,6 +423,9 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 		}
 		if winner == nil {
 			return nil, false, fmt.Errorf("forward mapping of %s %q lost a race but is absent", kind, name)
+		}
+		if !bytes.Equal(winner, uid) {
+			u.dropReverse(ctx, kind, uid)
 		}
 		return winner, false, nil
 	}

@@ -1,8 +1,10 @@
 package mapping
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -141,11 +143,28 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		w.uid, w.err = u.lookup(ctx, w.kind, w.name)
 		return nil
 	})
-	var fresh [numKinds][]int // per kind, the work items to assign
-	for i := range work {
-		if work[i].err == nil && work[i].uid == nil {
-			fresh[work[i].kind] = append(fresh[work[i].kind], i)
+	if err := ctx.Err(); err != nil {
+		// Names the cancellation kept from being looked up are not new.
+		for i := range work {
+			if w := &work[i]; w.uid == nil && w.err == nil {
+				w.err = fmt.Errorf("look up uid of %s %q: %w", w.kind, w.name, err)
+			}
 		}
+		return
+	}
+	var fresh [numKinds][]int // per kind, the work items to assign
+	var reused []int          // items given back the UID of a failed attempt
+	for i := range work {
+		w := &work[i]
+		if w.err != nil || w.uid != nil {
+			continue
+		}
+		if uid := u.takeStranded(ctx, w.kind, w.name, w.stored); uid != nil {
+			w.uid = uid
+			reused = append(reused, i)
+			continue
+		}
+		fresh[w.kind] = append(fresh[w.kind], i)
 	}
 	var ops []store.CondPut
 	var opWork []int
@@ -154,24 +173,23 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			ops, opWork = u.allocate(ctx, k, work, fresh[k], ops, opWork)
 		}
 	}
-	if len(ops) == 0 {
+	if len(ops) == 0 && len(reused) == 0 {
 		return
 	}
 	// Reverse rows first, as OpenTSDB: a forward row never points at a
 	// UID whose reverse row is missing.
-	written := make([]bool, len(ops))
-	if err := u.writeReverse(ctx, ops, written); err != nil {
-		for _, i := range opWork {
-			work[i].err = fmt.Errorf("write reverse mapping %x -> %s %q: %w", work[i].uid, work[i].kind, work[i].name, err)
-			work[i].uid = nil
-		}
-		return
-	}
+	written, errs := make([]bool, len(ops)), make([]error, len(ops))
+	u.writeReverse(ctx, ops, written, errs)
 	fwd := ops[:0:0]
 	var fwdWork []int
 	for j, i := range opWork {
 		w := &work[i]
-		if !written[j] {
+		switch {
+		case errs[j] != nil:
+			w.err = fmt.Errorf("write reverse mapping %x -> %s %q: %w", w.uid, w.kind, w.name, errs[j])
+			w.uid = nil
+			continue
+		case !written[j]:
 			// The counter and the reverse rows disagree (a UID written by
 			// hand, or a counter reset): the one-by-one path takes the
 			// next free UIDs.
@@ -185,13 +203,17 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		})
 		fwdWork = append(fwdWork, i)
 	}
-	written = written[:len(fwd)]
-	if err := store.CheckAndPutAll(ctx, u.st, u.table, fwd, written, batchConcurrency); err != nil {
-		for _, i := range fwdWork {
-			work[i].uid, work[i].err = nil, fmt.Errorf("write forward mapping %s %q: %w", work[i].kind, work[i].name, err)
-		}
-		return
+	for _, i := range reused {
+		w := &work[i]
+		q := w.kind.Qualifier()
+		fwd = append(fwd, store.CondPut{
+			Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: w.uid}}},
+			Family: uidFamilyID, Qualifier: q,
+		})
+		fwdWork = append(fwdWork, i)
 	}
+	written, errs = make([]bool, len(fwd)), make([]error, len(fwd))
+	store.CheckAndPutAll(ctx, u.st, u.table, fwd, written, errs, batchConcurrency)
 	for j, i := range fwdWork {
 		w := &work[i]
 		if written[j] {
@@ -199,59 +221,161 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			u.assigned.WithLabelValues(w.kind.String()).Inc()
 			continue
 		}
-		// Another writer won the race: use its UID.
+		// Another writer won the race, or the write failed and may have
+		// landed: the forward row says which.
+		mine := w.uid
 		winner, err := u.readForward(ctx, w.kind, w.stored)
 		switch {
 		case err != nil:
-			w.uid, w.err = nil, err
+			w.uid, w.err = nil, errors.Join(errs[j], err)
+		case winner == nil && errs[j] != nil:
+			w.uid, w.err = nil, fmt.Errorf("write forward mapping %s %q -> %x: %w", w.kind, w.name, mine, errs[j])
+			u.keepStranded(w.kind, w.name, mine)
 		case winner == nil:
 			w.uid, w.err = nil, fmt.Errorf("forward mapping of %s %q lost a race but is absent", w.kind, w.name)
+			u.keepStranded(w.kind, w.name, mine)
+		case bytes.Equal(winner, mine):
+			w.created = true // the failed attempt had landed
+			u.assigned.WithLabelValues(w.kind.String()).Inc()
 		default:
 			w.uid = winner
+			u.dropReverse(ctx, w.kind, mine)
 		}
 	}
 }
 
-// writeReverse writes the reverse rows of ops where the cell is absent and
-// reports which it wrote. On a store with batched check-and-puts (the
-// embedded store) they are check-and-puts. On others (HBase, where a
-// check-and-put is an RPC of its own that gohbase never batches, and a
-// region-server handler with a WAL sync each) the cells are read in
-// batched Gets and the absent ones written with one multi-row Put: the
-// UIDs come from this call's Increment of the counter, which no other
-// writer (OpenTSDB or promhbase) is given, so a reverse row there can only
-// predate the counter (a counter behind the table after a restore), and
-// the read sees it. The forward rows, which writers of the same name do
-// race for, stay check-and-puts.
-func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool) error {
-	if _, ok := u.st.(store.BatchCheckAndPutter); ok {
-		return store.CheckAndPutAll(ctx, u.st, u.table, ops, written, batchConcurrency)
+// maxStranded bounds the UIDs kept by keepStranded.
+const maxStranded = 1 << 16
+
+// keepStranded remembers uid, whose reverse row names name but whose
+// forward row could not be written (the write failed, and may yet land:
+// deleting the reverse row could leave a forward row without one). The
+// name's next assignment in this process reuses it (takeStranded), so
+// that no reverse row is left naming a name that maps elsewhere, which
+// OpenTSDB's uid fsck counts as an error.
+func (u *UIDs) keepStranded(kind Kind, name string, uid []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stranded == nil {
+		u.stranded = map[inflightKey][]byte{}
 	}
-	taken := make([]bool, len(ops))
-	err := store.Parallel(ctx, len(ops), batchConcurrency, func(ctx context.Context, i int) error {
-		row, err := u.st.Get(ctx, u.table, ops[i].Put.Row, ops[i].Family)
-		if err != nil {
-			return err
-		}
-		taken[i] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == ops[i].Qualifier })
+	if len(u.stranded) < maxStranded {
+		u.stranded[inflightKey{kind, name}] = uid
+	}
+}
+
+// takeStranded returns the UID keepStranded kept for name, if its reverse
+// row still names it (stored is the name as the table holds it).
+func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string) []byte {
+	u.mu.Lock()
+	uid, ok := u.stranded[inflightKey{kind, name}]
+	delete(u.stranded, inflightKey{kind, name})
+	u.mu.Unlock()
+	if !ok {
 		return nil
-	})
+	}
+	row, err := u.st.Get(ctx, u.table, uid, uidFamilyName)
 	if err != nil {
-		return err
+		return nil
 	}
-	puts := make([]store.Put, 0, len(ops))
-	for i := range ops {
-		if !taken[i] {
-			puts = append(puts, ops[i].Put)
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == kind.Qualifier() && string(c.Value) == stored {
+			return uid
 		}
-	}
-	if err := u.st.Put(ctx, u.table, puts); err != nil {
-		return err
-	}
-	for i := range ops {
-		written[i] = !taken[i]
 	}
 	return nil
+}
+
+// dropReverse deletes the reverse row of a UID this process took from the
+// counter but could not give its name (another writer's forward row won,
+// or the reverse write failed): left, OpenTSDB's uid fsck would count it
+// as an error (a reverse mapping to a name that maps elsewhere) once the
+// name has its UID. No other writer is given the UID, so nothing else can
+// be lost. Best effort: a failure leaves the row, as OpenTSDB leaves it.
+func (u *UIDs) dropReverse(ctx context.Context, kind Kind, uid []byte) {
+	_ = u.st.Delete(ctx, u.table, uid, []store.Column{{Family: []byte(uidFamilyName), Qualifier: []byte(kind.Qualifier())}})
+}
+
+// writeReverse writes the reverse rows of ops where the cell is absent,
+// reporting each one's outcome in written and errs. On a store with
+// batched check-and-puts (the embedded store) they are check-and-puts. On
+// others (HBase, where a check-and-put is an RPC of its own that gohbase
+// never batches, with a region-server WAL sync each) the rows of tag
+// names and values are read in batched Gets and the absent ones written
+// with one multi-row Put: their UIDs come from this call's Increment of
+// the counter, which no other writer is given, so a reverse row there can
+// only predate the counter (a counter behind the table after a restore),
+// and the read sees it. Metric rows stay check-and-puts: OpenTSDB with
+// tsd.core.uid.random_metrics picks metric UIDs without the counter. The
+// forward rows, which writers of the same name race for, are always
+// check-and-puts.
+func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool, errs []error) {
+	if _, ok := u.st.(store.BatchCheckAndPutter); ok {
+		store.CheckAndPutAll(ctx, u.st, u.table, ops, written, errs, batchConcurrency)
+		return
+	}
+	var cas, blind []int
+	for i := range ops {
+		if ops[i].Qualifier == KindMetric.Qualifier() {
+			cas = append(cas, i)
+		} else {
+			blind = append(blind, i)
+		}
+	}
+	if len(cas) > 0 {
+		sub := make([]store.CondPut, len(cas))
+		for j, i := range cas {
+			sub[j] = ops[i]
+		}
+		subW, subE := make([]bool, len(cas)), make([]error, len(cas))
+		store.CheckAndPutAll(ctx, u.st, u.table, sub, subW, subE, batchConcurrency)
+		for j, i := range cas {
+			written[i], errs[i] = subW[j], subE[j]
+		}
+	}
+	if len(blind) == 0 {
+		return
+	}
+	taken := make([]bool, len(ops))
+	_ = store.Parallel(ctx, len(blind), batchConcurrency, func(ctx context.Context, j int) error {
+		op := &ops[blind[j]]
+		row, err := u.st.Get(ctx, u.table, op.Put.Row, op.Family)
+		errs[blind[j]] = err
+		taken[blind[j]] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == op.Qualifier })
+		return nil
+	})
+	puts := make([]store.Put, 0, len(blind))
+	var put []int
+	for _, i := range blind {
+		switch {
+		case errs[i] == nil && ctx.Err() != nil && !taken[i]:
+			errs[i] = fmt.Errorf("read reverse row %x: %w", ops[i].Put.Row, ctx.Err())
+		case errs[i] == nil && !taken[i]:
+			puts = append(puts, ops[i].Put)
+			put = append(put, i)
+		}
+	}
+	if len(puts) == 0 {
+		return
+	}
+	if err := u.st.Put(ctx, u.table, puts); err != nil {
+		// Some rows may have landed: remove them, so that the names'
+		// next UIDs leave no reverse row naming them elsewhere.
+		for _, i := range put {
+			errs[i] = err
+			u.dropReverse(ctx, kindOfQualifier(ops[i].Qualifier), ops[i].Put.Row)
+		}
+		return
+	}
+	for _, i := range put {
+		written[i] = true
+	}
+}
+
+// kindOfQualifier is the Kind whose qualifier q is.
+func kindOfQualifier(q string) Kind {
+	k, _ := ParseKind(q)
+	return k
 }
 
 // allocate takes len(items) UIDs of kind with one Increment and appends

@@ -248,3 +248,108 @@ func testGetOrCreateBatchRace(t *testing.T, st store.Store) {
 		t.Errorf("uid fsck errors: %q", rep.Errors)
 	}
 }
+
+// flakyStore fails the check-and-puts of the forward rows named in fail,
+// once each, as a remote store's RPC errors do.
+type flakyStore struct {
+	store.Store
+	mu   sync.Mutex
+	fail map[string]bool
+}
+
+func (f *flakyStore) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
+	f.mu.Lock()
+	failing := f.fail[string(put.Row)]
+	delete(f.fail, string(put.Row))
+	f.mu.Unlock()
+	if failing {
+		return false, fmt.Errorf("injected: %w", store.ErrUnavailable)
+	}
+	return f.Store.CheckAndPut(ctx, table, put, family, qualifier, expected)
+}
+
+// TestGetOrCreateBatchPartialFailure: on a remote store, a failed forward
+// write fails its own name only; the others get their UIDs; nothing is
+// cached or left in flight for the failed one, whose retry succeeds; and
+// uid fsck finds no error (at most a warning for the failed name's
+// reverse row).
+func TestGetOrCreateBatchPartialFailure(t *testing.T) {
+	ctx := context.Background()
+	base := openUIDStore(t)
+	st := &flakyStore{Store: remoteLike{base}, fail: map[string]bool{"n3": true, "n7": true}}
+	u := newTestUIDs(t, st, DefaultLayout())
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprint("n", i)
+	}
+	reqs := uidReqs(KindTagV, names...)
+	u.GetOrCreateBatch(ctx, reqs)
+	for i, r := range reqs {
+		failed := i == 3 || i == 7
+		if failed != (r.Err != nil) {
+			t.Errorf("%s: err %v, want failure %v", names[i], r.Err, failed)
+		}
+		if failed && !errors.Is(r.Err, store.ErrUnavailable) {
+			t.Errorf("%s: err %v, want ErrUnavailable", names[i], r.Err)
+		}
+		if _, ok := u.CachedID(KindTagV, []byte(names[i])); ok == failed {
+			t.Errorf("%s: cached %v after failure %v", names[i], ok, failed)
+		}
+	}
+	retry := uidReqs(KindTagV, "n3", "n7")
+	u.GetOrCreateBatch(ctx, retry)
+	for _, r := range retry {
+		if r.Err != nil || !r.Created {
+			t.Errorf("retry of %s: %X created %v err %v", r.Name, r.UID, r.Created, r.Err)
+		}
+	}
+	rep, err := UIDFsck(ctx, base, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 {
+		t.Errorf("uid fsck errors: %q", rep.Errors)
+	}
+	if len(rep.Orphans) > 2 {
+		t.Errorf("uid fsck orphans: %q", rep.Orphans)
+	}
+}
+
+// TestResolveBatchMatchesResolve: ResolveBatch gives each item what Resolve
+// gives it, invalid label sets included, and caches the valid ones.
+func TestResolveBatchMatchesResolve(t *testing.T) {
+	ctx := context.Background()
+	sets := [][]Label{
+		testLabels("__name__", "up", "job", "a"),
+		testLabels("__name__", "up", "job", "b", "instance", "x:1"),
+		testLabels("__name__", "only_name"),
+		testLabels("__name__", "up", "job", "a"), // a duplicate
+		testLabels("job", "no_name"),
+		testLabels("__name__", "up", "job", "a", "job", "b"),
+		testLabels("__name__", "up", "empty", "", "job", "c"),
+	}
+	one := NewMapper(newTestUIDs(t, openUIDStore(t), DefaultLayout()), DefaultLayout(), 0)
+	batch := NewMapper(newTestUIDs(t, openUIDStore(t), DefaultLayout()), DefaultLayout(), 0)
+	items := make([]ResolveItem, len(sets))
+	for i, l := range sets {
+		items[i] = ResolveItem{Key: []byte(FormatLabels(l)), Labels: l}
+	}
+	batch.ResolveBatch(ctx, items)
+	for i, l := range sets {
+		want, wantErr := one.Resolve(ctx, []byte(FormatLabels(l)), l)
+		got := items[i]
+		if (wantErr == nil) != (got.Err == nil) {
+			t.Errorf("%s: err %v, Resolve's %v", FormatLabels(l), got.Err, wantErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		if fmt.Sprintf("%X %X", got.Series.Metric, got.Series.Tags) != fmt.Sprintf("%X %X", want.Metric, want.Tags) {
+			t.Errorf("%s: %X %X, Resolve's %X %X", FormatLabels(l), got.Series.Metric, got.Series.Tags, want.Metric, want.Tags)
+		}
+		if _, ok := batch.series.get(items[i].Key); !ok {
+			t.Errorf("%s: not cached", FormatLabels(l))
+		}
+	}
+}

@@ -149,29 +149,42 @@ type BatchCheckAndPutter interface {
 
 // CheckAndPutAll runs ops against st: in one call when st is a
 // BatchCheckAndPutter, otherwise as concurrent CheckAndPuts, at most
-// concurrency at once (a remote store pipelines them). written must be as
-// long as ops. The first error is returned; which ops landed is then
-// unknown, as for a failed CheckAndPut.
+// concurrency at once (a remote store pipelines them), each on its own:
+// one failing does not stop the others. written and errs, as long as ops,
+// receive each op's outcome; an op with an error may or may not have
+// landed, as a failed CheckAndPut.
 func CheckAndPutAll(ctx context.Context, st interface {
 	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
-}, table string, ops []CondPut, written []bool, concurrency int) error {
-	if len(written) != len(ops) {
-		return fmt.Errorf("check-and-put batch: %d results for %d ops: %w", len(written), len(ops), ErrInvalid)
-	}
+}, table string, ops []CondPut, written []bool, errs []error, concurrency int) {
 	if b, ok := st.(BatchCheckAndPutter); ok {
-		return b.CheckAndPutBatch(ctx, table, ops, written)
+		err := b.CheckAndPutBatch(ctx, table, ops, written)
+		for i := range errs {
+			errs[i] = err
+		}
+		return
 	}
-	return Parallel(ctx, len(ops), concurrency, func(ctx context.Context, i int) error {
+	_ = Parallel(ctx, len(ops), concurrency, func(ctx context.Context, i int) error {
 		op := &ops[i]
-		ok, err := st.CheckAndPut(ctx, table, op.Put, op.Family, op.Qualifier, op.Expected)
-		written[i] = ok
-		return err
+		written[i], errs[i] = st.CheckAndPut(ctx, table, op.Put, op.Family, op.Qualifier, op.Expected)
+		if errs[i] == nil && ctx.Err() != nil && !written[i] {
+			errs[i] = fmt.Errorf("check-and-put row %x: %w", op.Put.Row, ctx.Err())
+		}
+		return nil
 	})
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			if errs[i] == nil && !written[i] {
+				// Not run, or run after the cancellation: unknown.
+				errs[i] = fmt.Errorf("check-and-put row %x: %w", ops[i].Put.Row, err)
+			}
+		}
+	}
 }
 
 // Parallel calls fn for 0..n-1 with at most concurrency calls at once and
 // returns the first error; after an error no new call starts and ctx of
-// the running ones is cancelled.
+// the running ones is cancelled. A cancellation of ctx is returned only
+// when it kept some call from running.
 func Parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Context, i int) error) error {
 	if n == 0 {
 		return nil
@@ -179,6 +192,9 @@ func Parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Conte
 	concurrency = max(1, min(concurrency, n))
 	if concurrency == 1 {
 		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := fn(ctx, i); err != nil {
 				return err
 			}
@@ -208,8 +224,8 @@ func Parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Conte
 		}()
 	}
 	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = context.Cause(ctx)
+	if first == nil && next.Load() < int64(n) {
+		first = context.Cause(ctx) // cancelled before every call ran
 	}
 	return first
 }

@@ -549,23 +549,42 @@ func (s *Store) checkAndPut(table string, put store.Put, family, qualifier strin
 	return true, nil
 }
 
-// CheckAndPutBatch runs the check-and-puts of ops under one lock round
-// and commits the written ones in one batch (store.BatchCheckAndPutter):
-// each check sees the puts before it in ops. Not synced: see Increment.
-func (s *Store) CheckAndPutBatch(ctx context.Context, table string, ops []store.CondPut, written []bool) error {
+// CheckAndPutBatch runs the check-and-puts of ops in rounds of at most
+// casRound: each round under one lock round (the rows' stripes, taken
+// exclusively) and one commit (store.BatchCheckAndPutter). Each check sees
+// the puts before it in ops. Not synced: see Increment.
+func (s *Store) CheckAndPutBatch(ctx context.Context, table string, ops []store.CondPut, written []bool) (err error) {
 	if err := s.checkTable(table); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
 	}
 	if len(written) != len(ops) {
 		return fmt.Errorf("check-and-put batch: %d results for %d ops: %w", len(written), len(ops), store.ErrInvalid)
 	}
 	clear(written)
-	if len(ops) == 0 {
-		return nil
+	defer func() {
+		if err != nil {
+			clear(written)
+		}
+	}()
+	for len(ops) > 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
+		}
+		n := min(len(ops), casRound)
+		if err := s.casRound(table, ops[:n], written[:n]); err != nil {
+			return err
+		}
+		ops, written = ops[n:], written[n:]
 	}
+	return nil
+}
+
+// casRound bounds the check-and-puts that hold their stripes together: a
+// round of thousands would hold nearly every stripe, stalling every write
+// while it runs.
+const casRound = 256
+
+func (s *Store) casRound(table string, ops []store.CondPut, written []bool) error {
 	var set stripeSet
 	for i := range ops {
 		set.add(s.stripe(ops[i].Put.Row), true)
@@ -591,7 +610,6 @@ func (s *Store) CheckAndPutBatch(ctx context.Context, table string, ops []store.
 		written[i] = true
 	}
 	if err := commit(b); err != nil {
-		clear(written)
 		return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
 	}
 	return nil

@@ -359,8 +359,9 @@ func testCheckAndPutBatch(t *testing.T, s store.Store, table string) {
 		{Put: store.Put{Row: []byte("b-present"), Cells: []store.Cell{cell("a", "q", "new")}}, Family: "a", Qualifier: "q"},
 		{Put: store.Put{Row: []byte("b-present"), Cells: []store.Cell{cell("a", "r", "x")}}, Family: "a", Qualifier: "q", Expected: []byte("wrong")},
 	}
-	written := make([]bool, len(ops))
-	if err := store.CheckAndPutAll(c, s, table, ops, written, 4); err != nil {
+	written, opErrs := make([]bool, len(ops)), make([]error, len(ops))
+	store.CheckAndPutAll(c, s, table, ops, written, opErrs, 4)
+	if err := errors.Join(opErrs...); err != nil {
 		t.Fatal(err)
 	}
 	if want := []bool{true, false, false}; !slices.Equal(written, want) {
@@ -389,7 +390,9 @@ func testCheckAndPutBatch(t *testing.T, s store.Store, table string) {
 				ops[n] = store.CondPut{Put: store.Put{Row: []byte(fmt.Sprintf("race-%d", n)), Cells: []store.Cell{cell("a", "id", fmt.Sprint(w))}}, Family: "a", Qualifier: "id"}
 			}
 			wins[w] = make([]bool, names)
-			if err := store.CheckAndPutAll(c, s, table, ops, wins[w], 8); err != nil {
+			opErrs := make([]error, names)
+			store.CheckAndPutAll(c, s, table, ops, wins[w], opErrs, 8)
+			if err := errors.Join(opErrs...); err != nil {
 				errs <- err
 			}
 		}()
