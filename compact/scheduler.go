@@ -1,9 +1,11 @@
 package compact
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -32,8 +34,8 @@ type SchedulerOptions struct {
 	// that samples arriving late (Prometheus retrying, remote-write queues
 	// draining) land first. Default DefaultGrace.
 	Grace time.Duration
-	// MaxRowsPerHour bounds the rows remembered for one hour (about 135
-	// bytes each for row keys of 10 tags). Writes of rows beyond it are counted in
+	// MaxRowsPerHour bounds the rows remembered for one hour (about 40
+	// bytes each: a hash, whatever the key's length). Writes of rows beyond it are counted in
 	// promhbase_compaction_rows_untracked_total (once per request that
 	// writes such a row), logged once per hour, and the rows left for
 	// `promhbase compact`. Default DefaultMaxRowsPerHour.
@@ -69,6 +71,8 @@ type Scheduler struct {
 	opts SchedulerOptions
 	off  int // offset of the base time in a row key
 
+	seed maphash.Seed // of the rows' hashes
+
 	mu       sync.Mutex
 	hours    map[uint32]*hourRows
 	last     *hourRows // the hour NoteRows saw last
@@ -79,11 +83,18 @@ type Scheduler struct {
 	m schedulerMetrics
 }
 
-// hourRows are the rows remembered for one hour.
+// hourRows are the rows remembered for one hour: not their keys but a
+// keyed 64-bit hash of each (about 11 bytes a row) and the metrics they
+// belong to. Once the hour is due, the rows of those metrics in the hour
+// are scanned and the ones whose hash was remembered compacted. Two rows
+// whose hashes agree (about 1 in 10^7 for a million rows an hour) leave
+// one of them uncompacted, which reads the same and which `promhbase
+// compact` compacts.
 type hourRows struct {
-	hour uint32
-	rows map[string]struct{}
-	full bool // the cap was hit (logged once)
+	hour    uint32
+	rows    map[uint64]struct{}
+	metrics map[string]struct{}
+	full    bool // the cap was hit (logged once)
 }
 
 type schedulerMetrics struct {
@@ -122,6 +133,7 @@ func NewScheduler(c *Compactor, opts SchedulerOptions) (*Scheduler, error) {
 		c: c, opts: opts,
 		off:   c.opts.Layout.SaltWidth + c.opts.Layout.MetricWidth,
 		hours: map[uint32]*hourRows{},
+		seed:  maphash.MakeSeed(),
 	}
 	s.m = schedulerMetrics{
 		compacted: prometheus.NewCounter(prometheus.CounterOpts{
@@ -169,9 +181,9 @@ func (s *Scheduler) pendingRows() float64 {
 }
 
 // NoteRows remembers the rows of puts for compaction. It is the write
-// path's hook (adapter.RowNoter): per row one map lookup, and an insert
-// (with a copy of the key) the first time a row is seen in its hour. It
-// never blocks on the store and keeps nothing of puts.
+// path's hook (adapter.RowNoter): per row a hash and one map lookup, and
+// an insert the first time a row is seen in its hour. It never blocks on
+// the store and keeps nothing of puts.
 func (s *Scheduler) NoteRows(puts []store.Put) {
 	if len(puts) == 0 {
 		return
@@ -191,7 +203,8 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			}
 			s.last = hr
 		}
-		if _, ok := hr.rows[string(key)]; ok {
+		h := maphash.Bytes(s.seed, key)
+		if _, ok := hr.rows[h]; ok {
 			continue
 		}
 		if len(hr.rows) >= s.opts.MaxRowsPerHour {
@@ -202,7 +215,10 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			}
 			continue
 		}
-		hr.rows[string(key)] = struct{}{}
+		hr.rows[h] = struct{}{}
+		if metric := key[s.off-s.c.opts.Layout.MetricWidth : s.off]; !hasKey(hr.metrics, metric) {
+			hr.metrics[string(metric)] = struct{}{}
+		}
 		s.pending++
 	}
 	untracked, capHours := s.untrack, s.capHours
@@ -217,6 +233,11 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 	}
 }
 
+func hasKey(m map[string]struct{}, k []byte) bool {
+	_, ok := m[string(k)]
+	return ok
+}
+
 // hourLocked returns the rows of hour, creating them, or nil when the hour
 // is too far ahead to remember rows for.
 func (s *Scheduler) hourLocked(hour uint32) *hourRows {
@@ -226,7 +247,7 @@ func (s *Scheduler) hourLocked(hour uint32) *hourRows {
 	if int64(hour) > s.opts.Now().Unix()+mapping.MaxTimespan {
 		return nil
 	}
-	hr := &hourRows{hour: hour, rows: map[string]struct{}{}}
+	hr := &hourRows{hour: hour, rows: map[uint64]struct{}{}, metrics: map[string]struct{}{}}
 	s.hours[hour] = hr
 	return hr
 }
@@ -291,18 +312,18 @@ func (s *Scheduler) takeDue() []*hourRows {
 // compactHour compacts the rows of one hour with Concurrency workers.
 func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 	start := time.Now()
-	keys := make([]string, 0, len(hr.rows))
-	for k := range hr.rows {
-		keys = append(keys, k)
+	metrics := make([]string, 0, len(hr.metrics))
+	for m := range hr.metrics {
+		metrics = append(metrics, m)
 	}
-	slices.Sort(keys) // neighbouring rows share regions
-	work := make(chan string)
+	slices.Sort(metrics) // neighbouring rows share regions
+	work := make(chan []byte)
 	var (
 		mu    sync.Mutex
 		stats Stats
 		wg    sync.WaitGroup
 	)
-	for range min(s.opts.Concurrency, len(keys)) {
+	for range s.opts.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -310,7 +331,7 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 				// A row once started finishes even if ctx ends, so that a
 				// stop does not leave it half done.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rowTimeout)
-				res, err := s.c.CompactRow(rctx, []byte(k))
+				res, err := s.c.CompactRow(rctx, k)
 				cancel()
 				s.record(res, err)
 				mu.Lock()
@@ -319,18 +340,47 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 			}
 		}()
 	}
-	left := 0
+	// The rows of the hour's metrics, those remembered handed to the
+	// workers as the scans reach them.
+	fed := 0
+	var scanErr error
+	h := int64(hr.hour)
 feed:
-	for i, k := range keys {
-		select {
-		case work <- k:
-		case <-ctx.Done():
-			left = len(keys) - i
-			break feed
+	for _, m := range metrics {
+		for _, r := range s.c.opts.Layout.MetricRanges([]byte(m), h, h) {
+			req := store.ScanRequest{Table: s.c.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: family}
+			err := s.c.scanRows(ctx, req, func(row store.Row) error {
+				if _, ok := hr.rows[maphash.Bytes(s.seed, row.Key)]; !ok {
+					return nil
+				}
+				select {
+				case work <- bytes.Clone(row.Key):
+					fed++
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			if err != nil {
+				scanErr = err
+				break feed
+			}
 		}
 	}
 	close(work)
 	wg.Wait()
+	left := 0
+	if scanErr != nil {
+		// The rows the scans did not reach stay as written.
+		left = max(len(hr.rows)-fed, 0)
+		if ctx.Err() == nil {
+			s.m.errors.Inc()
+			if stats.FirstError == nil {
+				stats.FirstError = scanErr
+			}
+		}
+	}
+	keys := hr.rows // for the log line's count
 	s.m.batches.Inc()
 	level := slog.LevelInfo
 	if stats.Errors > 0 || left > 0 {

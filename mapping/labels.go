@@ -90,7 +90,7 @@ type Series struct {
 type Mapper struct {
 	uids   *UIDs
 	layout Layout
-	series *genCache[Series]        // wire key -> series
+	series *seriesCache             // wire key -> series
 	labels *genCache[labels.Labels] // metric ‖ tags -> labels
 }
 
@@ -100,14 +100,10 @@ func NewMapper(uids *UIDs, layout Layout, cacheSize int) *Mapper {
 		cacheSize = 1 << 20
 	}
 	return &Mapper{uids: uids, layout: layout,
-		series: newGenCache(cacheSize, func(_ string, s Series) int { return len(s.Metric) + len(s.Tags) + seriesOverhead }),
+		series: newSeriesCache(cacheSize),
 		labels: newGenCache(cacheSize, func(_ string, l labels.Labels) int { return labelsBytes(l) }),
 	}
 }
-
-// seriesOverhead approximates a cached Series' memory beyond its UIDs: the
-// struct and its index mark.
-const seriesOverhead = 96
 
 // labelsBytes approximates the memory of a label set.
 func labelsBytes(l labels.Labels) int {
@@ -152,9 +148,17 @@ func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 // Release must be called before Resolve (which may write the cache) and at
 // the end of the batch.
 type SeriesCacheReader struct {
-	c            *genCache[Series]
+	c            *seriesCache
 	locked       bool
 	hits, misses uint64 // counted here, added to the cache's on Release
+	promote      []promotion
+}
+
+// promotion is a hit in the older generation, moved to the newer one on
+// Release.
+type promotion struct {
+	h seriesKey
+	e seriesEntry
 }
 
 // CacheReader returns a reader of the series cache.
@@ -166,16 +170,20 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 		r.c.mu.RLock()
 		r.locked = true
 	}
-	s, ok := r.c.getLocked(key)
-	if ok {
-		r.hits++
-	} else {
+	h, e, ok, old := r.c.getLocked(key)
+	if !ok {
 		r.misses++
+		return Series{}, false
 	}
-	return s, ok
+	r.hits++
+	if old {
+		r.promote = append(r.promote, promotion{h, e})
+	}
+	return e.series(), true
 }
 
-// Release drops the read lock, if held.
+// Release drops the read lock, if held, and promotes the hits of the
+// older generation.
 func (r *SeriesCacheReader) Release() {
 	if r.locked {
 		r.c.mu.RUnlock()
@@ -186,6 +194,11 @@ func (r *SeriesCacheReader) Release() {
 		r.c.misses.Add(r.misses)
 		r.hits, r.misses = 0, 0
 	}
+	for _, p := range r.promote {
+		r.c.putEntry(p.h, p.e)
+	}
+	clear(r.promote)
+	r.promote = r.promote[:0]
 }
 
 // Resolve returns the Series of lbls, assigning UIDs to new names. key
@@ -201,7 +214,7 @@ func (m *Mapper) Resolve(ctx context.Context, key []byte, lbls []Label) (Series,
 	if err != nil {
 		return Series{}, err
 	}
-	m.series.put(string(key), s)
+	m.series.put(key, s)
 	return s, nil
 }
 
@@ -275,7 +288,7 @@ func (m *Mapper) ResolveBatch(ctx context.Context, items []ResolveItem) {
 	for j, i := range idx {
 		items[i].Series, items[i].Err = todo[j].Series, todo[j].Err
 		if todo[j].Err == nil {
-			m.series.put(string(items[i].Key), todo[j].Series)
+			m.series.put(items[i].Key, todo[j].Series)
 		}
 	}
 }
