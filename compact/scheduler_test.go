@@ -127,6 +127,31 @@ func TestSchedulerCompactsEndedHours(t *testing.T) {
 	}
 }
 
+// TestSchedulerSalted: the rows of a salted table, spread over the salt
+// buckets, are all found and compacted, and reads do not change.
+func TestSchedulerSalted(t *testing.T) {
+	e := newEnv(t, salted())
+	s, _ := newScheduler(t, e, SchedulerOptions{Grace: time.Minute})
+	e.now = time.Unix(t0+3*3600, 0)
+	e.writeBySample(hostSeries("salty", 12, 2, 15*time.Minute, func(i, j int) float64 { return float64(i + j) }))
+	read := e.read()
+	if got := testutil.ToFloat64(s.m.pending); got != 24 {
+		t.Fatalf("pending rows %v, want 24 (12 series x 2 hours)", got)
+	}
+	s.CompactDue(ctxFor(t))
+	for hour, counts := range e.cellsByHour() {
+		if !allOne(counts) {
+			t.Errorf("hour %d: cells per row %v, want all compacted", hour, counts)
+		}
+	}
+	if c := testutil.ToFloat64(s.m.compacted); c != 24 {
+		t.Errorf("compacted %v, want 24", c)
+	}
+	if got := e.read(); got != read {
+		t.Errorf("reads changed:\n%s\nwant\n%s", got, read)
+	}
+}
+
 // TestSchedulerCap: past MaxRowsPerHour rows of an hour are not remembered;
 // that is counted and logged once, and `compact` (CompactRange) still
 // compacts them.
