@@ -62,7 +62,9 @@ type Options struct {
 // DefaultCacheBytes is the default block cache: enough to keep the index
 // and filter blocks of a store of some hundred million samples, so that
 // point reads (UID lookups, check-and-puts of new UIDs) do not go to disk.
-const DefaultCacheBytes = 128 << 20
+// Measured with a first contact of 1 M new series (each with a new label
+// value): 128 MiB took 40 s, 256 MiB and 1 GiB 21 s.
+const DefaultCacheBytes = 256 << 20
 
 // Store is a store.Store on a Pebble database in one directory.
 type Store struct {
