@@ -299,7 +299,11 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	// First the row key's length, which counts labels: a series of
 	// thousands of labels is refused before ValidateLabels compares them
 	// pairwise and before any UID is assigned.
-	var reqs []UIDRequest
+	n := 0
+	for i := range items {
+		n += 2*len(items[i].Labels) + 1
+	}
+	reqs := make([]UIDRequest, 0, n)
 	first := make([]int, len(items)+1) // item i's requests: reqs[first[i]:first[i+1]]
 	for i := range items {
 		it := &items[i]

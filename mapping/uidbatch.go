@@ -57,13 +57,24 @@ type uidWork struct {
 func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	var work []uidWork
 	pending := map[inflightKey]int{}
-	var owners []int // per request: index into work, or -1 - index into waits
+	owners := make([]int, 0, len(reqs)) // per request: index into work, or -1 - index into waits
 	var waits []*inflightCall
+	var hits, misses [numKinds]int
+	defer func() {
+		for k := range numKinds {
+			if hits[k] > 0 {
+				u.hits.WithLabelValues(k.String(), "forward").Add(float64(hits[k]))
+			}
+			if misses[k] > 0 {
+				u.misses.WithLabelValues(k.String(), "forward").Add(float64(misses[k]))
+			}
+		}
+	}()
 	for i := range reqs {
 		r := &reqs[i]
 		r.UID, r.Created, r.Err = nil, false, nil
 		if uid, ok := u.fwd[r.Kind].get(r.Name); ok {
-			u.hits.WithLabelValues(r.Kind.String(), "forward").Inc()
+			hits[r.Kind]++
 			r.UID = uid
 			owners = append(owners, len(reqs)) // done
 			continue
@@ -78,7 +89,7 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			owners = append(owners, j)
 			continue
 		}
-		u.misses.WithLabelValues(r.Kind.String(), "forward").Inc()
+		misses[r.Kind]++
 		u.mu.Lock()
 		if c, ok := u.inflight[key]; ok {
 			u.mu.Unlock()

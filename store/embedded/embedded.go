@@ -37,6 +37,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -593,21 +594,46 @@ func (s *Store) casRound(table string, ops []store.CondPut, written []bool) erro
 	}
 	set.lock(&s.locks)
 	defer set.unlock(&s.locks)
-	b := s.db.NewIndexedBatch()
+	// The checks after a put must see it. Cells with explicit versions
+	// need an indexed batch (the version comparison reads through it);
+	// otherwise the round remembers what it wrote, as a point read of the
+	// database costs less than one through an indexed batch.
+	var b *pebble.Batch
+	var r pebble.Reader = s.db
+	indexed := slices.ContainsFunc(ops, func(op store.CondPut) bool { return hasVersion(op.Put.Cells) })
+	if indexed {
+		b = s.db.NewIndexedBatch()
+		r = b
+	} else {
+		b = s.db.NewBatch()
+	}
 	defer b.Close()
+	var mine map[string][]byte
 	var kbuf, vbuf []byte
 	for i := range ops {
 		op := &ops[i]
 		kbuf = appendCellKey(kbuf[:0], table, op.Put.Row, []byte(op.Family), []byte(op.Qualifier))
-		v, found, err := readCell(b, kbuf)
-		if err != nil {
-			return fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", op.Family, op.Qualifier, op.Put.Row, table, err)
+		v, found := mine[string(kbuf)]
+		if !found {
+			var err error
+			if v, found, err = readCell(r, kbuf); err != nil {
+				return fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", op.Family, op.Qualifier, op.Put.Row, table, err)
+			}
 		}
 		if len(op.Expected) == 0 && found || len(op.Expected) > 0 && (!found || !bytes.Equal(v, op.Expected)) {
 			continue
 		}
-		if kbuf, vbuf, err = s.addPut(b, b, table, op.Put, kbuf, vbuf); err != nil {
+		var err error
+		if kbuf, vbuf, err = s.addPut(r, b, table, op.Put, kbuf, vbuf); err != nil {
 			return err
+		}
+		if !indexed {
+			if mine == nil {
+				mine = map[string][]byte{}
+			}
+			for _, c := range op.Put.Cells {
+				mine[string(appendCellKey(nil, table, op.Put.Row, c.Family, c.Qualifier))] = c.Value
+			}
 		}
 		written[i] = true
 	}
