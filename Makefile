@@ -81,16 +81,19 @@ bench:
 ## BENCH_ROUNDS size it (1000000 series need about 6 GB of memory).
 BENCH_SERIES ?= --series-counts=20000 --series-counts=100000
 BENCH_ROUNDS ?= 10
+## BENCH_SYSTEMS adds promhbase on the standalone HBase (make hbase-up
+## first): BENCH_SYSTEMS="--systems=prometheus --systems=promhbase --systems=promhbase-hbase"
+BENCH_SYSTEMS ?= --systems=prometheus --systems=promhbase
 bench-e2e:
 	@mkdir -p bin docs/bench
 	$(GO) build -o bin/promhbase ./cmd/promhbase
 	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
 	@prom=$$(scripts/prometheus.sh) && \
 	for proto in v1 v2; do \
-		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) \
+		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
 			--max-rounds=$(BENCH_ROUNDS) --protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
 	done && \
-	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) \
+	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
 		--max-rounds=$(BENCH_ROUNDS) --protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg
 
 ## fuzz: run every fuzz target for FUZZTIME each

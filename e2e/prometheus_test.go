@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -584,27 +583,11 @@ func forwardSamplesOnly(w http.ResponseWriter, r *http.Request, backend string) 
 	return err
 }
 
-// prometheusBinary returns the path of the Prometheus binary that
-// scripts/prometheus.sh builds or finds in its cache. Under CI=true a
-// failure fails the test; elsewhere it skips it.
+// prometheusBinary returns the project's Prometheus binary (see
+// testproc.PrometheusBinary).
 func prometheusBinary(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join("..", "scripts", "prometheus.sh"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	path := strings.TrimSpace(string(out))
-	if err == nil && path == "" {
-		err = errors.New("printed no path")
-	}
-	if err != nil {
-		msg := fmt.Sprintf("scripts/prometheus.sh: %v\n%s", err, testproc.TailLines(stderr.String(), 30))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip("no Prometheus binary (the test fails instead under CI=true): " + msg)
-	}
-	return path
+	return testproc.PrometheusBinary(t, filepath.Join("..", "scripts", "prometheus.sh"))
 }
 
 // promProcess is a Prometheus server started by the test.

@@ -65,20 +65,20 @@ type result struct {
 // table: samples/s, request latency, the first round (every series new),
 // CPU seconds per million samples, peak RSS, bytes on disk per sample,
 // remote-read samples/s.
-func runCompare(o options, c compareOptions) error {
+func runCompare(o options, c compareOptions) ([]result, error) {
 	if c.protocol != "v1" && c.protocol != "v2" {
-		return fmt.Errorf("--protocol=%q: want v1 or v2", c.protocol)
+		return nil, fmt.Errorf("--protocol=%q: want v1 or v2", c.protocol)
 	}
 	if len(c.systems) == 0 {
 		c.systems = []string{"prometheus", "promhbase"}
 	}
 	for _, sys := range c.systems {
 		if sys != "prometheus" && sys != "promhbase" && sys != "promhbase-hbase" {
-			return fmt.Errorf("--systems=%q: want prometheus, promhbase or promhbase-hbase", sys)
+			return nil, fmt.Errorf("--systems=%q: want prometheus, promhbase or promhbase-hbase", sys)
 		}
 	}
 	if o.maxRounds <= 0 {
-		return errors.New("compare needs --max-rounds (every round is encoded up front, with its own timestamps)")
+		return nil, errors.New("compare needs --max-rounds (every round is encoded up front, with its own timestamps)")
 	}
 	if len(c.seriesCounts) == 0 {
 		c.seriesCounts = []int{o.series}
@@ -95,7 +95,7 @@ func runCompare(o options, c compareOptions) error {
 		for _, sys := range c.systems {
 			r, err := compareOne(o, c, sys, pre, t0)
 			if err != nil {
-				return fmt.Errorf("%s, %d series: %w", sys, n, err)
+				return results, fmt.Errorf("%s, %d series: %w", sys, n, err)
 			}
 			results = append(results, r)
 			printResults(os.Stderr, c, []result{r})
@@ -103,9 +103,9 @@ func runCompare(o options, c compareOptions) error {
 	}
 	printResults(os.Stdout, c, results)
 	if c.svg != "" {
-		return writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, %d rounds, churn %.0f %%", c.protocol, o.maxRounds, 100*c.churn), results)
+		return results, writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, %d rounds, churn %.0f %%", c.protocol, o.maxRounds, 100*c.churn), results)
 	}
-	return nil
+	return results, nil
 }
 
 // seriesID is the series at position p in round r: with churn, the window

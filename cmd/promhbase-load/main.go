@@ -94,7 +94,7 @@ func main() {
 	case readCmd.FullCommand():
 		err = runRead(o)
 	case compareCmd.FullCommand():
-		err = runCompare(o, c)
+		_, err = runCompare(o, c)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)

@@ -9,7 +9,9 @@
 package testproc
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,6 +40,30 @@ func FreeAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// PrometheusBinary returns the path of the Prometheus binary that the
+// project's scripts/prometheus.sh (at script, relative to the current
+// directory) builds or finds in its cache. Under CI=true a failure fails
+// the test; elsewhere it skips it.
+func PrometheusBinary(t testing.TB, script string) string {
+	t.Helper()
+	cmd := exec.Command(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	path := strings.TrimSpace(string(out))
+	if err == nil && path == "" {
+		err = errors.New("printed no path")
+	}
+	if err != nil {
+		msg := fmt.Sprintf("%s: %v\n%s", script, err, TailLines(stderr.String(), 30))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("no Prometheus binary (the test fails instead under CI=true): " + msg)
+	}
+	return path
 }
 
 // BuildBinary runs `go build` on pkg (a package path or a directory, as

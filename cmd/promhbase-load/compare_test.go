@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/promhbase/promhbase/internal/testproc"
+)
+
+// TestCompareSmoke runs the side-by-side harness small: the project's
+// Prometheus and a freshly built promhbase (embedded store), remote write
+// 1.0 and 2.0 with churn, each system fed the same requests. Every sample
+// must be acknowledged by both, both must read samples back with both
+// response types, and the plot must be drawn. (The harness itself is a
+// benchmark, `make bench-e2e`; this keeps it working.)
+func TestCompareSmoke(t *testing.T) {
+	prom := testproc.PrometheusBinary(t, filepath.Join("..", "..", "scripts", "prometheus.sh"))
+	promhbase := testproc.BuildBinary(t, "../promhbase")
+	for _, proto := range []string{"v1", "v2"} {
+		t.Run(proto, func(t *testing.T) {
+			svg := filepath.Join(t.TempDir(), "plot.svg")
+			o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
+			c := compareOptions{prometheus: prom, promhbase: promhbase, protocol: proto, churn: 0.1, dir: t.TempDir(), svg: svg}
+			rs, err := runCompare(o, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 2 {
+				t.Fatalf("%d results, want 2", len(rs))
+			}
+			for _, r := range rs {
+				if r.samples != 600*3 {
+					t.Errorf("%s: %d samples acknowledged, want %d", r.system, r.samples, 600*3)
+				}
+				if r.readSamples <= 0 || r.streamRate <= 0 || r.peakRSS <= 0 || r.cpu <= 0 {
+					t.Errorf("%s: read %v / %v samples/s, peak RSS %d, CPU %v s: want all positive", r.system, r.readSamples, r.streamRate, r.peakRSS, r.cpu)
+				}
+			}
+			b, err := os.ReadFile(svg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "promhbase 600 series") {
+				t.Errorf("plot lacks the bars:\n%.500s", b)
+			}
+		})
+	}
+}
