@@ -273,14 +273,24 @@ func runDirect(o options) error {
 		return err
 	}
 	m := mapping.NewMapper(uids, layout, 0)
+	// The series' UIDs, assigned before the clock starts, a request's
+	// worth at a time.
 	series := make([]mapping.Series, o.series)
-	for i := range series {
-		var wl []mapping.Label
-		for _, l := range seriesLabels(i) {
-			wl = append(wl, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
+	for first := 0; first < o.series; first += o.batch {
+		items := make([]mapping.ResolveItem, min(o.batch, o.series-first))
+		for j := range items {
+			var wl []mapping.Label
+			for _, l := range seriesLabels(first + j) {
+				wl = append(wl, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
+			}
+			items[j] = mapping.ResolveItem{Key: []byte(fmt.Sprint(first + j)), Labels: wl}
 		}
-		if series[i], err = m.Resolve(ctx, []byte(fmt.Sprint(i)), wl); err != nil {
-			return err
+		m.ResolveBatch(ctx, items)
+		for j, it := range items {
+			if it.Err != nil {
+				return it.Err
+			}
+			series[first+j] = it.Series
 		}
 	}
 	t0 := baseTime()
