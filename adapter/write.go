@@ -73,12 +73,15 @@ type Writer struct {
 	limits  *limits.Limits // nil: only the row key's bound applies
 }
 
-// SeriesIndexer learns the series and days each request wrote
-// (index.Writer). Write returns once the store acknowledged what it wrote;
-// it is called after the data was written and before the request is
-// acknowledged, so a failure is retried by the sender.
+// SeriesIndexer keeps the series index of the series the Writer writes
+// (index.Writer). It is called before the request's data is written:
+// WriteDeferred when the data's durable write follows (the index's puts may
+// wait for its fsync), Write when none does. Both return once the store
+// took what they wrote; a failure fails the request, which the sender
+// retries.
 type SeriesIndexer interface {
 	Write(ctx context.Context, entries []index.Entry) error
+	WriteDeferred(ctx context.Context, entries []index.Entry) error
 }
 
 // SetIndexer makes the Writer keep the series index with ix. Call it before
@@ -282,6 +285,18 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 		b.puts[i].Cells = b.cells[b.starts[i]:end:end]
 	}
 	res := writeResult{}
+	// The index first: its puts become durable with the data's (on the
+	// embedded store they wait for the data Put's fsync), so nothing is
+	// acknowledged that a query through the index could miss.
+	if len(b.index) > 0 {
+		write := w.indexer.WriteDeferred
+		if len(b.puts) == 0 {
+			write = w.indexer.Write // no durable write follows
+		}
+		if err := write(ctx, b.index); err != nil {
+			return res, fmt.Errorf("index %d series: %w", len(b.index), err)
+		}
+	}
 	if len(b.puts) > 0 {
 		err := w.st.Put(ctx, w.table, b.puts)
 		reuse = err == nil
@@ -290,11 +305,6 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 		}
 		if err != nil {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
-		}
-	}
-	if len(b.index) > 0 {
-		if err := w.indexer.Write(ctx, b.index); err != nil {
-			return res, fmt.Errorf("index %d series: %w", len(b.index), err)
 		}
 	}
 	res.Samples, res.Histograms = b.samples, b.histograms

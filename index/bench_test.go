@@ -70,7 +70,7 @@ func BenchmarkLabels1M(b *testing.B) {
 			layout.SortTags(tags)
 			batch = append(batch, Entry{Series: mapping.Series{Metric: metricUIDs[m], Tags: tags}, Day: d0})
 		}
-		if err := g.w.writeCells(ctx, batch); err != nil {
+		if err := g.w.writeCells(ctx, batch, false); err != nil {
 			b.Fatal(err)
 		}
 		batch = batch[:0]

@@ -124,6 +124,29 @@ func coverageOf(row store.Row) (uint32, bool) {
 // so a retry writes it again. Entries whose series is already indexed for
 // their day cost nothing.
 func (w *Writer) Write(ctx context.Context, entries []Entry) error {
+	return w.write(ctx, entries, false)
+}
+
+// WriteDeferred is Write for a caller that makes a durable write of the
+// same store after it and acknowledges nothing before that write (the
+// write path: the index, then the request's data). On a store that can
+// defer durability (store.DeferredPutter: the embedded store) the index's
+// puts wait for that write's fsync instead of making their own; on others
+// it is Write.
+func (w *Writer) WriteDeferred(ctx context.Context, entries []Entry) error {
+	return w.write(ctx, entries, true)
+}
+
+// put writes puts into table, deferring their durability when asked and
+// the store can.
+func (w *Writer) put(ctx context.Context, table string, puts []store.Put, deferred bool) error {
+	if dp, ok := w.st.(store.DeferredPutter); ok && deferred {
+		return dp.PutDeferred(ctx, table, puts)
+	}
+	return w.st.Put(ctx, table, puts)
+}
+
+func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) error {
 	var fresh []Entry
 	for _, e := range entries {
 		if !e.Series.IndexedFor(e.Day) {
@@ -133,10 +156,10 @@ func (w *Writer) Write(ctx context.Context, entries []Entry) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := w.writeTSMeta(ctx, fresh); err != nil {
+	if err := w.writeTSMeta(ctx, fresh, deferred); err != nil {
 		return err
 	}
-	if err := w.writeCells(ctx, fresh); err != nil {
+	if err := w.writeCells(ctx, fresh, deferred); err != nil {
 		return err
 	}
 	for _, e := range fresh {
@@ -146,7 +169,7 @@ func (w *Writer) Write(ctx context.Context, entries []Entry) error {
 }
 
 // writeTSMeta writes the TSMeta rows of the series new to this process.
-func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
+func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool) error {
 	var todo [][]byte // TSUIDs
 	var keys []string
 	var fresh []bool // no row can exist: a UID of it is new
@@ -216,7 +239,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 		}}})
 	}
 	if len(puts) > 0 {
-		if err := w.st.Put(ctx, w.opts.MetaTable, puts); err != nil {
+		if err := w.put(ctx, w.opts.MetaTable, puts, deferred); err != nil {
 			return fmt.Errorf("write %d TSMeta rows: %w", len(puts), err)
 		}
 	}
@@ -228,7 +251,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry) error {
 }
 
 // writeCells writes the label cells of the entries not yet written.
-func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
+func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
 	fam := []byte(mapping.IndexFamily)
 	type rowCells struct {
 		row   []byte
@@ -282,7 +305,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry) error {
 		r := rows[k]
 		puts = append(puts, store.Put{Row: r.row, Cells: r.cells})
 	}
-	if err := w.st.Put(ctx, w.opts.IndexTable, puts); err != nil {
+	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
 		return fmt.Errorf("write %d series index cells: %w", len(keys), err)
 	}
 	w.seen.addAll(keys)

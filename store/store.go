@@ -129,6 +129,15 @@ type Syncer interface {
 	Sync(ctx context.Context) error
 }
 
+// DeferredPutter is a Store that can apply puts without waiting until they
+// are durable: they are visible at once and become durable with the next
+// Put, Sync or Close (the embedded store, whose log keeps the order of
+// writes). A caller acknowledges nothing that depends on them before such
+// a write.
+type DeferredPutter interface {
+	PutDeferred(ctx context.Context, table string, puts []Put) error
+}
+
 // CondPut is one check-and-put of a batch: Put is written only if the
 // cell (Family, Qualifier) of Put.Row holds exactly Expected (absent when
 // Expected is empty), as Store.CheckAndPut does.

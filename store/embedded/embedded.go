@@ -305,6 +305,28 @@ func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 	return nil
 }
 
+// PutDeferred is Put without the fsync (store.DeferredPutter): the puts are
+// visible at once and durable with the next Put, Sync or Close.
+func (s *Store) PutDeferred(ctx context.Context, table string, puts []store.Put) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put into %s: %w", table, err)
+	}
+	if len(puts) == 0 {
+		return nil
+	}
+	var set stripeSet
+	for _, p := range puts {
+		set.add(s.stripe(p.Row), hasVersion(p.Cells))
+	}
+	set.lock(&s.locks)
+	err := s.apply(table, puts)
+	set.unlock(&s.locks)
+	return err
+}
+
 func hasVersion(cells []store.Cell) bool {
 	for _, c := range cells {
 		if c.Timestamp != 0 {
