@@ -120,6 +120,7 @@ type UIDs struct {
 	mu       sync.Mutex
 	inflight map[inflightKey]*inflightCall
 	stranded map[inflightKey][]byte // see keepStranded
+	sole     bool                   // UIDOptions.SoleWriter
 
 	hits, misses, assigned *prometheus.CounterVec
 
@@ -158,6 +159,12 @@ type UIDOptions struct {
 	// Logger receives the warning when a kind's UIDs run low; nil
 	// discards it.
 	Logger *slog.Logger
+	// SoleWriter promises that no other writer assigns UIDs in the table
+	// while these UIDs live: no other process (the embedded store, which
+	// Pebble locks to one process) and no other UIDs of this process.
+	// New names are then written with plain puts instead of
+	// check-and-puts, which have nothing to guard against.
+	SoleWriter bool
 }
 
 // NewUIDs returns the UID table in st with the widths of layout.
@@ -187,6 +194,7 @@ func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
 		}, []string{"kind"}),
 	}
 	u.headroom.logger = opts.Logger
+	u.sole = opts.SoleWriter
 	for k := range numKinds {
 		u.fwd[k] = newGenCache(opts.CacheSize, func(_ string, v []byte) int { return len(v) })
 		u.rev[k] = newGenCache(opts.CacheSize, func(_ string, v string) int { return len(v) })

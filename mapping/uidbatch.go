@@ -187,6 +187,10 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 	if len(ops) == 0 && len(reused) == 0 {
 		return
 	}
+	if u.sole && len(reused) == 0 {
+		u.writeSole(ctx, work, ops, opWork)
+		return
+	}
 	// Reverse rows first, as OpenTSDB: a forward row never points at a
 	// UID whose reverse row is missing.
 	written, errs := make([]bool, len(ops)), make([]error, len(ops))
@@ -295,6 +299,42 @@ func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string)
 		}
 	}
 	return nil
+}
+
+// writeSole writes the reverse and forward rows of the names of opWork,
+// whose UIDs ops carry, as plain puts in one write: the table has no other
+// writer, the names were looked up absent while this
+// process's in-flight calls kept its other writers of them away, and the
+// UIDs come from this call's Increment, so neither row can exist; a
+// check-and-put would only read it again. Only for UIDs that are their
+// table's sole writer (UIDOptions.SoleWriter). On a store that can, their
+// durability waits for the request's data Put (store.DeferredPutter),
+// which is what refers to them.
+func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPut, opWork []int) {
+	puts := make([]store.Put, 0, 2*len(ops))
+	for j, i := range opWork {
+		w := &work[i]
+		q := w.kind.Qualifier()
+		puts = append(puts, ops[j].Put, store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: w.uid}}})
+	}
+	var err error
+	if dp, ok := u.st.(store.DeferredPutter); ok {
+		err = dp.PutDeferred(ctx, u.table, puts)
+	} else {
+		err = u.st.Put(ctx, u.table, puts)
+	}
+	for _, i := range opWork {
+		w := &work[i]
+		if err != nil {
+			// Nothing another writer could have made depends on these
+			// rows; the names' next attempt assigns new UIDs, and a row
+			// that landed is found by that attempt's lookup.
+			w.uid, w.err = nil, fmt.Errorf("write uid rows of %s %q: %w", w.kind, w.name, err)
+			continue
+		}
+		w.created = true
+		u.assigned.WithLabelValues(w.kind.String()).Inc()
+	}
 }
 
 // dropReverse deletes the reverse row of a UID this process took from the

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -351,5 +352,49 @@ func TestResolveBatchMatchesResolve(t *testing.T) {
 		if _, ok := batch.series.get(items[i].Key); !ok {
 			t.Errorf("%s: not cached", FormatLabels(l))
 		}
+	}
+}
+
+// TestGetOrCreateBatchSoleWriter: UIDs that are their table's only writer
+// write new names with plain puts (no check-and-put), one Increment per
+// kind, and leave a table uid fsck finds clean; a second batch and another
+// reader agree with the first.
+func TestGetOrCreateBatchSoleWriter(t *testing.T) {
+	ctx := context.Background()
+	cs := &countingStore{Store: openUIDStore(t)}
+	u, err := NewUIDs(cs, DefaultLayout(), UIDOptions{SoleWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprint("v", i%250) // with duplicates
+	}
+	reqs := append(uidReqs(KindTagV, names...), uidReqs(KindTagK, "host", "pod")...)
+	u.GetOrCreateBatch(ctx, reqs)
+	for i, r := range reqs {
+		if r.Err != nil || !r.Created {
+			t.Fatalf("%s %q: %X created %v err %v", r.Kind, r.Name, r.UID, r.Created, r.Err)
+		}
+		if i < 250 && int(r.UID[2]) != i+1 {
+			t.Errorf("%q = %X, want %06X", r.Name, r.UID, i+1)
+		}
+	}
+	if cs.increments.Load() != 2 || cs.casBatches.Load() != 0 {
+		t.Errorf("increments %d, check-and-put batches %d; want 2 and 0", cs.increments.Load(), cs.casBatches.Load())
+	}
+	reader := newTestUIDs(t, cs, DefaultLayout())
+	for _, r := range reqs[:250] {
+		uid, err := reader.ID(ctx, KindTagV, string(r.Name))
+		if err != nil || !bytes.Equal(uid, r.UID) {
+			t.Errorf("%q read back as %X, %v; want %X", r.Name, uid, err, r.UID)
+		}
+	}
+	rep, err := UIDFsck(ctx, cs, "tsdb-uid", DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 || len(rep.Orphans) != 0 || rep.Forward[KindTagV] != 250 {
+		t.Errorf("uid fsck: %+v", rep)
 	}
 }

@@ -102,7 +102,10 @@ func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (st
 	if err != nil {
 		return nil, nil, err
 	}
-	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger})
+	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger,
+		// Pebble locks the embedded store to this process, which has
+		// these UIDs only.
+		SoleWriter: c.backend == "embedded"})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
