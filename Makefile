@@ -77,10 +77,9 @@ bench:
 ## bench-e2e: promhbase (embedded) side by side with Prometheus's own
 ## remote-write receiver (the project's Prometheus 3.15): the same
 ## pre-encoded traffic, remote write 1.0 and 2.0, steady and with churn;
-## Markdown tables on stdout, plots in docs/bench/. BENCH_SERIES and
-## BENCH_ROUNDS size it (1000000 series need about 6 GB of memory).
-BENCH_SERIES ?= --series-counts=20000 --series-counts=100000
-BENCH_ROUNDS ?= 10
+## Markdown tables on stdout, plots in docs/bench/. BENCH_SERIES sizes it,
+## as SERIESxROUNDS loads (1000000 series need about 6 GB of memory).
+BENCH_SERIES ?= --runs=20000x100 --runs=100000x20
 ## BENCH_SYSTEMS adds promhbase on the standalone HBase (make hbase-up
 ## first): BENCH_SYSTEMS="--systems=prometheus --systems=promhbase --systems=promhbase-hbase"
 BENCH_SYSTEMS ?= --systems=prometheus --systems=promhbase
@@ -91,10 +90,10 @@ bench-e2e:
 	@prom=$$(scripts/prometheus.sh) && \
 	for proto in v1 v2; do \
 		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
-			--max-rounds=$(BENCH_ROUNDS) --protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
+			--protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
 	done && \
 	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
-		--max-rounds=$(BENCH_ROUNDS) --protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg
+		--protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 20s

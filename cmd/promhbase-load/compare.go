@@ -37,6 +37,7 @@ type compareOptions struct {
 	svg                   string
 	seriesCounts          []int
 	systems               []string
+	runs                  []string // SERIESxROUNDS
 	// hbaseQuorum is the ZooKeeper quorum of the HBase that the system
 	// promhbase-hbase writes into (fresh tables per run).
 	hbaseQuorum string
@@ -77,16 +78,30 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 			return nil, fmt.Errorf("--systems=%q: want prometheus, promhbase or promhbase-hbase", sys)
 		}
 	}
-	if o.maxRounds <= 0 {
-		return nil, errors.New("compare needs --max-rounds (every round is encoded up front, with its own timestamps)")
+	type run struct{ series, rounds int }
+	var runs []run
+	for _, r := range c.runs {
+		var n, k int
+		if _, err := fmt.Sscanf(r, "%dx%d", &n, &k); err != nil || n <= 0 || k <= 0 {
+			return nil, fmt.Errorf("--runs=%q: want SERIESxROUNDS, e.g. 20000x100", r)
+		}
+		runs = append(runs, run{n, k})
 	}
-	if len(c.seriesCounts) == 0 {
-		c.seriesCounts = []int{o.series}
+	if len(runs) == 0 {
+		if o.maxRounds <= 0 {
+			return nil, errors.New("compare needs --runs or --max-rounds (every round is encoded up front, with its own timestamps)")
+		}
+		if len(c.seriesCounts) == 0 {
+			c.seriesCounts = []int{o.series}
+		}
+		for _, n := range c.seriesCounts {
+			runs = append(runs, run{n, o.maxRounds})
+		}
 	}
-	o.rounds = o.maxRounds
 	var results []result
-	for _, n := range c.seriesCounts {
-		o.series = n
+	for _, ru := range runs {
+		n := ru.series
+		o.series, o.maxRounds, o.rounds = ru.series, ru.rounds, ru.rounds
 		// The rounds end about now: Prometheus refuses samples more than a
 		// few minutes ahead of its clock.
 		t0 := time.Now().Add(-time.Duration(o.maxRounds) * 15 * time.Second).Truncate(time.Minute).UnixMilli()
@@ -103,7 +118,7 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 	}
 	printResults(os.Stdout, c, results)
 	if c.svg != "" {
-		return results, writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, %d rounds, churn %.0f %%", c.protocol, o.maxRounds, 100*c.churn), results)
+		return results, writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, churn %.0f %%", c.protocol, 100*c.churn), results)
 	}
 	return results, nil
 }

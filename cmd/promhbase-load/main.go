@@ -81,6 +81,7 @@ func main() {
 	compareCmd.Flag("churn", "Fraction of the series replaced every round, as pods restart (0.1: 10 %).").Default("0").Float64Var(&c.churn)
 	compareCmd.Flag("series-counts", "Active series of each run, in turn (default: --series).").IntsVar(&c.seriesCounts)
 	compareCmd.Flag("dir", "Where the systems' data directories go (removed after each run).").Default(os.TempDir()).StringVar(&c.dir)
+	compareCmd.Flag("runs", "Loads to run, in turn, as SERIESxROUNDS (e.g. 20000x100); repeatable. Default: --series-counts, each for --max-rounds.").StringsVar(&c.runs)
 	compareCmd.Flag("systems", "Systems to run, in turn: prometheus, promhbase (embedded store), promhbase-hbase (the HBase at --hbase.zookeeper.quorum, on fresh tables it drops after the run); repeatable.").StringsVar(&c.systems)
 	compareCmd.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum of promhbase-hbase's HBase.").Default("127.0.0.1:2181").StringVar(&c.hbaseQuorum)
 	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)

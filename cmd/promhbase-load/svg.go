@@ -63,7 +63,14 @@ func writeSVG(path, title string, rs []result) error {
 				fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9">%.3g</text>`+"\n", x, y-3, v)
 				bi++
 			}
-			fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", gx, top+ph+14, shortCount(n))
+			rounds := 0
+			for _, r := range rs {
+				if r.series == n {
+					rounds = r.rounds
+					break
+				}
+			}
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%s×%d</text>`+"\n", gx, top+ph+14, shortCount(n), rounds)
 		}
 	}
 	fmt.Fprintf(&b, `<rect x="8" y="%d" width="10" height="10" fill="%s"/><text x="22" y="%d">Prometheus receiver</text>`+"\n", top+ph+24, colors["prometheus"], top+ph+33)
