@@ -134,6 +134,11 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			select {
 			case <-c.done:
 				r.UID, r.Created, r.Err = c.uid, c.created, c.err
+				if r.Err != nil && ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+					// The other caller gave up, not the store: try again
+					// under this caller's own context.
+					r.UID, r.Created, r.Err = u.GetOrCreateNew(ctx, r.Kind, r.Name)
+				}
 			case <-ctx.Done():
 				r.Err = fmt.Errorf("wait for uid of %s %q: %w", r.Kind, r.Name, ctx.Err())
 			}
