@@ -56,3 +56,31 @@ func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n in
 		})
 	}
 }
+
+// BenchmarkReadOneMetric: the side-by-side harness's read (`promhbase-load
+// compare`): one metric of 200 series of 10 labels, 100 samples each in
+// the current, uncompacted hour, so a request is small and its fixed costs
+// show.
+func BenchmarkReadOneMetric(b *testing.B) {
+	st := openEmbedded(b)
+	h := newTestHandler(b, st)
+	t0 := int64(1_699_999_200_000)
+	const nSeries, nSamples = 200, 100
+	var batch []prompb.TimeSeries
+	for j := range nSamples {
+		for i := range nSeries {
+			batch = append(batch, prompb.TimeSeries{
+				Labels: []prompb.Label{{Name: "__name__", Value: "load_metric_0"}, {Name: "cpu", Value: fmt.Sprint(i % 16)},
+					{Name: "datacenter", Value: fmt.Sprintf("dc-%d", i%3)}, {Name: "device", Value: fmt.Sprintf("sd%c", 'a'+i%8)},
+					{Name: "env", Value: "production"}, {Name: "instance", Value: fmt.Sprintf("host-%05d:9100", i)}, {Name: "job", Value: "node"},
+					{Name: "mode", Value: "idle"}, {Name: "rack", Value: fmt.Sprintf("r%02d", i%40)}, {Name: "series", Value: fmt.Sprint(i)}},
+				Samples: []prompb.Sample{{Timestamp: t0 + int64(j)*15_000, Value: float64(i*7 + j)}},
+			})
+		}
+		if rec := post(h, "/api/v1/write", writeBody(b, batch...)); rec.Code != 204 {
+			b.Fatalf("write: %d %s", rec.Code, rec.Body)
+		}
+		batch = batch[:0]
+	}
+	benchRead(b, h, t0-3_600_000, t0+2*3_600_000, "load_metric_0", nSeries*nSamples, "samples/s")
+}
