@@ -285,16 +285,29 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 		b.puts[i].Cells = b.cells[b.starts[i]:end:end]
 	}
 	res := writeResult{}
-	// The index first: its puts become durable with the data's (on the
-	// embedded store they wait for the data Put's fsync), so nothing is
-	// acknowledged that a query through the index could miss.
+	// The index is written before the request is acknowledged, so that
+	// nothing acknowledged can be missed by a query through the index. On
+	// a store that defers durability (the embedded store) it goes first
+	// and its puts wait for the data Put's fsync; on others (HBase, where
+	// each is a round trip of its own) it is written while the data is.
+	var ixErr error
+	var ixDone chan struct{}
 	if len(b.index) > 0 {
-		write := w.indexer.WriteDeferred
-		if len(b.puts) == 0 {
-			write = w.indexer.Write // no durable write follows
+		_, deferrable := w.st.(store.DeferredPutter)
+		switch {
+		case len(b.puts) == 0:
+			ixErr = w.indexer.Write(ctx, b.index) // no durable write follows
+		case deferrable:
+			ixErr = w.indexer.WriteDeferred(ctx, b.index)
+		default:
+			ixDone = make(chan struct{})
+			go func() {
+				defer close(ixDone)
+				ixErr = w.indexer.Write(ctx, b.index)
+			}()
 		}
-		if err := write(ctx, b.index); err != nil {
-			return res, fmt.Errorf("index %d series: %w", len(b.index), err)
+		if ixDone == nil && ixErr != nil {
+			return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
 		}
 	}
 	if len(b.puts) > 0 {
@@ -302,6 +315,13 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 		reuse = err == nil
 		if w.noter != nil {
 			w.noter.NoteRows(b.puts)
+		}
+		if ixDone != nil {
+			<-ixDone // b is reused once Write returns
+			if ixErr != nil && err == nil {
+				reuse = false
+				return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
+			}
 		}
 		if err != nil {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
