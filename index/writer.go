@@ -174,20 +174,23 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 	var keys []string
 	var fresh []bool // no row can exist: a UID of it is new
 	dup := map[string]bool{}
+	seen := w.seen.reader()
+	var kbuf []byte
 	for _, e := range entries {
 		if !e.Series.NewToIndex() {
 			continue
 		}
-		tsuid := e.Series.TSUID()
-		k := "T" + string(tsuid)
-		if dup[k] || w.seen.has(k) {
+		kbuf = append(append(append(kbuf[:0], 'T'), e.Series.Metric...), e.Series.Tags...)
+		if dup[string(kbuf)] || seen.has(kbuf) {
 			continue
 		}
+		k := string(kbuf)
 		dup[k] = true
-		todo = append(todo, tsuid)
+		todo = append(todo, []byte(k[1:]))
 		keys = append(keys, k)
 		fresh = append(fresh, e.Series.Fresh())
 	}
+	seen.release()
 	if len(todo) == 0 {
 		return nil
 	}
@@ -243,9 +246,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 			return fmt.Errorf("write %d TSMeta rows: %w", len(puts), err)
 		}
 	}
-	for _, k := range keys {
-		w.seen.add(k)
-	}
+	w.seen.addAll(keys)
 	w.tsmetas.Add(float64(len(puts)))
 	return nil
 }

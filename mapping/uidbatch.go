@@ -70,12 +70,45 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			}
 		}
 	}()
+	// The cached names first, under one read lock per kind.
+	cached := make([]bool, len(reqs))
+	for k := range numKinds {
+		c := u.fwd[k]
+		var promote []int
+		c.mu.RLock()
+		for i := range reqs {
+			r := &reqs[i]
+			if r.Kind != k {
+				continue
+			}
+			r.UID, r.Created, r.Err = nil, false, nil
+			if uid, ok := c.cur[string(r.Name)]; ok {
+				r.UID, cached[i] = uid, true
+			} else if uid, ok := c.old[string(r.Name)]; ok {
+				r.UID, cached[i] = uid, true
+				promote = append(promote, i)
+			}
+		}
+		c.mu.RUnlock()
+		var n, hit uint64
+		for i := range reqs {
+			if reqs[i].Kind == k {
+				n++
+				if cached[i] {
+					hit++
+				}
+			}
+		}
+		c.hits.Add(hit)
+		c.misses.Add(n - hit)
+		for _, i := range promote {
+			c.put(string(reqs[i].Name), reqs[i].UID)
+		}
+	}
 	for i := range reqs {
 		r := &reqs[i]
-		r.UID, r.Created, r.Err = nil, false, nil
-		if uid, ok := u.fwd[r.Kind].get(r.Name); ok {
+		if cached[i] {
 			hits[r.Kind]++
-			r.UID = uid
 			owners = append(owners, len(reqs)) // done
 			continue
 		}
