@@ -44,13 +44,17 @@ type uidWork struct {
 // the work: each distinct name is looked up once (concurrently on a
 // remote store), the new names of a kind get their UIDs from one
 // Increment of the counter by their number, and their reverse rows, then
-// their forward rows, are written as batches of check-and-puts (one
-// commit on the embedded store). The races are OpenTSDB's, resolved as in
+// their forward rows, are written in batches: check-and-puts in one
+// commit on the embedded store, plain puts when these UIDs are the
+// table's sole writer (writeSole), and on HBase batched reads and one Put
+// for the reverse rows of tag names and values, concurrent check-and-puts
+// for the rest (writeReverse). The races are OpenTSDB's, resolved as in
 // GetOrCreateNew: a forward row another writer took first wins, and the
-// reverse row written for it stays an orphan; a reverse row already taken
-// (a counter behind the table) sends that name through GetOrCreateNew's
-// one-by-one path. Skipped UIDs (from a failed batch or a crash after the
-// Increment) are holes, which OpenTSDB's uid fsck accepts.
+// reverse row written for the loser is deleted (dropReverse); a reverse
+// row already taken (a counter behind the table) sends that name through
+// GetOrCreateNew's one-by-one path. Outcomes are per name: one failed
+// write fails its name only. Skipped UIDs (from a failed write or a crash
+// after the Increment) are holes, which OpenTSDB's uid fsck accepts.
 //
 // Every request gets its UID or its Err; names another call of this
 // process is resolving are waited for.
