@@ -28,24 +28,6 @@ func newSeenSet(budget int) *seenSet {
 	return &seenSet{cur: map[string]struct{}{}, old: map[string]struct{}{}, budget: budget}
 }
 
-func (s *seenSet) has(k string) bool {
-	s.mu.RLock()
-	_, inCur := s.cur[k]
-	_, inOld := s.old[k]
-	s.mu.RUnlock()
-	switch {
-	case inCur:
-		s.hits.Add(1)
-		return true
-	case inOld:
-		s.hits.Add(1)
-		s.add(k) // promoted
-		return true
-	}
-	s.miss.Add(1)
-	return false
-}
-
 // reader looks many keys up under one read lock; promotions from the
 // older generation are kept until release. Not safe for concurrent use.
 type seenReader struct {
@@ -99,12 +81,6 @@ func (s *seenSet) addAll(keys []string) {
 	for _, k := range keys {
 		s.addLocked(k)
 	}
-}
-
-func (s *seenSet) add(k string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.addLocked(k)
 }
 
 func (s *seenSet) addLocked(k string) {

@@ -79,6 +79,7 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	for k := range numKinds {
 		c := u.fwd[k]
 		var promote []int
+		var hit, miss uint64
 		c.mu.RLock()
 		for i := range reqs {
 			r := &reqs[i]
@@ -92,19 +93,15 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 				r.UID, cached[i] = uid, true
 				promote = append(promote, i)
 			}
-		}
-		c.mu.RUnlock()
-		var n, hit uint64
-		for i := range reqs {
-			if reqs[i].Kind == k {
-				n++
-				if cached[i] {
-					hit++
-				}
+			if cached[i] {
+				hit++
+			} else {
+				miss++
 			}
 		}
+		c.mu.RUnlock()
 		c.hits.Add(hit)
-		c.misses.Add(n - hit)
+		c.misses.Add(miss)
 		for _, i := range promote {
 			c.put(string(reqs[i].Name), reqs[i].UID)
 		}

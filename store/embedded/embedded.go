@@ -280,23 +280,7 @@ func storedVersion(r pebble.Reader, k []byte) (uint64, bool, error) {
 
 // Put writes every put in one batch, durable (fsync) before it returns.
 func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
-	if err := s.checkTable(table); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put into %s: %w", table, err)
-	}
-	if len(puts) == 0 {
-		return nil
-	}
-	var set stripeSet
-	for _, p := range puts {
-		set.add(s.stripe(p.Row), hasVersion(p.Cells))
-	}
-	set.lock(&s.locks)
-	err := s.apply(table, puts)
-	set.unlock(&s.locks)
-	if err != nil {
+	if err := s.PutDeferred(ctx, table, puts); err != nil || len(puts) == 0 {
 		return err
 	}
 	if err := s.sync(); err != nil {
