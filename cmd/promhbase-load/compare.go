@@ -41,6 +41,9 @@ type compareOptions struct {
 	// hbaseQuorum is the ZooKeeper quorum of the HBase that the system
 	// promhbase-hbase writes into (fresh tables per run).
 	hbaseQuorum string
+	// extraFlags are passed to every promhbase serve it starts (e.g.
+	// --web.enable-pprof to profile a run).
+	extraFlags []string
 }
 
 // result is what one system did under one load.
@@ -197,10 +200,10 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		}
 		defer drop()
 		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
-			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, tables...)...)
+			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, append(tables, c.extraFlags...)...)...)
 	default:
-		cmd = exec.Command(c.promhbase, "serve", "--web.listen-address="+addr, "--storage.embedded.path="+data,
-			"--limits.new-series-rate=0", "--limits.max-active-series=0")
+		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
+			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...)
 	}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {

@@ -84,6 +84,7 @@ func main() {
 	compareCmd.Flag("runs", "Loads to run, in turn, as SERIESxROUNDS (e.g. 20000x100); repeatable. Default: --series-counts, each for --max-rounds.").StringsVar(&c.runs)
 	compareCmd.Flag("systems", "Systems to run, in turn: prometheus, promhbase (embedded store), promhbase-hbase (the HBase at --hbase.zookeeper.quorum, on fresh tables it drops after the run); repeatable.").StringsVar(&c.systems)
 	compareCmd.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum of promhbase-hbase's HBase.").Default("127.0.0.1:2181").StringVar(&c.hbaseQuorum)
+	compareCmd.Flag("promhbase.flag", "Extra flag for every promhbase serve it starts, e.g. --promhbase.flag=--web.enable-pprof; repeatable.").StringsVar(&c.extraFlags)
 	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
