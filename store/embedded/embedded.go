@@ -87,20 +87,34 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	po := &pebble.Options{Logger: quietLogger{}, Cache: cache}
-	// Bloom filters on every level: a point read of a key that is absent
-	// (the forward row of a new name, a check-and-put expecting absence)
-	// skips the tables that cannot hold it instead of reading their blocks.
+	// Bloom filters on every level but the last: a point read of a key
+	// that is absent (the forward row of a new name, a check-and-put
+	// expecting absence) skips the tables that cannot hold it instead of
+	// reading their blocks. The last level holds most of the data, and
+	// hashing every key a compaction writes into it cost 7 % of the CPU
+	// of a sustained write; a point read there reads one table's blocks,
+	// mostly from the block cache.
 	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	po.Levels[0].EnsureL0Defaults()
+	for i := 1; i < len(po.Levels)-1; i++ {
+		po.Levels[i].FilterPolicy = po.Levels[0].FilterPolicy
+	}
+	po.Levels[len(po.Levels)-1].FilterPolicy = pebble.NoFilterPolicy
 	// 64 MiB memtables (Pebble's default is 4 MiB), as CockroachDB runs:
 	// a first contact with 100 k series writes that much in a second, and
 	// small memtables turn it into a stream of L0 flushes whose
 	// compactions, and the point reads across the many L0 files, took
 	// half the CPU (100 k series × 10 rounds: 248 k -> 390 k samples/s).
 	// A memtable grows from 256 KiB as it fills, so an idle store pays
-	// little.
+	// little. L0 is compacted when it holds 4 flushes' worth (Pebble's
+	// default): every sample's cell lands in the current hour of its
+	// series, so each flush overlaps most of the base level, and merging
+	// 4 flushes into it at once rather than 2 halves that rewrite.
+	// Both together: 20 k series × 400 rounds 537 k -> 735 k samples/s,
+	// CPU per sample -26 %.
 	po.MemTableSize = 64 << 20
 	po.MemTableStopWritesThreshold = 4
-	po.L0CompactionThreshold = 2
+	po.L0CompactionThreshold = 4
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
