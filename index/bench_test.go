@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 )
 
 // BenchmarkLabels1M: the label questions Grafana asks, answered from the
@@ -106,4 +107,42 @@ func BenchmarkLabels1M(b *testing.B) {
 			b.ReportMetric(float64(n), "answers")
 		})
 	}
+}
+
+// discardStore accepts every Put and holds no rows: the index Writer's
+// own cost, without a store's.
+type discardStore struct{}
+
+func (discardStore) Put(context.Context, string, []store.Put) error { return nil }
+func (discardStore) Get(context.Context, string, []byte, string) (store.Row, error) {
+	return store.Row{}, nil
+}
+
+// BenchmarkWriteNewSeries: the index writes of a remote-write request of
+// 2000 series never seen (the harness's labels: 100 metrics, 9 tags, one
+// of them unique per series), into a store that discards them. Reports
+// ns per series.
+func BenchmarkWriteNewSeries(b *testing.B) {
+	layout := mapping.DefaultLayout()
+	w := NewWriter(discardStore{}, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: layout}, nil)
+	uid := func(v int) []byte { return []byte{byte(v >> 16), byte(v >> 8), byte(v)} }
+	const batch = 2000
+	entries := make([]Entry, batch)
+	next := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range entries {
+			n := next + i
+			var tags []byte
+			for k, v := range []int{n % 16, n % 3, n % 8, 0, n / 100, 0, n % 4, n % 40, n} {
+				tags = append(append(tags, uid(k+1)...), uid(v+1)...)
+			}
+			entries[i] = Entry{Series: mapping.Series{Metric: uid(n % 100), Tags: tags}, Day: 19700}
+		}
+		next += batch
+		if err := w.Write(context.Background(), entries); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/series")
 }

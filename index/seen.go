@@ -1,31 +1,48 @@
 package index
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// seenKey stands for a written key: two 64-bit hashes of its bytes under
+// two seeds drawn at random when the process starts (hash/maphash). A key
+// costs 16 bytes however long it is, and the set holds no pointers, so
+// the garbage collector never scans it. Two keys share a seenKey only if
+// they agree in 128 bits of keyed hash (about 1 in 10^20 for a billion
+// keys; a sender without the seeds cannot search for a pair); the one
+// seen second would then not be written.
+type seenKey [2]uint64
+
 // seenSet remembers keys within a byte budget: two generations, the older
 // dropped when the newer holds half the budget, so memory stays within the
 // budget and recently written keys are kept. A key forgotten is only
 // written again (index writes are idempotent).
 type seenSet struct {
+	seeds      [2]maphash.Seed
 	mu         sync.RWMutex
-	cur, old   map[string]struct{}
+	cur, old   map[seenKey]struct{}
 	curBytes   int
 	oldBytes   int
 	budget     int
 	hits, miss atomic.Uint64
 }
 
-// entryOverhead approximates what a map entry costs beyond its key bytes
-// (string header, bucket slot, hash bits).
-const entryOverhead = 48
+// entryBytes approximates what a map entry costs: the 16-byte key, its
+// control byte and the load-factor slack.
+const entryBytes = 24
 
 func newSeenSet(budget int) *seenSet {
-	return &seenSet{cur: map[string]struct{}{}, old: map[string]struct{}{}, budget: budget}
+	return &seenSet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		cur: map[seenKey]struct{}{}, old: map[seenKey]struct{}{}, budget: budget}
+}
+
+// key hashes k.
+func (s *seenSet) key(k []byte) seenKey {
+	return seenKey{maphash.Bytes(s.seeds[0], k), maphash.Bytes(s.seeds[1], k)}
 }
 
 // reader looks many keys up under one read lock; promotions from the
@@ -33,26 +50,25 @@ func newSeenSet(budget int) *seenSet {
 type seenReader struct {
 	s          *seenSet
 	locked     bool
-	promote    []string
+	promote    []seenKey
 	hits, miss uint64
 }
 
 func (s *seenSet) reader() seenReader { return seenReader{s: s} }
 
-// has reports whether k was written; it does not allocate for a key in the
-// newer generation or absent.
-func (r *seenReader) has(k []byte) bool {
+// has reports whether k was written.
+func (r *seenReader) has(k seenKey) bool {
 	if !r.locked {
 		r.s.mu.RLock()
 		r.locked = true
 	}
-	if _, ok := r.s.cur[string(k)]; ok {
+	if _, ok := r.s.cur[k]; ok {
 		r.hits++
 		return true
 	}
-	if _, ok := r.s.old[string(k)]; ok {
+	if _, ok := r.s.old[k]; ok {
 		r.hits++
-		r.promote = append(r.promote, string(k))
+		r.promote = append(r.promote, k)
 		return true
 	}
 	r.miss++
@@ -75,7 +91,7 @@ func (r *seenReader) release() {
 }
 
 // addAll adds keys under one lock.
-func (s *seenSet) addAll(keys []string) {
+func (s *seenSet) addAll(keys []seenKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
@@ -83,16 +99,16 @@ func (s *seenSet) addAll(keys []string) {
 	}
 }
 
-func (s *seenSet) addLocked(k string) {
+func (s *seenSet) addLocked(k seenKey) {
 	if _, ok := s.cur[k]; ok {
 		return
 	}
-	if s.curBytes+len(k)+entryOverhead > s.budget/2 {
+	if s.curBytes+entryBytes > s.budget/2 {
 		s.old, s.oldBytes = s.cur, s.curBytes
-		s.cur, s.curBytes = map[string]struct{}{}, 0
+		s.cur, s.curBytes = map[seenKey]struct{}{}, 0
 	}
 	s.cur[k] = struct{}{}
-	s.curBytes += len(k) + entryOverhead
+	s.curBytes += entryBytes
 }
 
 // collector exports the set's size and hit ratio.

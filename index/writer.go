@@ -7,6 +7,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -171,9 +172,9 @@ func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) erro
 // writeTSMeta writes the TSMeta rows of the series new to this process.
 func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool) error {
 	var todo [][]byte // TSUIDs
-	var keys []string
+	var keys []seenKey
 	var fresh []bool // no row can exist: a UID of it is new
-	dup := map[string]bool{}
+	dup := map[seenKey]bool{}
 	seen := w.seen.reader()
 	var kbuf []byte
 	for _, e := range entries {
@@ -181,14 +182,23 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 			continue
 		}
 		kbuf = append(append(append(kbuf[:0], 'T'), e.Series.Metric...), e.Series.Tags...)
-		if dup[string(kbuf)] || seen.has(kbuf) {
+		k := w.seen.key(kbuf)
+		if dup[k] {
 			continue
 		}
-		k := string(kbuf)
 		dup[k] = true
-		todo = append(todo, []byte(k[1:]))
-		keys = append(keys, k)
-		fresh = append(fresh, e.Series.Fresh())
+		// A fresh series' row is written now and cannot have been
+		// before; it is not remembered (its Series' mark is), which keeps
+		// a first contact with a million series out of the set.
+		fr := e.Series.Fresh()
+		if !fr {
+			if seen.has(k) {
+				continue
+			}
+			keys = append(keys, k)
+		}
+		todo = append(todo, bytes.Clone(kbuf[1:]))
+		fresh = append(fresh, fr)
 	}
 	seen.release()
 	if len(todo) == 0 {
@@ -260,12 +270,21 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	}
 	rows := map[string]*rowCells{}
 	var order []string
-	var keys []string // row ‖ 0x00 ‖ qualifier, remembered once written
+	var keys []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
+	// done: the keys of this call already settled (written or to be), so
+	// that the labels the entries share cost one lookup in a small map,
+	// not one in the shared set each.
+	done := map[seenKey]struct{}{}
 	seen := w.seen.reader()
 	var kbuf []byte
 	add := func(row, qual []byte) {
 		kbuf = append(append(append(kbuf[:0], row...), 0), qual...)
-		if seen.has(kbuf) {
+		k := w.seen.key(kbuf)
+		if _, ok := done[k]; ok {
+			return
+		}
+		done[k] = struct{}{}
+		if seen.has(k) {
 			return
 		}
 		r := rows[string(row)]
@@ -274,13 +293,8 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 			rows[string(row)] = r
 			order = append(order, string(row))
 		}
-		for _, c := range r.cells {
-			if string(c.Qualifier) == string(qual) {
-				return
-			}
-		}
 		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
-		keys = append(keys, string(kbuf))
+		keys = append(keys, k)
 	}
 	pair := w.opts.Layout.TagKWidth + w.opts.Layout.TagVWidth
 	var buf []byte

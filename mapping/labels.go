@@ -158,7 +158,7 @@ type SeriesCacheReader struct {
 // Release.
 type promotion struct {
 	h seriesKey
-	e seriesEntry
+	s Series
 }
 
 // CacheReader returns a reader of the series cache.
@@ -170,16 +170,16 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 		r.c.mu.RLock()
 		r.locked = true
 	}
-	h, e, ok, old := r.c.getLocked(key)
+	h, s, ok, old := r.c.getLocked(key)
 	if !ok {
 		r.misses++
 		return Series{}, false
 	}
 	r.hits++
 	if old {
-		r.promote = append(r.promote, promotion{h, e})
+		r.promote = append(r.promote, promotion{h, s})
 	}
-	return e.series(), true
+	return s, true
 }
 
 // Release drops the read lock, if held, and promotes the hits of the
@@ -195,7 +195,7 @@ func (r *SeriesCacheReader) Release() {
 		r.hits, r.misses = 0, 0
 	}
 	for _, p := range r.promote {
-		r.c.putEntry(p.h, p.e)
+		r.c.putEntry(p.h, p.s)
 	}
 	clear(r.promote)
 	r.promote = r.promote[:0]

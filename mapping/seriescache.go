@@ -19,38 +19,85 @@ import (
 // a sender cannot search for such a pair.
 type seriesKey [2]uint64
 
-// seriesEntry is a cached Series, stored compactly: its UIDs in one
-// allocation.
+// seriesEntry is a cached Series, stored compactly and without pointers
+// (so the garbage collector never scans the map): its UIDs and index mark
+// live in the arena of the entry's generation.
 type seriesEntry struct {
-	uids      []byte // metric ‖ tags
 	hash      uint64
-	mark      *indexMark
+	ref       uint32 // of the UIDs (metric ‖ tags) in the arena
+	mark      uint32 // of the index mark in the arena
 	bucket    int32
 	metricLen uint8
+	n         uint16 // bytes of UIDs
 }
 
-func (e seriesEntry) series() Series {
-	return Series{Metric: e.uids[:e.metricLen:e.metricLen], Tags: e.uids[e.metricLen:], Bucket: int(e.bucket), mark: e.mark, Hash: e.hash}
-}
-
-func entryOf(s Series) seriesEntry {
-	uids := make([]byte, 0, len(s.Metric)+len(s.Tags))
-	uids = append(append(uids, s.Metric...), s.Tags...)
-	return seriesEntry{uids: uids, hash: s.Hash, mark: s.mark, bucket: int32(s.Bucket), metricLen: uint8(len(s.Metric))}
-}
-
-// seriesEntryBytes approximates what an entry costs: the map slot (key,
-// entry, control byte and load-factor slack), the UID bytes' allocation
+// seriesEntryBytes approximates what an entry costs besides its UIDs: the
+// map slot (16-byte key, 24-byte entry, control byte, load-factor slack)
 // and the index mark.
-const seriesEntryBytes = 16 + 48 + 24 + 8
+const seriesEntryBytes = 16 + 24 + 16 + 8
+
+// Arena chunks: UIDs in chunks of arenaChunk bytes, a ref being chunk
+// number << arenaShift | offset; index marks in chunks of markChunk.
+const (
+	arenaShift = 16
+	arenaChunk = 1 << arenaShift
+	markChunk  = 4096
+	// maxArenaEntry bounds the UIDs of a cached series: a series of more
+	// than about 2700 labels (possible only with
+	// --limits.max-label-names-per-series=0) is resolved on every write
+	// instead.
+	maxArenaEntry = arenaChunk / 4
+)
+
+// seriesArena holds the UIDs and index marks of one generation's
+// entries. Chunks are never moved or reused, so a Series handed out keeps
+// pointing at its bytes after its generation is dropped.
+type seriesArena struct {
+	uids  [][]byte
+	marks [][]indexMark
+	nmark int
+}
+
+// add copies s's UIDs and mark into the arena and returns its entry.
+func (a *seriesArena) add(s Series) seriesEntry {
+	n := len(s.Metric) + len(s.Tags)
+	if len(a.uids) == 0 || len(a.uids[len(a.uids)-1])+n > arenaChunk {
+		a.uids = append(a.uids, make([]byte, 0, arenaChunk))
+	}
+	c := len(a.uids) - 1
+	off := len(a.uids[c])
+	a.uids[c] = append(append(a.uids[c], s.Metric...), s.Tags...)
+	if a.nmark%markChunk == 0 {
+		a.marks = append(a.marks, make([]indexMark, markChunk))
+	}
+	m := &a.marks[a.nmark/markChunk][a.nmark%markChunk]
+	if s.mark != nil {
+		m.day.Store(s.mark.day.Load())
+		m.fresh = s.mark.fresh
+	}
+	e := seriesEntry{hash: s.Hash, ref: uint32(c<<arenaShift | off), mark: uint32(a.nmark), bucket: int32(s.Bucket),
+		metricLen: uint8(len(s.Metric)), n: uint16(n)}
+	a.nmark++
+	return e
+}
+
+// series returns the Series of e, an entry of this arena.
+func (a *seriesArena) series(e seriesEntry) Series {
+	c, off := e.ref>>arenaShift, e.ref&(arenaChunk-1)
+	uids := a.uids[c][off : off+uint32(e.n) : off+uint32(e.n)]
+	return Series{Metric: uids[:e.metricLen:e.metricLen], Tags: uids[e.metricLen:], Bucket: int(e.bucket),
+		mark: &a.marks[e.mark/markChunk][e.mark%markChunk], Hash: e.hash}
+}
 
 // seriesCache maps label-set keys to Series: two generations, the older
-// dropped when the newer holds half the byte budget (or max entries); a
-// hit in the older generation is promoted. Safe for concurrent use.
+// dropped (with its arena) when the newer holds half the byte budget (or
+// max entries); a hit in the older generation is promoted, copied into
+// the newer arena. Safe for concurrent use.
 type seriesCache struct {
 	seeds              [2]maphash.Seed
 	mu                 sync.RWMutex
 	cur, old           map[seriesKey]seriesEntry
+	curArena, oldArena *seriesArena
 	max                int
 	maxBytes           int // 0: entries only
 	curBytes, oldBytes int
@@ -61,6 +108,7 @@ func newSeriesCache(max int) *seriesCache {
 	return &seriesCache{
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		cur:   map[seriesKey]seriesEntry{}, old: map[seriesKey]seriesEntry{}, max: max,
+		curArena: &seriesArena{}, oldArena: &seriesArena{},
 	}
 }
 
@@ -78,49 +126,61 @@ func (c *seriesCache) setMaxBytes(n int) {
 func (c *seriesCache) get(k []byte) (Series, bool) {
 	h := c.key(k)
 	c.mu.RLock()
-	e, ok := c.cur[h]
-	if ok {
+	if e, ok := c.cur[h]; ok {
+		s := c.curArena.series(e)
 		c.mu.RUnlock()
 		c.hits.Add(1)
-		return e.series(), true
+		return s, true
 	}
-	e, ok = c.old[h]
-	c.mu.RUnlock()
+	e, ok := c.old[h]
 	if !ok {
+		c.mu.RUnlock()
 		c.misses.Add(1)
 		return Series{}, false
 	}
+	s := c.oldArena.series(e)
+	c.mu.RUnlock()
 	c.hits.Add(1)
-	c.putEntry(h, e)
-	return e.series(), true
+	c.putEntry(h, s)
+	return s, true
 }
 
 // getLocked looks k up with c.mu held for reading. It neither promotes
 // nor counts, but reports whether the entry is in the older generation,
 // for the caller to promote once it released the lock.
-func (c *seriesCache) getLocked(k []byte) (h seriesKey, e seriesEntry, ok, old bool) {
+func (c *seriesCache) getLocked(k []byte) (h seriesKey, s Series, ok, old bool) {
 	h = c.key(k)
-	if e, ok = c.cur[h]; ok {
-		return h, e, true, false
+	if e, ok := c.cur[h]; ok {
+		return h, c.curArena.series(e), true, false
 	}
-	e, ok = c.old[h]
-	return h, e, ok, ok
+	if e, ok := c.old[h]; ok {
+		return h, c.oldArena.series(e), true, true
+	}
+	return h, Series{}, false, false
 }
 
-func (c *seriesCache) put(k []byte, s Series) { c.putEntry(c.key(k), entryOf(s)) }
+func (c *seriesCache) put(k []byte, s Series) { c.putEntry(c.key(k), s) }
 
-func (c *seriesCache) putEntry(h seriesKey, e seriesEntry) {
-	n := seriesEntryBytes + len(e.uids)
+// putEntry caches s under h, copying it into the newer arena. A Series
+// promoted from the older generation gets a mark of its own there,
+// copied: an update of the old mark after that is lost, which costs only
+// an index check the next time the series is written.
+func (c *seriesCache) putEntry(h seriesKey, s Series) {
+	if len(s.Metric)+len(s.Tags) > maxArenaEntry {
+		return
+	}
+	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cur[h]; ok {
+		return
+	}
 	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
-		c.old, c.oldBytes = c.cur, c.curBytes
-		c.cur, c.curBytes = make(map[seriesKey]seriesEntry, min(c.max, len(c.old))/4), 0
+		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
+		c.cur, c.curBytes, c.curArena = make(map[seriesKey]seriesEntry, min(c.max, len(c.old))/4), 0, &seriesArena{}
 	}
-	if _, ok := c.cur[h]; !ok {
-		c.curBytes += n
-	}
-	c.cur[h] = e
-	c.mu.Unlock()
+	c.cur[h] = c.curArena.add(s)
+	c.curBytes += n
 }
 
 func (c *seriesCache) len() int {

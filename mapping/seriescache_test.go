@@ -1,0 +1,75 @@
+package mapping
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// TestSeriesCacheGenerations: entries survive one generation swap and are
+// promoted on a hit, with their index mark; the byte budget bounds the
+// cache; an oversized series is not cached; Series handed out keep their
+// bytes after their generation is dropped.
+func TestSeriesCacheGenerations(t *testing.T) {
+	mk := func(i int) Series {
+		tags := fmt.Appendf(nil, "%06d", i)
+		return Series{Metric: []byte{0, 0, byte(i)}, Tags: tags, Bucket: i % 3, Hash: uint64(i), mark: &indexMark{fresh: i%2 == 0}}
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "series-%d", i) }
+	t.Run("promotion keeps the mark", func(t *testing.T) {
+		c := newSeriesCache(4)
+		s := mk(1)
+		c.put(key(1), s)
+		got, ok := c.get(key(1))
+		if !ok {
+			t.Fatal("miss right after put")
+		}
+		got.SetIndexedFor(7)
+		for i := 2; i <= 5; i++ { // fills cur, swaps: 1 is now in old
+			c.put(key(i), mk(i))
+		}
+		got, ok = c.get(key(1)) // promoted
+		if !ok || !bytes.Equal(got.Metric, s.Metric) || !bytes.Equal(got.Tags, s.Tags) || got.Bucket != 1 || got.Hash != 1 {
+			t.Fatalf("after a swap: %+v %v, want %+v", got, ok, s)
+		}
+		if !got.IndexedFor(7) || got.Fresh() {
+			t.Errorf("promoted mark: indexed for 7 %v, fresh %v; want true, false", got.IndexedFor(7), got.Fresh())
+		}
+		for i := 6; i <= 13; i++ { // two more swaps drop everything older
+			c.put(key(i), mk(i))
+		}
+		if _, ok := c.get(key(2)); ok {
+			t.Error("entry two generations old still cached")
+		}
+		if !bytes.Equal(got.Tags, s.Tags) {
+			t.Errorf("a Series handed out changed after its generation was dropped: %q", got.Tags)
+		}
+	})
+	t.Run("byte budget", func(t *testing.T) {
+		c := newSeriesCache(1 << 30)
+		c.setMaxBytes(100 * (seriesEntryBytes + 9))
+		for i := range 10000 {
+			c.put(key(i), mk(i))
+		}
+		_, b, max := c.stats()
+		if b > max || c.len() > 100 {
+			t.Errorf("%d bytes, %d entries; budget %d bytes (100 entries)", b, c.len(), max)
+		}
+		if _, ok := c.get(key(9999)); !ok {
+			t.Error("newest entry missing")
+		}
+	})
+	t.Run("oversized series", func(t *testing.T) {
+		c := newSeriesCache(10)
+		s := mk(1)
+		s.Tags = make([]byte, maxArenaEntry)
+		c.put(key(1), s)
+		if _, ok := c.get(key(1)); ok {
+			t.Error("oversized series cached")
+		}
+		c.put(key(2), mk(2))
+		if got, ok := c.get(key(2)); !ok || !bytes.Equal(got.Tags, mk(2).Tags) {
+			t.Errorf("series after an oversized one: %+v %v", got, ok)
+		}
+	})
+}
