@@ -214,8 +214,7 @@ func (m *Mapper) Resolve(ctx context.Context, key []byte, lbls []Label) (Series,
 	if err != nil {
 		return Series{}, err
 	}
-	m.series.put(key, s)
-	return s, nil
+	return m.series.put(key, s), nil
 }
 
 // ValidateLabels checks what Resolve checks, without touching UIDs.
@@ -288,7 +287,7 @@ func (m *Mapper) ResolveBatch(ctx context.Context, items []ResolveItem) {
 	for j, i := range idx {
 		items[i].Series, items[i].Err = todo[j].Series, todo[j].Err
 		if todo[j].Err == nil {
-			m.series.put(items[i].Key, todo[j].Series)
+			items[i].Series = m.series.put(items[i].Key, todo[j].Series)
 		}
 	}
 }

@@ -141,8 +141,7 @@ func (c *seriesCache) get(k []byte) (Series, bool) {
 	s := c.oldArena.series(e)
 	c.mu.RUnlock()
 	c.hits.Add(1)
-	c.putEntry(h, s)
-	return s, true
+	return c.putEntry(h, s), true
 }
 
 // getLocked looks k up with c.mu held for reading. It neither promotes
@@ -159,28 +158,34 @@ func (c *seriesCache) getLocked(k []byte) (h seriesKey, s Series, ok, old bool) 
 	return h, Series{}, false, false
 }
 
-func (c *seriesCache) put(k []byte, s Series) { c.putEntry(c.key(k), s) }
+// put caches s under k and returns the cached Series, whose index mark
+// the caller must use from then on (the one the cache keeps): s's own
+// mark is copied, not shared.
+func (c *seriesCache) put(k []byte, s Series) Series { return c.putEntry(c.key(k), s) }
 
-// putEntry caches s under h, copying it into the newer arena. A Series
-// promoted from the older generation gets a mark of its own there,
-// copied: an update of the old mark after that is lost, which costs only
-// an index check the next time the series is written.
-func (c *seriesCache) putEntry(h seriesKey, s Series) {
+// putEntry caches s under h, copying it into the newer arena, and returns
+// the cached Series (the one already there, if any; s itself if it is too
+// large to cache). A Series promoted from the older generation gets a
+// mark of its own, copied: an update of the old mark after that is lost,
+// which costs only an index check the next time the series is written.
+func (c *seriesCache) putEntry(h seriesKey, s Series) Series {
 	if len(s.Metric)+len(s.Tags) > maxArenaEntry {
-		return
+		return s
 	}
 	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.cur[h]; ok {
-		return
+	if e, ok := c.cur[h]; ok {
+		return c.curArena.series(e)
 	}
 	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
 		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
 		c.cur, c.curBytes, c.curArena = make(map[seriesKey]seriesEntry, min(c.max, len(c.old))/4), 0, &seriesArena{}
 	}
-	c.cur[h] = c.curArena.add(s)
+	e := c.curArena.add(s)
+	c.cur[h] = e
 	c.curBytes += n
+	return c.curArena.series(e)
 }
 
 func (c *seriesCache) len() int {

@@ -73,3 +73,39 @@ func TestSeriesCacheGenerations(t *testing.T) {
 		}
 	})
 }
+
+// TestResolveIndexMarkSticks: the write path marks the Series that
+// Resolve and ResolveBatch return as indexed; the next lookup of the same
+// label set, from the cache, must see the mark, or every write would
+// index its series again.
+func TestResolveIndexMarkSticks(t *testing.T) {
+	ctx := t.Context()
+	layout := DefaultLayout()
+	m := NewMapper(newTestUIDs(t, openUIDStore(t), layout), layout, 1000)
+	lbls := func(v string) []Label {
+		return []Label{{Name: []byte("__name__"), Value: []byte("up")}, {Name: []byte("job"), Value: []byte(v)}}
+	}
+	s, err := m.Resolve(ctx, []byte("a"), lbls("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetIndexedFor(5)
+	items := []ResolveItem{{Key: []byte("b"), Labels: lbls("b")}}
+	m.ResolveBatch(ctx, items)
+	if items[0].Err != nil {
+		t.Fatal(items[0].Err)
+	}
+	items[0].Series.SetIndexedFor(5)
+	for _, k := range []string{"a", "b"} {
+		c, ok := m.Cached([]byte(k))
+		if !ok || !c.IndexedFor(5) {
+			t.Errorf("%s: cached %v, indexed for day 5 %v; want both", k, ok, c.IndexedFor(5))
+		}
+		r := m.CacheReader()
+		c, ok = r.Get([]byte(k))
+		r.Release()
+		if !ok || !c.IndexedFor(5) {
+			t.Errorf("%s through a reader: cached %v, indexed for day 5 %v; want both", k, ok, c.IndexedFor(5))
+		}
+	}
+}
