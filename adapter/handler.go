@@ -89,8 +89,11 @@ type Handler struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 	bufs   sync.Pool // *bodyBuf
-	slots  chan struct{}
-	counts countValues // values of the Written headers
+	// answers holds the buffers of SAMPLES answers (*[]byte), the
+	// protobuf and its snappy block, for the next read.
+	answers sync.Pool
+	slots   chan struct{}
+	counts  countValues // values of the Written headers
 	// readSlots bounds the remote reads that run at once.
 	readSlots chan struct{}
 

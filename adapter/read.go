@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gogo/protobuf/proto"
@@ -146,10 +147,11 @@ func (h *Handler) acquireRead(ctx context.Context) (func(), error) {
 	}
 }
 
-func toLabelPairs(l labels.Labels) []prompb.Label {
-	out := make([]prompb.Label, 0, l.Len())
-	l.Range(func(l labels.Label) { out = append(out, prompb.Label{Name: l.Name, Value: l.Value}) })
-	return out
+// toLabelPairs appends l's labels to dst[:0].
+func toLabelPairs(dst []prompb.Label, l labels.Labels) []prompb.Label {
+	dst = dst[:0]
+	l.Range(func(l labels.Label) { dst = append(dst, prompb.Label{Name: l.Name, Value: l.Value}) })
+	return dst
 }
 
 // writeSamples answers with a snappy-compressed ReadResponse, one
@@ -173,7 +175,7 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 	// A QueryResult's length prefix is known only after its series, so
 	// 6 bytes are kept for tag and length and the series moved up to the
 	// prefix's actual size afterwards.
-	ab := &answerBuf{b: b}
+	ab := &answerBuf{b: b, pool: &h.answers}
 	defer ab.release()
 	if err := ab.grow(estimateSamplesAnswer(results)); err != nil {
 		return err
@@ -216,19 +218,47 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 		return fmt.Errorf("snappy block of a %d-byte samples answer: %w", len(data), err)
 	}
 	defer b.Release(int64(enc))
-	comp := snappy.Encode(make([]byte, enc), data)
+	cb := getAnswerBuf(&h.answers, enc)
+	comp := snappy.Encode((*cb)[:enc], data)
 	data = nil
 	ab.release()
+	defer putAnswerBuf(&h.answers, cb)
 	w.Header().Set("Content-Type", contentTypeSamples)
 	w.Header().Set("Content-Encoding", "snappy")
 	_, err := w.Write(comp)
 	return err
 }
 
+// maxPooledAnswer bounds the buffers kept for the next SAMPLES answer.
+const maxPooledAnswer = 16 << 20
+
+// getAnswerBuf returns a buffer of at least n bytes' capacity from pool,
+// or a new one.
+func getAnswerBuf(pool *sync.Pool, n int) *[]byte {
+	if p, ok := pool.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			return p
+		}
+		putAnswerBuf(pool, p) // smaller: another answer may fit
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+// putAnswerBuf gives p back to pool, unless it is too large to keep.
+func putAnswerBuf(pool *sync.Pool, p *[]byte) {
+	if cap(*p) <= maxPooledAnswer {
+		*p = (*p)[:0]
+		pool.Put(p)
+	}
+}
+
 // answerBuf is a SAMPLES answer being built: its capacity is charged to
 // the request's budget before it is allocated.
 type answerBuf struct {
 	b       *query.Budget
+	pool    *sync.Pool // of the buffers, when not nil
+	buf     *[]byte    // from pool
 	data    []byte
 	charged int64
 }
@@ -243,16 +273,32 @@ func (a *answerBuf) grow(n int) error {
 	if err := a.b.Reserve(int64(c)); err != nil {
 		return fmt.Errorf("samples answer of %d bytes and more: %w", len(a.data)+n, err)
 	}
-	d := make([]byte, len(a.data), c)
+	var d []byte
+	var p *[]byte
+	if a.pool != nil {
+		p = getAnswerBuf(a.pool, c)
+		d = (*p)[:len(a.data)]
+	} else {
+		d = make([]byte, len(a.data), c)
+	}
 	copy(d, a.data)
 	a.b.Release(a.charged)
-	a.data, a.charged = d, int64(c)
+	a.putBack()
+	a.data, a.charged, a.buf = d, int64(c), p
 	return nil
+}
+
+func (a *answerBuf) putBack() {
+	if a.buf != nil {
+		putAnswerBuf(a.pool, a.buf)
+		a.buf = nil
+	}
 }
 
 // release drops the buffer and gives its bytes back.
 func (a *answerBuf) release() {
 	a.b.Release(a.charged)
+	a.putBack()
 	a.data, a.charged = nil, 0
 }
 
@@ -362,6 +408,7 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 	var (
 		frame, data []byte
 		chunks      []prompb.Chunk
+		lbls        []prompb.Label
 		series      [1]*prompb.ChunkedSeries
 		cs          prompb.ChunkedSeries
 	)
@@ -373,7 +420,8 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 			for _, c := range s.Chunks {
 				chunks = append(chunks, prompb.Chunk{MinTimeMs: c.MinT, MaxTimeMs: c.MaxT, Type: chunkType(c.Enc), Data: c.Data})
 			}
-			cs = prompb.ChunkedSeries{Labels: toLabelPairs(s.Labels), Chunks: chunks}
+			lbls = toLabelPairs(lbls, s.Labels)
+			cs = prompb.ChunkedSeries{Labels: lbls, Chunks: chunks}
 			msg := prompb.ChunkedReadResponse{ChunkedSeries: series[:], QueryIndex: int64(qi)}
 			size := msg.Size()
 			data = slices.Grow(data[:0], size)[:size]
