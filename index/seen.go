@@ -31,9 +31,10 @@ type seenSet struct {
 	hits, miss atomic.Uint64
 }
 
-// entryBytes approximates what a map entry costs: the 16-byte key, its
-// control byte and the load-factor slack.
-const entryBytes = 24
+// entryBytes is what a map entry is counted as: the 16-byte key and its
+// control byte, doubled for the load-factor slack (a map just grown is
+// half empty; measured: 85 MB for about 2.2 M keys).
+const entryBytes = 40
 
 func newSeenSet(budget int) *seenSet {
 	return &seenSet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},

@@ -55,7 +55,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.uid.width.tagk", "Tag name UID width in bytes (tsd.storage.uid.width.tagk).").Default(fmt.Sprint(d.TagKWidth)).IntVar(&c.layout.TagKWidth)
 	app.Flag("storage.uid.width.tagv", "Tag value UID width in bytes (tsd.storage.uid.width.tagv).").Default(fmt.Sprint(d.TagVWidth)).IntVar(&c.layout.TagVWidth)
 	app.Flag("storage.uid.cache-size", "Entries kept per UID kind and direction, and per series cache generation.").Default("1000000").IntVar(&c.uidCacheSize)
-	app.Flag("storage.cache.max-bytes", "Memory of the caches together: 50 % for the series cache (write path, about 190 bytes per active series; keep it above the active series' need or writes resolve series again), 15 % for the label cache (read path), 35 % for the six UID caches. Each is also bounded by --storage.uid.cache-size entries. 0: entries only.").Default("1073741824").IntVar(&c.cacheBytes)
+	app.Flag("storage.cache.max-bytes", "Memory of the caches together: 50 % for the series cache (write path, about 150 bytes per active series; keep it above the active series' need or writes resolve series again), 15 % for the label cache (read path), 35 % for the six UID caches. Each is also bounded by --storage.uid.cache-size entries. 0: entries only.").Default("1073741824").IntVar(&c.cacheBytes)
 	app.Flag("log.level", "Log level: debug, info, warn, error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").EnumVar(&c.logFormat, "logfmt", "json")
 	c.hbase.register(app)
