@@ -114,8 +114,8 @@ type UIDs struct {
 	table  string
 	widths [numKinds]int
 
-	fwd [numKinds]*genCache[[]byte] // name -> uid
-	rev [numKinds]*genCache[string] // uid -> name
+	fwd [numKinds]*uidCache  // name -> uid
+	rev [numKinds]*nameCache // uid -> name
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*inflightCall
@@ -196,8 +196,8 @@ func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
 	u.headroom.logger = opts.Logger
 	u.sole = opts.SoleWriter
 	for k := range numKinds {
-		u.fwd[k] = newGenCache(opts.CacheSize, func(_ string, v []byte) int { return len(v) })
-		u.rev[k] = newGenCache(opts.CacheSize, func(_ string, v string) int { return len(v) })
+		u.fwd[k] = newUIDCache(opts.CacheSize)
+		u.rev[k] = newNameCache(opts.CacheSize)
 	}
 	for k := range numKinds {
 		if opts.CacheBytes > 0 {
@@ -223,13 +223,13 @@ func (u *UIDs) Table() string { return u.table }
 
 // CachedID returns the UID of name from the cache only. It never allocates.
 func (u *UIDs) CachedID(kind Kind, name []byte) ([]byte, bool) {
-	return u.fwd[kind].get(name)
+	return u.fwd[kind].getName(name)
 }
 
 // ID returns the UID of name without creating one; ErrNoSuchName when the
 // name has none.
 func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
-	if uid, ok := u.fwd[kind].get([]byte(name)); ok {
+	if uid, ok := u.fwd[kind].getName([]byte(name)); ok {
 		u.hits.WithLabelValues(kind.String(), "forward").Inc()
 		return uid, nil
 	}
@@ -302,7 +302,7 @@ func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte,
 // assigned by this call (or a concurrent one of this process it waited
 // for): then nothing stored before names it.
 func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]byte, bool, error) {
-	if uid, ok := u.fwd[kind].get(name); ok {
+	if uid, ok := u.fwd[kind].getName(name); ok {
 		u.hits.WithLabelValues(kind.String(), "forward").Inc()
 		return uid, false, nil
 	}
@@ -334,8 +334,8 @@ func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]by
 }
 
 func (u *UIDs) remember(kind Kind, name string, uid []byte) {
-	u.fwd[kind].put(name, uid)
-	u.rev[kind].put(string(uid), name)
+	u.fwd[kind].putName(name, uid)
+	u.rev[kind].putUID(uid, name)
 	if kind == KindMetric {
 		u.metricGen.Add(1)
 	}
@@ -442,7 +442,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 
 // Name returns the name of uid.
 func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) {
-	if name, ok := u.rev[kind].get(uid); ok {
+	if name, ok := u.rev[kind].getUID(uid); ok {
 		u.hits.WithLabelValues(kind.String(), "reverse").Inc()
 		return name, nil
 	}
@@ -454,7 +454,7 @@ func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) 
 	for _, c := range row.Cells {
 		if string(c.Qualifier) == kind.Qualifier() {
 			name := nameFromStored(c.Value)
-			u.rev[kind].put(string(uid), name)
+			u.rev[kind].putUID(uid, name)
 			return name, nil
 		}
 	}

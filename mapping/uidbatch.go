@@ -87,11 +87,11 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 				continue
 			}
 			r.UID, r.Created, r.Err = nil, false, nil
-			if uid, ok := c.cur[string(r.Name)]; ok {
+			if uid, ok, old := c.getLocked(c.key(r.Name)); ok {
 				r.UID, cached[i] = uid, true
-			} else if uid, ok := c.old[string(r.Name)]; ok {
-				r.UID, cached[i] = uid, true
-				promote = append(promote, i)
+				if old {
+					promote = append(promote, i)
+				}
 			}
 			if cached[i] {
 				hit++
@@ -103,7 +103,7 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		c.hits.Add(hit)
 		c.misses.Add(miss)
 		for _, i := range promote {
-			c.put(string(reqs[i].Name), reqs[i].UID)
+			c.put(c.key(reqs[i].Name), reqs[i].UID)
 		}
 	}
 	for i := range reqs {

@@ -1,0 +1,204 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// byteRef locates a value in a byteArena: chunk number << arenaShift |
+// offset, and its length.
+type byteRef struct {
+	ref uint32
+	n   uint32
+}
+
+// byteArena holds the values of one cache generation in chunks of
+// arenaChunk bytes that are never moved, reused or written again, so a
+// value handed out stays valid (and unchanged) after its generation is
+// dropped.
+type byteArena struct {
+	chunks [][]byte
+}
+
+// add copies v into the arena; v must be at most maxArenaEntry bytes.
+func (a *byteArena) add(v []byte) byteRef {
+	if len(a.chunks) == 0 || len(a.chunks[len(a.chunks)-1])+len(v) > arenaChunk {
+		a.chunks = append(a.chunks, make([]byte, 0, arenaChunk))
+	}
+	c := len(a.chunks) - 1
+	off := len(a.chunks[c])
+	a.chunks[c] = append(a.chunks[c], v...)
+	return byteRef{ref: uint32(c<<arenaShift | off), n: uint32(len(v))}
+}
+
+// get returns the value at r, capacity clipped.
+func (a *byteArena) get(r byteRef) []byte {
+	c, off := r.ref>>arenaShift, r.ref&(arenaChunk-1)
+	return a.chunks[c][off : off+r.n : off+r.n]
+}
+
+// byteCacheEntryBytes is what an entry is counted as besides its value:
+// a map slot of up to 16 bytes of key, 8 of byteRef and a control byte,
+// doubled for the load-factor slack (a map just grown is half empty).
+const byteCacheEntryBytes = 2 * (16 + 8 + 1)
+
+// byteCache is a bounded map from K to short byte strings, without
+// pointers (the garbage collector never scans it): two generations, each
+// a map of K to byteRef and the arena of its values; the older is dropped
+// when the newer holds half the byte budget or max entries, and a hit in
+// the older is promoted (copied). Values longer than maxArenaEntry are not
+// cached. Safe for concurrent use.
+type byteCache[K comparable] struct {
+	mu                 sync.RWMutex
+	cur, old           map[K]byteRef
+	curArena, oldArena *byteArena
+	max                int
+	maxBytes           int // 0: entries only
+	curBytes, oldBytes int
+	hits, misses       atomic.Uint64
+}
+
+func newByteCache[K comparable](max int) *byteCache[K] {
+	return &byteCache[K]{cur: map[K]byteRef{}, old: map[K]byteRef{}, curArena: &byteArena{}, oldArena: &byteArena{}, max: max}
+}
+
+// setMaxBytes bounds the cache's memory (0: entries only).
+func (c *byteCache[K]) setMaxBytes(n int) {
+	c.mu.Lock()
+	c.maxBytes = n
+	c.mu.Unlock()
+}
+
+// get returns the value of k, promoting it from the older generation.
+func (c *byteCache[K]) get(k K) ([]byte, bool) {
+	c.mu.RLock()
+	v, ok, old := c.getLocked(k)
+	c.mu.RUnlock()
+	if !ok {
+		c.misses.Add(1)
+		return nil, false
+	}
+	c.hits.Add(1)
+	if old {
+		c.put(k, v)
+	}
+	return v, true
+}
+
+// getLocked looks k up with c.mu held for reading. It neither promotes
+// nor counts, but reports whether the value is in the older generation,
+// for the caller to promote (put) once it released the lock.
+func (c *byteCache[K]) getLocked(k K) (v []byte, ok, old bool) {
+	if r, ok := c.cur[k]; ok {
+		return c.curArena.get(r), true, false
+	}
+	if r, ok := c.old[k]; ok {
+		return c.oldArena.get(r), true, true
+	}
+	return nil, false, false
+}
+
+// put caches a copy of v under k (a value already cached under k stays).
+func (c *byteCache[K]) put(k K, v []byte) {
+	if len(v) > maxArenaEntry {
+		return
+	}
+	n := byteCacheEntryBytes + len(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cur[k]; ok {
+		return
+	}
+	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
+		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
+		c.cur, c.curBytes, c.curArena = make(map[K]byteRef, min(c.max, len(c.old))/4), 0, &byteArena{}
+	}
+	c.cur[k] = c.curArena.add(v)
+	c.curBytes += n
+}
+
+func (c *byteCache[K]) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.cur) + len(c.old)
+}
+
+// stats returns the entries, approximate bytes and byte budget.
+func (c *byteCache[K]) stats() (entries, bytes, maxBytes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.cur) + len(c.old), c.curBytes + c.oldBytes, c.maxBytes
+}
+
+func (c *byteCache[K]) counts() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
+
+// nameKey stands for a name in the forward UID cache: two 64-bit hashes
+// of it under two seeds drawn at random when the process starts
+// (hash/maphash). Two names share a key only if they agree in 128 bits of
+// keyed hash (about 1 in 10^20 for a billion names; a sender without the
+// seeds cannot search for a pair), as the series cache's keys.
+type nameKey [2]uint64
+
+// uidCache is the forward cache of one kind: name -> UID.
+type uidCache struct {
+	seeds [2]maphash.Seed
+	*byteCache[nameKey]
+}
+
+func newUIDCache(max int) *uidCache {
+	return &uidCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, byteCache: newByteCache[nameKey](max)}
+}
+
+func (c *uidCache) key(name []byte) nameKey {
+	return nameKey{maphash.Bytes(c.seeds[0], name), maphash.Bytes(c.seeds[1], name)}
+}
+
+// getName returns the cached UID of name; it does not allocate.
+func (c *uidCache) getName(name []byte) ([]byte, bool) { return c.get(c.key(name)) }
+
+// putName caches uid as the UID of name.
+func (c *uidCache) putName(name string, uid []byte) {
+	c.put(c.key(unsafe.Slice(unsafe.StringData(name), len(name))), uid)
+}
+
+// nameCache is the reverse cache of one kind: UID -> name. A UID of up to
+// 8 bytes is its own key, big-endian in a uint64 (the kind's UIDs all
+// have one width, so no two share a key).
+type nameCache struct {
+	*byteCache[uint64]
+}
+
+func newNameCache(max int) *nameCache { return &nameCache{newByteCache[uint64](max)} }
+
+func uidKey(uid []byte) (uint64, bool) {
+	if len(uid) > 8 {
+		return 0, false
+	}
+	var b [8]byte
+	copy(b[8-len(uid):], uid)
+	return binary.BigEndian.Uint64(b[:]), true
+}
+
+// getUID returns the cached name of uid. The string shares the cache's
+// arena, which is never written again.
+func (c *nameCache) getUID(uid []byte) (string, bool) {
+	k, ok := uidKey(uid)
+	if !ok {
+		return "", false
+	}
+	v, ok := c.get(k)
+	if !ok || len(v) == 0 {
+		return "", ok
+	}
+	return unsafe.String(&v[0], len(v)), true
+}
+
+// putUID caches name as the name of uid.
+func (c *nameCache) putUID(uid []byte, name string) {
+	if k, ok := uidKey(uid); ok {
+		c.put(k, unsafe.Slice(unsafe.StringData(name), len(name)))
+	}
+}
