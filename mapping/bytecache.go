@@ -182,18 +182,16 @@ func uidKey(uid []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(b[:]), true
 }
 
-// getUID returns the cached name of uid. The string shares the cache's
-// arena, which is never written again.
+// getUID returns the cached name of uid, copied: a string sharing the
+// arena would keep its whole chunk alive for as long as the caller keeps
+// the name (a metric list, say), past the budget.
 func (c *nameCache) getUID(uid []byte) (string, bool) {
 	k, ok := uidKey(uid)
 	if !ok {
 		return "", false
 	}
 	v, ok := c.get(k)
-	if !ok || len(v) == 0 {
-		return "", ok
-	}
-	return unsafe.String(&v[0], len(v)), true
+	return string(v), ok
 }
 
 // putUID caches name as the name of uid.
