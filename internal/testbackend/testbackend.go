@@ -72,7 +72,8 @@ func ServeFlags(t testing.TB) []string {
 	case "hbase":
 		_, tb := newHBase(t)
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
-			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar}
+			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar,
+			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index}
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil
