@@ -24,14 +24,18 @@ type byteArena struct {
 }
 
 // add copies v into the arena; v must be at most maxArenaEntry bytes.
-func (a *byteArena) add(v []byte) byteRef {
-	if len(a.chunks) == 0 || len(a.chunks[len(a.chunks)-1])+len(v) > arenaChunk {
+func (a *byteArena) add(v []byte) byteRef { return a.add2(v, nil) }
+
+// add2 copies v ‖ w into the arena; together at most maxArenaEntry bytes.
+func (a *byteArena) add2(v, w []byte) byteRef {
+	n := len(v) + len(w)
+	if len(a.chunks) == 0 || len(a.chunks[len(a.chunks)-1])+n > arenaChunk {
 		a.chunks = append(a.chunks, make([]byte, 0, arenaChunk))
 	}
 	c := len(a.chunks) - 1
 	off := len(a.chunks[c])
-	a.chunks[c] = append(a.chunks[c], v...)
-	return byteRef{ref: uint32(c<<arenaShift | off), n: uint32(len(v))}
+	a.chunks[c] = append(append(a.chunks[c], v...), w...)
+	return byteRef{ref: uint32(c<<arenaShift | off), n: uint32(n)}
 }
 
 // get returns the value at r, capacity clipped.
@@ -118,12 +122,6 @@ func (c *byteCache[K]) put(k K, v []byte) {
 	}
 	c.cur[k] = c.curArena.add(v)
 	c.curBytes += n
-}
-
-func (c *byteCache[K]) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.cur) + len(c.old)
 }
 
 // stats returns the entries, approximate bytes and byte budget.

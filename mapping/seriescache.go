@@ -52,10 +52,10 @@ const (
 )
 
 // seriesArena holds the UIDs and index marks of one generation's
-// entries. Chunks are never moved or reused, so a Series handed out keeps
+// entries. Neither is ever moved or reused, so a Series handed out keeps
 // pointing at its bytes after its generation is dropped.
 type seriesArena struct {
-	uids  [][]byte
+	uids  byteArena
 	marks [][]indexMark
 	nmark int
 }
@@ -63,12 +63,7 @@ type seriesArena struct {
 // add copies s's UIDs and mark into the arena and returns its entry.
 func (a *seriesArena) add(s Series) seriesEntry {
 	n := len(s.Metric) + len(s.Tags)
-	if len(a.uids) == 0 || len(a.uids[len(a.uids)-1])+n > arenaChunk {
-		a.uids = append(a.uids, make([]byte, 0, arenaChunk))
-	}
-	c := len(a.uids) - 1
-	off := len(a.uids[c])
-	a.uids[c] = append(append(a.uids[c], s.Metric...), s.Tags...)
+	r := a.uids.add2(s.Metric, s.Tags)
 	if a.nmark%markChunk == 0 {
 		a.marks = append(a.marks, make([]indexMark, markChunk))
 	}
@@ -77,7 +72,7 @@ func (a *seriesArena) add(s Series) seriesEntry {
 		m.day.Store(s.mark.day.Load())
 		m.fresh = s.mark.fresh
 	}
-	e := seriesEntry{hash: s.Hash, ref: uint32(c<<arenaShift | off), mark: uint32(a.nmark), bucket: int32(s.Bucket),
+	e := seriesEntry{hash: s.Hash, ref: r.ref, mark: uint32(a.nmark), bucket: int32(s.Bucket),
 		metricLen: uint8(len(s.Metric)), n: uint16(n)}
 	a.nmark++
 	return e
@@ -85,8 +80,7 @@ func (a *seriesArena) add(s Series) seriesEntry {
 
 // series returns the Series of e, an entry of this arena.
 func (a *seriesArena) series(e seriesEntry) Series {
-	c, off := e.ref>>arenaShift, e.ref&(arenaChunk-1)
-	uids := a.uids[c][off : off+uint32(e.n) : off+uint32(e.n)]
+	uids := a.uids.get(byteRef{ref: e.ref, n: uint32(e.n)})
 	return Series{Metric: uids[:e.metricLen:e.metricLen], Tags: uids[e.metricLen:], Bucket: int(e.bucket),
 		mark: &a.marks[e.mark/markChunk][e.mark%markChunk], Hash: e.hash}
 }

@@ -849,6 +849,7 @@ type scanner struct {
 	row     store.Row
 	key     []byte // current row key
 	next    []byte // row key of the iterator's position
+	nextN   int    // length of next's encoding in the iterator's key
 	arena   []byte
 	latin1  []byte
 	raw     []byte // encoding of the current row in Pebble keys
@@ -899,11 +900,11 @@ func (sc *scanner) Next() bool {
 				return sc.fail(fmt.Errorf("scan: %w", err))
 			}
 		}
-		row, _, _, err := splitKey(sc.it.Key()[sc.tlen:], sc.next)
+		row, n, err := splitRow(sc.it.Key()[sc.tlen:], sc.next)
 		if err != nil {
 			return sc.fail(err)
 		}
-		sc.next = row
+		sc.next, sc.nextN = row, n
 		if sc.re != nil {
 			sc.latin1 = latin1(sc.latin1[:0], row) // kept: no allocation per row
 		}
@@ -934,8 +935,9 @@ func (sc *scanner) skipRow() bool {
 	return false
 }
 
-// readRow collects the cells of the row at sc.next. It reports false (with
-// no error) when the family filter left the row empty.
+// readRow collects the cells of the row at sc.next (whose encoding is the
+// first sc.nextN bytes of the iterator's key past the table). It reports
+// false (with no error) when the family filter left the row empty.
 func (sc *scanner) readRow() bool {
 	sc.key = append(sc.key[:0], sc.next...)
 	sc.arena = sc.arena[:0]
@@ -945,22 +947,12 @@ func (sc *scanner) readRow() bool {
 	// spares decoding the row again for each cell.
 	sc.raw = sc.raw[:0]
 	if sc.valid {
-		rest := sc.it.Key()[sc.tlen:]
-		_, n, err := splitRow(rest, sc.next)
-		if err != nil {
-			return sc.fail(err)
-		}
-		sc.raw = append(sc.raw, rest[:n]...)
+		sc.raw = append(sc.raw, sc.it.Key()[sc.tlen:sc.tlen+sc.nextN]...)
 	}
 	for sc.valid {
 		rest := sc.it.Key()[sc.tlen:]
 		if !bytes.HasPrefix(rest, sc.raw) {
-			row, _, err := splitRow(rest, sc.next)
-			if err != nil {
-				return sc.fail(err)
-			}
-			sc.next = row
-			break
+			break // the next row, which Next decodes
 		}
 		fam, qual, err := splitColumn(rest[len(sc.raw):])
 		if err != nil {
