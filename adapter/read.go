@@ -277,7 +277,7 @@ func (a *answerBuf) grow(n int) error {
 	var p *[]byte
 	if a.pool != nil {
 		p = getAnswerBuf(a.pool, c)
-		d = (*p)[:len(a.data)]
+		d = (*p)[:len(a.data):c] // no more than was charged
 	} else {
 		d = make([]byte, len(a.data), c)
 	}

@@ -29,7 +29,7 @@ func (a *byteArena) add(v []byte) byteRef { return a.add2(v, nil) }
 // add2 copies v ‖ w into the arena; together at most maxArenaEntry bytes.
 func (a *byteArena) add2(v, w []byte) byteRef {
 	n := len(v) + len(w)
-	if len(a.chunks) == 0 || len(a.chunks[len(a.chunks)-1])+n > arenaChunk {
+	if last := len(a.chunks) - 1; last < 0 || len(a.chunks[last])+n > arenaChunk || len(a.chunks[last]) == arenaChunk {
 		a.chunks = append(a.chunks, make([]byte, 0, arenaChunk))
 	}
 	c := len(a.chunks) - 1
@@ -37,6 +37,14 @@ func (a *byteArena) add2(v, w []byte) byteRef {
 	a.chunks[c] = append(append(a.chunks[c], v...), w...)
 	return byteRef{ref: uint32(c<<arenaShift | off), n: uint32(n)}
 }
+
+// maxArenaChunks is the most chunks a ref can name (its offset takes
+// arenaShift of its 32 bits).
+const maxArenaChunks = 1 << (32 - arenaShift)
+
+// full reports whether the arena may have no room for another value: the
+// cache starts a new generation instead of adding to it.
+func (a *byteArena) full() bool { return len(a.chunks) >= maxArenaChunks-1 }
 
 // get returns the value at r, capacity clipped.
 func (a *byteArena) get(r byteRef) []byte {
@@ -116,7 +124,7 @@ func (c *byteCache[K]) put(k K, v []byte) {
 	if _, ok := c.cur[k]; ok {
 		return
 	}
-	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
+	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.curArena.full() {
 		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
 		c.cur, c.curBytes, c.curArena = make(map[K]byteRef, min(c.max, len(c.old))/4), 0, &byteArena{}
 	}
@@ -159,12 +167,12 @@ func (c *uidCache) getName(name []byte) ([]byte, bool) { return c.get(c.key(name
 
 // putName caches uid as the UID of name.
 func (c *uidCache) putName(name string, uid []byte) {
-	c.put(c.key(unsafe.Slice(unsafe.StringData(name), len(name))), uid)
+	c.put(nameKey{maphash.String(c.seeds[0], name), maphash.String(c.seeds[1], name)}, uid)
 }
 
 // nameCache is the reverse cache of one kind: UID -> name. A UID of up to
-// 8 bytes is its own key, big-endian in a uint64 (the kind's UIDs all
-// have one width, so no two share a key).
+// 8 bytes is its own key, big-endian in a uint64; callers pass only UIDs
+// of the kind's width, so no two share a key.
 type nameCache struct {
 	*byteCache[uint64]
 }

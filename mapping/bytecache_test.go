@@ -78,3 +78,29 @@ func TestByteCache(t *testing.T) {
 		}
 	})
 }
+
+// TestByteArenaEdges: an empty value after a chunk filled exactly gets a
+// ref of its own chunk; a cache whose arena is full starts a generation.
+func TestByteArenaEdges(t *testing.T) {
+	var a byteArena
+	v := make([]byte, 4)
+	for range arenaChunk / len(v) {
+		a.add(v)
+	}
+	r := a.add(nil)
+	if got := a.get(r); len(got) != 0 {
+		t.Errorf("empty value after a full chunk: %q", got)
+	}
+	if r.ref&(arenaChunk-1) != 0 || r.ref>>arenaShift != 1 {
+		t.Errorf("empty value after a full chunk: ref %#x, want chunk 1 offset 0", r.ref)
+	}
+	c := newByteCache[uint64](1 << 30)
+	c.curArena.chunks = make([][]byte, maxArenaChunks-1) // as if 4 GiB were in it
+	c.put(1, []byte("x"))
+	if len(c.curArena.chunks) != 1 || len(c.old) != 0 {
+		t.Errorf("put into a full arena: %d chunks in the newer generation, want a new generation of 1", len(c.curArena.chunks))
+	}
+	if v, ok := c.get(1); !ok || string(v) != "x" {
+		t.Errorf("after the swap: %q %v", v, ok)
+	}
+}

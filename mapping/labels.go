@@ -195,7 +195,7 @@ func (r *SeriesCacheReader) Release() {
 		r.hits, r.misses = 0, 0
 	}
 	for _, p := range r.promote {
-		r.c.putEntry(p.h, p.s)
+		r.c.putEntry(p.h, p.s, true)
 	}
 	clear(r.promote)
 	r.promote = r.promote[:0]

@@ -60,8 +60,11 @@ type seriesArena struct {
 	nmark int
 }
 
-// add copies s's UIDs and mark into the arena and returns its entry.
-func (a *seriesArena) add(s Series) seriesEntry {
+// add copies s's UIDs and mark into the arena and returns its entry. A
+// promoted Series keeps its mark's day but not its freshness: the
+// Series handed out before may yet set the day on the old mark only, and
+// the copy must not then claim that no stored row can name the series.
+func (a *seriesArena) add(s Series, promoted bool) seriesEntry {
 	n := len(s.Metric) + len(s.Tags)
 	r := a.uids.add2(s.Metric, s.Tags)
 	if a.nmark%markChunk == 0 {
@@ -70,7 +73,7 @@ func (a *seriesArena) add(s Series) seriesEntry {
 	m := &a.marks[a.nmark/markChunk][a.nmark%markChunk]
 	if s.mark != nil {
 		m.day.Store(s.mark.day.Load())
-		m.fresh = s.mark.fresh
+		m.fresh = s.mark.fresh && !promoted
 	}
 	e := seriesEntry{hash: s.Hash, ref: r.ref, mark: uint32(a.nmark), bucket: int32(s.Bucket),
 		metricLen: uint8(len(s.Metric)), n: uint16(n)}
@@ -137,7 +140,7 @@ func (c *seriesCache) get(k []byte) (Series, bool) {
 	s := c.oldArena.series(e)
 	c.mu.RUnlock()
 	c.hits.Add(1)
-	return c.putEntry(h, s), true
+	return c.putEntry(h, s, true), true
 }
 
 // getLocked looks k up with c.mu held for reading. It neither promotes
@@ -157,14 +160,15 @@ func (c *seriesCache) getLocked(k []byte) (h seriesKey, s Series, ok, old bool) 
 // put caches s under k and returns the cached Series, whose index mark
 // the caller must use from then on (the one the cache keeps): s's own
 // mark is copied, not shared.
-func (c *seriesCache) put(k []byte, s Series) Series { return c.putEntry(c.key(k), s) }
+func (c *seriesCache) put(k []byte, s Series) Series { return c.putEntry(c.key(k), s, false) }
 
 // putEntry caches s under h, copying it into the newer arena, and returns
 // the cached Series (the one already there, if any; s itself if it is too
 // large to cache). A Series promoted from the older generation gets a
 // mark of its own, copied: an update of the old mark after that is lost,
-// which costs only an index check the next time the series is written.
-func (c *seriesCache) putEntry(h seriesKey, s Series) Series {
+// which costs only an index check the next time the series is written
+// (promoted: s comes from the older generation).
+func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 	if len(s.Metric)+len(s.Tags) > maxArenaEntry {
 		return s
 	}
@@ -174,11 +178,11 @@ func (c *seriesCache) putEntry(h seriesKey, s Series) Series {
 	if e, ok := c.cur[h]; ok {
 		return c.curArena.series(e)
 	}
-	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) {
+	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.curArena.uids.full() {
 		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
 		c.cur, c.curBytes, c.curArena = make(map[seriesKey]seriesEntry, min(c.max, len(c.old))/4), 0, &seriesArena{}
 	}
-	e := c.curArena.add(s)
+	e := c.curArena.add(s, promoted)
 	c.cur[h] = e
 	c.curBytes += n
 	return c.curArena.series(e)

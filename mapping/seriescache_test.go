@@ -109,3 +109,22 @@ func TestResolveIndexMarkSticks(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesCachePromotionNotFresh: a promoted Series keeps its mark's day
+// but is never fresh: the Series handed out before the promotion may set
+// the day on the old mark only, and a fresh copy would then have its
+// TSMeta row written again without the read that keeps an existing one.
+func TestSeriesCachePromotionNotFresh(t *testing.T) {
+	c := newSeriesCache(2)
+	s := Series{Metric: []byte{0, 0, 1}, Tags: []byte{0, 0, 1, 0, 0, 2}, mark: &indexMark{fresh: true}}
+	got := c.put([]byte("a"), s)
+	if !got.Fresh() {
+		t.Fatal("a new series lost its freshness in the cache")
+	}
+	c.put([]byte("b"), s)
+	c.put([]byte("c"), s) // a and b now in the older generation
+	p, ok := c.get([]byte("a"))
+	if !ok || p.Fresh() {
+		t.Errorf("promoted: cached %v, fresh %v; want cached, not fresh", ok, p.Fresh())
+	}
+}

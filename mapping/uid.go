@@ -442,9 +442,12 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 
 // Name returns the name of uid.
 func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) {
-	if name, ok := u.rev[kind].getUID(uid); ok {
-		u.hits.WithLabelValues(kind.String(), "reverse").Inc()
-		return name, nil
+	cacheable := len(uid) == u.widths[kind] // the cache keys UIDs of the kind's width
+	if cacheable {
+		if name, ok := u.rev[kind].getUID(uid); ok {
+			u.hits.WithLabelValues(kind.String(), "reverse").Inc()
+			return name, nil
+		}
 	}
 	u.misses.WithLabelValues(kind.String(), "reverse").Inc()
 	row, err := u.st.Get(ctx, u.table, uid, uidFamilyName)
@@ -454,7 +457,9 @@ func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) 
 	for _, c := range row.Cells {
 		if string(c.Qualifier) == kind.Qualifier() {
 			name := nameFromStored(c.Value)
-			u.rev[kind].putUID(uid, name)
+			if cacheable {
+				u.rev[kind].putUID(uid, name)
+			}
 			return name, nil
 		}
 	}
