@@ -88,6 +88,15 @@ func TestLegacyNames(t *testing.T) {
 	put("caf\xe9", "id", "metrics", "\x00\x00\x09")
 	put("\x00\x00\x09", "name", "metrics", "caf\xe9")
 
+	// The batch path (one GetCells per kind and form on the embedded
+	// store), on a cache of its own.
+	reqs := []UIDRequest{{Kind: KindTagV, Name: []byte("zürich")}, {Kind: KindMetric, Name: []byte("café")}}
+	newTestUIDs(t, st, layout).GetOrCreateBatch(ctx, reqs)
+	for _, r := range reqs {
+		if want := map[Kind]string{KindTagV: "000007", KindMetric: "000009"}[r.Kind]; r.Err != nil || fmt.Sprintf("%X", r.UID) != want || r.Created {
+			t.Errorf("batch %s %q: uid %X, created %v, %v; want %s", r.Kind, r.Name, r.UID, r.Created, r.Err, want)
+		}
+	}
 	uid, err := u.GetOrCreate(ctx, KindTagV, []byte("zürich"))
 	if err != nil || fmt.Sprintf("%X", uid) != "000007" {
 		t.Errorf("zürich: uid %X, %v; want the legacy 000007", uid, err)

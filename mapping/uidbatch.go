@@ -180,19 +180,81 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	}
 }
 
+// cellsGetter reads one cell of many rows in one pass (the embedded
+// store: sorted seeks of one iterator).
+type cellsGetter interface {
+	GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error
+}
+
+// lookupAll looks the names of work up as lookup does, each kind's forward
+// rows in one GetCells, then the legacy forms of the names not found.
+// An error fails the names of its call.
+func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
+	var idx []int
+	var rows [][]byte
+	var values [][]byte
+	var found []bool
+	for k := range numKinds {
+		for pass := range 2 {
+			idx, rows = idx[:0], rows[:0]
+			for i := range work {
+				w := &work[i]
+				if w.kind != k || w.uid != nil || w.err != nil {
+					continue
+				}
+				stored, legacy := storedName(w.name)
+				if pass == 1 {
+					if legacy == "" {
+						continue
+					}
+					stored = legacy
+				}
+				idx = append(idx, i)
+				rows = append(rows, []byte(stored))
+			}
+			if len(idx) == 0 {
+				continue
+			}
+			values, found = slices.Grow(values[:0], len(idx))[:len(idx)], slices.Grow(found[:0], len(idx))[:len(idx)]
+			if err := cg.GetCells(ctx, u.table, rows, uidFamilyID, k.Qualifier(), values, found); err != nil {
+				for _, i := range idx {
+					w := &work[i]
+					w.err = fmt.Errorf("read uid of %s %q: %w", w.kind, w.name, err)
+				}
+				continue
+			}
+			for j, i := range idx {
+				if !found[j] {
+					continue
+				}
+				w := &work[i]
+				if len(values[j]) != u.widths[k] {
+					w.err = fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", k, w.name, values[j], len(values[j]), u.widths[k])
+					continue
+				}
+				w.uid = values[j]
+			}
+		}
+	}
+}
+
 // resolveWork looks the names of work up and assigns UIDs to the absent
 // ones, setting each one's uid, created and err.
 func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
-	conc := batchConcurrency
-	if _, ok := u.st.(store.CellGetter); ok {
-		conc = 1 // in-process point reads: goroutines would only add cost
-	}
 	// Lookups: an error is the name's own, the others go on.
-	_ = store.Parallel(ctx, len(work), conc, func(ctx context.Context, i int) error {
-		w := &work[i]
-		w.uid, w.err = u.lookup(ctx, w.kind, w.name)
-		return nil
-	})
+	if cg, ok := u.st.(cellsGetter); ok {
+		u.lookupAll(ctx, cg, work)
+	} else {
+		conc := batchConcurrency
+		if _, ok := u.st.(store.CellGetter); ok {
+			conc = 1 // in-process point reads: goroutines would only add cost
+		}
+		_ = store.Parallel(ctx, len(work), conc, func(ctx context.Context, i int) error {
+			w := &work[i]
+			w.uid, w.err = u.lookup(ctx, w.kind, w.name)
+			return nil
+		})
+	}
 	if err := ctx.Err(); err != nil {
 		// Names the cancellation kept from being looked up are not new.
 		for i := range work {

@@ -502,6 +502,59 @@ func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]b
 	return bytes.Clone(v[8:]), true, nil
 }
 
+// GetCells reads one cell (family:qualifier) of each of rows, in one pass
+// of one iterator over the rows' keys in order: values[i] and found[i]
+// answer rows[i] (both of len(rows)). Sorted seeks let the iterator move
+// on from where it is, and a prefix seek consults the bloom filters,
+// which a new name's absent forward row needs; many point reads cost
+// about half what as many Gets do.
+func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+	}
+	keys := make([][]byte, len(rows))
+	order := make([]int, len(rows))
+	var buf []byte
+	for i, row := range rows {
+		at := len(buf)
+		buf = appendCellKey(buf, table, row, []byte(family), []byte(qualifier))
+		keys[i] = buf[at:len(buf):len(buf)]
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+	}
+	defer it.Close()
+	for n, i := range order {
+		if n%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+			}
+		}
+		values[i], found[i] = nil, false
+		if !it.SeekPrefixGE(keys[i]) || !bytes.Equal(it.Key(), keys[i]) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("read cell %s:%s of row %x in %s: %w", family, qualifier, rows[i], table, err)
+		}
+		if len(v) < 8 {
+			return fmt.Errorf("corrupt embedded value of %d bytes", len(v))
+		}
+		values[i], found[i] = bytes.Clone(v[8:]), true
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+	}
+	return nil
+}
+
 // Increment adds delta to an 8-byte big-endian counter cell. Like
 // CheckAndPut it is not synced on its own: Pebble's WAL keeps the order of
 // commits, so the next synced write (a Put, Sync or Close) makes it
