@@ -3,8 +3,6 @@ package mapping
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -64,24 +62,13 @@ const byteCacheEntryBytes = 2 * (16 + 8 + 1)
 // the older is promoted (copied). Values longer than maxArenaEntry are not
 // cached. Safe for concurrent use.
 type byteCache[K comparable] struct {
-	mu                 sync.RWMutex
-	cur, old           map[K]byteRef
-	curArena, oldArena *byteArena
-	max                int
-	maxBytes           int // 0: entries only
-	curBytes, oldBytes int
-	hits, misses       atomic.Uint64
+	generations[K, byteRef, byteArena]
 }
 
 func newByteCache[K comparable](max int) *byteCache[K] {
-	return &byteCache[K]{cur: map[K]byteRef{}, old: map[K]byteRef{}, curArena: &byteArena{}, oldArena: &byteArena{}, max: max}
-}
-
-// setMaxBytes bounds the cache's memory (0: entries only).
-func (c *byteCache[K]) setMaxBytes(n int) {
-	c.mu.Lock()
-	c.maxBytes = n
-	c.mu.Unlock()
+	c := &byteCache[K]{}
+	c.init(max)
+	return c
 }
 
 // get returns the value of k, promoting it from the older generation.
@@ -104,13 +91,11 @@ func (c *byteCache[K]) get(k K) ([]byte, bool) {
 // nor counts, but reports whether the value is in the older generation,
 // for the caller to promote (put) once it released the lock.
 func (c *byteCache[K]) getLocked(k K) (v []byte, ok, old bool) {
-	if r, ok := c.cur[k]; ok {
-		return c.curArena.get(r), true, false
+	r, arena, ok, old := c.lookupLocked(k)
+	if !ok {
+		return nil, false, false
 	}
-	if r, ok := c.old[k]; ok {
-		return c.oldArena.get(r), true, true
-	}
-	return nil, false, false
+	return arena.get(r), true, old
 }
 
 // put caches a copy of v under k (a value already cached under k stays).
@@ -124,22 +109,9 @@ func (c *byteCache[K]) put(k K, v []byte) {
 	if _, ok := c.cur[k]; ok {
 		return
 	}
-	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.curArena.full() {
-		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
-		c.cur, c.curBytes, c.curArena = make(map[K]byteRef, min(c.max, len(c.old))/4), 0, &byteArena{}
-	}
-	c.cur[k] = c.curArena.add(v)
-	c.curBytes += n
+	c.makeRoomLocked(n, c.curArena.full())
+	c.addLocked(k, c.curArena.add(v), n)
 }
-
-// stats returns the entries, approximate bytes and byte budget.
-func (c *byteCache[K]) stats() (entries, bytes, maxBytes int) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.cur) + len(c.old), c.curBytes + c.oldBytes, c.maxBytes
-}
-
-func (c *byteCache[K]) counts() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
 
 // nameKey stands for a name in the forward UID cache: two 64-bit hashes
 // of it under two seeds drawn at random when the process starts

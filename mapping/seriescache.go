@@ -2,8 +2,6 @@ package mapping
 
 import (
 	"hash/maphash"
-	"sync"
-	"sync/atomic"
 )
 
 // seriesKey identifies a label set in the series cache: two 64-bit hashes
@@ -93,22 +91,14 @@ func (a *seriesArena) series(e seriesEntry) Series {
 // max entries); a hit in the older generation is promoted, copied into
 // the newer arena. Safe for concurrent use.
 type seriesCache struct {
-	seeds              [2]maphash.Seed
-	mu                 sync.RWMutex
-	cur, old           map[seriesKey]seriesEntry
-	curArena, oldArena *seriesArena
-	max                int
-	maxBytes           int // 0: entries only
-	curBytes, oldBytes int
-	hits, misses       atomic.Uint64
+	seeds [2]maphash.Seed
+	generations[seriesKey, seriesEntry, seriesArena]
 }
 
 func newSeriesCache(max int) *seriesCache {
-	return &seriesCache{
-		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		cur:   map[seriesKey]seriesEntry{}, old: map[seriesKey]seriesEntry{}, max: max,
-		curArena: &seriesArena{}, oldArena: &seriesArena{},
-	}
+	c := &seriesCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	c.init(max)
+	return c
 }
 
 // key hashes the key bytes of a label set.
@@ -116,31 +106,19 @@ func (c *seriesCache) key(k []byte) seriesKey {
 	return seriesKey{maphash.Bytes(c.seeds[0], k), maphash.Bytes(c.seeds[1], k)}
 }
 
-func (c *seriesCache) setMaxBytes(n int) {
-	c.mu.Lock()
-	c.maxBytes = n
-	c.mu.Unlock()
-}
-
 func (c *seriesCache) get(k []byte) (Series, bool) {
-	h := c.key(k)
 	c.mu.RLock()
-	if e, ok := c.cur[h]; ok {
-		s := c.curArena.series(e)
-		c.mu.RUnlock()
-		c.hits.Add(1)
-		return s, true
-	}
-	e, ok := c.old[h]
+	h, s, ok, old := c.getLocked(k)
+	c.mu.RUnlock()
 	if !ok {
-		c.mu.RUnlock()
 		c.misses.Add(1)
 		return Series{}, false
 	}
-	s := c.oldArena.series(e)
-	c.mu.RUnlock()
 	c.hits.Add(1)
-	return c.putEntry(h, s, true), true
+	if old {
+		return c.putEntry(h, s, true), true
+	}
+	return s, true
 }
 
 // getLocked looks k up with c.mu held for reading. It neither promotes
@@ -148,13 +126,11 @@ func (c *seriesCache) get(k []byte) (Series, bool) {
 // for the caller to promote once it released the lock.
 func (c *seriesCache) getLocked(k []byte) (h seriesKey, s Series, ok, old bool) {
 	h = c.key(k)
-	if e, ok := c.cur[h]; ok {
-		return h, c.curArena.series(e), true, false
+	e, arena, ok, old := c.lookupLocked(h)
+	if !ok {
+		return h, Series{}, false, false
 	}
-	if e, ok := c.old[h]; ok {
-		return h, c.oldArena.series(e), true, true
-	}
-	return h, Series{}, false, false
+	return h, arena.series(e), true, old
 }
 
 // put caches s under k and returns the cached Series, whose index mark
@@ -178,26 +154,8 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 	if e, ok := c.cur[h]; ok {
 		return c.curArena.series(e)
 	}
-	if len(c.cur) >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.curArena.uids.full() {
-		c.old, c.oldBytes, c.oldArena = c.cur, c.curBytes, c.curArena
-		c.cur, c.curBytes, c.curArena = make(map[seriesKey]seriesEntry, min(c.max, len(c.old))/4), 0, &seriesArena{}
-	}
+	c.makeRoomLocked(n, c.curArena.uids.full())
 	e := c.curArena.add(s, promoted)
-	c.cur[h] = e
-	c.curBytes += n
+	c.addLocked(h, e, n)
 	return c.curArena.series(e)
 }
-
-func (c *seriesCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.cur) + len(c.old)
-}
-
-func (c *seriesCache) stats() (entries, bytes, maxBytes int) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.cur) + len(c.old), c.curBytes + c.oldBytes, c.maxBytes
-}
-
-func (c *seriesCache) counts() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
