@@ -221,13 +221,23 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	stall time.Duration
+	until time.Time // the write deadline last set
 }
 
-// extend pushes the write deadline stall ahead, when there is one.
+// extend makes the write deadline at least 3/4 stall ahead, when there is
+// a stall bound: it is set stall ahead again once a quarter of it has
+// passed, so that a stream of small writes does not set it every time (a
+// system call each).
 func (s *statusWriter) extend() {
-	if s.stall > 0 {
-		setDeadline(s.ResponseWriter, time.Now().Add(s.stall), true)
+	if s.stall <= 0 {
+		return
 	}
+	now := time.Now()
+	if s.until.Sub(now) >= s.stall-s.stall/4 {
+		return
+	}
+	s.until = now.Add(s.stall)
+	setDeadline(s.ResponseWriter, s.until, true)
 }
 
 // setDeadline sets the read (or with write, the write) deadline of w's
@@ -274,6 +284,9 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		if s.code == 0 {
+			s.code = http.StatusOK // a flush sends the header
+		}
 		s.extend()
 		f.Flush()
 	}

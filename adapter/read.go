@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -379,15 +380,16 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 // writeStreamed answers with ChunkedReadResponse frames, the queries one
 // after the other: for each series exactly one frame holding all its
 // chunks (Prometheus's client does not join a series split across
-// frames), sent as soon as query.Stream hands the series on, and then
-// released. A frame is
+// frames), encoded as soon as query.Stream hands the series on, and then
+// released; frames are written in batches (streamBuffer). A frame is
 //
 //	uvarint(len(data)) ‖ u32 big-endian CRC32-Castagnoli(data) ‖ data
 //
-// The status line goes with the first frame, so that an error before it
-// still gets its status code; an error after it ends the response
-// unfinished (the handler aborts the connection), which Prometheus's client
-// reports as an error. Each frame must be written within
+// The status line goes with the first write to the connection, so that an
+// error before it (within the first streamBuffer bytes and
+// streamFlushEvery) still gets its status code; an error after it ends the
+// response unfinished (the handler aborts the connection), which
+// Prometheus's client reports as an error. Each frame must be written within
 // ResponseWriteTimeout: a reader that stops reading is cut off then, and
 // the request's memory freed.
 func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
@@ -401,7 +403,6 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 	start := func() {
 		if !started {
 			w.Header().Set("Content-Type", contentTypeStreamed)
-			w.WriteHeader(http.StatusOK)
 			started = true
 		}
 	}
@@ -413,6 +414,20 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 		cs          prompb.ChunkedSeries
 	)
 	series[0] = &cs
+	// Frames go out in writes of streamBuffer bytes, not one system call
+	// each, and at least every streamFlushEvery while they keep coming.
+	out := bufio.NewWriterSize(w, streamBuffer)
+	flushed := time.Now()
+	flush := func() error {
+		flushed = time.Now()
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
 	for qi, q := range queries {
 		err := h.q.Stream(r.Context(), b, q.start, q.end, q.matchers, func(s *query.ChunkSeries) error {
 			defer b.Release(s.Bytes)
@@ -434,14 +449,16 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 			frame = binary.BigEndian.AppendUint32(frame, crc32.Checksum(data, table))
 			frame = append(frame, data...)
 			start()
-			// Each write moves the write deadline ResponseWriteTimeout
-			// ahead (statusWriter): a reader that stops reading is cut
-			// off then.
-			if _, err := w.Write(frame); err != nil {
+			// Each write to the connection keeps the write deadline
+			// at least 3/4 ResponseWriteTimeout ahead (statusWriter): a
+			// reader that stops reading is cut off then.
+			if _, err := out.Write(frame); err != nil {
 				return fmt.Errorf("write frame of %s: %w", s.Labels, err)
 			}
-			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-				return fmt.Errorf("flush frame of %s: %w", s.Labels, err)
+			if time.Since(flushed) >= streamFlushEvery {
+				if err := flush(); err != nil {
+					return fmt.Errorf("flush frame of %s: %w", s.Labels, err)
+				}
 			}
 			h.readSamples.Add(float64(s.Samples))
 			h.readSeries.Inc()
@@ -452,8 +469,19 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 		}
 	}
 	start()
+	if err := flush(); err != nil {
+		return fmt.Errorf("flush frames: %w", err)
+	}
 	return nil
 }
+
+// A streamed answer's frames are written to the connection streamBuffer
+// bytes at a time, and flushed when the last flush is streamFlushEvery
+// old when a frame is added, and at the end.
+const (
+	streamBuffer     = 32 << 10
+	streamFlushEvery = 100 * time.Millisecond
+)
 
 // chunkType is the remote-read chunk type of a chunk encoding.
 func chunkType(e chunkenc.Encoding) prompb.Chunk_Encoding {
