@@ -1,0 +1,106 @@
+// Package gctune bounds how far Go's heap may grow over its live data
+// before a collection, in bytes as well as in percent.
+//
+// GOGC sets the headroom as a share of the live heap: 75 % of 40 MB is
+// 30 MB, but 75 % of the 300 MB that promhbase's caches hold at a million
+// active series is 225 MB of garbage kept for nothing. promhbase's large
+// caches hold no pointers, so a collection costs little more when they
+// are large; the cost of collecting is in the pointers and the allocation
+// rate, which do not grow with the caches. A Tuner keeps GOGC's percentage
+// while the headroom it gives stays under a byte bound, and lowers the
+// percentage when the live heap grows so large that it would not.
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+)
+
+// liveMetric is the heap that survived the last collection.
+const liveMetric = "/gc/heap/live:bytes"
+
+// minPercent is the lowest GOGC a Tuner sets, however large the heap.
+const minPercent = 10
+
+// Percent returns the GOGC that gives at most maxHeadroom bytes of
+// headroom over live, never more than gogc nor less than minPercent
+// (gogc itself when that is lower); maxHeadroom 0 means gogc.
+func Percent(gogc int, maxHeadroom, live uint64) int {
+	if maxHeadroom == 0 || gogc <= 0 || live == 0 {
+		return gogc
+	}
+	if live*uint64(gogc)/100 <= maxHeadroom {
+		return gogc
+	}
+	p := int(maxHeadroom * 100 / live)
+	return max(p, min(minPercent, gogc))
+}
+
+// Tuner adjusts GOGC after every collection.
+type Tuner struct {
+	gogc        int
+	maxHeadroom uint64
+	stopped     atomic.Bool
+	percent     atomic.Int64 // the GOGC last set
+
+	mu     sync.Mutex
+	sample [1]metrics.Sample
+}
+
+// sentinel is garbage whose finalizer runs after each collection and arms
+// the next one. Large enough not to be batched by the tiny allocator.
+type sentinel struct {
+	t *Tuner
+	_ [16]byte
+}
+
+// Start sets GOGC to gogc and, when maxHeadroom > 0, re-checks after
+// every collection that the headroom it gives is at most maxHeadroom bytes
+// (see Percent). Stop ends it.
+func Start(gogc int, maxHeadroom uint64) *Tuner {
+	t := &Tuner{gogc: gogc, maxHeadroom: maxHeadroom}
+	t.sample[0].Name = liveMetric
+	t.set(gogc)
+	if maxHeadroom > 0 && gogc > 0 {
+		t.arm()
+	}
+	return t
+}
+
+// Percent returns the GOGC the tuner set last.
+func (t *Tuner) Percent() int { return int(t.percent.Load()) }
+
+// Stop ends the adjustments; GOGC keeps its last value.
+func (t *Tuner) Stop() { t.stopped.Store(true) }
+
+func (t *Tuner) arm() {
+	runtime.SetFinalizer(&sentinel{t: t}, func(s *sentinel) {
+		if s.t.stopped.Load() {
+			return
+		}
+		s.t.adjust()
+		s.t.arm()
+	})
+}
+
+// adjust sets GOGC for the live heap the last collection left.
+func (t *Tuner) adjust() {
+	t.mu.Lock()
+	metrics.Read(t.sample[:])
+	live := uint64(0)
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = t.sample[0].Value.Uint64()
+	}
+	t.mu.Unlock()
+	if p := Percent(t.gogc, t.maxHeadroom, live); int64(p) != t.percent.Load() {
+		t.set(p)
+	}
+}
+
+func (t *Tuner) set(p int) {
+	t.percent.Store(int64(p))
+	debug.SetGCPercent(p)
+}

@@ -1,0 +1,63 @@
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name              string
+		gogc              int
+		maxHeadroom, live uint64
+		want              int
+	}{
+		{"no bound", 75, 0, 1000 * mib, 75},
+		{"small heap keeps gogc", 75, 64 * mib, 40 * mib, 75},
+		{"at the bound", 75, 75 * mib, 100 * mib, 75},
+		{"large heap", 75, 64 * mib, 256 * mib, 25},
+		{"huge heap stops at the floor", 75, 64 * mib, 10_000 * mib, minPercent},
+		{"gogc below the floor is kept", 5, 1 * mib, 10_000 * mib, 5},
+		{"gc off stays off", -1, 64 * mib, 10_000 * mib, -1},
+		{"nothing live yet", 75, 64 * mib, 0, 75},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Percent(tc.gogc, tc.maxHeadroom, tc.live); got != tc.want {
+				t.Errorf("Percent(%d, %d, %d) = %d, want %d", tc.gogc, tc.maxHeadroom, tc.live, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTunerFollowsLiveHeap: with a live heap well over the bound, the
+// tuner lowers GOGC after a collection; once the heap is gone it restores
+// it.
+func TestTunerFollowsLiveHeap(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	tu := Start(75, 4<<20)
+	defer tu.Stop()
+	live := make([]byte, 64<<20) // noscan, live across the collections below
+	for i := range live {
+		live[i] = byte(i)
+	}
+	waitPercent(t, tu, func(p int) bool { return p < 75 && p >= minPercent }, "below 75 with 64 MiB live and a 4 MiB bound")
+	runtime.KeepAlive(live)
+	live = nil
+	waitPercent(t, tu, func(p int) bool { return p == 75 }, "75 once the heap is small again")
+}
+
+func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok(tu.Percent()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d, want %s", tu.Percent(), want)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
