@@ -63,9 +63,10 @@ type Options struct {
 	// only their connection and what they sent. Zero means 30s.
 	BodyTimeout time.Duration
 	// ResponseWriteTimeout bounds each write of a remote write or read
-	// answer (each frame of a streamed read): a client that stops reading
-	// has its connection closed then, however long the whole answer takes.
-	// Zero means 1m.
+	// answer to the connection (a streamed read writes its frames up to
+	// 32 KiB at a time): a client that stops reading has its connection
+	// closed within it (at least 3/4 of it), however long the whole answer
+	// takes. Zero means 1m.
 	ResponseWriteTimeout time.Duration
 	// WriteTimeout bounds the time a write may wait for the store; past it
 	// the answer is 503 and Prometheus retries. It should stay below the
@@ -214,9 +215,10 @@ func statusFor(err error) int {
 	return http.StatusInternalServerError
 }
 
-// statusWriter notes the status code, and with a non-zero stall sets a
-// write deadline of now+stall before each write, so that a client that
-// stops reading is cut off while a long answer that is read goes on.
+// statusWriter notes the status code, and with a non-zero stall keeps the
+// write deadline between 3/4 stall and stall ahead of each write, so that
+// a client that stops reading is cut off while a long answer that is read
+// goes on.
 type statusWriter struct {
 	http.ResponseWriter
 	code  int
@@ -282,14 +284,16 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		if s.code == 0 {
-			s.code = http.StatusOK // a flush sends the header
-		}
-		s.extend()
-		f.Flush()
+func (s *statusWriter) Flush() { _ = s.FlushError() }
+
+// FlushError is Flush that reports the failure of the write it makes
+// (http.ResponseController uses it).
+func (s *statusWriter) FlushError() error {
+	if s.code == 0 {
+		s.code = http.StatusOK // a flush sends the header
 	}
+	s.extend()
+	return http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 // instrument wraps a handler that returns an error: the error becomes the

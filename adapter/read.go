@@ -389,9 +389,9 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 // error before it (within the first streamBuffer bytes and
 // streamFlushEvery) still gets its status code; an error after it ends the
 // response unfinished (the handler aborts the connection), which
-// Prometheus's client reports as an error. Each frame must be written within
-// ResponseWriteTimeout: a reader that stops reading is cut off then, and
-// the request's memory freed.
+// Prometheus's client reports as an error. Each write to the connection
+// must end within ResponseWriteTimeout: a reader that stops reading is cut
+// off then, and the request's memory freed.
 func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
 	rc := http.NewResponseController(w)
 	// The deadline of the last frame must not outlive the answer: the
@@ -400,10 +400,12 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	table := crc32.MakeTable(crc32.Castagnoli)
 	started := false
+	var flushed time.Time // of the last flush, or of the first frame
 	start := func() {
 		if !started {
 			w.Header().Set("Content-Type", contentTypeStreamed)
 			started = true
+			flushed = time.Now()
 		}
 	}
 	var (
@@ -417,7 +419,6 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 	// Frames go out in writes of streamBuffer bytes, not one system call
 	// each, and at least every streamFlushEvery while they keep coming.
 	out := bufio.NewWriterSize(w, streamBuffer)
-	flushed := time.Now()
 	flush := func() error {
 		flushed = time.Now()
 		if err := out.Flush(); err != nil {
@@ -476,8 +477,8 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 }
 
 // A streamed answer's frames are written to the connection streamBuffer
-// bytes at a time, and flushed when the last flush is streamFlushEvery
-// old when a frame is added, and at the end.
+// bytes at a time, and flushed when a frame is added streamFlushEvery or
+// more after the first frame or the last flush, and at the end.
 const (
 	streamBuffer     = 32 << 10
 	streamFlushEvery = 100 * time.Millisecond

@@ -32,29 +32,34 @@ func Percent(gogc int, maxHeadroom, live uint64) int {
 	if maxHeadroom == 0 || gogc <= 0 || live == 0 {
 		return gogc
 	}
-	if live*uint64(gogc)/100 <= maxHeadroom {
+	// The percentage that gives maxHeadroom, computed without
+	// overflowing: maxHeadroom×100 fits in 64 bits up to 184 PB.
+	p := maxHeadroom / live * 100
+	if p < uint64(gogc) {
+		p = min(maxHeadroom*100/live, uint64(gogc))
+	}
+	if p >= uint64(gogc) {
 		return gogc
 	}
-	p := int(maxHeadroom * 100 / live)
-	return max(p, min(minPercent, gogc))
+	return max(int(p), min(minPercent, gogc))
 }
 
 // Tuner adjusts GOGC after every collection.
 type Tuner struct {
 	gogc        int
 	maxHeadroom uint64
-	stopped     atomic.Bool
 	percent     atomic.Int64 // the GOGC last set
 
-	mu     sync.Mutex
-	sample [1]metrics.Sample
+	mu      sync.Mutex // held by adjust and Stop
+	stopped bool
+	sample  [1]metrics.Sample
 }
 
 // sentinel is garbage whose finalizer runs after each collection and arms
-// the next one. Large enough not to be batched by the tiny allocator.
+// the next one. It holds a pointer, so the tiny allocator (pointer-free
+// objects only) never batches it with others.
 type sentinel struct {
 	t *Tuner
-	_ [16]byte
 }
 
 // Start sets GOGC to gogc and, when maxHeadroom > 0, re-checks after
@@ -73,31 +78,39 @@ func Start(gogc int, maxHeadroom uint64) *Tuner {
 // Percent returns the GOGC the tuner set last.
 func (t *Tuner) Percent() int { return int(t.percent.Load()) }
 
-// Stop ends the adjustments; GOGC keeps its last value.
-func (t *Tuner) Stop() { t.stopped.Store(true) }
+// Stop ends the adjustments: once it returns, the tuner no longer sets
+// GOGC, which keeps its last value.
+func (t *Tuner) Stop() {
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
+}
 
 func (t *Tuner) arm() {
 	runtime.SetFinalizer(&sentinel{t: t}, func(s *sentinel) {
-		if s.t.stopped.Load() {
-			return
+		if s.t.adjust() {
+			s.t.arm()
 		}
-		s.t.adjust()
-		s.t.arm()
 	})
 }
 
-// adjust sets GOGC for the live heap the last collection left.
-func (t *Tuner) adjust() {
+// adjust sets GOGC for the live heap the last collection left; false
+// when the tuner was stopped.
+func (t *Tuner) adjust() bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
 	metrics.Read(t.sample[:])
 	live := uint64(0)
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	t.mu.Unlock()
 	if p := Percent(t.gogc, t.maxHeadroom, live); int64(p) != t.percent.Load() {
 		t.set(p)
 	}
+	return true
 }
 
 func (t *Tuner) set(p int) {

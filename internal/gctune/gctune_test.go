@@ -23,6 +23,9 @@ func TestPercent(t *testing.T) {
 		{"gogc below the floor is kept", 5, 1 * mib, 10_000 * mib, 5},
 		{"gc off stays off", -1, 64 * mib, 10_000 * mib, -1},
 		{"nothing live yet", 75, 64 * mib, 0, 75},
+		{"huge gogc does not overflow", 1 << 40, 64 * mib, 1 << 40, minPercent},
+		{"huge bound", 75, 1 << 62, 1 << 62, 75},
+		{"just over the bound", 100, 99, 100, 99},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Percent(tc.gogc, tc.maxHeadroom, tc.live); got != tc.want {
@@ -48,6 +51,24 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 	runtime.KeepAlive(live)
 	live = nil
 	waitPercent(t, tu, func(p int) bool { return p == 75 }, "75 once the heap is small again")
+}
+
+// TestTunerStop: after Stop the tuner sets GOGC no more.
+func TestTunerStop(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	tu := Start(75, 4<<20)
+	tu.Stop()
+	debug.SetGCPercent(33)
+	live := make([]byte, 64<<20)
+	for range 5 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+	if got := debug.SetGCPercent(100); got != 33 {
+		t.Errorf("GOGC %d after Stop and collections with 64 MiB live, want the 33 set after Stop", got)
+	}
 }
 
 func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool, want string) {
