@@ -171,18 +171,25 @@ func appendRowPrefix(dst []byte, table string, row []byte) []byte {
 
 // appendEscapedPrefix appends table 0x00 escape(row), without terminator: the
 // lower bound of every row >= row.
+//
+// OpenTSDB row keys are mostly zero bytes (the high bytes of small UIDs),
+// so the row is copied a byte at a time rather than between zeros found
+// with bytes.IndexByte (BenchmarkCellKey: 236 -> 49 ns for a key of ten
+// tags).
 func appendEscapedPrefix(dst []byte, table string, row []byte) []byte {
 	dst = append(dst, table...)
 	dst = append(dst, 0x00)
-	for {
-		i := bytes.IndexByte(row, 0)
-		if i < 0 {
-			return append(dst, row...)
+	n := len(dst)
+	dst = slices.Grow(dst, 2*len(row))[:n+2*len(row)]
+	for _, c := range row {
+		dst[n] = c
+		n++
+		if c == 0 {
+			dst[n] = 0xFF
+			n++
 		}
-		dst = append(dst, row[:i+1]...)
-		dst = append(dst, 0xFF)
-		row = row[i+1:]
 	}
+	return dst[:n]
 }
 
 func appendCellKey(dst []byte, table string, row, family, qualifier []byte) []byte {
@@ -207,25 +214,31 @@ func splitKey(rest, rowBuf []byte) (row, family, qualifier []byte, err error) {
 // key (unescaped, appended to rowBuf) and the length of its encoding,
 // terminator included. No other row's encoding starts with that many
 // bytes of it: 0x00 0x01 occurs in an encoded row only as its terminator.
+//
+// A byte at a time, as appendEscapedPrefix, for the same reason
+// (BenchmarkSplitKey: 284 -> 65 ns).
 func splitRow(rest, rowBuf []byte) (row []byte, n int, err error) {
-	row = rowBuf[:0]
-	for {
-		i := bytes.IndexByte(rest[n:], 0)
-		if i < 0 || n+i+1 >= len(rest) {
-			return nil, 0, fmt.Errorf("corrupt embedded key %x", rest)
+	row = slices.Grow(rowBuf[:0], len(rest))
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if c != 0 {
+			row = append(row, c)
+			continue
 		}
-		row = append(row, rest[n:n+i]...)
-		switch rest[n+i+1] {
+		if i+1 == len(rest) {
+			break
+		}
+		switch rest[i+1] {
 		case 0xFF:
 			row = append(row, 0)
-			n += i + 2
-			continue
+			i++
 		case 0x01:
-			return row, n + i + 2, nil
+			return row, i + 2, nil
 		default:
 			return nil, 0, fmt.Errorf("corrupt embedded key %x", rest)
 		}
 	}
+	return nil, 0, fmt.Errorf("corrupt embedded key %x", rest)
 }
 
 // splitColumn decodes family 0x00 qualifier.
