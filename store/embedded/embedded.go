@@ -250,10 +250,16 @@ func splitColumn(rest []byte) (family, qualifier []byte, err error) {
 	return rest[:j], rest[j+1:], nil
 }
 
-func (s *Store) appendValue(dst []byte, c store.Cell) []byte {
+// appendValue appends the stored form of c's value: its version (the
+// cell's timestamp, or *now, the batch's write time in milliseconds, read
+// from the clock once a batch and kept there) ‖ the value.
+func (s *Store) appendValue(dst []byte, c store.Cell, now *uint64) []byte {
 	ts := c.Timestamp
 	if ts == 0 {
-		ts = uint64(s.now().UnixMilli())
+		if *now == 0 {
+			*now = uint64(s.now().UnixMilli())
+		}
+		ts = *now
 	}
 	dst = binary.BigEndian.AppendUint64(dst, ts)
 	return append(dst, c.Value...)
@@ -262,7 +268,7 @@ func (s *Store) appendValue(dst []byte, c store.Cell) []byte {
 // addPut adds the cells of p to b. A cell with an explicit timestamp is
 // compared with the stored version, which the caller must hold the row's
 // stripe exclusively for: an older cell is left out.
-func (s *Store) addPut(r pebble.Reader, b *pebble.Batch, table string, p store.Put, kbuf, vbuf []byte) ([]byte, []byte, error) {
+func (s *Store) addPut(r pebble.Reader, b *pebble.Batch, table string, p store.Put, kbuf, vbuf []byte, now *uint64) ([]byte, []byte, error) {
 	if len(p.Row) == 0 {
 		return kbuf, vbuf, fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
 	}
@@ -280,7 +286,7 @@ func (s *Store) addPut(r pebble.Reader, b *pebble.Batch, table string, p store.P
 				continue // a newer version hides it
 			}
 		}
-		vbuf = s.appendValue(vbuf[:0], c)
+		vbuf = s.appendValue(vbuf[:0], c, now)
 		if err := b.Set(kbuf, vbuf, nil); err != nil {
 			return kbuf, vbuf, fmt.Errorf("batch set row %x: %w", p.Row, err)
 		}
@@ -353,9 +359,10 @@ func (s *Store) apply(table string, puts []store.Put) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var kbuf, vbuf []byte
+	var now uint64
 	var err error
 	for _, p := range puts {
-		if kbuf, vbuf, err = s.addPut(s.db, b, table, p, kbuf, vbuf); err != nil {
+		if kbuf, vbuf, err = s.addPut(s.db, b, table, p, kbuf, vbuf, &now); err != nil {
 			return err
 		}
 	}
@@ -696,6 +703,7 @@ func (s *Store) casRound(table string, ops []store.CondPut, written []bool) erro
 	defer b.Close()
 	var mine map[string][]byte
 	var kbuf, vbuf []byte
+	var now uint64
 	for i := range ops {
 		op := &ops[i]
 		kbuf = appendCellKey(kbuf[:0], table, op.Put.Row, []byte(op.Family), []byte(op.Qualifier))
@@ -710,7 +718,7 @@ func (s *Store) casRound(table string, ops []store.CondPut, written []bool) erro
 			continue
 		}
 		var err error
-		if kbuf, vbuf, err = s.addPut(r, b, table, op.Put, kbuf, vbuf); err != nil {
+		if kbuf, vbuf, err = s.addPut(r, b, table, op.Put, kbuf, vbuf, &now); err != nil {
 			return err
 		}
 		if !indexed {
