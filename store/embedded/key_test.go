@@ -82,8 +82,9 @@ func BenchmarkSplitKey(b *testing.B) {
 }
 
 // FuzzSplitKey: decoding any bytes never panics, and what decodes
-// re-encodes to the same bytes; any row, family (without 0x00) and
-// qualifier survive encoding and decoding.
+// re-encodes to the same bytes; any row escapes as the encoding defines
+// it (escapeSlow: the stored keys' format); any row, family (without 0x00)
+// and qualifier survive encoding and decoding.
 func FuzzSplitKey(f *testing.F) {
 	f.Add(appendCellKey(nil, "", openTSDBRow(), []byte("t"), []byte{1, 2})[1:], []byte{0, 0, 1}, []byte("t"), []byte{})
 	f.Add([]byte{0, 0xFF, 0, 1, 't', 0}, []byte{0xFF}, []byte("name"), []byte("id"))
@@ -94,6 +95,9 @@ func FuzzSplitKey(f *testing.F) {
 			if again := appendCellKey(nil, "", r, fam, qual)[1:]; !bytes.Equal(again, rest) {
 				t.Errorf("%x decodes to %x %x %x, which encode to %x", rest, r, fam, qual, again)
 			}
+		}
+		if got, want := appendEscapedPrefix(nil, "", row)[1:], escapeSlow(row); !bytes.Equal(got, want) {
+			t.Errorf("row %x escapes to %x, want %x", row, got, want)
 		}
 		if bytes.IndexByte(family, 0) >= 0 {
 			return
