@@ -12,6 +12,7 @@
 package gctune
 
 import (
+	"math/bits"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -32,12 +33,13 @@ func Percent(gogc int, maxHeadroom, live uint64) int {
 	if maxHeadroom == 0 || gogc <= 0 || live == 0 {
 		return gogc
 	}
-	// The percentage that gives maxHeadroom, computed without
-	// overflowing: maxHeadroom×100 fits in 64 bits up to 184 PB.
-	p := maxHeadroom / live * 100
-	if p < uint64(gogc) {
-		p = min(maxHeadroom*100/live, uint64(gogc))
+	// p = ⌊maxHeadroom × 100 / live⌋, the percentage that gives
+	// maxHeadroom, in 128 bits: a quotient past 64 bits is past gogc.
+	hi, lo := bits.Mul64(maxHeadroom, 100)
+	if hi >= live {
+		return gogc
 	}
+	p, _ := bits.Div64(hi, lo, live)
 	if p >= uint64(gogc) {
 		return gogc
 	}
