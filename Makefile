@@ -76,7 +76,8 @@ bench:
 
 ## bench-e2e: promhbase (embedded) side by side with Prometheus's own
 ## remote-write receiver (the project's Prometheus 3.15): the same
-## pre-encoded traffic, remote write 1.0 and 2.0, steady and with churn;
+## pre-encoded traffic, remote write 1.0 and 2.0, steady and with churn,
+## and 2.0 native histograms; reads back by remote read and query_range;
 ## Markdown tables on stdout, plots in docs/bench/. BENCH_SERIES sizes it,
 ## as SERIESxROUNDS loads (1000000 series need about 6 GB of memory).
 BENCH_SERIES ?= --runs=20000x100 --runs=100000x20
@@ -93,7 +94,9 @@ bench-e2e:
 			--protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
 	done && \
 	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
-		--protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg
+		--protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg && \
+	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
+		--protocol=v2 --histograms --svg=docs/bench/compare-histograms.svg
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 20s

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -32,18 +35,30 @@ import (
 type compareOptions struct {
 	prometheus, promhbase string // binaries
 	protocol              string // v1 or v2
-	churn                 float64
-	dir                   string
-	svg                   string
-	seriesCounts          []int
-	systems               []string
-	runs                  []string // SERIESxROUNDS
+	// histograms sends one integer native histogram a series a round
+	// instead of a float sample.
+	histograms   bool
+	churn        float64
+	dir          string
+	svg          string
+	seriesCounts []int
+	systems      []string
+	runs         []string // SERIESxROUNDS
 	// hbaseQuorum is the ZooKeeper quorum of the HBase that the system
 	// promhbase-hbase writes into (fresh tables per run).
 	hbaseQuorum string
 	// extraFlags are passed to every promhbase serve it starts (e.g.
 	// --web.enable-pprof to profile a run).
 	extraFlags []string
+}
+
+// kind names the traffic: the protocol, and whether it carries native
+// histograms.
+func (c compareOptions) kind() string {
+	if c.histograms {
+		return c.protocol + " histograms"
+	}
+	return c.protocol
 }
 
 // result is what one system did under one load.
@@ -60,6 +75,8 @@ type result struct {
 	peakRSS                 int64   // VmHWM, bytes
 	diskBytes               int64   // data directory after the run
 	readSamples, streamRate float64 // remote read, samples/s (SAMPLES, STREAMED_XOR_CHUNKS)
+	queryRate               float64 // /api/v1/query_range of the same metric, points/s
+	queryPoints             int     // points of one such answer
 }
 
 // runCompare writes the same pre-encoded remote-write traffic into
@@ -108,7 +125,7 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 		// The rounds end about now: Prometheus refuses samples more than a
 		// few minutes ahead of its clock.
 		t0 := time.Now().Add(-time.Duration(o.maxRounds) * 15 * time.Second).Truncate(time.Minute).UnixMilli()
-		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.protocol, 100*c.churn)
+		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.kind(), 100*c.churn)
 		pre := precompute(o, func(round, first, n int) []byte { return encodeRound(o, c, t0, round, first, n) })
 		for _, sys := range c.systems {
 			r, err := compareOne(o, c, sys, pre, t0)
@@ -121,7 +138,7 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 	}
 	printResults(os.Stdout, c, results)
 	if c.svg != "" {
-		return results, writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, churn %.0f %%", c.protocol, 100*c.churn), results)
+		return results, writeSVG(c.svg, fmt.Sprintf("promhbase vs Prometheus's receiver: remote write %s, churn %.0f %%", c.kind(), 100*c.churn), results)
 	}
 	return results, nil
 }
@@ -143,7 +160,12 @@ func encodeRound(o options, c compareOptions, t0 int64, round, first, n int) []b
 		req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, n)}
 		for i := range n {
 			id := seriesID(o, c, round, first+i)
-			req.Timeseries[i] = prompb.TimeSeries{Labels: seriesLabels(id), Samples: []prompb.Sample{{Timestamp: ts, Value: float64(round*7 + id)}}}
+			req.Timeseries[i] = prompb.TimeSeries{Labels: seriesLabels(id)}
+			if c.histograms {
+				req.Timeseries[i].Histograms = []prompb.Histogram{prompb.FromIntHistogram(ts, loadHistogram(round, id))}
+			} else {
+				req.Timeseries[i].Samples = []prompb.Sample{{Timestamp: ts, Value: float64(round*7 + id)}}
+			}
 		}
 		data, err = proto.Marshal(&req)
 	} else {
@@ -156,9 +178,11 @@ func encodeRound(o options, c compareOptions, t0 int64, round, first, n int) []b
 				b.Add(l.Name, l.Value)
 			}
 			b.Sort()
-			req.Timeseries[i] = writev2.TimeSeries{
-				LabelsRefs: st.SymbolizeLabels(b.Labels(), nil),
-				Samples:    []writev2.Sample{{Timestamp: ts, Value: float64(round*7 + id)}},
+			req.Timeseries[i] = writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(b.Labels(), nil)}
+			if c.histograms {
+				req.Timeseries[i].Histograms = []writev2.Histogram{writev2.FromIntHistogram(0, ts, loadHistogram(round, id))}
+			} else {
+				req.Timeseries[i].Samples = []writev2.Sample{{Timestamp: ts, Value: float64(round*7 + id)}}
 			}
 		}
 		req.Symbols = st.Symbols()
@@ -168,6 +192,30 @@ func encodeRound(o options, c compareOptions, t0 int64, round, first, n int) []b
 		panic(err) // these messages always marshal
 	}
 	return snappy.Encode(nil, data)
+}
+
+// loadHistogram is series id's native histogram in round: an integer
+// histogram of schema 3 (Prometheus's default resolution) with 12 buckets
+// in two spans, like a request-duration histogram, whose counts grow every
+// round as a counter's do.
+func loadHistogram(round, id int) *histogram.Histogram {
+	h := &histogram.Histogram{
+		Schema:          3,
+		ZeroThreshold:   1e-128,
+		ZeroCount:       uint64(round),
+		PositiveSpans:   []histogram.Span{{Offset: -4, Length: 6}, {Offset: 3, Length: 6}},
+		PositiveBuckets: make([]int64, 12), // deltas
+	}
+	h.Count = h.ZeroCount
+	prev := int64(0)
+	for i := range h.PositiveBuckets {
+		c := int64((round+1)*(i%6+1) + id%5)
+		h.PositiveBuckets[i] = c - prev
+		prev = c
+		h.Count += uint64(c)
+	}
+	h.Sum = float64(h.Count) * 0.37
+	return h
 }
 
 // compareOne runs the load against one system.
@@ -274,6 +322,18 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 			res.streamRate = rates[len(rates)/2]
 		}
 	}
+	// The same metric through the query API, one point a round.
+	var rates []float64
+	for range readRepeats {
+		n, d, err := queryRange(base, "load_metric_0", t0, t0+int64(o.maxRounds-1)*15_000, 15)
+		if err != nil {
+			return res, fmt.Errorf("query_range: %w", err)
+		}
+		rates = append(rates, float64(n)/d.Seconds())
+		res.queryPoints = n
+	}
+	slices.Sort(rates)
+	res.queryRate = rates[len(rates)/2]
 	if res.peakRSS, err = procHWM(pid); err != nil {
 		return res, err
 	}
@@ -383,7 +443,7 @@ func readAll(url string, t prompb.ReadRequest_ResponseType, ms []*prompb.LabelMa
 		}
 		for _, q := range rr.Results {
 			for _, s := range q.Timeseries {
-				n += len(s.Samples)
+				n += len(s.Samples) + len(s.Histograms)
 			}
 		}
 		return n, time.Since(began), nil
@@ -391,6 +451,47 @@ func readAll(url string, t prompb.ReadRequest_ResponseType, ms []*prompb.LabelMa
 	series, samples, _, err := countFrames(resp.Body)
 	_ = series
 	return samples, time.Since(began), err
+}
+
+// queryRange runs /api/v1/query_range of query from start to end (ms)
+// every step seconds and returns the points (floats and histograms) of
+// its answer and the time it took, the answer's JSON decoded.
+func queryRange(base, query string, start, end int64, step int) (int, time.Duration, error) {
+	v := url.Values{}
+	v.Set("query", query)
+	v.Set("start", strconv.FormatFloat(float64(start)/1000, 'f', 3, 64))
+	v.Set("end", strconv.FormatFloat(float64(end)/1000, 'f', 3, 64))
+	v.Set("step", strconv.Itoa(step))
+	began := time.Now()
+	resp, err := http.PostForm(base+"/api/v1/query_range", v)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, msg)
+	}
+	var qr struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Values     []json.RawMessage `json:"values"`
+				Histograms []json.RawMessage `json:"histograms"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil {
+		return 0, 0, err
+	}
+	if qr.Status != "success" {
+		return 0, 0, fmt.Errorf("status %q", qr.Status)
+	}
+	n := 0
+	for _, r := range qr.Data.Result {
+		n += len(r.Values) + len(r.Histograms)
+	}
+	return n, time.Since(began), nil
 }
 
 // waitReady polls url until it answers 200.
@@ -457,14 +558,14 @@ func dirBytes(dir string) (int64, error) {
 
 // printResults prints one Markdown table row per system.
 func printResults(w io.Writer, c compareOptions, rs []result) {
-	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s | query_range points/s |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M |\n",
-			r.system, r.series, r.rounds, c.protocol, 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
+		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M | %.2f M |\n",
+			r.system, r.series, r.rounds, c.kind(), 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
 			r.firstRound.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 			r.steadyRate, r.steadyP99.Round(time.Millisecond),
 			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
-			r.readSamples/1e6, r.streamRate/1e6)
+			r.readSamples/1e6, r.streamRate/1e6, r.queryRate/1e6)
 	}
 }

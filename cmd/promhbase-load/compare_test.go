@@ -11,18 +11,23 @@ import (
 
 // TestCompareSmoke runs the side-by-side harness small: the project's
 // Prometheus and a freshly built promhbase (embedded store), remote write
-// 1.0 and 2.0 with churn, each system fed the same requests. Every sample
-// must be acknowledged by both, both must read samples back with both
-// response types, and the plot must be drawn. (The harness itself is a
+// 1.0 and 2.0 with churn, and 2.0 native histograms, each system fed the
+// same requests. Every sample must be acknowledged by both, both must read
+// samples back with both response types and through the query API (one
+// point a round for each series of the metric read), and the plot must be
+// drawn. (The harness itself is a
 // benchmark, `make bench-e2e`; this keeps it working.)
 func TestCompareSmoke(t *testing.T) {
 	prom := testproc.PrometheusBinary(t, filepath.Join("..", "..", "scripts", "prometheus.sh"))
 	promhbase := testproc.BuildBinary(t, "../promhbase")
-	for _, proto := range []string{"v1", "v2"} {
-		t.Run(proto, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto string
+		histograms  bool
+	}{{"v1", "v1", false}, {"v2", "v2", false}, {"v2 histograms", "v2", true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			svg := filepath.Join(t.TempDir(), "plot.svg")
 			o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
-			c := compareOptions{prometheus: prom, promhbase: promhbase, protocol: proto, churn: 0.1, dir: t.TempDir(), svg: svg}
+			c := compareOptions{prometheus: prom, promhbase: promhbase, protocol: tc.proto, histograms: tc.histograms, churn: 0.1, dir: t.TempDir(), svg: svg}
 			rs, err := runCompare(o, c)
 			if err != nil {
 				t.Fatal(err)
@@ -36,9 +41,19 @@ func TestCompareSmoke(t *testing.T) {
 				}
 				// CPU seconds come in clock ticks (10 ms): a run this small
 				// may have used none.
-				if r.readSamples <= 0 || r.streamRate <= 0 || r.peakRSS <= 0 || r.cpu < 0 {
-					t.Errorf("%s: read %v / %v samples/s, peak RSS %d, CPU %v s: want positive reads and RSS", r.system, r.readSamples, r.streamRate, r.peakRSS, r.cpu)
+				if r.readSamples <= 0 || r.streamRate <= 0 || r.queryRate <= 0 || r.peakRSS <= 0 || r.cpu < 0 {
+					t.Errorf("%s: read %v / %v samples/s, query %v points/s, peak RSS %d, CPU %v s: want positive reads and RSS", r.system, r.readSamples, r.streamRate, r.queryRate, r.peakRSS, r.cpu)
 				}
+				// load_metric_0 is every 100th series; with churn the
+				// window slides by 60 a round, so each round writes 6 of
+				// them, and the answer holds one point a round for each.
+				if r.queryPoints < 6*3 {
+					t.Errorf("%s: query_range gave %d points, want at least %d", r.system, r.queryPoints, 6*3)
+				}
+			}
+			// Both answer the same query over the same samples.
+			if rs[0].queryPoints != rs[1].queryPoints {
+				t.Errorf("query_range points: %s %d, %s %d; want the same", rs[0].system, rs[0].queryPoints, rs[1].system, rs[1].queryPoints)
 			}
 			b, err := os.ReadFile(svg)
 			if err != nil {

@@ -23,6 +23,7 @@ func writeSVG(path, title string, rs []result) error {
 		{"p99 after the first round", "ms", func(r result) float64 { return float64(r.steadyP99.Microseconds()) / 1000 }},
 		{"peak RSS", "MB", func(r result) float64 { return float64(r.peakRSS) / 1e6 }},
 		{"remote read, streamed", "samples/s", func(r result) float64 { return r.streamRate }},
+		{"query_range", "points/s", func(r result) float64 { return r.queryRate }},
 	}
 	var counts []int
 	for _, r := range rs {
