@@ -34,8 +34,9 @@ type SchedulerOptions struct {
 	// that samples arriving late (Prometheus retrying, remote-write queues
 	// draining) land first. Default DefaultGrace.
 	Grace time.Duration
-	// MaxRowsPerHour bounds the rows remembered for one hour (about 40
-	// bytes each: a hash, whatever the key's length). Writes of rows beyond it are counted in
+	// MaxRowsPerHour bounds the rows remembered for one hour (11 to 21
+	// bytes each: a hash in a table at most three quarters full, whatever
+	// the key's length). Writes of rows beyond it are counted in
 	// promhbase_compaction_rows_untracked_total (once per request that
 	// writes such a row), logged once per hour, and the rows left for
 	// `promhbase compact`. Default DefaultMaxRowsPerHour.
@@ -92,7 +93,7 @@ type Scheduler struct {
 // compact` compacts.
 type hourRows struct {
 	hour    uint32
-	rows    map[uint64]struct{}
+	rows    rowSet // keyed hashes of the row keys
 	metrics map[string]struct{}
 	full    bool // the cap was hit (logged once)
 }
@@ -204,10 +205,10 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			s.last = hr
 		}
 		h := maphash.Bytes(s.seed, key)
-		if _, ok := hr.rows[h]; ok {
+		if hr.rows.has(h) {
 			continue
 		}
-		if len(hr.rows) >= s.opts.MaxRowsPerHour {
+		if hr.rows.len() >= s.opts.MaxRowsPerHour {
 			s.untrack++
 			if !hr.full {
 				hr.full = true
@@ -215,7 +216,7 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			}
 			continue
 		}
-		hr.rows[h] = struct{}{}
+		hr.rows.add(h)
 		if metric := key[s.off-s.c.opts.Layout.MetricWidth : s.off]; !hasKey(hr.metrics, metric) {
 			hr.metrics[string(metric)] = struct{}{}
 		}
@@ -247,7 +248,7 @@ func (s *Scheduler) hourLocked(hour uint32) *hourRows {
 	if int64(hour) > s.opts.Now().Unix()+mapping.MaxTimespan {
 		return nil
 	}
-	hr := &hourRows{hour: hour, rows: map[uint64]struct{}{}, metrics: map[string]struct{}{}}
+	hr := &hourRows{hour: hour, metrics: map[string]struct{}{}}
 	s.hours[hour] = hr
 	return hr
 }
@@ -281,7 +282,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 func (s *Scheduler) CompactDue(ctx context.Context) {
 	for _, hr := range s.takeDue() {
 		if ctx.Err() != nil {
-			s.opts.Logger.Info("compaction stopped; rows of an hour left uncompacted", "hour", hourTime(hr.hour), "rows", len(hr.rows))
+			s.opts.Logger.Info("compaction stopped; rows of an hour left uncompacted", "hour", hourTime(hr.hour), "rows", hr.rows.len())
 			continue
 		}
 		s.compactHour(ctx, hr)
@@ -299,7 +300,7 @@ func (s *Scheduler) takeDue() []*hourRows {
 		if int64(h) <= deadline {
 			due = append(due, hr)
 			delete(s.hours, h)
-			s.pending -= len(hr.rows)
+			s.pending -= hr.rows.len()
 			if s.last == hr {
 				s.last = nil
 			}
@@ -350,7 +351,7 @@ feed:
 		for _, r := range s.c.opts.Layout.MetricRanges([]byte(m), h, h) {
 			req := store.ScanRequest{Table: s.c.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: family}
 			err := s.c.scanRows(ctx, req, func(row store.Row) error {
-				if _, ok := hr.rows[maphash.Bytes(s.seed, row.Key)]; !ok {
+				if !hr.rows.has(maphash.Bytes(s.seed, row.Key)) {
 					return nil
 				}
 				select {
@@ -372,7 +373,7 @@ feed:
 	left := 0
 	if scanErr != nil {
 		// The rows the scans did not reach stay as written.
-		left = max(len(hr.rows)-fed, 0)
+		left = max(hr.rows.len()-fed, 0)
 		if ctx.Err() == nil {
 			s.m.errors.Inc()
 			if stats.FirstError == nil {
@@ -380,13 +381,13 @@ feed:
 			}
 		}
 	}
-	keys := hr.rows // for the log line's count
+
 	s.m.batches.Inc()
 	level := slog.LevelInfo
 	if stats.Errors > 0 || left > 0 {
 		level = slog.LevelWarn
 	}
-	attrs := []any{"hour", hourTime(hr.hour), "rows", len(keys), "compacted", stats.Compacted, "cells_deleted", stats.CellsDeleted,
+	attrs := []any{"hour", hourTime(hr.hour), "rows", hr.rows.len(), "compacted", stats.Compacted, "cells_deleted", stats.CellsDeleted,
 		"unchanged", stats.Unchanged, "skipped", stats.Skipped, "errors", stats.Errors, "duration", time.Since(start).Round(time.Millisecond)}
 	if left > 0 {
 		attrs = append(attrs, "left_uncompacted", left)

@@ -25,14 +25,18 @@ type byteArena struct {
 func (a *byteArena) add(v []byte) byteRef { return a.add2(v, nil) }
 
 // add2 copies v ‖ w into the arena; together at most maxArenaEntry bytes.
-func (a *byteArena) add2(v, w []byte) byteRef {
-	n := len(v) + len(w)
+func (a *byteArena) add2(v, w []byte) byteRef { return a.add3(v, w, nil) }
+
+// add3 copies v ‖ w ‖ x into the arena; together at most maxArenaEntry
+// bytes.
+func (a *byteArena) add3(v, w, x []byte) byteRef {
+	n := len(v) + len(w) + len(x)
 	if last := len(a.chunks) - 1; last < 0 || len(a.chunks[last])+n > arenaChunk || len(a.chunks[last]) == arenaChunk {
 		a.chunks = append(a.chunks, make([]byte, 0, arenaChunk))
 	}
 	c := len(a.chunks) - 1
 	off := len(a.chunks[c])
-	a.chunks[c] = append(append(a.chunks[c], v...), w...)
+	a.chunks[c] = append(append(append(a.chunks[c], v...), w...), x...)
 	return byteRef{ref: uint32(c<<arenaShift | off), n: uint32(n)}
 }
 

@@ -6,6 +6,37 @@ import (
 	"testing"
 )
 
+// TestSeriesCacheRecord: every field of a Series survives the arena
+// record, whatever the widths: hashes of all 64 bits, buckets up to
+// int32's, metric UIDs of 1 to 8 bytes, no tags or many.
+func TestSeriesCacheRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Series
+	}{
+		{"typical", Series{Metric: []byte{0, 0, 7}, Tags: []byte{0, 0, 1, 0, 0, 2}, Bucket: 19, Hash: 0x9E3779B97F4A7C15}},
+		{"no tags", Series{Metric: []byte{1, 2, 3}, Hash: ^uint64(0)}},
+		{"wide", Series{Metric: []byte{1, 2, 3, 4, 5, 6, 7, 8}, Tags: bytes.Repeat([]byte{0xFF}, 2000), Bucket: 1<<31 - 1, Hash: 1 << 63}},
+		{"one-byte metric", Series{Metric: []byte{9}, Tags: []byte{1, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newSeriesCache(10)
+			tc.s.mark = &indexMark{fresh: true}
+			c.put([]byte(tc.name), tc.s)
+			got, ok := c.get([]byte(tc.name))
+			if !ok {
+				t.Fatal("miss right after put")
+			}
+			if !bytes.Equal(got.Metric, tc.s.Metric) || !bytes.Equal(got.Tags, tc.s.Tags) || got.Bucket != tc.s.Bucket || got.Hash != tc.s.Hash || !got.Fresh() {
+				t.Errorf("got %+v, want %+v", got, tc.s)
+			}
+			if cap(got.Metric) != len(got.Metric) || cap(got.Tags) != len(got.Tags) {
+				t.Errorf("capacities %d, %d: appending to them would write into the arena", cap(got.Metric), cap(got.Tags))
+			}
+		})
+	}
+}
+
 // TestSeriesCacheGenerations: entries survive one generation swap and are
 // promoted on a hit, with their index mark; the byte budget bounds the
 // cache; an oversized series is not cached; Series handed out keep their

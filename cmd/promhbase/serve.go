@@ -146,7 +146,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
-	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (about 40 bytes each: a hash, not the key); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
+	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (11 to 21 bytes each: a hash, not the key); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
 	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
 	return cmd
 }
