@@ -89,7 +89,17 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
-		return embedded.Open(c.embeddedPath, embedded.Options{CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
+		st, err := embedded.Open(c.embeddedPath, embedded.Options{CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
+		if err != nil {
+			return nil, err
+		}
+		if reg != nil {
+			if err := reg.Register(st.Collector()); err != nil {
+				st.Close()
+				return nil, fmt.Errorf("register the embedded store's metrics: %w", err)
+			}
+		}
+		return st, nil
 	case "hbase":
 		return c.hbase.open(reg, logger)
 	}

@@ -75,6 +75,8 @@ type Store struct {
 	seed   maphash.Seed
 	locks  [rowLocks]sync.RWMutex
 	now    func() time.Time
+	// cacheBytes is the block cache's capacity.
+	cacheBytes int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -120,7 +122,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 	}
-	s := &Store{db: db, wo: pebble.Sync, seed: maphash.MakeSeed(), now: time.Now}
+	s := &Store{db: db, wo: pebble.Sync, seed: maphash.MakeSeed(), now: time.Now, cacheBytes: opts.CacheBytes}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
