@@ -51,6 +51,9 @@ func (s *rowSet) add(h uint64) bool {
 		s.zero = true
 		return added
 	}
+	if s.has(h) {
+		return false // no growth for a hash already in
+	}
 	if 4*(s.n+1) > 3*len(s.slots) {
 		s.grow()
 	}

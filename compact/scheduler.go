@@ -85,7 +85,7 @@ type Scheduler struct {
 }
 
 // hourRows are the rows remembered for one hour: not their keys but a
-// keyed 64-bit hash of each (about 11 bytes a row) and the metrics they
+// keyed 64-bit hash of each (11 to 21 bytes a row, see rowSet) and the metrics they
 // belong to. Once the hour is due, the rows of those metrics in the hour
 // are scanned and the ones whose hash was remembered compacted. Two rows
 // whose hashes agree (about 1 in 10^7 for a million rows an hour) leave

@@ -25,6 +25,22 @@ func TestSeenSet(t *testing.T) {
 			t.Fatalf("after adding b: has(a) %v, has(b) %v; want false, true", has(s, a), has(s, b))
 		}
 	})
+	t.Run("shared first hash across generations", func(t *testing.T) {
+		s := newSeenSet(4 * entryBytes) // two keys a generation
+		x, y, z := seenKey{9, 1}, seenKey{9, 2}, seenKey{9, 3}
+		s.addAll([]seenKey{x, {1, 1}})
+		s.addAll([]seenKey{{2, 2}}) // swap: x in the older generation
+		s.addAll([]seenKey{y})      // y in the newer
+		if !has(s, y) || has(s, z) {
+			t.Fatalf("has(y) %v, has(z) %v; want true, false", has(s, y), has(s, z))
+		}
+		if !has(s, x) { // found in the older generation, promoted over y
+			t.Fatal("x, in the older generation, not seen")
+		}
+		if has(s, z) {
+			t.Error("z seen after x's promotion")
+		}
+	})
 	t.Run("generations", func(t *testing.T) {
 		s := newSeenSet(4 * entryBytes) // two keys a generation
 		for i := uint64(1); i <= 2; i++ {

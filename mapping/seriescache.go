@@ -11,7 +11,7 @@ import (
 //
 // A key is 16 bytes however many labels the series has, instead of the
 // label bytes themselves (about 200 for a series of 10 labels), which
-// is what lets a million active series be cached in about 140 MB. The
+// is what lets a million active series be cached in about 136 MB. The
 // price is that two label sets whose keys agree in 128 bits of keyed hash
 // would share a row key: for a billion distinct series the chance is
 // about 1 in 10^21, and without the seeds, which never leave the process,
@@ -44,7 +44,7 @@ const seriesHeaderBytes = 16
 // seriesEntryBytes is what an entry is counted as besides its UIDs: the
 // map slot (16-byte key, 8-byte entry, control byte), doubled for the
 // load-factor slack, the record's header and the index mark.
-const seriesEntryBytes = 2*(16+8+1) + seriesHeaderBytes + 7
+const seriesEntryBytes = 2*(16+8+1) + seriesHeaderBytes + 8
 
 // Arena chunks: UIDs in chunks of arenaChunk bytes, a ref being chunk
 // number << arenaShift | offset; index marks in chunks of markChunk.

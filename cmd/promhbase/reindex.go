@@ -27,6 +27,10 @@ func registerReindex(app *kingpin.Application) *reindexCmd {
 	return c
 }
 
+// reindexCacheBytes is reindex's budget for remembering written index
+// keys: about 2 M keys.
+const reindexCacheBytes = 64 << 20
+
 func (c *reindexCmd) run(cfg *config) error {
 	from, to, err := parseRange(c.from, c.to)
 	if err != nil {
@@ -40,7 +44,10 @@ func (c *reindexCmd) run(cfg *config) error {
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout}, reg)
+	// Reindexed series carry no mark of the series cache, so every one asks
+	// the written-keys set; a batch job can afford more of it than serve's
+	// default.
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout, CacheBytes: reindexCacheBytes}, reg)
 	start := time.Now()
 	stats, err := index.Reindex(ctx, st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
 		time.UnixMilli(from), time.UnixMilli(to))

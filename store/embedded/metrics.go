@@ -18,12 +18,12 @@ func (s *Store) Collector() prometheus.Collector {
 		return prometheus.NewDesc("promhbase_embedded_"+name, help, nil, nil)
 	}
 	return &pebbleCollector{s: s, descs: [...]*prometheus.Desc{
-		d("block_cache_bytes", "Bytes held by the embedded store's block cache (Pebble)."),
+		d("block_cache_bytes", "Bytes of blocks held by the embedded store's block cache (Pebble); the memtables' reservations against its capacity are not included."),
 		d("block_cache_entries", "Blocks held by the embedded store's block cache."),
 		d("block_cache_max_bytes", "Capacity of the embedded store's block cache (--storage.embedded.cache-bytes)."),
 		d("block_cache_hits_total", "Block cache lookups that found their block."),
 		d("block_cache_misses_total", "Block cache lookups that read their block from disk."),
-		d("memtable_bytes", "Bytes allocated by the embedded store's memtables, those waiting to be flushed included."),
+		d("memtable_bytes", "Bytes allocated by the embedded store's memtables, those waiting to be flushed included (not the one kept for reuse); they count against the block cache's capacity."),
 		d("memtables", "Memtables of the embedded store, those waiting to be flushed included."),
 		d("l0_tables", "Tables in level 0 of the embedded store."),
 		d("compaction_debt_bytes", "Estimated bytes the embedded store's compactions have yet to rewrite."),
