@@ -101,7 +101,7 @@ bench-e2e:
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in ./adapter ./mapping; do \
+	@for pkg in ./adapter ./mapping ./store/embedded ./internal/xorchunk; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \

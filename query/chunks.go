@@ -8,11 +8,16 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/promhbase/promhbase/internal/xorchunk"
 )
 
 // MaxSamplesPerChunk is the number of float samples per XOR chunk, as in
 // Prometheus's TSDB.
 const MaxSamplesPerChunk = 120
+
+// xorChunkCap is the capacity an XOR chunk's buffer starts with.
+const xorChunkCap = 128
 
 // seriesOverhead is what a series costs besides its labels and chunk
 // bytes, charged to the budget: the series, its chunk list and the open
@@ -55,7 +60,11 @@ type ChunkSeries struct {
 // within a histogram chunk the chunk encoding decides counter resets, as
 // in Prometheus's TSDB.
 type chunkCutter struct {
-	chunks     []Chunk
+	chunks []Chunk
+	// xor builds the current chunk when it is an XOR chunk (xorOpen);
+	// cur and app, when it is a histogram chunk.
+	xor        xorchunk.Builder
+	xorOpen    bool
 	cur        chunkenc.Chunk
 	app        chunkenc.Appender
 	minT, maxT int64
@@ -71,11 +80,21 @@ func (c *chunkCutter) size() int64 {
 	if c.cur != nil {
 		s += int64(cap(c.cur.Bytes())) + chunkOverhead
 	}
+	if c.xorOpen {
+		s += int64(c.xor.Cap()) + chunkOverhead
+	}
 	return s
 }
 
 // finish closes the current chunk, if any.
 func (c *chunkCutter) finish() {
+	if c.xorOpen {
+		data := c.xor.Bytes()
+		c.chunks = append(c.chunks, Chunk{MinT: c.minT, MaxT: c.maxT, Enc: chunkenc.EncXOR, Data: data})
+		c.closed += int64(cap(data)) + chunkOverhead
+		c.xorOpen = false
+		c.xor.Reset(nil)
+	}
 	if c.cur == nil {
 		return
 	}
@@ -105,12 +124,13 @@ func (c *chunkCutter) appendFloat(t int64, v float64) error {
 	if !c.inOrder(t) {
 		return nil
 	}
-	if c.cur == nil || c.cur.Encoding() != chunkenc.EncXOR || c.cur.NumSamples() >= MaxSamplesPerChunk {
-		if err := c.start(chunkenc.NewXORChunk(), t); err != nil {
-			return err
-		}
+	if !c.xorOpen || c.xor.NumSamples() >= MaxSamplesPerChunk {
+		c.finish()
+		// The capacity Prometheus's XOR chunks start with.
+		c.xor.Reset(make([]byte, 0, xorChunkCap))
+		c.xorOpen, c.minT = true, t
 	}
-	c.app.Append(0, t, v)
+	c.xor.Append(t, v)
 	c.maxT, c.last = t, t
 	c.n++
 	return nil
