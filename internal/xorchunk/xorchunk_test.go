@@ -85,7 +85,9 @@ func TestSameBytes(t *testing.T) {
 		{"counter every 15 s", series(120, func(i int) int64 { return 1_700_000_000_000 + 15_000*int64(i) }, func(i int) float64 { return float64(i * 7) })},
 		{"gauge with jitter", series(120, func(i int) int64 { return 1_700_000_000_000 + 15_000*int64(i) + r.Int64N(50) }, func(i int) float64 { return r.Float64() * 100 })},
 		{"constant", series(50, func(i int) int64 { return int64(i) * 1000 }, func(int) float64 { return 42 })},
-		{"dod in every bucket", series(12, func(i int) int64 { return []int64{0, 1, 2, 8200, 16400, 90_000, 160_000, 800_000, 1_600_000, 1 << 40, 1<<40 + 1, 1<<41 + 7}[i] }, func(i int) float64 { return float64(i) })},
+		{"dod in every bucket", series(12, func(i int) int64 {
+			return []int64{0, 1, 2, 8200, 16400, 90_000, 160_000, 800_000, 1_600_000, 1 << 40, 1<<40 + 1, 1<<41 + 7}[i]
+		}, func(i int) float64 { return float64(i) })},
 		{"special values", series(8, func(i int) int64 { return int64(i) }, func(i int) float64 {
 			return []float64{math.NaN(), math.Float64frombits(0x7ff0000000000002), math.Inf(-1), 0, math.Copysign(0, -1), math.MaxFloat64, math.SmallestNonzeroFloat64, -1}[i]
 		})},
