@@ -88,6 +88,15 @@ func TestSameBytes(t *testing.T) {
 		{"dod in every bucket", series(12, func(i int) int64 {
 			return []int64{0, 1, 2, 8200, 16400, 90_000, 160_000, 800_000, 1_600_000, 1 << 40, 1<<40 + 1, 1<<41 + 7}[i]
 		}, func(i int) float64 { return float64(i) })},
+		{"dod at the bucket edges", func() []sample {
+			ss := []sample{{0, 1}, {10_000_000, 2}}
+			delta := int64(10_000_000)
+			for i, dod := range []int64{8192, -8191, -8192, 8193, 65536, -65535, -65536, 65537, 524288, -524287, -524288, 524289, 0, -1, 1} {
+				delta += dod
+				ss = append(ss, sample{ss[len(ss)-1].t + delta, float64(i)})
+			}
+			return ss
+		}()},
 		{"special values", series(8, func(i int) int64 { return int64(i) }, func(i int) float64 {
 			return []float64{math.NaN(), math.Float64frombits(0x7ff0000000000002), math.Inf(-1), 0, math.Copysign(0, -1), math.MaxFloat64, math.SmallestNonzeroFloat64, -1}[i]
 		})},
