@@ -926,15 +926,54 @@ type scanner struct {
 	key     []byte // current row key
 	next    []byte // row key of the iterator's position
 	nextN   int    // length of next's encoding in the iterator's key
-	arena   []byte
+	arena   []byte   // skipRow's seek key
+	cellMem rowArena // the current row's cells
 	latin1  []byte
 	raw     []byte // encoding of the current row in Pebble keys
-	spans   []span
 	scanned int
 }
 
-// span locates a cell's family, qualifier and value in the scanner's arena.
-type span struct{ f, q, v [2]int }
+// rowArena holds the cells of the row being read: chunks that do not move
+// while the row is assembled, so a cell's slices point into them at once.
+// Each row reuses the chunks from the first on (a Row is valid only until
+// the next Next).
+type rowArena struct {
+	chunks [][]byte
+	i      int
+}
+
+const rowArenaChunk = 32 << 10
+
+func (a *rowArena) reset() {
+	a.i = 0
+	if len(a.chunks) > 0 {
+		a.chunks[0] = a.chunks[0][:0]
+	}
+}
+
+// copy returns a copy of b in the arena, its capacity clipped.
+func (a *rowArena) copy(b []byte) []byte {
+	if len(a.chunks) == 0 {
+		a.chunks = append(a.chunks, make([]byte, 0, max(rowArenaChunk, len(b))))
+	}
+	c := a.chunks[a.i]
+	if len(c)+len(b) > cap(c) {
+		a.i++
+		switch {
+		case a.i == len(a.chunks):
+			a.chunks = append(a.chunks, make([]byte, 0, max(rowArenaChunk, len(b))))
+		case cap(a.chunks[a.i]) < len(b):
+			a.chunks[a.i] = make([]byte, 0, len(b))
+		default:
+			a.chunks[a.i] = a.chunks[a.i][:0]
+		}
+		c = a.chunks[a.i]
+	}
+	n := len(c)
+	c = append(c, b...)
+	a.chunks[a.i] = c
+	return c[n:len(c):len(c)]
+}
 
 func (sc *scanner) Row() store.Row { return sc.row }
 func (sc *scanner) Err() error     { return sc.err }
@@ -1016,9 +1055,8 @@ func (sc *scanner) skipRow() bool {
 // false (with no error) when the family filter left the row empty.
 func (sc *scanner) readRow() bool {
 	sc.key = append(sc.key[:0], sc.next...)
-	sc.arena = sc.arena[:0]
+	sc.cellMem.reset()
 	cells := sc.row.Cells[:0]
-	spans := sc.spans[:0]
 	// The row's encoding: the keys of its cells start with it, which
 	// spares decoding the row again for each cell.
 	sc.raw = sc.raw[:0]
@@ -1043,16 +1081,12 @@ func (sc *scanner) readRow() bool {
 			if err != nil {
 				return sc.fail(err)
 			}
-			var sp span
-			sp.f[0] = len(sc.arena)
-			sc.arena = append(sc.arena, c.Family...)
-			sp.f[1], sp.q[0] = len(sc.arena), len(sc.arena)
-			sc.arena = append(sc.arena, c.Qualifier...)
-			sp.q[1], sp.v[0] = len(sc.arena), len(sc.arena)
-			sc.arena = append(sc.arena, c.Value...)
-			sp.v[1] = len(sc.arena)
-			spans = append(spans, sp)
-			cells = append(cells, store.Cell{Timestamp: c.Timestamp})
+			fam := sc.family[:len(sc.family):len(sc.family)] // the filter's: the same bytes
+			if sc.family == nil {
+				fam = sc.cellMem.copy(c.Family)
+			}
+			cells = append(cells, store.Cell{Family: fam, Qualifier: sc.cellMem.copy(c.Qualifier),
+				Value: sc.cellMem.copy(c.Value), Timestamp: c.Timestamp})
 		}
 		sc.valid = sc.it.Next()
 	}
@@ -1061,14 +1095,9 @@ func (sc *scanner) readRow() bool {
 			return sc.fail(fmt.Errorf("scan: %w", err))
 		}
 	}
-	sc.spans = spans
 	if len(cells) == 0 {
+		sc.row.Cells = cells
 		return false
-	}
-	for i, sp := range spans {
-		cells[i].Family = sc.arena[sp.f[0]:sp.f[1]:sp.f[1]]
-		cells[i].Qualifier = sc.arena[sp.q[0]:sp.q[1]:sp.q[1]]
-		cells[i].Value = sc.arena[sp.v[0]:sp.v[1]:sp.v[1]]
 	}
 	sc.row = store.Row{Key: sc.key, Cells: cells}
 	return true
