@@ -923,9 +923,9 @@ type scanner struct {
 	err    error
 
 	row     store.Row
-	key     []byte // current row key
-	next    []byte // row key of the iterator's position
-	nextN   int    // length of next's encoding in the iterator's key
+	key     []byte   // current row key
+	next    []byte   // row key of the iterator's position
+	nextN   int      // length of next's encoding in the iterator's key
 	arena   []byte   // skipRow's seek key
 	cellMem rowArena // the current row's cells
 	latin1  []byte
