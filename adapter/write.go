@@ -159,7 +159,10 @@ type writeBatch struct {
 	missed []missedSeries
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []mapping.ResolveItem
-	sketch       *limits.Sketch // active series; nil without limits
+	// labelsOf decodes the labels of missed series (its label slice is
+	// reused; each series keeps a copy).
+	labelsOf wireSeries
+	sketch   *limits.Sketch // active series; nil without limits
 
 	samples, histograms int
 	hist                wireHistogram
@@ -187,6 +190,7 @@ func (b *writeBatch) reset() {
 	clear(b.reject)
 	clear(b.missed)
 	b.missed = b.missed[:0]
+	clear(b.labelsOf.labels) // no pointers into the last request's keys
 	b.samples, b.histograms = 0, 0
 	b.sketch = nil
 	b.exPuts = b.exPuts[:0]
@@ -428,7 +432,9 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 	}
 	// A copy: s.Key may live in a buffer reused by the next series.
 	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples) + len(s.Hists)}
-	lbls, err := (&wireSeries{Key: m.key, names: s.names}).Labels()
+	b.labelsOf.Key, b.labelsOf.names = m.key, s.names
+	lbls, err := b.labelsOf.Labels()
+	b.labelsOf.Key, b.labelsOf.names = nil, nil
 	if err != nil {
 		return err
 	}

@@ -249,13 +249,23 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 	}
 	created := w.opts.Now().Unix()
 	var puts []store.Put
+	// The rows' JSON in one buffer, sized after the first: the series of
+	// a request have TSUIDs of about the same length. A value keeps its
+	// bytes should the buffer grow (append copies, it does not move them).
+	var vals []byte
 	for i, tsuid := range todo {
 		if exists[i] {
 			continue
 		}
+		if vals == nil {
+			one := mapping.AppendTSMetaJSON(nil, tsuid, created)
+			vals = make([]byte, 0, (len(one)+16)*(len(todo)-i))
+		}
+		start := len(vals)
+		vals = mapping.AppendTSMetaJSON(vals, tsuid, created)
 		puts = append(puts, store.Put{Row: tsuid, Cells: []store.Cell{{
 			Family: []byte(mapping.TSMetaFamily), Qualifier: []byte(mapping.TSMetaQual),
-			Value: mapping.AppendTSMetaJSON(nil, tsuid, created),
+			Value: vals[start:len(vals):len(vals)],
 		}}})
 	}
 	if len(puts) > 0 {

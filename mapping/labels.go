@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -92,7 +93,13 @@ type Mapper struct {
 	layout Layout
 	series *seriesCache             // wire key -> series
 	labels *genCache[labels.Labels] // metric ‖ tags -> labels
+	// reqs recycles resolveItems' UID requests (*[]UIDRequest): a request
+	// of 2000 new series of ten labels asks for 38 000 names.
+	reqs sync.Pool
 }
+
+// maxPooledRequests bounds the UID request slices kept for reuse.
+const maxPooledRequests = 1 << 16
 
 // NewMapper returns a Mapper over uids. cacheSize bounds each direction.
 func NewMapper(uids *UIDs, layout Layout, cacheSize int) *Mapper {
@@ -302,7 +309,18 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	for i := range items {
 		n += 2*len(items[i].Labels) + 1
 	}
-	reqs := make([]UIDRequest, 0, n)
+	rp, _ := m.reqs.Get().(*[]UIDRequest)
+	if rp == nil {
+		rp = new([]UIDRequest)
+	}
+	reqs := slices.Grow((*rp)[:0], n)
+	defer func() {
+		clear(reqs) // no names or UIDs kept alive
+		if cap(reqs) <= maxPooledRequests {
+			*rp = reqs[:0]
+			m.reqs.Put(rp)
+		}
+	}()
 	first := make([]int, len(items)+1) // item i's requests: reqs[first[i]:first[i+1]]
 	for i := range items {
 		it := &items[i]
