@@ -291,7 +291,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	// done: the keys of this call already settled (written or to be), so
 	// that the labels the entries share cost one lookup in a small map,
 	// not one in the shared set each.
-	done := map[seenKey]struct{}{}
+	done := make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
 	seen := w.seen.reader()
 	var kbuf []byte
 	add := func(row, qual []byte) {

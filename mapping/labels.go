@@ -93,13 +93,20 @@ type Mapper struct {
 	layout Layout
 	series *seriesCache             // wire key -> series
 	labels *genCache[labels.Labels] // metric ‖ tags -> labels
-	// reqs recycles resolveItems' UID requests (*[]UIDRequest): a request
-	// of 2000 new series of ten labels asks for 38 000 names.
-	reqs sync.Pool
+	// freeReqs recycles resolveItems' UID requests: a request of 2000 new
+	// series of ten labels asks for 38 000 names (3 MB). A free list, not
+	// a sync.Pool, which every garbage collection empties, and a first
+	// contact collects often.
+	freeMu   sync.Mutex
+	freeReqs [][]UIDRequest
 }
 
-// maxPooledRequests bounds the UID request slices kept for reuse.
-const maxPooledRequests = 1 << 16
+// maxFreeRequests bounds the UID request slices kept for reuse: their
+// number and each one's capacity.
+const (
+	maxFreeRequestSlices = 8
+	maxFreeRequests      = 1 << 16
+)
 
 // NewMapper returns a Mapper over uids. cacheSize bounds each direction.
 func NewMapper(uids *UIDs, layout Layout, cacheSize int) *Mapper {
@@ -309,17 +316,20 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	for i := range items {
 		n += 2*len(items[i].Labels) + 1
 	}
-	rp, _ := m.reqs.Get().(*[]UIDRequest)
-	if rp == nil {
-		rp = new([]UIDRequest)
+	var reqs []UIDRequest
+	m.freeMu.Lock()
+	if k := len(m.freeReqs); k > 0 {
+		reqs, m.freeReqs = m.freeReqs[k-1], m.freeReqs[:k-1]
 	}
-	reqs := slices.Grow((*rp)[:0], n)
+	m.freeMu.Unlock()
+	reqs = slices.Grow(reqs[:0], n)
 	defer func() {
 		clear(reqs) // no names or UIDs kept alive
-		if cap(reqs) <= maxPooledRequests {
-			*rp = reqs[:0]
-			m.reqs.Put(rp)
+		m.freeMu.Lock()
+		if cap(reqs) <= maxFreeRequests && len(m.freeReqs) < maxFreeRequestSlices {
+			m.freeReqs = append(m.freeReqs, reqs[:0])
 		}
+		m.freeMu.Unlock()
 	}()
 	first := make([]int, len(items)+1) // item i's requests: reqs[first[i]:first[i+1]]
 	for i := range items {

@@ -60,7 +60,7 @@ type uidWork struct {
 // process is resolving are waited for.
 func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	var work []uidWork
-	pending := map[inflightKey]int{}
+	var pending map[inflightKey]int
 	owners := make([]int, 0, len(reqs)) // per request: index into work, or -1 - index into waits
 	var waits []*inflightCall
 	var hits, misses [numKinds]int
@@ -87,7 +87,8 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 				continue
 			}
 			r.UID, r.Created, r.Err = nil, false, nil
-			if uid, ok, old := c.getLocked(c.key(r.Name)); ok {
+			key := c.key(r.Name)
+			if uid, ok, old := c.getLocked(key); ok {
 				r.UID, cached[i] = uid, true
 				if old {
 					promote = append(promote, i)
@@ -105,6 +106,23 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		for _, i := range promote {
 			c.put(c.key(reqs[i].Name), reqs[i].UID)
 		}
+	}
+	// Sized for the names missed (at most): a first contact with new
+	// series misses one or more names a series. The names this call
+	// resolves share one done channel, closed once all are settled.
+	nmiss := 0
+	for _, c := range cached {
+		if !c {
+			nmiss++
+		}
+	}
+	var calls []inflightCall
+	var done chan struct{}
+	if nmiss > 0 {
+		work = make([]uidWork, 0, nmiss)
+		pending = make(map[inflightKey]int, nmiss)
+		calls = make([]inflightCall, 0, nmiss)
+		done = make(chan struct{})
 	}
 	for i := range reqs {
 		r := &reqs[i]
@@ -131,7 +149,8 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			waits = append(waits, c)
 			continue
 		}
-		c := &inflightCall{done: make(chan struct{})}
+		calls = append(calls, inflightCall{done: done})
+		c := &calls[len(calls)-1] // calls never grows past nmiss: no move
 		u.inflight[key] = c
 		u.mu.Unlock()
 		stored, _ := storedName(key.name)
@@ -150,11 +169,13 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 				u.remember(w.kind, w.name, w.uid)
 			}
 			w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
-			u.mu.Lock()
-			delete(u.inflight, inflightKey{w.kind, w.name})
-			u.mu.Unlock()
-			close(w.call.done)
 		}
+		u.mu.Lock()
+		for i := range work {
+			delete(u.inflight, inflightKey{work[i].kind, work[i].name})
+		}
+		u.mu.Unlock()
+		close(done)
 	}
 	for i, o := range owners {
 		r := &reqs[i]
