@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -152,7 +153,7 @@ type writeBatch struct {
 	puts   []store.Put
 	starts []int // index in cells of each put's first cell
 	cells  []store.Cell
-	arena  arena
+	arena  arena.Arena
 	rej    *rejectError
 	reject map[string]int
 	cache  mapping.SeriesCacheReader
@@ -185,7 +186,7 @@ func (b *writeBatch) reset() {
 	b.puts = b.puts[:0]
 	b.starts = b.starts[:0]
 	b.cells = b.cells[:0]
-	b.arena.reset()
+	b.arena.Reset()
 	b.rej = nil
 	clear(b.reject)
 	clear(b.missed)
@@ -505,7 +506,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 					b.index = append(b.index, index.Entry{Series: series, Day: uint32(day)})
 				}
 			}
-			key := b.arena.alloc(keyLen)
+			key := b.arena.Alloc(keyLen)
 			key = w.mapper.AppendRowKey(key, series, uint32(base))
 			b.starts = append(b.starts, len(b.cells))
 			b.puts = append(b.puts, store.Put{Row: key})
@@ -523,7 +524,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 			continue
 		}
 		base := row(smp.T)
-		buf := b.arena.alloc(12)
+		buf := b.arena.Alloc(12)
 		buf, flags := mapping.AppendValue(buf[:4], smp.V)
 		mapping.AppendMsQualifier(buf[:0], uint32(smp.T-base*1000), flags)
 		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: buf[:4:4], Value: buf[4:len(buf):len(buf)]})
@@ -555,7 +556,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 		} else {
 			b.scratch = mapping.AppendHistogramValue(b.scratch[:0], &h.H, nil)
 		}
-		buf := b.arena.alloc(5 + len(b.scratch))
+		buf := b.arena.Alloc(5 + len(b.scratch))
 		buf = mapping.AppendHistogramQualifier(buf, uint32(h.T-base*1000))
 		buf = append(buf, b.scratch...)
 		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: buf[:5:5], Value: buf[5:len(buf):len(buf)]})
@@ -588,7 +589,7 @@ func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Serie
 		sec := e.T / 1000
 		base := sec - sec%3600
 		off := uint32(e.T - base*1000)
-		key := b.arena.alloc(keyLen + 2)
+		key := b.arena.Alloc(keyLen + 2)
 		key = w.mapper.AppendRowKey(key, series, uint32(base))
 		slot := mapping.ExemplarSlot(off, w.exSlots)
 		free := false
@@ -606,7 +607,7 @@ func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Serie
 			continue // every slot of the hour taken by this request
 		}
 		b.scratch = mapping.AppendExemplarValue(b.scratch[:0], off, e.V, s.ExemplarLabels(e))
-		val := append(b.arena.alloc(len(b.scratch)), b.scratch...)
+		val := append(b.arena.Alloc(len(b.scratch)), b.scratch...)
 		b.exPuts = append(b.exPuts, store.Put{Row: key})
 		b.exCells = append(b.exCells, store.Cell{Family: []byte(mapping.ExemplarFamily), Qualifier: key[len(key) : len(key)+2 : len(key)+2], Value: val})
 	}
@@ -688,40 +689,4 @@ func formatSeries(s *wireSeries) string {
 		return fmt.Sprintf("series with undecodable labels (%v)", err)
 	}
 	return mapping.FormatLabels(lbls)
-}
-
-// arena hands out byte slices from large chunks that are never reallocated,
-// so slices stay valid until reset. Chunks are kept for reuse.
-type arena struct {
-	chunks [][]byte
-	cur    int
-}
-
-const arenaChunk = 256 << 10
-
-// alloc returns an empty slice with capacity >= n.
-func (a *arena) alloc(n int) []byte {
-	for a.cur < len(a.chunks) {
-		c := a.chunks[a.cur]
-		if cap(c)-len(c) >= n {
-			start := len(c)
-			a.chunks[a.cur] = c[:start+n]
-			return c[start : start : start+n]
-		}
-		a.cur++
-	}
-	size := arenaChunk
-	if n > size {
-		size = n
-	}
-	c := make([]byte, n, size)
-	a.chunks = append(a.chunks, c)
-	return c[0:0:n]
-}
-
-func (a *arena) reset() {
-	for i := range a.chunks {
-		a.chunks[i] = a.chunks[i][:0]
-	}
-	a.cur = 0
 }

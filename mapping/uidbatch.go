@@ -87,8 +87,7 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 				continue
 			}
 			r.UID, r.Created, r.Err = nil, false, nil
-			key := c.key(r.Name)
-			if uid, ok, old := c.getLocked(key); ok {
+			if uid, ok, old := c.getLocked(c.key(r.Name)); ok {
 				r.UID, cached[i] = uid, true
 				if old {
 					promote = append(promote, i)

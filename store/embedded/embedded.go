@@ -44,6 +44,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 
+	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -881,7 +882,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if err := s.checkTable(req.Table); err != nil {
 		return &scanner{err: err}
 	}
-	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1}
+	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}}
 	if req.RowRegex != "" {
 		re, err := regexp.Compile(req.RowRegex)
 		if err != nil {
@@ -923,57 +924,21 @@ type scanner struct {
 	err    error
 
 	row     store.Row
-	key     []byte   // current row key
-	next    []byte   // row key of the iterator's position
-	nextN   int      // length of next's encoding in the iterator's key
-	arena   []byte   // skipRow's seek key
-	cellMem rowArena // the current row's cells
+	key     []byte      // current row key
+	next    []byte      // row key of the iterator's position
+	nextN   int         // length of next's encoding in the iterator's key
+	seekKey []byte      // skipRow's seek key
+	cellMem arena.Arena // the current row's cells
 	latin1  []byte
 	raw     []byte // encoding of the current row in Pebble keys
 	scanned int
 }
 
-// rowArena holds the cells of the row being read: chunks that do not move
-// while the row is assembled, so a cell's slices point into them at once.
-// Each row reuses the chunks from the first on (a Row is valid only until
-// the next Next).
-type rowArena struct {
-	chunks [][]byte
-	i      int
-}
-
+// rowArenaChunk is the chunk size of a scanner's row arena: the cells of
+// the row being read are copied into it, so that their slices point at
+// bytes that do not move while the row is assembled; each row reuses the
+// chunks (a Row is valid only until the next Next).
 const rowArenaChunk = 32 << 10
-
-func (a *rowArena) reset() {
-	a.i = 0
-	if len(a.chunks) > 0 {
-		a.chunks[0] = a.chunks[0][:0]
-	}
-}
-
-// copy returns a copy of b in the arena, its capacity clipped.
-func (a *rowArena) copy(b []byte) []byte {
-	if len(a.chunks) == 0 {
-		a.chunks = append(a.chunks, make([]byte, 0, max(rowArenaChunk, len(b))))
-	}
-	c := a.chunks[a.i]
-	if len(c)+len(b) > cap(c) {
-		a.i++
-		switch {
-		case a.i == len(a.chunks):
-			a.chunks = append(a.chunks, make([]byte, 0, max(rowArenaChunk, len(b))))
-		case cap(a.chunks[a.i]) < len(b):
-			a.chunks[a.i] = make([]byte, 0, len(b))
-		default:
-			a.chunks[a.i] = a.chunks[a.i][:0]
-		}
-		c = a.chunks[a.i]
-	}
-	n := len(c)
-	c = append(c, b...)
-	a.chunks[a.i] = c
-	return c[n:len(c):len(c)]
-}
 
 func (sc *scanner) Row() store.Row { return sc.row }
 func (sc *scanner) Err() error     { return sc.err }
@@ -1036,11 +1001,11 @@ func (sc *scanner) Next() bool {
 // skipRow moves the iterator past the current row.
 func (sc *scanner) skipRow() bool {
 	// The first key past the row: table prefix ‖ row prefix, incremented
-	// as store.PrefixEnd does, built in the arena (no allocation).
-	k := append(sc.arena[:0], sc.it.Key()[:sc.tlen]...)
+	// as store.PrefixEnd does, built in seekKey (no allocation).
+	k := append(sc.seekKey[:0], sc.it.Key()[:sc.tlen]...)
 	k = appendRowPrefix(k, "", sc.next)
 	k = append(k[:sc.tlen], k[sc.tlen+1:]...) // appendRowPrefix's leading byte is not part of the key
-	sc.arena = k
+	sc.seekKey = k
 	for i := len(k) - 1; i >= 0; i-- {
 		if k[i] != 0xFF {
 			k[i]++
@@ -1055,7 +1020,7 @@ func (sc *scanner) skipRow() bool {
 // false (with no error) when the family filter left the row empty.
 func (sc *scanner) readRow() bool {
 	sc.key = append(sc.key[:0], sc.next...)
-	sc.cellMem.reset()
+	sc.cellMem.Reset()
 	cells := sc.row.Cells[:0]
 	// The row's encoding: the keys of its cells start with it, which
 	// spares decoding the row again for each cell.
@@ -1083,10 +1048,10 @@ func (sc *scanner) readRow() bool {
 			}
 			fam := sc.family[:len(sc.family):len(sc.family)] // the filter's: the same bytes
 			if sc.family == nil {
-				fam = sc.cellMem.copy(c.Family)
+				fam = sc.cellMem.Copy(c.Family)
 			}
-			cells = append(cells, store.Cell{Family: fam, Qualifier: sc.cellMem.copy(c.Qualifier),
-				Value: sc.cellMem.copy(c.Value), Timestamp: c.Timestamp})
+			cells = append(cells, store.Cell{Family: fam, Qualifier: sc.cellMem.Copy(c.Qualifier),
+				Value: sc.cellMem.Copy(c.Value), Timestamp: c.Timestamp})
 		}
 		sc.valid = sc.it.Next()
 	}
