@@ -264,7 +264,7 @@ func runDirect(o options) error {
 	case "hbase":
 		st, err = hbase.New(hbase.Config{ZKQuorum: o.quorum}, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	default:
-		st, err = embedded.Open(o.path, embedded.Options{})
+		st, err = embedded.Open(o.path, embedded.Options{BufferTables: []string{o.dataTable}})
 	}
 	if err != nil {
 		return err

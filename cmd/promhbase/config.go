@@ -32,6 +32,7 @@ type config struct {
 	uidCacheSize          int
 	cacheBytes            int
 	embeddedCacheBytes    int64
+	embeddedBufferBytes   int64
 	logLevel              string
 	logFormat             string
 	hbase                 hbaseFlags
@@ -43,6 +44,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 		Default("embedded").EnumVar(&c.backend, "embedded", "hbase")
 	app.Flag("storage.embedded.path", "Directory of the embedded store.").Default("./data").StringVar(&c.embeddedPath)
 	app.Flag("storage.embedded.cache-bytes", "Block cache of the embedded store (Pebble's): index, filter and data blocks kept in memory.").Default(fmt.Sprint(embedded.DefaultCacheBytes)).Int64Var(&c.embeddedCacheBytes)
+	app.Flag("storage.embedded.buffer-bytes", "Row buffer of the embedded store: the data table's recent cells are kept in memory, a row at a time, with their own write-ahead log, and written into Pebble sorted when the buffer holds this many bytes.").Default(fmt.Sprint(embedded.DefaultRowBufferBytes)).Int64Var(&c.embeddedBufferBytes)
 	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default("tsdb").StringVar(&c.dataTable)
 	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default("tsdb-uid").StringVar(&c.uidTable)
 	app.Flag("hbase.table.exemplar", "Exemplar table (promhbase's own; OpenTSDB never reads it). Rows have the data table's keys; created by create-tables.").Default("tsdb-exemplar").StringVar(&c.exemplarTable)
@@ -89,7 +91,10 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
-		st, err := embedded.Open(c.embeddedPath, embedded.Options{CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}})
+		st, err := embedded.Open(c.embeddedPath, embedded.Options{
+			CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable},
+			BufferTables: []string{c.dataTable}, BufferBytes: c.embeddedBufferBytes,
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func New(t testing.TB) (store.Store, Tables) {
 	switch Name() {
 	case "embedded":
 		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}})
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, BufferTables: []string{tb.Data}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -59,6 +60,14 @@ type Options struct {
 	Tables []string
 	// CacheBytes is Pebble's block cache; 0 means DefaultCacheBytes.
 	CacheBytes int64
+	// BufferTables lists the tables whose puts go to the row buffer (see
+	// rowBuffer) instead of Pebble's memtable: tables written a cell at a
+	// time in rows that take many cells, as the data table is.
+	BufferTables []string
+	// BufferBytes is the row buffer's size at which it is flushed into
+	// Pebble; 0 means DefaultRowBufferBytes. Writers wait when it holds
+	// twice this while a flush runs.
+	BufferBytes int64
 }
 
 // DefaultCacheBytes is the default block cache: enough to keep the index
@@ -78,6 +87,11 @@ type Store struct {
 	now    func() time.Time
 	// cacheBytes is the block cache's capacity.
 	cacheBytes int64
+	// rb holds the recent cells of Options.BufferTables; nil when none.
+	rb *rowBuffer
+	// committed counts batches committed to Pebble, synced the count the
+	// last sync of Pebble's WAL covered: a sync with nothing new skips it.
+	committed, synced atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -133,13 +147,38 @@ func Open(dir string, opts Options) (*Store, error) {
 			s.tables[t] = true
 		}
 	}
+	if len(opts.BufferTables) > 0 {
+		for _, t := range opts.BufferTables {
+			if err := s.checkTable(t); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("buffered table: %w", err)
+			}
+		}
+		budget := opts.BufferBytes
+		if budget <= 0 {
+			budget = DefaultRowBufferBytes
+		}
+		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, budget, opts.NoSync); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
+		}
+	}
 	return s, nil
 }
+
+// buffered reports whether table's puts go to the row buffer.
+func (s *Store) buffered(table string) bool { return s.rb != nil && s.rb.buffered(table) }
 
 // Close closes the database.
 func (s *Store) Close() error {
 	if err := s.sync(); err != nil {
 		return fmt.Errorf("close embedded store: %w", err)
+	}
+	if s.rb != nil {
+		if err := s.rb.close(); err != nil {
+			s.db.Close()
+			return fmt.Errorf("close embedded store: %w", err)
+		}
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close embedded store: %w", err)
@@ -359,6 +398,9 @@ func hasVersion(cells []store.Cell) bool {
 // apply commits the puts to the memtable and the WAL without fsync. The
 // caller holds the stripes of their rows.
 func (s *Store) apply(table string, puts []store.Put) error {
+	if s.buffered(table) {
+		return s.bufApply(table, puts)
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	var kbuf, vbuf []byte
@@ -369,30 +411,112 @@ func (s *Store) apply(table string, puts []store.Put) error {
 			return err
 		}
 	}
-	if err := commit(b); err != nil {
+	if err := s.commit(b); err != nil {
 		return fmt.Errorf("put %d rows into %s: %w", len(puts), table, err)
 	}
 	return nil
 }
 
-// commit applies b without waiting for the fsync: see sync.
-func commit(b *pebble.Batch) error {
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("commit: %w: %w", store.ErrUnavailable, err)
+// bufApply adds puts to the row buffer. The caller holds the stripes of
+// their rows (exclusively for those with explicit timestamps). Cells
+// written without a timestamp take the batch's time; a cell with an
+// explicit one older than the stored version is left out, as in addPut.
+func (s *Store) bufApply(table string, puts []store.Put) error {
+	var now uint64
+	out := puts
+	copied := false
+	for i, p := range puts {
+		if len(p.Row) == 0 {
+			return fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
+		}
+		var keep []store.Cell
+		changed := false
+		for j, c := range p.Cells {
+			if len(c.Family) == 0 || len(c.Family) > 255 || bytes.IndexByte(c.Family, 0) >= 0 {
+				return fmt.Errorf("row %x: family %q: %w", p.Row, c.Family, store.ErrInvalid)
+			}
+			if len(c.Qualifier) > 0xFFFF {
+				return fmt.Errorf("row %x: qualifier of %d bytes: %w", p.Row, len(c.Qualifier), store.ErrInvalid)
+			}
+			drop := false
+			if c.Timestamp == 0 {
+				if now == 0 {
+					now = uint64(s.now().UnixMilli())
+				}
+				c.Timestamp = now
+			} else {
+				ts, found, err := s.version(table, p.Row, c.Family, c.Qualifier)
+				if err != nil {
+					return fmt.Errorf("put row %x: %w", p.Row, err)
+				}
+				drop = found && ts > c.Timestamp
+			}
+			if !changed && (drop || c.Timestamp != p.Cells[j].Timestamp) {
+				changed = true
+				keep = append(keep, p.Cells[:j]...)
+			}
+			if changed && !drop {
+				keep = append(keep, c)
+			}
+		}
+		if changed {
+			if !copied {
+				out = slices.Clone(puts)
+				copied = true
+			}
+			out[i].Cells = keep
+		}
+	}
+	if _, err := s.rb.put(table, out); err != nil {
+		return fmt.Errorf("put %d rows into %s: %w", len(puts), table, err)
 	}
 	return nil
 }
 
-// sync makes every batch committed so far durable, when the store syncs:
-// the WAL is one sequence, so its fsync covers all earlier batches.
+// version returns the version of a cell of a buffered table: the row
+// buffer's, else Pebble's.
+func (s *Store) version(table string, row, family, qualifier []byte) (uint64, bool, error) {
+	if c, ok := s.rb.lookup(table, row, family, qualifier); ok {
+		return c.ts, !c.dead, nil
+	}
+	return storedVersion(s.db, appendCellKey(nil, table, row, family, qualifier))
+}
+
+// commit applies b without waiting for the fsync: see sync.
+func (s *Store) commit(b *pebble.Batch) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("commit: %w: %w", store.ErrUnavailable, err)
+	}
+	s.committed.Add(1)
+	return nil
+}
+
+// sync makes every write so far durable, when the store syncs: Pebble's
+// WAL is one sequence, so its fsync covers all earlier batches (skipped
+// when none was committed since the last), and the row buffer's log's
+// covers everything appended to it.
 func (s *Store) sync() error {
 	if !s.wo.Sync {
+		return nil
+	}
+	if s.rb != nil {
+		if err := s.rb.wal.waitDurable(s.rb.wal.position()); err != nil {
+			return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
+		}
+	}
+	target := s.committed.Load()
+	if s.synced.Load() >= target {
 		return nil
 	}
 	if err := s.db.LogData(nil, s.wo); err != nil {
 		return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
 	}
-	return nil
+	for {
+		cur := s.synced.Load()
+		if cur >= target || s.synced.CompareAndSwap(cur, target) {
+			return nil
+		}
+	}
 }
 
 // Get returns the row's cells, restricted to family when not empty.
@@ -404,7 +528,7 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 	if family != "" {
 		prefix = append(append(prefix, family...), 0)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: store.PrefixEnd(prefix)})
+	it, err := s.newIter(ctx, table, prefix, store.PrefixEnd(prefix))
 	if err != nil {
 		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
 	}
@@ -434,6 +558,35 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
 	}
 	return r, nil
+}
+
+// newIter returns an iterator over the Pebble keys of table in [lower,
+// upper), merged with the row buffer's when the table is buffered.
+func (s *Store) newIter(ctx context.Context, table string, lower, upper []byte) (kvIter, error) {
+	var layers []*memRows
+	var it *pebble.Iterator
+	var err error
+	if s.buffered(table) {
+		// The layers and the Pebble iterator are taken together: a flush
+		// that ends in between would leave its cells in neither.
+		s.rb.mu.Lock()
+		layers = s.rb.layersLocked(table)
+		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		s.rb.mu.Unlock()
+	} else {
+		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if layers == nil {
+		return it, nil
+	}
+	mem := make([]*memIter, len(layers))
+	for i, m := range layers {
+		mem[i] = newMemIter(m, lower, upper)
+	}
+	return newMergedIter(it, mem), nil
 }
 
 func decodeCell(family, qualifier, v []byte) (store.Cell, error) {
@@ -510,6 +663,14 @@ func (s *Store) GetCell(ctx context.Context, table string, row []byte, family, q
 }
 
 func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]byte, bool, error) {
+	if s.buffered(table) {
+		if c, ok := s.rb.lookup(table, row, []byte(family), []byte(qualifier)); ok {
+			if c.dead {
+				return nil, false, nil
+			}
+			return c.value, true, nil
+		}
+	}
 	k := appendCellKey(nil, table, row, []byte(family), []byte(qualifier))
 	v, closer, err := s.db.Get(k)
 	if err == pebble.ErrNotFound {
@@ -553,6 +714,7 @@ func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, famil
 		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
 	}
 	defer it.Close()
+	buffered := s.buffered(table)
 	for n, i := range order {
 		if n%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
@@ -560,6 +722,14 @@ func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, famil
 			}
 		}
 		values[i], found[i] = nil, false
+		if buffered {
+			if c, ok := s.rb.lookup(table, rows[i], []byte(family), []byte(qualifier)); ok {
+				if !c.dead {
+					values[i], found[i] = c.value, true
+				}
+				continue
+			}
+		}
 		if !it.SeekPrefixGE(keys[i]) || !bytes.Equal(it.Key(), keys[i]) {
 			continue
 		}
@@ -690,6 +860,9 @@ func (s *Store) casRound(table string, ops []store.CondPut, written []bool) erro
 	}
 	set.lock(&s.locks)
 	defer set.unlock(&s.locks)
+	if s.buffered(table) {
+		return s.casRoundBuffered(table, ops, written)
+	}
 	// The checks after a put must see it. Cells with explicit versions
 	// need an indexed batch (the version comparison reads through it);
 	// otherwise the round remembers what it wrote, as a point read of the
@@ -734,8 +907,29 @@ func (s *Store) casRound(table string, ops []store.CondPut, written []bool) erro
 		}
 		written[i] = true
 	}
-	if err := commit(b); err != nil {
+	if err := s.commit(b); err != nil {
 		return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
+	}
+	return nil
+}
+
+// casRoundBuffered is casRound on a buffered table: each put goes to the
+// row buffer before the next check, which reads through it. The caller
+// holds the rows' stripes.
+func (s *Store) casRoundBuffered(table string, ops []store.CondPut, written []bool) error {
+	for i := range ops {
+		op := &ops[i]
+		v, found, err := s.getCell(table, op.Put.Row, op.Family, op.Qualifier)
+		if err != nil {
+			return fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", op.Family, op.Qualifier, op.Put.Row, table, err)
+		}
+		if len(op.Expected) == 0 && found || len(op.Expected) > 0 && (!found || !bytes.Equal(v, op.Expected)) {
+			continue
+		}
+		if err := s.bufApply(table, []store.Put{op.Put}); err != nil {
+			return err
+		}
+		written[i] = true
 	}
 	return nil
 }
@@ -777,6 +971,12 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 }
 
 func (s *Store) delete(table string, row []byte, columns []store.Column) error {
+	if s.buffered(table) {
+		// No flush may run while a delete reaches into the row buffer:
+		// see rowBuffer.
+		s.rb.flushMu.Lock()
+		defer s.rb.flushMu.Unlock()
+	}
 	defer s.lockRow(row).Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -791,6 +991,7 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
 	}
 	var k []byte
+	var killed []killColumn // the columns deleted, for the row buffer
 	for _, c := range columns {
 		if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
 			return fmt.Errorf("delete in row %x of %s: family %q: %w", row, table, c.Family, store.ErrInvalid)
@@ -798,7 +999,11 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		k = appendCellKey(k[:0], table, row, c.Family, c.Qualifier)
 		if c.Timestamp != 0 {
 			ts, found := versions[string(k)]
-			if versions == nil {
+			if versions == nil && s.buffered(table) {
+				if ts, found, err = s.version(table, row, c.Family, c.Qualifier); err != nil {
+					return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
+				}
+			} else if versions == nil {
 				if ts, found, err = storedVersion(s.db, k); err != nil {
 					return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 				}
@@ -810,12 +1015,18 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		if err := b.Delete(k, nil); err != nil {
 			return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 		}
+		killed = append(killed, killColumn{family: c.Family, qualifier: c.Qualifier})
 	}
 	if b.Empty() {
 		return nil
 	}
-	if err := commit(b); err != nil {
+	if err := s.commit(b); err != nil {
 		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+	}
+	if s.buffered(table) && (len(columns) == 0 || len(killed) > 0) {
+		// After Pebble's tombstones, so that a reader never sees an older
+		// version come back between the two. No columns: the whole row.
+		s.rb.kill(table, row, killed)
 	}
 	return nil
 }
@@ -834,7 +1045,7 @@ func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (m
 		return nil, nil
 	}
 	prefix := appendRowPrefix(nil, table, row)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: store.PrefixEnd(prefix)})
+	it, err := s.newIter(context.Background(), table, prefix, store.PrefixEnd(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("read cell versions: %w", err)
 	}
@@ -861,6 +1072,11 @@ func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (m
 // Pebble compacts in the background on its own; this is for tools and
 // measurements that want the settled size at once.
 func (s *Store) CompactAll(ctx context.Context) error {
+	if s.rb != nil {
+		if err := s.rb.flush(); err != nil {
+			return fmt.Errorf("flush row buffer: %w", err)
+		}
+	}
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("flush embedded store: %w", err)
 	}
@@ -904,7 +1120,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		sc.done = true
 		return sc
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.newIter(ctx, req.Table, lower, upper)
 	if err != nil {
 		return &scanner{err: fmt.Errorf("scan %s: %w", req.Table, err)}
 	}
@@ -915,7 +1131,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 
 type scanner struct {
 	ctx    context.Context
-	it     *pebble.Iterator
+	it     kvIter
 	re     *regexp.Regexp
 	family []byte
 	tlen   int

@@ -20,6 +20,30 @@ func TestContract(t *testing.T) {
 	}, storetest.Options{})
 }
 
+// TestContractBuffered runs the contract on a table in the row buffer:
+// with a budget no test reaches (cells stay in memory, merged with
+// Pebble's on reads) and with one of a few bytes (a flush after every
+// put: cells in Pebble, put there by ingestion, while deletes and reads
+// run against flushes).
+func TestContractBuffered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int64
+	}{{"in memory", 1 << 30}, {"flushing", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) (store.Store, string) {
+				t.Helper()
+				s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"contract"}, BufferTables: []string{"contract"}, BufferBytes: tc.budget})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s, "contract"
+			}, storetest.Options{})
+		})
+	}
+}
+
 // TestCheckAndPutBatchSeesEarlierOps checks the embedded batch's promise
 // beyond the contract: a check sees the puts of the ops before it.
 func TestCheckAndPutBatchSeesEarlierOps(t *testing.T) {

@@ -1,0 +1,450 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// rowBuffer keeps the recent cells of the buffered tables (the data table,
+// one cell per sample) in memory, a memRows per table, in front of Pebble,
+// and its own write-ahead log (rowWAL) for durability. When it holds
+// budget bytes it is swapped for an empty one and written, sorted, into
+// one sstable that is ingested into Pebble (into L0, with a sequence
+// number above every write before it), after which its log segments are
+// removed. Reads merge the active buffer, the one being flushed and
+// Pebble, newest first.
+//
+// Invariants that keep the merge exact:
+//   - Every put into a buffered table goes to the buffer, so the buffer
+//     is newer than anything Pebble holds for the same cell.
+//   - A delete in a buffered table waits for any flush (flushMu), writes
+//     Pebble tombstones, then marks the buffer's records dead and logs
+//     that; there is no buffer in flight while it does, so a dead record
+//     never needs to hide an older one elsewhere, and a flush writes only
+//     live cells.
+type rowBuffer struct {
+	dir    string
+	db     *pebble.DB
+	wopts  sstable.WriterOptions
+	budget int64
+	seed   maphash.Seed
+	tables map[string]bool
+
+	mu       sync.Mutex
+	cond     *sync.Cond // flush finished
+	active   map[string]*memRows
+	flushing map[string]*memRows
+	flushSeg uint64 // last log segment covered by flushing
+	wal      *rowWAL
+	flushErr error
+	closed   bool
+
+	flushMu sync.Mutex
+	kick    chan struct{}
+	stopped chan struct{}
+
+	flushes     atomic.Int64
+	flushErrors atomic.Int64
+}
+
+// rowBufferDir is the buffer's directory inside the store's.
+const rowBufferDir = "rowbuf"
+
+// DefaultRowBufferBytes is the default row buffer: see Options.
+const DefaultRowBufferBytes = 64 << 20
+
+func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []string, budget int64, noSync bool) (*rowBuffer, error) {
+	dir = filepath.Join(dir, rowBufferDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create row buffer directory: %w", err)
+	}
+	rb := &rowBuffer{
+		dir: dir, db: db, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
+		seed: maphash.MakeSeed(), tables: map[string]bool{},
+		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+	}
+	rb.cond = sync.NewCond(&rb.mu)
+	for _, t := range tables {
+		rb.tables[t] = true
+	}
+	rb.active = rb.fresh()
+	segs, err := walSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i, seg := range segs {
+		torn, err := readSegment(filepath.Join(dir, segName(seg)), rb.replay)
+		if err != nil {
+			return nil, err
+		}
+		if torn && i != len(segs)-1 {
+			return nil, fmt.Errorf("row buffer log segment %s is corrupt and not the last", segName(seg))
+		}
+	}
+	next := uint64(1)
+	if len(segs) > 0 {
+		next = segs[len(segs)-1] + 1
+	}
+	rb.wal, err = openWAL(dir, next, noSync)
+	if err != nil {
+		return nil, err
+	}
+	// What the log held goes to Pebble now, and its segments away.
+	if len(segs) > 0 {
+		if err := rb.ingest(rb.active); err != nil {
+			rb.wal.close()
+			return nil, err
+		}
+		rb.active = rb.fresh()
+		if err := rb.wal.removeThrough(segs[len(segs)-1]); err != nil {
+			rb.wal.close()
+			return nil, err
+		}
+	}
+	go rb.flusher()
+	return rb, nil
+}
+
+func (rb *rowBuffer) fresh() map[string]*memRows {
+	m := make(map[string]*memRows, len(rb.tables))
+	for t := range rb.tables {
+		m[t] = newMemRows(t, rb.seed)
+	}
+	return m
+}
+
+// replay applies one logged payload to the active buffer.
+func (rb *rowBuffer) replay(payload []byte) error {
+	r := walReader{b: payload}
+	if len(payload) == 0 {
+		return errors.New("empty row buffer log record")
+	}
+	op := payload[0]
+	r.b = r.b[1:]
+	table := string(r.bytes())
+	m := rb.active[table]
+	if r.err == nil && m == nil {
+		return fmt.Errorf("row buffer log names table %q, which is not buffered", table)
+	}
+	switch op {
+	case walOpPut:
+		for range r.count() {
+			row := r.bytes()
+			if r.err != nil {
+				break
+			}
+			i := m.rowFor(row)
+			for range r.count() {
+				fam, qual, ts, val := r.bytes(), r.bytes(), r.u64(), r.bytes()
+				if r.err != nil {
+					break
+				}
+				m.addCell(i, fam, qual, val, ts)
+			}
+		}
+	case walOpDelete:
+		row := r.bytes()
+		var cols []killColumn
+		for range r.count() {
+			cols = append(cols, killColumn{family: r.bytes(), qualifier: r.bytes(), bound: r.u64()})
+		}
+		if r.err == nil {
+			m.kill(row, cols)
+		}
+	default:
+		return fmt.Errorf("row buffer log record of unknown kind %d", op)
+	}
+	return r.err
+}
+
+func (rb *rowBuffer) buffered(table string) bool { return rb.tables[table] }
+
+// put adds the cells of puts (their timestamps resolved: none is 0) to the
+// active buffer and its log, and returns the log position that makes them
+// durable. It waits while the buffer is twice its budget and a flush is
+// under way, and fails when flushes fail and the buffer is full.
+func (rb *rowBuffer) put(table string, puts []store.Put) (uint64, error) {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	for {
+		if rb.closed {
+			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
+		}
+		if rb.size() < 2*rb.budget {
+			break
+		}
+		if rb.flushErr != nil {
+			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, rb.flushErr)
+		}
+		rb.signal()
+		rb.cond.Wait()
+	}
+	m := rb.active[table]
+	start := rb.wal.begin()
+	w := rb.wal.pending
+	w = append(w, walOpPut)
+	w = appendBytes(w, []byte(table))
+	w = binary.AppendUvarint(w, uint64(len(puts)))
+	m.mu.Lock()
+	for _, p := range puts {
+		w = appendBytes(w, p.Row)
+		w = binary.AppendUvarint(w, uint64(len(p.Cells)))
+		i := m.rowFor(p.Row)
+		for _, c := range p.Cells {
+			w = appendBytes(w, c.Family)
+			w = appendBytes(w, c.Qualifier)
+			w = binary.LittleEndian.AppendUint64(w, c.Timestamp)
+			w = appendBytes(w, c.Value)
+			m.addCell(i, c.Family, c.Qualifier, c.Value, c.Timestamp)
+		}
+	}
+	m.mu.Unlock()
+	rb.wal.pending = w
+	pos := rb.wal.end(start)
+	if rb.size() >= rb.budget {
+		rb.signal()
+	}
+	return pos, nil
+}
+
+// size returns the bytes of the active buffer. The caller holds mu.
+func (rb *rowBuffer) size() int64 {
+	var n int64
+	for _, m := range rb.active {
+		m.mu.RLock()
+		n += m.bytes
+		m.mu.RUnlock()
+	}
+	return n
+}
+
+func (rb *rowBuffer) signal() {
+	select {
+	case rb.kick <- struct{}{}:
+	default:
+	}
+}
+
+// kill applies a delete's columns to the active buffer and logs it. The
+// caller holds flushMu and the row's lock.
+func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	m := rb.active[table]
+	start := rb.wal.begin()
+	w := rb.wal.pending
+	w = append(w, walOpDelete)
+	w = appendBytes(w, []byte(table))
+	w = appendBytes(w, row)
+	w = binary.AppendUvarint(w, uint64(len(cols)))
+	for _, c := range cols {
+		w = appendBytes(w, c.family)
+		w = appendBytes(w, c.qualifier)
+		w = binary.LittleEndian.AppendUint64(w, c.bound)
+	}
+	rb.wal.pending = w
+	m.mu.Lock()
+	m.kill(row, cols)
+	m.mu.Unlock()
+	return rb.wal.end(start)
+}
+
+// layers returns the buffers a read of table consults, newest first.
+func (rb *rowBuffer) layers(table string) []*memRows {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.layersLocked(table)
+}
+
+func (rb *rowBuffer) layersLocked(table string) []*memRows {
+	ls := []*memRows{rb.active[table]}
+	if rb.flushing != nil {
+		ls = append(ls, rb.flushing[table])
+	}
+	return ls
+}
+
+// lookup returns the newest record of a cell in the buffers: found false
+// when neither holds one (Pebble decides), dead when it was deleted.
+func (rb *rowBuffer) lookup(table string, row, family, qualifier []byte) (memCell, bool) {
+	for _, m := range rb.layers(table) {
+		if c, ok := m.lookup(row, family, qualifier); ok {
+			return c, true
+		}
+	}
+	return memCell{}, false
+}
+
+func (rb *rowBuffer) flusher() {
+	defer close(rb.stopped)
+	for range rb.kick {
+		rb.mu.Lock()
+		closed := rb.closed
+		rb.mu.Unlock()
+		if closed {
+			return
+		}
+		rb.flushMu.Lock()
+		if err := rb.flushLocked(); err != nil {
+			rb.flushErrors.Add(1)
+		}
+		rb.flushMu.Unlock()
+	}
+}
+
+// flush writes the active buffer into Pebble now.
+func (rb *rowBuffer) flush() error {
+	rb.flushMu.Lock()
+	defer rb.flushMu.Unlock()
+	return rb.flushLocked()
+}
+
+// flushLocked swaps the active buffer out and ingests it; a buffer whose
+// ingest failed before is retried first. The caller holds flushMu.
+func (rb *rowBuffer) flushLocked() error {
+	rb.mu.Lock()
+	if rb.flushing == nil {
+		empty := true
+		for _, m := range rb.active {
+			m.mu.RLock()
+			if len(m.rows) > 0 {
+				empty = false
+			}
+			m.mu.RUnlock()
+		}
+		if empty {
+			rb.mu.Unlock()
+			return nil
+		}
+		seg, err := rb.wal.rotate()
+		if err != nil {
+			rb.flushErr = err
+			rb.cond.Broadcast()
+			rb.mu.Unlock()
+			return err
+		}
+		rb.flushing, rb.flushSeg = rb.active, seg
+		rb.active = rb.fresh()
+	}
+	flushing, seg := rb.flushing, rb.flushSeg
+	rb.mu.Unlock()
+
+	err := rb.ingest(flushing)
+	if err == nil {
+		err = rb.wal.removeThrough(seg)
+	}
+	rb.mu.Lock()
+	if err == nil {
+		rb.flushing = nil
+		rb.flushes.Add(1)
+	}
+	rb.flushErr = err
+	rb.cond.Broadcast()
+	rb.mu.Unlock()
+	return err
+}
+
+// ingest writes the live cells of bufs into one sstable, in key order, and
+// ingests it into Pebble. The caller holds flushMu (nothing changes bufs).
+func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
+	path := filepath.Join(rb.dir, "ingest.sst")
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create row buffer sstable: %w", err)
+	}
+	defer os.Remove(path)
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), rb.wopts)
+	n := 0
+	var key, val []byte
+	var cells []memCell
+	for _, table := range sortedTables(bufs) {
+		m := bufs[table]
+		order, rows, chunks := m.sortedRows()
+		m.mu.RLock()
+		for _, i := range order {
+			row := rowKey(chunks, rows, i)
+			cells = m.rowCells(cells[:0], int(i))
+			for _, c := range cells {
+				key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
+				val = binary.BigEndian.AppendUint64(val[:0], c.ts)
+				val = append(val, c.value...)
+				if err = w.Set(key, val); err != nil {
+					break
+				}
+				n++
+			}
+			if err != nil {
+				break
+			}
+		}
+		m.mu.RUnlock()
+		if err != nil {
+			break
+		}
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write row buffer sstable: %w: %w", store.ErrUnavailable, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := rb.db.Ingest(context.Background(), []string{path}); err != nil {
+		return fmt.Errorf("ingest row buffer: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// close flushes the buffer into Pebble and stops the flusher.
+func (rb *rowBuffer) close() error {
+	err := rb.flush()
+	rb.mu.Lock()
+	rb.closed = true
+	rb.cond.Broadcast()
+	rb.mu.Unlock()
+	close(rb.kick)
+	<-rb.stopped
+	if cerr := rb.wal.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// stats are the buffer's figures for metrics.
+type rowBufferStats struct {
+	bytes, rows, cells int64
+	flushes, errors    int64
+}
+
+func (rb *rowBuffer) stats() rowBufferStats {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	var s rowBufferStats
+	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+		for _, m := range bufs {
+			m.mu.RLock()
+			s.bytes += m.bytes
+			s.rows += int64(len(m.rows))
+			s.cells += int64(m.cells)
+			m.mu.RUnlock()
+		}
+	}
+	s.flushes, s.errors = rb.flushes.Load(), rb.flushErrors.Load()
+	return s
+}
