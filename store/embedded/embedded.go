@@ -129,7 +129,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	// 4 flushes into it at once rather than 2 halves that rewrite.
 	// Both together: 20 k series × 400 rounds 537 k -> 735 k samples/s,
 	// CPU per sample -26 %.
+	//
+	// With the data table in the row buffer the memtables hold only what
+	// new series write (UIDs, TSMeta, index cells): 32 MiB then, which at
+	// 1 M series (3 rounds) kept the peak RSS at 564 MB against 618 MB
+	// with 64 MiB, at the same speed.
 	po.MemTableSize = 64 << 20
+	if len(opts.BufferTables) > 0 {
+		po.MemTableSize = 32 << 20
+	}
 	po.MemTableStopWritesThreshold = 4
 	po.L0CompactionThreshold = 4
 	po.EnsureDefaults()

@@ -28,6 +28,11 @@ import (
 type memRows struct {
 	table string
 	seed  maphash.Seed
+	// reserve, when set, takes bytes from the block cache's capacity for
+	// as long as the buffer lives, as Pebble does for its memtables, so
+	// that the buffer and the cache share one budget.
+	reserve  func(n int) func()
+	releases []func()
 
 	mu     sync.RWMutex
 	chunks [][]byte
@@ -52,11 +57,32 @@ const (
 	memChunk     = 1 << 20
 	cellHeader   = 8 + 8 + 1 + 2 + 4 + 1
 	cellDeadByte = 23
-	rowOverhead  = 32 + 8 // memRow and its slot (at half load)
+	rowSize      = 32 // a memRow
 )
 
-func newMemRows(table string, seed maphash.Seed) *memRows {
-	return &memRows{table: table, seed: seed, slots: make([]uint32, 1024)}
+func newMemRows(table string, seed maphash.Seed, reserve func(int) func()) *memRows {
+	m := &memRows{table: table, seed: seed, reserve: reserve, slots: make([]uint32, 1024)}
+	m.account(4 * len(m.slots))
+	return m
+}
+
+// account counts n more bytes of the buffer. The caller holds mu
+// exclusively (or owns m alone).
+func (m *memRows) account(n int) {
+	m.bytes += int64(n)
+	if m.reserve != nil {
+		m.releases = append(m.releases, m.reserve(n))
+	}
+}
+
+// release returns the buffer's reservations; it is not used afterwards.
+func (m *memRows) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.releases {
+		r()
+	}
+	m.releases = nil
 }
 
 // alloc returns n bytes of chunk memory and their ref. The caller holds mu
@@ -71,7 +97,7 @@ func (m *memRows) alloc(n int) (uint64, []byte) {
 	}
 	c := make([]byte, max(memChunk, n))
 	m.chunks = append(m.chunks, c)
-	m.bytes += int64(len(c))
+	m.account(len(c))
 	m.used = n
 	return uint64(len(m.chunks)-1) << 32, c[:n:n]
 }
@@ -114,8 +140,11 @@ func (m *memRows) rowFor(row []byte) int {
 	}
 	ref, b := m.alloc(len(row))
 	copy(b, row)
+	if len(m.rows) == cap(m.rows) {
+		m.rows = slices.Grow(m.rows, max(1024, len(m.rows)))
+		m.account(rowSize * (cap(m.rows) - len(m.rows)))
+	}
 	m.rows = append(m.rows, memRow{hash: h, key: ref, klen: uint32(len(row))})
-	m.bytes += rowOverhead
 	mask := uint64(len(m.slots) - 1)
 	i := h & mask
 	for m.slots[i] != 0 {
@@ -127,7 +156,7 @@ func (m *memRows) rowFor(row []byte) int {
 
 func (m *memRows) grow() {
 	slots := make([]uint32, 2*len(m.slots))
-	m.bytes += 4 * int64(len(slots)-len(m.slots))
+	m.account(4 * (len(slots) - len(m.slots)))
 	mask := uint64(len(slots) - 1)
 	for n := range m.rows {
 		i := m.rows[n].hash & mask

@@ -13,6 +13,8 @@ import (
 //	promhbase_embedded_l0_tables                               tables in level 0
 //	promhbase_embedded_compaction_debt_bytes                   bytes compactions still have to rewrite
 //	promhbase_embedded_wal_bytes                               live write-ahead log
+//	promhbase_embedded_row_buffer_{bytes,rows,cells}           row buffer, the one being flushed included
+//	promhbase_embedded_row_buffer_flushes_total, _flush_errors_total
 func (s *Store) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("promhbase_embedded_"+name, help, nil, nil)
@@ -28,12 +30,17 @@ func (s *Store) Collector() prometheus.Collector {
 		d("l0_tables", "Tables in level 0 of the embedded store."),
 		d("compaction_debt_bytes", "Estimated bytes the embedded store's compactions have yet to rewrite."),
 		d("wal_bytes", "Bytes of the embedded store's live write-ahead log."),
+		d("row_buffer_bytes", "Bytes held by the embedded store's row buffer (the data table's recent cells), the one being flushed included; they count against the block cache's capacity."),
+		d("row_buffer_rows", "Rows in the embedded store's row buffer, the one being flushed included."),
+		d("row_buffer_cells", "Cells in the embedded store's row buffer, the one being flushed included."),
+		d("row_buffer_flushes_total", "Flushes of the row buffer into the embedded store's tables."),
+		d("row_buffer_flush_errors_total", "Flushes of the row buffer that failed (retried; writers wait once the buffer holds twice its budget)."),
 	}}
 }
 
 type pebbleCollector struct {
 	s     *Store
-	descs [10]*prometheus.Desc
+	descs [15]*prometheus.Desc
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -44,6 +51,10 @@ func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.s.db.Metrics()
+	var rb rowBufferStats
+	if c.s.rb != nil {
+		rb = c.s.rb.stats()
+	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	for i, v := range [...]struct {
 		t prometheus.ValueType
@@ -59,6 +70,11 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 		{g, float64(m.Levels[0].TablesCount)},
 		{g, float64(m.Compact.EstimatedDebt)},
 		{g, float64(m.WAL.Size)},
+		{g, float64(rb.bytes)},
+		{g, float64(rb.rows)},
+		{g, float64(rb.cells)},
+		{k, float64(rb.flushes)},
+		{k, float64(rb.errors)},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], v.t, v.v)
 	}

@@ -13,7 +13,7 @@ import (
 // TestCollector: the store's metrics register, show the configured block
 // cache capacity, and follow what was written and read.
 func TestCollector(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true, CacheBytes: 8 << 20})
+	s, err := Open(t.TempDir(), Options{NoSync: true, CacheBytes: 8 << 20, BufferTables: []string{"b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,15 +28,24 @@ func TestCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	bput := func(n int) {
+		for i := range n {
+			if err := s.Put(ctx, "b", []store.Put{{Row: []byte{byte(i)}, Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte{1}}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bput(10)
 	// Flushed to a table, then read back through the block cache.
 	if err := s.CompactAll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	bput(5)
 	if _, err := s.Get(ctx, "t", []byte{7}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 10 {
-		t.Fatalf("%d series gathered, %v; want 10", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
+		t.Fatalf("%d series gathered, %v; want 15", n, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -47,6 +56,11 @@ func TestCollector(t *testing.T) {
 		{"promhbase_embedded_memtable_bytes", func(v float64) bool { return v > 0 }},
 		{"promhbase_embedded_memtables", func(v float64) bool { return v >= 1 }},
 		{"promhbase_embedded_wal_bytes", func(v float64) bool { return v >= 0 }},
+		{"promhbase_embedded_row_buffer_bytes", func(v float64) bool { return v >= 1<<20 }},
+		{"promhbase_embedded_row_buffer_rows", func(v float64) bool { return v == 5 }},
+		{"promhbase_embedded_row_buffer_cells", func(v float64) bool { return v == 5 }},
+		{"promhbase_embedded_row_buffer_flushes_total", func(v float64) bool { return v == 1 }},
+		{"promhbase_embedded_row_buffer_flush_errors_total", func(v float64) bool { return v == 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mfs, err := reg.Gather()

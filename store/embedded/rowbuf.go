@@ -43,6 +43,7 @@ type rowBuffer struct {
 	budget int64
 	seed   maphash.Seed
 	tables map[string]bool
+	cache  *pebble.Cache // the block cache the buffers reserve from; nil for none
 
 	mu       sync.Mutex
 	cond     *sync.Cond // flush finished
@@ -64,8 +65,14 @@ type rowBuffer struct {
 // rowBufferDir is the buffer's directory inside the store's.
 const rowBufferDir = "rowbuf"
 
-// DefaultRowBufferBytes is the default row buffer: see Options.
-const DefaultRowBufferBytes = 64 << 20
+// DefaultRowBufferBytes is the default row buffer: see Options. Larger
+// flushes less often, and each flush is merged into the current hour of
+// every series in the base level: 20 k series × 400 rounds of 2.0 wrote
+// 0.85 M samples/s with 16 MiB, 0.95–1.05 M with 32 MiB, 1.27–1.46 M with
+// 64 MiB. But at 1 M series every flush holds every row (the row's key
+// and bookkeeping, about 110 bytes, besides its cells), and the peak RSS
+// went from 564 MB with 32 MiB to 646 MB with 64 MiB.
+const DefaultRowBufferBytes = 32 << 20
 
 func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []string, budget int64, noSync bool) (*rowBuffer, error) {
 	dir = filepath.Join(dir, rowBufferDir)
@@ -78,6 +85,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 	rb.cond = sync.NewCond(&rb.mu)
+	rb.cache = po.Cache // referenced below once the buffer is open
 	for _, t := range tables {
 		rb.tables[t] = true
 	}
@@ -109,11 +117,17 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 			rb.wal.close()
 			return nil, err
 		}
+		for _, m := range rb.active {
+			m.release()
+		}
 		rb.active = rb.fresh()
 		if err := rb.wal.removeThrough(segs[len(segs)-1]); err != nil {
 			rb.wal.close()
 			return nil, err
 		}
+	}
+	if rb.cache != nil {
+		rb.cache.Ref()
 	}
 	go rb.flusher()
 	return rb, nil
@@ -121,8 +135,12 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 
 func (rb *rowBuffer) fresh() map[string]*memRows {
 	m := make(map[string]*memRows, len(rb.tables))
+	var reserve func(int) func()
+	if rb.cache != nil {
+		reserve = rb.cache.Reserve
+	}
 	for t := range rb.tables {
-		m[t] = newMemRows(t, rb.seed)
+		m[t] = newMemRows(t, rb.seed, reserve)
 	}
 	return m
 }
@@ -184,7 +202,10 @@ func (rb *rowBuffer) put(table string, puts []store.Put) (uint64, error) {
 		if rb.closed {
 			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
 		}
-		if rb.size() < 2*rb.budget {
+		// Writers wait for a flush under way when the buffer has grown to
+		// twice its budget meanwhile; with none under way they go on
+		// and leave the flusher to swap the buffer out.
+		if rb.flushing == nil && rb.flushErr == nil || rb.size() < 2*rb.budget {
 			break
 		}
 		if rb.flushErr != nil {
@@ -349,6 +370,9 @@ func (rb *rowBuffer) flushLocked() error {
 	}
 	rb.mu.Lock()
 	if err == nil {
+		for _, m := range rb.flushing {
+			m.release()
+		}
 		rb.flushing = nil
 		rb.flushes.Add(1)
 	}
@@ -423,7 +447,23 @@ func (rb *rowBuffer) close() error {
 	if cerr := rb.wal.close(); err == nil {
 		err = cerr
 	}
+	rb.releaseAll()
 	return err
+}
+
+// releaseAll returns every reservation and the cache reference.
+func (rb *rowBuffer) releaseAll() {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+		for _, m := range bufs {
+			m.release()
+		}
+	}
+	if rb.cache != nil {
+		rb.cache.Unref()
+		rb.cache = nil
+	}
 }
 
 // stats are the buffer's figures for metrics.
