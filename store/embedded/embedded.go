@@ -35,6 +35,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"regexp"
 	"slices"
@@ -440,11 +441,11 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 		var keep []store.Cell
 		changed := false
 		for j, c := range p.Cells {
-			if len(c.Family) == 0 || len(c.Family) > 255 || bytes.IndexByte(c.Family, 0) >= 0 {
-				return fmt.Errorf("row %x: family %q: %w", p.Row, c.Family, store.ErrInvalid)
+			if err := checkColumn(c.Family, c.Qualifier); err != nil {
+				return fmt.Errorf("row %x: %w", p.Row, err)
 			}
-			if len(c.Qualifier) > 0xFFFF {
-				return fmt.Errorf("row %x: qualifier of %d bytes: %w", p.Row, len(c.Qualifier), store.ErrInvalid)
+			if len(c.Value) > math.MaxUint32 {
+				return fmt.Errorf("row %x: value of %d bytes: %w", p.Row, len(c.Value), store.ErrInvalid)
 			}
 			drop := false
 			if c.Timestamp == 0 {
@@ -1128,9 +1129,23 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		sc.done = true
 		return sc
 	}
-	it, err := s.newIter(ctx, req.Table, lower, upper)
+	var layers []*memRows
+	var it *pebble.Iterator
+	var err error
+	if s.buffered(req.Table) {
+		// The layers and the Pebble iterator are taken together: see newIter.
+		s.rb.mu.Lock()
+		layers = s.rb.layersLocked(req.Table)
+		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		s.rb.mu.Unlock()
+	} else {
+		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	}
 	if err != nil {
 		return &scanner{err: fmt.Errorf("scan %s: %w", req.Table, err)}
+	}
+	for _, m := range layers {
+		sc.mem = append(sc.mem, newMemRowIter(m, req.Start, req.Stop))
 	}
 	sc.it = it
 	sc.valid = it.First()
@@ -1156,6 +1171,14 @@ type scanner struct {
 	latin1  []byte
 	raw     []byte // encoding of the current row in Pebble keys
 	scanned int
+
+	// mem are the row buffer's layers, newest first, merged a row at a
+	// time with Pebble's rows (decoded is set while next holds the row of
+	// the Pebble iterator's position).
+	mem      []*memRowIter
+	decoded  bool
+	memCells []memCell
+	overlay  []store.Cell
 }
 
 // rowArenaChunk is the chunk size of a scanner's row arena: the cells of
@@ -1185,40 +1208,66 @@ func (sc *scanner) fail(err error) bool {
 	return false
 }
 
-// Next assembles the next row from consecutive cell keys.
+// Next assembles the next row: from consecutive cell keys of Pebble's,
+// and from the row buffer's layers, whose cells of the same row replace
+// Pebble's column by column.
 func (sc *scanner) Next() bool {
 	if sc.done || sc.err != nil {
 		return false
 	}
 	for {
-		if !sc.valid {
-			if err := sc.it.Error(); err != nil {
-				return sc.fail(fmt.Errorf("scan: %w", err))
-			}
-			sc.Close()
-			return false
-		}
 		sc.scanned++
 		if sc.scanned%1024 == 0 {
 			if err := sc.ctx.Err(); err != nil {
 				return sc.fail(fmt.Errorf("scan: %w", err))
 			}
 		}
-		row, n, err := splitRow(sc.it.Key()[sc.tlen:], sc.next)
-		if err != nil {
-			return sc.fail(err)
+		if sc.valid && !sc.decoded {
+			row, n, err := splitRow(sc.it.Key()[sc.tlen:], sc.next)
+			if err != nil {
+				return sc.fail(err)
+			}
+			sc.next, sc.nextN, sc.decoded = row, n, true
 		}
-		sc.next, sc.nextN = row, n
+		if !sc.valid {
+			if err := sc.it.Error(); err != nil {
+				return sc.fail(fmt.Errorf("scan: %w", err))
+			}
+		}
+		// The smallest row of the sources.
+		row, have := sc.next, sc.valid
+		for _, mi := range sc.mem {
+			if k, ok := mi.row(); ok && (!have || bytes.Compare(k, row) < 0) {
+				row, have = k, true
+			}
+		}
+		if !have {
+			sc.Close()
+			return false
+		}
+		inPebble := sc.valid && bytes.Equal(sc.next, row)
 		if sc.re != nil {
 			sc.latin1 = latin1(sc.latin1[:0], row) // kept: no allocation per row
+			if !sc.re.Match(sc.latin1) {
+				sc.skip(row, inPebble)
+				continue
+			}
 		}
-		if sc.re != nil && !sc.re.Match(sc.latin1) {
-			sc.valid = sc.skipRow()
-			continue
-		}
-		if ok := sc.readRow(); ok || sc.err != nil {
+		if ok := sc.readRow(row, inPebble); ok || sc.err != nil {
 			return ok
 		}
+	}
+}
+
+// skip moves every source past row.
+func (sc *scanner) skip(row []byte, inPebble bool) {
+	for _, mi := range sc.mem {
+		if k, ok := mi.row(); ok && bytes.Equal(k, row) {
+			mi.pos++
+		}
+	}
+	if inPebble {
+		sc.valid, sc.decoded = sc.skipRow(), false
 	}
 }
 
@@ -1239,19 +1288,102 @@ func (sc *scanner) skipRow() bool {
 	return false
 }
 
-// readRow collects the cells of the row at sc.next (whose encoding is the
-// first sc.nextN bytes of the iterator's key past the table). It reports
-// false (with no error) when the family filter left the row empty.
-func (sc *scanner) readRow() bool {
-	sc.key = append(sc.key[:0], sc.next...)
+// readRow collects the cells of row from Pebble (when inPebble: the row at
+// sc.next, whose encoding is the first sc.nextN bytes of the iterator's
+// key past the table) and from the row buffer's layers, and moves every
+// source past it. It reports false (with no error) when the family filter
+// or deletes left the row empty.
+func (sc *scanner) readRow(row []byte, inPebble bool) bool {
+	sc.key = append(sc.key[:0], row...)
 	sc.cellMem.Reset()
 	cells := sc.row.Cells[:0]
+	if inPebble {
+		var ok bool
+		if cells, ok = sc.readPebbleRow(cells); !ok {
+			return false
+		}
+		sc.decoded = false
+	}
+	// Oldest layer first, each newer one replacing its columns.
+	for l := len(sc.mem) - 1; l >= 0; l-- {
+		mi := sc.mem[l]
+		k, ok := mi.row()
+		if !ok || !bytes.Equal(k, sc.key) {
+			continue
+		}
+		mi.m.mu.RLock()
+		sc.memCells = mi.m.rowCells(sc.memCells[:0], int(mi.order[mi.pos]))
+		mi.m.mu.RUnlock()
+		mi.pos++
+		if sc.family != nil {
+			kept := sc.memCells[:0]
+			for _, c := range sc.memCells {
+				if bytes.Equal(c.family, sc.family) {
+					kept = append(kept, c)
+				}
+			}
+			sc.memCells = kept
+		}
+		cells = sc.overlayCells(cells, sc.memCells)
+	}
+	sc.row.Cells = cells
+	if len(cells) == 0 {
+		return false
+	}
+	sc.row = store.Row{Key: sc.key, Cells: cells}
+	return true
+}
+
+// overlayCells merges the newer cells (sorted by column, pointing into the
+// buffer's memory, which never changes once written) into cells, each
+// replacing the cell of its column.
+func (sc *scanner) overlayCells(cells []store.Cell, newer []memCell) []store.Cell {
+	if len(newer) == 0 {
+		return cells
+	}
+	if len(cells) == 0 {
+		for _, c := range newer {
+			cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+		}
+		return cells
+	}
+	sc.overlay = append(sc.overlay[:0], cells...)
+	old := sc.overlay
+	cells = cells[:0]
+	i, j := 0, 0
+	for i < len(old) || j < len(newer) {
+		var cmp int
+		switch {
+		case i == len(old):
+			cmp = 1
+		case j == len(newer):
+			cmp = -1
+		default:
+			if cmp = bytes.Compare(old[i].Family, newer[j].family); cmp == 0 {
+				cmp = bytes.Compare(old[i].Qualifier, newer[j].qualifier)
+			}
+		}
+		if cmp < 0 {
+			cells = append(cells, old[i])
+			i++
+			continue
+		}
+		c := newer[j]
+		cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+		j++
+		if cmp == 0 {
+			i++
+		}
+	}
+	return cells
+}
+
+// readPebbleRow appends the cells of the row at sc.next to cells and moves
+// the iterator past it. It reports false when it failed.
+func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 	// The row's encoding: the keys of its cells start with it, which
 	// spares decoding the row again for each cell.
-	sc.raw = sc.raw[:0]
-	if sc.valid {
-		sc.raw = append(sc.raw, sc.it.Key()[sc.tlen:sc.tlen+sc.nextN]...)
-	}
+	sc.raw = append(sc.raw[:0], sc.it.Key()[sc.tlen:sc.tlen+sc.nextN]...)
 	for sc.valid {
 		rest := sc.it.Key()[sc.tlen:]
 		if !bytes.HasPrefix(rest, sc.raw) {
@@ -1259,16 +1391,16 @@ func (sc *scanner) readRow() bool {
 		}
 		fam, qual, err := splitColumn(rest[len(sc.raw):])
 		if err != nil {
-			return sc.fail(err)
+			return cells, sc.fail(err)
 		}
 		if sc.family == nil || bytes.Equal(fam, sc.family) {
 			v, err := sc.it.ValueAndErr()
 			if err != nil {
-				return sc.fail(fmt.Errorf("scan: %w", err))
+				return cells, sc.fail(fmt.Errorf("scan: %w", err))
 			}
 			c, err := decodeCell(fam, qual, v)
 			if err != nil {
-				return sc.fail(err)
+				return cells, sc.fail(err)
 			}
 			fam := sc.family[:len(sc.family):len(sc.family)] // the filter's: the same bytes
 			if sc.family == nil {
@@ -1281,15 +1413,10 @@ func (sc *scanner) readRow() bool {
 	}
 	if !sc.valid {
 		if err := sc.it.Error(); err != nil {
-			return sc.fail(fmt.Errorf("scan: %w", err))
+			return cells, sc.fail(fmt.Errorf("scan: %w", err))
 		}
 	}
-	if len(cells) == 0 {
-		sc.row.Cells = cells
-		return false
-	}
-	sc.row = store.Row{Key: sc.key, Cells: cells}
-	return true
+	return cells, true
 }
 
 // latin1 appends b decoded as ISO-8859-1 and encoded as UTF-8: byte x

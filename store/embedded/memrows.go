@@ -17,14 +17,19 @@ import (
 // Memory is a list of chunks addressed by ref (chunk index << 32 | offset):
 //
 //	row key:     the row's bytes
-//	cell record: prev u64 (ref of the row's previous cell + 1, 0 for none)
-//	             ‖ ts u64 ‖ flen u8 ‖ qlen u16 ‖ vlen u32 ‖ dead u8
+//	cell block:  prev u64 (ref+1 of the row's previous block, 0 for none)
+//	             ‖ cap u32 ‖ used u32 (bytes, header included)
+//	             ‖ cell records, oldest first
+//	cell record: ts u64 ‖ flen u8 ‖ qlen u16 ‖ vlen u32 ‖ dead u8
 //	             ‖ family ‖ qualifier ‖ value   (integers little-endian)
 //
-// A row's cells form a chain from its newest record back; the newest live
-// record of a column is its value. Records are never moved; a delete sets
-// dead. Everything but dead and a row's last is immutable once written,
-// so that a sort of the rows can read keys without the lock.
+// A row's cells are appended to its newest block; a full block is
+// followed by one twice its size (up to maxBlock), so that reading a row
+// of many cells reads a few runs of memory rather than a cache miss a
+// cell. Within a column the last record is the newest, and the newest
+// live one is its value. Records are never moved; a delete sets dead.
+// Row keys and written records (dead aside) never change, so that a sort
+// of the rows can read keys without the lock.
 type memRows struct {
 	table string
 	seed  maphash.Seed
@@ -55,8 +60,11 @@ type memRow struct {
 
 const (
 	memChunk     = 1 << 20
-	cellHeader   = 8 + 8 + 1 + 2 + 4 + 1
-	cellDeadByte = 23
+	cellHeader   = 8 + 1 + 2 + 4 + 1
+	cellDeadByte = 15
+	blockHeader  = 16
+	minBlock     = 128
+	maxBlock     = 16 << 10
 	rowSize      = 32 // a memRow
 )
 
@@ -171,20 +179,48 @@ func (m *memRows) grow() {
 // addCell appends a cell to row index i. The caller holds mu exclusively.
 func (m *memRows) addCell(i int, family, qualifier, value []byte, ts uint64) {
 	n := cellHeader + len(family) + len(qualifier) + len(value)
-	ref, b := m.alloc(n)
 	r := &m.rows[i]
-	binary.LittleEndian.PutUint64(b[0:], r.last)
-	binary.LittleEndian.PutUint64(b[8:], ts)
-	b[16] = byte(len(family))
-	binary.LittleEndian.PutUint16(b[17:], uint16(len(qualifier)))
-	binary.LittleEndian.PutUint32(b[19:], uint32(len(value)))
+	var b []byte
+	if r.last != 0 {
+		blk := m.block(r.last - 1)
+		capacity, used := int(binary.LittleEndian.Uint32(blk[8:])), int(binary.LittleEndian.Uint32(blk[12:]))
+		if used+n <= capacity {
+			b = blk[used : used+n]
+			binary.LittleEndian.PutUint32(blk[12:], uint32(used+n))
+		}
+	}
+	if b == nil {
+		// The first block fits the first cell exactly: at a million series
+		// a buffer holds about one cell a row.
+		capacity := blockHeader + n
+		if r.last != 0 {
+			prev := int(binary.LittleEndian.Uint32(m.block(r.last - 1)[8:]))
+			capacity = max(capacity, min(max(2*prev, minBlock), maxBlock))
+		}
+		ref, blk := m.alloc(capacity)
+		binary.LittleEndian.PutUint64(blk[0:], r.last)
+		binary.LittleEndian.PutUint32(blk[8:], uint32(capacity))
+		binary.LittleEndian.PutUint32(blk[12:], uint32(blockHeader+n))
+		r.last = ref + 1
+		b = blk[blockHeader : blockHeader+n]
+	}
+	binary.LittleEndian.PutUint64(b[0:], ts)
+	b[8] = byte(len(family))
+	binary.LittleEndian.PutUint16(b[9:], uint16(len(qualifier)))
+	binary.LittleEndian.PutUint32(b[11:], uint32(len(value)))
 	b[cellDeadByte] = 0
 	p := cellHeader
 	p += copy(b[p:], family)
 	p += copy(b[p:], qualifier)
 	copy(b[p:], value)
-	r.last = ref + 1
 	m.cells++
+}
+
+// block returns the block at ref, its whole capacity.
+func (m *memRows) block(ref uint64) []byte {
+	c := m.chunks[ref>>32]
+	off := int(uint32(ref))
+	return c[off : off+int(binary.LittleEndian.Uint32(c[off+8:]))]
 }
 
 // memCell is a cell record as read: slices into chunk memory.
@@ -197,23 +233,48 @@ type memCell struct {
 	dead      bool
 }
 
-// cellAt reads the record at ref and returns it with the ref+1 of the
-// previous one. The caller holds mu (dead changes under it).
-func cellAt(chunks [][]byte, ref uint64) (memCell, uint64) {
-	c := chunks[ref>>32]
-	off := int(uint32(ref))
-	h := c[off : off+cellHeader]
-	prev := binary.LittleEndian.Uint64(h[0:])
-	fl, ql, vl := int(h[16]), int(binary.LittleEndian.Uint16(h[17:])), int(binary.LittleEndian.Uint32(h[19:]))
-	p := off + cellHeader
-	return memCell{
-		ref:       ref,
-		family:    c[p : p+fl : p+fl],
-		qualifier: c[p+fl : p+fl+ql : p+fl+ql],
-		value:     c[p+fl+ql : p+fl+ql+vl : p+fl+ql+vl],
-		ts:        binary.LittleEndian.Uint64(h[8:]),
-		dead:      h[cellDeadByte] != 0,
-	}, prev
+// blocks appends the refs of row index i's blocks to dst, oldest first.
+// The caller holds mu.
+func (m *memRows) blocks(dst []uint64, i int) []uint64 {
+	start := len(dst)
+	for ref := m.rows[i].last; ref != 0; {
+		dst = append(dst, ref-1)
+		ref = binary.LittleEndian.Uint64(m.block(ref - 1))
+	}
+	slices.Reverse(dst[start:])
+	return dst
+}
+
+// blockCells appends the records of the block at ref to dst, oldest first.
+// The caller holds mu (dead changes under it).
+func (m *memRows) blockCells(dst []memCell, ref uint64) []memCell {
+	blk := m.block(ref)
+	used := int(binary.LittleEndian.Uint32(blk[12:]))
+	for p := blockHeader; p < used; {
+		h := blk[p : p+cellHeader]
+		fl, ql, vl := int(h[8]), int(binary.LittleEndian.Uint16(h[9:])), int(binary.LittleEndian.Uint32(h[11:]))
+		q := p + cellHeader
+		dst = append(dst, memCell{
+			ref:       ref + uint64(p),
+			family:    blk[q : q+fl : q+fl],
+			qualifier: blk[q+fl : q+fl+ql : q+fl+ql],
+			value:     blk[q+fl+ql : q+fl+ql+vl : q+fl+ql+vl],
+			ts:        binary.LittleEndian.Uint64(h[0:]),
+			dead:      h[cellDeadByte] != 0,
+		})
+		p = q + fl + ql + vl
+	}
+	return dst
+}
+
+// allCells appends every record of row index i to dst, oldest first. The
+// caller holds mu.
+func (m *memRows) allCells(dst []memCell, i int) []memCell {
+	var stack [16]uint64
+	for _, ref := range m.blocks(stack[:0], i) {
+		dst = m.blockCells(dst, ref)
+	}
+	return dst
 }
 
 // rowCells appends the visible cells of row index i to dst, sorted by
@@ -221,16 +282,10 @@ func cellAt(chunks [][]byte, ref uint64) (memCell, uint64) {
 // The caller holds mu.
 func (m *memRows) rowCells(dst []memCell, i int) []memCell {
 	start := len(dst)
-	for ref := m.rows[i].last; ref != 0; {
-		var c memCell
-		c, ref = cellAt(m.chunks, ref-1)
-		dst = append(dst, c)
-	}
+	dst = m.allCells(dst, i)
 	cells := dst[start:]
-	// Oldest first: the order of the writes, which for a row of samples
-	// is already the order of the qualifiers, so that the sort is
-	// usually skipped. Within a column, the last record is the newest.
-	slices.Reverse(cells)
+	// The order of the writes, which for a row of samples is already the
+	// order of the qualifiers, so that the sort is usually skipped.
 	sorted := true
 	for n := 1; n < len(cells); n++ {
 		if cmpColumn(cells[n-1], cells[n]) >= 0 {
@@ -270,12 +325,17 @@ func (m *memRows) lookup(row, family, qualifier []byte) (memCell, bool) {
 	if i < 0 {
 		return memCell{}, false
 	}
-	for ref := m.rows[i].last; ref != 0; {
-		var c memCell
-		c, ref = cellAt(m.chunks, ref-1)
-		if bytes.Equal(c.family, family) && bytes.Equal(c.qualifier, qualifier) {
-			c.value = bytes.Clone(c.value)
-			return c, true
+	var buf [64]memCell
+	var stack [16]uint64
+	bl := m.blocks(stack[:0], i)
+	for b := len(bl) - 1; b >= 0; b-- {
+		cells := m.blockCells(buf[:0], bl[b])
+		for n := len(cells) - 1; n >= 0; n-- {
+			c := cells[n]
+			if bytes.Equal(c.family, family) && bytes.Equal(c.qualifier, qualifier) {
+				c.value = bytes.Clone(c.value)
+				return c, true
+			}
 		}
 	}
 	return memCell{}, false
@@ -290,17 +350,10 @@ func (m *memRows) kill(row []byte, columns []killColumn) {
 	if i < 0 {
 		return
 	}
-	var newest map[string]uint64
-	if len(columns) > 0 {
-		newest = make(map[string]uint64, len(columns))
-		for ref := m.rows[i].last; ref != 0; {
-			var c memCell
-			c, ref = cellAt(m.chunks, ref-1)
-			k := string(c.family) + "\x00" + string(c.qualifier)
-			if _, seen := newest[k]; !seen {
-				newest[k] = c.ts
-			}
-		}
+	cells := m.allCells(nil, i)
+	newest := make(map[string]uint64, len(columns))
+	for _, c := range cells {
+		newest[string(c.family)+"\x00"+string(c.qualifier)] = c.ts // the last is the newest
 	}
 	doomed := func(c memCell) bool {
 		if len(columns) == 0 {
@@ -313,9 +366,7 @@ func (m *memRows) kill(row []byte, columns []killColumn) {
 		}
 		return false
 	}
-	for ref := m.rows[i].last; ref != 0; {
-		var c memCell
-		c, ref = cellAt(m.chunks, ref-1)
+	for _, c := range cells {
 		if !c.dead && doomed(c) {
 			m.chunks[c.ref>>32][int(uint32(c.ref))+cellDeadByte] = 1
 		}
@@ -386,12 +437,13 @@ type memIter struct {
 	upper  []byte
 	pos    int // index in order of the current row
 
-	cells []memCell
-	keys  []byte
-	ends  []int // ends of the keys in keys
-	vals  []byte
-	vends []int
-	cur   int // index of the current cell
+	cells  []memCell
+	prefix []byte
+	keys   []byte
+	ends   []int // ends of the keys in keys
+	vals   []byte
+	vends  []int
+	cur    int // index of the current cell
 }
 
 func newMemIter(m *memRows, lower, upper []byte) *memIter {
@@ -406,8 +458,13 @@ func (it *memIter) loadRow() bool {
 	row := rowKey(it.chunks, it.rows, it.order[it.pos])
 	it.cells = it.m.rowCells(it.cells[:0], int(it.order[it.pos]))
 	it.keys, it.ends, it.vals, it.vends = it.keys[:0], it.ends[:0], it.vals[:0], it.vends[:0]
+	// The row's prefix is escaped once; each cell's key repeats it.
+	it.prefix = appendRowPrefix(it.prefix[:0], it.m.table, row)
 	for _, c := range it.cells {
-		it.keys = appendCellKey(it.keys, it.m.table, row, c.family, c.qualifier)
+		it.keys = append(it.keys, it.prefix...)
+		it.keys = append(it.keys, c.family...)
+		it.keys = append(it.keys, 0)
+		it.keys = append(it.keys, c.qualifier...)
 		it.ends = append(it.ends, len(it.keys))
 		it.vals = binary.BigEndian.AppendUint64(it.vals, c.ts)
 		it.vals = append(it.vals, c.value...)
@@ -495,4 +552,44 @@ func (it *memIter) value() []byte {
 		start = it.vends[it.cur-1]
 	}
 	return it.vals[start:it.vends[it.cur]]
+}
+
+// memRowIter steps through a memRows' rows in key order, from the first
+// at or after start to the last before stop (nil: no bound), for a
+// scanner that merges them with Pebble's. It sees the rows present when
+// it was created.
+type memRowIter struct {
+	m      *memRows
+	order  []uint32
+	rows   []memRow
+	chunks [][]byte
+	stop   []byte
+	pos    int
+}
+
+func newMemRowIter(m *memRows, start, stop []byte) *memRowIter {
+	order, rows, chunks := m.sortedRows()
+	it := &memRowIter{m: m, order: order, rows: rows, chunks: chunks}
+	if len(stop) > 0 {
+		it.stop = stop
+	}
+	if len(start) > 0 {
+		it.pos, _ = slices.BinarySearchFunc(order, start, func(i uint32, k []byte) int {
+			return bytes.Compare(rowKey(chunks, rows, i), k)
+		})
+	}
+	return it
+}
+
+// row returns the key of the current row, false when there is none.
+func (it *memRowIter) row() ([]byte, bool) {
+	if it.pos >= len(it.order) {
+		return nil, false
+	}
+	k := rowKey(it.chunks, it.rows, it.order[it.pos])
+	if it.stop != nil && bytes.Compare(k, it.stop) >= 0 {
+		it.pos = len(it.order)
+		return nil, false
+	}
+	return k, true
 }

@@ -1,11 +1,13 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -165,11 +167,20 @@ func (rb *rowBuffer) replay(payload []byte) error {
 			if r.err != nil {
 				break
 			}
+			if len(row) == 0 {
+				return errors.New("row buffer log record puts an empty row key")
+			}
 			i := m.rowFor(row)
 			for range r.count() {
 				fam, qual, ts, val := r.bytes(), r.bytes(), r.u64(), r.bytes()
 				if r.err != nil {
 					break
+				}
+				if err := checkColumn(fam, qual); err != nil {
+					return fmt.Errorf("row buffer log record: %w", err)
+				}
+				if len(val) > math.MaxUint32 {
+					return fmt.Errorf("row buffer log record: value of %d bytes", len(val))
 				}
 				m.addCell(i, fam, qual, val, ts)
 			}
@@ -178,7 +189,13 @@ func (rb *rowBuffer) replay(payload []byte) error {
 		row := r.bytes()
 		var cols []killColumn
 		for range r.count() {
-			cols = append(cols, killColumn{family: r.bytes(), qualifier: r.bytes(), bound: r.u64()})
+			c := killColumn{family: r.bytes(), qualifier: r.bytes(), bound: r.u64()}
+			if r.err == nil {
+				if err := checkColumn(c.family, c.qualifier); err != nil {
+					return fmt.Errorf("row buffer log record: %w", err)
+				}
+			}
+			cols = append(cols, c)
 		}
 		if r.err == nil {
 			m.kill(row, cols)
@@ -190,6 +207,19 @@ func (rb *rowBuffer) replay(payload []byte) error {
 }
 
 func (rb *rowBuffer) buffered(table string) bool { return rb.tables[table] }
+
+// checkColumn checks what a cell record can hold: a family of 1 to 255
+// bytes without 0x00 (the Pebble key's separator), a qualifier of at most
+// 65535 bytes.
+func checkColumn(family, qualifier []byte) error {
+	if len(family) == 0 || len(family) > 255 || bytes.IndexByte(family, 0) >= 0 {
+		return fmt.Errorf("family %q: %w", family, store.ErrInvalid)
+	}
+	if len(qualifier) > 0xFFFF {
+		return fmt.Errorf("qualifier of %d bytes: %w", len(qualifier), store.ErrInvalid)
+	}
+	return nil
+}
 
 // put adds the cells of puts (their timestamps resolved: none is 0) to the
 // active buffer and its log, and returns the log position that makes them

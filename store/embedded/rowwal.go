@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -332,15 +331,19 @@ func (r *walReader) count() int {
 // readSegment calls fn with each record's payload of the segment file. It
 // reports torn when the file ends in an incomplete or corrupt record.
 func readSegment(path string, fn func(payload []byte) error) (torn bool, err error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return false, fmt.Errorf("open row buffer log segment: %w", err)
+		return false, fmt.Errorf("read row buffer log segment: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
+	torn, err = replaySegment(data, fn)
 	if err != nil {
-		return false, fmt.Errorf("read row buffer log segment %s: %w", path, err)
+		return false, fmt.Errorf("replay %s: %w", path, err)
 	}
+	return torn, nil
+}
+
+// replaySegment is readSegment on the segment's bytes.
+func replaySegment(data []byte, fn func(payload []byte) error) (torn bool, err error) {
 	for len(data) > 0 {
 		if len(data) < walHeader {
 			return true, nil
@@ -354,7 +357,7 @@ func readSegment(path string, fn func(payload []byte) error) (torn bool, err err
 			return true, nil
 		}
 		if err := fn(payload); err != nil {
-			return false, fmt.Errorf("replay %s: %w", path, err)
+			return false, err
 		}
 		data = data[walHeader+int(n):]
 	}
