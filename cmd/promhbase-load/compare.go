@@ -39,6 +39,7 @@ type compareOptions struct {
 	// instead of a float sample.
 	histograms   bool
 	churn        float64
+	readRepeats  int
 	dir          string
 	svg          string
 	seriesCounts []int
@@ -304,11 +305,11 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	res.cpu = cpu1 - cpu0
 	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
 	// One metric (1 % of the series), every round; the median of
-	// readRepeats reads of each response type.
+	// c.readRepeats reads of each response type.
 	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
 	for _, t := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
 		var rates []float64
-		for range readRepeats {
+		for range max(c.readRepeats, 1) {
 			n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
 			if err != nil {
 				return res, fmt.Errorf("remote read %s: %w", t, err)
@@ -324,7 +325,7 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	}
 	// The same metric through the query API, one point a round.
 	var rates []float64
-	for range readRepeats {
+	for range max(c.readRepeats, 1) {
 		n, d, err := queryRange(base, "load_metric_0", t0, t0+int64(o.maxRounds-1)*15_000, 15)
 		if err != nil {
 			return res, fmt.Errorf("query_range: %w", err)
@@ -371,9 +372,6 @@ func benchTables(quorum string) (flags []string, drop func(), err error) {
 		st.Close()
 	}, nil
 }
-
-// readRepeats is how many times each remote read is timed.
-const readRepeats = 5
 
 // post sends one remote-write request, retrying 5xx and 429 as Prometheus
 // does (with retry_on_http_429).

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testproc"
 )
@@ -111,4 +114,45 @@ func TestServeMaxConnections(t *testing.T) {
 	}
 	resp.Body.Close()
 	t.Logf("after one of the three closed: %d in %s", resp.StatusCode, time.Since(start).Round(time.Millisecond))
+}
+
+// TestServeKilled: every write `serve` acknowledged on the embedded store
+// is there after the process is killed with SIGKILL (no flush, no clean
+// close) and started again: the row buffer's log and Pebble's WAL hold
+// them.
+func TestServeKilled(t *testing.T) {
+	bin := testproc.BuildBinary(t, ".")
+	flags := []string{"--storage.embedded.path=" + t.TempDir()}
+	srv, base := startServe(t, bin, flags...)
+	const requests, series = 50, 20
+	t0 := int64(1292148000000)
+	for k := range requests {
+		var ts []prompb.TimeSeries
+		for i := range series {
+			ts = append(ts, prompb.TimeSeries{
+				Labels:  []prompb.Label{{Name: "__name__", Value: "kill_test"}, {Name: "i", Value: fmt.Sprint(i)}},
+				Samples: []prompb.Sample{{Timestamp: t0 + int64(k)*1000, Value: float64(k)}},
+			})
+		}
+		remoteWrite(t, base, ts)
+	}
+	if err := syscall.Kill(-srv.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.Exited()
+	srv, _ = startServe(t, bin, flags...)
+	stopServe(t, srv)
+	out, err := run(t, bin, append([]string{"scan", "kill_test", "--start=1292148000", "--end=1292151600"}, flags...)...)
+	if err != nil {
+		t.Fatalf("scan: %v\n%s", err, out)
+	}
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if ts, _, ok := strings.Cut(strings.TrimSpace(line), "\t"); ok && len(ts) == 13 && strings.HasPrefix(ts, "129214") {
+			n++
+		}
+	}
+	if n != requests*series {
+		t.Errorf("%d samples after SIGKILL and restart, want %d\n%s", n, requests*series, testproc.TailLines(out, 20))
+	}
 }
