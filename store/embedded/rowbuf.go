@@ -96,13 +96,9 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 	if err != nil {
 		return nil, err
 	}
-	for i, seg := range segs {
-		torn, err := readSegment(filepath.Join(dir, segName(seg)), rb.replay)
-		if err != nil {
+	for _, seg := range segs {
+		if _, err := readSegment(filepath.Join(dir, segName(seg)), seg, rb.replay); err != nil {
 			return nil, err
-		}
-		if torn && i != len(segs)-1 {
-			return nil, fmt.Errorf("row buffer log segment %s is corrupt and not the last", segName(seg))
 		}
 	}
 	next := uint64(1)

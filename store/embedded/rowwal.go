@@ -16,22 +16,31 @@ import (
 
 // rowWAL is the write-ahead log of the row buffer: the puts and deletes it
 // holds in memory, in the order they were applied, in numbered segment
-// files (%016d.wal); a segment is removed once the buffer it covers is
-// ingested into Pebble. Writers append under the buffer's lock and then
-// wait for the log to be durable through a group commit: one writer at a
-// time writes and fsyncs everything appended so far for all waiting.
+// files (%016d.wal); once the buffer a segment covers is ingested into
+// Pebble, the segment is kept as the next one's file (renamed, written
+// over from its start) or removed. Writers append under the buffer's lock
+// and then wait for the log to be durable through a group commit: one
+// writer at a time writes and fdatasyncs everything appended so far for
+// all waiting. Reusing a file spares freeing and allocating its blocks,
+// whose journal work otherwise stalled the fdatasyncs of the writers for
+// tens of milliseconds after each flush (20 k series of histograms × 100
+// rounds: p99 after the first round 53-63 ms removing the files, 28-34
+// ms keeping them).
 //
-// Record: len u32 ‖ crc32c u32 (of the payload) ‖ payload (len bytes),
-// little-endian. Payloads:
+// Record: len u32 ‖ crc32c u32 ‖ payload (len bytes), little-endian; the
+// crc covers the segment's number (u64) and the payload, so that records
+// a reused file still holds from its last use end the replay as a torn
+// record does. Payloads:
 //
 //	put:    0x01 ‖ table ‖ rows uvarint ‖ per row: row ‖ cells uvarint ‖
 //	        per cell: family ‖ qualifier ‖ ts u64 ‖ value
 //	delete: 0x02 ‖ table ‖ row ‖ columns uvarint ‖
 //	        per column: family ‖ qualifier ‖ bound u64
 //
-// where a byte string is uvarint length ‖ bytes. A torn record at the end
-// of the last segment (a crash mid-write) ends the replay; anywhere else
-// it is an error.
+// where a byte string is uvarint length ‖ bytes. A torn record (a crash
+// mid-write, or the old content of a reused file) ends a segment's
+// replay: a segment before the last was synced whole before the next one
+// began.
 type rowWAL struct {
 	dir    string
 	noSync bool
@@ -46,6 +55,9 @@ type rowWAL struct {
 	synced   uint64
 	syncing  bool
 	err      error
+	// free is a finished segment's file kept for the next segment, "" for
+	// none.
+	free string
 }
 
 const (
@@ -60,6 +72,17 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func segName(seg uint64) string { return fmt.Sprintf("%016d.wal", seg) }
+
+// freeName is the name of a segment file kept for reuse (not a segment:
+// the replay ignores it).
+const freeName = "free.wal.reuse"
+
+// recordCRC is the checksum of a record of segment seg.
+func recordCRC(seg uint64, payload []byte) uint32 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seg)
+	return crc32.Update(crc32.Checksum(b[:], castagnoli), castagnoli, payload)
+}
 
 // walSegments returns the segment numbers in dir, ascending.
 func walSegments(dir string) ([]uint64, error) {
@@ -96,7 +119,15 @@ func openWAL(dir string, seg uint64, noSync bool) (*rowWAL, error) {
 }
 
 func (w *rowWAL) create(seg uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(w.dir, segName(seg)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	name := filepath.Join(w.dir, segName(seg))
+	flags := os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	if free := filepath.Join(w.dir, freeName); fileExists(free) {
+		if err := os.Rename(free, name); err != nil {
+			return nil, fmt.Errorf("reuse row buffer log file: %w", err)
+		}
+		flags = os.O_WRONLY // written over from the start, not truncated
+	}
+	f, err := os.OpenFile(name, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create row buffer log segment: %w", err)
 	}
@@ -136,7 +167,7 @@ func (w *rowWAL) begin() int {
 func (w *rowWAL) end(start int) uint64 {
 	payload := w.pending[start+walHeader:]
 	binary.LittleEndian.PutUint32(w.pending[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(w.pending[start+4:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(w.pending[start+4:], recordCRC(w.seg, payload))
 	w.appended += uint64(len(w.pending) - start)
 	pos := w.appended
 	w.mu.Unlock()
@@ -189,10 +220,15 @@ func (w *rowWAL) write(f *os.File, buf []byte) error {
 	if w.noSync {
 		return nil
 	}
-	if err := f.Sync(); err != nil {
+	if err := fdatasync(f); err != nil {
 		return fmt.Errorf("sync row buffer log: %w", err)
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // rotate makes everything appended durable in the current segment and
@@ -227,17 +263,28 @@ func (w *rowWAL) rotate() (uint64, error) {
 	return old, nil
 }
 
-// removeThrough removes the segments numbered at most seg.
+// removeThrough retires the segments numbered at most seg: the last of
+// them is kept for reuse when no file is, the others are removed.
 func (w *rowWAL) removeThrough(seg uint64) error {
 	segs, err := walSegments(w.dir)
 	if err != nil {
 		return err
 	}
-	for _, s := range segs {
+	keep := !fileExists(filepath.Join(w.dir, freeName))
+	for n := len(segs) - 1; n >= 0; n-- {
+		s := segs[n]
 		if s > seg {
-			break
+			continue
 		}
-		if err := os.Remove(filepath.Join(w.dir, segName(s))); err != nil {
+		path := filepath.Join(w.dir, segName(s))
+		if keep {
+			keep = false
+			if err := os.Rename(path, filepath.Join(w.dir, freeName)); err != nil {
+				return fmt.Errorf("keep row buffer log segment: %w", err)
+			}
+			continue
+		}
+		if err := os.Remove(path); err != nil {
 			return fmt.Errorf("remove row buffer log segment: %w", err)
 		}
 	}
@@ -328,14 +375,14 @@ func (r *walReader) count() int {
 	return int(n)
 }
 
-// readSegment calls fn with each record's payload of the segment file. It
-// reports torn when the file ends in an incomplete or corrupt record.
-func readSegment(path string, fn func(payload []byte) error) (torn bool, err error) {
+// readSegment calls fn with each record's payload of segment seg's file.
+// It reports torn when the records end before the file does.
+func readSegment(path string, seg uint64, fn func(payload []byte) error) (torn bool, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("read row buffer log segment: %w", err)
 	}
-	torn, err = replaySegment(data, fn)
+	torn, err = replaySegment(data, seg, fn)
 	if err != nil {
 		return false, fmt.Errorf("replay %s: %w", path, err)
 	}
@@ -343,7 +390,7 @@ func readSegment(path string, fn func(payload []byte) error) (torn bool, err err
 }
 
 // replaySegment is readSegment on the segment's bytes.
-func replaySegment(data []byte, fn func(payload []byte) error) (torn bool, err error) {
+func replaySegment(data []byte, seg uint64, fn func(payload []byte) error) (torn bool, err error) {
 	for len(data) > 0 {
 		if len(data) < walHeader {
 			return true, nil
@@ -353,7 +400,7 @@ func replaySegment(data []byte, fn func(payload []byte) error) (torn bool, err e
 			return true, nil
 		}
 		payload := data[walHeader : walHeader+int(n)]
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[4:]) {
+		if recordCRC(seg, payload) != binary.LittleEndian.Uint32(data[4:]) {
 			return true, nil
 		}
 		if err := fn(payload); err != nil {

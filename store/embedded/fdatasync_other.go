@@ -1,0 +1,8 @@
+//go:build !linux
+
+package embedded
+
+import "os"
+
+// fdatasync makes f durable (fsync where fdatasync is not at hand).
+func fdatasync(f *os.File) error { return f.Sync() }
