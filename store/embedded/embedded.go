@@ -431,7 +431,6 @@ func (s *Store) apply(table string, puts []store.Put) error {
 // written without a timestamp take the batch's time; a cell with an
 // explicit one older than the stored version is left out, as in addPut.
 func (s *Store) bufApply(table string, puts []store.Put) error {
-	var now uint64
 	out := puts
 	copied := false
 	for i, p := range puts {
@@ -439,7 +438,7 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 			return fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
 		}
 		var keep []store.Cell
-		changed := false
+		dropped := false
 		for j, c := range p.Cells {
 			if err := checkColumn(c.Family, c.Qualifier); err != nil {
 				return fmt.Errorf("row %x: %w", p.Row, err)
@@ -448,27 +447,22 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 				return fmt.Errorf("row %x: value of %d bytes: %w", p.Row, len(c.Value), store.ErrInvalid)
 			}
 			drop := false
-			if c.Timestamp == 0 {
-				if now == 0 {
-					now = uint64(s.now().UnixMilli())
-				}
-				c.Timestamp = now
-			} else {
+			if c.Timestamp != 0 {
 				ts, found, err := s.version(table, p.Row, c.Family, c.Qualifier)
 				if err != nil {
 					return fmt.Errorf("put row %x: %w", p.Row, err)
 				}
 				drop = found && ts > c.Timestamp
 			}
-			if !changed && (drop || c.Timestamp != p.Cells[j].Timestamp) {
-				changed = true
+			if drop && !dropped {
+				dropped = true
 				keep = append(keep, p.Cells[:j]...)
 			}
-			if changed && !drop {
+			if dropped && !drop {
 				keep = append(keep, c)
 			}
 		}
-		if changed {
+		if dropped {
 			if !copied {
 				out = slices.Clone(puts)
 				copied = true
@@ -476,7 +470,7 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 			out[i].Cells = keep
 		}
 	}
-	if _, err := s.rb.put(table, out); err != nil {
+	if _, err := s.rb.put(table, out, uint64(s.now().UnixMilli())); err != nil {
 		return fmt.Errorf("put %d rows into %s: %w", len(puts), table, err)
 	}
 	return nil

@@ -217,11 +217,11 @@ func checkColumn(family, qualifier []byte) error {
 	return nil
 }
 
-// put adds the cells of puts (their timestamps resolved: none is 0) to the
-// active buffer and its log, and returns the log position that makes them
-// durable. It waits while the buffer is twice its budget and a flush is
+// put adds the cells of puts to the active buffer and its log (a cell
+// without a timestamp takes now), and returns the log position that makes
+// them durable. It waits while the buffer is twice its budget and a flush is
 // under way, and fails when flushes fail and the buffer is full.
-func (rb *rowBuffer) put(table string, puts []store.Put) (uint64, error) {
+func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, error) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	for {
@@ -252,11 +252,15 @@ func (rb *rowBuffer) put(table string, puts []store.Put) (uint64, error) {
 		w = binary.AppendUvarint(w, uint64(len(p.Cells)))
 		i := m.rowFor(p.Row)
 		for _, c := range p.Cells {
+			ts := c.Timestamp
+			if ts == 0 {
+				ts = now
+			}
 			w = appendBytes(w, c.Family)
 			w = appendBytes(w, c.Qualifier)
-			w = binary.LittleEndian.AppendUint64(w, c.Timestamp)
+			w = binary.LittleEndian.AppendUint64(w, ts)
 			w = appendBytes(w, c.Value)
-			m.addCell(i, c.Family, c.Qualifier, c.Value, c.Timestamp)
+			m.addCell(i, c.Family, c.Qualifier, c.Value, ts)
 		}
 	}
 	m.mu.Unlock()

@@ -170,6 +170,15 @@ func (w *rowWAL) end(start int) uint64 {
 	binary.LittleEndian.PutUint32(w.pending[start+4:], recordCRC(w.seg, payload))
 	w.appended += uint64(len(w.pending) - start)
 	pos := w.appended
+	// Without syncs nobody waits for the log: it is written out as it
+	// grows, not held until the next rotation.
+	if w.noSync && len(w.pending) >= 1<<20 && !w.syncing && w.err == nil {
+		if _, err := w.f.Write(w.pending); err != nil {
+			w.err = fmt.Errorf("write row buffer log: %w", err)
+		}
+		w.pending = w.pending[:0]
+		w.synced = w.appended
+	}
 	w.mu.Unlock()
 	return pos
 }
