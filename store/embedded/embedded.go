@@ -35,8 +35,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sync"
@@ -170,6 +171,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, budget, opts.NoSync); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
+		}
+		s.rb.wal.beforeSync = s.syncPebbleIfDue
+	} else if segs, _ := walSegments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
+		// The log of a run that buffered: into Pebble now, before anything
+		// newer is written, then away.
+		rb, err := openRowBuffer(dir, db, po, nil, DefaultRowBufferBytes, opts.NoSync)
+		if err == nil {
+			err = rb.close()
+		}
+		if err == nil {
+			err = os.RemoveAll(filepath.Join(dir, rowBufferDir))
+		}
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open embedded store %q: ingest the row buffer's log: %w", dir, err)
 		}
 	}
 	return s, nil
@@ -433,9 +449,17 @@ func (s *Store) apply(table string, puts []store.Put) error {
 func (s *Store) bufApply(table string, puts []store.Put) error {
 	out := puts
 	copied := false
+	size := 0
 	for i, p := range puts {
 		if len(p.Row) == 0 {
 			return fmt.Errorf("put with an empty row key: %w", store.ErrInvalid)
+		}
+		size += len(p.Row) + 16
+		for _, c := range p.Cells {
+			size += len(c.Family) + len(c.Qualifier) + len(c.Value) + 32
+		}
+		if size > maxBufferedPut {
+			return fmt.Errorf("put of more than %d bytes into %s: %w", maxBufferedPut, table, store.ErrInvalid)
 		}
 		var keep []store.Cell
 		dropped := false
@@ -443,8 +467,8 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 			if err := checkColumn(c.Family, c.Qualifier); err != nil {
 				return fmt.Errorf("row %x: %w", p.Row, err)
 			}
-			if len(c.Value) > math.MaxUint32 {
-				return fmt.Errorf("row %x: value of %d bytes: %w", p.Row, len(c.Value), store.ErrInvalid)
+			if len(c.Value) > maxBufferedValue {
+				return fmt.Errorf("row %x: value of %d bytes, more than %d: %w", p.Row, len(c.Value), maxBufferedValue, store.ErrInvalid)
 			}
 			drop := false
 			if c.Timestamp != 0 {
@@ -476,6 +500,14 @@ func (s *Store) bufApply(table string, puts []store.Put) error {
 	return nil
 }
 
+// Bounds of what the row buffer takes: a put is one record of its log
+// (maxWALRecord), a cell's value one record of a block (sizes are u32).
+// Remote write requests are far smaller (--web.max-request-bytes).
+const (
+	maxBufferedPut   = maxWALRecord / 2
+	maxBufferedValue = 64 << 20
+)
+
 // version returns the version of a cell of a buffered table: the row
 // buffer's, else Pebble's.
 func (s *Store) version(table string, row, family, qualifier []byte) (uint64, bool, error) {
@@ -503,16 +535,29 @@ func (s *Store) sync() error {
 		return nil
 	}
 	if s.rb != nil {
+		// Its group commit syncs Pebble's WAL first (syncPebbleIfDue).
 		if err := s.rb.wal.waitDurable(s.rb.wal.position()); err != nil {
 			return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
 		}
+	}
+	if err := s.syncPebbleIfDue(); err != nil {
+		return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// syncPebbleIfDue syncs Pebble's WAL when a batch was committed since the
+// last sync (which then covers it: the WAL is one sequence).
+func (s *Store) syncPebbleIfDue() error {
+	if !s.wo.Sync {
+		return nil
 	}
 	target := s.committed.Load()
 	if s.synced.Load() >= target {
 		return nil
 	}
 	if err := s.db.LogData(nil, s.wo); err != nil {
-		return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
+		return err
 	}
 	for {
 		cur := s.synced.Load()
@@ -522,74 +567,29 @@ func (s *Store) sync() error {
 	}
 }
 
-// Get returns the row's cells, restricted to family when not empty.
+// Get returns the row's cells, restricted to family when not empty: a
+// scan of the one row, which merges the row buffer's layers as every scan
+// does.
 func (s *Store) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
 	if err := s.checkTable(table); err != nil {
 		return store.Row{}, err
 	}
-	prefix := appendRowPrefix(nil, table, row)
-	if family != "" {
-		prefix = append(append(prefix, family...), 0)
-	}
-	it, err := s.newIter(ctx, table, prefix, store.PrefixEnd(prefix))
-	if err != nil {
-		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
-	}
-	defer it.Close()
-	r := store.Row{Key: append([]byte(nil), row...)}
-	tlen := len(table) + 1
-	var rowBuf []byte
-	for ok := it.First(); ok; ok = it.Next() {
-		_, fam, qual, err := splitKey(it.Key()[tlen:], rowBuf)
-		if err != nil {
-			return store.Row{}, err
+	// row ‖ 0x00 is the first key after row.
+	sc := s.Scan(ctx, store.ScanRequest{Table: table, Start: row, Stop: append(bytes.Clone(row), 0), Family: family})
+	defer sc.Close()
+	r := store.Row{Key: bytes.Clone(row)}
+	if sc.Next() {
+		for _, c := range sc.Row().Cells {
+			r.Cells = append(r.Cells, store.Cell{
+				Family: bytes.Clone(c.Family), Qualifier: bytes.Clone(c.Qualifier),
+				Value: bytes.Clone(c.Value), Timestamp: c.Timestamp,
+			})
 		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
-		}
-		c, err := decodeCell(fam, qual, v)
-		if err != nil {
-			return store.Row{}, err
-		}
-		r.Cells = append(r.Cells, store.Cell{
-			Family: bytes.Clone(c.Family), Qualifier: bytes.Clone(c.Qualifier),
-			Value: bytes.Clone(c.Value), Timestamp: c.Timestamp,
-		})
 	}
-	if err := it.Error(); err != nil {
+	if err := sc.Err(); err != nil {
 		return store.Row{}, fmt.Errorf("get row %x from %s: %w", row, table, err)
 	}
 	return r, nil
-}
-
-// newIter returns an iterator over the Pebble keys of table in [lower,
-// upper), merged with the row buffer's when the table is buffered.
-func (s *Store) newIter(ctx context.Context, table string, lower, upper []byte) (kvIter, error) {
-	var layers []*memRows
-	var it *pebble.Iterator
-	var err error
-	if s.buffered(table) {
-		// The layers and the Pebble iterator are taken together: a flush
-		// that ends in between would leave its cells in neither.
-		s.rb.mu.Lock()
-		layers = s.rb.layersLocked(table)
-		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-		s.rb.mu.Unlock()
-	} else {
-		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	}
-	if err != nil {
-		return nil, err
-	}
-	if layers == nil {
-		return it, nil
-	}
-	mem := make([]*memIter, len(layers))
-	for i, m := range layers {
-		mem[i] = newMemIter(m, lower, upper)
-	}
-	return newMergedIter(it, mem), nil
 }
 
 func decodeCell(family, qualifier, v []byte) (store.Cell, error) {
@@ -702,6 +702,19 @@ func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, famil
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
 	}
+	if s.buffered(table) {
+		// A point read each: the buffer's layers, then Pebble as it is
+		// then (one iterator for all could predate a flush that moved a
+		// cell from a layer into Pebble).
+		for i, row := range rows {
+			v, ok, err := s.getCell(table, row, family, qualifier)
+			if err != nil {
+				return err
+			}
+			values[i], found[i] = v, ok
+		}
+		return nil
+	}
 	keys := make([][]byte, len(rows))
 	order := make([]int, len(rows))
 	var buf []byte
@@ -717,7 +730,6 @@ func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, famil
 		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
 	}
 	defer it.Close()
-	buffered := s.buffered(table)
 	for n, i := range order {
 		if n%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
@@ -725,14 +737,6 @@ func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, famil
 			}
 		}
 		values[i], found[i] = nil, false
-		if buffered {
-			if c, ok := s.rb.lookup(table, rows[i], []byte(family), []byte(qualifier)); ok {
-				if !c.dead {
-					values[i], found[i] = c.value, true
-				}
-				continue
-			}
-		}
 		if !it.SeekPrefixGE(keys[i]) || !bytes.Equal(it.Key(), keys[i]) {
 			continue
 		}
@@ -1047,25 +1051,13 @@ func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (m
 	if bounded < 8 {
 		return nil, nil
 	}
-	prefix := appendRowPrefix(nil, table, row)
-	it, err := s.newIter(context.Background(), table, prefix, store.PrefixEnd(prefix))
+	r, err := s.Get(context.Background(), table, row, "")
 	if err != nil {
 		return nil, fmt.Errorf("read cell versions: %w", err)
 	}
-	defer it.Close()
-	versions := make(map[string]uint64, bounded)
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("read cell versions: %w", err)
-		}
-		if len(v) < 8 {
-			return nil, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
-		}
-		versions[string(it.Key())] = binary.BigEndian.Uint64(v)
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("read cell versions: %w", err)
+	versions := make(map[string]uint64, len(r.Cells))
+	for _, c := range r.Cells {
+		versions[string(appendCellKey(nil, table, row, c.Family, c.Qualifier))] = c.Timestamp
 	}
 	return versions, nil
 }
@@ -1127,7 +1119,8 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	var it *pebble.Iterator
 	var err error
 	if s.buffered(req.Table) {
-		// The layers and the Pebble iterator are taken together: see newIter.
+		// The layers and the Pebble iterator are taken together: a flush
+		// that ends in between would leave its cells in neither.
 		s.rb.mu.Lock()
 		layers = s.rb.layersLocked(req.Table)
 		it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -1148,7 +1141,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 
 type scanner struct {
 	ctx    context.Context
-	it     kvIter
+	it     *pebble.Iterator
 	re     *regexp.Regexp
 	family []byte
 	tlen   int
@@ -1306,9 +1299,13 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 			continue
 		}
 		mi.m.mu.RLock()
-		sc.memCells = mi.m.rowCells(sc.memCells[:0], int(mi.order[mi.pos]))
+		var wiped bool
+		sc.memCells, wiped = mi.m.rowCells(sc.memCells[:0], int(mi.order[mi.pos]))
 		mi.m.mu.RUnlock()
 		mi.pos++
+		if wiped {
+			cells = cells[:0] // the row was deleted after the older layers' cells
+		}
 		if sc.family != nil {
 			kept := sc.memCells[:0]
 			for _, c := range sc.memCells {
@@ -1330,14 +1327,16 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 
 // overlayCells merges the newer cells (sorted by column, pointing into the
 // buffer's memory, which never changes once written) into cells, each
-// replacing the cell of its column.
+// replacing the cell of its column; a dead one (a tombstone) removes it.
 func (sc *scanner) overlayCells(cells []store.Cell, newer []memCell) []store.Cell {
 	if len(newer) == 0 {
 		return cells
 	}
 	if len(cells) == 0 {
 		for _, c := range newer {
-			cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+			if !c.dead {
+				cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+			}
 		}
 		return cells
 	}
@@ -1363,7 +1362,9 @@ func (sc *scanner) overlayCells(cells []store.Cell, newer []memCell) []store.Cel
 			continue
 		}
 		c := newer[j]
-		cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+		if !c.dead {
+			cells = append(cells, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+		}
 		j++
 		if cmp == 0 {
 			i++

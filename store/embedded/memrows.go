@@ -55,7 +55,10 @@ type memRow struct {
 	hash uint64
 	key  uint64 // ref of the key
 	klen uint32
-	last uint64 // ref+1 of the newest cell record, 0 for none
+	// wiped is set by a delete of the whole row: the row's cells in older
+	// layers and in Pebble are gone (its records written since are not).
+	wiped bool
+	last  uint64 // ref+1 of the newest cell block, 0 for none
 }
 
 const (
@@ -277,10 +280,16 @@ func (m *memRows) allCells(dst []memCell, i int) []memCell {
 	return dst
 }
 
-// rowCells appends the visible cells of row index i to dst, sorted by
-// family then qualifier: for each column its newest record, when live.
-// The caller holds mu.
-func (m *memRows) rowCells(dst []memCell, i int) []memCell {
+// rowCells appends the cells of row index i to dst, sorted by family then
+// qualifier: for each column its newest record, dead ones included (a
+// tombstone: the column was deleted, and an older layer's or Pebble's
+// cell of it must not show). It also reports whether the whole row was
+// deleted (older layers and Pebble hold nothing of it). The caller holds
+// mu.
+//
+// A reader that took Pebble's snapshot before a delete depends on both:
+// the delete's tombstones in Pebble are newer than its snapshot.
+func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 	start := len(dst)
 	dst = m.allCells(dst, i)
 	cells := dst[start:]
@@ -301,11 +310,9 @@ func (m *memRows) rowCells(dst []memCell, i int) []memCell {
 		if n+1 < len(cells) && cmpColumn(c, cells[n+1]) == 0 {
 			continue // hidden behind a newer record of the column
 		}
-		if !c.dead {
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
-	return dst[:start+len(out)]
+	return dst[:start+len(out)], m.rows[i].wiped
 }
 
 func cmpColumn(a, b memCell) int {
@@ -348,7 +355,10 @@ func (m *memRows) lookup(row, family, qualifier []byte) (memCell, bool) {
 func (m *memRows) kill(row []byte, columns []killColumn) {
 	i := m.find(maphash.Bytes(m.seed, row), row)
 	if i < 0 {
-		return
+		if len(columns) > 0 {
+			return
+		}
+		i = m.rowFor(row) // remembered as wiped, for readers of an older snapshot
 	}
 	cells := m.allCells(nil, i)
 	newest := make(map[string]uint64, len(columns))
@@ -370,6 +380,9 @@ func (m *memRows) kill(row []byte, columns []killColumn) {
 		if !c.dead && doomed(c) {
 			m.chunks[c.ref>>32][int(uint32(c.ref))+cellDeadByte] = 1
 		}
+	}
+	if len(columns) == 0 {
+		m.rows[i].wiped = true
 	}
 }
 
@@ -422,136 +435,6 @@ func (m *memRows) sortedRows() ([]uint32, []memRow, [][]byte) {
 // rowKey returns the key of row index i from chunks.
 func rowKey(chunks [][]byte, rows []memRow, i uint32) []byte {
 	return at(chunks, rows[i].key, int(rows[i].klen))
-}
-
-// memIter iterates over a memRows' cells as Pebble keys and values (the
-// layout of the package comment), for merging with a Pebble iterator. It
-// sees the rows present when it was created, with their cells as they are
-// when it reaches them.
-type memIter struct {
-	m      *memRows
-	order  []uint32
-	rows   []memRow // for keys only: a row's last is read under m.mu
-	chunks [][]byte
-	lower  []byte // Pebble key bounds; upper nil for none
-	upper  []byte
-	pos    int // index in order of the current row
-
-	cells  []memCell
-	prefix []byte
-	keys   []byte
-	ends   []int // ends of the keys in keys
-	vals   []byte
-	vends  []int
-	cur    int // index of the current cell
-}
-
-func newMemIter(m *memRows, lower, upper []byte) *memIter {
-	order, rows, chunks := m.sortedRows()
-	return &memIter{m: m, order: order, rows: rows, chunks: chunks, lower: lower, upper: upper}
-}
-
-// loadRow materializes the cells of order[pos] and reports whether it
-// has any.
-func (it *memIter) loadRow() bool {
-	it.m.mu.RLock()
-	row := rowKey(it.chunks, it.rows, it.order[it.pos])
-	it.cells = it.m.rowCells(it.cells[:0], int(it.order[it.pos]))
-	it.keys, it.ends, it.vals, it.vends = it.keys[:0], it.ends[:0], it.vals[:0], it.vends[:0]
-	// The row's prefix is escaped once; each cell's key repeats it.
-	it.prefix = appendRowPrefix(it.prefix[:0], it.m.table, row)
-	for _, c := range it.cells {
-		it.keys = append(it.keys, it.prefix...)
-		it.keys = append(it.keys, c.family...)
-		it.keys = append(it.keys, 0)
-		it.keys = append(it.keys, c.qualifier...)
-		it.ends = append(it.ends, len(it.keys))
-		it.vals = binary.BigEndian.AppendUint64(it.vals, c.ts)
-		it.vals = append(it.vals, c.value...)
-		it.vends = append(it.vends, len(it.vals))
-	}
-	it.m.mu.RUnlock()
-	it.cur = 0
-	return len(it.ends) > 0
-}
-
-// seekGE positions the iterator at the first cell whose key is >= k.
-func (it *memIter) seekGE(k []byte) bool {
-	// The row prefix of a cell key orders as the row: find the first row
-	// whose cells can be >= k, a row at a time from the one whose prefix
-	// is <= k.
-	var pbuf []byte
-	it.pos, _ = slices.BinarySearchFunc(it.order, k, func(i uint32, k []byte) int {
-		pbuf = appendRowPrefix(pbuf[:0], it.m.table, rowKey(it.chunks, it.rows, i))
-		return bytes.Compare(pbuf, k)
-	})
-	if it.pos > 0 {
-		it.pos-- // the row whose prefix is just below k may hold cells >= k
-	}
-	for ; it.pos < len(it.order); it.pos++ {
-		if !it.loadRow() {
-			continue
-		}
-		for it.cur < len(it.ends) {
-			if bytes.Compare(it.key(), k) >= 0 {
-				return it.checkUpper()
-			}
-			it.cur++
-		}
-	}
-	return false
-}
-
-func (it *memIter) first() bool {
-	if it.lower != nil {
-		return it.seekGE(it.lower)
-	}
-	for it.pos = 0; it.pos < len(it.order); it.pos++ {
-		if it.loadRow() {
-			return it.checkUpper()
-		}
-	}
-	return false
-}
-
-func (it *memIter) next() bool {
-	if it.pos >= len(it.order) {
-		return false
-	}
-	it.cur++
-	if it.cur < len(it.ends) {
-		return it.checkUpper()
-	}
-	for it.pos++; it.pos < len(it.order); it.pos++ {
-		if it.loadRow() {
-			return it.checkUpper()
-		}
-	}
-	return false
-}
-
-func (it *memIter) checkUpper() bool {
-	if it.upper != nil && bytes.Compare(it.key(), it.upper) >= 0 {
-		it.pos = len(it.order)
-		return false
-	}
-	return true
-}
-
-func (it *memIter) key() []byte {
-	start := 0
-	if it.cur > 0 {
-		start = it.ends[it.cur-1]
-	}
-	return it.keys[start:it.ends[it.cur]]
-}
-
-func (it *memIter) value() []byte {
-	start := 0
-	if it.cur > 0 {
-		start = it.vends[it.cur-1]
-	}
-	return it.vals[start:it.vends[it.cur]]
 }
 
 // memRowIter steps through a memRows' rows in key order, from the first

@@ -152,9 +152,18 @@ func (rb *rowBuffer) replay(payload []byte) error {
 	op := payload[0]
 	r.b = r.b[1:]
 	table := string(r.bytes())
+	if r.err != nil {
+		return r.err
+	}
 	m := rb.active[table]
-	if r.err == nil && m == nil {
-		return fmt.Errorf("row buffer log names table %q, which is not buffered", table)
+	if m == nil {
+		// A table no longer buffered (the log of a run with other flags):
+		// replayed all the same, and ingested with the rest.
+		if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
+			return fmt.Errorf("row buffer log record names table %q", table)
+		}
+		m = newMemRows(table, rb.seed, nil)
+		rb.active[table] = m
 	}
 	switch op {
 	case walOpPut:
@@ -431,8 +440,11 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 		m.mu.RLock()
 		for _, i := range order {
 			row := rowKey(chunks, rows, i)
-			cells = m.rowCells(cells[:0], int(i))
+			cells, _ = m.rowCells(cells[:0], int(i))
 			for _, c := range cells {
+				if c.dead {
+					continue // deleted: Pebble has the tombstone already
+				}
 				key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
 				val = binary.BigEndian.AppendUint64(val[:0], c.ts)
 				val = append(val, c.value...)

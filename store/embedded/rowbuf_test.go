@@ -237,3 +237,114 @@ func TestRowBufferReplay(t *testing.T) {
 		t.Errorf("%d cells in the buffer after replay, want 0 (ingested)", st.cells)
 	}
 }
+
+// TestRowBufferScanAcrossDelete: a scan that took Pebble's snapshot
+// before a delete, and reads the row after it, never shows a value the
+// delete did not remove but that was already overwritten (the column's
+// older value in Pebble, or cells of a row deleted whole).
+func TestRowBufferScanAcrossDelete(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	put := func(row, q, v string) {
+		t.Helper()
+		if err := s.Put(ctx, "d", []store.Put{{Row: []byte(row), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte(q), Value: []byte(v)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "q", "old")
+	put("b", "q", "old")
+	put("b", "p", "pebble only")
+	if err := s.rb.flush(); err != nil {
+		t.Fatal(err)
+	}
+	put("a", "q", "new")
+	put("b", "q", "new")
+	sc := s.Scan(ctx, store.ScanRequest{Table: "d"})
+	defer sc.Close()
+	if err := s.Delete(ctx, "d", []byte("a"), []store.Column{{Family: []byte("f"), Qualifier: []byte("q")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "d", []byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Next() {
+		for _, c := range sc.Row().Cells {
+			if string(c.Value) != "new" {
+				t.Errorf("row %s: %s = %q, a value hidden or deleted before the scan's end", sc.Row().Key, c.Qualifier, c.Value)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, s, "d"); got != "" {
+		t.Errorf("after the deletes:\n%s", got)
+	}
+}
+
+// TestRowBufferLogOfOtherTables: a log holding a table that is no longer
+// buffered (another data table name, or no buffer at all) is ingested at
+// open, not refused and not left to be replayed over newer writes later.
+func TestRowBufferLogOfOtherTables(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		buffered []string
+	}{{"other table buffered", []string{"e"}}, {"no buffer", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{Tables: []string{"d", "e"}, BufferTables: []string{"d"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put(t.Context(), "d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte("v")}}}}); err != nil {
+				t.Fatal(err)
+			}
+			want := dump(t, s, "d")
+			crash(t, s)
+			s, err = Open(dir, Options{Tables: []string{"d", "e"}, BufferTables: tc.buffered})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := dump(t, s, "d"); got != want || got == "" {
+				t.Errorf("after reopening: %q, want %q", got, want)
+			}
+			if tc.buffered == nil {
+				if segs, _ := walSegments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
+					t.Errorf("log segments %v left", segs)
+				}
+			}
+		})
+	}
+}
+
+// TestRowBufferSyncsPebbleFirst: when the buffer's log is synced, what
+// was committed to Pebble before (a request's new UIDs) is synced too.
+func TestRowBufferSyncsPebbleFirst(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{Tables: []string{"d", "u"}, BufferTables: []string{"d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.Increment(ctx, "u", []byte{0}, "id", "metrics", 1); err != nil { // not synced on its own
+		t.Fatal(err)
+	}
+	if s.synced.Load() >= s.committed.Load() {
+		t.Fatal("the increment is synced already; the test shows nothing")
+	}
+	pos, err := s.rb.put("d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q"), Value: []byte("v")}}}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rb.wal.waitDurable(pos); err != nil {
+		t.Fatal(err)
+	}
+	if s.synced.Load() < s.committed.Load() {
+		t.Errorf("the buffer's log is durable, Pebble's commit %d is not (synced %d)", s.committed.Load(), s.synced.Load())
+	}
+}

@@ -55,9 +55,11 @@ type rowWAL struct {
 	synced   uint64
 	syncing  bool
 	err      error
-	// free is a finished segment's file kept for the next segment, "" for
-	// none.
-	free string
+	// beforeSync, when set, runs before records are written out to be
+	// synced, after they were taken: it makes Pebble's WAL durable first,
+	// so that no record (a sample, a delete) outlives a crash that loses
+	// what it depends on (the UIDs its row key names, a tombstone).
+	beforeSync func() error
 }
 
 const (
@@ -120,7 +122,9 @@ func openWAL(dir string, seg uint64, noSync bool) (*rowWAL, error) {
 
 func (w *rowWAL) create(seg uint64) (*os.File, error) {
 	name := filepath.Join(w.dir, segName(seg))
-	flags := os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	// Truncated if there: only a rotation that failed after creating it
+	// leaves a file under a number not yet used.
+	flags := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
 	if free := filepath.Join(w.dir, freeName); fileExists(free) {
 		if err := os.Rename(free, name); err != nil {
 			return nil, fmt.Errorf("reuse row buffer log file: %w", err)
@@ -206,7 +210,10 @@ func (w *rowWAL) waitDurable(pos uint64) error {
 		buf, f, target := w.pending, w.f, w.appended
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
-		err := w.write(f, buf)
+		err := w.runBeforeSync()
+		if err == nil {
+			err = w.write(f, buf)
+		}
 		w.mu.Lock()
 		w.spare = buf[:0]
 		w.syncing = false
@@ -235,6 +242,16 @@ func (w *rowWAL) write(f *os.File, buf []byte) error {
 	return nil
 }
 
+func (w *rowWAL) runBeforeSync() error {
+	if w.noSync || w.beforeSync == nil {
+		return nil
+	}
+	if err := w.beforeSync(); err != nil {
+		return fmt.Errorf("sync before the row buffer log: %w", err)
+	}
+	return nil
+}
+
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -251,6 +268,9 @@ func (w *rowWAL) rotate() (uint64, error) {
 	}
 	if w.err != nil {
 		return 0, w.err
+	}
+	if err := w.runBeforeSync(); err != nil {
+		return 0, err
 	}
 	if err := w.write(w.f, w.pending); err != nil {
 		w.err = err
@@ -308,6 +328,9 @@ func (w *rowWAL) close() error {
 		w.cond.Wait()
 	}
 	err := w.err
+	if err == nil {
+		err = w.runBeforeSync()
+	}
 	if err == nil {
 		err = w.write(w.f, w.pending)
 	}
