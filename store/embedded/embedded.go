@@ -19,6 +19,11 @@
 // stored one is dropped, as HBase would keep it hidden behind the newer
 // version. Writes are committed with fsync before they are acknowledged.
 //
+// The tables of Options.BufferTables (the data table: a cell a sample) are
+// written through the row buffer instead (rowbuf.go): their recent cells
+// in memory a row at a time with their own log, ingested into Pebble as
+// sorted sstables; every read merges the buffer with Pebble.
+//
 // Atomicity per row: rows hash to one of 256 lock stripes. Put holds the
 // stripes of its rows shared while it applies its batch (exclusive for rows
 // that carry explicit timestamps, which it must compare); Increment,
