@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/store/embedded"
 )
 
 // BenchmarkReadFloats: remote read of 1000 series × 720 float samples
@@ -61,8 +64,28 @@ func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n in
 // compare`): one metric of 200 series of 10 labels, 100 samples each in
 // the current, uncompacted hour, so a request is small and its fixed costs
 // show.
+//
+// Sub-benchmarks by where the cells are: Pebble's memtable (a store
+// without the row buffer), the row buffer (the data table buffered, as
+// serve runs), and Pebble's tables (the buffer flushed before the reads).
 func BenchmarkReadOneMetric(b *testing.B) {
-	st := openEmbedded(b)
+	for _, where := range []string{"memtable", "buffer", "tables"} {
+		b.Run(where, func(b *testing.B) {
+			opts := embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar"}}
+			if where != "memtable" {
+				opts.BufferTables = []string{"tsdb"}
+			}
+			st, err := embedded.Open(b.TempDir(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			benchReadOneMetric(b, st, where == "tables")
+		})
+	}
+}
+
+func benchReadOneMetric(b *testing.B, st *embedded.Store, flush bool) {
 	h := newTestHandler(b, st)
 	t0 := int64(1_699_999_200_000)
 	const nSeries, nSamples = 200, 100
@@ -81,6 +104,11 @@ func BenchmarkReadOneMetric(b *testing.B) {
 			b.Fatalf("write: %d %s", rec.Code, rec.Body)
 		}
 		batch = batch[:0]
+	}
+	if flush {
+		if err := st.CompactAll(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 	benchRead(b, h, t0-3_600_000, t0+2*3_600_000, "load_metric_0", nSeries*nSamples, "samples/s")
 }

@@ -281,9 +281,12 @@ func DecodeChunks(chunks []Chunk) ([]Sample, []HistogramSample, error) {
 }
 
 // joinChunkSeries joins adjacent series of sorted that have equal labels
-// (see joinEqual): their samples are decoded, merged by time (one per
-// timestamp, the later series' sample dropped) and encoded again. Rare:
-// most label sets have one row key.
+// (see joinEqual). When the later one's chunks all come after the earlier
+// one's (the parts of a scan cut in two, a series' rows of two hours in
+// different parts) its chunks are appended. Otherwise (one label set
+// stored under two row keys, rare) their samples are decoded, merged by
+// time (one per timestamp, the later series' sample dropped) and encoded
+// again.
 func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 	out := sorted[:0]
 	for _, s := range sorted {
@@ -293,6 +296,12 @@ func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 			continue
 		}
 		prev := out[n-1]
+		if len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT {
+			prev.Chunks = append(prev.Chunks, s.Chunks...)
+			prev.Samples += s.Samples
+			prev.Bytes += s.Bytes
+			continue
+		}
 		f1, h1, err := DecodeChunks(prev.Chunks)
 		if err != nil {
 			return nil, err

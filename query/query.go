@@ -26,8 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -231,6 +231,13 @@ func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, match
 			groups = append(groups, reqs)
 		}
 	}
+	if len(groups) == 1 {
+		// One metric: its scans cut into parts that run at once. (The
+		// scans of many metrics already do.)
+		if groups[0], err = sel.split(ctx, groups[0]); err != nil {
+			return err
+		}
+	}
 	if len(groups) > 1 {
 		early, err := q.earlyTagNames(ctx)
 		if err != nil {
@@ -345,6 +352,9 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 	if err != nil {
 		return nil, err
 	}
+	if reqs, err = sel.split(ctx, reqs); err != nil {
+		return nil, err
+	}
 	subs, err := sel.scanAll(ctx, reqs)
 	if err != nil {
 		return nil, err
@@ -357,8 +367,72 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].Labels, out[j].Labels) < 0 })
+	slices.SortFunc(out, func(a, b Series) int {
+		if c := labels.Compare(a.Labels, b.Labels); c != 0 {
+			return c
+		}
+		return cmpT(a.firstT(), b.firstT()) // the parts of a split scan in time order
+	})
 	return joinEqual(out), nil
+}
+
+// firstT is the time of the series' first sample, float or histogram
+// (math.MaxInt64 when it has none).
+func (s *Series) firstT() int64 {
+	t := int64(math.MaxInt64)
+	if len(s.Samples) > 0 {
+		t = s.Samples[0].T
+	}
+	if len(s.Histograms) > 0 {
+		t = min(t, s.Histograms[0].T)
+	}
+	return t
+}
+
+// lastT is the time of the series' last sample, float or histogram
+// (math.MinInt64 when it has none).
+func (s *Series) lastT() int64 {
+	t := int64(math.MinInt64)
+	if n := len(s.Samples); n > 0 {
+		t = s.Samples[n-1].T
+	}
+	if n := len(s.Histograms); n > 0 {
+		t = max(t, s.Histograms[n-1].T)
+	}
+	return t
+}
+
+// split cuts scans into parts that run at once (scanAll, stream) when
+// there are fewer of them than the cores a query may use (ScanConcurrency
+// and GOMAXPROCS) and the store can cut a range (store.RangeSplitter):
+// one large metric then takes every core, as many metrics or salt buckets
+// do. A series whose rows fall in two parts (a row per hour) is joined
+// when the parts are collected.
+func (s *selection) split(ctx context.Context, reqs []store.ScanRequest) ([]store.ScanRequest, error) {
+	sp, ok := s.q.st.(store.RangeSplitter)
+	par := min(s.q.opts.ScanConcurrency, runtime.GOMAXPROCS(0))
+	if !ok || len(reqs) == 0 || par/len(reqs) < 2 {
+		return reqs, nil
+	}
+	parts := par / len(reqs)
+	out := make([]store.ScanRequest, 0, par)
+	for _, req := range reqs {
+		keys, err := sp.SplitRange(ctx, req.Table, req.Start, req.Stop, parts)
+		if err != nil {
+			return nil, fmt.Errorf("split scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
+		}
+		start := req.Start
+		for _, k := range keys {
+			part := req
+			part.Start, part.Stop = start, k
+			out = append(out, part)
+			start = k
+		}
+		last := req
+		last.Start = start
+		out = append(out, last)
+	}
+	return out, nil
 }
 
 // joinEqual joins adjacent series of sorted that have equal labels: one
@@ -374,6 +448,13 @@ func joinEqual(sorted []Series) []Series {
 			continue
 		}
 		prev := &out[n-1]
+		if prev.lastT() < s.firstT() && len(prev.Exemplars)+len(s.Exemplars) == 0 {
+			// The parts of a split scan: one after the other in time.
+			prev.Samples = append(prev.Samples, s.Samples...)
+			prev.Histograms = append(prev.Histograms, s.Histograms...)
+			prev.inRange = prev.inRange || s.inRange
+			continue
+		}
 		merged := append(prev.Samples, s.Samples...)
 		slices.SortStableFunc(merged, func(a, b Sample) int {
 			switch {

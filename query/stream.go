@@ -152,6 +152,11 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 		}
 		sub.series = nil
 	}
-	slices.SortFunc(out, func(a, b *ChunkSeries) int { return labels.Compare(a.Labels, b.Labels) })
+	slices.SortFunc(out, func(a, b *ChunkSeries) int {
+		if c := labels.Compare(a.Labels, b.Labels); c != 0 {
+			return c
+		}
+		return cmpT(a.Chunks[0].MinT, b.Chunks[0].MinT) // the parts of a split scan in time order
+	})
 	return joinChunkSeries(out)
 }

@@ -138,6 +138,18 @@ type DeferredPutter interface {
 	PutDeferred(ctx context.Context, table string, puts []Put) error
 }
 
+// RangeSplitter is a Store that can cut a row range into parts holding
+// about the same data, so that one large scan can run as several at once
+// (on more cores, or more servers). SplitRange returns at most n-1 row keys
+// k1 < k2 < ... strictly inside [start, stop) (stop empty: the table's
+// end), each the key of a row the table holds: the parts are [start, k1),
+// [k1, k2), ... [kN, stop), every row in exactly one. It returns none
+// when the range holds too little to be worth cutting; an estimate, never
+// a promise of balance.
+type RangeSplitter interface {
+	SplitRange(ctx context.Context, table string, start, stop []byte, n int) ([][]byte, error)
+}
+
 // CondPut is one check-and-put of a batch: Put is written only if the
 // cell (Family, Qualifier) of Put.Row holds exactly Expected (absent when
 // Expected is empty), as Store.CheckAndPut does.

@@ -1,0 +1,223 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Cutting a scan's range into parts of about equal data
+// (store.RangeSplitter), so that the query layer can scan the parts at
+// once, one core each.
+
+const (
+	// minSplitRows is the fewest buffered rows a part must get for the
+	// buffer's rows to be cut.
+	minSplitRows = 32
+	// minSplitBytes is the least data (Pebble's estimate of its tables'
+	// bytes, or the buffer's) a part must get for a range to be cut:
+	// below it a scan of its own costs more than it saves.
+	minSplitBytes = 64 << 10
+	// splitProbes bounds the estimates a split key of Pebble's tables is
+	// searched with (each halves the interval of keys it may be in).
+	splitProbes = 16
+)
+
+var _ store.RangeSplitter = (*Store)(nil)
+
+// SplitRange returns at most n-1 row keys, each a row of the table, that
+// cut [start, stop) into parts of about equal data (store.RangeSplitter).
+// When the row buffer holds enough rows of the range, it is cut at the
+// quantiles of the buffer's sorted rows: the recent rows of a table
+// written a row per series and hour are the same series as the older
+// ones in Pebble, unless most of Pebble's bytes lie before the first
+// buffered row (older hours). Otherwise it is cut where Pebble's estimate
+// of its tables' bytes (EstimateDiskUsage: data blocks, or coarser index
+// partitions) reaches each fraction, each cut moved forward to the first
+// row that starts there. A range of too little data is not cut; the
+// memtable's bytes (UID, index and meta tables) are not counted.
+func (s *Store) SplitRange(ctx context.Context, table string, start, stop []byte, n int) ([][]byte, error) {
+	if err := s.checkTable(table); err != nil {
+		return nil, err
+	}
+	if n < 2 {
+		return nil, nil
+	}
+	lower := appendEscapedPrefix(nil, table, start)
+	var upper []byte
+	if len(stop) > 0 {
+		upper = appendEscapedPrefix(nil, table, stop)
+	} else {
+		upper = append([]byte(table), 0x01)
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil, nil
+	}
+	onDisk, err := s.db.EstimateDiskUsage(lower, upper)
+	if err != nil {
+		return nil, fmt.Errorf("split %s: %w", table, err)
+	}
+	if s.buffered(table) {
+		buf := s.bufferedRange(table, start, stop)
+		if buf.count() >= n*minSplitRows {
+			// The buffer's rows stand for Pebble's too unless most of
+			// Pebble's bytes come before the first of them (older hours).
+			first := appendEscapedPrefix(nil, table, rowKey(buf.chunks, buf.rows, buf.order[buf.lo]))
+			before, err := s.db.EstimateDiskUsage(lower, first)
+			if err != nil {
+				return nil, fmt.Errorf("split %s: %w", table, err)
+			}
+			if before <= onDisk/2 {
+				if buf.bytes+int64(onDisk) < int64(n)*minSplitBytes {
+					return nil, nil
+				}
+				return buf.cut(n), nil
+			}
+		}
+	}
+	if onDisk < uint64(n)*minSplitBytes {
+		return nil, nil
+	}
+	return s.splitTables(ctx, table, start, lower, upper, onDisk, n)
+}
+
+// bufferedRange is the rows of a row-buffer layer in a range: order[lo:hi]
+// indexes rows, whose keys are in chunks.
+type bufferedRange struct {
+	order  []uint32
+	rows   []memRow
+	chunks [][]byte
+	lo, hi int
+	bytes  int64 // estimated: the layer's bytes a row times the rows
+}
+
+func (b bufferedRange) count() int { return b.hi - b.lo }
+
+// cut returns the keys of the rows at the n-quantiles of the range.
+func (b bufferedRange) cut(n int) [][]byte {
+	keys := make([][]byte, 0, n-1)
+	for i := 1; i < n; i++ {
+		k := rowKey(b.chunks, b.rows, b.order[b.lo+i*b.count()/n])
+		keys = append(keys, bytes.Clone(k))
+	}
+	return keys
+}
+
+// bufferedRange returns the rows in [start, stop) of the buffer's layer
+// that holds the most of them.
+func (s *Store) bufferedRange(table string, start, stop []byte) bufferedRange {
+	var best bufferedRange
+	for _, m := range s.rb.layers(table) {
+		order, rows, chunks := m.sortedRows()
+		search := func(k []byte) int {
+			i, _ := slices.BinarySearchFunc(order, k, func(r uint32, k []byte) int {
+				return bytes.Compare(rowKey(chunks, rows, r), k)
+			})
+			return i
+		}
+		r := bufferedRange{order: order, rows: rows, chunks: chunks, lo: search(start), hi: len(order)}
+		if len(stop) > 0 {
+			r.hi = search(stop)
+		}
+		if r.count() <= best.count() {
+			continue
+		}
+		m.mu.RLock()
+		perRow := m.bytes / int64(max(len(m.rows), 1))
+		m.mu.RUnlock()
+		r.bytes = perRow * int64(r.count())
+		best = r
+	}
+	return best
+}
+
+// splitTables cuts [lower, upper) (Pebble keys of [start, ...)) where
+// Pebble's estimate of its tables' bytes from lower reaches k/n of total,
+// each cut moved to the first row that starts at or after it.
+func (s *Store) splitTables(ctx context.Context, table string, start, lower, upper []byte, total uint64, n int) ([][]byte, error) {
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("split %s: %w", table, err)
+	}
+	defer it.Close()
+	tlen := len(table) + 1
+	// The search runs between the range's first and last keys: the keys
+	// of a metric fill a sliver of the space between the bounds.
+	if !it.First() {
+		return nil, it.Error()
+	}
+	first := bytes.Clone(it.Key())
+	if !it.Last() {
+		return nil, it.Error()
+	}
+	last := bytes.Clone(it.Key())
+	var keys [][]byte
+	prev := start
+	for k := 1; k < n; k++ {
+		target := total * uint64(k) / uint64(n)
+		a, b := first, last
+		for range splitProbes {
+			mid := midKey(a, b)
+			used, err := s.db.EstimateDiskUsage(lower, mid)
+			if err != nil {
+				return nil, fmt.Errorf("split %s: %w", table, err)
+			}
+			if used < target {
+				a = mid
+			} else {
+				b = mid
+			}
+		}
+		if !it.SeekGE(b) {
+			break
+		}
+		row, _, err := splitRow(it.Key()[tlen:], nil)
+		if err != nil {
+			return nil, fmt.Errorf("split %s: %w", table, err)
+		}
+		if bytes.Compare(row, prev) <= 0 {
+			continue // a part too small to hold a row of its own
+		}
+		keys = append(keys, row)
+		prev = row
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("split %s: %w", table, err)
+	}
+	return keys, nil
+}
+
+// midKey returns a key halfway between a and b (a < b) in byte order:
+// both read as big-endian fractions, their mean, one byte longer than
+// the longer of them (a itself when no key lies between them that way).
+// a <= midKey(a, b) < b.
+func midKey(a, b []byte) []byte {
+	n := max(len(a), len(b)) + 1
+	out := make([]byte, n)
+	carry := 0
+	for i := n - 1; i >= 0; i-- {
+		sum := carry
+		if i < len(a) {
+			sum += int(a[i])
+		}
+		if i < len(b) {
+			sum += int(b[i])
+		}
+		out[i] = byte(sum)
+		carry = sum >> 8
+	}
+	for i := range out {
+		v := carry<<8 | int(out[i])
+		out[i] = byte(v >> 1)
+		carry = v & 1
+	}
+	if bytes.Compare(out, b) >= 0 {
+		return a // a and b differ only in trailing zeros
+	}
+	return out
+}
