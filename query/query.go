@@ -403,11 +403,15 @@ func (s *Series) lastT() int64 {
 }
 
 // split cuts scans into parts that run at once (scanAll, stream) when
-// there are fewer of them than the cores a query may use (ScanConcurrency
-// and GOMAXPROCS) and the store can cut a range (store.RangeSplitter):
+// the cores a query may use (ScanConcurrency and GOMAXPROCS) are at least
+// twice the scans and the store can cut a range (store.RangeSplitter):
 // one large metric then takes every core, as many metrics or salt buckets
-// do. A series whose rows fall in two parts (a row per hour) is joined
-// when the parts are collected.
+// do. A series whose rows fall in two parts (a row per hour, when the
+// range spans hours) is joined when the parts are collected
+// (joinChunkSeries; joinEqual for SelectLabels and SelectExemplars); until
+// then each part charges the budget for it (its labels, overhead and open
+// chunk), so such a query may reach --query.max-bytes-per-query with
+// fewer series than one scan would.
 func (s *selection) split(ctx context.Context, reqs []store.ScanRequest) ([]store.ScanRequest, error) {
 	sp, ok := s.q.st.(store.RangeSplitter)
 	par := min(s.q.opts.ScanConcurrency, runtime.GOMAXPROCS(0))

@@ -142,7 +142,8 @@ type DeferredPutter interface {
 // about the same data, so that one large scan can run as several at once
 // (on more cores, or more servers). SplitRange returns at most n-1 row keys
 // k1 < k2 < ... strictly inside [start, stop) (stop empty: the table's
-// end), each the key of a row the table holds: the parts are [start, k1),
+// end), each the key of a row the table held (it may have been deleted
+// since; the cut is an estimate either way): the parts are [start, k1),
 // [k1, k2), ... [kN, stop), every row in exactly one. It returns none
 // when the range holds too little to be worth cutting; an estimate, never
 // a promise of balance.

@@ -30,7 +30,8 @@ const (
 
 var _ store.RangeSplitter = (*Store)(nil)
 
-// SplitRange returns at most n-1 row keys, each a row of the table, that
+// SplitRange returns at most n-1 row keys, each a row stored in the table
+// (possibly deleted since), that
 // cut [start, stop) into parts of about equal data (store.RangeSplitter).
 // When the row buffer holds enough rows of the range, it is cut at the
 // quantiles of the buffer's sorted rows: the recent rows of a table
@@ -149,11 +150,17 @@ func (s *Store) splitTables(ctx context.Context, table string, start, lower, upp
 	// The search runs between the range's first and last keys: the keys
 	// of a metric fill a sliver of the space between the bounds.
 	if !it.First() {
-		return nil, it.Error()
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("split %s: %w", table, err)
+		}
+		return nil, nil
 	}
 	first := bytes.Clone(it.Key())
 	if !it.Last() {
-		return nil, it.Error()
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("split %s: %w", table, err)
+		}
+		return nil, nil
 	}
 	last := bytes.Clone(it.Key())
 	var keys [][]byte
