@@ -367,39 +367,8 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Series) int {
-		if c := labels.Compare(a.Labels, b.Labels); c != 0 {
-			return c
-		}
-		return cmpT(a.firstT(), b.firstT()) // the parts of a split scan in time order
-	})
+	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
 	return joinEqual(out), nil
-}
-
-// firstT is the time of the series' first sample, float or histogram
-// (math.MaxInt64 when it has none).
-func (s *Series) firstT() int64 {
-	t := int64(math.MaxInt64)
-	if len(s.Samples) > 0 {
-		t = s.Samples[0].T
-	}
-	if len(s.Histograms) > 0 {
-		t = min(t, s.Histograms[0].T)
-	}
-	return t
-}
-
-// lastT is the time of the series' last sample, float or histogram
-// (math.MinInt64 when it has none).
-func (s *Series) lastT() int64 {
-	t := int64(math.MinInt64)
-	if n := len(s.Samples); n > 0 {
-		t = s.Samples[n-1].T
-	}
-	if n := len(s.Histograms); n > 0 {
-		t = max(t, s.Histograms[n-1].T)
-	}
-	return t
 }
 
 // split cuts scans into parts that run at once (scanAll, stream) when
@@ -452,13 +421,6 @@ func joinEqual(sorted []Series) []Series {
 			continue
 		}
 		prev := &out[n-1]
-		if prev.lastT() < s.firstT() && len(prev.Exemplars)+len(s.Exemplars) == 0 {
-			// The parts of a split scan: one after the other in time.
-			prev.Samples = append(prev.Samples, s.Samples...)
-			prev.Histograms = append(prev.Histograms, s.Histograms...)
-			prev.inRange = prev.inRange || s.inRange
-			continue
-		}
 		merged := append(prev.Samples, s.Samples...)
 		slices.SortStableFunc(merged, func(a, b Sample) int {
 			switch {
