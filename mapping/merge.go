@@ -38,6 +38,43 @@ type versionedPoint struct {
 // A malformed cell gives an error wrapping [ErrMalformedCell] that names
 // its qualifier. The returned slice is valid until the next call.
 func (m *Merger) Merge(baseTime uint32, cells []store.Cell, from, to int64) ([]Point, error) {
+	// The common row, single cells written in time order, has its points
+	// in strictly ascending time already: nothing to sort or to drop.
+	out := m.points[:0]
+	ascending := true
+	for _, c := range cells {
+		n := len(out)
+		pts, err := AppendPoints(out, baseTime, c.Qualifier, c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("cell %X: %w", c.Qualifier, err)
+		}
+		k := n
+		for _, p := range pts[n:] {
+			if p.T < from || p.T > to {
+				continue
+			}
+			if k > 0 && p.T <= pts[k-1].T {
+				ascending = false
+				break
+			}
+			pts[k] = p
+			k++
+		}
+		out = pts[:k]
+		if !ascending {
+			break
+		}
+	}
+	m.points = out
+	if ascending {
+		return out, nil
+	}
+	return m.mergeVersions(baseTime, cells, from, to)
+}
+
+// mergeVersions is Merge for any row: every point with its cell's version,
+// sorted, and the newest of each timestamp kept.
+func (m *Merger) mergeVersions(baseTime uint32, cells []store.Cell, from, to int64) ([]Point, error) {
 	m.merged = m.merged[:0]
 	for i, c := range cells {
 		pts, err := AppendPoints(m.points[:0], baseTime, c.Qualifier, c.Value)

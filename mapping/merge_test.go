@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -59,4 +60,47 @@ func TestMerger(t *testing.T) {
 	if _, err := m.Merge(base, []store.Cell{{Qualifier: []byte{0xF0, 0, 0, 7}, Value: []byte{1}}}, 0, math.MaxInt64); !errors.Is(err, ErrMalformedCell) {
 		t.Errorf("malformed cell: err = %v, want ErrMalformedCell", err)
 	}
+}
+
+// FuzzMergeFastPath checks that Merge's shortcut for rows already in
+// strictly ascending time answers as the general merge of versions does,
+// whatever the cells: single cells of both precisions, compacted columns,
+// repeated timestamps, versions out of order, a range cutting the row.
+func FuzzMergeFastPath(f *testing.F) {
+	f.Add([]byte{0, 1, 5, 0, 0, 2, 5, 0}, uint16(0), uint16(0xFFFF))
+	f.Add([]byte{0, 2, 5, 0, 0, 1, 5, 1, 2, 1, 9, 2}, uint16(1), uint16(3))
+	f.Fuzz(func(t *testing.T, spec []byte, lo, hi uint16) {
+		const base = 1700002800
+		if len(spec) > 4*64 {
+			return
+		}
+		var cells []store.Cell
+		for i := 0; i+4 <= len(spec); i += 4 {
+			off, version, kind := uint32(spec[i])<<4|uint32(spec[i+1]&0x0F), uint64(spec[i+2]), spec[i+3]%3
+			v := float64(i)
+			switch kind {
+			case 0: // a millisecond cell
+				val, flags := AppendValue(nil, v)
+				cells = append(cells, store.Cell{Qualifier: AppendMsQualifier(nil, off, flags), Value: val, Timestamp: version})
+			case 1: // a second cell
+				val, flags := AppendValue(nil, v)
+				q := binary.BigEndian.AppendUint16(nil, uint16(off%3600)<<4|uint16(flags))
+				cells = append(cells, store.Cell{Qualifier: q, Value: val, Timestamp: version})
+			default: // a compacted column of two points
+				pts := []Point{{T: base*1000 + int64(off), V: v}, {T: base*1000 + int64(off) + 1 + int64(spec[i+1]>>4), V: v + 1}}
+				q, val := AppendCompacted(nil, nil, base, pts)
+				cells = append(cells, store.Cell{Qualifier: q, Value: val, Timestamp: version})
+			}
+		}
+		from, to := base*1000+int64(lo)*100, base*1000+int64(hi)*100
+		var fast, slow Merger
+		got, err1 := fast.Merge(base, cells, from, to)
+		want, err2 := slow.mergeVersions(base, cells, from, to)
+		if (err1 != nil) != (err2 != nil) {
+			t.Fatalf("errors differ: %v vs %v", err1, err2)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Merge = %v, general merge = %v", got, want)
+		}
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+
+	"github.com/promhbase/promhbase/store"
 )
 
 // memRows holds the recent cells of one table in memory, a row at a time,
@@ -254,20 +256,22 @@ func (m *memRows) blockCells(dst []memCell, ref uint64) []memCell {
 	blk := m.block(ref)
 	used := int(binary.LittleEndian.Uint32(blk[12:]))
 	for p := blockHeader; p < used; {
-		h := blk[p : p+cellHeader]
-		fl, ql, vl := int(h[8]), int(binary.LittleEndian.Uint16(h[9:])), int(binary.LittleEndian.Uint32(h[11:]))
-		q := p + cellHeader
-		dst = append(dst, memCell{
-			ref:       ref + uint64(p),
-			family:    blk[q : q+fl : q+fl],
-			qualifier: blk[q+fl : q+fl+ql : q+fl+ql],
-			value:     blk[q+fl+ql : q+fl+ql+vl : q+fl+ql+vl],
-			ts:        binary.LittleEndian.Uint64(h[0:]),
-			dead:      h[cellDeadByte] != 0,
-		})
-		p = q + fl + ql + vl
+		f, q, v, next := readRecord(blk, p)
+		dst = append(dst, memCell{ref: ref + uint64(p), family: f, qualifier: q, value: v,
+			ts: binary.LittleEndian.Uint64(blk[p:]), dead: blk[p+cellDeadByte] != 0})
+		p = next
 	}
 	return dst
+}
+
+// readRecord reads the cell record at offset p of blk: its family,
+// qualifier and value (slices into blk) and the offset of the next record.
+func readRecord(blk []byte, p int) (f, q, v []byte, next int) {
+	h := blk[p : p+cellHeader]
+	fe := p + cellHeader + int(h[8])
+	qe := fe + int(binary.LittleEndian.Uint16(h[9:]))
+	ve := qe + int(binary.LittleEndian.Uint32(h[11:]))
+	return blk[p+cellHeader : fe : fe], blk[fe:qe:qe], blk[qe:ve:ve], ve
 }
 
 // allCells appends every record of row index i to dst, oldest first. The
@@ -294,17 +298,19 @@ func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 	dst = m.allCells(dst, i)
 	cells := dst[start:]
 	// The order of the writes, which for a row of samples is already the
-	// order of the qualifiers, so that the sort is usually skipped.
-	sorted := true
+	// order of the qualifiers and has one record a column, so that the
+	// sort and the removal of hidden records are usually skipped.
+	ascending := true
 	for n := 1; n < len(cells); n++ {
 		if cmpColumn(cells[n-1], cells[n]) >= 0 {
-			sorted = false
+			ascending = false
 			break
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(cells, cmpColumn)
+	if ascending {
+		return dst, m.rows[i].wiped
 	}
+	slices.SortStableFunc(cells, cmpColumn)
 	out := cells[:0]
 	for n, c := range cells {
 		if n+1 < len(cells) && cmpColumn(c, cells[n+1]) == 0 {
@@ -315,11 +321,87 @@ func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 	return dst[:start+len(out)], m.rows[i].wiped
 }
 
-func cmpColumn(a, b memCell) int {
-	if c := bytes.Compare(a.family, b.family); c != 0 {
+// appendAscending appends the live cells of row index i to dst as
+// store.Cells pointing into the buffer's memory (which never changes once
+// written), keeping only family's when family is not nil, provided that
+// the row's records are in strictly ascending column order: one record a
+// column, as a row of samples written in time order has. It reports false
+// otherwise, and dst's appended cells are then to be dropped (the caller
+// takes rowCells). Dead records are left out: the caller holds no older
+// cells of the row for them to hide. The caller holds mu.
+func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]store.Cell, bool) {
+	var stack [16]uint64
+	var pf, pq []byte
+	first := true
+	for _, ref := range m.blocks(stack[:0], i) {
+		blk := m.block(ref)
+		used := int(binary.LittleEndian.Uint32(blk[12:]))
+		for p := blockHeader; p < used; {
+			f, q, v, next := readRecord(blk, p)
+			if !first && cmpCol(pf, pq, f, q) >= 0 {
+				return dst, false
+			}
+			first, pf, pq = false, f, q
+			if blk[p+cellDeadByte] == 0 && (family == nil || bytes.Equal(f, family)) {
+				dst = append(dst, store.Cell{Family: f, Qualifier: q, Value: v, Timestamp: binary.LittleEndian.Uint64(blk[p:])})
+			}
+			p = next
+		}
+	}
+	return dst, true
+}
+
+func cmpColumn(a, b memCell) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
+
+// cmpCol orders columns by family, then qualifier, as bytes.Compare
+// does; families of one byte and qualifiers of at most 8 bytes (a data
+// row's: 2 or 4 bytes a sample) are compared as integers.
+func cmpCol(af, aq, bf, bq []byte) int {
+	if len(af) == 1 && len(bf) == 1 {
+		if af[0] != bf[0] {
+			if af[0] < bf[0] {
+				return -1
+			}
+			return 1
+		}
+	} else if c := bytes.Compare(af, bf); c != 0 {
 		return c
 	}
-	return bytes.Compare(a.qualifier, b.qualifier)
+	if len(aq) > 8 || len(bq) > 8 {
+		return bytes.Compare(aq, bq)
+	}
+	// Left-aligned, zero-padded: equal padded values leave the shorter,
+	// a prefix of the longer, first.
+	if x, y := padBE(aq), padBE(bq); x != y {
+		if x < y {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case len(aq) < len(bq):
+		return -1
+	case len(aq) > len(bq):
+		return 1
+	}
+	return 0
+}
+
+// padBE reads up to 8 bytes big-endian into the high bytes of a uint64.
+func padBE(b []byte) uint64 {
+	switch len(b) {
+	case 2:
+		return uint64(binary.BigEndian.Uint16(b)) << 48
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b)) << 32
+	case 8:
+		return binary.BigEndian.Uint64(b)
+	}
+	var x uint64
+	for k, c := range b {
+		x |= uint64(c) << (56 - 8*k)
+	}
+	return x
 }
 
 // lookup returns the newest record of a column of row, found false when
