@@ -580,6 +580,23 @@ type selection struct {
 	ahead    func() bool
 	keyBytes int64 // charged for the keys of series (matching or not)
 	merger   mapping.Merger
+	hist     histScratch
+}
+
+// histScratch is what selection.histograms decodes a row's histogram cells
+// into, kept between rows: the chunk appenders copy what they keep.
+type histScratch struct {
+	cands []histCand
+	out   []HistogramSample
+	hs    []*histogram.Histogram
+	fhs   []*histogram.FloatHistogram
+}
+
+// histCand is a histogram cell of a row, by time and version.
+type histCand struct {
+	t       int64
+	version uint64
+	cell    int
 }
 
 // sub returns a selection of s's query for one scan.
@@ -919,15 +936,12 @@ func (s *selection) addExemplars(ser *Series, base uint32, row store.Row) error 
 // histograms decodes the native-histogram cells of a row (qualifier 0x06 +
 // offset, see mapping.AppendHistogramQualifier) whose time is in [start,
 // end], sorted by time; of several cells with one timestamp (a 3-byte and
-// a 5-byte qualifier for the same instant) the newest version wins. Each
-// sample owns its histogram.
+// a 5-byte qualifier for the same instant) the newest version wins. The
+// samples and their histograms are the selection's scratch, valid until
+// the next call.
 func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, error) {
-	type cand struct {
-		t       int64
-		version uint64
-		cell    int
-	}
-	var cs []cand
+	sc := &s.hist
+	cs := sc.cands[:0]
 	for i, c := range row.Cells {
 		off, ok := mapping.ParseHistogramQualifier(c.Qualifier)
 		if !ok {
@@ -937,12 +951,13 @@ func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, e
 		if t < s.start || t > s.end {
 			continue
 		}
-		cs = append(cs, cand{t, c.Timestamp, i})
+		cs = append(cs, histCand{t, c.Timestamp, i})
 	}
+	sc.cands = cs
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	slices.SortStableFunc(cs, func(a, b cand) int {
+	slices.SortStableFunc(cs, func(a, b histCand) int {
 		if c := cmpT(a.t, b.t); c != 0 {
 			return c
 		}
@@ -954,13 +969,18 @@ func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, e
 		}
 		return a.cell - b.cell
 	})
-	out := make([]HistogramSample, 0, len(cs))
+	out := sc.out[:0]
 	for i, c := range cs {
 		if i+1 < len(cs) && cs[i+1].t == c.t {
 			continue // a newer version follows
 		}
 		cell := row.Cells[c.cell]
-		h, fh := &histogram.Histogram{}, &histogram.FloatHistogram{}
+		k := len(out)
+		for len(sc.hs) <= k {
+			sc.hs = append(sc.hs, &histogram.Histogram{})
+			sc.fhs = append(sc.fhs, &histogram.FloatHistogram{})
+		}
+		h, fh := sc.hs[k], sc.fhs[k]
 		isFloat, err := mapping.DecodeHistogramValue(cell.Value, h, fh)
 		if err != nil {
 			return nil, fmt.Errorf("row %x: histogram cell %X: %w", row.Key, cell.Qualifier, err)
@@ -971,6 +991,7 @@ func (s *selection) histograms(base uint32, row store.Row) ([]HistogramSample, e
 		}
 		out = append(out, hs)
 	}
+	sc.out = out
 	return out, nil
 }
 
