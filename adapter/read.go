@@ -343,6 +343,8 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 	}
 	lastFloatHist := false
 	var it chunkenc.Iterator
+	var hh histogram.Histogram
+	var fh histogram.FloatHistogram
 	for _, c := range cs.Chunks {
 		var err error
 		if it, err = c.Iterator(it); err != nil {
@@ -361,12 +363,12 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 					ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, &histogram.Histogram{Sum: v}))
 				}
 			case chunkenc.ValHistogram:
-				t, hh := it.AtHistogram(nil)
-				ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, hh))
+				t, h := it.AtHistogram(&hh) // a stale marker comes as a histogram of its own
+				setIntHistogram(nextHistogram(ts), t, h)
 				lastFloatHist = false
 			case chunkenc.ValFloatHistogram:
-				t, fh := it.AtFloatHistogram(nil)
-				ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, fh))
+				t, h := it.AtFloatHistogram(&fh)
+				setFloatHistogram(nextHistogram(ts), t, h)
 				lastFloatHist = true
 			}
 		}
@@ -375,6 +377,56 @@ func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
 		}
 	}
 	return nil
+}
+
+// nextHistogram extends ts.Histograms by one and returns it, its slices
+// those of the element that was there before, if any (ts is reused from
+// series to series, each marshalled before the next).
+func nextHistogram(ts *prompb.TimeSeries) *prompb.Histogram {
+	if n := len(ts.Histograms); n < cap(ts.Histograms) {
+		ts.Histograms = ts.Histograms[:n+1]
+	} else {
+		ts.Histograms = append(ts.Histograms, prompb.Histogram{})
+	}
+	return &ts.Histograms[len(ts.Histograms)-1]
+}
+
+// setIntHistogram makes dst what prompb.FromIntHistogram(t, h) gives,
+// copying h's lists into dst's own (h is the iterator's scratch).
+func setIntHistogram(dst *prompb.Histogram, t int64, h *histogram.Histogram) {
+	resetHistogram(dst, t, h.Schema, h.ZeroThreshold, h.Sum, h.CounterResetHint, h.PositiveSpans, h.NegativeSpans, h.CustomValues)
+	dst.Count, dst.ZeroCount = &prompb.Histogram_CountInt{CountInt: h.Count}, &prompb.Histogram_ZeroCountInt{ZeroCountInt: h.ZeroCount}
+	dst.PositiveDeltas, dst.NegativeDeltas = append(dst.PositiveDeltas, h.PositiveBuckets...), append(dst.NegativeDeltas, h.NegativeBuckets...)
+}
+
+// setFloatHistogram makes dst what prompb.FromFloatHistogram(t, h) gives,
+// copying h's lists into dst's own.
+func setFloatHistogram(dst *prompb.Histogram, t int64, h *histogram.FloatHistogram) {
+	resetHistogram(dst, t, h.Schema, h.ZeroThreshold, h.Sum, h.CounterResetHint, h.PositiveSpans, h.NegativeSpans, h.CustomValues)
+	dst.Count, dst.ZeroCount = &prompb.Histogram_CountFloat{CountFloat: h.Count}, &prompb.Histogram_ZeroCountFloat{ZeroCountFloat: h.ZeroCount}
+	dst.PositiveCounts, dst.NegativeCounts = append(dst.PositiveCounts, h.PositiveBuckets...), append(dst.NegativeCounts, h.NegativeBuckets...)
+}
+
+// resetHistogram sets the fields integer and float histograms share and
+// empties dst's bucket lists, keeping their memory.
+func resetHistogram(dst *prompb.Histogram, t int64, schema int32, zt, sum float64, hint histogram.CounterResetHint, pos, neg []histogram.Span, custom []float64) {
+	*dst = prompb.Histogram{
+		Sum: sum, Schema: schema, ZeroThreshold: zt,
+		NegativeSpans:  appendSpans(dst.NegativeSpans[:0], neg),
+		PositiveSpans:  appendSpans(dst.PositiveSpans[:0], pos),
+		NegativeDeltas: dst.NegativeDeltas[:0], PositiveDeltas: dst.PositiveDeltas[:0],
+		NegativeCounts: dst.NegativeCounts[:0], PositiveCounts: dst.PositiveCounts[:0],
+		ResetHint:    prompb.Histogram_ResetHint(hint),
+		Timestamp:    t,
+		CustomValues: append(dst.CustomValues[:0], custom...),
+	}
+}
+
+func appendSpans(dst []prompb.BucketSpan, spans []histogram.Span) []prompb.BucketSpan {
+	for _, s := range spans {
+		dst = append(dst, prompb.BucketSpan{Offset: s.Offset, Length: s.Length})
+	}
+	return dst
 }
 
 // writeStreamed answers with ChunkedReadResponse frames, the queries one
