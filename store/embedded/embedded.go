@@ -597,13 +597,6 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 	return r, nil
 }
 
-func decodeCell(family, qualifier, v []byte) (store.Cell, error) {
-	if len(v) < 8 {
-		return store.Cell{}, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
-	}
-	return store.Cell{Family: family, Qualifier: qualifier, Timestamp: binary.BigEndian.Uint64(v), Value: v[8:]}, nil
-}
-
 // stripe returns the lock stripe of row.
 func (s *Store) stripe(row []byte) int {
 	return int(maphash.Bytes(s.seed, row) % rowLocks)
@@ -1400,26 +1393,34 @@ func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 		if !bytes.HasPrefix(rest, sc.raw) {
 			break // the next row, which Next decodes
 		}
-		fam, qual, err := splitColumn(rest[len(sc.raw):])
-		if err != nil {
-			return cells, sc.fail(err)
-		}
-		if sc.family == nil || bytes.Equal(fam, sc.family) {
-			v, err := sc.it.ValueAndErr()
-			if err != nil {
-				return cells, sc.fail(fmt.Errorf("scan: %w", err))
-			}
-			c, err := decodeCell(fam, qual, v)
+		col := rest[len(sc.raw):]
+		var fam, qual []byte
+		if n := len(sc.family); n > 0 && len(col) > n && col[n] == 0 && bytes.Equal(col[:n], sc.family) {
+			// The filter's family (names hold no 0x00): no search for
+			// the terminator.
+			fam, qual = sc.family[:n:n], col[n+1:]
+		} else {
+			f, q, err := splitColumn(col)
 			if err != nil {
 				return cells, sc.fail(err)
 			}
-			fam := sc.family[:len(sc.family):len(sc.family)] // the filter's: the same bytes
-			if sc.family == nil {
-				fam = sc.cellMem.Copy(c.Family)
+			if sc.family != nil {
+				sc.valid = sc.it.Next() // another family
+				continue
 			}
-			cells = append(cells, store.Cell{Family: fam, Qualifier: sc.cellMem.Copy(c.Qualifier),
-				Value: sc.cellMem.Copy(c.Value), Timestamp: c.Timestamp})
+			fam, qual = sc.cellMem.Copy(f), q
 		}
+		v, err := sc.it.ValueAndErr()
+		if err != nil {
+			return cells, sc.fail(fmt.Errorf("scan: %w", err))
+		}
+		if len(v) < 8 {
+			return cells, sc.fail(fmt.Errorf("corrupt embedded value of %d bytes", len(v)))
+		}
+		// Qualifier and value in one run of the row's arena.
+		b := append(append(sc.cellMem.Alloc(len(qual)+len(v)-8), qual...), v[8:]...)
+		cells = append(cells, store.Cell{Family: fam, Qualifier: b[:len(qual):len(qual)],
+			Value: b[len(qual):], Timestamp: binary.BigEndian.Uint64(v)})
 		sc.valid = sc.it.Next()
 	}
 	if !sc.valid {
