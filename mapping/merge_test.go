@@ -44,6 +44,9 @@ func TestMerger(t *testing.T) {
 		{"annotation adds nothing", []store.Cell{{Qualifier: []byte{1, 0, 1}, Value: []byte("{}"), Timestamp: 9}, ms(1, 1, 5)}, 0, math.MaxInt64, "[{1700002800001 1}]"},
 		{"range is inclusive", []store.Cell{ms(1, 1, 5), ms(2, 2, 5), ms(3, 3, 5)}, base*1000 + 2, base*1000 + 3, "[{1700002800002 2} {1700002800003 3}]"},
 		{"no cells", nil, 0, math.MaxInt64, "[]"},
+		{"range cuts a compacted column", []store.Cell{compacted(5, p(1, 1), p(2, 2), p(3, 3)), ms(4, 4, 5)}, base*1000 + 2, base*1000 + 3, "[{1700002800002 2} {1700002800003 3}]"},
+		{"cells out of time order", []store.Cell{ms(3, 3, 5), compacted(5, p(1, 1), p(2, 2))}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 2} {1700002800003 3}]"},
+		{"a repeat outside the range is no repeat", []store.Cell{ms(1, 1, 5), ms(2, 2, 5), ms(1, 9, 9)}, base*1000 + 2, math.MaxInt64, "[{1700002800002 2}]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m Merger
