@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrTooManyBytes means a request needed to hold more bytes at once than
@@ -24,10 +25,11 @@ const DefaultMaxBytes = 512 << 20
 type Budget struct {
 	maxSamples, maxBytes int64
 
-	mu      sync.Mutex
-	cond    sync.Cond
-	samples int64
-	held    int64
+	samples atomic.Int64 // counted without the lock: once a row
+
+	mu   sync.Mutex
+	cond sync.Cond
+	held int64
 }
 
 // NewBudget returns a budget of maxSamples samples in all and maxBytes
@@ -53,10 +55,7 @@ func (b *Budget) Held() int64 {
 
 // addSamples counts n more samples.
 func (b *Budget) addSamples(n int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.samples += int64(n)
-	if b.samples > b.maxSamples {
+	if b.samples.Add(int64(n)) > b.maxSamples {
 		return fmt.Errorf("%w: more than %d in the request (--query.max-samples)", ErrTooManySamples, b.maxSamples)
 	}
 	return nil

@@ -134,7 +134,14 @@ func (g *scanGroup) release() {
 // by labels, series of equal labels joined; it releases what the others
 // and the scans' maps were charged.
 func (g *scanGroup) collect() ([]*ChunkSeries, error) {
-	var out []*ChunkSeries
+	// The series with their sort keys side by side, so that the sort reads
+	// a run of memory and each series' label data, not the series too.
+	type entry struct {
+		labels labels.Labels
+		minT   int64
+		cs     *ChunkSeries
+	}
+	var ents []entry
 	var b *Budget
 	for _, sub := range g.subs {
 		b = sub.budget
@@ -148,15 +155,20 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 				continue
 			}
 			ser.cc.finish()
-			out = append(out, &ChunkSeries{Labels: ser.Labels, Chunks: ser.cc.chunks, Samples: ser.cc.n, Bytes: ser.charged})
+			cs := &ChunkSeries{Labels: ser.Labels, Chunks: ser.cc.chunks, Samples: ser.cc.n, Bytes: ser.charged}
+			ents = append(ents, entry{cs.Labels, cs.Chunks[0].MinT, cs})
 		}
 		sub.series = nil
 	}
-	slices.SortFunc(out, func(a, b *ChunkSeries) int {
-		if c := labels.Compare(a.Labels, b.Labels); c != 0 {
+	slices.SortFunc(ents, func(a, b entry) int {
+		if c := labels.Compare(a.labels, b.labels); c != 0 {
 			return c
 		}
-		return cmpT(a.Chunks[0].MinT, b.Chunks[0].MinT) // the parts of a split scan in time order
+		return cmpT(a.minT, b.minT) // the parts of a split scan in time order
 	})
+	out := make([]*ChunkSeries, len(ents))
+	for i, e := range ents {
+		out[i] = e.cs
+	}
 	return joinChunkSeries(out)
 }
