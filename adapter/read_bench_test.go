@@ -67,12 +67,14 @@ func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n in
 //
 // Sub-benchmarks by where the cells are: Pebble's memtable (a store
 // without the row buffer), the row buffer (the data table buffered, as
-// serve runs), and Pebble's tables (the buffer flushed before the reads).
+// serve runs), Pebble's tables (the buffer flushed before the reads), and
+// split: the first half of each row in Pebble's tables, the second in the
+// buffer (a buffer flushed while the hour was being written).
 //
 // wide is the harness's read at 100 k series: 1000 series × 20 samples
 // from the row buffer, where the fixed costs of a series weigh most.
 func BenchmarkReadOneMetric(b *testing.B) {
-	for _, where := range []string{"memtable", "buffer", "tables", "wide"} {
+	for _, where := range []string{"memtable", "buffer", "tables", "split", "wide"} {
 		b.Run(where, func(b *testing.B) {
 			opts := embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar"}}
 			if where != "memtable" {
@@ -87,16 +89,28 @@ func BenchmarkReadOneMetric(b *testing.B) {
 			if where == "wide" {
 				nSeries, nSamples = 1000, 20
 			}
-			benchReadOneMetric(b, st, where == "tables", nSeries, nSamples)
+			flushAt := -1 // after that many rounds
+			switch where {
+			case "tables":
+				flushAt = nSamples
+			case "split":
+				flushAt = nSamples / 2
+			}
+			benchReadOneMetric(b, st, flushAt, nSeries, nSamples)
 		})
 	}
 }
 
-func benchReadOneMetric(b *testing.B, st *embedded.Store, flush bool, nSeries, nSamples int) {
+func benchReadOneMetric(b *testing.B, st *embedded.Store, flushAt, nSeries, nSamples int) {
 	h := newTestHandler(b, st)
 	t0 := int64(1_699_999_200_000)
 	var batch []prompb.TimeSeries
 	for j := range nSamples {
+		if j == flushAt {
+			if err := st.CompactAll(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for i := range nSeries {
 			batch = append(batch, prompb.TimeSeries{
 				Labels: []prompb.Label{{Name: "__name__", Value: "load_metric_0"}, {Name: "cpu", Value: fmt.Sprint(i % 16)},
@@ -111,7 +125,7 @@ func benchReadOneMetric(b *testing.B, st *embedded.Store, flush bool, nSeries, n
 		}
 		batch = batch[:0]
 	}
-	if flush {
+	if flushAt == nSamples {
 		if err := st.CompactAll(context.Background()); err != nil {
 			b.Fatal(err)
 		}

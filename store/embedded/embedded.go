@@ -1297,17 +1297,15 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 			continue
 		}
 		mi.m.mu.RLock()
-		if len(cells) == 0 {
-			// Nothing older to replace: a row written in column order
-			// (samples in time order) becomes cells at once.
-			var ok bool
-			if cells, ok = mi.m.appendAscending(cells, int(mi.order[mi.pos]), sc.family); ok {
-				mi.m.mu.RUnlock()
-				mi.pos++
-				continue
-			}
-			cells = cells[:0]
+		// A row written in column order (samples in time order) after
+		// what older layers and Pebble hold of it is appended at once.
+		n := len(cells)
+		if cells, ok = mi.m.appendAscending(cells, int(mi.order[mi.pos]), sc.family); ok {
+			mi.m.mu.RUnlock()
+			mi.pos++
+			continue
 		}
+		cells = cells[:n]
 		var wiped bool
 		sc.memCells, wiped = mi.m.rowCells(sc.memCells[:0], int(mi.order[mi.pos]))
 		mi.m.mu.RUnlock()

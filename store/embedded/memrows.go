@@ -324,15 +324,24 @@ func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 // appendAscending appends the live cells of row index i to dst as
 // store.Cells pointing into the buffer's memory (which never changes once
 // written), keeping only family's when family is not nil, provided that
-// the row's records are in strictly ascending column order: one record a
-// column, as a row of samples written in time order has. It reports false
-// otherwise, and dst's appended cells are then to be dropped (the caller
-// takes rowCells). Dead records are left out: the caller holds no older
-// cells of the row for them to hide. The caller holds mu.
+// the row's records are in strictly ascending column order (one record a
+// column, as a row of samples written in time order has) and, when dst
+// ends in older cells of the row, all after dst's last column and the row
+// not wiped since: then nothing in dst is replaced, and the row is dst
+// followed by the buffer's cells (a row whose older samples were flushed
+// into Pebble). It reports false otherwise, and dst's appended cells are
+// then to be dropped (the caller takes rowCells). Dead records are left
+// out: they hide nothing in dst. The caller holds mu.
 func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]store.Cell, bool) {
-	var stack [16]uint64
 	var pf, pq []byte
 	first := true
+	if n := len(dst); n > 0 {
+		if m.rows[i].wiped {
+			return dst, false
+		}
+		pf, pq, first = dst[n-1].Family, dst[n-1].Qualifier, false
+	}
+	var stack [16]uint64
 	for _, ref := range m.blocks(stack[:0], i) {
 		blk := m.block(ref)
 		used := int(binary.LittleEndian.Uint32(blk[12:]))

@@ -270,18 +270,22 @@ func TestRowBufferScanAcrossDelete(t *testing.T) {
 	put("a", "q", "old")
 	put("b", "q", "old")
 	put("b", "p", "pebble only")
+	put("c", "a", "old")
 	if err := s.rb.flush(); err != nil {
 		t.Fatal(err)
 	}
 	put("a", "q", "new")
 	put("b", "q", "new")
+	put("c", "z", "new") // after Pebble's columns of the row: appended, unless the row is wiped
 	sc := s.Scan(ctx, store.ScanRequest{Table: "d"})
 	defer sc.Close()
 	if err := s.Delete(ctx, "d", []byte("a"), []store.Column{{Family: []byte("f"), Qualifier: []byte("q")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "d", []byte("b"), nil); err != nil {
-		t.Fatal(err)
+	for _, row := range []string{"b", "c"} {
+		if err := s.Delete(ctx, "d", []byte(row), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for sc.Next() {
 		for _, c := range sc.Row().Cells {
