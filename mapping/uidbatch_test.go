@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,6 +329,9 @@ func TestResolveBatchMatchesResolve(t *testing.T) {
 		testLabels("job", "no_name"),
 		testLabels("__name__", "up", "job", "a", "job", "b"),
 		testLabels("__name__", "up", "empty", "", "job", "c"),
+		// One name as three kinds: three requests, three UIDs.
+		testLabels("__name__", "job", "job", "up"),
+		testLabels("__name__", "m", "a", "job", "job", "a"),
 	}
 	one := NewMapper(newTestUIDs(t, openUIDStore(t), DefaultLayout()), DefaultLayout(), 0)
 	batch := NewMapper(newTestUIDs(t, openUIDStore(t), DefaultLayout()), DefaultLayout(), 0)
@@ -396,5 +400,31 @@ func TestGetOrCreateBatchSoleWriter(t *testing.T) {
 	}
 	if len(rep.Errors) != 0 || len(rep.Orphans) != 0 || rep.Forward[KindTagV] != 250 {
 		t.Errorf("uid fsck: %+v", rep)
+	}
+}
+
+// TestNameDedup: one request per distinct name and kind in a call; a name
+// whose hash collides with another's gets a request of its own.
+func TestNameDedup(t *testing.T) {
+	d := nameDedup{seed: maphash.MakeSeed()}
+	var reqs []UIDRequest
+	a1 := d.ref(&reqs, KindTagV, []byte("a"))
+	if a2 := d.ref(&reqs, KindTagV, []byte("a")); a2 != a1 {
+		t.Errorf("tagv a twice: requests %d and %d", a1, a2)
+	}
+	if k := d.ref(&reqs, KindTagK, []byte("a")); k == a1 {
+		t.Errorf("tagk a shares tagv a's request %d", k)
+	}
+	// b's hash taken by a: b must not get a's request, and a keeps it.
+	d.idx[KindTagV][maphash.Bytes(d.seed, []byte("b"))] = a1
+	b := d.ref(&reqs, KindTagV, []byte("b"))
+	if b == a1 || string(reqs[b].Name) != "b" || reqs[b].Kind != KindTagV {
+		t.Errorf("colliding b: request %d %+v", b, reqs[b])
+	}
+	if a3 := d.ref(&reqs, KindTagV, []byte("a")); a3 != a1 {
+		t.Errorf("tagv a after the collision: request %d, want %d", a3, a1)
+	}
+	if len(reqs) != 3 {
+		t.Errorf("%d requests, want 3: %+v", len(reqs), reqs)
 	}
 }
