@@ -279,6 +279,41 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 }
 
 // writeCells writes the label cells of the entries not yet written.
+// cellTuple names an index cell of writeCells by its UIDs (of at most 4
+// bytes each, as integers): kind (a day's metrics, a day's tag names, or
+// indexKindValue: a tag value's metrics) in the top byte of the first
+// word, then the day and the metric UID (the day below 2^24: year 47 900);
+// the second word holds the tag name and value UIDs. The kinds leave the
+// UIDs they do not use zero.
+type cellTuple [2]uint64
+
+func newCellTuple(kind byte, day, metric, tagk, tagv uint32) cellTuple {
+	return cellTuple{uint64(kind)<<56 | uint64(day&0xFFFFFF)<<32 | uint64(metric), uint64(tagk)<<32 | uint64(tagv)}
+}
+
+// all reports whether every entry satisfies f.
+func all(entries []Entry, f func(Entry) bool) bool {
+	for _, e := range entries {
+		if !f(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// indexKindValue marks a tag value's cell in a cellTuple; it differs from
+// the index's row kinds.
+const indexKindValue = 0xFF
+
+// uidInt is a UID of at most 4 bytes as a big-endian integer.
+func uidInt(uid []byte) uint32 {
+	var v uint32
+	for _, c := range uid {
+		v = v<<8 | uint32(c)
+	}
+	return v
+}
+
 func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
 	fam := []byte(mapping.IndexFamily)
 	type rowCells struct {
@@ -313,19 +348,48 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
 		keys = append(keys, k)
 	}
-	pair := w.opts.Layout.TagKWidth + w.opts.Layout.TagVWidth
+	lay := w.opts.Layout
+	pair := lay.TagKWidth + lay.TagVWidth
+	// With UIDs of at most 4 bytes the cells an entry asks for are first
+	// told apart by their UIDs as integers: the entries of a call share
+	// most of them (every tag name, most values), and only the first of
+	// each goes on to build its key and look it up.
+	packed := lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 &&
+		all(entries, func(e Entry) bool { return e.Day < 1<<24 })
+	var tuples map[cellTuple]struct{}
+	if packed {
+		tuples = make(map[cellTuple]struct{}, 2*len(entries))
+	}
+	firstOf := func(t cellTuple) bool {
+		if !packed {
+			return true
+		}
+		if _, ok := tuples[t]; ok {
+			return false
+		}
+		tuples[t] = struct{}{}
+		return true
+	}
 	var buf []byte
 	for _, e := range entries {
 		s := e.Series
-		buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
-		add(buf, s.Metric)
-		add(mapping.IndexEverKey, s.Metric)
-		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
-			tagk, tagv := s.Tags[i:i+w.opts.Layout.TagKWidth], s.Tags[i+w.opts.Layout.TagKWidth:i+pair]
-			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
-			add(buf, tagk)
-			buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
+		m := uidInt(s.Metric)
+		if firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
+			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
 			add(buf, s.Metric)
+			add(mapping.IndexEverKey, s.Metric)
+		}
+		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
+			tagk, tagv := s.Tags[i:i+lay.TagKWidth], s.Tags[i+lay.TagKWidth:i+pair]
+			k := uidInt(tagk)
+			if firstOf(newCellTuple(mapping.IndexKindTagKs, e.Day, 0, k, 0)) {
+				buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
+				add(buf, tagk)
+			}
+			if firstOf(newCellTuple(indexKindValue, e.Day, m, k, uidInt(tagv))) {
+				buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
+				add(buf, s.Metric)
+			}
 		}
 	}
 	seen.release()
