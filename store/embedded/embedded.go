@@ -446,8 +446,13 @@ func (s *Store) apply(table string, puts []store.Put) error {
 	var kbuf, vbuf []byte
 	var now uint64
 	var err error
-	for _, p := range puts {
-		if kbuf, vbuf, err = s.addPut(s.db, b, table, p, kbuf, vbuf, &now); err != nil {
+	order := rowOrder(puts)
+	for j := range puts {
+		i := j
+		if order != nil {
+			i = order[j]
+		}
+		if kbuf, vbuf, err = s.addPut(s.db, b, table, puts[i], kbuf, vbuf, &now); err != nil {
 			return err
 		}
 	}
@@ -455,6 +460,28 @@ func (s *Store) apply(table string, puts []store.Put) error {
 		return fmt.Errorf("put %d rows into %s: %w", len(puts), table, err)
 	}
 	return nil
+}
+
+// rowOrder returns the indexes of puts in ascending row order, puts of
+// one row in their given order (a later one's cells replace an earlier
+// one's), or nil when puts are in that order already. Pebble inserts a batch into its memtable key by key, each
+// search starting from where the last one ended: in key order a search
+// covers the keys between two of the batch's, not the whole memtable, as
+// the random keys of a first contact's UID, TSMeta and index rows would.
+func rowOrder(puts []store.Put) []int {
+	sorted := true
+	for i := 1; i < len(puts) && sorted; i++ {
+		sorted = bytes.Compare(puts[i-1].Row, puts[i].Row) <= 0
+	}
+	if sorted {
+		return nil
+	}
+	idx := make([]int, len(puts))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return bytes.Compare(puts[a].Row, puts[b].Row) })
+	return idx
 }
 
 // bufApply adds puts to the row buffer. The caller holds the stripes of

@@ -73,3 +73,45 @@ func TestCheckAndPutBatchSeesEarlierOps(t *testing.T) {
 		t.Errorf("cell = %q, %v, %v; want \"3\"", v, found, err)
 	}
 }
+
+// TestPutOutOfRowOrder: a Put's rows go into Pebble's batch in row order
+// (rowOrder), and a row put twice keeps the later put's cells.
+func TestPutOutOfRowOrder(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	put := func(row, v string) store.Put {
+		return store.Put{Row: []byte(row), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte(v)}}}
+	}
+	if err := s.Put(t.Context(), "t", []store.Put{put("c", "1"), put("a", "2"), put("c", "3"), put("b", "4"), put("a", "5")}); err != nil {
+		t.Fatal(err)
+	}
+	for row, want := range map[string]string{"a": "5", "b": "4", "c": "3"} {
+		v, found, err := s.GetCell(t.Context(), "t", []byte(row), "f", "q")
+		if err != nil || !found || string(v) != want {
+			t.Errorf("row %s: %q, %v, %v; want %q", row, v, found, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		rows []string
+		want string // nil order: "sorted"
+	}{
+		{[]string{"a", "b", "b", "c"}, "sorted"},
+		{[]string{"c", "a", "c", "b", "a"}, "[1 4 3 0 2]"},
+		{nil, "sorted"},
+	} {
+		var puts []store.Put
+		for _, r := range tc.rows {
+			puts = append(puts, put(r, ""))
+		}
+		got := "sorted"
+		if o := rowOrder(puts); o != nil {
+			got = fmt.Sprint(o)
+		}
+		if got != tc.want {
+			t.Errorf("rowOrder(%q) = %s, want %s", tc.rows, got, tc.want)
+		}
+	}
+}
