@@ -323,20 +323,26 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	rows := map[string]*rowCells{}
 	var order []string
 	var keys []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
+	cells := 0
 	// done: the keys of this call already settled (written or to be), so
 	// that the labels the entries share cost one lookup in a small map,
 	// not one in the shared set each.
 	done := make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
 	seen := w.seen.reader()
 	var kbuf []byte
-	add := func(row, qual []byte) {
+	// add adds the cell qual of row unless written already. A fresh cell
+	// (one that names a UID assigned when its series was resolved) cannot
+	// have been: it is neither looked up in the shared set nor remembered
+	// there, as writeTSMeta does with fresh series; a later series that
+	// shares it asks for it, writes it once more and remembers it.
+	add := func(row, qual []byte, fresh bool) {
 		kbuf = append(append(append(kbuf[:0], row...), 0), qual...)
 		k := w.seen.key(kbuf)
 		if _, ok := done[k]; ok {
 			return
 		}
 		done[k] = struct{}{}
-		if seen.has(k) {
+		if !fresh && seen.has(k) {
 			return
 		}
 		r := rows[string(row)]
@@ -346,7 +352,10 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 			order = append(order, string(row))
 		}
 		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
-		keys = append(keys, k)
+		if !fresh {
+			keys = append(keys, k)
+		}
+		cells++
 	}
 	lay := w.opts.Layout
 	pair := lay.TagKWidth + lay.TagVWidth
@@ -375,20 +384,22 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		s := e.Series
 		m := uidInt(s.Metric)
 		if firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
+			fresh := s.FreshCell(-1)
 			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
-			add(buf, s.Metric)
-			add(mapping.IndexEverKey, s.Metric)
+			add(buf, s.Metric, fresh)
+			add(mapping.IndexEverKey, s.Metric, fresh)
 		}
 		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
 			tagk, tagv := s.Tags[i:i+lay.TagKWidth], s.Tags[i+lay.TagKWidth:i+pair]
 			k := uidInt(tagk)
 			if firstOf(newCellTuple(mapping.IndexKindTagKs, e.Day, 0, k, 0)) {
+				// Not fresh: the pair's fresh UID may be its value's.
 				buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
-				add(buf, tagk)
+				add(buf, tagk, false)
 			}
 			if firstOf(newCellTuple(indexKindValue, e.Day, m, k, uidInt(tagv))) {
 				buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
-				add(buf, s.Metric)
+				add(buf, s.Metric, s.FreshCell(i/pair))
 			}
 		}
 	}
@@ -402,9 +413,9 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		puts = append(puts, store.Put{Row: r.row, Cells: r.cells})
 	}
 	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
-		return fmt.Errorf("write %d series index cells: %w", len(keys), err)
+		return fmt.Errorf("write %d series index cells: %w", cells, err)
 	}
 	w.seen.addAll(keys)
-	w.cells.Add(float64(len(keys)))
+	w.cells.Add(float64(cells))
 	return nil
 }

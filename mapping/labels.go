@@ -394,6 +394,15 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		if it.Err != nil {
 			continue
 		}
+		// The pairs with a UID assigned just now, before the sort.
+		var freshPairs [][2]int32
+		if fresh {
+			for j := 0; j+1 < len(rs)-1; j += 2 {
+				if reqs[rs[j]].Created || reqs[rs[j+1]].Created {
+					freshPairs = append(freshPairs, [2]int32{rs[j], rs[j+1]})
+				}
+			}
+		}
 		var s Series
 		s.Metric = reqs[rs[len(rs)-1]].UID
 		tags := make([]byte, 0, (len(rs)-1)/2*pair)
@@ -402,6 +411,13 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		}
 		m.layout.SortTags(tags)
 		s.Tags = tags
+		var mask uint32
+		if fresh {
+			mask = freshMask(tags, pair, m.layout.TagKWidth, reqs, freshPairs)
+			if reqs[rs[len(rs)-1]].Created {
+				mask |= 1 << freshMetric
+			}
+		}
 		var d xxhash.Digest
 		d.Reset()
 		d.Write(s.Metric)
@@ -410,9 +426,26 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		if m.layout.SaltWidth > 0 {
 			s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 		}
-		s.mark = &indexMark{fresh: fresh}
+		s.mark = &indexMark{fresh: mask}
 		it.Series = s
 	}
+}
+
+// freshMask returns the indexMark bits of the sorted pairs of tags that
+// are one of fresh (the requests of a tag name and value, one of them
+// assigned just now).
+func freshMask(tags []byte, pair, kw int, reqs []UIDRequest, fresh [][2]int32) uint32 {
+	var mask uint32
+	for i := 0; i*pair < len(tags); i++ {
+		p := tags[i*pair : (i+1)*pair]
+		for _, f := range fresh {
+			if bytes.Equal(p[:kw], reqs[f[0]].UID) && bytes.Equal(p[kw:], reqs[f[1]].UID) {
+				mask |= 1 << min(i, freshOther)
+				break
+			}
+		}
+	}
+	return mask
 }
 
 // nameDedup finds the request of a name already asked for in one

@@ -86,7 +86,9 @@ func (a *seriesArena) add(s Series, promoted bool) seriesEntry {
 	m := &a.marks[a.nmark/markChunk][a.nmark%markChunk]
 	if s.mark != nil {
 		m.day.Store(s.mark.day.Load())
-		m.fresh = s.mark.fresh && !promoted
+		if !promoted {
+			m.fresh = s.mark.fresh
+		}
 	}
 	e := seriesEntry{ref: r.ref, mark: uint32(a.nmark)}
 	a.nmark++

@@ -21,13 +21,14 @@ func TestSeriesCacheRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newSeriesCache(10)
-			tc.s.mark = &indexMark{fresh: true}
+			tc.s.mark = &indexMark{fresh: 1 << 3} // tag pair 3's UIDs new
 			c.put([]byte(tc.name), tc.s)
 			got, ok := c.get([]byte(tc.name))
 			if !ok {
 				t.Fatal("miss right after put")
 			}
-			if !bytes.Equal(got.Metric, tc.s.Metric) || !bytes.Equal(got.Tags, tc.s.Tags) || got.Bucket != tc.s.Bucket || got.Hash != tc.s.Hash || !got.Fresh() {
+			if !bytes.Equal(got.Metric, tc.s.Metric) || !bytes.Equal(got.Tags, tc.s.Tags) || got.Bucket != tc.s.Bucket || got.Hash != tc.s.Hash ||
+				!got.Fresh() || !got.FreshCell(3) || got.FreshCell(2) || got.FreshCell(-1) {
 				t.Errorf("got %+v, want %+v", got, tc.s)
 			}
 			if cap(got.Metric) != len(got.Metric) || cap(got.Tags) != len(got.Tags) {
@@ -44,7 +45,7 @@ func TestSeriesCacheRecord(t *testing.T) {
 func TestSeriesCacheGenerations(t *testing.T) {
 	mk := func(i int) Series {
 		tags := fmt.Appendf(nil, "%06d", i)
-		return Series{Metric: []byte{0, 0, byte(i)}, Tags: tags, Bucket: i % 3, Hash: uint64(i), mark: &indexMark{fresh: i%2 == 0}}
+		return Series{Metric: []byte{0, 0, byte(i)}, Tags: tags, Bucket: i % 3, Hash: uint64(i), mark: &indexMark{fresh: uint32(i%2) << freshMetric}}
 	}
 	key := func(i int) []byte { return fmt.Appendf(nil, "series-%d", i) }
 	t.Run("promotion keeps the mark", func(t *testing.T) {
@@ -147,7 +148,7 @@ func TestResolveIndexMarkSticks(t *testing.T) {
 // TSMeta row written again without the read that keeps an existing one.
 func TestSeriesCachePromotionNotFresh(t *testing.T) {
 	c := newSeriesCache(2)
-	s := Series{Metric: []byte{0, 0, 1}, Tags: []byte{0, 0, 1, 0, 0, 2}, mark: &indexMark{fresh: true}}
+	s := Series{Metric: []byte{0, 0, 1}, Tags: []byte{0, 0, 1, 0, 0, 2}, mark: &indexMark{fresh: 1 << freshMetric}}
 	got := c.put([]byte("a"), s)
 	if !got.Fresh() {
 		t.Fatal("a new series lost its freshness in the cache")
@@ -155,7 +156,7 @@ func TestSeriesCachePromotionNotFresh(t *testing.T) {
 	c.put([]byte("b"), s)
 	c.put([]byte("c"), s) // a and b now in the older generation
 	p, ok := c.get([]byte("a"))
-	if !ok || p.Fresh() {
+	if !ok || p.Fresh() || p.FreshCell(-1) || p.FreshCell(0) {
 		t.Errorf("promoted: cached %v, fresh %v; want cached, not fresh", ok, p.Fresh())
 	}
 }

@@ -428,3 +428,60 @@ func TestNameDedup(t *testing.T) {
 		t.Errorf("%d requests, want 3: %+v", len(reqs), reqs)
 	}
 }
+
+// TestFreshCells: a resolved series marks as fresh the cells of the UIDs
+// assigned when it was resolved (its metric's: every cell), and only
+// those, whatever the order of its pairs in the row key.
+func TestFreshCells(t *testing.T) {
+	ctx := context.Background()
+	u := newTestUIDs(t, openUIDStore(t), DefaultLayout())
+	m := NewMapper(u, DefaultLayout(), 0)
+	resolve := func(key string, kv ...string) Series {
+		t.Helper()
+		s, err := m.Resolve(ctx, []byte(key), testLabels(kv...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The pair of s whose tag name is name.
+	pairOf := func(s Series, name string) int {
+		t.Helper()
+		uid, err := u.ID(ctx, KindTagK, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i*6 < len(s.Tags); i++ {
+			if bytes.Equal(s.Tags[i*6:i*6+3], uid) {
+				return i
+			}
+		}
+		t.Fatalf("no pair of %s in %x", name, s.Tags)
+		return -1
+	}
+	// instance's name gets its UID first, so the row key sorts its pair
+	// first, unlike the labels below, which have it last.
+	resolve("0", "__name__", "other", "instance", "w")
+	first := resolve("1", "__name__", "up", "job", "a", "zeta", "z", "instance", "x")
+	if p := pairOf(first, "instance"); p != 0 {
+		t.Fatalf("instance is pair %d of the row key, want 0", p)
+	}
+	for i := -1; i < 3; i++ {
+		if !first.FreshCell(i) {
+			t.Errorf("all new: cell %d not fresh", i)
+		}
+	}
+	s := resolve("2", "__name__", "up", "job", "a", "zeta", "z", "instance", "y")
+	if !s.Fresh() || s.FreshCell(-1) {
+		t.Errorf("new instance: fresh %v, metric cell fresh %v; want true, false", s.Fresh(), s.FreshCell(-1))
+	}
+	for name, want := range map[string]bool{"zeta": false, "job": false, "instance": true} {
+		if got := s.FreshCell(pairOf(s, name)); got != want {
+			t.Errorf("new instance: cell of %s fresh %v, want %v", name, got, want)
+		}
+	}
+	again := resolve("3", "__name__", "up", "job", "a", "zeta", "z", "instance", "y")
+	if again.Fresh() || again.FreshCell(-1) || again.FreshCell(pairOf(again, "instance")) {
+		t.Errorf("known series: fresh %v", again.Fresh())
+	}
+}
