@@ -72,9 +72,10 @@ func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n in
 // buffer (a buffer flushed while the hour was being written).
 //
 // wide is the harness's read at 100 k series: 1000 series × 20 samples
-// from the row buffer, where the fixed costs of a series weigh most.
+// from the row buffer, where the fixed costs of a series weigh most;
+// wide-tables the same from Pebble's tables.
 func BenchmarkReadOneMetric(b *testing.B) {
-	for _, where := range []string{"memtable", "buffer", "tables", "split", "wide"} {
+	for _, where := range []string{"memtable", "buffer", "tables", "split", "wide", "wide-tables"} {
 		b.Run(where, func(b *testing.B) {
 			opts := embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar"}}
 			if where != "memtable" {
@@ -86,12 +87,12 @@ func BenchmarkReadOneMetric(b *testing.B) {
 			}
 			b.Cleanup(func() { st.Close() })
 			nSeries, nSamples := 200, 100
-			if where == "wide" {
+			if where == "wide" || where == "wide-tables" {
 				nSeries, nSamples = 1000, 20
 			}
 			flushAt := -1 // after that many rounds
 			switch where {
-			case "tables":
+			case "tables", "wide-tables":
 				flushAt = nSamples
 			case "split":
 				flushAt = nSamples / 2
