@@ -375,6 +375,104 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 	return out, nil
 }
 
+// GetCells reads one cell (family:qualifier) of each of rows in one
+// gohbase batch (SendBatch: one MultiRequest per region server, not an
+// RPC per row, which a first contact's lookups of thousands of new names
+// would otherwise send): values[i] and found[i] answer rows[i] (both of
+// len(rows)). Gets that failed with an error that may pass are sent
+// again, up to Config.Retries times; an error fails the whole call.
+func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+	if err := checkTable(table); err != nil {
+		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+	}
+	if len(values) != len(rows) || len(found) != len(rows) {
+		return fmt.Errorf("get cells: %d values and %d found for %d rows: %w", len(values), len(found), len(rows), store.ErrInvalid)
+	}
+	for i, row := range rows {
+		if err := checkRow(table, row); err != nil {
+			return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
+		}
+		values[i], found[i] = nil, false
+	}
+	fams := map[string][]string{family: {qualifier}}
+	pending := make([]int, len(rows))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		failed, err := s.getOnce(ctx, table, rows, pending, fams, family, qualifier, values, found)
+		if err == nil {
+			return nil
+		}
+		if !s.shouldRetry(ctx, err, attempt, true) {
+			return fmt.Errorf("get cells of %d rows in %s: %d failed: %w", len(rows), table, len(failed), err)
+		}
+		s.retried("get", table, attempt, err)
+		if sleep(ctx, backoff(attempt)) != nil {
+			return fmt.Errorf("get cells of %d rows in %s: %d failed: %w", len(rows), table, len(failed), err)
+		}
+		pending = failed
+	}
+	return nil
+}
+
+// getOnce sends the Gets of rows[pending] as one batch, fills in the
+// answers of those that succeeded, and returns the rest with the most
+// telling error among them (one that will not pass if any, else the
+// first).
+func (s *Store) getOnce(ctx context.Context, table string, rows [][]byte, pending []int, fams map[string][]string, family, qualifier string, values [][]byte, found []bool) ([]int, error) {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
+	defer cancel()
+	calls := make([]hrpc.Call, len(pending))
+	tbl := []byte(table)
+	for j, i := range pending {
+		get, err := hrpc.NewGet(actx, tbl, rows[i], hrpc.Families(fams))
+		if err != nil {
+			return pending, fmt.Errorf("row %x: %w: %w", rows[i], store.ErrInvalid, err)
+		}
+		calls[j] = get
+	}
+	res, _ := s.client.SendBatch(actx, calls)
+	timedOut := actx.Err() != nil && ctx.Err() == nil
+	var (
+		failed []int
+		first  error
+	)
+	for j, r := range res {
+		i := pending[j]
+		err := r.Error
+		var resp *pb.GetResponse
+		if err == nil {
+			var ok bool
+			if resp, ok = r.Msg.(*pb.GetResponse); !ok {
+				err = fmt.Errorf("answer of type %T to a get: %w", r.Msg, store.ErrUnavailable)
+			}
+		}
+		if err != nil {
+			failed = append(failed, i)
+			err = classify(err, timedOut)
+			if timedOut {
+				err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
+			}
+			err = fmt.Errorf("row %x: %w", rows[i], err)
+			if first == nil || (errors.Is(first, store.ErrUnavailable) && !errors.Is(err, store.ErrUnavailable)) {
+				first = err
+			}
+			continue
+		}
+		for _, c := range hrpc.ToLocalResult(resp.Result).Cells {
+			if string(c.Family) == family && string(c.Qualifier) == qualifier {
+				values[i], found[i] = c.Value, true
+				break
+			}
+		}
+	}
+	if first == nil && len(res) != len(calls) {
+		return pending, fmt.Errorf("%d answers to %d gets: %w", len(res), len(calls), store.ErrUnavailable)
+	}
+	return failed, first
+}
+
 // appendCells converts gohbase cells. The byte slices are shared, not
 // copied: gohbase allocates them per response.
 func appendCells(dst []store.Cell, cells []*hrpc.Cell) []store.Cell {

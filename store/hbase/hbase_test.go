@@ -362,6 +362,45 @@ func TestPutCellTimestamps(t *testing.T) {
 	}
 }
 
+// TestGetCells: one batch of gets answers each row in its place, rows
+// repeated, absent, or holding only other columns included; the value is
+// the newest version.
+func TestGetCells(t *testing.T) {
+	s := needHBase(t)
+	ctx := testCtx(t)
+	table := newTable(t, s, "f", "g")
+	cell := func(fam, qual, v string, ts uint64) store.Cell {
+		return store.Cell{Family: []byte(fam), Qualifier: []byte(qual), Value: []byte(v), Timestamp: ts}
+	}
+	puts := []store.Put{
+		{Row: []byte("a"), Cells: []store.Cell{cell("f", "q", "old", 1_000)}},
+		{Row: []byte("a"), Cells: []store.Cell{cell("f", "q", "va", 2_000), cell("f", "other", "x", 2_000)}},
+		{Row: []byte{0, 0xFF, 'b'}, Cells: []store.Cell{cell("f", "q", "vb", 0)}},
+		{Row: []byte("c"), Cells: []store.Cell{cell("f", "other", "x", 0), cell("g", "q", "y", 0)}},
+	}
+	if err := s.Put(ctx, table, puts); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]byte{{0, 0xFF, 'b'}, []byte("missing"), []byte("a"), []byte("c"), []byte("a")}
+	values, found := make([][]byte, len(rows)), make([]bool, len(rows))
+	if err := s.GetCells(ctx, table, rows, "f", "q", values, found); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(rows))
+	for i := range rows {
+		got[i] = fmt.Sprintf("%v:%s", found[i], values[i])
+	}
+	if want := "true:vb false: true:va false: true:va"; strings.Join(got, " ") != want {
+		t.Errorf("GetCells = %s, want %s", strings.Join(got, " "), want)
+	}
+	if err := s.GetCells(ctx, table, rows, "f", "q", values[:1], found); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("GetCells with short values: %v, want ErrInvalid", err)
+	}
+	if err := s.GetCells(ctx, uniqueName(t), rows[:1], "f", "q", values[:1], found[:1]); err == nil {
+		t.Error("GetCells on a missing table: no error")
+	}
+}
+
 func TestCreateTables(t *testing.T) {
 	s := needHBase(t)
 	ctx := testCtx(t)
