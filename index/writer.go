@@ -278,7 +278,6 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 	return nil
 }
 
-// writeCells writes the label cells of the entries not yet written.
 // cellTuple names an index cell of writeCells by its UIDs (of at most 4
 // bytes each, as integers): kind (a day's metrics, a day's tag names, or
 // indexKindValue: a tag value's metrics) in the top byte of the first
@@ -314,6 +313,7 @@ func uidInt(uid []byte) uint32 {
 	return v
 }
 
+// writeCells writes the label cells of the entries not yet written.
 func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
 	fam := []byte(mapping.IndexFamily)
 	type rowCells struct {

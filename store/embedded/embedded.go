@@ -464,10 +464,11 @@ func (s *Store) apply(table string, puts []store.Put) error {
 
 // rowOrder returns the indexes of puts in ascending row order, puts of
 // one row in their given order (a later one's cells replace an earlier
-// one's), or nil when puts are in that order already. Pebble inserts a batch into its memtable key by key, each
-// search starting from where the last one ended: in key order a search
-// covers the keys between two of the batch's, not the whole memtable, as
-// the random keys of a first contact's UID, TSMeta and index rows would.
+// one's), or nil when puts are in that order already. Pebble inserts a
+// batch into its memtable key by key, each search starting from where the
+// last one ended: in key order a search covers the keys between two of
+// the batch's, not the whole memtable, as the random keys of a first
+// contact's UID, TSMeta and index rows would.
 func rowOrder(puts []store.Put) []int {
 	sorted := true
 	for i := 1; i < len(puts) && sorted; i++ {

@@ -330,20 +330,28 @@ func (s *Store) sendOnce(ctx context.Context, table string, muts []mutation, bui
 			continue
 		}
 		failed = append(failed, muts[i])
-		err := classify(r.Error, timedOut)
-		if timedOut {
-			err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
-		}
-		err = fmt.Errorf("row %x: %w", muts[i].row, err)
-		if first == nil || (errors.Is(first, store.ErrUnavailable) && !errors.Is(err, store.ErrUnavailable)) {
-			first = err
-		}
+		first = s.moreTelling(first, r.Error, muts[i].row, timedOut)
 	}
 	if first == nil { // SendBatch said not OK but reported no error
 		first = fmt.Errorf("batch not acknowledged: %w", store.ErrUnavailable)
 		failed = muts
 	}
 	return failed, first
+}
+
+// moreTelling classifies err, the failure of a batch's call on row, and
+// returns it or first, whichever tells more: an error that will not pass
+// over one that may (first nil: err).
+func (s *Store) moreTelling(first, err error, row []byte, timedOut bool) error {
+	err = classify(err, timedOut)
+	if timedOut {
+		err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
+	}
+	err = fmt.Errorf("row %x: %w", row, err)
+	if first == nil || (errors.Is(first, store.ErrUnavailable) && !errors.Is(err, store.ErrUnavailable)) {
+		return err
+	}
+	return first
 }
 
 // Get returns the newest version of the cells of row, restricted to family
@@ -450,14 +458,7 @@ func (s *Store) getOnce(ctx context.Context, table string, rows [][]byte, pendin
 		}
 		if err != nil {
 			failed = append(failed, i)
-			err = classify(err, timedOut)
-			if timedOut {
-				err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
-			}
-			err = fmt.Errorf("row %x: %w", rows[i], err)
-			if first == nil || (errors.Is(first, store.ErrUnavailable) && !errors.Is(err, store.ErrUnavailable)) {
-				first = err
-			}
+			first = s.moreTelling(first, err, rows[i], timedOut)
 			continue
 		}
 		for _, c := range hrpc.ToLocalResult(resp.Result).Cells {
