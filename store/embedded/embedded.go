@@ -22,7 +22,9 @@
 // The tables of Options.BufferTables (the data table: a cell a sample) are
 // written through the row buffer instead (rowbuf.go): their recent cells
 // in memory a row at a time with their own log, ingested into Pebble as
-// sorted sstables; every read merges the buffer with Pebble.
+// sorted sstables that hold one key a row, not one a cell (a run: the
+// row's cells of that flush packed into one value; see runs.go); every
+// read merges the buffer with Pebble's runs and cell keys.
 //
 // Atomicity per row: rows hash to one of 256 lock stripes. Put holds the
 // stripes of its rows shared while it applies its batch (exclusive for rows
@@ -170,6 +172,18 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.tables = make(map[string]bool, len(opts.Tables))
 		for _, t := range opts.Tables {
 			s.tables[t] = true
+		}
+	}
+	// A table that holds runs stays buffered: its runs are newer than its
+	// cell keys only while every put goes through the buffer (runs.go).
+	marked, err := runTables(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
+	}
+	for _, t := range marked {
+		if !slices.Contains(opts.BufferTables, t) && s.checkTable(t) == nil {
+			opts.BufferTables = append(slices.Clip(opts.BufferTables), t)
 		}
 	}
 	if len(opts.BufferTables) > 0 {
@@ -557,7 +571,8 @@ func (s *Store) version(table string, row, family, qualifier []byte) (uint64, bo
 	if c, ok := s.rb.lookup(table, row, family, qualifier); ok {
 		return c.ts, !c.dead, nil
 	}
-	return storedVersion(s.db, appendCellKey(nil, table, row, family, qualifier))
+	_, ts, found, err := s.pebbleCell(table, row, family, qualifier)
+	return ts, found, err
 }
 
 // commit applies b without waiting for the fsync: see sync.
@@ -709,6 +724,8 @@ func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]b
 			}
 			return c.value, true, nil
 		}
+		v, _, found, err := s.pebbleCell(table, row, []byte(family), []byte(qualifier))
+		return v, found, err
 	}
 	k := appendCellKey(nil, table, row, []byte(family), []byte(qualifier))
 	v, closer, err := s.db.Get(k)
@@ -1060,6 +1077,11 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		}
 		killed = append(killed, killColumn{family: c.Family, qualifier: c.Qualifier})
 	}
+	if s.buffered(table) && len(killed) > 0 {
+		if err := s.deleteFromRuns(b, table, row, killedSet(killed)); err != nil {
+			return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+		}
+	}
 	if b.Empty() {
 		return nil
 	}
@@ -1202,6 +1224,8 @@ type scanner struct {
 	decoded  bool
 	memCells []memCell
 	overlay  []store.Cell
+	runs     [][]byte     // the current row's runs, in cellMem
+	runCells []store.Cell // the cells of one of them
 }
 
 // rowArenaChunk is the chunk size of a scanner's row arena: the cells of
@@ -1424,12 +1448,24 @@ func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 	// The row's encoding: the keys of its cells start with it, which
 	// spares decoding the row again for each cell.
 	sc.raw = append(sc.raw[:0], sc.it.Key()[sc.tlen:sc.tlen+sc.nextN]...)
+	runs := sc.runs[:0]
 	for sc.valid {
 		rest := sc.it.Key()[sc.tlen:]
 		if !bytes.HasPrefix(rest, sc.raw) {
 			break // the next row, which Next decodes
 		}
 		col := rest[len(sc.raw):]
+		if isRunColumn(col) {
+			// A run (they come first, oldest first): kept in the row's
+			// arena and laid over the cell keys below.
+			v, err := sc.it.ValueAndErr()
+			if err != nil {
+				return cells, sc.fail(fmt.Errorf("scan: %w", err))
+			}
+			runs = append(runs, sc.cellMem.Copy(v))
+			sc.valid = sc.it.Next()
+			continue
+		}
 		var fam, qual []byte
 		if n := len(sc.family); n > 0 && len(col) > n && col[n] == 0 && bytes.Equal(col[:n], sc.family) {
 			// The filter's family (names hold no 0x00): no search for
@@ -1464,6 +1500,22 @@ func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 			return cells, sc.fail(fmt.Errorf("scan: %w", err))
 		}
 	}
+	// The runs are newer than the cell keys, and each than the one before.
+	for _, r := range runs {
+		if len(cells) == 0 {
+			var err error
+			if cells, err = appendRunCells(cells, r, sc.family); err != nil {
+				return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.next, err))
+			}
+			continue
+		}
+		var err error
+		if sc.runCells, err = appendRunCells(sc.runCells[:0], r, sc.family); err != nil {
+			return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.next, err))
+		}
+		cells, sc.overlay = overlayRunCells(cells, sc.runCells, sc.overlay)
+	}
+	sc.runs = runs[:0]
 	return cells, true
 }
 

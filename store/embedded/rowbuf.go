@@ -62,6 +62,10 @@ type rowBuffer struct {
 
 	flushes     atomic.Int64
 	flushErrors atomic.Int64
+
+	// seq is the sequence number of the last flush that wrote runs (see
+	// runs.go). Under flushMu.
+	seq uint64
 }
 
 // rowBufferDir is the buffer's directory inside the store's.
@@ -92,6 +96,10 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 		rb.tables[t] = true
 	}
 	rb.active = rb.fresh()
+	var err error
+	if rb.seq, err = lastRunSeq(db); err != nil {
+		return nil, fmt.Errorf("read the row buffer's flush sequence: %w", err)
+	}
 	segs, err := walSegments(dir)
 	if err != nil {
 		return nil, err
@@ -422,8 +430,43 @@ func (rb *rowBuffer) flushLocked() error {
 }
 
 // ingest writes the live cells of bufs into one sstable, in key order, and
-// ingests it into Pebble. The caller holds flushMu (nothing changes bufs).
+// ingests it into Pebble. The cells of a buffered table go in as one run a
+// row (runs.go), under the next flush sequence number, which is made
+// durable first, with the table's mark, so that no later flush reuses it;
+// those of a table the log named but this session does not buffer go in
+// as a key a cell. The caller holds flushMu (nothing changes bufs).
 func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
+	tables := sortedTables(bufs)
+	seq := rb.seq + 1
+	var marks *pebble.Batch
+	for _, table := range tables {
+		if !rb.tables[table] {
+			continue
+		}
+		m := bufs[table]
+		m.mu.RLock()
+		empty := len(m.rows) == 0
+		m.mu.RUnlock()
+		if empty {
+			continue
+		}
+		if marks == nil {
+			marks = rb.db.NewBatch()
+			defer marks.Close()
+			if err := marks.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+				return fmt.Errorf("row buffer flush sequence: %w", err)
+			}
+		}
+		if err := marks.Set(append(append([]byte(nil), runsTablePrefix...), table...), nil, nil); err != nil {
+			return fmt.Errorf("row buffer table mark: %w", err)
+		}
+	}
+	if marks != nil {
+		if err := marks.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("row buffer flush sequence: %w: %w", store.ErrUnavailable, err)
+		}
+		rb.seq = seq
+	}
 	path := filepath.Join(rb.dir, "ingest.sst")
 	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -434,24 +477,45 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	n := 0
 	var key, val []byte
 	var cells []memCell
-	for _, table := range sortedTables(bufs) {
+	for _, table := range tables {
 		m := bufs[table]
+		runs := rb.tables[table]
 		order, rows, chunks := m.sortedRows()
 		m.mu.RLock()
 		for _, i := range order {
 			row := rowKey(chunks, rows, i)
 			cells, _ = m.rowCells(cells[:0], int(i))
-			for _, c := range cells {
-				if c.dead {
-					continue // deleted: Pebble has the tombstone already
+			if runs {
+				val = append(val[:0], runFormat)
+				var prev []byte
+				live := 0
+				for _, c := range cells {
+					if c.dead {
+						continue // deleted: Pebble has the tombstone already
+					}
+					val = appendRunCell(val, prev, c.family, c.qualifier, c.value, c.ts)
+					prev = c.family
+					live++
 				}
-				key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
-				val = binary.BigEndian.AppendUint64(val[:0], c.ts)
-				val = append(val, c.value...)
-				if err = w.Set(key, val); err != nil {
-					break
+				if live > 0 {
+					key = appendRunKey(key[:0], table, row, seq)
+					if err = w.Set(key, val); err == nil {
+						n++
+					}
 				}
-				n++
+			} else {
+				for _, c := range cells {
+					if c.dead {
+						continue
+					}
+					key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
+					val = binary.BigEndian.AppendUint64(val[:0], c.ts)
+					val = append(val, c.value...)
+					if err = w.Set(key, val); err != nil {
+						break
+					}
+					n++
+				}
 			}
 			if err != nil {
 				break

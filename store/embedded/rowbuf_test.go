@@ -33,30 +33,37 @@ func dump(t *testing.T, s *Store, table string) string {
 }
 
 // TestRowBufferAgainstPebble applies the same random puts, deletes,
-// check-and-puts and flushes to a store whose table is buffered (with a
-// budget that flushes every few operations) and to one whose table is
-// not, and compares scans, row reads and cell reads after every step.
+// check-and-puts, flushes and reopenings to a store whose table is
+// buffered (with a budget that flushes every few operations; its flushes
+// write runs) and to one whose table is not, and compares scans, row
+// reads and cell reads after every step. The buffered store starts
+// unbuffered in some seeds, so that its first runs lie over cell keys, and
+// is reopened without buffering at times: a table with runs must stay
+// buffered.
 func TestRowBufferAgainstPebble(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range uint64(10) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			clock := time.UnixMilli(1_700_000_000_000)
 			now := func() time.Time { return clock }
-			open := func(buffered bool) *Store {
+			open := func(dir string, buffered bool) *Store {
+				t.Helper()
 				opts := Options{NoSync: true, Tables: []string{"d"}}
 				if buffered {
 					opts.BufferTables = []string{"d"}
 					opts.BufferBytes = int64(rng.IntN(3)+1) << 20
 				}
-				s, err := Open(t.TempDir(), opts)
+				s, err := Open(dir, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.now = now
-				t.Cleanup(func() { s.Close() })
 				return s
 			}
-			ref, buf := open(false), open(true)
+			refDir, bufDir := t.TempDir(), t.TempDir()
+			ref, buf := open(refDir, false), open(bufDir, seed%3 != 0)
+			t.Cleanup(func() { ref.Close(); buf.Close() })
+			hasRuns := false
 			rowKey := func() []byte {
 				// Zero bytes and prefixes of each other, as OpenTSDB keys.
 				k := []byte{0, 0, byte(rng.IntN(3)), 0}
@@ -66,27 +73,45 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 				return []byte{"ft"[rng.IntN(2)]}, []byte{byte(rng.IntN(4)), 0}[:1+rng.IntN(2)]
 			}
 			ctx := t.Context()
-			for step := range 400 {
+			for step := range 500 {
 				clock = clock.Add(time.Duration(rng.IntN(3)) * time.Millisecond)
 				row := rowKey()
 				fam, qual := col()
 				var op string
-				switch r := rng.IntN(10); {
-				case r < 5:
-					c := store.Cell{Family: fam, Qualifier: qual, Value: []byte{byte(step), byte(step >> 8)}}
-					if rng.IntN(3) == 0 {
-						c.Timestamp = uint64(clock.UnixMilli()) - uint64(rng.IntN(5))
+				switch r := rng.IntN(20); {
+				case r < 10:
+					// One cell, or several (a later one of a column wins).
+					var cells []store.Cell
+					for n := range 1 + rng.IntN(4)*rng.IntN(2) {
+						f, q := fam, qual
+						if n > 0 {
+							f, q = col()
+						}
+						c := store.Cell{Family: f, Qualifier: q, Value: []byte{byte(step), byte(step >> 8), byte(n)}}
+						if rng.IntN(3) == 0 {
+							c.Timestamp = uint64(clock.UnixMilli()) - uint64(rng.IntN(5))
+						}
+						cells = append(cells, c)
 					}
-					p := []store.Put{{Row: row, Cells: []store.Cell{c}}}
-					op = fmt.Sprintf("put %x %s:%x ts %d", row, fam, qual, c.Timestamp)
+					p := []store.Put{{Row: row, Cells: cells}}
+					op = fmt.Sprintf("put %x %s", row, cellString(cells))
 					for _, s := range []*Store{ref, buf} {
 						if err := s.Put(ctx, "d", p); err != nil {
 							t.Fatal(op, err)
 						}
 					}
-				case r < 7:
+				case r < 14:
 					var cols []store.Column
-					if rng.IntN(4) != 0 {
+					switch rng.IntN(5) {
+					case 0: // the whole row
+					case 1: // every column, bounded: one pass over the row reads their versions
+						for _, f := range []string{"f", "t"} {
+							for _, q := range [][]byte{{0}, {1}, {2}, {3}, {0, 0}, {1, 0}} {
+								cols = append(cols, store.Column{Family: []byte(f), Qualifier: q,
+									Timestamp: uint64(clock.UnixMilli()) - uint64(rng.IntN(3))})
+							}
+						}
+					default:
 						cols = []store.Column{{Family: fam, Qualifier: qual}}
 						if rng.IntN(2) == 0 {
 							cols[0].Timestamp = uint64(clock.UnixMilli()) - uint64(rng.IntN(5))
@@ -98,7 +123,7 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 							t.Fatal(op, err)
 						}
 					}
-				case r < 8:
+				case r < 16:
 					c := store.Cell{Family: fam, Qualifier: qual, Value: []byte{byte(step)}}
 					var want []byte
 					if rng.IntN(2) == 0 {
@@ -116,10 +141,26 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 					if got[0] != got[1] {
 						t.Fatalf("step %d %s: written %v", step, op, got)
 					}
-				case r < 9:
+				case r < 18:
 					op = "flush"
-					if err := buf.rb.flush(); err != nil {
+					if buf.rb != nil {
+						if err := buf.rb.flush(); err != nil {
+							t.Fatal(err)
+						}
+						hasRuns = hasRuns || buf.rb.seq > 0
+					}
+				case r < 19:
+					buffered := rng.IntN(2) == 0
+					op = fmt.Sprintf("reopen (buffered %v)", buffered)
+					if err := buf.Close(); err != nil {
 						t.Fatal(err)
+					}
+					buf = open(bufDir, buffered)
+					if buf.rb != nil {
+						hasRuns = hasRuns || buf.rb.seq > 0
+					}
+					if hasRuns && !buf.buffered("d") {
+						t.Fatalf("step %d: a table with runs opened unbuffered", step)
 					}
 				default:
 					op = "get"
@@ -155,6 +196,9 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 				if fa != fb || string(va) != string(vb) {
 					t.Fatalf("step %d, after %s: cell %x %s:%x: %x %v vs %x %v", step, op, row, fam, qual, va, fa, vb, fb)
 				}
+			}
+			if seed%3 != 0 && !hasRuns {
+				t.Fatal("no flush wrote a run")
 			}
 		})
 	}
