@@ -218,3 +218,46 @@ func (e *env) sstBytes() (uint64, bool) {
 	}
 	return d.TableBytes(), true
 }
+
+// BenchmarkCompactRows compacts 200 rows of an hour of 120 samples each
+// (a sample every 30 s), written through the embedded store's row buffer
+// and flushed into Pebble before the clock starts, as the scheduler finds
+// them an hour later: a read of the row, the compacted cell's put (its
+// version checked), a bounded delete of the sample cells.
+func BenchmarkCompactRows(b *testing.B) {
+	e := newEnv(b, mapping.DefaultLayout())
+	flusher, ok := e.st.(interface{ CompactAll(context.Context) error })
+	if !ok {
+		b.Skip("the store cannot flush its buffer; the benchmark is the embedded store's")
+	}
+	const rows, samples = 200, 120
+	b.ReportAllocs()
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		var ss []prompb.TimeSeries
+		for i := range rows {
+			var pts []prompb.Sample
+			for j := range samples {
+				// A fresh hour each round (of the 47 before the
+				// compactor's clock), so that each compaction finds
+				// one hour of samples, as the scheduler does.
+				hour := int64(round % 47 * 3600)
+				pts = append(pts, prompb.Sample{Timestamp: (t0+hour+int64(j)*30)*1000 + int64(round/47), Value: float64(i*samples + j + round)})
+			}
+			ss = append(ss, series("compact_bench", []string{"instance", fmt.Sprint(i)}, pts...))
+		}
+		e.write(ss...)
+		if err := flusher.CompactAll(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		round++
+		b.StartTimer()
+		from := time.Unix(t0+int64((round-1)%47*3600), 0)
+		st, err := e.c.CompactRange(context.Background(), from, from.Add(time.Hour), nil)
+		if err != nil || st.Errors > 0 || st.Compacted != rows {
+			b.Fatalf("compact the hour from %s: %s, %v", from, st, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+}

@@ -241,6 +241,15 @@ func (c *Compactor) plan(m *mapping.RawMerger, row store.Row) (*plan, Result) {
 	p := &plan{row: bytes.Clone(row.Key), points: len(pts)}
 	var version uint64
 	put := true
+	// The deleted columns' family shared, their qualifiers copied into one
+	// buffer: two allocations a row, not two a cell.
+	fam := []byte(family)
+	n := 0
+	for _, cell := range data {
+		n += len(cell.Qualifier)
+	}
+	quals := make([]byte, 0, n)
+	p.deletes = make([]store.Column, 0, len(data))
 	for _, cell := range data {
 		version = max(version, cell.Timestamp)
 		if bytes.Equal(cell.Qualifier, qual) {
@@ -250,14 +259,16 @@ func (c *Compactor) plan(m *mapping.RawMerger, row store.Row) (*plan, Result) {
 			put = put && !bytes.Equal(cell.Value, val)
 			continue
 		}
+		at := len(quals)
+		quals = append(quals, cell.Qualifier...)
 		p.deletes = append(p.deletes, store.Column{
-			Family: []byte(family), Qualifier: bytes.Clone(cell.Qualifier), Timestamp: cell.Timestamp,
+			Family: fam, Qualifier: quals[at:len(quals):len(quals)], Timestamp: cell.Timestamp,
 		})
 	}
 	if put {
 		// The newest version merged, not the current time: a sample
 		// written after the read stays newer than the compacted cell.
-		p.put = &store.Cell{Family: []byte(family), Qualifier: qual, Value: val, Timestamp: version}
+		p.put = &store.Cell{Family: fam, Qualifier: qual, Value: val, Timestamp: version}
 	}
 	if p.put == nil && len(p.deletes) == 0 {
 		return nil, Result{Outcome: Unchanged}

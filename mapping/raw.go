@@ -145,6 +145,7 @@ func appendRawPairs(dst []RawPoint, base int64, b []byte, compacted bool, quals 
 type RawMerger struct {
 	points []RawPoint
 	merged []versionedRaw
+	order  []int32
 }
 
 type versionedRaw struct {
@@ -169,27 +170,51 @@ func (m *RawMerger) Merge(baseTime uint32, cells []store.Cell) ([]RawPoint, erro
 			m.merged = append(m.merged, versionedRaw{p, c.Timestamp, i})
 		}
 	}
-	cmp := func(a, b versionedRaw) int {
+	// Ordered by T, then version, then cell, then place: the newest point
+	// of a T comes last. A total order, so an unstable sort of the points'
+	// indexes gives what a stable sort of the points would, without moving
+	// them (each holds slices: every move of one is a write barrier; a
+	// stable sort's rotations moved each many times).
+	less := func(a, b int32) int {
+		pa, pb := &m.merged[a], &m.merged[b]
 		switch {
-		case a.T != b.T:
-			return cmpInt64(a.T, b.T)
-		case a.version != b.version:
-			if a.version < b.version {
+		case pa.T != pb.T:
+			return cmpInt64(pa.T, pb.T)
+		case pa.version != pb.version:
+			if pa.version < pb.version {
 				return -1
 			}
 			return 1
+		case pa.cell != pb.cell:
+			return pa.cell - pb.cell
 		}
-		return a.cell - b.cell
+		return int(a) - int(b)
 	}
-	if !slices.IsSortedFunc(m.merged, cmp) {
-		slices.SortStableFunc(m.merged, cmp)
+	sorted := true
+	for i := 1; i < len(m.merged) && sorted; i++ {
+		sorted = less(int32(i-1), int32(i)) < 0
 	}
 	out := m.points[:0]
-	for i, p := range m.merged {
-		if i+1 < len(m.merged) && m.merged[i+1].T == p.T {
-			continue // a newer version of the same timestamp follows
+	if sorted {
+		for i := range m.merged {
+			if i+1 < len(m.merged) && m.merged[i+1].T == m.merged[i].T {
+				continue // a newer version of the same timestamp follows
+			}
+			out = append(out, m.merged[i].RawPoint)
 		}
-		out = append(out, p.RawPoint)
+		m.points = out
+		return out, nil
+	}
+	m.order = m.order[:0]
+	for i := range m.merged {
+		m.order = append(m.order, int32(i))
+	}
+	slices.SortFunc(m.order, less)
+	for n, i := range m.order {
+		if n+1 < len(m.order) && m.merged[m.order[n+1]].T == m.merged[i].T {
+			continue
+		}
+		out = append(out, m.merged[i].RawPoint)
 	}
 	m.points = out
 	return out, nil

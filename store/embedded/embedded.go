@@ -1058,12 +1058,15 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		}
 		k = appendCellKey(k[:0], table, row, c.Family, c.Qualifier)
 		if c.Timestamp != 0 {
-			ts, found := versions[string(k)]
-			if versions == nil && s.buffered(table) {
+			var ts uint64
+			var found bool
+			if versions != nil {
+				ts, found = versions.get(c.Family, c.Qualifier)
+			} else if s.buffered(table) {
 				if ts, found, err = s.version(table, row, c.Family, c.Qualifier); err != nil {
 					return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 				}
-			} else if versions == nil {
+			} else {
 				if ts, found, err = storedVersion(s.db, k); err != nil {
 					return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 				}
@@ -1096,10 +1099,35 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 	return nil
 }
 
-// versionsFor returns the stored versions of the row's cells by Pebble key
-// when many columns have bounds, which one pass over the row reads faster
-// than a point lookup each; nil when few do.
-func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (map[string]uint64, error) {
+// columnVersions are the columns of a row with their versions, sorted by
+// column, their names in one buffer.
+type columnVersions struct {
+	cols []columnVersion
+}
+
+type columnVersion struct {
+	family, qualifier []byte
+	ts                uint64
+}
+
+// get returns the version of column family:qualifier.
+func (cv *columnVersions) get(family, qualifier []byte) (uint64, bool) {
+	i, found := slices.BinarySearchFunc(cv.cols, columnVersion{family: family, qualifier: qualifier}, func(a, b columnVersion) int {
+		if c := bytes.Compare(a.family, b.family); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.qualifier, b.qualifier)
+	})
+	if !found {
+		return 0, false
+	}
+	return cv.cols[i].ts, true
+}
+
+// versionsFor returns the stored versions of the row's columns when many
+// columns have bounds, which one scan of the row reads faster than a
+// point lookup each; nil when few do.
+func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (*columnVersions, error) {
 	bounded := 0
 	for _, c := range columns {
 		if c.Timestamp != 0 {
@@ -1109,15 +1137,28 @@ func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (m
 	if bounded < 8 {
 		return nil, nil
 	}
-	r, err := s.Get(context.Background(), table, row, "")
-	if err != nil {
-		return nil, fmt.Errorf("read cell versions: %w", err)
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: table, Start: row, Stop: append(bytes.Clone(row), 0)})
+	defer sc.Close()
+	cv := &columnVersions{}
+	if sc.Next() {
+		cells := sc.Row().Cells // sorted by column
+		n := 0
+		for _, c := range cells {
+			n += len(c.Family) + len(c.Qualifier)
+		}
+		names := make([]byte, 0, n)
+		cv.cols = make([]columnVersion, len(cells))
+		for i, c := range cells {
+			at := len(names)
+			names = append(append(names, c.Family...), c.Qualifier...)
+			f := len(c.Family)
+			cv.cols[i] = columnVersion{family: names[at : at+f : at+f], qualifier: names[at+f : len(names) : len(names)], ts: c.Timestamp}
+		}
 	}
-	versions := make(map[string]uint64, len(r.Cells))
-	for _, c := range r.Cells {
-		versions[string(appendCellKey(nil, table, row, c.Family, c.Qualifier))] = c.Timestamp
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read cell versions of row %x in %s: %w", row, table, err)
 	}
-	return versions, nil
+	return cv, nil
 }
 
 // CompactAll flushes the memtable and compacts the whole database, so that

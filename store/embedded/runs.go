@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -370,7 +371,8 @@ func lastRunSeq(db *pebble.DB) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// killedSet returns whether a column is one of cols.
+// killedSet returns whether a column is one of cols: a scan of a few,
+// else a binary search of them sorted (no allocation a column).
 func killedSet(cols []killColumn) func(family, qualifier []byte) bool {
 	if len(cols) <= 8 {
 		return func(family, qualifier []byte) bool {
@@ -382,15 +384,16 @@ func killedSet(cols []killColumn) func(family, qualifier []byte) bool {
 			return false
 		}
 	}
-	set := make(map[string]struct{}, len(cols))
-	var k []byte
-	for _, c := range cols {
-		k = append(append(append(k[:0], c.family...), 0), c.qualifier...)
-		set[string(k)] = struct{}{}
+	cmp := func(a, b killColumn) int {
+		if c := bytes.Compare(a.family, b.family); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.qualifier, b.qualifier)
 	}
+	sorted := slices.Clone(cols)
+	slices.SortFunc(sorted, cmp)
 	return func(family, qualifier []byte) bool {
-		k = append(append(append(k[:0], family...), 0), qualifier...)
-		_, ok := set[string(k)]
-		return ok
+		_, found := slices.BinarySearchFunc(sorted, killColumn{family: family, qualifier: qualifier}, cmp)
+		return found
 	}
 }
