@@ -101,16 +101,23 @@ func newRunReader(v []byte) runReader {
 	return runReader{b: v[1:]}
 }
 
-// bytes reads uvarint n ‖ n bytes.
+// bytes reads uvarint n ‖ n bytes: a length below 128 (every qualifier
+// and most values) is one byte, read without the varint loop.
 func (r *runReader) bytes(what string) ([]byte, bool) {
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || n > uint64(len(r.b)-k) {
-		r.err = fmt.Errorf("%w: %s of cell %d: length past the value's %d bytes", errCorruptRun, what, r.n, len(r.b))
-		return nil, false
+	if len(r.b) > 0 && r.b[0] < 0x80 {
+		n := int(r.b[0])
+		if n < len(r.b) {
+			v := r.b[1 : 1+n : 1+n]
+			r.b = r.b[1+n:]
+			return v, true
+		}
+	} else if n, k := binary.Uvarint(r.b); k > 0 && n <= uint64(len(r.b)-k) {
+		v := r.b[k : k+int(n) : k+int(n)]
+		r.b = r.b[k+int(n):]
+		return v, true
 	}
-	v := r.b[k : k+int(n) : k+int(n)]
-	r.b = r.b[k+int(n):]
-	return v, true
+	r.err = fmt.Errorf("%w: %s of cell %d: length past the value's %d bytes", errCorruptRun, what, r.n, len(r.b))
+	return nil, false
 }
 
 // next returns the next cell; false at the end or on an error (Err).
@@ -118,7 +125,8 @@ func (r *runReader) next() (family, qualifier, value []byte, ts uint64, ok bool)
 	if r.err != nil || len(r.b) == 0 {
 		return nil, nil, nil, 0, false
 	}
-	if r.b[0] == 0 {
+	same := r.b[0] == 0 // the family of the cell before
+	if same {
 		if r.n == 0 {
 			r.err = fmt.Errorf("%w: first cell without a family", errCorruptRun)
 			return nil, nil, nil, 0, false
@@ -142,7 +150,10 @@ func (r *runReader) next() (family, qualifier, value []byte, ts uint64, ok bool)
 		return nil, nil, nil, 0, false
 	}
 	if r.n > 0 {
-		c := bytes.Compare(r.prev.family, family)
+		c := 0
+		if !same {
+			c = bytes.Compare(r.prev.family, family)
+		}
 		if c == 0 {
 			c = bytes.Compare(r.prev.qualifier, qualifier)
 		}
