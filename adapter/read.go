@@ -182,6 +182,7 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 		return err
 	}
 	var ts prompb.TimeSeries
+	var it chunkenc.Iterator
 	for _, series := range results {
 		if err := ab.grow(6); err != nil {
 			return err
@@ -189,6 +190,19 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 		hdr := len(ab.data)
 		ab.data = append(ab.data, 0x0a, 0, 0, 0, 0, 0) // ReadResponse.results, field 1
 		for j, cs := range series {
+			if floatOnly(cs) {
+				if err := ab.grow(maxFloatSeriesBytes(cs)); err != nil {
+					return err
+				}
+				var err error
+				if ab.data, it, err = appendFloatSeries(ab.data, cs, it); err != nil {
+					return err
+				}
+				h.readSamples.Add(float64(cs.Samples))
+				b.Release(cs.Bytes)
+				series[j] = nil
+				continue
+			}
 			if err := toTimeSeries(cs, &ts); err != nil {
 				return err
 			}
@@ -316,7 +330,7 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6
 			for _, c := range cs.Chunks {
 				if c.Enc == chunkenc.EncXOR {
-					n += 20 * int(binary.BigEndian.Uint16(c.Data))
+					n += 22 * int(binary.BigEndian.Uint16(c.Data)) // maxFloatSeriesBytes
 				} else {
 					n += 4 * len(c.Data)
 				}
