@@ -34,10 +34,11 @@ import (
 //   - Every put into a buffered table goes to the buffer, so the buffer
 //     is newer than anything Pebble holds for the same cell.
 //   - A delete in a buffered table waits for any flush (flushMu), writes
-//     Pebble tombstones, then marks the buffer's records dead and logs
-//     that; there is no buffer in flight while it does, so a dead record
-//     never needs to hide an older one elsewhere, and a flush writes only
-//     live cells.
+//     Pebble tombstones and rewrites the runs it reaches, then marks the
+//     buffer's records dead (those of a buffer whose flush failed and
+//     waits for its retry too) and logs that; no flush runs while it
+//     does, so a dead record never needs to hide an older one elsewhere,
+//     and a flush writes only live cells.
 type rowBuffer struct {
 	dir    string
 	db     *pebble.DB
@@ -66,6 +67,11 @@ type rowBuffer struct {
 	// seq is the sequence number of the last flush that wrote runs (see
 	// runs.go). Under flushMu.
 	seq uint64
+	// marked are the tables that hold runs: a flush writes runs for them
+	// even when this session does not buffer them (their log replayed
+	// under other flags), so that their cell keys stay older than their
+	// runs.
+	marked map[string]bool
 }
 
 // rowBufferDir is the buffer's directory inside the store's.
@@ -99,6 +105,14 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 	var err error
 	if rb.seq, err = lastRunSeq(db); err != nil {
 		return nil, fmt.Errorf("read the row buffer's flush sequence: %w", err)
+	}
+	marked, err := runTables(db)
+	if err != nil {
+		return nil, fmt.Errorf("read the tables that hold runs: %w", err)
+	}
+	rb.marked = map[string]bool{}
+	for _, t := range marked {
+		rb.marked[t] = true
 	}
 	segs, err := walSegments(dir)
 	if err != nil {
@@ -221,6 +235,10 @@ func (rb *rowBuffer) replay(payload []byte) error {
 
 func (rb *rowBuffer) buffered(table string) bool { return rb.tables[table] }
 
+// writesRuns reports whether a flush writes table's rows as runs: a
+// buffered table, or one that holds runs already.
+func (rb *rowBuffer) writesRuns(table string) bool { return rb.tables[table] || rb.marked[table] }
+
 // checkColumn checks what a cell record can hold: a family of 1 to 255
 // bytes without 0x00 (the Pebble key's separator), a qualifier of at most
 // 65535 bytes.
@@ -328,6 +346,17 @@ func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 	m.mu.Lock()
 	m.kill(row, cols)
 	m.mu.Unlock()
+	// A buffer whose flush failed waits for its retry (flushing stays
+	// set): its records of the row die too, or the retry would write them
+	// back over the delete. Replay needs nothing more: that buffer's log
+	// segments come before this record.
+	if f := rb.flushing[table]; f != nil {
+		f.mu.Lock()
+		if f.find(maphash.Bytes(f.seed, row), row) >= 0 {
+			f.kill(row, cols)
+		}
+		f.mu.Unlock()
+	}
 	return rb.wal.end(start)
 }
 
@@ -440,7 +469,7 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	seq := rb.seq + 1
 	var marks *pebble.Batch
 	for _, table := range tables {
-		if !rb.tables[table] {
+		if !rb.writesRuns(table) {
 			continue
 		}
 		m := bufs[table]
@@ -460,6 +489,10 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 		if err := marks.Set(append(append([]byte(nil), runsTablePrefix...), table...), nil, nil); err != nil {
 			return fmt.Errorf("row buffer table mark: %w", err)
 		}
+		if rb.marked == nil {
+			rb.marked = map[string]bool{}
+		}
+		rb.marked[table] = true
 	}
 	if marks != nil {
 		if err := marks.Commit(pebble.Sync); err != nil {
@@ -479,7 +512,7 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	var cells []memCell
 	for _, table := range tables {
 		m := bufs[table]
-		runs := rb.tables[table]
+		runs := rb.writesRuns(table)
 		order, rows, chunks := m.sortedRows()
 		m.mu.RLock()
 		for _, i := range order {

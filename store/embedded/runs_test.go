@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -201,5 +204,101 @@ func TestRunSequenceSurvivesReopen(t *testing.T) {
 	}
 	if seq, err := lastRunSeq(s.db); err != nil || seq != 3 {
 		t.Errorf("last run sequence %d (%v), want 3", seq, err)
+	}
+}
+
+// TestRunsOfATableNotOpened: a table with runs whose logged cells are
+// ingested by a session that does not open it (Options.Tables leaves it
+// out) gets them as runs too, so that a later session reads the newest.
+func TestRunsOfATableNotOpened(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	open := func(opts Options) *Store {
+		t.Helper()
+		opts.NoSync = true
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	put := func(s *Store, v string) {
+		t.Helper()
+		if err := s.Put(ctx, "d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte(v)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(Options{BufferTables: []string{"d"}})
+	put(s, "old")
+	if err := s.Close(); err != nil { // a run of "old"; d marked
+		t.Fatal(err)
+	}
+	s = open(Options{BufferTables: []string{"d"}})
+	put(s, "new")
+	crash(t, s) // "new" only in the row buffer's log
+	s = open(Options{Tables: []string{"u"}, BufferTables: []string{"u"}})
+	if err := s.Close(); err != nil { // replays and ingests d's "new"
+		t.Fatal(err)
+	}
+	s = open(Options{})
+	defer s.Close()
+	if v, ok, err := s.GetCell(ctx, "d", []byte("r"), "f", "q"); err != nil || string(v) != "new" {
+		t.Errorf("GetCell = %q %v %v, want new", v, ok, err)
+	}
+	if got := dump(t, s, "d"); !strings.Contains(got, "=6e6577@") {
+		t.Errorf("scan: %s, want the value new", got)
+	}
+}
+
+// TestDeleteWhileFlushWaitsForRetry: a delete that runs while a failed
+// flush's buffer waits for its retry removes the cells of that buffer too,
+// so neither a read meanwhile nor the retried flush brings them back.
+func TestDeleteWhileFlushWaitsForRetry(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole row %v", whole), func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			row := []byte("r")
+			if err := s.Put(ctx, "d", []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte("v")}}}}); err != nil {
+				t.Fatal(err)
+			}
+			// The flush cannot create its sstable: a directory holds its name.
+			block := filepath.Join(dir, rowBufferDir, "ingest.sst")
+			if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.rb.flush(); err == nil {
+				t.Fatal("flush succeeded with its sstable's name taken")
+			}
+			var cols []store.Column
+			if !whole {
+				cols = []store.Column{{Family: []byte("f"), Qualifier: []byte("q")}}
+			}
+			if err := s.Delete(ctx, "d", row, cols); err != nil {
+				t.Fatal(err)
+			}
+			check := func(when string) {
+				t.Helper()
+				if v, ok, err := s.GetCell(ctx, "d", row, "f", "q"); ok || err != nil {
+					t.Errorf("%s: GetCell = %q %v %v, want none", when, v, ok, err)
+				}
+				if got := dump(t, s, "d"); got != "" {
+					t.Errorf("%s: scan %q, want nothing", when, got)
+				}
+			}
+			check("before the retry")
+			if err := os.RemoveAll(block); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.rb.flush(); err != nil {
+				t.Fatal(err)
+			}
+			check("after the retry")
+		})
 	}
 }
