@@ -39,10 +39,12 @@ import (
 // delete rewrites the runs that held its columns.
 //
 // Which is newer: a table that holds runs is buffered in every later
-// session (Open buffers the tables runsTablePrefix names), so all its puts
-// go through the row buffer and every cell key of it predates every run of
-// it; of two runs the later seq is newer. A read lays the runs over the
-// cell keys, oldest first, each newer cell replacing its column.
+// session that opens it (Open buffers the tables runsTablePrefix names),
+// so all its puts go through the row buffer, and a flush writes runs for
+// it even in a session that does not open it (its log replayed there);
+// so every cell key of it predates every run of it, and of two runs the
+// later seq is newer. A read lays the runs over the cell keys, oldest
+// first, each newer cell replacing its column.
 const runFormat = 1
 
 // runSeqKey holds the sequence number of the last flush that wrote runs
