@@ -185,7 +185,8 @@ func appendRunCells(dst []store.Cell, v, family []byte) ([]store.Cell, error) {
 	}
 }
 
-// findRunCell returns the cell family:qualifier of run v.
+// findRunCell returns the cell family:qualifier of run v, reading its
+// cells up to that column (they ascend).
 func findRunCell(v, family, qualifier []byte) (value []byte, ts uint64, found bool, err error) {
 	r := newRunReader(v)
 	for {
@@ -193,8 +194,15 @@ func findRunCell(v, family, qualifier []byte) (value []byte, ts uint64, found bo
 		if !ok {
 			return nil, 0, false, r.err
 		}
-		if bytes.Equal(f, family) && bytes.Equal(q, qualifier) {
+		c := bytes.Compare(f, family)
+		if c == 0 {
+			c = bytes.Compare(q, qualifier)
+		}
+		switch {
+		case c == 0:
 			return val, t, true, nil
+		case c > 0:
+			return nil, 0, false, nil // past the column
 		}
 	}
 }
