@@ -284,7 +284,8 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		return res, err
 	}
 	o.url = base + "/api/v1/write"
-	o.duration = 24 * time.Hour // bounded by the rounds
+	o.duration = 24 * time.Hour    // bounded by the rounds
+	o.shift = seriesID(o, c, 1, 0) // the window's slide a round
 	ct := "application/x-protobuf"
 	if c.protocol == "v2" {
 		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/promhbase/promhbase/internal/testproc"
 )
@@ -63,5 +68,43 @@ func TestCompareSmoke(t *testing.T) {
 				t.Errorf("plot lacks the bars:\n%.500s", b)
 			}
 		})
+	}
+}
+
+// TestRunKeepsSeriesOrder: with a sliding window of series (churn), a
+// series moves between batches and senders from round to round, yet no
+// request of a round starts before every request of the round before
+// that held its series has been answered; with senders that answer in
+// random order a series' rounds would otherwise overtake each other, and
+// Prometheus refuses such a sample as out of order.
+func TestRunKeepsSeriesOrder(t *testing.T) {
+	o := options{series: 600, batch: 200, concurrency: 3, maxRounds: 8, shift: 60, duration: time.Minute}
+	var mu sync.Mutex
+	last := map[int]int{} // series → last round answered
+	rng := rand.New(rand.NewPCG(3, 4))
+	var bad []string
+	_, err := run(o, func(ctx context.Context, round, first, n int) error {
+		mu.Lock()
+		d := time.Duration(rng.IntN(3000)) * time.Microsecond
+		for p := first; p < first+n; p++ {
+			id := p + round*o.shift
+			if r, ok := last[id]; (ok && r != round-1) || (!ok && round > 0 && p+o.shift < o.series) {
+				bad = append(bad, fmt.Sprintf("series %d: round %d started after round %d (seen %v)", id, round, r, ok))
+			}
+		}
+		mu.Unlock()
+		time.Sleep(d)
+		mu.Lock()
+		for p := first; p < first+n; p++ {
+			last[p+round*o.shift] = round
+		}
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d series out of order, e.g. %s", len(bad), bad[0])
 	}
 }

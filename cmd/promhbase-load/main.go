@@ -44,13 +44,16 @@ type options struct {
 	duration    time.Duration
 	rounds      int
 	maxRounds   int
-	match       []string
-	url         string
-	backend     string
-	path        string
-	quorum      string
-	dataTable   string
-	uidTable    string
+	// shift is how many positions the window of series slides a round
+	// (compare's churn); 0: none.
+	shift     int
+	match     []string
+	url       string
+	backend   string
+	path      string
+	quorum    string
+	dataTable string
+	uidTable  string
 }
 
 func main() {
@@ -141,7 +144,10 @@ type runResult struct {
 func run(o options, work func(ctx context.Context, round, first, n int) error) (runResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
-	type job struct{ round, first, n int }
+	type job struct {
+		round, first, n int
+		done            chan struct{} // closed once work returned
+	}
 	// Sharded by series, as Prometheus's queue: a batch of series always
 	// goes to the same sender, which sends its rounds in order.
 	shards := make([]chan job, o.concurrency)
@@ -166,6 +172,7 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) (
 				began := time.Now()
 				err := work(context.Background(), j.round, j.first, j.n)
 				d := time.Since(began)
+				close(j.done)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -189,11 +196,33 @@ func run(o options, work func(ctx context.Context, round, first, n int) error) (
 			}
 		}()
 	}
+	// With o.shift, a series moves to a lower position every round, so
+	// into another batch and possibly another sender: a batch waits for
+	// the batches of the round before that held its series, so that no
+	// series' sample overtakes its previous one (Prometheus would refuse
+	// it as out of order).
+	var prev, cur []chan struct{}
 feed:
 	for round := 0; o.maxRounds <= 0 || round < o.maxRounds; round++ {
+		prev, cur = cur, make([]chan struct{}, batches)
 		for first := 0; first < o.series; first += o.batch {
+			n := min(o.batch, o.series-first)
+			if o.shift > 0 && prev != nil {
+				for _, p := range []int{first + o.shift, first + o.shift + n - 1} {
+					if p >= o.series {
+						continue // new series: none before
+					}
+					select {
+					case <-prev[p/o.batch]:
+					case <-ctx.Done():
+						break feed
+					}
+				}
+			}
+			j := job{round, first, n, make(chan struct{})}
+			cur[first/o.batch] = j.done
 			select {
-			case shards[(first/o.batch)%len(shards)] <- job{round, first, min(o.batch, o.series-first)}:
+			case shards[(first/o.batch)%len(shards)] <- j:
 			case <-ctx.Done():
 				break feed
 			}
