@@ -222,10 +222,7 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 			series[j] = nil
 		}
 		h.readSeries.Add(float64(len(series)))
-		qlen := len(ab.data) - hdr - 6
-		prefix := binary.AppendUvarint(ab.data[hdr:hdr+1], uint64(qlen))
-		copy(ab.data[hdr+len(prefix):], ab.data[hdr+6:])
-		ab.data = ab.data[:len(ab.data)-(6-len(prefix))]
+		ab.data = putLength(ab.data, hdr+1, 5)
 	}
 	data := ab.data
 	enc := s2.MaxEncodedLen(len(data))

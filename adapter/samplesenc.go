@@ -96,8 +96,15 @@ func appendFloatSeries(dst []byte, cs *query.ChunkSeries, it chunkenc.Iterator) 
 			return dst, it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
 		}
 	}
-	n := len(dst) - start
-	prefix := binary.AppendUvarint(dst[start-5:start-5], uint64(n))
-	copy(dst[start-5+len(prefix):], dst[start:])
-	return dst[:len(dst)-(5-len(prefix))], it, nil
+	return putLength(dst, start-5, 5), it, nil
+}
+
+// putLength writes, at dst[at:], the uvarint length of the bytes that
+// follow the reserved bytes kept there for it (at most reserved long), and
+// moves those bytes up to follow it: a protobuf field's length, known only
+// once its contents are appended.
+func putLength(dst []byte, at, reserved int) []byte {
+	prefix := binary.AppendUvarint(dst[at:at], uint64(len(dst)-at-reserved))
+	copy(dst[at+len(prefix):], dst[at+reserved:])
+	return dst[:len(dst)-(reserved-len(prefix))]
 }

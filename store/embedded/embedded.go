@@ -197,7 +197,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		if budget <= 0 {
 			budget = DefaultRowBufferBytes
 		}
-		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, budget, opts.NoSync); err != nil {
+		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, marked, budget, opts.NoSync); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 		}
@@ -205,7 +205,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if segs, _ := walSegments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
 		// The log of a run that buffered: into Pebble now, before anything
 		// newer is written, then away.
-		rb, err := openRowBuffer(dir, db, po, nil, DefaultRowBufferBytes, opts.NoSync)
+		rb, err := openRowBuffer(dir, db, po, nil, marked, DefaultRowBufferBytes, opts.NoSync)
 		if err == nil {
 			err = rb.close()
 		}
@@ -724,22 +724,9 @@ func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]b
 			}
 			return c.value, true, nil
 		}
-		v, _, found, err := s.pebbleCell(table, row, []byte(family), []byte(qualifier))
-		return v, found, err
 	}
-	k := appendCellKey(nil, table, row, []byte(family), []byte(qualifier))
-	v, closer, err := s.db.Get(k)
-	if err == pebble.ErrNotFound {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read cell %s:%s of row %x in %s: %w", family, qualifier, row, table, err)
-	}
-	defer closer.Close()
-	if len(v) < 8 {
-		return nil, false, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
-	}
-	return bytes.Clone(v[8:]), true, nil
+	v, _, found, err := s.pebbleCell(table, row, []byte(family), []byte(qualifier))
+	return v, found, err
 }
 
 // GetCells reads one cell (family:qualifier) of each of rows, in one pass
@@ -1113,10 +1100,7 @@ type columnVersion struct {
 // get returns the version of column family:qualifier.
 func (cv *columnVersions) get(family, qualifier []byte) (uint64, bool) {
 	i, found := slices.BinarySearchFunc(cv.cols, columnVersion{family: family, qualifier: qualifier}, func(a, b columnVersion) int {
-		if c := bytes.Compare(a.family, b.family); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.qualifier, b.qualifier)
+		return cmpCol(a.family, a.qualifier, b.family, b.qualifier)
 	})
 	if !found {
 		return 0, false

@@ -86,7 +86,10 @@ const rowBufferDir = "rowbuf"
 // went from 564 MB with 32 MiB to 646 MB with 64 MiB.
 const DefaultRowBufferBytes = 32 << 20
 
-func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []string, budget int64, noSync bool) (*rowBuffer, error) {
+// openRowBuffer opens the buffer of tables in dir, replays its log and
+// ingests what the log held; marked are the tables that hold runs
+// (runTables).
+func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, budget int64, noSync bool) (*rowBuffer, error) {
 	dir = filepath.Join(dir, rowBufferDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create row buffer directory: %w", err)
@@ -105,10 +108,6 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables []strin
 	var err error
 	if rb.seq, err = lastRunSeq(db); err != nil {
 		return nil, fmt.Errorf("read the row buffer's flush sequence: %w", err)
-	}
-	marked, err := runTables(db)
-	if err != nil {
-		return nil, fmt.Errorf("read the tables that hold runs: %w", err)
 	}
 	rb.marked = map[string]bool{}
 	for _, t := range marked {

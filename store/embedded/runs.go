@@ -152,14 +152,7 @@ func (r *runReader) next() (family, qualifier, value []byte, ts uint64, ok bool)
 		return nil, nil, nil, 0, false
 	}
 	if r.n > 0 {
-		c := 0
-		if !same {
-			c = bytes.Compare(r.prev.family, family)
-		}
-		if c == 0 {
-			c = bytes.Compare(r.prev.qualifier, qualifier)
-		}
-		if c >= 0 {
+		if cmpCol(r.prev.family, r.prev.qualifier, family, qualifier) >= 0 {
 			r.err = fmt.Errorf("%w: cell %d not after the one before it", errCorruptRun, r.n)
 			return nil, nil, nil, 0, false
 		}
@@ -194,11 +187,7 @@ func findRunCell(v, family, qualifier []byte) (value []byte, ts uint64, found bo
 		if !ok {
 			return nil, 0, false, r.err
 		}
-		c := bytes.Compare(f, family)
-		if c == 0 {
-			c = bytes.Compare(q, qualifier)
-		}
-		switch {
+		switch c := cmpCol(f, q, family, qualifier); {
 		case c == 0:
 			return val, t, true, nil
 		case c > 0:
@@ -267,12 +256,7 @@ func overlayRunCells(cells, newer, scratch []store.Cell) ([]store.Cell, []store.
 	return cells, scratch
 }
 
-func cmpCell(a, b store.Cell) int {
-	if c := bytes.Compare(a.Family, b.Family); c != 0 {
-		return c
-	}
-	return bytes.Compare(a.Qualifier, b.Qualifier)
-}
+func cmpCell(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) }
 
 // runBounds returns the bounds of the keys of row's runs.
 func runBounds(table string, row []byte) (lower, upper []byte) {
@@ -405,12 +389,7 @@ func killedSet(cols []killColumn) func(family, qualifier []byte) bool {
 			return false
 		}
 	}
-	cmp := func(a, b killColumn) int {
-		if c := bytes.Compare(a.family, b.family); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.qualifier, b.qualifier)
-	}
+	cmp := func(a, b killColumn) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
 	sorted := slices.Clone(cols)
 	slices.SortFunc(sorted, cmp)
 	return func(family, qualifier []byte) bool {
