@@ -5,10 +5,12 @@ import (
 	"math"
 	"slices"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/internal/histchunk"
 	"github.com/promhbase/promhbase/internal/xorchunk"
 )
 
@@ -16,8 +18,9 @@ import (
 // Prometheus's TSDB.
 const MaxSamplesPerChunk = 120
 
-// xorChunkCap is the capacity an XOR chunk's buffer starts with.
-const xorChunkCap = 128
+// xorChunkCap is the capacity an XOR chunk's buffer starts with, and
+// histChunkCap a histogram chunk's: those Prometheus's chunks start with.
+const xorChunkCap, histChunkCap = 128, 128
 
 // seriesOverhead is what a series costs besides its labels and chunk
 // bytes, charged to the budget: the series, its chunk list and the open
@@ -63,8 +66,13 @@ type chunkCutter struct {
 	chunks []Chunk
 	// xor builds the current chunk when it is an XOR chunk (xorOpen);
 	// cur and app, when it is a histogram chunk.
-	xor        xorchunk.Builder
-	xorOpen    bool
+	xor     xorchunk.Builder
+	xorOpen bool
+	// hist builds the current chunk when it is an integer histogram
+	// chunk whose samples all kept its layout (histOpen); such a chunk
+	// goes to cur and app once a sample does not (handOver).
+	hist       histchunk.Builder
+	histOpen   bool
 	cur        chunkenc.Chunk
 	app        chunkenc.Appender
 	minT, maxT int64
@@ -83,6 +91,9 @@ func (c *chunkCutter) size() int64 {
 	if c.xorOpen {
 		s += int64(c.xor.Cap()) + chunkOverhead
 	}
+	if c.histOpen {
+		s += int64(c.hist.Cap()) + chunkOverhead
+	}
 	return s
 }
 
@@ -94,6 +105,12 @@ func (c *chunkCutter) finish() {
 		c.closed += int64(cap(data)) + chunkOverhead
 		c.xorOpen = false
 		c.xor.Reset(nil)
+	}
+	if c.histOpen {
+		data := c.hist.Bytes()
+		c.chunks = append(c.chunks, Chunk{MinT: c.minT, MaxT: c.maxT, Enc: chunkenc.EncHistogram, Data: data})
+		c.closed += int64(cap(data)) + chunkOverhead
+		c.histOpen = false
 	}
 	if c.cur == nil {
 		return
@@ -140,19 +157,50 @@ func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 	if !c.inOrder(s.T) {
 		return nil
 	}
+	if c.histOpen {
+		full := histogramChunkFull(c.hist.NumSamples(), c.hist.Len())
+		switch {
+		case s.FH != nil:
+			// A float histogram chunk follows; start closes this one.
+		case c.hist.Appendable(s.H) && !full:
+			c.hist.Append(s.T, s.H)
+			c.maxT, c.last = s.T, s.T
+			c.n++
+			return nil
+		case c.hist.Appendable(s.H):
+			// The next chunk goes on from this one without a reset.
+			return c.startHist(histchunk.NotCounterReset, s)
+		default:
+			// Prometheus's appender decides: a reset, a new layout,
+			// a staleness marker or a gauge.
+			if err := c.handOver(); err != nil {
+				return err
+			}
+		}
+	}
 	enc := chunkenc.EncHistogram
 	if s.FH != nil {
 		enc = chunkenc.EncFloatHistogram
 	}
 	var prev chunkenc.Appender
 	if c.cur != nil && c.cur.Encoding() == enc {
-		n, size := c.cur.NumSamples(), len(c.cur.Bytes())
-		full := (size >= chunkenc.TargetBytesPerHistogramChunk && n >= chunkenc.MinSamplesPerHistogramChunk) ||
-			size >= 2*chunkenc.TargetBytesPerHistogramChunk || n >= math.MaxUint16-1
-		if !full {
+		if !histogramChunkFull(c.cur.NumSamples(), len(c.cur.Bytes())) {
 			return c.appendHist(nil, s)
 		}
 		prev = c.app
+	}
+	if s.FH == nil && histchunk.Startable(s.H) {
+		header := histchunk.UnknownCounterReset
+		switch {
+		case s.H.CounterResetHint == histogram.CounterReset:
+			header = histchunk.CounterReset
+		case prev != nil:
+			var err error
+			if header, err = headerAfter(prev, s); err != nil {
+				return err
+			}
+		}
+		return c.startHist(header, s)
 	}
 	var ch chunkenc.Chunk = chunkenc.NewHistogramChunk()
 	if s.FH != nil {
@@ -162,6 +210,72 @@ func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 		return err
 	}
 	return c.appendHist(prev, s)
+}
+
+// histogramChunkFull reports whether a histogram chunk of n samples and
+// size bytes is full, as Prometheus's head cuts them.
+func histogramChunkFull(n, size int) bool {
+	return (size >= chunkenc.TargetBytesPerHistogramChunk && n >= chunkenc.MinSamplesPerHistogramChunk) ||
+		size >= 2*chunkenc.TargetBytesPerHistogramChunk || n >= math.MaxUint16-1
+}
+
+// startHist closes the current chunk and starts one of c.hist with the
+// counter reset header and s, an integer histogram that is
+// histchunk.Startable.
+func (c *chunkCutter) startHist(header byte, s HistogramSample) error {
+	c.finish()
+	c.hist.Start(make([]byte, 0, histChunkCap), header, s.T, s.H)
+	c.histOpen, c.minT, c.maxT, c.last = true, s.T, s.T, s.T
+	c.n++
+	return nil
+}
+
+// headerAfter returns the counter reset header Prometheus's appender
+// gives a chunk that starts with s after the chunk of prev.
+func headerAfter(prev chunkenc.Appender, s HistogramSample) (byte, error) {
+	ch := chunkenc.NewHistogramChunk()
+	app, err := ch.Appender()
+	if err != nil {
+		return 0, fmt.Errorf("histogram appender: %w", err)
+	}
+	if _, _, _, err := app.AppendHistogram(prev, 0, s.T, s.H, false); err != nil {
+		return 0, fmt.Errorf("append histogram at %d: %w", s.T, err)
+	}
+	return byte(ch.GetCounterResetHeader()), nil
+}
+
+// handOver moves the open chunk of c.hist to Prometheus's appender, which
+// then takes the chunk's further samples: it appends the chunk's samples
+// again to a new chunk with the same counter reset header, giving the same
+// bytes and the appender's state.
+func (c *chunkCutter) handOver() error {
+	data := c.hist.Bytes()
+	c.histOpen = false
+	src, err := chunkenc.FromData(chunkenc.EncHistogram, data)
+	if err != nil {
+		return fmt.Errorf("histogram chunk: %w", err)
+	}
+	ch := chunkenc.NewHistogramChunk()
+	app, err := ch.Appender()
+	if err != nil {
+		return fmt.Errorf("histogram appender: %w", err)
+	}
+	var h histogram.Histogram
+	iter := src.Iterator(nil)
+	for iter.Next() == chunkenc.ValHistogram {
+		t, _ := iter.AtHistogram(&h)
+		h.CounterResetHint = histogram.UnknownCounterReset
+		if _, _, app, err = app.AppendHistogram(nil, 0, t, &h, true); err != nil {
+			return fmt.Errorf("hand over histogram at %d: %w", t, err)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("hand over histogram chunk: %w", err)
+	}
+	b := ch.Bytes()
+	b[2] = b[2]&^chunkenc.CounterResetHeaderMask | data[2]&chunkenc.CounterResetHeaderMask
+	c.cur, c.app = ch, app
+	return nil
 }
 
 // appendHist appends s to the current chunk; prev, the appender of the

@@ -24,14 +24,13 @@ package xorchunk
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
+
+	"github.com/promhbase/promhbase/internal/bitstream"
 )
 
 // Builder builds one chunk. The zero Builder is not ready: call Reset.
 type Builder struct {
-	buf      []byte // complete bytes, the 2-byte header first
-	acc      uint64 // pending bits, most significant first
-	nacc     uint   // pending bits in acc, < 64
+	w        bitstream.Writer // the 2-byte header first
 	n        int
 	t        int64
 	tDelta   uint64
@@ -43,14 +42,15 @@ type Builder struct {
 // Reset starts a new chunk in buf (its capacity is reused; its contents
 // are overwritten).
 func (b *Builder) Reset(buf []byte) {
-	*b = Builder{buf: append(buf[:0], 0, 0), leading: 0xff}
+	*b = Builder{leading: 0xff}
+	b.w.Reset(append(buf[:0], 0, 0))
 }
 
 // NumSamples returns the samples appended.
 func (b *Builder) NumSamples() int { return b.n }
 
 // Cap returns the capacity of the chunk's buffer.
-func (b *Builder) Cap() int { return cap(b.buf) }
+func (b *Builder) Cap() int { return cap(b.w.Buf) }
 
 // Append adds the sample (t, v); t must be after the previous sample's.
 // At most 65535 samples fit in a chunk.
@@ -58,93 +58,41 @@ func (b *Builder) Append(t int64, v float64) {
 	vb := math.Float64bits(v)
 	switch b.n {
 	case 0:
-		b.buf = binary.AppendVarint(b.buf, t)
-		b.buf = binary.BigEndian.AppendUint64(b.buf, vb)
+		b.w.Buf = binary.AppendVarint(b.w.Buf, t)
+		b.w.Buf = binary.BigEndian.AppendUint64(b.w.Buf, vb)
 	case 1:
 		tDelta := uint64(t - b.t)
-		b.buf = binary.AppendUvarint(b.buf, tDelta)
+		b.w.Buf = binary.AppendUvarint(b.w.Buf, tDelta)
 		b.tDelta = tDelta
-		b.xor(vb)
+		b.w.XOR(vb^b.v, &b.leading, &b.trailing)
 	default:
 		tDelta := uint64(t - b.t)
 		dod := int64(tDelta - b.tDelta)
 		switch {
 		case dod == 0:
-			b.write(0, 1)
-		case fits(dod, 14):
-			b.write(0b10<<14|uint64(dod)&(1<<14-1), 16)
-		case fits(dod, 17):
-			b.write(0b110<<17|uint64(dod)&(1<<17-1), 20)
-		case fits(dod, 20):
-			b.write(0b1110<<20|uint64(dod)&(1<<20-1), 24)
+			b.w.Write(0, 1)
+		case bitstream.Fits(dod, 14):
+			b.w.Write(0b10<<14|uint64(dod)&(1<<14-1), 16)
+		case bitstream.Fits(dod, 17):
+			b.w.Write(0b110<<17|uint64(dod)&(1<<17-1), 20)
+		case bitstream.Fits(dod, 20):
+			b.w.Write(0b1110<<20|uint64(dod)&(1<<20-1), 24)
 		default:
-			b.write(0b1111, 4)
-			b.write(uint64(dod), 64)
+			b.w.Write(0b1111, 4)
+			b.w.Write(uint64(dod), 64)
 		}
 		b.tDelta = tDelta
-		b.xor(vb)
+		b.w.XOR(vb^b.v, &b.leading, &b.trailing)
 	}
 	b.t, b.v = t, vb
 	b.n++
-}
-
-// fits reports whether x is in −(2^(n−1)−1)..2^(n−1).
-func fits(x int64, n uint) bool {
-	return -(int64(1)<<(n-1)-1) <= x && x <= int64(1)<<(n-1)
-}
-
-// xor writes the value bits vb against the last value's.
-func (b *Builder) xor(vb uint64) {
-	delta := vb ^ b.v
-	if delta == 0 {
-		b.write(0, 1)
-		return
-	}
-	leading := uint8(bits.LeadingZeros64(delta))
-	trailing := uint8(bits.TrailingZeros64(delta))
-	if leading >= 32 {
-		leading = 31
-	}
-	if b.leading != 0xff && leading >= b.leading && trailing >= b.trailing {
-		b.write(0b10, 2)
-		b.write(delta>>b.trailing, uint(64-b.leading-b.trailing))
-		return
-	}
-	b.leading, b.trailing = leading, trailing
-	sig := 64 - leading - trailing
-	b.write(0b11<<11|uint64(leading)<<6|uint64(sig&63), 13)
-	b.write(delta>>trailing, uint(sig))
-}
-
-// write appends the low n bits of x (1 ≤ n ≤ 64), most significant first.
-func (b *Builder) write(x uint64, n uint) {
-	if n < 64 {
-		x &= 1<<n - 1
-	}
-	free := 64 - b.nacc
-	if n < free {
-		b.acc |= x << (free - n)
-		b.nacc += n
-		return
-	}
-	// Fill the accumulator, flush it, keep the rest.
-	rest := n - free
-	b.acc |= x >> rest
-	b.buf = binary.BigEndian.AppendUint64(b.buf, b.acc)
-	b.acc, b.nacc = 0, rest
-	if rest > 0 {
-		b.acc = x << (64 - rest)
-	}
 }
 
 // Bytes returns the chunk: the bytes so far, the pending bits padded to a
 // byte, and the sample count in the header. The Builder is done with the
 // chunk; Reset it for the next.
 func (b *Builder) Bytes() []byte {
-	for i := uint(0); i < b.nacc; i += 8 {
-		b.buf = append(b.buf, byte(b.acc>>(56-i)))
-	}
-	b.acc, b.nacc = 0, 0
-	binary.BigEndian.PutUint16(b.buf, uint16(b.n))
-	return b.buf
+	buf := b.w.Bytes()
+	binary.BigEndian.PutUint16(buf, uint16(b.n))
+	return buf
 }
