@@ -14,9 +14,7 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/klauspost/compress/s2"
-	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -181,7 +179,6 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 	if err := ab.grow(estimateSamplesAnswer(results)); err != nil {
 		return err
 	}
-	var ts prompb.TimeSeries
 	var it chunkenc.Iterator
 	for _, series := range results {
 		if err := ab.grow(6); err != nil {
@@ -190,33 +187,10 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 		hdr := len(ab.data)
 		ab.data = append(ab.data, 0x0a, 0, 0, 0, 0, 0) // ReadResponse.results, field 1
 		for j, cs := range series {
-			if floatOnly(cs) {
-				if err := ab.grow(maxFloatSeriesBytes(cs)); err != nil {
-					return err
-				}
-				var err error
-				if ab.data, it, err = appendFloatSeries(ab.data, cs, it); err != nil {
-					return err
-				}
-				h.readSamples.Add(float64(cs.Samples))
-				b.Release(cs.Bytes)
-				series[j] = nil
-				continue
-			}
-			if err := toTimeSeries(cs, &ts); err != nil {
+			var err error
+			if it, err = ab.appendSeries(cs, it); err != nil {
 				return err
 			}
-			n := ts.Size()
-			if err := ab.grow(1 + uvarintLen(uint64(n)) + n); err != nil {
-				return err
-			}
-			ab.data = append(ab.data, 0x0a) // QueryResult.timeseries, field 1
-			ab.data = binary.AppendUvarint(ab.data, uint64(n))
-			l := len(ab.data)
-			if _, err := ts.MarshalToSizedBuffer(ab.data[l : l+n]); err != nil {
-				return fmt.Errorf("marshal series %s: %w", cs.Labels, err)
-			}
-			ab.data = ab.data[:l+n]
 			h.readSamples.Add(float64(cs.Samples))
 			b.Release(cs.Bytes)
 			series[j] = nil
@@ -327,7 +301,7 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6
 			for _, c := range cs.Chunks {
 				if c.Enc == chunkenc.EncXOR {
-					n += 22 * int(binary.BigEndian.Uint16(c.Data)) // maxFloatSeriesBytes
+					n += 22 * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it
 				} else {
 					n += 4 * len(c.Data)
 				}
@@ -335,111 +309,6 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 		}
 	}
 	return n
-}
-
-// toTimeSeries decodes cs into ts (its slices reused). In a series with
-// native histograms, float staleness markers become histogram staleness
-// markers (of the kind of the histogram before them): Prometheus itself
-// may store the marker that ends a histogram series as a float (its
-// appender converts it only when it can tell the series' type), and its
-// SAMPLES client loses a float that follows histograms when it seeks, so
-// the series would not end; as a histogram marker it ends as in
-// Prometheus. Streamed answers need no such care: chunks keep both kinds
-// in order.
-func toTimeSeries(cs *query.ChunkSeries, ts *prompb.TimeSeries) error {
-	ts.Labels = ts.Labels[:0]
-	cs.Labels.Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
-	ts.Samples, ts.Histograms = ts.Samples[:0], ts.Histograms[:0]
-	hasHist := false
-	for _, c := range cs.Chunks {
-		hasHist = hasHist || c.Enc != chunkenc.EncXOR
-	}
-	lastFloatHist := false
-	var it chunkenc.Iterator
-	var hh histogram.Histogram
-	var fh histogram.FloatHistogram
-	for _, c := range cs.Chunks {
-		var err error
-		if it, err = c.Iterator(it); err != nil {
-			return fmt.Errorf("series %s: %w", cs.Labels, err)
-		}
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			switch vt {
-			case chunkenc.ValFloat:
-				t, v := it.At()
-				switch {
-				case !hasHist || !value.IsStaleNaN(v):
-					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
-				case lastFloatHist:
-					ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, &histogram.FloatHistogram{Sum: v}))
-				default:
-					ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, &histogram.Histogram{Sum: v}))
-				}
-			case chunkenc.ValHistogram:
-				t, h := it.AtHistogram(&hh) // a stale marker comes as a histogram of its own
-				setIntHistogram(nextHistogram(ts), t, h)
-				lastFloatHist = false
-			case chunkenc.ValFloatHistogram:
-				t, h := it.AtFloatHistogram(&fh)
-				setFloatHistogram(nextHistogram(ts), t, h)
-				lastFloatHist = true
-			}
-		}
-		if err := it.Err(); err != nil {
-			return fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
-		}
-	}
-	return nil
-}
-
-// nextHistogram extends ts.Histograms by one and returns it, its slices
-// those of the element that was there before, if any (ts is reused from
-// series to series, each marshalled before the next).
-func nextHistogram(ts *prompb.TimeSeries) *prompb.Histogram {
-	if n := len(ts.Histograms); n < cap(ts.Histograms) {
-		ts.Histograms = ts.Histograms[:n+1]
-	} else {
-		ts.Histograms = append(ts.Histograms, prompb.Histogram{})
-	}
-	return &ts.Histograms[len(ts.Histograms)-1]
-}
-
-// setIntHistogram makes dst what prompb.FromIntHistogram(t, h) gives,
-// copying h's lists into dst's own (h is the iterator's scratch).
-func setIntHistogram(dst *prompb.Histogram, t int64, h *histogram.Histogram) {
-	resetHistogram(dst, t, h.Schema, h.ZeroThreshold, h.Sum, h.CounterResetHint, h.PositiveSpans, h.NegativeSpans, h.CustomValues)
-	dst.Count, dst.ZeroCount = &prompb.Histogram_CountInt{CountInt: h.Count}, &prompb.Histogram_ZeroCountInt{ZeroCountInt: h.ZeroCount}
-	dst.PositiveDeltas, dst.NegativeDeltas = append(dst.PositiveDeltas, h.PositiveBuckets...), append(dst.NegativeDeltas, h.NegativeBuckets...)
-}
-
-// setFloatHistogram makes dst what prompb.FromFloatHistogram(t, h) gives,
-// copying h's lists into dst's own.
-func setFloatHistogram(dst *prompb.Histogram, t int64, h *histogram.FloatHistogram) {
-	resetHistogram(dst, t, h.Schema, h.ZeroThreshold, h.Sum, h.CounterResetHint, h.PositiveSpans, h.NegativeSpans, h.CustomValues)
-	dst.Count, dst.ZeroCount = &prompb.Histogram_CountFloat{CountFloat: h.Count}, &prompb.Histogram_ZeroCountFloat{ZeroCountFloat: h.ZeroCount}
-	dst.PositiveCounts, dst.NegativeCounts = append(dst.PositiveCounts, h.PositiveBuckets...), append(dst.NegativeCounts, h.NegativeBuckets...)
-}
-
-// resetHistogram sets the fields integer and float histograms share and
-// empties dst's bucket lists, keeping their memory.
-func resetHistogram(dst *prompb.Histogram, t int64, schema int32, zt, sum float64, hint histogram.CounterResetHint, pos, neg []histogram.Span, custom []float64) {
-	*dst = prompb.Histogram{
-		Sum: sum, Schema: schema, ZeroThreshold: zt,
-		NegativeSpans:  appendSpans(dst.NegativeSpans[:0], neg),
-		PositiveSpans:  appendSpans(dst.PositiveSpans[:0], pos),
-		NegativeDeltas: dst.NegativeDeltas[:0], PositiveDeltas: dst.PositiveDeltas[:0],
-		NegativeCounts: dst.NegativeCounts[:0], PositiveCounts: dst.PositiveCounts[:0],
-		ResetHint:    prompb.Histogram_ResetHint(hint),
-		Timestamp:    t,
-		CustomValues: append(dst.CustomValues[:0], custom...),
-	}
-}
-
-func appendSpans(dst []prompb.BucketSpan, spans []histogram.Span) []prompb.BucketSpan {
-	for _, s := range spans {
-		dst = append(dst, prompb.BucketSpan{Offset: s.Offset, Length: s.Length})
-	}
-	return dst
 }
 
 // writeStreamed answers with ChunkedReadResponse frames, the queries one

@@ -5,49 +5,105 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/query"
 )
 
-// floatOnly reports whether every chunk of cs is an XOR chunk: a series of
-// floats only, which appendFloatSeries encodes.
-func floatOnly(cs *query.ChunkSeries) bool {
-	for _, c := range cs.Chunks {
-		if c.Enc != chunkenc.EncXOR {
-			return false
-		}
-	}
-	return true
-}
-
-// maxFloatSeriesBytes bounds what appendFloatSeries appends for cs: the
-// field's tag and length, the labels, and at most 22 bytes a sample (tag,
-// length, the value's tag and 8 bytes, the timestamp's tag and 10).
-func maxFloatSeriesBytes(cs *query.ChunkSeries) int {
-	n := 1 + 5 + 22*cs.Samples
-	cs.Labels.Range(func(l labels.Label) { n += 3*(1+5) + len(l.Name) + len(l.Value) })
-	return n
-}
-
-// appendFloatSeries appends cs, a series of floats only (floatOnly), to
-// dst as a QueryResult's timeseries field (1), with the bytes the
-// generated code of prompb.TimeSeries{Labels, Samples} marshals, decoding
-// the chunks straight into them instead of into a []prompb.Sample first:
+// appendSeries appends cs to the answer as a QueryResult's timeseries
+// field (1), with the bytes the generated code of prompb.TimeSeries
+// marshals, decoding the chunks straight into them instead of into a
+// prompb.TimeSeries first:
 //
 //	0x0a uvarint(len) TimeSeries
-//	TimeSeries: per label   0x0a uvarint(len) [0x0a uvarint(len) name] [0x12 uvarint(len) value]
-//	            per sample  0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
+//	TimeSeries: per label      0x0a uvarint(len) [0x0a uvarint(len) name] [0x12 uvarint(len) value]
+//	            per sample     0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
+//	            per histogram  0x22 uvarint(len) Histogram (see appendHistogram)
 //
-// A field holding its zero value is left out, as the generated code does
-// (a value of 0 or -0, a timestamp of 0, an empty name or value). The
-// series' length goes into 5 bytes kept for it, and the series moves up
-// when it takes fewer. it is reused and returned.
-func appendFloatSeries(dst []byte, cs *query.ChunkSeries, it chunkenc.Iterator) ([]byte, chunkenc.Iterator, error) {
-	dst = append(dst, 0x0a, 0, 0, 0, 0, 0)
-	start := len(dst)
-	cs.Labels.Range(func(l labels.Label) {
+// The samples come first, then the histograms, each in time order. A
+// field holding its zero value is left out, as the generated code does (a
+// value of 0 or -0, a timestamp of 0, an empty name or value). In a series
+// with native histograms, float staleness markers become histogram
+// staleness markers, of the kind of the histogram before them: Prometheus
+// itself may store the marker that ends a histogram series as a float
+// (its appender converts it only when it can tell the series' type), and
+// its SAMPLES client loses a float that follows histograms when it
+// seeks, so the series would not end; as a histogram marker it ends as in
+// Prometheus. (Streamed answers need no such care: chunks keep both kinds
+// in order.)
+//
+// Room is made (and charged) before each part is appended; it is reused
+// and returned.
+func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (chunkenc.Iterator, error) {
+	labelBytes := 6
+	cs.Labels.Range(func(l labels.Label) { labelBytes += 3*(1+5) + len(l.Name) + len(l.Value) })
+	if err := a.grow(labelBytes); err != nil {
+		return it, err
+	}
+	a.data = append(a.data, 0x0a, 0, 0, 0, 0, 0)
+	start := len(a.data)
+	a.data = appendLabels(a.data, cs.Labels)
+	hasHist := false
+	for _, c := range cs.Chunks {
+		hasHist = hasHist || c.Enc != chunkenc.EncXOR
+	}
+	var err error
+	for _, c := range cs.Chunks {
+		if c.Enc != chunkenc.EncXOR {
+			continue
+		}
+		// At most 22 bytes a sample: tag, length, the value's tag and 8
+		// bytes, the timestamp's tag and 10.
+		if err := a.grow(22 * int(binary.BigEndian.Uint16(c.Data))); err != nil {
+			return it, err
+		}
+		if it, err = c.Iterator(it); err != nil {
+			return it, fmt.Errorf("series %s: %w", cs.Labels, err)
+		}
+		dst := a.data // kept in a register
+		for vt := it.Next(); vt == chunkenc.ValFloat; vt = it.Next() {
+			t, v := it.At()
+			if hasHist && value.IsStaleNaN(v) {
+				continue
+			}
+			// A Sample: [0x09 value] [0x10 uvarint(timestamp)].
+			n := 0
+			if v != 0 {
+				n += 9
+			}
+			if t != 0 {
+				n += 1 + uvarintLen(uint64(t))
+			}
+			dst = append(dst, 0x12, byte(n)) // n < 128
+			if v != 0 {
+				dst = append(dst, 0x09)
+				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+			}
+			if t != 0 {
+				dst = append(dst, 0x10)
+				dst = binary.AppendUvarint(dst, uint64(t))
+			}
+		}
+		a.data = dst
+		if err := it.Err(); err != nil {
+			return it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
+		}
+	}
+	if hasHist {
+		if it, err = a.appendHistograms(cs, it); err != nil {
+			return it, err
+		}
+	}
+	a.data = putLength(a.data, start-5, 5)
+	return it, nil
+}
+
+// appendLabels appends the labels of a TimeSeries (field 1).
+func appendLabels(dst []byte, lbls labels.Labels) []byte {
+	lbls.Range(func(l labels.Label) {
 		n := 0
 		if len(l.Name) > 0 {
 			n += 1 + uvarintLen(uint64(len(l.Name))) + len(l.Name)
@@ -68,35 +124,219 @@ func appendFloatSeries(dst []byte, cs *query.ChunkSeries, it chunkenc.Iterator) 
 			dst = append(dst, l.Value...)
 		}
 	})
+	return dst
+}
+
+// appendHistograms appends the histograms of cs (and its float staleness
+// markers, as histograms) in time order.
+func (a *answerBuf) appendHistograms(cs *query.ChunkSeries, it chunkenc.Iterator) (chunkenc.Iterator, error) {
+	var (
+		hh            histogram.Histogram
+		fh            histogram.FloatHistogram
+		lastFloatHist bool
+		err           error
+	)
 	for _, c := range cs.Chunks {
-		var err error
 		if it, err = c.Iterator(it); err != nil {
-			return dst, it, fmt.Errorf("series %s: %w", cs.Labels, err)
+			return it, fmt.Errorf("series %s: %w", cs.Labels, err)
 		}
-		for vt := it.Next(); vt == chunkenc.ValFloat; vt = it.Next() {
-			t, v := it.At()
-			n := 0
-			if v != 0 {
-				n += 9
-			}
-			if t != 0 {
-				n += 1 + uvarintLen(uint64(t))
-			}
-			dst = append(dst, 0x12, byte(n)) // n < 128
-			if v != 0 {
-				dst = append(dst, 0x09)
-				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
-			}
-			if t != 0 {
-				dst = append(dst, 0x10)
-				dst = binary.AppendUvarint(dst, uint64(t))
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			switch vt {
+			case chunkenc.ValFloat:
+				t, v := it.At()
+				if !value.IsStaleNaN(v) {
+					continue
+				}
+				if err := a.grow(maxHistogramBytes(0, 0, 0)); err != nil {
+					return it, err
+				}
+				if lastFloatHist {
+					a.data = appendFloatHistogram(a.data, t, &histogram.FloatHistogram{Sum: v})
+				} else {
+					a.data = appendHistogram(a.data, t, &histogram.Histogram{Sum: v})
+				}
+			case chunkenc.ValHistogram:
+				t, h := it.AtHistogram(&hh) // a stale marker comes as a histogram of its own
+				if err := a.grow(maxHistogramBytes(len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets), len(h.CustomValues))); err != nil {
+					return it, err
+				}
+				a.data = appendHistogram(a.data, t, h)
+				lastFloatHist = false
+			case chunkenc.ValFloatHistogram:
+				t, h := it.AtFloatHistogram(&fh)
+				if err := a.grow(maxHistogramBytes(len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets), len(h.CustomValues))); err != nil {
+					return it, err
+				}
+				a.data = appendFloatHistogram(a.data, t, h)
+				lastFloatHist = true
 			}
 		}
 		if err := it.Err(); err != nil {
-			return dst, it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
+			return it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
 		}
 	}
-	return putLength(dst, start-5, 5), it, nil
+	return it, nil
+}
+
+// maxHistogramBytes bounds what appendHistogram or appendFloatHistogram
+// appends for a histogram of that many spans, buckets and custom bounds:
+// tag and length (6), counts (2×11), sum and zero threshold (2×9), schema
+// (6), reset hint (2), timestamp (11), two lists of buckets (2×6, and 10 a
+// bucket), 14 a span, custom bounds (7, and 8 a bound).
+func maxHistogramBytes(spans, buckets, custom int) int {
+	return 6 + 22 + 18 + 6 + 2 + 11 + 12 + 10*buckets + 14*spans + 7 + 8*custom
+}
+
+// appendHistogram appends an integer histogram of a TimeSeries (field 4)
+// as prompb.FromIntHistogram(t, h) marshals:
+//
+//	0x08 uvarint(count)             always
+//	0x19 sum, 8 bytes LE            when not 0
+//	0x20 zigzag32(schema)           when not 0
+//	0x29 zero threshold, 8 bytes    when not 0
+//	0x30 uvarint(zero count)        always
+//	0x42 len BucketSpan             per negative span
+//	0x4a len zigzag64 varints       negative deltas, when any
+//	0x5a len BucketSpan             per positive span
+//	0x62 len zigzag64 varints       positive deltas, when any
+//	0x70 uvarint(reset hint)        when not 0
+//	0x78 uvarint(timestamp)         when not 0
+//	0x82 0x01 len 8 bytes LE each   custom bounds, when any
+func appendHistogram(dst []byte, t int64, h *histogram.Histogram) []byte {
+	dst = append(dst, 0x22, 0)
+	start := len(dst)
+	dst = append(dst, 0x08)
+	dst = binary.AppendUvarint(dst, h.Count)
+	dst = appendHistogramScale(dst, h.Sum, h.Schema, h.ZeroThreshold)
+	dst = append(dst, 0x30)
+	dst = binary.AppendUvarint(dst, h.ZeroCount)
+	dst = appendSpans(dst, 0x42, h.NegativeSpans)
+	dst = appendDeltas(dst, 0x4a, h.NegativeBuckets)
+	dst = appendSpans(dst, 0x5a, h.PositiveSpans)
+	dst = appendDeltas(dst, 0x62, h.PositiveBuckets)
+	dst = appendHistogramTail(dst, h.CounterResetHint, t, h.CustomValues)
+	return putLengthAfter(dst, start-1)
+}
+
+// appendFloatHistogram appends a float histogram of a TimeSeries (field
+// 4) as prompb.FromFloatHistogram(t, h) marshals: as appendHistogram, but
+// the counts as 8-byte floats (0x11 count, 0x39 zero count, always) and
+// the buckets as packed 8-byte floats (0x52 negative, 0x6a positive).
+func appendFloatHistogram(dst []byte, t int64, h *histogram.FloatHistogram) []byte {
+	dst = append(dst, 0x22, 0)
+	start := len(dst)
+	dst = append(dst, 0x11)
+	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(h.Count))
+	dst = appendHistogramScale(dst, h.Sum, h.Schema, h.ZeroThreshold)
+	dst = append(dst, 0x39)
+	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(h.ZeroCount))
+	dst = appendSpans(dst, 0x42, h.NegativeSpans)
+	dst = appendFloats(dst, 0x52, h.NegativeBuckets)
+	dst = appendSpans(dst, 0x5a, h.PositiveSpans)
+	dst = appendFloats(dst, 0x6a, h.PositiveBuckets)
+	dst = appendHistogramTail(dst, h.CounterResetHint, t, h.CustomValues)
+	return putLengthAfter(dst, start-1)
+}
+
+// appendHistogramScale appends a Histogram's sum (3), schema (4) and zero
+// threshold (5), each when not 0.
+func appendHistogramScale(dst []byte, sum float64, schema int32, zt float64) []byte {
+	if sum != 0 {
+		dst = append(dst, 0x19)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(sum))
+	}
+	if schema != 0 {
+		dst = append(dst, 0x20)
+		dst = binary.AppendUvarint(dst, uint64(uint32(schema)<<1^uint32(schema>>31)))
+	}
+	if zt != 0 {
+		dst = append(dst, 0x29)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(zt))
+	}
+	return dst
+}
+
+// appendHistogramTail appends a Histogram's reset hint (14) and timestamp
+// (15), each when not 0, and its custom bounds (16), when any.
+func appendHistogramTail(dst []byte, hint histogram.CounterResetHint, t int64, custom []float64) []byte {
+	if hint != 0 {
+		dst = append(dst, 0x70)
+		dst = binary.AppendUvarint(dst, uint64(hint))
+	}
+	if t != 0 {
+		dst = append(dst, 0x78)
+		dst = binary.AppendUvarint(dst, uint64(t))
+	}
+	return appendFloats(dst, 16<<3|2, custom)
+}
+
+// appendSpans appends one BucketSpan field per span: [0x08
+// zigzag32(offset)] [0x10 uvarint(length)], each when not 0.
+func appendSpans(dst []byte, tag byte, spans []histogram.Span) []byte {
+	for _, s := range spans {
+		n := 0
+		off := uint64(uint32(s.Offset)<<1 ^ uint32(s.Offset>>31))
+		if off != 0 {
+			n += 1 + uvarintLen(off)
+		}
+		if s.Length != 0 {
+			n += 1 + uvarintLen(uint64(s.Length))
+		}
+		dst = append(dst, tag, byte(n)) // n ≤ 12
+		if off != 0 {
+			dst = append(dst, 0x08)
+			dst = binary.AppendUvarint(dst, off)
+		}
+		if s.Length != 0 {
+			dst = append(dst, 0x10)
+			dst = binary.AppendUvarint(dst, uint64(s.Length))
+		}
+	}
+	return dst
+}
+
+// appendDeltas appends a packed field of zigzag64 varints, when vs is not
+// empty.
+func appendDeltas(dst []byte, tag byte, vs []int64) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	dst = append(dst, tag, 0)
+	start := len(dst)
+	for _, v := range vs {
+		dst = binary.AppendUvarint(dst, uint64(v<<1)^uint64(v>>63))
+	}
+	return putLengthAfter(dst, start-1)
+}
+
+// appendFloats appends a packed field of 8-byte little-endian floats, when
+// vs is not empty.
+func appendFloats(dst []byte, tag uint64, vs []float64) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(8*len(vs)))
+	for _, v := range vs {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	return dst
+}
+
+// putLengthAfter writes, at dst[at], the uvarint length of the bytes after
+// it, the one byte kept there for it, moving those bytes up when the
+// length takes more than one byte.
+func putLengthAfter(dst []byte, at int) []byte {
+	n := len(dst) - at - 1
+	if n < 0x80 {
+		dst[at] = byte(n)
+		return dst
+	}
+	k := uvarintLen(uint64(n))
+	dst = append(dst, make([]byte, k-1)...)
+	copy(dst[at+k:], dst[at+1:at+1+n])
+	binary.PutUvarint(dst[at:], uint64(n))
+	return dst
 }
 
 // putLength writes, at dst[at:], the uvarint length of the bytes that

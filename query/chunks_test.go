@@ -136,16 +136,16 @@ func wildHistograms(rng *rand.Rand, n int) ([]Sample, []HistogramSample) {
 		n   int64
 	}
 	var (
-		fs                    []Sample
-		hs                    []HistogramSample
-		pos, neg              []bucket
-		zero                  int64
-		schema                = int32(3)
-		zt                    = math.Ldexp(0.5, -127)
-		gauge, isFloat        bool
-		custom                []float64
-		ts                    = t0
-		growth                = int64(3)
+		fs             []Sample
+		hs             []HistogramSample
+		pos, neg       []bucket
+		zero           int64
+		schema         = int32(3)
+		zt             = math.Ldexp(0.5, -127)
+		gauge, isFloat bool
+		custom         []float64
+		ts             = t0
+		growth         = int64(3)
 	)
 	spread := func(width int, lo int32) []bucket {
 		var bs []bucket
