@@ -282,9 +282,21 @@ func (d *histDecoder) spans(dst []histogram.Span) []histogram.Span {
 func (d *histDecoder) deltas(dst []int64) []int64 {
 	n := d.count(1)
 	dst = grow(dst, n)
+	b := d.b
 	for i := range dst {
-		dst[i] = d.varint()
+		if len(b) > 0 && b[0] < 0x80 { // one byte: zigzag of -64..63
+			dst[i] = int64(b[0]>>1) ^ -int64(b[0]&1)
+			b = b[1:]
+			continue
+		}
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			d.fail("bad varint")
+			return dst
+		}
+		dst[i], b = v, b[k:]
 	}
+	d.b = b
 	return dst
 }
 

@@ -212,13 +212,28 @@ func (b *Builder) Append(t int64, h *histogram.Histogram) {
 }
 
 // appendBuckets writes the dod of each bucket and makes last and deltas
-// the new bucket's.
+// the new bucket's. A run of zero dods (a '0' bit each) is written at once.
 func appendBuckets(w *bitstream.Writer, h, last, deltas []int64) {
 	last, deltas = last[:len(h)], deltas[:len(h)]
+	zeros := uint(0)
 	for i, v := range h {
 		d := v - last[i]
-		putInt(w, d-deltas[i])
+		if dod := d - deltas[i]; dod == 0 {
+			if zeros++; zeros == 64 {
+				w.Write(0, 64)
+				zeros = 0
+			}
+		} else {
+			if zeros > 0 {
+				w.Write(0, zeros)
+				zeros = 0
+			}
+			putInt(w, dod)
+		}
 		deltas[i], last[i] = d, v
+	}
+	if zeros > 0 {
+		w.Write(0, zeros)
 	}
 }
 
