@@ -123,6 +123,10 @@ type UIDs struct {
 	sole     bool                   // UIDOptions.SoleWriter
 
 	hits, misses, assigned *prometheus.CounterVec
+	// The vectors' counters, resolved once: lookups hit and missed by kind
+	// and direction (forward, reverse), UIDs assigned by kind.
+	hitsBy, missesBy [numKinds][2]prometheus.Counter
+	assignedBy       [numKinds]prometheus.Counter
 
 	// metricGen counts metric names that entered the forward cache: a
 	// reader holding a list of metric names refreshes it when this moves.
@@ -130,6 +134,12 @@ type UIDs struct {
 
 	headroom headroom
 }
+
+// The directions of UID lookups, indexes of UIDs.hitsBy and missesBy.
+const (
+	forward = 0 // name to UID
+	reverse = 1 // UID to name
+)
 
 type inflightKey struct {
 	kind Kind
@@ -196,6 +206,13 @@ func NewUIDs(st uidStore, layout Layout, opts UIDOptions) (*UIDs, error) {
 	u.headroom.logger = opts.Logger
 	u.sole = opts.SoleWriter
 	for k := range numKinds {
+		for d, dir := range [2]string{"forward", "reverse"} {
+			u.hitsBy[k][d] = u.hits.WithLabelValues(k.String(), dir)
+			u.missesBy[k][d] = u.misses.WithLabelValues(k.String(), dir)
+		}
+		u.assignedBy[k] = u.assigned.WithLabelValues(k.String())
+	}
+	for k := range numKinds {
 		u.fwd[k] = newUIDCache(opts.CacheSize)
 		u.rev[k] = newNameCache(opts.CacheSize)
 	}
@@ -230,10 +247,10 @@ func (u *UIDs) CachedID(kind Kind, name []byte) ([]byte, bool) {
 // name has none.
 func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
 	if uid, ok := u.fwd[kind].getName([]byte(name)); ok {
-		u.hits.WithLabelValues(kind.String(), "forward").Inc()
+		u.hitsBy[kind][forward].Inc()
 		return uid, nil
 	}
-	u.misses.WithLabelValues(kind.String(), "forward").Inc()
+	u.missesBy[kind][forward].Inc()
 	if reservedName([]byte(name)) {
 		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrNoSuchName)
 	}
@@ -303,10 +320,10 @@ func (u *UIDs) GetOrCreate(ctx context.Context, kind Kind, name []byte) ([]byte,
 // for): then nothing stored before names it.
 func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]byte, bool, error) {
 	if uid, ok := u.fwd[kind].getName(name); ok {
-		u.hits.WithLabelValues(kind.String(), "forward").Inc()
+		u.hitsBy[kind][forward].Inc()
 		return uid, false, nil
 	}
-	u.misses.WithLabelValues(kind.String(), "forward").Inc()
+	u.missesBy[kind][forward].Inc()
 	key := inflightKey{kind, string(name)}
 	u.mu.Lock()
 	if c, ok := u.inflight[key]; ok {
@@ -421,7 +438,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 			return nil, false, fmt.Errorf("write forward mapping %s %q -> %x: %w", kind, name, uid, err)
 		}
 		if ok {
-			u.assigned.WithLabelValues(kind.String()).Inc()
+			u.assignedBy[kind].Inc()
 			return uid, true, nil
 		}
 		// Another writer won the race: use its uid.
@@ -445,11 +462,11 @@ func (u *UIDs) Name(ctx context.Context, kind Kind, uid []byte) (string, error) 
 	cacheable := len(uid) == u.widths[kind] // the cache keys UIDs of the kind's width
 	if cacheable {
 		if name, ok := u.rev[kind].getUID(uid); ok {
-			u.hits.WithLabelValues(kind.String(), "reverse").Inc()
+			u.hitsBy[kind][reverse].Inc()
 			return name, nil
 		}
 	}
-	u.misses.WithLabelValues(kind.String(), "reverse").Inc()
+	u.missesBy[kind][reverse].Inc()
 	row, err := u.st.Get(ctx, u.table, uid, uidFamilyName)
 	if err != nil {
 		return "", fmt.Errorf("read name of %s uid %x: %w", kind, uid, err)

@@ -67,10 +67,10 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	defer func() {
 		for k := range numKinds {
 			if hits[k] > 0 {
-				u.hits.WithLabelValues(k.String(), "forward").Add(float64(hits[k]))
+				u.hitsBy[k][forward].Add(float64(hits[k]))
 			}
 			if misses[k] > 0 {
-				u.misses.WithLabelValues(k.String(), "forward").Add(float64(misses[k]))
+				u.missesBy[k][forward].Add(float64(misses[k]))
 			}
 		}
 	}()
@@ -354,7 +354,7 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		w := &work[i]
 		if written[j] {
 			w.created = true
-			u.assigned.WithLabelValues(w.kind.String()).Inc()
+			u.assignedBy[w.kind].Inc()
 			continue
 		}
 		// Another writer won the race, or the write failed and may have
@@ -372,7 +372,7 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			u.keepStranded(w.kind, w.name, mine)
 		case bytes.Equal(winner, mine):
 			w.created = true // the failed attempt had landed
-			u.assigned.WithLabelValues(w.kind.String()).Inc()
+			u.assignedBy[w.kind].Inc()
 		default:
 			w.uid = winner
 			u.dropReverse(ctx, w.kind, mine)
@@ -454,7 +454,7 @@ func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPu
 			continue
 		}
 		w.created = true
-		u.assigned.WithLabelValues(w.kind.String()).Inc()
+		u.assignedBy[w.kind].Inc()
 	}
 }
 
