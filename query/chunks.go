@@ -157,25 +157,24 @@ func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 	if !c.inOrder(s.T) {
 		return nil
 	}
-	if c.histOpen {
-		full := histogramChunkFull(c.hist.NumSamples(), c.hist.Len())
-		switch {
-		case s.FH != nil:
-			// A float histogram chunk follows; start closes this one.
-		case c.hist.Appendable(s.H) && !full:
+	if c.histOpen && s.FH == nil { // (a float histogram: start closes the chunk)
+		if c.hist.Appendable(s.H) {
+			if histogramChunkFull(c.hist.NumSamples(), c.hist.Len()) {
+				// The next chunk goes on from this one without a reset.
+				return c.startHist(histchunk.NotCounterReset, s)
+			}
 			c.hist.Append(s.T, s.H)
 			c.maxT, c.last = s.T, s.T
 			c.n++
 			return nil
-		case c.hist.Appendable(s.H):
-			// The next chunk goes on from this one without a reset.
-			return c.startHist(histchunk.NotCounterReset, s)
-		default:
-			// Prometheus's appender decides: a reset, a new layout,
-			// a staleness marker or a gauge.
-			if err := c.handOver(); err != nil {
-				return err
-			}
+		}
+		if header, cut := c.hist.CutHeader(s.H); cut && histchunk.Startable(s.H) {
+			return c.startHist(header, s)
+		}
+		// Prometheus's appender decides: a new bucket layout, a
+		// staleness marker or a gauge.
+		if err := c.handOver(); err != nil {
+			return err
 		}
 	}
 	enc := chunkenc.EncHistogram

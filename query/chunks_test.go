@@ -348,3 +348,43 @@ func TestHistogramChunksAsPrometheus(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEncodeChunks: cutting an hour of one native histogram series
+// (20 buckets, one every second) into chunks, the histograms keeping
+// their layout, or with a counter reset every 300 (pods restarting, the
+// layout kept) and a new bucket every 1 000.
+func BenchmarkEncodeChunks(b *testing.B) {
+	for _, resets := range []bool{false, true} {
+		b.Run(fmt.Sprintf("resets=%v", resets), func(b *testing.B) {
+			var hs []HistogramSample
+			spans := []histogram.Span{{Offset: 5, Length: 12}, {Offset: 4, Length: 8}}
+			counts := make([]int64, 20)
+			for i := range 3600 {
+				if resets && i%300 == 0 {
+					clear(counts)
+				}
+				if resets && i%1000 == 999 {
+					spans = []histogram.Span{spans[0], {Offset: spans[1].Offset, Length: spans[1].Length + 1}}
+					counts = append(counts, 0)
+				}
+				h := &histogram.Histogram{Schema: 3, PositiveSpans: spans}
+				prev := int64(0)
+				for j := range counts {
+					counts[j] += int64((i + j) % 3)
+					h.PositiveBuckets = append(h.PositiveBuckets, counts[j]-prev)
+					prev = counts[j]
+					h.Count += uint64(counts[j])
+				}
+				h.Sum = float64(h.Count) / 3
+				hs = append(hs, HistogramSample{T: t0 + int64(i)*1000, H: h})
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := EncodeChunks(nil, hs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/histogram")
+		})
+	}
+}

@@ -160,6 +160,35 @@ func (b *Builder) Appendable(h *histogram.Histogram) bool {
 	return noneBelow(h.PositiveBuckets, b.pBuckets) && noneBelow(h.NegativeBuckets, b.nBuckets)
 }
 
+// CutHeader reports whether Prometheus's appender, given h after the
+// chunk's last sample, would start a new chunk with h for a reason it
+// tells before it compares bucket layouts, and the counter reset header
+// it would give that chunk: an explicit counter reset, a count, zero count
+// or (with the same spans) bucket below the last sample's, or other custom
+// bounds (counter reset); another schema or zero threshold (unknown). A
+// gauge or a staleness marker is never cut here. When CutHeader is false
+// and Appendable too, only Prometheus's appender can tell: h changes the
+// bucket layout, which it either recodes the chunk for or cuts on.
+func (b *Builder) CutHeader(h *histogram.Histogram) (byte, bool) {
+	if h.CounterResetHint == histogram.GaugeType || value.IsStaleNaN(h.Sum) {
+		return 0, false
+	}
+	switch {
+	case h.CounterResetHint == histogram.CounterReset, h.Count < b.count:
+		return CounterReset, true
+	case h.Schema != b.schema || h.ZeroThreshold != b.zeroThreshold:
+		return UnknownCounterReset, true
+	case histogram.IsCustomBucketsSchema(h.Schema) && !histogram.CustomBucketBoundsMatch(h.CustomValues, b.custom),
+		h.ZeroCount < b.zeroCount:
+		return CounterReset, true
+	case sameSpans(h.PositiveSpans, b.pSpans) && sameSpans(h.NegativeSpans, b.nSpans) &&
+		len(h.PositiveBuckets) == len(b.pBuckets) && len(h.NegativeBuckets) == len(b.nBuckets) &&
+		!(noneBelow(h.PositiveBuckets, b.pBuckets) && noneBelow(h.NegativeBuckets, b.nBuckets)):
+		return CounterReset, true
+	}
+	return 0, false
+}
+
 func sameSpans(a, b []histogram.Span) bool {
 	if len(a) != len(b) {
 		return false

@@ -248,3 +248,69 @@ func BenchmarkAppend(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)), "ns/histogram")
 	})
 }
+
+// TestCutHeader: the samples after which Prometheus's appender starts a
+// new chunk, and the header it gives it, as CutHeader tells them; and
+// those it leaves to the appender.
+func TestCutHeader(t *testing.T) {
+	base := histogram.Histogram{Schema: 3, Count: 10, ZeroCount: 2, Sum: 5, ZeroThreshold: 0.001,
+		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{3, 2},
+		NegativeSpans: []histogram.Span{{Offset: 1, Length: 1}}, NegativeBuckets: []int64{3}}
+	cases := []struct {
+		name   string
+		change func(h *histogram.Histogram)
+		header byte
+		cut    bool
+	}{
+		{"the same", func(*histogram.Histogram) {}, 0, false},
+		{"counter reset hint", func(h *histogram.Histogram) { h.CounterResetHint = histogram.CounterReset }, CounterReset, true},
+		{"count down", func(h *histogram.Histogram) { h.Count = 9 }, CounterReset, true},
+		{"count down, new layout", func(h *histogram.Histogram) {
+			h.Count, h.PositiveSpans, h.PositiveBuckets = 1, []histogram.Span{{Offset: 7, Length: 1}}, []int64{1}
+		}, CounterReset, true},
+		{"schema", func(h *histogram.Histogram) { h.Schema = 2 }, UnknownCounterReset, true},
+		{"zero threshold", func(h *histogram.Histogram) { h.ZeroThreshold = 0.01 }, UnknownCounterReset, true},
+		{"zero count down", func(h *histogram.Histogram) { h.ZeroCount = 1 }, CounterReset, true},
+		{"bucket down", func(h *histogram.Histogram) { h.PositiveBuckets = []int64{2, 4} }, CounterReset, true},
+		{"negative bucket down", func(h *histogram.Histogram) { h.NegativeBuckets = []int64{2} }, CounterReset, true},
+		{"new bucket", func(h *histogram.Histogram) {
+			h.PositiveSpans, h.PositiveBuckets = []histogram.Span{{Offset: 0, Length: 3}}, []int64{3, 2, -5}
+		}, 0, false},
+		{"gauge", func(h *histogram.Histogram) { h.CounterResetHint, h.Count = histogram.GaugeType, 1 }, 0, false},
+		{"staleness marker", func(h *histogram.Histogram) { h.Sum, h.Count = math.Float64frombits(0x7ff0000000000002), 0 }, 0, false},
+	}
+	var b Builder
+	b.Start(nil, UnknownCounterReset, 1000, &base)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := base.Copy()
+			c.change(h)
+			if header, cut := b.CutHeader(h); header != c.header || cut != c.cut {
+				t.Errorf("CutHeader = %08b, %v; want %08b, %v", header, cut, c.header, c.cut)
+			}
+			// Where CutHeader cuts, Prometheus's appender does, with that header.
+			if c.cut {
+				ch := chunkenc.NewHistogramChunk()
+				app, _ := ch.Appender()
+				if _, _, app, _ = app.AppendHistogram(nil, 0, 1000, base.Copy(), false); app == nil {
+					t.Fatal("no appender")
+				}
+				next, _, _, err := app.AppendHistogram(nil, 0, 2000, h, false)
+				if err != nil || next == nil {
+					t.Fatalf("Prometheus's appender did not cut: %v", err)
+				}
+				if got := byte(next.(*chunkenc.HistogramChunk).GetCounterResetHeader()); got != c.header {
+					t.Errorf("Prometheus's appender's header %08b, want %08b", got, c.header)
+				}
+			}
+		})
+	}
+	custom := histogram.Histogram{Schema: histogram.CustomBucketsSchema, Count: 1,
+		PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{1}, CustomValues: []float64{1}}
+	b.Start(nil, UnknownCounterReset, 1000, &custom)
+	other := custom.Copy()
+	other.CustomValues = []float64{2}
+	if header, cut := b.CutHeader(other); header != CounterReset || !cut {
+		t.Errorf("other custom bounds: CutHeader = %08b, %v; want a counter reset", header, cut)
+	}
+}
