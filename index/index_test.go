@@ -274,3 +274,43 @@ func TestReindex(t *testing.T) {
 		t.Errorf("%d TSMeta cells, want 3", n)
 	}
 }
+
+// TestSkipTSMeta: with SkipTSMeta the Writer writes the label cells and no
+// TSMeta row; without it, one row per series.
+func TestSkipTSMeta(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skip=%v", skip), func(t *testing.T) {
+			ctx := context.Background()
+			g := newRig(t)
+			g.w = NewWriter(g.st, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: mapping.DefaultLayout(), SkipTSMeta: skip}, nil)
+			const d0 = 19700
+			entries := []Entry{{g.series(t, "up", "job", "a"), d0}, {g.series(t, "up", "job", "b"), d0}}
+			if err := g.w.Write(ctx, entries); err != nil {
+				t.Fatal(err)
+			}
+			rows := func(table string) int {
+				sc := g.st.Scan(ctx, store.ScanRequest{Table: table})
+				defer sc.Close()
+				n := 0
+				for sc.Next() {
+					n++
+				}
+				if err := sc.Err(); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			wantMeta := 2
+			if skip {
+				wantMeta = 0
+			}
+			if n := rows(metaTable); n != wantMeta {
+				t.Errorf("%d TSMeta rows, want %d", n, wantMeta)
+			}
+			got, err := g.r.LabelValues(ctx, "job", d0*day, d0*day+day-1)
+			if err != nil || !slices.Equal(got, []string{"a", "b"}) {
+				t.Errorf("label values of job: %q, %v; want a, b", got, err)
+			}
+		})
+	}
+}

@@ -46,6 +46,10 @@ type Options struct {
 	TSMetaConcurrency int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// SkipTSMeta leaves the TSMeta rows out, for a store OpenTSDB cannot
+	// read (the embedded store), where nothing reads them: promhbase's
+	// reads use the label cells alone. Reindex on HBase writes them.
+	SkipTSMeta bool
 }
 
 // DefaultCacheBytes is the default memory budget of a Writer's caches.
@@ -126,8 +130,9 @@ func coverageOf(row store.Row) (uint32, bool) {
 }
 
 // Write indexes entries: the TSMeta row of each series this process never
-// indexed (an existing row is left alone: read, then written if absent), and the label
-// cells of each series and day not yet written. It returns only once the
+// indexed (an existing row is left alone: read, then written if absent;
+// none with Options.SkipTSMeta), and the label cells of each series and
+// day not yet written. It returns only once the
 // store acknowledged all of it; on error nothing is remembered as written,
 // so a retry writes it again. Entries whose series is already indexed for
 // their day cost nothing.
@@ -164,8 +169,10 @@ func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) erro
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := w.writeTSMeta(ctx, fresh, deferred); err != nil {
-		return err
+	if !w.opts.SkipTSMeta {
+		if err := w.writeTSMeta(ctx, fresh, deferred); err != nil {
+			return err
+		}
 	}
 	if err := w.writeCells(ctx, fresh, deferred); err != nil {
 		return err

@@ -17,7 +17,7 @@ type Info struct {
 	UIDTable      string
 	ExemplarTable string
 	// MetaTable and IndexTable are the series index's tables; empty when
-	// the index is not kept.
+	// the index is not kept (MetaTable also when it keeps no TSMeta rows).
 	MetaTable, IndexTable string
 	SaltWidth             int
 	SaltBuckets           int
@@ -81,7 +81,7 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <tr><td>data table</td><td>{{.DataTable}}</td></tr>
 <tr><td>UID table</td><td>{{.UIDTable}}</td></tr>
 <tr><td>exemplar table</td><td>{{if .ExemplarTable}}{{.ExemplarTable}}{{else}}(exemplars not kept){{end}}</td></tr>
-<tr><td>series index tables</td><td>{{if .IndexTable}}{{.MetaTable}} (OpenTSDB TSMeta), {{.IndexTable}}{{else}}(no series index){{end}}</td></tr>
+<tr><td>series index tables</td><td>{{if .IndexTable}}{{if .MetaTable}}{{.MetaTable}} (OpenTSDB TSMeta), {{end}}{{.IndexTable}}{{else}}(no series index){{end}}</td></tr>
 <tr><td>salt</td><td>{{if .SaltWidth}}{{.SaltWidth}} byte(s), {{.SaltBuckets}} buckets{{else}}none{{end}}</td></tr>
 <tr><td>UID widths (metric, tagk, tagv)</td><td>{{index .UIDWidths 0}}, {{index .UIDWidths 1}}, {{index .UIDWidths 2}} bytes</td></tr>
 </table>

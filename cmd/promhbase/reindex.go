@@ -47,7 +47,8 @@ func (c *reindexCmd) run(cfg *config) error {
 	// Reindexed series carry no mark of the series cache, so every one asks
 	// the written-keys set; a batch job can afford more of it than serve's
 	// default.
-	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout, CacheBytes: reindexCacheBytes}, reg)
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
+		CacheBytes: reindexCacheBytes, SkipTSMeta: cfg.skipTSMeta()}, reg)
 	start := time.Now()
 	stats, err := index.Reindex(ctx, st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
 		time.UnixMilli(from), time.UnixMilli(to))

@@ -161,7 +161,8 @@ func openIndex(cfg *config, st store.Store, reg prometheus.Registerer) (*index.W
 			return nil, fmt.Errorf("series index table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) or set --no-storage.index.enabled", t.table)
 		}
 	}
-	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout, CacheBytes: serveOpts.index.cacheBytes}, reg)
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
+		CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()}, reg)
 	// The index covers what is written from now on: all of it when the
 	// data table is empty, else from tomorrow (today may hold rows written
 	// before the index was kept; `reindex` covers them and moves the day
@@ -323,7 +324,10 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		info.ExemplarTable = cfg.exemplarTable
 	}
 	if serveOpts.index.enabled {
-		info.MetaTable, info.IndexTable = cfg.metaTable, cfg.indexTable
+		info.IndexTable = cfg.indexTable
+		if !cfg.skipTSMeta() {
+			info.MetaTable = cfg.metaTable
+		}
 	}
 	handler := web.New(web.Options{Remote: h, API: api, Pprof: serveOpts.enablePprof, Info: info})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
