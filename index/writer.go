@@ -376,10 +376,20 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	if packed {
 		tuples = make(map[cellTuple]struct{}, 2*len(entries))
 	}
+	// recent holds the last tuple seen in each of its slots: the tuples a
+	// call's entries share come again and again, and are told apart here
+	// by a multiply and a compare instead of a map lookup each time (a
+	// tuple's first word is never 0: its kind is in the top byte).
+	var recent [256]cellTuple
 	firstOf := func(t cellTuple) bool {
 		if !packed {
 			return true
 		}
+		slot := (t[0]*0x9E3779B97F4A7C15 ^ t[1]*0xC2B2AE3D27D4EB4F) >> 56
+		if recent[slot] == t {
+			return false
+		}
+		recent[slot] = t
 		if _, ok := tuples[t]; ok {
 			return false
 		}

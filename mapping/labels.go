@@ -340,7 +340,7 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	// UID caches once, not once a series. refs holds each item's name
 	// slots (tagk, tagv of each label, the metric last) as indexes into
 	// reqs.
-	d := nameDedup{seed: m.dedupSeed}
+	d := nameDedup{seed: m.dedupSeed, items: len(items)}
 	refs := make([]int32, 0, n)
 	first := make([]int, len(items)+1) // item i's slots: refs[first[i]:first[i+1]]
 	for i := range items {
@@ -455,6 +455,9 @@ func freshMask(tags []byte, pair, kw int, reqs []UIDRequest, fresh [][2]int32) u
 type nameDedup struct {
 	seed maphash.Seed
 	idx  [numKinds]map[uint64]int32
+	// items is the number of label sets of the call: tag values, about one
+	// new one a series in a first contact, get a map of their size.
+	items int
 }
 
 // ref returns the index in *reqs of the request for kind's name, appending
@@ -463,7 +466,11 @@ func (d *nameDedup) ref(reqs *[]UIDRequest, kind Kind, name []byte) int32 {
 	h := maphash.Bytes(d.seed, name)
 	mp := d.idx[kind]
 	if mp == nil {
-		mp = make(map[uint64]int32, 256)
+		size := 256
+		if kind == KindTagV {
+			size = max(size, 2*d.items)
+		}
+		mp = make(map[uint64]int32, size)
 		d.idx[kind] = mp
 	}
 	r, ok := mp[h]
