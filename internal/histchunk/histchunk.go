@@ -5,7 +5,11 @@
 // samples of most series. For those it replaces the appender's general
 // check (which merges both layouts bucket by bucket, to find inserts) by
 // a comparison of the layouts and one pass over the bucket counts. A
-// sample it cannot take (Appendable false) goes to Prometheus's appender.
+// sample it cannot append (Appendable false) starts a new chunk when
+// CutHeader tells the header Prometheus's appender would give it (a
+// counter reset, another schema); otherwise (a new bucket layout, a
+// staleness marker, a gauge) the caller hands the chunk to Prometheus's
+// appender.
 //
 // Layout of a chunk:
 //
