@@ -181,6 +181,7 @@ func DecodeHistogramValue(b []byte, h *histogram.Histogram, fh *histogram.FloatH
 		h.PositiveBuckets = d.deltas(h.PositiveBuckets)
 		h.NegativeBuckets = d.deltas(h.NegativeBuckets)
 		h.CustomValues = d.floats(h.CustomValues)
+		d.layout(h.Schema, h.PositiveSpans, h.NegativeSpans, len(h.PositiveBuckets), len(h.NegativeBuckets))
 		return false, d.done()
 	}
 	*fh = histogram.FloatHistogram{
@@ -195,7 +196,40 @@ func DecodeHistogramValue(b []byte, h *histogram.Histogram, fh *histogram.FloatH
 	fh.PositiveBuckets = d.floats(fh.PositiveBuckets)
 	fh.NegativeBuckets = d.floats(fh.NegativeBuckets)
 	fh.CustomValues = d.floats(fh.CustomValues)
+	d.layout(fh.Schema, fh.PositiveSpans, fh.NegativeSpans, len(fh.PositiveBuckets), len(fh.NegativeBuckets))
 	return true, d.done()
+}
+
+// layout checks what Prometheus's chunk encodings rely on, and its
+// receiver checks (so promhbase never stores anything else): a schema of
+// -4..8 or -53 (custom bounds, with no negative buckets), span offsets
+// after the first not negative, and as many buckets as the spans cover.
+func (d *histDecoder) layout(schema int32, pos, neg []histogram.Span, nPos, nNeg int) {
+	switch {
+	case d.err != nil:
+	case !histogram.IsValidSchema(schema):
+		d.fail("schema %d is not one of -4..8 or -53", schema)
+	case histogram.IsCustomBucketsSchema(schema) && (len(neg) > 0 || nNeg > 0):
+		d.fail("custom-bucket histogram with negative buckets")
+	default:
+		for _, side := range []struct {
+			spans []histogram.Span
+			n     int
+		}{{pos, nPos}, {neg, nNeg}} {
+			covered := 0
+			for i, sp := range side.spans {
+				if i > 0 && sp.Offset < 0 {
+					d.fail("span %d has offset %d: spans after the first go forward", i, sp.Offset)
+					return
+				}
+				covered += int(sp.Length)
+			}
+			if covered != side.n {
+				d.fail("%d buckets where the spans cover %d", side.n, covered)
+				return
+			}
+		}
+	}
 }
 
 // histDecoder reads a histogram payload; the first problem sticks and later

@@ -185,6 +185,14 @@ func TestHistogramDecodeErrors(t *testing.T) {
 		{"cut", good[:len(good)-1]},
 		{"trailing", append(append([]byte{}, good...), 0)},
 		{"huge list", []byte{0x50, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F}},
+		// Well-formed payloads of histograms Prometheus's chunks cannot
+		// hold (its receiver refuses them, and so does promhbase's).
+		{"buckets the spans do not cover", encodeAny(&histogram.Histogram{Schema: 1, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{1, 1}})},
+		{"float buckets the spans do not cover", encodeAny(&histogram.FloatHistogram{Schema: 1, NegativeSpans: []histogram.Span{{Length: 3}}, NegativeBuckets: []float64{1}})},
+		{"schema 9", encodeAny(&histogram.Histogram{Schema: 9})},
+		{"schema -52", encodeAny(&histogram.FloatHistogram{Schema: -52})},
+		{"custom bounds, negative buckets", encodeAny(&histogram.Histogram{Schema: -53, CustomValues: []float64{1}, NegativeSpans: []histogram.Span{{Length: 1}}, NegativeBuckets: []int64{1}})},
+		{"a span going back", encodeAny(&histogram.Histogram{Schema: 0, PositiveSpans: []histogram.Span{{Offset: 2, Length: 1}, {Offset: -1, Length: 1}}, PositiveBuckets: []int64{1, 0}})},
 	} {
 		var h histogram.Histogram
 		var fh histogram.FloatHistogram

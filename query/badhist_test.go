@@ -1,0 +1,57 @@
+package query
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// TestMalformedHistogramCells: histogram cells in promhbase's codec whose
+// histogram Prometheus's chunk encoding cannot hold (data promhbase never
+// writes: buckets the spans do not account for, a schema outside -4..8
+// and -53, a span going backwards) fail the read with an error naming the
+// cell; they do not bring the process down.
+func TestMalformedHistogramCells(t *testing.T) {
+	cases := []struct {
+		name string
+		h    histogram.Histogram
+	}{
+		{"more buckets than the spans hold", histogram.Histogram{Schema: 3, Count: 9, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{1, 1, 1}}},
+		{"fewer negative buckets than the spans hold", histogram.Histogram{Schema: 3, Count: 9, NegativeSpans: []histogram.Span{{Offset: 0, Length: 4}}, NegativeBuckets: []int64{1}}},
+		{"schema 9", histogram.Histogram{Schema: 9, Count: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{1}}},
+		{"schema -5", histogram.Histogram{Schema: -5, Count: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{1}}},
+		{"a span going backwards", histogram.Histogram{Schema: 3, Count: 2, PositiveSpans: []histogram.Span{{Offset: 4, Length: 1}, {Offset: -3, Length: 1}}, PositiveBuckets: []int64{1, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, m, st := newQuerier(t)
+			ctx := context.Background()
+			s, err := m.Resolve(ctx, []byte("h"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("h")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := uint32(t0 / 1000 / 3600 * 3600)
+			put := store.Put{Row: m.AppendRowKey(nil, s, base)}
+			for i := range 3 { // a chunk's first sample and two appended
+				h := c.h
+				h.Count += uint64(i)
+				put.Cells = append(put.Cells, store.Cell{Family: []byte("t"),
+					Qualifier: mapping.AppendHistogramQualifier(nil, uint32(i)*1000),
+					Value:     mapping.AppendHistogramValue(nil, &h, nil)})
+			}
+			if err := st.Put(ctx, "tsdb", []store.Put{put}); err != nil {
+				t.Fatal(err)
+			}
+			err = q.Stream(ctx, q.NewBudget(), int64(base)*1000, int64(base)*1000+3_600_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "h")}, func(*ChunkSeries) error { return nil })
+			if err == nil {
+				t.Fatal("a malformed histogram cell read without an error")
+			}
+			t.Log(err)
+		})
+	}
+}
