@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -53,5 +54,44 @@ func TestMalformedHistogramCells(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// panicStore's scanners panic on their first row.
+type panicStore struct{ store.Store }
+
+func (p panicStore) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
+	return panicScanner{p.Store.Scan(ctx, req)}
+}
+
+type panicScanner struct{ store.Scanner }
+
+func (panicScanner) Row() store.Row { panic("a defect") }
+
+// TestScanPanicIsAnError: a panic while a scan reads its rows, which runs
+// in a goroutine of its own when a query scans in parallel, fails the
+// query with an error instead of ending the process.
+func TestScanPanicIsAnError(t *testing.T) {
+	_, m, st := newQuerier(t)
+	ctx := context.Background()
+	s, err := m.Resolve(ctx, []byte("p"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("p")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uint32(t0 / 1000 / 3600 * 3600)
+	put := store.Put{Row: m.AppendRowKey(nil, s, base), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{0, 0}, Value: []byte{1}}}}
+	if err := st.Put(ctx, "tsdb", []store.Put{put}); err != nil {
+		t.Fatal(err)
+	}
+	for _, conc := range []int{1, 4} {
+		q := New(panicStore{st}, m, Options{ScanConcurrency: conc})
+		ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "p")}
+		err := q.Stream(ctx, q.NewBudget(), int64(base)*1000, int64(base)*1000+3_600_000, ms, func(*ChunkSeries) error { return nil })
+		if !errors.Is(err, errScanPanic) {
+			t.Errorf("concurrency %d: Stream = %v, want the scan's panic as an error", conc, err)
+		}
+		if _, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3_600_000, ms...); !errors.Is(err, errScanPanic) {
+			t.Errorf("concurrency %d: Select = %v, want the scan's panic as an error", conc, err)
+		}
 	}
 }

@@ -42,6 +42,9 @@ import (
 // ErrTooManySamples means a query selected more samples than the limit.
 var ErrTooManySamples = errors.New("query selects too many samples")
 
+// errScanPanic marks the error of a scan that panicked (see scan).
+var errScanPanic = errors.New("internal error")
+
 // scanner is the part of store.Store the query path uses.
 type scanner interface {
 	Scan(ctx context.Context, req store.ScanRequest) store.Scanner
@@ -779,7 +782,16 @@ func (s *selection) scanAll(ctx context.Context, reqs []store.ScanRequest) ([]*s
 	return subs, nil
 }
 
-func (s *selection) scan(ctx context.Context, req store.ScanRequest) error {
+// scan reads the rows of req into the selection's series. It runs in a
+// goroutine of its own when a query scans in parallel, so a panic on
+// data the decoders let through (a defect: they check what they read)
+// fails the query with an error instead of ending the process.
+func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("scan of %s from %x: %w: %v", req.Table, req.Start, errScanPanic, r)
+		}
+	}()
 	sc := s.q.st.Scan(ctx, req)
 	defer sc.Close()
 	layout := s.q.mapper.Layout()
