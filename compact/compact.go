@@ -180,8 +180,16 @@ type plan struct {
 // callers pick rows whose hour has ended (a row still being written is
 // compacted correctly, but again and again). A missing row is Unchanged.
 // An error means the store failed; the row may then hold the compacted cell
-// beside the cells it replaces, which reads merge to the same samples.
-func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (Result, error) {
+// beside the cells it replaces, which reads merge to the same samples. A
+// panic while compacting (a defect on a row the decoders let through) is an
+// error too: the scheduler's workers run in goroutines of their own, where
+// nothing else would recover it.
+func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = Result{}, fmt.Errorf("compact row %x: internal error: %v", rowKey, r)
+		}
+	}()
 	row, err := c.st.Get(ctx, c.opts.DataTable, rowKey, family)
 	if err != nil {
 		return Result{}, fmt.Errorf("compact row %x: read: %w", rowKey, err)
