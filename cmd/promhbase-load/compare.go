@@ -306,24 +306,25 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	res.cpu = cpu1 - cpu0
 	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
 	// One metric (1 % of the series), every round; the median of
-	// c.readRepeats reads of each response type.
+	// c.readRepeats reads of each response type, the two types taking
+	// turns so that both meet the store's work after the writes (its
+	// flushes and compactions) alike.
 	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
-	for _, t := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
-		var rates []float64
-		for range max(c.readRepeats, 1) {
+	types := []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
+	readRates := make([][]float64, len(types))
+	for range max(c.readRepeats, 1) {
+		for i, t := range types {
 			n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
 			if err != nil {
 				return res, fmt.Errorf("remote read %s: %w", t, err)
 			}
-			rates = append(rates, float64(n)/d.Seconds())
-		}
-		slices.Sort(rates)
-		if t == prompb.ReadRequest_SAMPLES {
-			res.readSamples = rates[len(rates)/2]
-		} else {
-			res.streamRate = rates[len(rates)/2]
+			readRates[i] = append(readRates[i], float64(n)/d.Seconds())
 		}
 	}
+	for _, r := range readRates {
+		slices.Sort(r)
+	}
+	res.readSamples, res.streamRate = readRates[0][len(readRates[0])/2], readRates[1][len(readRates[1])/2]
 	// The same metric through the query API, one point a round.
 	var rates []float64
 	for range max(c.readRepeats, 1) {
