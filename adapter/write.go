@@ -1,13 +1,11 @@
 package adapter
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -161,8 +159,9 @@ type writeBatch struct {
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []mapping.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
-	// reused; each series keeps a copy).
+	// reused; each series keeps a copy in labelBuf, one after the other).
 	labelsOf wireSeries
+	labelBuf []mapping.Label
 	sketch   *limits.Sketch // active series; nil without limits
 
 	samples, histograms int
@@ -192,6 +191,8 @@ func (b *writeBatch) reset() {
 	clear(b.missed)
 	b.missed = b.missed[:0]
 	clear(b.labelsOf.labels) // no pointers into the last request's keys
+	clear(b.labelBuf)
+	b.labelBuf = b.labelBuf[:0]
 	b.samples, b.histograms = 0, 0
 	b.sketch = nil
 	b.exPuts = b.exPuts[:0]
@@ -431,8 +432,9 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 		w.addSamples(b, s, series)
 		return nil
 	}
-	// A copy: s.Key may live in a buffer reused by the next series.
-	m := missedSeries{ordinal: ordinal, key: bytes.Clone(s.Key), samples: len(s.Samples) + len(s.Hists)}
+	// A copy: s.Key may live in a buffer reused by the next series; the
+	// request's arena keeps it as long as the request needs it.
+	m := missedSeries{ordinal: ordinal, key: b.arena.Copy(s.Key), samples: len(s.Samples) + len(s.Hists)}
 	b.labelsOf.Key, b.labelsOf.names = m.key, s.names
 	lbls, err := b.labelsOf.Labels()
 	b.labelsOf.Key, b.labelsOf.names = nil, nil
@@ -445,7 +447,8 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 			return nil
 		}
 	}
-	m.labels = slices.Clone(lbls)
+	b.labelBuf = append(b.labelBuf, lbls...)
+	m.labels = b.labelBuf[len(b.labelBuf)-len(lbls) : len(b.labelBuf) : len(b.labelBuf)]
 	b.missed = append(b.missed, m)
 	return nil
 }

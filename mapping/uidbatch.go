@@ -433,10 +433,24 @@ func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string)
 // which is what refers to them.
 func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPut, opWork []int) {
 	puts := make([]store.Put, 0, 2*len(ops))
+	// The forward rows' keys and cells each in one allocation (sized up
+	// front), the family and qualifiers shared.
+	fam := []byte(uidFamilyID)
+	var quals [numKinds][]byte
+	rowBytes := 0
+	for _, i := range opWork {
+		rowBytes += len(work[i].stored)
+	}
+	rows := make([]byte, 0, rowBytes)
+	cells := make([]store.Cell, 0, len(opWork))
 	for j, i := range opWork {
 		w := &work[i]
-		q := w.kind.Qualifier()
-		puts = append(puts, ops[j].Put, store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(uidFamilyID), Qualifier: []byte(q), Value: w.uid}}})
+		if quals[w.kind] == nil {
+			quals[w.kind] = []byte(w.kind.Qualifier())
+		}
+		rows = append(rows, w.stored...)
+		cells = append(cells, store.Cell{Family: fam, Qualifier: quals[w.kind], Value: w.uid})
+		puts = append(puts, ops[j].Put, store.Put{Row: rows[len(rows)-len(w.stored) : len(rows) : len(rows)], Cells: cells[len(cells)-1 : len(cells) : len(cells)]})
 	}
 	var err error
 	if dp, ok := u.st.(store.DeferredPutter); ok {
@@ -569,6 +583,17 @@ func (u *UIDs) allocate(ctx context.Context, kind Kind, work []uidWork, items []
 		limit = 1<<63 - 1
 	}
 	q := kind.Qualifier()
+	// The items' UIDs, stored names and cells each in one allocation
+	// (sized up front, so that no slice handed out moves), the family and
+	// qualifier shared: a first contact assigns a UID a series.
+	fam, qual := []byte(uidFamilyName), []byte(q)
+	nameBytes := 0
+	for _, i := range items {
+		nameBytes += len(work[i].stored)
+	}
+	uids := make([]byte, 0, len(items)*width)
+	names := make([]byte, 0, nameBytes)
+	cells := make([]store.Cell, 0, len(items))
 	for j, i := range items {
 		w := &work[i]
 		id := top - n + 1 + int64(j)
@@ -578,9 +603,12 @@ func (u *UIDs) allocate(ctx context.Context, kind Kind, work []uidWork, items []
 		}
 		var full [8]byte
 		binary.BigEndian.PutUint64(full[:], uint64(id))
-		w.uid = append([]byte(nil), full[8-width:]...)
+		uids = append(uids, full[8-width:]...)
+		w.uid = uids[len(uids)-width : len(uids) : len(uids)]
+		names = append(names, w.stored...)
+		cells = append(cells, store.Cell{Family: fam, Qualifier: qual, Value: names[len(names)-len(w.stored) : len(names) : len(names)]})
 		ops = append(ops, store.CondPut{
-			Put:    store.Put{Row: w.uid, Cells: []store.Cell{{Family: []byte(uidFamilyName), Qualifier: []byte(q), Value: []byte(w.stored)}}},
+			Put:    store.Put{Row: w.uid, Cells: cells[len(cells)-1 : len(cells) : len(cells)]},
 			Family: uidFamilyName, Qualifier: q,
 		})
 		opWork = append(opWork, i)
