@@ -32,23 +32,16 @@ func TestMalformedHistogramCells(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			q, m, st := newQuerier(t)
 			ctx := context.Background()
-			s, err := m.Resolve(ctx, []byte("h"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("h")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := uint32(t0 / 1000 / 3600 * 3600)
-			put := store.Put{Row: m.AppendRowKey(nil, s, base)}
+			var cells []store.Cell
 			for i := range 3 { // a chunk's first sample and two appended
 				h := c.h
 				h.Count += uint64(i)
-				put.Cells = append(put.Cells, store.Cell{Family: []byte("t"),
+				cells = append(cells, store.Cell{Family: []byte("t"),
 					Qualifier: mapping.AppendHistogramQualifier(nil, uint32(i)*1000),
 					Value:     mapping.AppendHistogramValue(nil, &h, nil)})
 			}
-			if err := st.Put(ctx, "tsdb", []store.Put{put}); err != nil {
-				t.Fatal(err)
-			}
-			err = q.Stream(ctx, q.NewBudget(), int64(base)*1000, int64(base)*1000+3_600_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "h")}, func(*ChunkSeries) error { return nil })
+			base := putMetricRow(t, m, st, "h", cells)
+			err := q.Stream(ctx, q.NewBudget(), int64(base)*1000, int64(base)*1000+3_600_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "h")}, func(*ChunkSeries) error { return nil })
 			if err == nil {
 				t.Fatal("a malformed histogram cell read without an error")
 			}
@@ -74,15 +67,7 @@ func (panicScanner) Row() store.Row { panic("a defect") }
 func TestScanPanicIsAnError(t *testing.T) {
 	_, m, st := newQuerier(t)
 	ctx := context.Background()
-	s, err := m.Resolve(ctx, []byte("p"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("p")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := uint32(t0 / 1000 / 3600 * 3600)
-	put := store.Put{Row: m.AppendRowKey(nil, s, base), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{0, 0}, Value: []byte{1}}}}
-	if err := st.Put(ctx, "tsdb", []store.Put{put}); err != nil {
-		t.Fatal(err)
-	}
+	base := putMetricRow(t, m, st, "p", []store.Cell{{Family: []byte("t"), Qualifier: []byte{0, 0}, Value: []byte{1}}})
 	for _, conc := range []int{1, 4} {
 		q := New(panicStore{st}, m, Options{ScanConcurrency: conc})
 		ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "p")}
@@ -94,4 +79,20 @@ func TestScanPanicIsAnError(t *testing.T) {
 			t.Errorf("concurrency %d: Select = %v, want the scan's panic as an error", conc, err)
 		}
 	}
+}
+
+// putMetricRow writes cells into the row of t0's hour of the label-less
+// series of metric name and returns the hour (Unix seconds).
+func putMetricRow(t *testing.T, m *mapping.Mapper, st store.Store, name string, cells []store.Cell) uint32 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := m.Resolve(ctx, []byte(name), []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uint32(t0 / 1000 / 3600 * 3600)
+	if err := st.Put(ctx, "tsdb", []store.Put{{Row: m.AppendRowKey(nil, s, base), Cells: cells}}); err != nil {
+		t.Fatal(err)
+	}
+	return base
 }
