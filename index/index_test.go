@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -312,5 +313,50 @@ func TestSkipTSMeta(t *testing.T) {
 				t.Errorf("label values of job: %q, %v; want a, b", got, err)
 			}
 		})
+	}
+}
+
+// TestGroupCells: cells in any order come out as one Put a row, rows in
+// ascending byte order (rows that share their first 8 bytes, rows that
+// are prefixes of others, zero bytes at the end), each with exactly its
+// row's qualifiers.
+func TestGroupCells(t *testing.T) {
+	rows := []string{"A", "A\x00", "A\x00\x01", "K\x00\x00\x4c\xf4", "V\x00\x00\x4c\xf4\x00\x00\x01\x00\x00\x02",
+		"V\x00\x00\x4c\xf4\x00\x00\x01\x00\x00\x03", "V\x00\x00\x4c\xf4\x00\x00\x01", "V\x00\x00\x4c\xf4\x00\x00\x01\x00", "\xff\xff\xff\xff\xff\xff\xff\xff\x01", "\xff\xff\xff\xff\xff\xff\xff\xff"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 50 {
+		want := map[string][]string{}
+		var cells []pendingCell
+		var buf []byte
+		for _, r := range rows {
+			for q := range rng.IntN(4) {
+				qual := fmt.Sprintf("q%d", q)
+				want[r] = append(want[r], qual)
+				at := len(buf)
+				buf = append(buf, r...)
+				cells = append(cells, pendingCell{prefix: rowPrefix([]byte(r)), start: uint32(at), end: uint32(len(buf)), qual: []byte(qual)})
+			}
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
+		puts := groupCells(cells, buf)
+		got := map[string][]string{}
+		for i, p := range puts {
+			if i > 0 && string(puts[i-1].Row) >= string(p.Row) {
+				t.Fatalf("round %d: row %q after %q", round, p.Row, puts[i-1].Row)
+			}
+			for _, c := range p.Cells {
+				if string(c.Family) != mapping.IndexFamily || len(c.Value) != 0 {
+					t.Fatalf("round %d: cell %+v", round, c)
+				}
+				got[string(p.Row)] = append(got[string(p.Row)], string(c.Qualifier))
+			}
+			slices.Sort(got[string(p.Row)])
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: got %q, want %q", round, got, want)
+		}
 	}
 }

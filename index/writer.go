@@ -8,9 +8,12 @@ package index
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,14 +163,23 @@ func (w *Writer) put(ctx context.Context, table string, puts []store.Put, deferr
 }
 
 func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) error {
-	var fresh []Entry
+	n := 0
 	for _, e := range entries {
 		if !e.Series.IndexedFor(e.Day) {
-			fresh = append(fresh, e)
+			n++
 		}
 	}
-	if len(fresh) == 0 {
+	if n == 0 {
 		return nil
+	}
+	fresh := entries // all of them, as in a first contact: no copy
+	if n < len(entries) {
+		fresh = make([]Entry, 0, n)
+		for _, e := range entries {
+			if !e.Series.IndexedFor(e.Day) {
+				fresh = append(fresh, e)
+			}
+		}
 	}
 	if !w.opts.SkipTSMeta {
 		if err := w.writeTSMeta(ctx, fresh, deferred); err != nil {
@@ -322,15 +334,18 @@ func uidInt(uid []byte) uint32 {
 
 // writeCells writes the label cells of the entries not yet written.
 func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
-	fam := []byte(mapping.IndexFamily)
-	type rowCells struct {
-		row   []byte
-		cells []store.Cell
+	// The cells to write, their rows copied into one buffer; sorted by
+	// row below and put as one store.Put a row.
+	var pending []pendingCell
+	var rowBuf []byte
+	if lay := w.opts.Layout; lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 {
+		// Room for two cells an entry without growing, as in a first
+		// contact where a label value of each series' own is new: its 'V'
+		// cell, and one in every few series for the values they share.
+		pending = make([]pendingCell, 0, 2*len(entries))
+		rowBuf = make([]byte, 0, 2*len(entries)*(5+lay.TagKWidth+lay.TagVWidth))
 	}
-	rows := map[string]*rowCells{}
-	var order []string
 	var keys []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
-	cells := 0
 	// done: the keys of this call already settled (written or to be), so
 	// that the labels the entries share cost one lookup in a small map,
 	// not one in the shared set each.
@@ -352,17 +367,12 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		if !fresh && seen.has(k) {
 			return
 		}
-		r := rows[string(row)]
-		if r == nil {
-			r = &rowCells{row: []byte(string(row))}
-			rows[string(row)] = r
-			order = append(order, string(row))
-		}
-		r.cells = append(r.cells, store.Cell{Family: fam, Qualifier: qual})
+		at := len(rowBuf)
+		rowBuf = append(rowBuf, row...)
+		pending = append(pending, pendingCell{prefix: rowPrefix(row), start: uint32(at), end: uint32(len(rowBuf)), qual: qual})
 		if !fresh {
 			keys = append(keys, k)
 		}
-		cells++
 	}
 	lay := w.opts.Layout
 	pair := lay.TagKWidth + lay.TagVWidth
@@ -421,18 +431,68 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		}
 	}
 	seen.release()
-	if len(order) == 0 {
+	if len(pending) == 0 {
 		return nil
 	}
-	puts := make([]store.Put, 0, len(order))
-	for _, k := range order {
-		r := rows[k]
-		puts = append(puts, store.Put{Row: r.row, Cells: r.cells})
-	}
+	puts := groupCells(pending, rowBuf)
 	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
-		return fmt.Errorf("write %d series index cells: %w", cells, err)
+		return fmt.Errorf("write %d series index cells: %w", len(pending), err)
 	}
 	w.seen.addAll(keys)
-	w.cells.Add(float64(cells))
+	w.cells.Add(float64(len(pending)))
 	return nil
+}
+
+// pendingCell is an index cell writeCells will write: its row is
+// rowBuf[start:end] of the call, prefix the row's first 8 bytes as a
+// big-endian integer (zero-padded), which orders two rows as their bytes
+// do unless they are equal.
+type pendingCell struct {
+	prefix     uint64
+	start, end uint32
+	qual       []byte
+}
+
+// rowPrefix returns the first 8 bytes of row as a big-endian integer,
+// zero-padded.
+func rowPrefix(row []byte) uint64 {
+	var p [8]byte
+	copy(p[:], row)
+	return binary.BigEndian.Uint64(p[:])
+}
+
+// groupCells sorts cells by row and returns one Put a row, in ascending
+// row order (which the embedded store applies without sorting again), the
+// cells' values empty; the Puts' rows and cells share rowBuf and one
+// slice. cells hold no two of one row and qualifier.
+func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
+	row := func(c pendingCell) []byte { return rowBuf[c.start:c.end:c.end] }
+	slices.SortFunc(cells, func(a, b pendingCell) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return bytes.Compare(row(a), row(b))
+	})
+	same := func(i int) bool {
+		return cells[i].prefix == cells[i-1].prefix && bytes.Equal(row(cells[i]), row(cells[i-1]))
+	}
+	rows := 1
+	for i := 1; i < len(cells); i++ {
+		if !same(i) {
+			rows++
+		}
+	}
+	fam := []byte(mapping.IndexFamily)
+	out := make([]store.Cell, len(cells))
+	puts := make([]store.Put, 0, rows)
+	for i, c := range cells {
+		out[i] = store.Cell{Family: fam, Qualifier: c.qual}
+		if i > 0 && same(i) {
+			p := &puts[len(puts)-1]
+			p.Cells = out[i-len(p.Cells) : i+1]
+			continue
+		}
+		puts = append(puts, store.Put{Row: row(c), Cells: out[i : i+1]})
+	}
+	return puts
 }
