@@ -506,7 +506,7 @@ func (m *memRows) sortedRows() ([]uint32, []memRow, [][]byte) {
 		fresh = append(fresh, uint32(i))
 	}
 	byKey := func(a, b uint32) int { return bytes.Compare(key(a), key(b)) }
-	slices.SortFunc(fresh, byKey)
+	sortByKey(fresh, key)
 	merged := make([]uint32, 0, n)
 	a, b := old, fresh
 	for len(a) > 0 && len(b) > 0 {
