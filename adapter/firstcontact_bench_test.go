@@ -1,0 +1,104 @@
+package adapter
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+// harnessLabels returns the labels of series i as promhbase-load sends
+// them: ten labels, the last of the series' own.
+func harnessLabels(i int) []string {
+	return []string{
+		"__name__", fmt.Sprintf("load_metric_%d", i%100),
+		"cpu", fmt.Sprint(i % 16),
+		"datacenter", fmt.Sprintf("dc-%d", i%3),
+		"device", fmt.Sprintf("sd%c", 'a'+i%8),
+		"env", "production",
+		"instance", fmt.Sprintf("host-%05d:9100", i/100),
+		"job", "node",
+		"mode", []string{"idle", "user", "system", "iowait"}[i%4],
+		"rack", fmt.Sprintf("r%02d", i%40),
+		"series", fmt.Sprint(i),
+	}
+}
+
+// BenchmarkFirstContact: requests of 2000 series never seen before, one
+// sample each, through the handler into the embedded store as serve
+// opens it (the data table in the row buffer, the series index without
+// TSMeta rows, the default limits), without fsync: the first round of a
+// promhbase-load run, a request at a time. Each request's body is
+// encoded with the timer stopped. Reports ns per new series.
+func BenchmarkFirstContact(b *testing.B) {
+	for _, proto := range []string{"v1", "v2"} {
+		b.Run(proto, func(b *testing.B) {
+			st, err := embedded.Open(b.TempDir(), embedded.Options{NoSync: true,
+				Tables:       []string{"tsdb", "tsdb-uid", "tsdb-exemplar", "tsdb-meta", "tsdb-index"},
+				BufferTables: []string{"tsdb"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			// The UIDs as serve opens them on the embedded store: their
+			// table's sole writer.
+			uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{SoleWriter: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+			w := NewWriter(m, st, "tsdb")
+			w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
+			w.SetMetadata(mapping.NewMetas(m.UIDs(), 0))
+			h := newHandler(b, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
+			lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.w.SetLimits(lim)
+			h.w.SetIndexer(index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index",
+				Layout: mapping.DefaultLayout(), SkipTSMeta: true}, nil))
+			const batch = 2000
+			const ts = 1_700_000_000_000
+			body := func(first int) ([]byte, string) {
+				if proto == "v1" {
+					series := make([]prompb.TimeSeries, batch)
+					for i := range series {
+						l := harnessLabels(first + i)
+						for j := 0; j < len(l); j += 2 {
+							series[i].Labels = append(series[i].Labels, prompb.Label{Name: l[j], Value: l[j+1]})
+						}
+						series[i].Samples = []prompb.Sample{{Timestamp: ts, Value: float64(i)}}
+					}
+					return writeBody(b, series...), "application/x-protobuf"
+				}
+				series := make([]v2Series, batch)
+				for i := range series {
+					series[i] = v2Series{lbls: harnessLabels(first + i), smps: []writev2.Sample{{Timestamp: ts, Value: float64(i)}}}
+				}
+				return v2Body(b, series...), ctV2
+			}
+			next := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				data, ct := body(next)
+				next += batch
+				b.StartTimer()
+				if rec := postCT(h, ct, data); rec.Code != http.StatusNoContent {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/series")
+		})
+	}
+}
