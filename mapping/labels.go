@@ -377,6 +377,18 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	first[len(items)] = len(refs)
 	m.uids.GetOrCreateBatch(ctx, reqs)
 	pair := m.layout.TagKWidth + m.layout.TagVWidth
+	// The items' tags and index marks come from one allocation each (the
+	// series cache copies both; a Series too large for it keeps its part),
+	// the fresh pairs from one scratch slice.
+	uids := 0 // tag UIDs of the items (their slots but the metric's)
+	for i := range items {
+		if k := first[i+1] - first[i]; k > 0 {
+			uids += k - 1
+		}
+	}
+	slab := make([]byte, 0, uids/2*pair)
+	marks := make([]indexMark, len(items))
+	var freshPairs [][2]int32
 	for i := range items {
 		it := &items[i]
 		if it.Err != nil {
@@ -395,7 +407,7 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 			continue
 		}
 		// The pairs with a UID assigned just now, before the sort.
-		var freshPairs [][2]int32
+		freshPairs = freshPairs[:0]
 		if fresh {
 			for j := 0; j+1 < len(rs)-1; j += 2 {
 				if reqs[rs[j]].Created || reqs[rs[j+1]].Created {
@@ -405,10 +417,11 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		}
 		var s Series
 		s.Metric = reqs[rs[len(rs)-1]].UID
-		tags := make([]byte, 0, (len(rs)-1)/2*pair)
+		start := len(slab)
 		for _, r := range rs[:len(rs)-1] {
-			tags = append(tags, reqs[r].UID...)
+			slab = append(slab, reqs[r].UID...)
 		}
+		tags := slab[start:len(slab):len(slab)]
 		m.layout.SortTags(tags)
 		s.Tags = tags
 		var mask uint32
@@ -426,7 +439,8 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		if m.layout.SaltWidth > 0 {
 			s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)
 		}
-		s.mark = &indexMark{fresh: mask}
+		marks[i].fresh = mask
+		s.mark = &marks[i]
 		it.Series = s
 	}
 }

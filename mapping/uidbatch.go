@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -109,12 +110,23 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	// Sized for the names missed (at most): a first contact with new
 	// series misses one or more names a series. The names this call
 	// resolves share one done channel, closed once all are settled.
-	nmiss := 0
-	for _, c := range cached {
+	nmiss, missBytes := 0, 0
+	for i, c := range cached {
 		if !c {
 			nmiss++
+			missBytes += len(reqs[i].Name)
 		}
 	}
+	// The missed names as strings, cut from one: map keys, the work's
+	// names (the caches copy what they keep).
+	var names strings.Builder
+	names.Grow(missBytes)
+	for i, c := range cached {
+		if !c {
+			names.Write(reqs[i].Name)
+		}
+	}
+	allNames, at := names.String(), 0
 	var calls []inflightCall
 	var done chan struct{}
 	if nmiss > 0 {
@@ -130,12 +142,14 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			owners = append(owners, len(reqs)) // done
 			continue
 		}
+		name := allNames[at : at+len(r.Name)]
+		at += len(r.Name)
 		if reservedName(r.Name) {
 			r.Err = fmt.Errorf("%s %q is the key of the counter row: %w", r.Kind, r.Name, ErrInvalidSeries)
 			owners = append(owners, len(reqs))
 			continue
 		}
-		key := inflightKey{r.Kind, string(r.Name)}
+		key := inflightKey{r.Kind, name}
 		if j, ok := pending[key]; ok {
 			owners = append(owners, j)
 			continue
@@ -212,11 +226,12 @@ type cellsGetter interface {
 func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
 	var idx []int
 	var rows [][]byte
+	var rowBuf []byte // the rows' bytes (a row stays valid as it grows)
 	var values [][]byte
 	var found []bool
 	for k := range numKinds {
 		for pass := range 2 {
-			idx, rows = idx[:0], rows[:0]
+			idx, rows, rowBuf = idx[:0], rows[:0], rowBuf[:0]
 			for i := range work {
 				w := &work[i]
 				if w.kind != k || w.uid != nil || w.err != nil {
@@ -230,7 +245,9 @@ func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
 					stored = legacy
 				}
 				idx = append(idx, i)
-				rows = append(rows, []byte(stored))
+				at := len(rowBuf)
+				rowBuf = append(rowBuf, stored...)
+				rows = append(rows, rowBuf[at:len(rowBuf):len(rowBuf)])
 			}
 			if len(idx) == 0 {
 				continue
