@@ -223,10 +223,10 @@ func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, match
 	if err != nil || !ok {
 		return err
 	}
-	regex := RowRegex(q.mapper.Layout(), cs)
+	f := newRowFilter(q.mapper.Layout(), cs)
 	var groups [][]store.ScanRequest
 	for _, name := range metrics {
-		reqs, err := sel.scans(ctx, []string{name}, regex)
+		reqs, err := sel.scans(ctx, []string{name}, f)
 		if err != nil {
 			return err
 		}
@@ -351,7 +351,7 @@ func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, mat
 	if err != nil || !ok {
 		return nil, err
 	}
-	reqs, err := sel.scans(ctx, metrics, RowRegex(q.mapper.Layout(), cs))
+	reqs, err := sel.scans(ctx, metrics, newRowFilter(q.mapper.Layout(), cs))
 	if err != nil {
 		return nil, err
 	}
@@ -710,9 +710,19 @@ func RowRegex(layout mapping.Layout, cs []tagConstraint) string {
 	return string(re)
 }
 
+// rowFilter is the row filter of a query's scans in both forms.
+type rowFilter struct {
+	regex string
+	match func([]byte) bool
+}
+
+func newRowFilter(layout mapping.Layout, cs []tagConstraint) rowFilter {
+	return rowFilter{regex: RowRegex(layout, cs), match: RowMatcher(layout, cs)}
+}
+
 // scans are the scans of a query: per metric UID (a name may have two, see
 // mapping.StoredName) and salt bucket, over the hours of [start, end].
-func (s *selection) scans(ctx context.Context, names []string, regex string) ([]store.ScanRequest, error) {
+func (s *selection) scans(ctx context.Context, names []string, f rowFilter) ([]store.ScanRequest, error) {
 	uids := s.q.mapper.UIDs()
 	var reqs []store.ScanRequest
 	for _, name := range names {
@@ -725,7 +735,7 @@ func (s *selection) scans(ctx context.Context, names []string, regex string) ([]
 		}
 		for _, metric := range metrics {
 			for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
-				req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: regex}
+				req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match}
 				if s.mode == modeExemplars {
 					req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
 				}

@@ -73,6 +73,11 @@ type ScanRequest struct {
 	// java.util.regex and Go's regexp: (?s), ^, \z, (?:...), x{n}, \xHH,
 	// alternation and repetition.
 	RowRegex string
+	// RowMatch, when set, is RowRegex as a function of the row key: it
+	// keeps exactly the rows RowRegex keeps. A store that filters rows in
+	// process (the embedded store) calls it instead of running the regex;
+	// HBase's scans send RowRegex.
+	RowMatch func(key []byte) bool
 }
 
 // Scanner iterates over the rows of a scan in key order. It is not safe for

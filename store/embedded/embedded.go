@@ -1177,7 +1177,9 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		return &scanner{err: err}
 	}
 	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}}
-	if req.RowRegex != "" {
+	if req.RowMatch != nil {
+		sc.match = req.RowMatch
+	} else if req.RowRegex != "" {
 		re, err := regexp.Compile(req.RowRegex)
 		if err != nil {
 			return &scanner{err: fmt.Errorf("row regex %q: %w: %w", req.RowRegex, store.ErrInvalid, err)}
@@ -1226,6 +1228,7 @@ type scanner struct {
 	ctx    context.Context
 	it     *pebble.Iterator
 	re     *regexp.Regexp
+	match  func([]byte) bool // the request's RowMatch, used instead of re
 	family []byte
 	tlen   int
 	valid  bool
@@ -1318,6 +1321,10 @@ func (sc *scanner) Next() bool {
 			return false
 		}
 		inPebble := sc.valid && bytes.Equal(sc.next, row)
+		if sc.match != nil && !sc.match(row) {
+			sc.skip(row, inPebble)
+			continue
+		}
 		if sc.re != nil {
 			sc.latin1 = latin1(sc.latin1[:0], row) // kept: no allocation per row
 			if !sc.re.Match(sc.latin1) {
