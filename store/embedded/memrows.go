@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/promhbase/promhbase/internal/keysort"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -506,7 +507,7 @@ func (m *memRows) sortedRows() ([]uint32, []memRow, [][]byte) {
 		fresh = append(fresh, uint32(i))
 	}
 	byKey := func(a, b uint32) int { return bytes.Compare(key(a), key(b)) }
-	sortByKey(fresh, key)
+	keysort.ByKey(fresh, key)
 	merged := make([]uint32, 0, n)
 	a, b := old, fresh
 	for len(a) > 0 && len(b) > 0 {

@@ -1,4 +1,4 @@
-package embedded
+package keysort
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// checkSorted sorts keys' indices with sortByKey and compares the result
+// checkSorted sorts keys' indices with ByKey and compares the result
 // with a comparison sort's.
 func checkSorted(t testing.TB, keys [][]byte) {
 	t.Helper()
@@ -17,7 +17,7 @@ func checkSorted(t testing.TB, keys [][]byte) {
 	for i := range idx {
 		idx[i] = uint32(i)
 	}
-	sortByKey(idx, func(i uint32) []byte { return keys[i] })
+	ByKey(idx, func(i uint32) []byte { return keys[i] })
 	seen := make([]bool, len(keys))
 	for n, i := range idx {
 		if seen[i] {
@@ -30,7 +30,7 @@ func checkSorted(t testing.TB, keys [][]byte) {
 	}
 }
 
-func TestSortByKey(t *testing.T) {
+func TestByKey(t *testing.T) {
 	long := bytes.Repeat([]byte{7}, 40)
 	for _, tc := range []struct {
 		name string
@@ -73,7 +73,7 @@ func TestSortByKey(t *testing.T) {
 	})
 }
 
-func FuzzSortByKey(f *testing.F) {
+func FuzzByKey(f *testing.F) {
 	f.Add([]byte("a\x00a\x00\x00b0123456789abcdef0"), uint8(3))
 	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
 		// data split into keys at every byte equal to cut.
@@ -99,9 +99,9 @@ func dataRowKeys(n int) [][]byte {
 	return keys
 }
 
-// BenchmarkSortByKey: the row order of a flush of a row buffer holding
-// 1 M data rows, by sortByKey and by a comparison sort of the indices.
-func BenchmarkSortByKey(b *testing.B) {
+// BenchmarkByKey: the row order of a flush of a row buffer holding
+// 1 M data rows, by ByKey and by a comparison sort of the indices.
+func BenchmarkByKey(b *testing.B) {
 	keys := dataRowKeys(1_000_000)
 	// The keys in one arena, as a row buffer holds them.
 	var arena []byte
@@ -116,7 +116,7 @@ func BenchmarkSortByKey(b *testing.B) {
 		name string
 		sort func()
 	}{
-		{"digits", func() { sortByKey(idx, key) }},
+		{"digits", func() { ByKey(idx, key) }},
 		{"compare", func() { slices.SortFunc(idx, func(a, b uint32) int { return bytes.Compare(key(a), key(b)) }) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -1,11 +1,12 @@
-package embedded
+// Package keysort sorts indices by byte-string keys with a radix sort.
+package keysort
 
 import (
 	"encoding/binary"
 	"slices"
 )
 
-// sortByKey sorts idx by key(idx[i]) in bytes.Compare's order.
+// ByKey sorts idx by key(idx[i]) in bytes.Compare's order.
 //
 // It is a most-significant-digit radix sort over 8-byte digits: the
 // keys' next 8 bytes (a big-endian integer, zero-padded) are copied next
@@ -14,9 +15,9 @@ import (
 // following 8 bytes. A comparison sort of the indices reads both keys
 // at every compare, a cache miss each among a million rows; this reads
 // each key once a digit. The keys of a row buffer share long prefixes
-// (a metric, an hour and the low-cardinality tags first). 16 bytes a row
-// while it runs; 16-byte digits (24 bytes a row) were 5 % faster.
-func sortByKey(idx []uint32, key func(uint32) []byte) {
+// (a metric, an hour and the low-cardinality tags first). 16 bytes an
+// index while it runs; 16-byte digits (24 bytes) were 5 % faster.
+func ByKey(idx []uint32, key func(uint32) []byte) {
 	if len(idx) < 2 {
 		return
 	}
