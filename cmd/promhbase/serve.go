@@ -66,6 +66,7 @@ func flagValues(app *kingpin.Application) map[string]string {
 type serveFlags struct {
 	gogc            int
 	gcHeadroom      uint64
+	gcHeadroomMin   uint64
 	listen          string
 	maxRequestBytes int
 	maxSamples      int
@@ -139,6 +140,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	ix := &serveOpts.index
 	cmd.Flag("runtime.gogc", "Go's garbage collector target (GOGC) when the GOGC environment variable is not set: the heap may grow this many percent over the live data before a collection. 75 as Prometheus's default.").Default("75").IntVar(&serveOpts.gogc)
 	cmd.Flag("runtime.gc-headroom-max-bytes", "Most bytes the heap may grow over the live data before a collection: when --runtime.gogc's percentage of a large live heap (the caches at millions of series) would give more, the percentage is lowered after each collection to give this much (not below 10 %). 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("33554432").Uint64Var(&serveOpts.gcHeadroom)
+	cmd.Flag("runtime.gc-headroom-min-bytes", "Least bytes the heap may grow over the live data before a collection: while --runtime.gogc's percentage of a small live heap (a process just started) would give less, the percentage is raised after each collection to give this much (at most --runtime.gc-headroom-max-bytes), so that the first requests do not pay for a collection every few megabytes. 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("33554432").Uint64Var(&serveOpts.gcHeadroomMin)
 	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
@@ -200,7 +202,7 @@ func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
 func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
 	if os.Getenv("GOGC") == "" {
-		defer gctune.Start(serveOpts.gogc, serveOpts.gcHeadroom).Stop()
+		defer gctune.Start(serveOpts.gogc, serveOpts.gcHeadroomMin, serveOpts.gcHeadroom).Stop()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -8,10 +8,15 @@
 // are large; the cost of collecting is in the pointers and the allocation
 // rate, which do not grow with the caches. A Tuner keeps GOGC's percentage
 // while the headroom it gives stays under a byte bound, and lowers the
-// percentage when the live heap grows so large that it would not.
+// percentage when the live heap grows so large that it would not; and,
+// with a lower byte bound, raises it while the live heap is so small that
+// the percentage would collect every few megabytes (a process just
+// started, whose first requests then pay for collection after
+// collection).
 package gctune
 
 import (
+	"math"
 	"math/bits"
 	"runtime"
 	"runtime/debug"
@@ -26,30 +31,66 @@ const liveMetric = "/gc/heap/live:bytes"
 // minPercent is the lowest GOGC a Tuner sets, however large the heap.
 const minPercent = 10
 
-// Percent returns the GOGC that gives at most maxHeadroom bytes of
-// headroom over live, never more than gogc nor less than minPercent
-// (gogc itself when that is lower); maxHeadroom 0 means gogc.
-func Percent(gogc int, maxHeadroom, live uint64) int {
-	if maxHeadroom == 0 || gogc <= 0 || live == 0 {
+// Percent returns the GOGC for a live heap of live bytes: gogc, lowered
+// (not below minPercent, or gogc when that is lower) when the headroom it
+// gives would be more than maxHeadroom bytes, raised when it would be less
+// than minHeadroom (at most maxHeadroom). 0 turns a bound off; so does a
+// gogc of 0 or less, or nothing live yet.
+func Percent(gogc int, minHeadroom, maxHeadroom, live uint64) int {
+	if gogc <= 0 || live == 0 {
 		return gogc
 	}
-	// p = ⌊maxHeadroom × 100 / live⌋, the percentage that gives
-	// maxHeadroom, in 128 bits: a quotient past 64 bits is past gogc.
-	hi, lo := bits.Mul64(maxHeadroom, 100)
-	if hi >= live {
+	if maxHeadroom > 0 {
+		// p = ⌊maxHeadroom × 100 / live⌋, the percentage that gives
+		// maxHeadroom, in 128 bits: a quotient past 64 bits is past gogc.
+		hi, lo := bits.Mul64(maxHeadroom, 100)
+		if hi < live {
+			if p, _ := bits.Div64(hi, lo, live); p < uint64(gogc) {
+				return max(int(p), min(minPercent, gogc))
+			}
+		}
+		minHeadroom = min(minHeadroom, maxHeadroom)
+	}
+	if minHeadroom == 0 {
 		return gogc
 	}
-	p, _ := bits.Div64(hi, lo, live)
-	if p >= uint64(gogc) {
+	// q = ⌈minHeadroom × 100 / live⌉, the percentage that gives
+	// minHeadroom, but no more than keeps the runtime's own floor,
+	// runtimeHeapMinimum × q/100, within live + minHeadroom.
+	q := ratio(minHeadroom, live, true)
+	if q <= uint64(gogc) {
 		return gogc
 	}
-	return max(int(p), min(minPercent, gogc))
+	total := live + minHeadroom
+	if total < live {
+		total = math.MaxUint64
+	}
+	q = min(q, ratio(total, runtimeHeapMinimum, false), math.MaxInt32)
+	return max(gogc, int(q))
 }
+
+// ratio returns n × 100 / d, rounded up when up, saturating at
+// math.MaxUint64.
+func ratio(n, d uint64, up bool) uint64 {
+	hi, lo := bits.Mul64(n, 100)
+	if hi >= d {
+		return math.MaxUint64
+	}
+	q, r := bits.Div64(hi, lo, d)
+	if up && r > 0 && q < math.MaxUint64 {
+		q++
+	}
+	return q
+}
+
+// runtimeHeapMinimum is the heap the Go runtime collects at when the
+// live heap is tiny, scaled by GOGC/100.
+const runtimeHeapMinimum = 4 << 20
 
 // Tuner adjusts GOGC after every collection.
 type Tuner struct {
-	gogc        int
-	maxHeadroom uint64
+	gogc                     int
+	minHeadroom, maxHeadroom uint64
 	percent     atomic.Int64 // the GOGC last set
 
 	mu      sync.Mutex // held by adjust and Stop
@@ -64,14 +105,14 @@ type sentinel struct {
 	t *Tuner
 }
 
-// Start sets GOGC to gogc and, when maxHeadroom > 0, re-checks after
-// every collection that the headroom it gives is at most maxHeadroom bytes
-// (see Percent). Stop ends it.
-func Start(gogc int, maxHeadroom uint64) *Tuner {
-	t := &Tuner{gogc: gogc, maxHeadroom: maxHeadroom}
+// Start sets GOGC to gogc and, when a bound is set, re-checks after every
+// collection that the headroom it gives is within [minHeadroom,
+// maxHeadroom] bytes (see Percent). Stop ends it.
+func Start(gogc int, minHeadroom, maxHeadroom uint64) *Tuner {
+	t := &Tuner{gogc: gogc, minHeadroom: minHeadroom, maxHeadroom: maxHeadroom}
 	t.sample[0].Name = liveMetric
 	t.set(gogc)
-	if maxHeadroom > 0 && gogc > 0 {
+	if (minHeadroom > 0 || maxHeadroom > 0) && gogc > 0 {
 		t.arm()
 	}
 	return t
@@ -109,7 +150,7 @@ func (t *Tuner) adjust() bool {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	if p := Percent(t.gogc, t.maxHeadroom, live); int64(p) != t.percent.Load() {
+	if p := Percent(t.gogc, t.minHeadroom, t.maxHeadroom, live); int64(p) != t.percent.Load() {
 		t.set(p)
 	}
 	return true

@@ -1,6 +1,7 @@
 package gctune
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -10,26 +11,35 @@ import (
 func TestPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		name              string
-		gogc              int
-		maxHeadroom, live uint64
-		want              int
+		name                           string
+		gogc                           int
+		minHeadroom, maxHeadroom, live uint64
+		want                           int
 	}{
-		{"no bound", 75, 0, 1000 * mib, 75},
-		{"small heap keeps gogc", 75, 64 * mib, 40 * mib, 75},
-		{"at the bound", 75, 75 * mib, 100 * mib, 75},
-		{"large heap", 75, 64 * mib, 256 * mib, 25},
-		{"huge heap stops at the floor", 75, 64 * mib, 10_000 * mib, minPercent},
-		{"gogc below the floor is kept", 5, 1 * mib, 10_000 * mib, 5},
-		{"gc off stays off", -1, 64 * mib, 10_000 * mib, -1},
-		{"nothing live yet", 75, 64 * mib, 0, 75},
-		{"huge gogc does not overflow", 1 << 40, 64 * mib, 1 << 40, minPercent},
-		{"huge bound", 75, 1 << 62, 1 << 62, 75},
-		{"just over the bound", 100, 99, 100, 99},
+		{"no bound", 75, 0, 0, 1000 * mib, 75},
+		{"small heap keeps gogc", 75, 0, 64 * mib, 40 * mib, 75},
+		{"at the bound", 75, 0, 75 * mib, 100 * mib, 75},
+		{"large heap", 75, 0, 64 * mib, 256 * mib, 25},
+		{"huge heap stops at the floor", 75, 0, 64 * mib, 10_000 * mib, minPercent},
+		{"gogc below the floor is kept", 5, 0, 1 * mib, 10_000 * mib, 5},
+		{"gc off stays off", -1, 32 * mib, 64 * mib, 10_000 * mib, -1},
+		{"nothing live yet", 75, 32 * mib, 64 * mib, 0, 75},
+		{"huge gogc does not overflow", 1 << 40, 0, 64 * mib, 1 << 40, minPercent},
+		{"huge bound", 75, 0, 1 << 62, 1 << 62, 75},
+		{"just over the bound", 100, 0, 99, 100, 99},
+		// The lower bound.
+		{"small heap raised", 75, 32 * mib, 32 * mib, 16 * mib, 200},
+		{"raised, rounded up", 75, 32 * mib, 0, 30 * mib, 107},
+		{"enough headroom already", 75, 32 * mib, 64 * mib, 64 * mib, 75},
+		{"just enough", 100, 32 * mib, 0, 32 * mib, 100},
+		{"large heap lowered, not raised", 75, 32 * mib, 32 * mib, 256 * mib, 12},
+		{"tiny heap: the runtime's floor caps it", 75, 32 * mib, 0, 1 * mib, 825},
+		{"the lower bound above the upper one", 75, 64 * mib, 16 * mib, 16 * mib, 100},
+		{"huge lower bound saturates", 75, 1 << 63, 0, 1, math.MaxInt32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Percent(tc.gogc, tc.maxHeadroom, tc.live); got != tc.want {
-				t.Errorf("Percent(%d, %d, %d) = %d, want %d", tc.gogc, tc.maxHeadroom, tc.live, got, tc.want)
+			if got := Percent(tc.gogc, tc.minHeadroom, tc.maxHeadroom, tc.live); got != tc.want {
+				t.Errorf("Percent(%d, %d, %d, %d) = %d, want %d", tc.gogc, tc.minHeadroom, tc.maxHeadroom, tc.live, got, tc.want)
 			}
 		})
 	}
@@ -41,7 +51,7 @@ func TestPercent(t *testing.T) {
 func TestTunerFollowsLiveHeap(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	tu := Start(75, 4<<20)
+	tu := Start(75, 0, 4<<20)
 	defer tu.Stop()
 	live := make([]byte, 64<<20) // noscan, live across the collections below
 	for i := range live {
@@ -53,11 +63,21 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 	waitPercent(t, tu, func(p int) bool { return p == 75 }, "75 once the heap is small again")
 }
 
+// TestTunerRaisesForSmallHeap: with a small live heap and a lower bound
+// far over GOGC's headroom, the tuner raises GOGC after a collection.
+func TestTunerRaisesForSmallHeap(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	tu := Start(75, 256<<20, 512<<20)
+	defer tu.Stop()
+	waitPercent(t, tu, func(p int) bool { return p > 75 }, "above 75 with a small live heap and a 256 MiB lower bound")
+}
+
 // TestTunerStop: after Stop the tuner sets GOGC no more.
 func TestTunerStop(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	tu := Start(75, 4<<20)
+	tu := Start(75, 0, 4<<20)
 	tu.Stop()
 	debug.SetGCPercent(33)
 	live := make([]byte, 64<<20)
