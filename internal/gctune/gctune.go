@@ -91,7 +91,7 @@ const runtimeHeapMinimum = 4 << 20
 type Tuner struct {
 	gogc                     int
 	minHeadroom, maxHeadroom uint64
-	percent     atomic.Int64 // the GOGC last set
+	percent                  atomic.Int64 // the GOGC last set
 
 	mu      sync.Mutex // held by adjust and Stop
 	stopped bool
