@@ -41,13 +41,9 @@ func Percent(gogc int, minHeadroom, maxHeadroom, live uint64) int {
 		return gogc
 	}
 	if maxHeadroom > 0 {
-		// p = ⌊maxHeadroom × 100 / live⌋, the percentage that gives
-		// maxHeadroom, in 128 bits: a quotient past 64 bits is past gogc.
-		hi, lo := bits.Mul64(maxHeadroom, 100)
-		if hi < live {
-			if p, _ := bits.Div64(hi, lo, live); p < uint64(gogc) {
-				return max(int(p), min(minPercent, gogc))
-			}
+		// The percentage that gives maxHeadroom.
+		if p := ratio(maxHeadroom, live, false); p < uint64(gogc) {
+			return max(int(p), min(minPercent, gogc))
 		}
 		minHeadroom = min(minHeadroom, maxHeadroom)
 	}
@@ -70,7 +66,7 @@ func Percent(gogc int, minHeadroom, maxHeadroom, live uint64) int {
 }
 
 // ratio returns n × 100 / d, rounded up when up, saturating at
-// math.MaxUint64.
+// math.MaxUint64 (computed in 128 bits).
 func ratio(n, d uint64, up bool) uint64 {
 	hi, lo := bits.Mul64(n, 100)
 	if hi >= d {
