@@ -499,21 +499,29 @@ func (u *UIDs) dropReverse(ctx context.Context, kind Kind, uid []byte) {
 	_ = u.st.Delete(ctx, u.table, uid, []store.Column{{Family: []byte(uidFamilyName), Qualifier: []byte(kind.Qualifier())}})
 }
 
+// syncEach is a store whose check-and-puts are each made durable on
+// their own, batched or not (HBase: a region-server WAL sync each), while
+// the rows of one Put share one: many rows are cheaper read in one batch
+// and written blind in one Put than checked and put one by one.
+type syncEach interface {
+	CheckAndPutSyncsEach() bool
+}
+
 // writeReverse writes the reverse rows of ops where the cell is absent,
-// reporting each one's outcome in written and errs. On a store with
-// batched check-and-puts (the embedded store) they are check-and-puts. On
-// others (HBase, where a check-and-put is an RPC of its own that gohbase
-// never batches, with a region-server WAL sync each) the rows of tag
-// names and values are read in batched Gets and the absent ones written
-// with one multi-row Put: their UIDs come from this call's Increment of
-// the counter, which no other writer is given, so a reverse row there can
-// only predate the counter (a counter behind the table after a restore),
-// and the read sees it. Metric rows stay check-and-puts: OpenTSDB with
+// reporting each one's outcome in written and errs. Where a batch of
+// check-and-puts is cheap (the embedded store: one lock round and one
+// commit) they are check-and-puts. Where each check-and-put is made
+// durable on its own (HBase, syncEach) the rows of tag names and values
+// are read in batched Gets and the absent ones written with one multi-row
+// Put: their UIDs come from this call's Increment of the counter, which no
+// other writer is given, so a reverse row there can only predate the
+// counter (a counter behind the table after a restore), and the read sees
+// it. Metric rows stay check-and-puts: OpenTSDB with
 // tsd.core.uid.random_metrics picks metric UIDs without the counter. The
 // forward rows, which writers of the same name race for, are always
 // check-and-puts.
 func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool, errs []error) {
-	if _, ok := u.st.(store.BatchCheckAndPutter); ok {
+	if se, ok := u.st.(syncEach); !ok || !se.CheckAndPutSyncsEach() {
 		store.CheckAndPutAll(ctx, u.st, u.table, ops, written, errs, batchConcurrency)
 		return
 	}

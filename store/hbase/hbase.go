@@ -126,11 +126,17 @@ type Store struct {
 	client  gohbase.Client
 	metrics *metrics
 
+	// casServers: which region servers run batched check-and-puts.
+	casServers casServers
+
 	adminMu sync.Mutex
 	admin   gohbase.AdminClient // nil until first used
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store               = (*Store)(nil)
+	_ store.BatchCheckAndPutter = (*Store)(nil)
+)
 
 // New returns a Store for the cluster cfg names. It does not connect: the
 // first operation does, so New succeeds while HBase is down.

@@ -18,6 +18,7 @@ type metrics struct {
 	reg        prometheus.Registerer
 	registered []prometheus.Collector
 	retries    *prometheus.CounterVec
+	casOps     *prometheus.CounterVec
 }
 
 // newMetrics registers the metrics on reg, when reg is not nil. A
@@ -30,6 +31,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "promhbase_hbase_retries_total",
 			Help: "HBase operations attempted again after a failure that may pass, by operation.",
 		}, []string{"op"}),
+		casOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_hbase_check_and_puts_total",
+			Help: "Check-and-puts of batches answered by the region server, by how: batched (many in one Multi RPC, HBase 2.4+) or single (an RPC each: an older server, or an op a batch left unanswered).",
+		}, []string{"how"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -39,6 +44,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	m.retries = retries.(*prometheus.CounterVec)
+	casOps, err := m.register(m.casOps)
+	if err != nil {
+		m.unregister()
+		return nil, err
+	}
+	m.casOps = casOps.(*prometheus.CounterVec)
 	if reg != prometheus.DefaultRegisterer {
 		if _, err := m.register(newGatheredCollector(prometheus.DefaultGatherer, gohbasePrefix)); err != nil {
 			m.unregister()
