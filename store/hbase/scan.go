@@ -92,16 +92,24 @@ type scanner struct {
 	start  []byte // where the next gohbase scanner starts
 	stop   []byte
 	opts   []func(hrpc.Call) error
-	hs     hrpc.Scanner // nil until opened, and after a failure
-	failed int          // failures since the last row returned
+	hs     hrpc.ScannerV2 // nil until opened, and after a failure
+	failed int            // failures since the last row returned
+
+	// The response being read: its rows from next on are not returned
+	// yet. Cells point into its cell block, one allocation per response.
+	resp *hrpc.ScanResponseV2
+	next int
 
 	row  store.Row
 	done bool
 	err  error
 }
 
-// Next advances to the next row.
+// Next advances to the next row. A row the server sent in parts (a
+// partial result, then the rest in the following results) is returned
+// whole.
 func (sc *scanner) Next() bool {
+	sc.row.Key, sc.row.Cells = nil, sc.row.Cells[:0]
 	for !sc.done {
 		if sc.hs == nil {
 			if err := sc.open(); err != nil {
@@ -113,38 +121,77 @@ func (sc *scanner) Next() bool {
 				return false
 			}
 		}
-		res, err := sc.hs.Next()
-		if err == io.EOF {
-			sc.finish()
-			return false
-		}
-		if err != nil {
-			sc.hs.Close()
-			sc.hs = nil
-			err = classify(err, false)
-			if !sc.s.shouldRetry(sc.ctx, err, sc.failed, true) {
-				sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
+		if sc.resp == nil || sc.next >= len(sc.resp.Results) {
+			resp, err := sc.hs.Next()
+			if err == io.EOF {
+				if len(sc.row.Cells) > 0 { // a last part that said more would follow
+					return sc.returned()
+				}
+				sc.finish()
 				return false
 			}
-			sc.s.retried("scan", sc.table, sc.failed, err)
-			sc.failed++
-			if sleep(sc.ctx, backoff(sc.failed-1)) != nil {
-				sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
-				return false
+			if err != nil {
+				sc.hs.Close()
+				sc.hs, sc.resp = nil, nil
+				// A row begun in parts is read again from its start.
+				sc.row.Key, sc.row.Cells = nil, sc.row.Cells[:0]
+				err = classify(err, false)
+				if !sc.s.shouldRetry(sc.ctx, err, sc.failed, true) {
+					sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
+					return false
+				}
+				sc.s.retried("scan", sc.table, sc.failed, err)
+				sc.failed++
+				if sleep(sc.ctx, backoff(sc.failed-1)) != nil {
+					sc.fail(fmt.Errorf("%s: %w", sc.what(), err))
+					return false
+				}
+				continue
 			}
+			sc.resp, sc.next = resp, 0
 			continue
 		}
-		if res == nil || len(res.Cells) == 0 {
+		res := sc.resp.Results[sc.next]
+		if len(res.Cells) == 0 {
+			sc.next++
 			continue
 		}
-		sc.failed = 0
-		sc.row.Key = res.Cells[0].Row
-		sc.row.Cells = appendCells(sc.row.Cells[:0], res.Cells)
-		// Resume, if needed, at the smallest key after this row.
-		sc.start = append(append(sc.start[:0], sc.row.Key...), 0)
-		return true
+		if len(sc.row.Cells) > 0 && !bytes.Equal(res.Cells[0].Row(), sc.row.Key) {
+			// The parts of the row ended without a final one.
+			return sc.returned()
+		}
+		sc.next++
+		if len(sc.row.Cells) == 0 {
+			sc.row.Key = res.Cells[0].Row()
+		}
+		sc.row.Cells = appendCellsV2(sc.row.Cells, res.Cells)
+		if !res.Partial {
+			return sc.returned()
+		}
 	}
 	return false
+}
+
+// returned makes the row in sc.row the last one returned.
+func (sc *scanner) returned() bool {
+	sc.failed = 0
+	// Resume, if needed, at the smallest key after this row.
+	sc.start = append(append(sc.start[:0], sc.row.Key...), 0)
+	return true
+}
+
+// appendCellsV2 converts gohbase's cells of a scan response. The byte
+// slices are shared with the response's cell block, not copied.
+func appendCellsV2(dst []store.Cell, cells []hrpc.CellV2) []store.Cell {
+	for _, c := range cells {
+		dst = append(dst, store.Cell{
+			Family:    c.Family(),
+			Qualifier: c.Qualifier(),
+			Value:     c.Value(),
+			Timestamp: c.Timestamp(),
+		})
+	}
+	return dst
 }
 
 func (sc *scanner) open() error {
@@ -159,7 +206,7 @@ func (sc *scanner) open() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", sc.what(), store.ErrInvalid, err)
 	}
-	sc.hs = sc.s.client.Scan(scan)
+	sc.hs, sc.resp, sc.next = sc.s.client.ScanV2(scan), nil, 0
 	return nil
 }
 
@@ -212,6 +259,7 @@ func (sc *scanner) finish() {
 		sc.hs = nil
 	}
 	sc.done = true
+	sc.resp = nil
 	sc.row = store.Row{}
 }
 

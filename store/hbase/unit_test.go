@@ -34,7 +34,7 @@ type fakeClient struct {
 	get       func(*hrpc.Get) (*hrpc.Result, error)
 	increment func(attempt int) (int64, error)
 	incs      int
-	scan      func(*hrpc.Scan) hrpc.Scanner
+	scan      func(*hrpc.Scan) *fakeScanner
 	deletes   []*hrpc.Mutate
 }
 
@@ -65,7 +65,7 @@ func (f *fakeClient) Increment(*hrpc.Mutate) (int64, error) {
 	return f.increment(f.incs - 1)
 }
 
-func (f *fakeClient) Scan(s *hrpc.Scan) hrpc.Scanner { return f.scan(s) }
+func (f *fakeClient) ScanV2(s *hrpc.Scan) hrpc.ScannerV2 { return f.scan(s) }
 
 func (f *fakeClient) Delete(d *hrpc.Mutate) (*hrpc.Result, error) {
 	f.mu.Lock()
@@ -215,32 +215,121 @@ func TestIncrementRetries(t *testing.T) {
 }
 
 // fakeScanner returns rows, then err (io.EOF when nil).
+// fakeScanner answers a scan with one response per entry of rows, or of
+// resps when set: each response's rows as "row/qualifier", with a
+// trailing "~" for a partial result (more of the row follows). After the
+// responses comes err, or io.EOF.
 type fakeScanner struct {
 	rows   []string
+	resps  [][]string
 	err    error
 	closed bool
 }
 
-func (f *fakeScanner) Next() (*hrpc.Result, error) {
-	if len(f.rows) == 0 {
+func (f *fakeScanner) Next() (*hrpc.ScanResponseV2, error) {
+	if f.resps == nil {
+		for _, r := range f.rows {
+			f.resps = append(f.resps, []string{r + "/q"})
+		}
+		f.rows = nil
+	}
+	if len(f.resps) == 0 {
 		if f.err == nil {
 			return nil, io.EOF
 		}
 		return nil, f.err
 	}
-	r := f.rows[0]
-	f.rows = f.rows[1:]
-	return &hrpc.Result{Cells: []*hrpc.Cell{{Row: []byte(r), Family: []byte("t"), Qualifier: []byte("q"), Value: []byte("v")}}}, nil
+	resp := &hrpc.ScanResponseV2{}
+	for _, r := range f.resps[0] {
+		partial := strings.HasSuffix(r, "~")
+		row, qual, _ := strings.Cut(strings.TrimSuffix(r, "~"), "/")
+		c, err := hrpc.NewCellV2([]byte(row), []byte("t"), []byte(qual), 1, []byte("v"), pb.CellType_PUT)
+		if err != nil {
+			return nil, err
+		}
+		resp.Results = append(resp.Results, hrpc.ResultV2{Cells: []hrpc.CellV2{c}, Partial: partial})
+	}
+	f.resps = f.resps[1:]
+	if len(f.resps) == 0 {
+		f.resps = [][]string{}
+	}
+	return resp, nil
 }
 
-func (f *fakeScanner) Close() error                     { f.closed = true; return nil }
-func (f *fakeScanner) GetScanMetrics() map[string]int64 { return nil }
+func (f *fakeScanner) Scan(uint32) (*hrpc.ScanResponseV2, error) { return f.Next() }
+func (f *fakeScanner) Close() error                               { f.closed = true; return nil }
+func (f *fakeScanner) GetScanMetrics() map[string]int64           { return nil }
+
+// TestScanPartialRows: rows sent in parts, within a response and across
+// responses, come back whole; several rows in one response come back one
+// by one.
+func TestScanPartialRows(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		resps [][]string
+		err   error
+		want  string
+	}{
+		{"one response", [][]string{{"r1/a", "r2/a", "r3/a"}}, nil, "r1:a r2:a r3:a"},
+		{"parts in one response", [][]string{{"r1/a~", "r1/b", "r2/a"}}, nil, "r1:a,b r2:a"},
+		{"parts across responses", [][]string{{"r1/a", "r2/a~"}, {"r2/b~"}, {"r2/c", "r3/a"}}, nil, "r1:a r2:a,b,c r3:a"},
+		{"empty responses between parts", [][]string{{"r1/a~"}, {}, {"r1/b"}}, nil, "r1:a,b"},
+		{"last part marked partial", [][]string{{"r1/a", "r2/a~"}}, nil, "r1:a r2:a"},
+		{"next row after a partial one", [][]string{{"r1/a~", "r2/a"}}, nil, "r1:a r2:a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeClient{scan: func(*hrpc.Scan) *fakeScanner { return &fakeScanner{resps: tc.resps, err: tc.err} }}
+			s := fakeStore(t, f, Config{})
+			sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb"})
+			var got []string
+			for sc.Next() {
+				var quals []string
+				for _, c := range sc.Row().Cells {
+					quals = append(quals, string(c.Qualifier))
+				}
+				got = append(got, string(sc.Row().Key)+":"+strings.Join(quals, ","))
+			}
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("rows = %s, want %s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
+// TestScanPartialRowReadAgain: a failure in the middle of a row sent in
+// parts resumes at that row, which comes back whole, once.
+func TestScanPartialRowReadAgain(t *testing.T) {
+	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner")
+	var starts []string
+	f := &fakeClient{scan: func(s *hrpc.Scan) *fakeScanner {
+		starts = append(starts, string(s.StartRow()))
+		if len(starts) == 1 {
+			return &fakeScanner{resps: [][]string{{"r1/a", "r2/a~"}}, err: lease}
+		}
+		return &fakeScanner{resps: [][]string{{"r2/a~"}, {"r2/b"}}}
+	}}
+	s := fakeStore(t, f, Config{Retries: 2})
+	sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb", Start: []byte("r")})
+	var got []string
+	for sc.Next() {
+		got = append(got, fmt.Sprintf("%s:%d", sc.Row().Key, len(sc.Row().Cells)))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "r1:1 r2:2" || strings.Join(starts, " ") != "r r1\x00" {
+		t.Errorf("rows %v from scanners at %q, want r1:1 r2:2 from r and r1\\x00", got, starts)
+	}
+}
 
 func TestScanResumesAfterLastRow(t *testing.T) {
 	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner '42'. This can happen due to any of the following reasons: ...")
 	var starts []string
 	var scanners []*fakeScanner
-	f := &fakeClient{scan: func(s *hrpc.Scan) hrpc.Scanner {
+	f := &fakeClient{scan: func(s *hrpc.Scan) *fakeScanner {
 		starts = append(starts, fmt.Sprintf("%q", s.StartRow()))
 		var fs *fakeScanner
 		switch len(starts) {
@@ -279,7 +368,7 @@ func TestScanResumesAfterLastRow(t *testing.T) {
 func TestScanResumeAtStop(t *testing.T) {
 	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner")
 	opened := 0
-	f := &fakeClient{scan: func(*hrpc.Scan) hrpc.Scanner {
+	f := &fakeClient{scan: func(*hrpc.Scan) *fakeScanner {
 		opened++
 		return &fakeScanner{rows: []string{"r1", "r2"}, err: lease}
 	}}
@@ -302,7 +391,7 @@ func TestScanResumeAtStop(t *testing.T) {
 func TestScanGivesUpAfterRetries(t *testing.T) {
 	lease := javaError("org.apache.hadoop.hbase.UnknownScannerException", "Unknown scanner")
 	opened := 0
-	f := &fakeClient{scan: func(*hrpc.Scan) hrpc.Scanner {
+	f := &fakeClient{scan: func(*hrpc.Scan) *fakeScanner {
 		opened++
 		return &fakeScanner{err: lease}
 	}}
@@ -322,7 +411,7 @@ func TestScanGivesUpAfterRetries(t *testing.T) {
 func TestScanProbeFailsFast(t *testing.T) {
 	f := &fakeClient{
 		get:  func(*hrpc.Get) (*hrpc.Result, error) { return nil, gohbase.TableNotFound },
-		scan: func(*hrpc.Scan) hrpc.Scanner { t.Fatal("scan opened after a failed probe"); return nil },
+		scan: func(*hrpc.Scan) *fakeScanner { t.Fatal("scan opened after a failed probe"); return nil },
 	}
 	s := fakeStore(t, f, Config{})
 	sc := s.Scan(context.Background(), store.ScanRequest{Table: "nope"})
