@@ -257,8 +257,8 @@ func (f *fakeScanner) Next() (*hrpc.ScanResponseV2, error) {
 }
 
 func (f *fakeScanner) Scan(uint32) (*hrpc.ScanResponseV2, error) { return f.Next() }
-func (f *fakeScanner) Close() error                               { f.closed = true; return nil }
-func (f *fakeScanner) GetScanMetrics() map[string]int64           { return nil }
+func (f *fakeScanner) Close() error                              { f.closed = true; return nil }
+func (f *fakeScanner) GetScanMetrics() map[string]int64          { return nil }
 
 // TestScanPartialRows: rows sent in parts, within a response and across
 // responses, come back whole; several rows in one response come back one
