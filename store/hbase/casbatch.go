@@ -167,16 +167,12 @@ func mustMarshal(m proto.Message) []byte {
 // of want that the region holds (sent), or, when the region's server has
 // not been probed, only the probe.
 type casCall struct {
-	ctx     context.Context
-	table   []byte
+	multiCall
 	family  string // of the probe's condition: a family the table has
 	ops     []casOp
 	want    []int
 	prefix  bool // only the leading ops of want that the region holds
 	servers *casServers
-
-	region hrpc.RegionInfo
-	result chan hrpc.RPCResult
 
 	// Set by ToProto, read after SendRPC returned.
 	sent   []int
@@ -185,15 +181,9 @@ type casCall struct {
 
 var _ hrpc.Call = (*casCall)(nil)
 
-func (c *casCall) Table() []byte                   { return c.table }
-func (c *casCall) Name() string                    { return "Multi" }
-func (c *casCall) Key() []byte                     { return c.ops[c.want[0]].row }
-func (c *casCall) Region() hrpc.RegionInfo         { return c.region }
-func (c *casCall) SetRegion(r hrpc.RegionInfo)     { c.region = r }
-func (c *casCall) NewResponse() proto.Message      { return &pb.MultiResponse{} }
-func (c *casCall) ResultChan() chan hrpc.RPCResult { return c.result }
-func (c *casCall) Description() string             { return "CheckAndPutMulti" }
-func (c *casCall) Context() context.Context        { return c.ctx }
+func (c *casCall) Key() []byte                { return c.ops[c.want[0]].row }
+func (c *casCall) NewResponse() proto.Message { return &pb.MultiResponse{} }
+func (c *casCall) Description() string        { return "CheckAndPutMulti" }
 
 // ToProto builds the MultiRequest. It runs once per attempt, after
 // SetRegion.
@@ -386,8 +376,9 @@ func (s *Store) sendCASChunk(ctx context.Context, rpc gohbase.RPCClient, table [
 	actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
 	defer cancel()
 	call := &casCall{
-		ctx: actx, table: table, family: family, ops: cops, want: chunk, prefix: prefix,
-		servers: &s.casServers, result: make(chan hrpc.RPCResult, 1),
+		multiCall: newMultiCall(actx, table),
+		family:    family, ops: cops, want: chunk, prefix: prefix,
+		servers: &s.casServers,
 	}
 	msg, err := rpc.SendRPC(call)
 	resp, _ := msg.(*pb.MultiResponse)

@@ -128,6 +128,8 @@ type Store struct {
 
 	// casServers: which region servers run batched check-and-puts.
 	casServers casServers
+	// regionBounds: the regions put calls met, to split Puts by.
+	regionBounds regionBounds
 
 	adminMu sync.Mutex
 	admin   gohbase.AdminClient // nil until first used
@@ -259,14 +261,31 @@ func addValue(values map[string]map[string][]byte, c store.Cell) {
 	fam[string(c.Qualifier)] = v
 }
 
-// Put writes the puts into table as one gohbase batch (SendBatch), one hrpc
-// Put per row (cells of a row with different timestamps go into one hrpc
-// Put per timestamp, and are atomic only within it), and returns once every
-// one is acknowledged. Rows that failed with an error that may pass are
-// sent again, up to Config.Retries times; writing a row twice is harmless.
+// Put writes the puts into table and returns once every row is
+// acknowledged. Each row is one mutation, atomic on its own. The rows go
+// as put calls (putmulti.go): one Multi RPC per region, the regions' calls
+// in parallel. Rows those leave without a clean answer go as one gohbase
+// batch (SendBatch), one hrpc Put per row and distinct cell timestamp;
+// rows that fail there with an error that may pass are sent again, up to
+// Config.Retries times. Writing a row twice is harmless.
 func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 	if err := checkTable(table); err != nil {
 		return fmt.Errorf("put into %s: %w", table, err)
+	}
+	if rpc, ok := s.client.(gohbase.RPCClient); ok {
+		enc, idx, err := encodePuts(puts)
+		if err != nil {
+			return fmt.Errorf("put into %s: %w", table, err)
+		}
+		rest := s.putMulti(ctx, rpc, table, &enc)
+		if len(rest) == 0 {
+			return nil
+		}
+		left := make([]store.Put, len(rest))
+		for j, i := range rest {
+			left[j] = puts[idx[i]]
+		}
+		puts = left
 	}
 	muts, err := mutations(puts)
 	if err != nil {
