@@ -518,6 +518,8 @@ type syncEach interface {
 // counter (a counter behind the table after a restore), and the read sees
 // it. Metric rows stay check-and-puts: OpenTSDB with
 // tsd.core.uid.random_metrics picks metric UIDs without the counter. The
+// reverse rows are read with one GetCells per kind where the store has it.
+// The
 // forward rows, which writers of the same name race for, are always
 // check-and-puts.
 func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool, errs []error) {
@@ -548,13 +550,31 @@ func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []
 		return
 	}
 	taken := make([]bool, len(ops))
-	_ = store.Parallel(ctx, len(blind), batchConcurrency, func(ctx context.Context, j int) error {
-		op := &ops[blind[j]]
-		row, err := u.st.Get(ctx, u.table, op.Put.Row, op.Family)
-		errs[blind[j]] = err
-		taken[blind[j]] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == op.Qualifier })
-		return nil
-	})
+	if cg, ok := u.st.(cellsGetter); ok {
+		// One batch per qualifier (kind) of the cells read.
+		byQual := map[string][]int{}
+		for _, i := range blind {
+			byQual[ops[i].Qualifier] = append(byQual[ops[i].Qualifier], i)
+		}
+		for q, idx := range byQual {
+			rows, values, found := make([][]byte, len(idx)), make([][]byte, len(idx)), make([]bool, len(idx))
+			for j, i := range idx {
+				rows[j] = ops[i].Put.Row
+			}
+			err := cg.GetCells(ctx, u.table, rows, ops[idx[0]].Family, q, values, found)
+			for j, i := range idx {
+				errs[i], taken[i] = err, err == nil && found[j]
+			}
+		}
+	} else {
+		_ = store.Parallel(ctx, len(blind), batchConcurrency, func(ctx context.Context, j int) error {
+			op := &ops[blind[j]]
+			row, err := u.st.Get(ctx, u.table, op.Put.Row, op.Family)
+			errs[blind[j]] = err
+			taken[blind[j]] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == op.Qualifier })
+			return nil
+		})
+	}
 	puts := make([]store.Put, 0, len(blind))
 	var put []int
 	for _, i := range blind {

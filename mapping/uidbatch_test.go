@@ -38,13 +38,32 @@ func (c *countingStore) GetCell(ctx context.Context, table string, row []byte, f
 // that UIDs take the paths they take on HBase.
 type remoteLike struct{ store.Store }
 
-// uidStores are the two paths of GetOrCreateBatch's reverse rows.
+// syncEachLike is a store whose check-and-puts each sync on their own, as
+// HBase's: batched check-and-puts, and one-cell reads of many rows.
+type syncEachLike struct{ store.Store }
+
+func (s syncEachLike) CheckAndPutSyncsEach() bool { return true }
+func (s syncEachLike) CheckAndPutBatch(ctx context.Context, table string, ops []store.CondPut, written []bool) error {
+	return s.Store.(store.BatchCheckAndPutter).CheckAndPutBatch(ctx, table, ops, written)
+}
+func (s syncEachLike) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+	return s.Store.(cellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
+}
+
+// syncEachGetLike is syncEachLike without the reads of many rows.
+type syncEachGetLike struct{ store.Store }
+
+func (s syncEachGetLike) CheckAndPutSyncsEach() bool { return true }
+
+// uidStores are the paths of GetOrCreateBatch's reverse rows.
 var uidStores = []struct {
 	name string
 	wrap func(store.Store) store.Store
 }{
 	{"batched", func(s store.Store) store.Store { return s }},
 	{"remote", func(s store.Store) store.Store { return remoteLike{s} }},
+	{"sync each, cells read in batches (HBase)", func(s store.Store) store.Store { return syncEachLike{s} }},
+	{"sync each, rows read one by one", func(s store.Store) store.Store { return syncEachGetLike{s} }},
 }
 
 func uidReqs(kind Kind, names ...string) []UIDRequest {
