@@ -33,9 +33,12 @@ import (
 // compared to a value it cannot have) and whose Put names a family the
 // table lacks. A server that honours the condition does not run the Put and
 // answers processed=false; an older one runs it and fails on the family.
-// Neither writes anything. The answer is remembered per region server
-// address; a server that failed the probe gets each check-and-put as an
-// RPC of its own, as before.
+// Neither writes anything. The answer is remembered per connection to a
+// region server (a server restarted, perhaps as another version, is a new
+// connection and is probed again); a server that failed the probe gets
+// each check-and-put as an RPC of its own, as before. A batch's answer
+// without the processed field (which only a server ignoring conditions
+// would send) marks its connection as failing the probe.
 
 const (
 	// casBatchSize bounds the check-and-puts of one Multi RPC: the region
@@ -67,26 +70,30 @@ const (
 	casSingle
 )
 
-// casServers remembers, per region server address, whether it runs
-// batched check-and-puts.
+// casServers remembers, per connection to a region server (gohbase's
+// region client), whether it runs batched check-and-puts.
 type casServers struct {
 	mu sync.Mutex
-	m  map[string]casSupport
+	m  map[hrpc.RegionClient]casSupport
 }
 
-func (c *casServers) get(addr string) casSupport {
+// maxCASServers bounds the connections remembered; past it they are
+// forgotten and probed again.
+const maxCASServers = 1024
+
+func (c *casServers) get(rc hrpc.RegionClient) casSupport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[addr]
+	return c.m[rc]
 }
 
-func (c *casServers) set(addr string, v casSupport) {
+func (c *casServers) set(rc hrpc.RegionClient, v casSupport) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[string]casSupport)
+	if c.m == nil || len(c.m) >= maxCASServers {
+		c.m = make(map[hrpc.RegionClient]casSupport)
 	}
-	c.m[addr] = v
+	c.m[rc] = v
 }
 
 // casOp is one check-and-put as a RegionAction's parts.
@@ -176,7 +183,8 @@ type casCall struct {
 
 	// Set by ToProto, read after SendRPC returned.
 	sent   []int
-	probed string // the server address probed; "" when ops were sent
+	client hrpc.RegionClient // the connection the request went to
+	probed bool              // the request was the probe
 }
 
 var _ hrpc.Call = (*casCall)(nil)
@@ -188,17 +196,16 @@ func (c *casCall) Description() string        { return "CheckAndPutMulti" }
 // ToProto builds the MultiRequest. It runs once per attempt, after
 // SetRegion.
 func (c *casCall) ToProto() proto.Message {
-	c.sent, c.probed = c.sent[:0], ""
+	c.sent, c.probed = c.sent[:0], false
 	spec := &pb.RegionSpecifier{
 		Type:  pb.RegionSpecifier_REGION_NAME.Enum(),
 		Value: c.region.Name(),
 	}
-	addr := ""
-	if rc := c.region.Client(); rc != nil {
-		addr = rc.Addr()
-	}
+	// The connection gohbase sends on is the region's at this moment or
+	// an older one, which then has failed and sends nothing.
+	c.client = c.region.Client()
 	req := &pb.MultiRequest{}
-	switch c.servers.get(addr) {
+	switch c.servers.get(c.client) {
 	case casBatched:
 		start, stop := c.region.StartKey(), c.region.StopKey()
 		for _, i := range c.want {
@@ -213,7 +220,7 @@ func (c *casCall) ToProto() proto.Message {
 			req.RegionAction = append(req.RegionAction, conditionalAction(spec, c.ops[i]))
 		}
 	case casUnknown:
-		c.probed = addr
+		c.probed = true
 		req.RegionAction = append(req.RegionAction, conditionalAction(spec, probeOp(c.Key(), c.family)))
 	}
 	return req
@@ -382,15 +389,19 @@ func (s *Store) sendCASChunk(ctx context.Context, rpc gohbase.RPCClient, table [
 	}
 	msg, err := rpc.SendRPC(call)
 	resp, _ := msg.(*pb.MultiResponse)
-	if call.probed != "" {
+	if call.probed {
+		if err != nil || resp == nil {
+			// No answer: the next call probes again.
+			return nil, chunk, 0
+		}
 		support := casSingle
-		if err == nil && resp != nil && len(resp.RegionActionResult) == 1 && resp.RegionActionResult[0].Exception == nil {
+		if len(resp.RegionActionResult) == 1 && resp.RegionActionResult[0].Exception == nil {
 			if v, ok := processed(resp.RegionActionResult[0]); ok && !v {
 				support = casBatched
 			}
 		}
-		s.casServers.set(call.probed, support)
-		s.logger.Info("probed region server for batched check-and-puts", "server", call.probed, "batched", support == casBatched, "err", err)
+		s.casServers.set(call.client, support)
+		s.logger.Info("probed region server for batched check-and-puts", "server", call.client.Addr(), "batched", support == casBatched)
 		return nil, chunk, 0
 	}
 	if err != nil || resp == nil || len(resp.RegionActionResult) != len(call.sent) {
@@ -408,6 +419,12 @@ func (s *Store) sendCASChunk(ctx context.Context, rpc gohbase.RPCClient, table [
 	for j, i := range call.sent {
 		r := resp.RegionActionResult[j]
 		v, ok := processed(r)
+		if r.Exception == nil && !ok {
+			// Only a server that ignores conditions answers so; the probe
+			// said otherwise. No more batches on this connection.
+			s.casServers.set(call.client, casSingle)
+			s.logger.Error("region server answered a batched check-and-put without saying whether it ran; sending check-and-puts one by one", "server", call.client.Addr(), "row", fmt.Sprintf("%x", cops[i].row))
+		}
 		if r.Exception != nil || !ok {
 			left = append(left, i)
 			done[i] = true

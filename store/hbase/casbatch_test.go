@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
+	"github.com/tsuna/gohbase/region"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/promhbase/promhbase/store"
@@ -88,9 +92,9 @@ func TestCheckAndPutBatchRegions(t *testing.T) {
 	}
 	batched := 0
 	s.casServers.mu.Lock()
-	for addr, v := range s.casServers.m {
+	for rc, v := range s.casServers.m {
 		if v != casBatched {
-			t.Errorf("region server %s probed as %d, want batched", addr, v)
+			t.Errorf("region server %s probed as %d, want batched", rc.Addr(), v)
 		}
 		batched++
 	}
@@ -182,4 +186,180 @@ func FuzzProcessed(f *testing.F) {
 			t.Errorf("processed after %x = %v, %v; want %v, true", b, got, ok, v)
 		}
 	})
+}
+
+// fakeRegionClient stands for one connection to a region server.
+type fakeRegionClient struct{ addr string }
+
+func (f *fakeRegionClient) Dial(context.Context) error             { return nil }
+func (f *fakeRegionClient) Close()                                 {}
+func (f *fakeRegionClient) Addr() string                           { return f.addr }
+func (f *fakeRegionClient) QueueRPC(hrpc.Call)                     {}
+func (f *fakeRegionClient) QueueBatch(context.Context, []hrpc.Call) {}
+func (f *fakeRegionClient) String() string                         { return f.addr }
+
+// fakeRegionServer answers Multi RPCs of check-and-puts and single
+// check-and-puts on one region holding everything, with family "id"
+// only. honours: it runs a RegionAction's condition (HBase 2.4+); else it
+// runs the mutation unconditionally, as older servers do. answers: it sets
+// RegionActionResult.processed.
+type fakeRegionServer struct {
+	fakeClient
+	honours, answers bool
+	conn             *fakeRegionClient
+	cells            map[string]string // row/family/qualifier -> value
+	multis, singles  int
+	batchedOps       int
+}
+
+func (f *fakeRegionServer) SendRPC(call hrpc.Call) (proto.Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.multis++
+	reg := region.NewInfo(1, nil, call.Table(), []byte("t,,1.x."), nil, nil)
+	reg.SetClient(f.conn)
+	call.SetRegion(reg)
+	req := call.ToProto().(*pb.MultiRequest)
+	resp := &pb.MultiResponse{}
+	for _, ra := range req.RegionAction {
+		var cond pb.Condition
+		for b := ra.ProtoReflect().GetUnknown(); len(b) > 0; {
+			num, typ, n := protowire.ConsumeTag(b)
+			b = b[n:]
+			v, m := protowire.ConsumeBytes(b)
+			b = b[m:]
+			if num == 4 && typ == protowire.BytesType {
+				if err := proto.Unmarshal(v, &cond); err != nil {
+					return nil, err
+				}
+			}
+		}
+		mp := ra.Action[0].Mutation
+		res := &pb.RegionActionResult{}
+		holds := true
+		if f.honours {
+			var cmp pb.BinaryComparator
+			if err := proto.Unmarshal(cond.Comparator.SerializedComparator, &cmp); err != nil {
+				return nil, err
+			}
+			cur, ok := f.cells[fmt.Sprintf("%s/%s/%s", cond.Row, cond.Family, cond.Qualifier)]
+			want := cmp.Comparable.Value
+			holds = (len(want) == 0 && !ok) || (len(want) > 0 && ok && cur == string(want))
+		}
+		if holds {
+			if string(mp.ColumnValue[0].Family) != "id" {
+				res.Exception = &pb.NameBytesPair{Name: proto.String("org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException")}
+			} else {
+				for _, qv := range mp.ColumnValue[0].QualifierValue {
+					f.cells[fmt.Sprintf("%s/id/%s", mp.Row, qv.Qualifier)] = string(qv.Value)
+				}
+				f.batchedOps++
+			}
+		}
+		if f.answers && res.Exception == nil {
+			res.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), map[bool]uint64{false: 0, true: 1}[holds]))
+		}
+		resp.RegionActionResult = append(resp.RegionActionResult, res)
+	}
+	return resp, nil
+}
+
+func (f *fakeRegionServer) CheckAndPut(p *hrpc.Mutate, family, qualifier string, expected []byte) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.singles++
+	key := fmt.Sprintf("%s/%s/%s", p.Key(), family, qualifier)
+	cur, ok := f.cells[key]
+	if (len(expected) == 0 && ok) || (len(expected) > 0 && (!ok || cur != string(expected))) {
+		return false, nil
+	}
+	for fam, qs := range p.Values() {
+		for q, v := range qs {
+			f.cells[fmt.Sprintf("%s/%s/%s", p.Key(), fam, q)] = string(v)
+		}
+	}
+	return true, nil
+}
+
+// TestCheckAndPutBatchServers: a server that honours conditions gets the
+// check-and-puts in batches after one probe; an older server, which runs
+// a RegionAction's mutation whatever its condition, gets only the probe,
+// which writes nothing there, and then each check-and-put on its own; a
+// server that stops answering whether an action ran gets no more batches.
+// The outcomes are the same everywhere.
+func TestCheckAndPutBatchServers(t *testing.T) {
+	ops := func() []store.CondPut {
+		var out []store.CondPut
+		for i := range 150 {
+			out = append(out, store.CondPut{Put: store.Put{Row: []byte(fmt.Sprintf("name%03d", i%100)), Cells: []store.Cell{{Family: []byte("id"), Qualifier: []byte("tagv"), Value: []byte(fmt.Sprint(i))}}}, Family: "id", Qualifier: "tagv"})
+		}
+		out = append(out, store.CondPut{Put: store.Put{Row: []byte("taken"), Cells: []store.Cell{{Family: []byte("id"), Qualifier: []byte("tagv"), Value: []byte("new")}}}, Family: "id", Qualifier: "tagv", Expected: []byte("other")})
+		return out
+	}
+	for _, tc := range []struct {
+		name             string
+		honours, answers bool
+		wantMultis       int // Multi RPCs: the probe, then batches
+		wantSingles      int
+	}{
+		// 151 ops with repeated rows: chunks of 64, 64 and 23, one RPC at
+		// a time. An older server gets, after the probe, one Multi RPC a
+		// chunk that carries nothing, then the chunk's check-and-puts.
+		{"HBase 2.4+", true, true, 1 + 3, 0},
+		{"older HBase", false, false, 1 + 3, 151},
+		{"answers stop", true, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeRegionServer{honours: tc.honours, answers: tc.answers, conn: &fakeRegionClient{addr: "rs1:16020"}, cells: map[string]string{"taken/id/tagv": "old"}}
+			if tc.name == "answers stop" {
+				// It answered the probe as a 2.4+ server does, then
+				// nothing more.
+				f.answers = true
+				f.honours = true
+			}
+			s := fakeStore(t, &f.fakeClient, Config{})
+			s.client = f
+			o := ops()
+			written := make([]bool, len(o))
+			if tc.name == "answers stop" {
+				// Probe alone first.
+				if err := s.CheckAndPutBatch(context.Background(), "tsdb-uid", o[:1], written[:1]); err != nil {
+					t.Fatal(err)
+				}
+				f.answers, f.honours = false, false
+				f.cells = map[string]string{"taken/id/tagv": "old"}
+				f.multis, f.singles, f.batchedOps = 0, 0, 0
+				written = make([]bool, len(o))
+				s.casServers.set(f.conn, casBatched)
+			}
+			if err := s.CheckAndPutBatch(context.Background(), "tsdb-uid", o, written); err != nil {
+				t.Fatal(err)
+			}
+			for i, op := range o {
+				want := i < 100 // the first op of each name wins; "taken" holds another value
+				if written[i] != want && tc.name != "answers stop" {
+					t.Errorf("op %d (%s): written %v, want %v", i, op.Put.Row, written[i], want)
+				}
+			}
+			for k := range f.cells {
+				if strings.Contains(k, probeFamily) || strings.Contains(k, probeQualifier) {
+					t.Errorf("the probe wrote %s", k)
+				}
+			}
+			if tc.name == "answers stop" {
+				// The first batch ran unconditionally (the server lies);
+				// after it, no mutation runs in a batch.
+				if f.batchedOps > casBatchSize || s.casServers.get(f.conn) != casSingle || f.singles != len(o) {
+					t.Errorf("%d mutations in batches, %d single, support %d; want at most one batch's, then every op on its own", f.batchedOps, f.singles, s.casServers.get(f.conn))
+				}
+				return
+			}
+			if f.multis != tc.wantMultis || f.singles != tc.wantSingles {
+				t.Errorf("%d Multi RPCs and %d single check-and-puts, want %d and %d", f.multis, f.singles, tc.wantMultis, tc.wantSingles)
+			}
+			if !tc.honours && f.batchedOps != 0 {
+				t.Errorf("%d mutations ran unconditionally on the older server", f.batchedOps)
+			}
+		})
+	}
 }
