@@ -11,8 +11,8 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
 	"github.com/tsuna/gohbase/region"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -191,12 +191,12 @@ func FuzzProcessed(f *testing.F) {
 // fakeRegionClient stands for one connection to a region server.
 type fakeRegionClient struct{ addr string }
 
-func (f *fakeRegionClient) Dial(context.Context) error             { return nil }
-func (f *fakeRegionClient) Close()                                 {}
-func (f *fakeRegionClient) Addr() string                           { return f.addr }
-func (f *fakeRegionClient) QueueRPC(hrpc.Call)                     {}
+func (f *fakeRegionClient) Dial(context.Context) error              { return nil }
+func (f *fakeRegionClient) Close()                                  {}
+func (f *fakeRegionClient) Addr() string                            { return f.addr }
+func (f *fakeRegionClient) QueueRPC(hrpc.Call)                      {}
 func (f *fakeRegionClient) QueueBatch(context.Context, []hrpc.Call) {}
-func (f *fakeRegionClient) String() string                         { return f.addr }
+func (f *fakeRegionClient) String() string                          { return f.addr }
 
 // fakeRegionServer answers Multi RPCs of check-and-puts and single
 // check-and-puts on one region holding everything, with family "id"
