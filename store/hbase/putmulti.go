@@ -110,24 +110,38 @@ func encodePuts(puts []store.Put) (enc encodedRows, idx []int, err error) {
 	return enc, idx, nil
 }
 
-// appendMutation appends p as a MutationProto.
+// appendMutation appends p as a MutationProto. Of cells with the same
+// family, qualifier and timestamp only the last is put, as a later sample
+// of an instant replaces an earlier one.
 func appendMutation(b []byte, p store.Put) []byte {
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendBytes(b, p.Row)
 	b = protowire.AppendTag(b, 2, protowire.VarintType)
 	b = protowire.AppendVarint(b, 2) // PUT
+	shadowed := shadowedCells(p.Cells)
 	for i := 0; i < len(p.Cells); {
 		fam := p.Cells[i].Family
 		j := i
 		size := protowire.SizeTag(1) + protowire.SizeBytes(len(fam))
+		kept := 0
 		for ; j < len(p.Cells) && bytes.Equal(p.Cells[j].Family, fam); j++ {
-			size += protowire.SizeTag(2) + protowire.SizeBytes(qualifierValueSize(p.Cells[j]))
+			if shadowed == nil || !shadowed[j] {
+				size += protowire.SizeTag(2) + protowire.SizeBytes(qualifierValueSize(p.Cells[j]))
+				kept++
+			}
+		}
+		if kept == 0 {
+			i = j
+			continue
 		}
 		b = protowire.AppendTag(b, 3, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(size))
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendBytes(b, fam)
-		for _, c := range p.Cells[i:j] {
+		for k, c := range p.Cells[i:j] {
+			if shadowed != nil && shadowed[i+k] {
+				continue
+			}
 			b = protowire.AppendTag(b, 2, protowire.BytesType)
 			b = protowire.AppendVarint(b, uint64(qualifierValueSize(c)))
 			b = protowire.AppendTag(b, 1, protowire.BytesType)
@@ -142,6 +156,49 @@ func appendMutation(b []byte, p store.Put) []byte {
 		i = j
 	}
 	return b
+}
+
+// shadowedCells marks the cells a later cell of the same family,
+// qualifier and timestamp replaces; nil when there are none.
+func shadowedCells(cells []store.Cell) []bool {
+	if len(cells) < 2 {
+		return nil
+	}
+	type coord struct {
+		fam, qual string
+		ts        uint64
+	}
+	var (
+		shadowed []bool
+		last     map[coord]int
+	)
+	for i, c := range cells {
+		if len(cells) <= 8 {
+			// Few cells: compare with the later ones.
+			for _, d := range cells[i+1:] {
+				if d.Timestamp == c.Timestamp && bytes.Equal(d.Qualifier, c.Qualifier) && bytes.Equal(d.Family, c.Family) {
+					if shadowed == nil {
+						shadowed = make([]bool, len(cells))
+					}
+					shadowed[i] = true
+					break
+				}
+			}
+			continue
+		}
+		if last == nil {
+			last = make(map[coord]int, len(cells))
+		}
+		k := coord{string(c.Family), string(c.Qualifier), c.Timestamp}
+		if prev, ok := last[k]; ok {
+			if shadowed == nil {
+				shadowed = make([]bool, len(cells))
+			}
+			shadowed[prev] = true
+		}
+		last[k] = i
+	}
+	return shadowed
 }
 
 func qualifierValueSize(c store.Cell) int {

@@ -130,6 +130,52 @@ func TestPutCallRegion(t *testing.T) {
 	}
 }
 
+// TestEncodePutsShadowed: of cells with the same family, qualifier and
+// timestamp in one put only the last goes out, in few cells and in many.
+func TestEncodePutsShadowed(t *testing.T) {
+	c := func(fam, q, v string, ts uint64) store.Cell {
+		return store.Cell{Family: []byte(fam), Qualifier: []byte(q), Value: []byte(v), Timestamp: ts}
+	}
+	many := []store.Cell{}
+	for i := range 10 {
+		many = append(many, c("t", fmt.Sprint(i%3), fmt.Sprint(i), 0))
+	}
+	for _, tc := range []struct {
+		name  string
+		cells []store.Cell
+		want  string
+	}{
+		{"one", []store.Cell{c("t", "a", "1", 0)}, "t:a=1@0"},
+		{"none shadowed", []store.Cell{c("t", "a", "1", 0), c("t", "b", "2", 0)}, "t:a=1@0 t:b=2@0"},
+		{"few", []store.Cell{c("t", "a", "1", 0), c("t", "b", "2", 0), c("t", "a", "3", 0), c("x", "a", "4", 0), c("t", "a", "5", 7), c("t", "a", "6", 7)}, "t:b=2@0 t:a=3@0 x:a=4@0 t:a=6@7"},
+		{"a family's cells all shadowed", []store.Cell{c("t", "a", "1", 0), c("x", "b", "2", 0), c("t", "a", "3", 0)}, "x:b=2@0 t:a=3@0"},
+		{"many", many, "t:1=7@0 t:2=8@0 t:0=9@0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc, _, err := encodePuts([]store.Put{{Row: []byte("r"), Cells: tc.cells}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m pb.MutationProto
+			if err := proto.Unmarshal(enc.mutation(0), &m); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, cv := range m.ColumnValue {
+				if len(cv.QualifierValue) == 0 {
+					t.Errorf("empty column value of family %s", cv.Family)
+				}
+				for _, qv := range cv.QualifierValue {
+					got = append(got, fmt.Sprintf("%s:%s=%s@%d", cv.Family, qv.Qualifier, qv.Value, qv.GetTimestamp()))
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("cells %s, want %s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
 // TestEncodePutsInvalid: what HBase cannot take fails before anything is
 // sent.
 func TestEncodePutsInvalid(t *testing.T) {
