@@ -260,10 +260,18 @@ func TestErrorClasses(t *testing.T) {
 			_, err := s.CheckAndPut(ctx, missing, store.Put{Row: row, Cells: []store.Cell{{Family: []byte("f"), Value: []byte("v")}}}, "f", "", nil)
 			return err
 		}, store.ErrTableNotFound},
+		{"batch of check-and-puts in missing table", func() error {
+			ops := []store.CondPut{{Put: store.Put{Row: row, Cells: []store.Cell{{Family: []byte("f"), Value: []byte("v")}}}, Family: "f"}}
+			return s.CheckAndPutBatch(ctx, missing, ops, make([]bool, 1))
+		}, store.ErrTableNotFound},
 		{"delete in missing table", func() error { return s.Delete(ctx, missing, row, nil) }, store.ErrTableNotFound},
 		{"scan of missing table", func() error { return scanErr(store.ScanRequest{Table: missing}) }, store.ErrTableNotFound},
 		{"put into missing family", func() error {
 			return s.Put(ctx, table, []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("nope"), Value: []byte("v")}}}})
+		}, store.ErrInvalid},
+		{"batch of check-and-puts in missing family", func() error {
+			ops := []store.CondPut{{Put: store.Put{Row: row, Cells: []store.Cell{{Family: []byte("nope"), Value: []byte("v")}}}, Family: "f"}}
+			return s.CheckAndPutBatch(ctx, table, ops, make([]bool, 1))
 		}, store.ErrInvalid},
 		{"get of missing family", func() error { _, err := s.Get(ctx, table, row, "nope"); return err }, store.ErrInvalid},
 		{"regex that does not compile", func() error { return scanErr(store.ScanRequest{Table: table, RowRegex: `(?s)^(\x01`}) }, store.ErrInvalid},
