@@ -298,53 +298,65 @@ func (s *Store) CheckAndPutBatch(ctx context.Context, table string, ops []store.
 			return fmt.Errorf("check-and-put %s:%s of row %x in %s: %w", op.Family, op.Qualifier, op.Put.Row, table, err)
 		}
 	}
-	family := ops[0].Family
-	if chunks, repeats := chunkOps(ops, casBatchSize); repeats {
-		// A row repeats: its ops must run in their order. The server runs
-		// a Multi's actions in their order, separate RPCs in any: one RPC
-		// at a time, each carrying the longest run of the pending ops its
-		// region holds, and an op the server failed runs on its own before
-		// the next RPC.
-		pending := allOps(len(ops))
-		for len(pending) > 0 {
-			want := pending[:min(casBatchSize, len(pending))]
-			left, rest, sent := s.sendCASChunk(ctx, rpc, tbl, family, cops, want, true, written)
-			if err := s.checkAndPutEach(ctx, table, ops, left, written, 1); err != nil {
-				return err
-			}
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
-			}
-			if sent == 0 && len(left) == 0 && len(rest) == len(want) {
-				continue // a probe
-			}
-			pending = append(rest, pending[len(want):]...)
-		}
-		return nil
-	} else {
-		var (
-			mu     sync.Mutex
-			single []int // ops left to CheckAndPut one by one
-		)
-		for len(chunks) > 0 {
-			var next [][]int
-			_ = store.Parallel(ctx, len(chunks), casBatchConcurrency, func(ctx context.Context, j int) error {
-				left, rest, _ := s.sendCASChunk(ctx, rpc, tbl, family, cops, chunks[j], false, written)
-				mu.Lock()
-				single = append(single, left...)
-				if len(rest) > 0 {
-					next = append(next, rest)
-				}
-				mu.Unlock()
-				return nil
-			})
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
-			}
-			chunks = next
-		}
-		return s.checkAndPutEach(ctx, table, ops, single, written, casBatchConcurrency*4)
+	chunks, repeats := chunkOps(ops, casBatchSize)
+	if repeats {
+		return s.casInOrder(ctx, rpc, table, ops, cops, written)
 	}
+	return s.casParallel(ctx, rpc, table, ops, cops, chunks, written)
+}
+
+// casInOrder runs ops where a row repeats: its ops must run in their
+// order. The server runs a Multi's actions in their order, separate RPCs
+// in any: one RPC at a time, each carrying the longest run of the pending
+// ops its region holds, and an op the server failed runs on its own before
+// the next RPC.
+func (s *Store) casInOrder(ctx context.Context, rpc gohbase.RPCClient, table string, ops []store.CondPut, cops []casOp, written []bool) error {
+	tbl, family := []byte(table), ops[0].Family
+	pending := allOps(len(ops))
+	for len(pending) > 0 {
+		want := pending[:min(casBatchSize, len(pending))]
+		left, rest, sent := s.sendCASChunk(ctx, rpc, tbl, family, cops, want, true, written)
+		if err := s.checkAndPutEach(ctx, table, ops, left, written, 1); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
+		}
+		if sent == 0 && len(left) == 0 && len(rest) == len(want) {
+			continue // a probe
+		}
+		pending = append(rest, pending[len(want):]...)
+	}
+	return nil
+}
+
+// casParallel runs the chunks of ops (no row repeats) as RPCs in parallel,
+// round after round for the ops another region holds, then the ops left
+// without an answer one by one.
+func (s *Store) casParallel(ctx context.Context, rpc gohbase.RPCClient, table string, ops []store.CondPut, cops []casOp, chunks [][]int, written []bool) error {
+	tbl, family := []byte(table), ops[0].Family
+	var (
+		mu     sync.Mutex
+		single []int // ops left to CheckAndPut one by one
+	)
+	for len(chunks) > 0 {
+		var next [][]int
+		_ = store.Parallel(ctx, len(chunks), casBatchConcurrency, func(ctx context.Context, j int) error {
+			left, rest, _ := s.sendCASChunk(ctx, rpc, tbl, family, cops, chunks[j], false, written)
+			mu.Lock()
+			single = append(single, left...)
+			if len(rest) > 0 {
+				next = append(next, rest)
+			}
+			mu.Unlock()
+			return nil
+		})
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("check-and-put %d rows in %s: %w", len(ops), table, err)
+		}
+		chunks = next
+	}
+	return s.checkAndPutEach(ctx, table, ops, single, written, casBatchConcurrency*4)
 }
 
 // chunkOps cuts 0..len(ops)-1 into runs of at most size and reports
