@@ -27,13 +27,15 @@ const (
 // set. The regex runs on the region servers as a RowFilter with a
 // RegexStringComparator (engine JAVA, charset ISO-8859-1, no flags).
 //
-// Before the scan starts, and before it resumes, a small existence Get at
+// While the scan starts, and while it resumes, a small existence Get at
 // its start row checks, within Config.RPCTimeout per attempt, that the
-// table exists and its first region answers; so a missing table or an
-// unreachable cluster fails the scan quickly. After that the scan runs
-// under ctx alone: gohbase keeps looking for regions until ctx ends, and a
-// sparse filtered scan may legitimately run long between two rows, so give
-// ctx a deadline.
+// table exists and its first region answers; when it fails, the scan
+// stops with its error, so a missing table or an unreachable cluster fails
+// the scan quickly. The Get runs beside the scan's first request, not
+// before it, so that it adds no round trip to a scan that succeeds. Apart
+// from that the scan runs under ctx alone: gohbase keeps looking for
+// regions until ctx ends, and a sparse filtered scan may legitimately run
+// long between two rows, so give ctx a deadline.
 //
 // The scanner lease is renewed while the caller is slow to call Next
 // (Config.ScannerRenewInterval). When the scan fails with an error that may
@@ -94,6 +96,10 @@ type scanner struct {
 	opts   []func(hrpc.Call) error
 	hs     hrpc.ScannerV2 // nil until opened, and after a failure
 	failed int            // failures since the last row returned
+	// hsCtx is hs's context; stopHS ends it: with the probe's error when
+	// the probe beside hs fails, with nil when hs is done.
+	hsCtx  context.Context
+	stopHS context.CancelCauseFunc
 
 	// The response being read: its rows from next on are not returned
 	// yet. Cells point into its cell block, one allocation per response.
@@ -131,8 +137,14 @@ func (sc *scanner) Next() bool {
 				return false
 			}
 			if err != nil {
-				sc.hs.Close()
-				sc.hs, sc.resp = nil, nil
+				probeErr := context.Cause(sc.hsCtx)
+				sc.closeHS()
+				sc.resp = nil
+				if probeErr != nil && sc.ctx.Err() == nil {
+					// The probe failed (and was retried as it may be).
+					sc.fail(probeErr)
+					return false
+				}
 				// A row begun in parts is read again from its start.
 				sc.row.Key, sc.row.Cells = nil, sc.row.Cells[:0]
 				err = classify(err, false)
@@ -199,37 +211,47 @@ func (sc *scanner) open() error {
 		sc.done = true
 		return nil
 	}
-	if err := sc.probe(); err != nil {
-		return err
-	}
-	scan, err := hrpc.NewScanRange(sc.ctx, []byte(sc.table), sc.start, sc.stop, sc.opts...)
+	ctx, stop := context.WithCancelCause(sc.ctx)
+	scan, err := hrpc.NewScanRange(ctx, []byte(sc.table), sc.start, sc.stop, sc.opts...)
 	if err != nil {
+		stop(nil)
 		return fmt.Errorf("%s: %w: %w", sc.what(), store.ErrInvalid, err)
 	}
-	sc.hs, sc.resp, sc.next = sc.s.client.ScanV2(scan), nil, 0
+	what, key := sc.what(), bytes.Clone(sc.start)
+	go func() {
+		if err := sc.s.probe(ctx, sc.table, key); err != nil && ctx.Err() == nil {
+			stop(fmt.Errorf("%s: %w", what, err))
+		}
+	}()
+	sc.hs, sc.hsCtx, sc.stopHS, sc.resp, sc.next = sc.s.client.ScanV2(scan), ctx, stop, nil, 0
 	return nil
 }
 
-// probe checks, with a bounded and retried existence Get at the start
-// row, that the region the scan starts in answers.
-func (sc *scanner) probe() error {
-	key := sc.start
+// closeHS closes the gohbase scanner and ends its context and probe.
+func (sc *scanner) closeHS() {
+	if sc.hs == nil {
+		return
+	}
+	sc.hs.Close()
+	sc.stopHS(nil)
+	sc.hs, sc.hsCtx, sc.stopHS = nil, nil, nil
+}
+
+// probe checks, with a bounded and retried existence Get at key (a
+// scan's start row), that the region holding it answers.
+func (s *Store) probe(ctx context.Context, table string, key []byte) error {
 	if len(key) == 0 {
 		key = []byte{0} // the smallest row key HBase accepts in a Get
 	}
-	err := sc.s.do(sc.ctx, "scan", sc.table, true, func(actx context.Context) error {
-		get, err := hrpc.NewGet(actx, []byte(sc.table), key)
+	return s.do(ctx, "scan", table, true, func(actx context.Context) error {
+		get, err := hrpc.NewGet(actx, []byte(table), key)
 		if err != nil {
 			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 		}
 		get.ExistsOnly()
-		_, err = sc.s.client.Get(get)
+		_, err = s.client.Get(get)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", sc.what(), err)
-	}
-	return nil
 }
 
 // what describes the scan for errors.
@@ -254,10 +276,7 @@ func (sc *scanner) Close() error {
 }
 
 func (sc *scanner) finish() {
-	if sc.hs != nil {
-		sc.hs.Close()
-		sc.hs = nil
-	}
+	sc.closeHS()
 	sc.done = true
 	sc.resp = nil
 	sc.row = store.Row{}

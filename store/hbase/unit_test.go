@@ -224,9 +224,17 @@ type fakeScanner struct {
 	resps  [][]string
 	err    error
 	closed bool
+	// block, when set, is the scan's context: Next waits for it to end
+	// and returns its error, as gohbase does while it looks for the
+	// region of a missing table.
+	block context.Context
 }
 
 func (f *fakeScanner) Next() (*hrpc.ScanResponseV2, error) {
+	if f.block != nil {
+		<-f.block.Done()
+		return nil, f.block.Err()
+	}
 	if f.resps == nil {
 		for _, r := range f.rows {
 			f.resps = append(f.resps, []string{r + "/q"})
@@ -408,16 +416,48 @@ func TestScanGivesUpAfterRetries(t *testing.T) {
 	}
 }
 
+// TestScanProbeFailsFast: the existence Get beside a scan that finds no
+// region (gohbase looks until the context ends) ends it with the Get's
+// error; a Get that fails after the scan succeeded changes nothing.
 func TestScanProbeFailsFast(t *testing.T) {
-	f := &fakeClient{
-		get:  func(*hrpc.Get) (*hrpc.Result, error) { return nil, gohbase.TableNotFound },
-		scan: func(*hrpc.Scan) *fakeScanner { t.Fatal("scan opened after a failed probe"); return nil },
-	}
-	s := fakeStore(t, f, Config{})
-	sc := s.Scan(context.Background(), store.ScanRequest{Table: "nope"})
-	if sc.Next() || !errors.Is(sc.Err(), store.ErrTableNotFound) {
-		t.Errorf("scan of a missing table: err = %v, want store.ErrTableNotFound", sc.Err())
-	}
+	t.Run("scan waits for its region", func(t *testing.T) {
+		var fs *fakeScanner
+		f := &fakeClient{
+			get:  func(*hrpc.Get) (*hrpc.Result, error) { return nil, gohbase.TableNotFound },
+			scan: func(s *hrpc.Scan) *fakeScanner { fs = &fakeScanner{block: s.Context()}; return fs },
+		}
+		s := fakeStore(t, f, Config{})
+		sc := s.Scan(context.Background(), store.ScanRequest{Table: "nope", Start: []byte("a")})
+		if sc.Next() || !errors.Is(sc.Err(), store.ErrTableNotFound) {
+			t.Errorf("scan of a missing table: err = %v, want store.ErrTableNotFound", sc.Err())
+		}
+		if err := sc.Err(); err == nil || !strings.Contains(err.Error(), "scan nope from row 61") {
+			t.Errorf("err = %v, want it to name the scan", err)
+		}
+		if fs == nil || !fs.closed {
+			t.Error("the scanner was not closed")
+		}
+	})
+	t.Run("probe answers after the scan", func(t *testing.T) {
+		release := make(chan struct{})
+		f := &fakeClient{
+			get: func(*hrpc.Get) (*hrpc.Result, error) {
+				<-release
+				return nil, gohbase.TableNotFound
+			},
+			scan: func(*hrpc.Scan) *fakeScanner { return &fakeScanner{rows: []string{"r1", "r2"}} },
+		}
+		s := fakeStore(t, f, Config{})
+		sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb"})
+		n := 0
+		for sc.Next() {
+			n++
+		}
+		close(release)
+		if err := sc.Err(); err != nil || n != 2 {
+			t.Errorf("%d rows, err %v; want 2, none", n, err)
+		}
+	})
 }
 
 func TestClassify(t *testing.T) {
