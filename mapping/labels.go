@@ -507,6 +507,55 @@ func (m *Mapper) AppendRowKey(dst []byte, s Series, baseTime uint32) []byte {
 	return append(dst, s.Tags...)
 }
 
+// CachedLabels returns what Labels returns for metric and tags (a row
+// key's parts) when its caches answer it, without reading the store;
+// cached is false when some UID's name is not cached (LoadNames reads
+// them in batches).
+func (m *Mapper) CachedLabels(ctx context.Context, metric, tags []byte) (l labels.Labels, cached bool, err error) {
+	var buf [64]byte
+	key := append(append(buf[:0], metric...), tags...)
+	if l, ok := m.labels.get(key); ok {
+		return l, true, nil
+	}
+	if !m.uids.NameCached(KindMetric, metric) {
+		return labels.EmptyLabels(), false, nil
+	}
+	pair := m.layout.TagKWidth + m.layout.TagVWidth
+	for i := 0; i+pair <= len(tags); i += pair {
+		if !m.uids.NameCached(KindTagK, tags[i:i+m.layout.TagKWidth]) || !m.uids.NameCached(KindTagV, tags[i+m.layout.TagKWidth:i+pair]) {
+			return labels.EmptyLabels(), false, nil
+		}
+	}
+	l, err = m.Labels(ctx, metric, tags)
+	return l, true, err
+}
+
+// LoadNames reads into the caches, in one batched read per kind where the
+// store allows, the names of the UIDs of series (each a metric UID
+// followed by its tag pairs, as in a row key) that the caches lack; so
+// that Labels of many series after a restart, or of data OpenTSDB wrote,
+// costs a few round trips to a remote store instead of one per UID.
+func (m *Mapper) LoadNames(ctx context.Context, series [][]byte) error {
+	var uids [numKinds][][]byte
+	mw, kw, vw := m.layout.MetricWidth, m.layout.TagKWidth, m.layout.TagVWidth
+	for _, s := range series {
+		if len(s) < mw || (len(s)-mw)%(kw+vw) != 0 {
+			continue // Labels reports it
+		}
+		uids[KindMetric] = append(uids[KindMetric], s[:mw])
+		for i := mw; i < len(s); i += kw + vw {
+			uids[KindTagK] = append(uids[KindTagK], s[i:i+kw])
+			uids[KindTagV] = append(uids[KindTagV], s[i+kw:i+kw+vw])
+		}
+	}
+	for k := range numKinds {
+		if err := m.uids.LoadNames(ctx, k, uids[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Labels returns the label set of a row's metric UID and tag pairs,
 // resolving UIDs to names (cached). The result is shared: do not modify it.
 func (m *Mapper) Labels(ctx context.Context, metric, tags []byte) (labels.Labels, error) {

@@ -72,6 +72,7 @@ type Series struct {
 	// Exemplars are filled by SelectExemplars only, sorted by time.
 	Exemplars []Exemplar
 
+	pending bool         // its labels wait for a batched read of names
 	inRange bool         // SelectLabels: a sample in the range was seen
 	cc      *chunkCutter // Stream: the chunks so far
 	charged int64        // Stream: bytes charged to the budget so far
@@ -584,7 +585,15 @@ type selection struct {
 	keyBytes int64 // charged for the keys of series (matching or not)
 	merger   mapping.Merger
 	hist     histScratch
+	// pending are the keys of series met whose labels wait for a batched
+	// read of their UIDs' names (resolvePending), in the order met.
+	pending []string
 }
+
+// maxPending bounds the series of a scan whose labels wait for a batched
+// read of names, and so the data kept of series that may turn out not to
+// match.
+const maxPending = 256
 
 // histScratch is what selection.histograms decodes a row's histogram cells
 // into, kept between rows: the chunk appenders copy what they keep.
@@ -815,28 +824,17 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 		key = append(append(key[:0], metric...), tags...)
 		ser, ok := s.series[string(key)]
 		if !ok {
-			lbls, err := s.q.mapper.Labels(ctx, metric, tags)
+			lbls, cached, err := s.q.mapper.CachedLabels(ctx, metric, tags)
 			if err != nil {
 				return fmt.Errorf("labels of row %x: %w", row.Key, err)
 			}
-			if !s.matches(lbls) {
-				ser = nil
-			} else {
-				ser = &Series{Labels: lbls}
-			}
-			if s.mode == modeSamples {
-				// The map entry, kept for matching and other series alike.
-				n := int64(len(key)) + mapEntryOverhead
-				if ser != nil {
-					ser.charged = int64(lbls.ByteSize()) + seriesOverhead
-					n += ser.charged
-				}
-				if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+			if cached {
+				if ser, err = s.addSeries(ctx, string(key), lbls); err != nil {
 					return err
 				}
-				s.keyBytes += int64(len(key)) + mapEntryOverhead
+			} else if ser, err = s.addPending(ctx, string(key)); err != nil {
+				return err
 			}
-			s.series[string(key)] = ser
 		}
 		if ser == nil {
 			continue
@@ -858,6 +856,95 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
 	}
+	return s.resolvePending(ctx)
+}
+
+// addSeries adds the series of key with its labels, nil when they do
+// not match, and returns it. The map entry is kept for matching series and
+// others alike.
+func (s *selection) addSeries(ctx context.Context, key string, lbls labels.Labels) (*Series, error) {
+	var ser *Series
+	if s.matches(lbls) {
+		ser = &Series{Labels: lbls}
+	}
+	if s.mode == modeSamples {
+		n := int64(len(key)) + mapEntryOverhead
+		if ser != nil {
+			ser.charged = int64(lbls.ByteSize()) + seriesOverhead
+			n += ser.charged
+		}
+		if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+			return nil, err
+		}
+		s.keyBytes += int64(len(key)) + mapEntryOverhead
+	}
+	s.series[key] = ser
+	return ser, nil
+}
+
+// addPending adds the series of key, whose labels the caches cannot
+// answer, as pending: it collects its rows until resolvePending, which
+// runs when maxPending series wait. It returns the series to add the
+// current row to, nil when a resolvePending found it does not match.
+func (s *selection) addPending(ctx context.Context, key string) (*Series, error) {
+	ser := &Series{pending: true}
+	if s.mode == modeSamples {
+		n := int64(len(key)) + mapEntryOverhead
+		if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+			return nil, err
+		}
+		s.keyBytes += n
+	}
+	s.series[key] = ser
+	s.pending = append(s.pending, key)
+	if len(s.pending) < maxPending {
+		return ser, nil
+	}
+	if err := s.resolvePending(ctx); err != nil {
+		return nil, err
+	}
+	return s.series[key], nil
+}
+
+// resolvePending reads the names the pending series lack in one batched
+// read per kind (mapping.Mapper.LoadNames), then gives each its labels,
+// or drops it, releasing what it was charged, when they do not match.
+func (s *selection) resolvePending(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	keys := make([][]byte, len(s.pending))
+	for i, k := range s.pending {
+		keys[i] = []byte(k)
+	}
+	if err := s.q.mapper.LoadNames(ctx, keys); err != nil {
+		return fmt.Errorf("labels of %d series: %w", len(keys), err)
+	}
+	mw := s.q.mapper.Layout().MetricWidth
+	for i, k := range s.pending {
+		ser := s.series[k]
+		lbls, err := s.q.mapper.Labels(ctx, keys[i][:mw], keys[i][mw:])
+		if err != nil {
+			return fmt.Errorf("labels of series %x: %w", k, err)
+		}
+		ser.pending = false
+		if !s.matches(lbls) {
+			if s.mode == modeSamples {
+				s.budget.Release(ser.charged)
+			}
+			s.series[k] = nil
+			continue
+		}
+		ser.Labels = lbls
+		if s.mode == modeSamples {
+			n := int64(lbls.ByteSize()) + seriesOverhead
+			if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+				return err
+			}
+			ser.charged += n
+		}
+	}
+	s.pending = s.pending[:0]
 	return nil
 }
 

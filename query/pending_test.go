@@ -1,0 +1,168 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+)
+
+// nameReadStore counts the reads of UID names: Gets of reverse rows (one
+// per UID) and GetCells of them (one per batch).
+type nameReadStore struct {
+	*embedded.Store
+	gets, getCells atomic.Int64
+}
+
+func (n *nameReadStore) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
+	if table == "tsdb-uid" && family == "name" {
+		n.gets.Add(1)
+	}
+	return n.Store.Get(ctx, table, row, family)
+}
+
+func (n *nameReadStore) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+	if table == "tsdb-uid" && family == "name" {
+		n.getCells.Add(1)
+	}
+	return n.Store.GetCells(ctx, table, rows, family, qualifier, values, found)
+}
+
+// TestColdCacheLabels: a querier whose UID caches are empty (after a
+// restart, or over data OpenTSDB wrote) answers as one whose caches are
+// warm, through Select, SelectLabels and Stream, reading the names its
+// series lack in a batch per kind and maxPending series, never a Get per
+// UID; series that the names show not to match are dropped and give back
+// what they were charged.
+func TestColdCacheLabels(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one scan: batches counted exactly
+	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	warmUIDs, err := mapping.NewUIDs(es, mapping.DefaultLayout(), mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := mapping.NewMapper(warmUIDs, mapping.DefaultLayout(), 0)
+	const series = 2*maxPending + 88
+	for i := range series {
+		writeSeries(t, warm, es, t0, 3, func(j int) float64 { return float64(i*10 + j) },
+			"__name__", "cold_me", "instance", fmt.Sprintf("host-%04d", i), "job", "node", "zone", fmt.Sprintf("z%d", i%7))
+	}
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "cold_me")
+	inZ3, endIn5 := 0, 0
+	for i := range series {
+		if i%7 == 3 {
+			inZ3++
+		}
+		if i%10 == 5 {
+			endIn5++
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		matchers []*labels.Matcher
+		want     int // series
+	}{
+		{"every series", []*labels.Matcher{name}, series},
+		{"tag pushed down", []*labels.Matcher{name, labels.MustNewMatcher(labels.MatchEqual, "zone", "z3")}, inZ3},
+		{"post-filtered regex", []*labels.Matcher{name, labels.MustNewMatcher(labels.MatchRegexp, "instance", "host-0.*5")}, endIn5},
+		{"post-filtered negation", []*labels.Matcher{name, labels.MustNewMatcher(labels.MatchNotRegexp, "instance", "host-0.*5")}, series - endIn5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantSel, wantLbls, wantStream := answers(t, New(es, warm, Options{}), tc.matchers)
+			if n := strings.Count(wantLbls, "{"); n != tc.want {
+				t.Fatalf("warm querier: %d series, want %d", n, tc.want)
+			}
+			for _, api := range []string{"Select", "SelectLabels", "Stream"} {
+				st := &nameReadStore{Store: es}
+				coldUIDs, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := New(st, mapping.NewMapper(coldUIDs, mapping.DefaultLayout(), 0), Options{})
+				var got, want string
+				switch api {
+				case "Select":
+					got, want = selectString(t, q, tc.matchers), wantSel
+				case "SelectLabels":
+					got, want = labelsString(t, q, tc.matchers), wantLbls
+				case "Stream":
+					b := q.NewBudget()
+					got, want = streamString(t, q, b, tc.matchers), wantStream
+					if held := b.Held(); held != 0 {
+						t.Errorf("Stream: budget holds %d after every series was released", held)
+					}
+				}
+				if got != want {
+					t.Errorf("%s, cold caches:\n%.300s\nwant (warm caches)\n%.300s", api, got, want)
+				}
+				// Per batch of maxPending series a GetCells for the tag
+				// values, one for the tag names at most, and the metric's.
+				batches := int64((series + maxPending - 1) / maxPending)
+				if g, c := st.gets.Load(), st.getCells.Load(); g != 0 || c < 1 || c > 3*batches {
+					t.Errorf("%s read names with %d Gets and %d GetCells; want none and 1..%d", api, g, c, 3*batches)
+				}
+			}
+		})
+	}
+}
+
+// answers returns what q answers through Select, SelectLabels and Stream.
+func answers(t *testing.T, q *Querier, ms []*labels.Matcher) (sel, lbls, stream string) {
+	t.Helper()
+	return selectString(t, q, ms), labelsString(t, q, ms), streamString(t, q, q.NewBudget(), ms)
+}
+
+func selectString(t *testing.T, q *Querier, ms []*labels.Matcher) string {
+	t.Helper()
+	ss, err := q.Select(context.Background(), t0, t0+3_600_000, ms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range ss {
+		fmt.Fprintln(&b, s.Labels, s.Samples)
+	}
+	return b.String()
+}
+
+func labelsString(t *testing.T, q *Querier, ms []*labels.Matcher) string {
+	t.Helper()
+	ls, err := q.SelectLabels(context.Background(), t0, t0+3_600_000, ms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, l := range ls {
+		fmt.Fprintln(&b, l)
+	}
+	return b.String()
+}
+
+func streamString(t *testing.T, q *Querier, bud *Budget, ms []*labels.Matcher) string {
+	t.Helper()
+	var b strings.Builder
+	err := q.Stream(context.Background(), bud, t0, t0+3_600_000, ms, func(cs *ChunkSeries) error {
+		defer bud.Release(cs.Bytes)
+		fmt.Fprintln(&b, cs.Labels, cs.Samples, len(cs.Chunks))
+		for _, c := range cs.Chunks {
+			fmt.Fprintf(&b, " %d %d %x\n", c.MinT, c.MaxT, c.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
