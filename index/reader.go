@@ -111,21 +111,44 @@ func (r *Reader) qualifiers(ctx context.Context, kind byte, start, end int64) ([
 // (a UID whose reverse row is gone names nothing) and the reserved tag.
 func (r *Reader) names(ctx context.Context, kind mapping.Kind, uids [][]byte) ([]string, error) {
 	out := make([]string, 0, len(uids))
-	for _, u := range uids {
-		n, err := r.uids.Name(ctx, kind, u)
-		if errors.Is(err, mapping.ErrNoSuchUID) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := r.eachName(ctx, kind, uids, func(_ []byte, n string) {
 		if kind == mapping.KindTagK && n == mapping.MetricLabel {
-			continue
+			return
 		}
 		out = append(out, n)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// nameBatch is how many UIDs eachName reads the names of at once.
+const nameBatch = 1024
+
+// eachName calls fn with each of uids (of kind) that has a name, and the
+// name, in order; the names the reverse cache lacks are read nameBatch
+// UIDs at a time (mapping.UIDs.LoadNames), not one round trip each.
+func (r *Reader) eachName(ctx context.Context, kind mapping.Kind, uids [][]byte, fn func(uid []byte, name string)) error {
+	for len(uids) > 0 {
+		batch := uids[:min(len(uids), nameBatch)]
+		uids = uids[len(batch):]
+		if err := r.uids.LoadNames(ctx, kind, batch); err != nil {
+			return err
+		}
+		for _, u := range batch {
+			n, err := r.uids.Name(ctx, kind, u)
+			if errors.Is(err, mapping.ErrNoSuchUID) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			fn(u, n)
+		}
+	}
+	return nil
 }
 
 // LabelNames returns the label names of the series with data on the days
@@ -342,20 +365,16 @@ func (r *Reader) metricsMatching(ctx context.Context, m *labels.Matcher, start, 
 		return nil, err
 	}
 	out := map[string]bool{}
-	for _, v := range tagvs {
-		name, err := r.uids.Name(ctx, mapping.KindTagV, v)
-		if errors.Is(err, mapping.ErrNoSuchUID) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = r.eachName(ctx, mapping.KindTagV, tagvs, func(v []byte, name string) {
 		if !m.Matches(name) {
-			continue
+			return
 		}
 		for _, metric := range byValue[string(v)] {
 			out[string(metric)] = true
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
