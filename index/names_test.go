@@ -3,36 +3,13 @@ package index
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/storetest"
 )
-
-// nameReads counts the reads of UID names: Gets of reverse rows (one a
-// UID) and GetCells of them (one a batch).
-type nameReads struct {
-	*embedded.Store
-	gets, getCells atomic.Int64
-}
-
-func (n *nameReads) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
-	if table == "tsdb-uid" && family == "name" {
-		n.gets.Add(1)
-	}
-	return n.Store.Get(ctx, table, row, family)
-}
-
-func (n *nameReads) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
-	if table == "tsdb-uid" && family == "name" {
-		n.getCells.Add(1)
-	}
-	return n.Store.GetCells(ctx, table, rows, family, qualifier, values, found)
-}
 
 // TestColdNames: a reader whose UID caches are empty (after a restart)
 // answers label values and metric names with a regex matcher by reading
@@ -49,9 +26,9 @@ func TestColdNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0, e0 := int64(d0)*day, int64(d0)*day+day-1
-	cold := func(t *testing.T) (*Reader, *nameReads) {
+	cold := func(t *testing.T) (*Reader, *storetest.ReadCounter) {
 		t.Helper()
-		st := &nameReads{Store: g.st}
+		st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: g.st}
 		uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +41,7 @@ func TestColdNames(t *testing.T) {
 		if err != nil || len(got) != values || got[0] != "host-00000" || got[values-1] != fmt.Sprintf("host-%05d", values-1) {
 			t.Fatalf("%d values (%v), want %d", len(got), err, values)
 		}
-		if g, c := st.gets.Load(), st.getCells.Load(); g != 0 || c != 2 {
+		if g, c := st.Gets.Load(), st.Batches.Load(); g != 0 || c != 2 {
 			t.Errorf("names read with %d Gets and %d GetCells, want 0 and 2", g, c)
 		}
 	})
@@ -74,7 +51,7 @@ func TestColdNames(t *testing.T) {
 		if err != nil || fmt.Sprint(got) != "[m0 m1]" {
 			t.Fatalf("metric names %v, %v; want [m0 m1]", got, err)
 		}
-		if g := st.gets.Load(); g != 0 {
+		if g := st.Gets.Load(); g != 0 {
 			t.Errorf("names read with %d Gets, want none", g)
 		}
 	})

@@ -5,36 +5,14 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/storetest"
 )
-
-// nameReadStore counts the reads of UID names: Gets of reverse rows (one
-// per UID) and GetCells of them (one per batch).
-type nameReadStore struct {
-	*embedded.Store
-	gets, getCells atomic.Int64
-}
-
-func (n *nameReadStore) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
-	if table == "tsdb-uid" && family == "name" {
-		n.gets.Add(1)
-	}
-	return n.Store.Get(ctx, table, row, family)
-}
-
-func (n *nameReadStore) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
-	if table == "tsdb-uid" && family == "name" {
-		n.getCells.Add(1)
-	}
-	return n.Store.GetCells(ctx, table, rows, family, qualifier, values, found)
-}
 
 // TestColdCacheLabels: a querier whose UID caches are empty (after a
 // restart, or over data OpenTSDB wrote) answers as one whose caches are
@@ -85,7 +63,7 @@ func TestColdCacheLabels(t *testing.T) {
 				t.Fatalf("warm querier: %d series, want %d", n, tc.want)
 			}
 			for _, api := range []string{"Select", "SelectLabels", "Stream"} {
-				st := &nameReadStore{Store: es}
+				st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: es}
 				coldUIDs, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
 				if err != nil {
 					t.Fatal(err)
@@ -110,7 +88,7 @@ func TestColdCacheLabels(t *testing.T) {
 				// Per batch of maxPending series a GetCells for the tag
 				// values, one for the tag names at most, and the metric's.
 				batches := int64((series + maxPending - 1) / maxPending)
-				if g, c := st.gets.Load(), st.getCells.Load(); g != 0 || c < 1 || c > 3*batches {
+				if g, c := st.Gets.Load(), st.Batches.Load(); g != 0 || c < 1 || c > 3*batches {
 					t.Errorf("%s read names with %d Gets and %d GetCells; want none and 1..%d", api, g, c, 3*batches)
 				}
 			}
