@@ -19,7 +19,7 @@ type CellsStore interface {
 // pass through it.
 type ReadCounter struct {
 	CellsStore
-	Table, Family  string
+	Table, Family string
 	Gets, Batches atomic.Int64
 }
 
