@@ -72,7 +72,6 @@ type Series struct {
 	// Exemplars are filled by SelectExemplars only, sorted by time.
 	Exemplars []Exemplar
 
-	pending bool         // its labels wait for a batched read of names
 	inRange bool         // SelectLabels: a sample in the range was seen
 	cc      *chunkCutter // Stream: the chunks so far
 	charged int64        // Stream: bytes charged to the budget so far
@@ -887,7 +886,7 @@ func (s *selection) addSeries(ctx context.Context, key string, lbls labels.Label
 // runs when maxPending series wait. It returns the series to add the
 // current row to, nil when a resolvePending found it does not match.
 func (s *selection) addPending(ctx context.Context, key string) (*Series, error) {
-	ser := &Series{pending: true}
+	ser := &Series{} // its labels come with resolvePending
 	if s.mode == modeSamples {
 		n := int64(len(key)) + mapEntryOverhead
 		if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
@@ -927,7 +926,6 @@ func (s *selection) resolvePending(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("labels of series %x: %w", k, err)
 		}
-		ser.pending = false
 		if !s.matches(lbls) {
 			if s.mode == modeSamples {
 				s.budget.Release(ser.charged)
