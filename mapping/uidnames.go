@@ -65,3 +65,52 @@ func (u *UIDs) LoadNames(ctx context.Context, kind Kind, uids [][]byte) error {
 	}
 	return nil
 }
+
+// LoadIDs reads the UIDs of those of names (all of kind) that the forward
+// cache lacks into it, in batched reads when the store reads many cells
+// at once (otherwise not at all: ID reads each on demand), so that a
+// query naming many values (a regex alternation) costs a few round trips
+// to a remote store instead of one a name. Names that also have a legacy
+// stored form, and names without a UID, are left to ID and IDs.
+func (u *UIDs) LoadIDs(ctx context.Context, kind Kind, names []string) error {
+	cg, ok := u.st.(cellsGetter)
+	if !ok {
+		return nil
+	}
+	seen := make(map[string]struct{}, len(names))
+	var todo []string
+	var rows [][]byte
+	for _, name := range names {
+		stored, legacy := storedName(name)
+		if legacy != "" || reservedName([]byte(name)) {
+			continue
+		}
+		if _, ok := u.fwd[kind].getName([]byte(name)); ok {
+			continue
+		}
+		if _, dup := seen[name]; dup {
+			continue
+		}
+		seen[name] = struct{}{}
+		todo = append(todo, name)
+		rows = append(rows, []byte(stored))
+	}
+	values := make([][]byte, min(len(rows), maxNamesBatch))
+	found := make([]bool, len(values))
+	for len(rows) > 0 {
+		n := min(len(rows), maxNamesBatch)
+		clear(values)
+		clear(found)
+		if err := cg.GetCells(ctx, u.table, rows[:n], uidFamilyID, kind.Qualifier(), values[:n], found[:n]); err != nil {
+			return fmt.Errorf("read uids of %d %s names: %w", n, kind, err)
+		}
+		u.missesBy[kind][forward].Add(float64(n))
+		for i, name := range todo[:n] {
+			if found[i] && len(values[i]) == u.widths[kind] {
+				u.remember(kind, name, values[i])
+			}
+		}
+		rows, todo = rows[n:], todo[n:]
+	}
+	return nil
+}

@@ -80,3 +80,46 @@ func (c *cellCounter) GetCells(ctx context.Context, table string, rows [][]byte,
 	c.rows += len(rows)
 	return c.Store.(cellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
 }
+
+// TestLoadIDs: LoadIDs fills the forward cache with the UIDs of the names
+// it lacks, in one batched read; names without a UID, and names with a
+// legacy stored form (Latin-1 ones), are left to ID, which still answers
+// them right.
+func TestLoadIDs(t *testing.T) {
+	ctx := context.Background()
+	st := openUIDStore(t)
+	writer := newTestUIDs(t, st, DefaultLayout())
+	names := []string{"a", "b", "c", "café"}
+	want := map[string][]byte{}
+	for _, n := range names {
+		uid, err := writer.GetOrCreate(ctx, KindTagV, []byte(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[n] = uid
+	}
+	cs := &cellCounter{Store: st}
+	u := newTestUIDs(t, cs, DefaultLayout())
+	if err := u.LoadIDs(ctx, KindTagV, []string{"a", "b", "a", "nope", "c", "café", "\x00"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs.calls != 1 || cs.rows != 4 {
+		t.Errorf("%d GetCells of %d rows, want 1 of 4 (a, b, nope, c)", cs.calls, cs.rows)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if uid, ok := u.CachedID(KindTagV, []byte(n)); !ok || string(uid) != string(want[n]) {
+			t.Errorf("cached uid of %q = %x, %v; want %x", n, uid, ok, want[n])
+		}
+	}
+	for _, n := range []string{"nope", "café"} {
+		if _, ok := u.CachedID(KindTagV, []byte(n)); ok {
+			t.Errorf("%q cached", n)
+		}
+	}
+	if uid, err := u.ID(ctx, KindTagV, "café"); err != nil || string(uid) != string(want["café"]) {
+		t.Errorf("ID(café) = %x, %v; want %x", uid, err, want["café"])
+	}
+	if _, err := u.ID(ctx, KindTagV, "nope"); !errors.Is(err, ErrNoSuchName) {
+		t.Errorf("ID(nope): %v, want ErrNoSuchName", err)
+	}
+}

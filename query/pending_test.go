@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/storetest"
 )
@@ -22,16 +23,7 @@ import (
 // what they were charged.
 func TestColdCacheLabels(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one scan: batches counted exactly
-	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
-	warmUIDs, err := mapping.NewUIDs(es, mapping.DefaultLayout(), mapping.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := mapping.NewMapper(warmUIDs, mapping.DefaultLayout(), 0)
+	es, warm := warmStore(t)
 	const series = 2*maxPending + 88
 	for i := range series {
 		writeSeries(t, warm, es, t0, 3, func(j int) float64 { return float64(i*10 + j) },
@@ -64,11 +56,7 @@ func TestColdCacheLabels(t *testing.T) {
 			}
 			for _, api := range []string{"Select", "SelectLabels", "Stream"} {
 				st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: es}
-				coldUIDs, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				q := New(st, mapping.NewMapper(coldUIDs, mapping.DefaultLayout(), 0), Options{})
+				q := New(st, coldMapper(t, st), Options{})
 				var got, want string
 				switch api {
 				case "Select":
@@ -143,4 +131,59 @@ func streamString(t *testing.T, q *Querier, bud *Budget, ms []*labels.Matcher) s
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestColdCacheAlternation: a query naming many values (a regex
+// alternation of metric names and of label values, as a Grafana variable
+// with several values selected sends) reads their UIDs in one batch a
+// kind when the caches lack them, not a Get a name.
+func TestColdCacheAlternation(t *testing.T) {
+	es, warm := warmStore(t)
+	var hosts []string
+	for i := range 100 {
+		writeSeries(t, warm, es, t0, 2, func(j int) float64 { return float64(j) },
+			"__name__", fmt.Sprintf("alt_%d", i%2), "instance", fmt.Sprintf("host-%04d", i))
+		if i%5 == 0 {
+			hosts = append(hosts, fmt.Sprintf("host-%04d", i))
+		}
+	}
+	ms := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchRegexp, "__name__", "alt_0|alt_1|alt_2"),
+		labels.MustNewMatcher(labels.MatchRegexp, "instance", strings.Join(hosts, "|")),
+	}
+	want := labelsString(t, New(es, warm, Options{}), ms)
+	if n := strings.Count(want, "{"); n != len(hosts) {
+		t.Fatalf("warm querier: %d series, want %d", n, len(hosts))
+	}
+	st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "id", CellsStore: es}
+	if got := labelsString(t, New(st, coldMapper(t, st), Options{}), ms); got != want {
+		t.Errorf("cold caches:\n%s\nwant\n%s", got, want)
+	}
+	// One Get for the label name; the metric names and the 20 values in
+	// a batch each (alt_2 has no UID: read once more on its own).
+	if g, b := st.Gets.Load(), st.Batches.Load(); g > 2 || b != 2 {
+		t.Errorf("UIDs read with %d Gets and %d batches; want at most 2 and 2", g, b)
+	}
+}
+
+// warmStore opens an embedded store and a mapper that writes into it.
+func warmStore(t *testing.T) (*embedded.Store, *mapping.Mapper) {
+	t.Helper()
+	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	return es, coldMapper(t, es)
+}
+
+// coldMapper returns a mapper over st whose caches are empty, as after a
+// restart.
+func coldMapper(t *testing.T, st store.Store) *mapping.Mapper {
+	t.Helper()
+	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
 }

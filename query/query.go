@@ -659,6 +659,11 @@ func (s *selection) constraints(ctx context.Context) (cs []tagConstraint, ok boo
 		if len(literals) == 0 || c.values != nil {
 			continue // presence only, or already narrowed by another matcher
 		}
+		if len(literals) > 1 {
+			if err := uids.LoadIDs(ctx, mapping.KindTagV, literals); err != nil {
+				return nil, false, err
+			}
+		}
 		for _, v := range literals {
 			ids, err := uids.IDs(ctx, mapping.KindTagV, v)
 			if errors.Is(err, mapping.ErrNoSuchName) {
@@ -732,6 +737,11 @@ func newRowFilter(layout mapping.Layout, cs []tagConstraint) rowFilter {
 // mapping.StoredName) and salt bucket, over the hours of [start, end].
 func (s *selection) scans(ctx context.Context, names []string, f rowFilter) ([]store.ScanRequest, error) {
 	uids := s.q.mapper.UIDs()
+	if len(names) > 1 {
+		if err := uids.LoadIDs(ctx, mapping.KindMetric, names); err != nil {
+			return nil, err
+		}
+	}
 	var reqs []store.ScanRequest
 	for _, name := range names {
 		metrics, err := uids.IDs(ctx, mapping.KindMetric, name)
