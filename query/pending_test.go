@@ -187,3 +187,42 @@ func coldMapper(t *testing.T, st store.Store) *mapping.Mapper {
 	}
 	return mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
 }
+
+// TestColdCachePendingRows: a series waiting for its labels holds one row
+// (hour) at most: at its next row the pending series are resolved, so
+// that a query post-filtering most of a metric's series away does not
+// hold all their hours meanwhile. With a budget that the data of every
+// series' three hours would exceed, the cold query answers as the warm
+// one.
+func TestColdCachePendingRows(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	es, warm := warmStore(t)
+	const series, hours = 100, 3
+	for i := range series {
+		writeSeries(t, warm, es, t0, hours*360, func(j int) float64 { return float64(i*j) * 1.37 },
+			"__name__", "few", "instance", fmt.Sprintf("host-%04d", i))
+	}
+	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "few"), labels.MustNewMatcher(labels.MatchRegexp, "instance", "host-0.*42")}
+	const maxBytes = 500 << 10
+	opts := Options{MaxBytes: maxBytes}
+	answer := func(q *Querier) (string, error) {
+		ss, err := q.Select(context.Background(), t0, t0+hours*3_600_000, ms...)
+		var b strings.Builder
+		for _, s := range ss {
+			fmt.Fprintln(&b, s.Labels, len(s.Samples), s.Samples[len(s.Samples)-1])
+		}
+		return b.String(), err
+	}
+	want, err := answer(New(es, warm, opts))
+	if err != nil || want != fmt.Sprintln(`{__name__="few", instance="host-0042"}`, hours*360, Sample{T: t0 + (hours*360-1)*10_000, V: float64(42*(hours*360-1)) * 1.37}) {
+		t.Fatalf("warm querier: %s, %v", want, err)
+	}
+	st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: es}
+	got, err := answer(New(st, coldMapper(t, st), opts))
+	if err != nil {
+		t.Fatalf("cold caches, budget %d bytes: %v", maxBytes, err)
+	}
+	if got != want {
+		t.Errorf("cold caches: %s, want %s", got, want)
+	}
+}

@@ -72,6 +72,7 @@ type Series struct {
 	// Exemplars are filled by SelectExemplars only, sorted by time.
 	Exemplars []Exemplar
 
+	pending bool         // its labels wait for resolvePending
 	inRange bool         // SelectLabels: a sample in the range was seen
 	cc      *chunkCutter // Stream: the chunks so far
 	charged int64        // Stream: bytes charged to the budget so far
@@ -832,6 +833,15 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 		}
 		key = append(append(key[:0], metric...), tags...)
 		ser, ok := s.series[string(key)]
+		if ser != nil && ser.pending {
+			// A later row (hour) of a series whose labels are not known
+			// yet: learn them first, so that no series holds more than a
+			// row before it is known to match.
+			if err := s.resolvePending(ctx); err != nil {
+				return err
+			}
+			ser = s.series[string(key)]
+		}
 		if !ok {
 			lbls, cached, err := s.q.mapper.CachedLabels(ctx, metric, tags)
 			if err != nil {
@@ -893,10 +903,11 @@ func (s *selection) addSeries(ctx context.Context, key string, lbls labels.Label
 
 // addPending adds the series of key, whose labels the caches cannot
 // answer, as pending: it collects its rows until resolvePending, which
-// runs when maxPending series wait. It returns the series to add the
+// runs when maxPending series wait, when a pending series' next row
+// comes, and when the scan ends. It returns the series to add the
 // current row to, nil when a resolvePending found it does not match.
 func (s *selection) addPending(ctx context.Context, key string) (*Series, error) {
-	ser := &Series{} // its labels come with resolvePending
+	ser := &Series{pending: true}
 	if s.mode == modeSamples {
 		n := int64(len(key)) + mapEntryOverhead
 		if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
@@ -936,6 +947,7 @@ func (s *selection) resolvePending(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("labels of series %x: %w", k, err)
 		}
+		ser.pending = false
 		if !s.matches(lbls) {
 			if s.mode == modeSamples {
 				s.budget.Release(ser.charged)
