@@ -337,13 +337,16 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
 		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
 
+	// Signals are caught before the first request can be answered: a
+	// SIGTERM right after /-/ready answered shuts down cleanly, never by
+	// the signal's default action.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() {
 		webCfg := serveOpts.webConfigFile
 		errc <- toolkitweb.Serve(ln, srv, &toolkitweb.FlagConfig{WebListenAddresses: &[]string{serveOpts.listen}, WebConfigFile: &webCfg}, logger.With("component", "web"))
 	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case err := <-errc:
 		return err
