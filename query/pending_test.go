@@ -226,3 +226,44 @@ func TestColdCachePendingRows(t *testing.T) {
 		t.Errorf("cold caches: %s, want %s", got, want)
 	}
 }
+
+// TestHourParts: SelectLabels scans the whole hours inside its range for
+// their keys only, and decodes the hours at its edges; other modes, and
+// ranges without a whole hour inside, scan as one part.
+func TestHourParts(t *testing.T) {
+	const h = int64(3_600_000)
+	for _, tc := range []struct {
+		name       string
+		mode       mode
+		start, end int64
+		want       string
+	}{
+		{"samples", modeSamples, 0, 10 * h, "[0 36000000 false]"},
+		{"aligned", modeLabels, 2 * h, 5*h - 1, "[7200000 17999999 true]"},
+		{"both edges", modeLabels, 2*h + 1, 5 * h, "[7200001 10799999 false] [10800000 17999999 true] [18000000 18000000 false]"},
+		{"within an hour", modeLabels, 2*h + 1, 3*h - 1, "[7200001 10799999 false]"},
+		{"across one boundary", modeLabels, 2*h + 1, 3*h + 5, "[7200001 10800005 false]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &selection{mode: tc.mode, start: tc.start, end: tc.end}
+			var got []string
+			covered := tc.start
+			for _, p := range s.hourParts() {
+				got = append(got, fmt.Sprint([]any{p.from, p.to, p.keysOnly}))
+				if p.from != covered {
+					t.Errorf("part %v after %d", p, covered)
+				}
+				if p.keysOnly && (p.from%h != 0 || (p.to+1)%h != 0) {
+					t.Errorf("keys-only part %v is not whole hours", p)
+				}
+				covered = p.to + 1
+			}
+			if covered != tc.end+1 {
+				t.Errorf("parts end at %d, want %d", covered-1, tc.end)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("parts %s, want %s", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}

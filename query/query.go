@@ -753,16 +753,51 @@ func (s *selection) scans(ctx context.Context, names []string, f rowFilter) ([]s
 			return nil, err
 		}
 		for _, metric := range metrics {
-			for _, r := range s.q.mapper.Layout().MetricRanges(metric, s.start/1000, s.end/1000) {
-				req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match}
-				if s.mode == modeExemplars {
-					req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
+			for _, p := range s.hourParts() {
+				for _, r := range s.q.mapper.Layout().MetricRanges(metric, p.from/1000, p.to/1000) {
+					req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match, KeysOnly: p.keysOnly}
+					if s.mode == modeExemplars {
+						req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
+					}
+					reqs = append(reqs, req)
 				}
-				reqs = append(reqs, req)
 			}
 		}
 	}
 	return reqs, nil
+}
+
+// hourPart is a part of a selection's range, in whole hours of rows but
+// at its edges (Unix milliseconds, inclusive).
+type hourPart struct {
+	from, to int64
+	keysOnly bool // the rows' hours lie inside [start, end]: their keys say all
+}
+
+// hourParts returns the selection's range as one part, or, for
+// SelectLabels, as the hours at its edges and the whole hours inside it,
+// which are scanned for their keys only (see rowInRange: a row inside
+// the range counts when it has a cell, none is decoded).
+func (s *selection) hourParts() []hourPart {
+	const hour = mapping.MaxOffsetMs
+	whole := []hourPart{{from: s.start, to: s.end}}
+	if s.mode != modeLabels || s.end-s.start+1 < hour {
+		return whole
+	}
+	first := (s.start + hour - 1) / hour * hour // the first hour inside
+	last := (s.end - hour + 1) / hour * hour    // the last hour inside
+	if first > last {
+		return whole
+	}
+	var parts []hourPart
+	if s.start < first {
+		parts = append(parts, hourPart{from: s.start, to: first - 1})
+	}
+	parts = append(parts, hourPart{from: first, to: last + hour - 1, keysOnly: true})
+	if s.end >= last+hour {
+		parts = append(parts, hourPart{from: last + hour, to: s.end})
+	}
+	return parts
 }
 
 // scanAll runs the scans, up to ScanConcurrency at once (OpenTSDB scans

@@ -78,6 +78,11 @@ type ScanRequest struct {
 	// process (the embedded store) calls it instead of running the regex;
 	// HBase's scans send RowRegex.
 	RowMatch func(key []byte) bool
+	// KeysOnly says the caller needs only the keys of the rows that have
+	// a cell (of Family), not their cells: a store may then return one
+	// cell a row with its value left out (HBase: FirstKeyOnlyFilter and
+	// KeyOnlyFilter), or the rows whole (the embedded store).
+	KeysOnly bool
 }
 
 // Scanner iterates over the rows of a scan in key order. It is not safe for

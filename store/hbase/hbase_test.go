@@ -608,3 +608,44 @@ func BenchmarkPut(b *testing.B) {
 		})
 	}
 }
+
+// TestScanKeysOnly: on HBase a KeysOnly scan brings one cell a row, its
+// value left out (FirstKeyOnlyFilter and KeyOnlyFilter), with and without
+// a row regex.
+func TestScanKeysOnly(t *testing.T) {
+	s := needHBase(t)
+	ctx := testCtx(t)
+	name := newTable(t, s, "t")
+	var puts []store.Put
+	for i := range 5 {
+		p := store.Put{Row: []byte{'r', byte('0' + i)}}
+		for q := range 20 {
+			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: []byte{byte(q)}, Value: []byte("value")})
+		}
+		puts = append(puts, p)
+	}
+	if err := s.Put(ctx, name, puts); err != nil {
+		t.Fatal(err)
+	}
+	for _, regex := range []string{"", `(?s)^r[13]\z`} {
+		sc := s.Scan(ctx, store.ScanRequest{Table: name, Family: "t", RowRegex: regex, KeysOnly: true})
+		var got []string
+		for sc.Next() {
+			r := sc.Row()
+			got = append(got, string(r.Key))
+			if len(r.Cells) != 1 || len(r.Cells[0].Value) != 0 {
+				t.Errorf("regex %q: row %s came with %d cells, the first %q", regex, r.Key, len(r.Cells), r.Cells[0].Value)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := "r0 r1 r2 r3 r4"
+		if regex != "" {
+			want = "r1 r3"
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("regex %q: rows %v, want %s", regex, got, want)
+		}
+	}
+}

@@ -25,7 +25,8 @@ const (
 // Scan returns the rows of [req.Start, req.Stop) whose key matches
 // req.RowRegex, newest cell versions only, restricted to req.Family when
 // set. The regex runs on the region servers as a RowFilter with a
-// RegexStringComparator (engine JAVA, charset ISO-8859-1, no flags).
+// RegexStringComparator (engine JAVA, charset ISO-8859-1, no flags). With
+// req.KeysOnly each row comes back as its first cell without its value.
 //
 // While the scan starts, and while it resumes, a small existence Get at
 // its start row checks, within Config.RPCTimeout per attempt, that the
@@ -55,13 +56,24 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if req.Family != "" {
 		sc.opts = append(sc.opts, hrpc.Families(map[string][]string{req.Family: nil}))
 	}
+	var filters []filter.Filter
 	if req.RowRegex != "" {
 		f, err := rowRegexFilter(req.RowRegex)
 		if err != nil {
 			sc.fail(err)
 			return sc
 		}
-		sc.opts = append(sc.opts, hrpc.Filters(f))
+		filters = append(filters, f)
+	}
+	if req.KeysOnly {
+		filters = append(filters, filter.NewFirstKeyOnlyFilter(), filter.NewKeyOnlyFilter(false))
+	}
+	switch len(filters) {
+	case 0:
+	case 1:
+		sc.opts = append(sc.opts, hrpc.Filters(filters[0]))
+	default:
+		sc.opts = append(sc.opts, hrpc.Filters(filter.NewList(filter.MustPassAll, filters...)))
 	}
 	if s.cfg.ScannerRenewInterval > 0 {
 		sc.opts = append(sc.opts, hrpc.RenewInterval(s.cfg.ScannerRenewInterval))

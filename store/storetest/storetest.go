@@ -49,6 +49,7 @@ func Run(t *testing.T, newTable NewTable, opts Options) {
 		{"ScanRange", testScanRange},
 		{"ScanFamily", testScanFamily},
 		{"RegexBinaryKeys", testRegexBinaryKeys},
+		{"ScanKeysOnly", testScanKeysOnly},
 		{"CheckAndPut", testCheckAndPut},
 		{"CheckAndPutConcurrent", testCheckAndPutConcurrent},
 		{"CheckAndPutBatch", testCheckAndPutBatch},
@@ -246,6 +247,45 @@ func testScanFamily(t *testing.T, s store.Store, table string) {
 	}
 	if want := "r1=a:71=31,r3=a:71=34"; strings.Join(got, ",") != want {
 		t.Errorf("scan family a = %v, want %s", got, want)
+	}
+}
+
+// testScanKeysOnly: a KeysOnly scan returns every row that has a cell
+// (of the family asked for, matching the regex), each with at least one
+// of its cells, whose value may be left out.
+func testScanKeysOnly(t *testing.T, s store.Store, table string) {
+	put(t, s, table,
+		store.Put{Row: []byte("r1"), Cells: []store.Cell{cell("a", "q", "1"), cell("a", "r", "2"), cell("b", "q", "3")}},
+		store.Put{Row: []byte("r2"), Cells: []store.Cell{cell("b", "q", "4")}},
+		store.Put{Row: []byte("r3"), Cells: []store.Cell{cell("a", "q", "5")}},
+		store.Put{Row: []byte("r4"), Cells: []store.Cell{cell("a", "q", "6"), cell("a", "z", "7")}},
+	)
+	for _, tc := range []struct {
+		name, family, regex, want string
+	}{
+		{"every family", "", "", "r1,r2,r3,r4"},
+		{"family a", "a", "", "r1,r3,r4"},
+		{"family a, regex", "a", `(?s)^r[14]\z`, "r1,r4"},
+		{"family b, regex", "b", `(?s)^r[14]\z`, "r1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := scanAll(t, s, store.ScanRequest{Table: table, Family: tc.family, RowRegex: tc.regex, KeysOnly: true})
+			var keys []string
+			for _, r := range rows {
+				keys = append(keys, string(r.Key))
+				if len(r.Cells) == 0 {
+					t.Errorf("row %s without a cell", r.Key)
+				}
+				for _, c := range r.Cells {
+					if tc.family != "" && string(c.Family) != tc.family {
+						t.Errorf("row %s: cell of family %s", r.Key, c.Family)
+					}
+				}
+			}
+			if got := strings.Join(keys, ","); got != tc.want {
+				t.Errorf("rows %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 
