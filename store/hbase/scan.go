@@ -112,6 +112,14 @@ type scanner struct {
 	// the probe beside hs fails, with nil when hs is done.
 	hsCtx  context.Context
 	stopHS context.CancelCauseFunc
+	// ahead carries hs's responses from the goroutine that reads them one
+	// response ahead of the rows being returned (fetchAhead); fetcherDone
+	// is closed when that goroutine has returned.
+	ahead       chan fetched
+	fetcherDone chan struct{}
+	// ended is the error (io.EOF at the end) that ended hs, returned
+	// again by every later fetch, as gohbase's scanner does.
+	ended error
 
 	// The response being read: its rows from next on are not returned
 	// yet. Cells point into its cell block, one allocation per response.
@@ -140,7 +148,7 @@ func (sc *scanner) Next() bool {
 			}
 		}
 		if sc.resp == nil || sc.next >= len(sc.resp.Results) {
-			resp, err := sc.hs.Next()
+			resp, err := sc.fetch()
 			if err == io.EOF {
 				if len(sc.row.Cells) > 0 { // a last part that said more would follow
 					return sc.returned()
@@ -236,17 +244,70 @@ func (sc *scanner) open() error {
 		}
 	}()
 	sc.hs, sc.hsCtx, sc.stopHS, sc.resp, sc.next = sc.s.client.ScanV2(scan), ctx, stop, nil, 0
+	sc.ahead, sc.fetcherDone = make(chan fetched), make(chan struct{})
+	go fetchAhead(ctx, sc.hs, sc.ahead, sc.fetcherDone)
 	return nil
 }
 
-// closeHS closes the gohbase scanner and ends its context and probe.
+// fetched is one answer of a gohbase scanner's Next.
+type fetched struct {
+	resp *hrpc.ScanResponseV2
+	err  error
+}
+
+// fetchAhead reads hs's responses and hands them to the scanner on out, so
+// that the region server prepares the next response while the rows of the
+// one before are being used. out is unbuffered: at most one response waits
+// beside the one being read. It returns after the first error (io.EOF at
+// the end) has been taken, or when ctx ends, and then closes done.
+func fetchAhead(ctx context.Context, hs hrpc.ScannerV2, out chan<- fetched, done chan<- struct{}) {
+	defer close(done)
+	for {
+		resp, err := hs.Next()
+		select {
+		case out <- fetched{resp, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fetch returns hs's next response (io.EOF after the last, and on every
+// call after that); when the scan's context ends before one comes, its
+// cause.
+func (sc *scanner) fetch() (*hrpc.ScanResponseV2, error) {
+	if sc.ended != nil {
+		return nil, sc.ended
+	}
+	select {
+	case f := <-sc.ahead:
+		if f.err != nil {
+			sc.ended = f.err
+		}
+		return f.resp, f.err
+	case <-sc.fetcherDone:
+		// fetchAhead returns without an error sent only when hsCtx ended.
+		sc.ended = context.Cause(sc.hsCtx)
+		if sc.ended == nil {
+			sc.ended = context.Canceled
+		}
+		return nil, sc.ended
+	}
+}
+
+// closeHS ends the gohbase scanner's context (and its probe), waits for
+// the goroutine reading ahead to return, and closes the scanner.
 func (sc *scanner) closeHS() {
 	if sc.hs == nil {
 		return
 	}
-	sc.hs.Close()
 	sc.stopHS(nil)
-	sc.hs, sc.hsCtx, sc.stopHS = nil, nil, nil
+	<-sc.fetcherDone
+	sc.hs.Close()
+	sc.hs, sc.hsCtx, sc.stopHS, sc.ahead, sc.fetcherDone, sc.ended = nil, nil, nil, nil, nil, nil
 }
 
 // probe checks, with a bounded and retried existence Get at key (a

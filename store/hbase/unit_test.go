@@ -228,9 +228,17 @@ type fakeScanner struct {
 	// and returns its error, as gohbase does while it looks for the
 	// region of a missing table.
 	block context.Context
+	// onNext, when set, is called at the start of each Next with the
+	// call's number, from 1.
+	onNext func(n int)
+	nexts  int
 }
 
 func (f *fakeScanner) Next() (*hrpc.ScanResponseV2, error) {
+	f.nexts++
+	if f.onNext != nil {
+		f.onNext(f.nexts)
+	}
 	if f.block != nil {
 		<-f.block.Done()
 		return nil, f.block.Err()
@@ -456,6 +464,78 @@ func TestScanProbeFailsFast(t *testing.T) {
 		close(release)
 		if err := sc.Err(); err != nil || n != 2 {
 			t.Errorf("%d rows, err %v; want 2, none", n, err)
+		}
+	})
+}
+
+// TestScanReadsAhead: the next response is asked for while the rows of
+// the one before are being read, never more than one ahead; a scan closed
+// while its read ahead waits for the server ends it and closes the
+// gohbase scanner.
+func TestScanReadsAhead(t *testing.T) {
+	t.Run("one response ahead", func(t *testing.T) {
+		calls := make(chan int, 10)
+		f := &fakeClient{scan: func(*hrpc.Scan) *fakeScanner {
+			return &fakeScanner{resps: [][]string{{"r1/a", "r2/a"}, {"r3/a"}, {"r4/a"}}, onNext: func(n int) { calls <- n }}
+		}}
+		s := fakeStore(t, f, Config{})
+		sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb"})
+		waitCall := func(want int) {
+			t.Helper()
+			select {
+			case n := <-calls:
+				if n != want {
+					t.Fatalf("Next call %d, want %d", n, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Next call %d did not come", want)
+			}
+		}
+		if !sc.Next() || string(sc.Row().Key) != "r1" {
+			t.Fatalf("first row %q, err %v", sc.Row().Key, sc.Err())
+		}
+		waitCall(1)
+		// r1 is being read: the second response is asked for now.
+		waitCall(2)
+		select {
+		case n := <-calls:
+			t.Fatalf("Next call %d while the second response waits unread", n)
+		case <-time.After(50 * time.Millisecond):
+		}
+		var got []string
+		for sc.Next() {
+			got = append(got, string(sc.Row().Key))
+		}
+		if err := sc.Err(); err != nil || strings.Join(got, ",") != "r2,r3,r4" {
+			t.Errorf("rows %v, err %v; want r2,r3,r4", got, err)
+		}
+	})
+	t.Run("closed while reading ahead", func(t *testing.T) {
+		var fs *fakeScanner
+		f := &fakeClient{scan: func(s *hrpc.Scan) *fakeScanner {
+			fs = &fakeScanner{resps: [][]string{{"r1/a"}}}
+			ctx := s.Context()
+			fs.onNext = func(n int) {
+				if n == 2 {
+					fs.block = ctx // the server takes its time with the second
+				}
+			}
+			return fs
+		}}
+		s := fakeStore(t, f, Config{})
+		sc := s.Scan(context.Background(), store.ScanRequest{Table: "tsdb"})
+		if !sc.Next() {
+			t.Fatalf("no first row: %v", sc.Err())
+		}
+		done := make(chan struct{})
+		go func() { sc.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close waits for the response read ahead")
+		}
+		if !fs.closed || sc.Next() || sc.Err() != nil {
+			t.Errorf("after Close: scanner closed %v, err %v; want closed, no error", fs.closed, sc.Err())
 		}
 	})
 }
