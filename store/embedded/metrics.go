@@ -15,6 +15,7 @@ import (
 //	promhbase_embedded_wal_bytes                               live write-ahead log
 //	promhbase_embedded_row_buffer_{bytes,rows,cells}           row buffer, the one being flushed included
 //	promhbase_embedded_row_buffer_flushes_total, _flush_errors_total
+//	promhbase_embedded_row_buffer_presorts_total              new rows put in key order ahead of reads
 func (s *Store) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("promhbase_embedded_"+name, help, nil, nil)
@@ -35,12 +36,13 @@ func (s *Store) Collector() prometheus.Collector {
 		d("row_buffer_cells", "Cells in the embedded store's row buffer, the one being flushed included."),
 		d("row_buffer_flushes_total", "Flushes of the row buffer into the embedded store's tables."),
 		d("row_buffer_flush_errors_total", "Flushes of the row buffer that failed (retried; writers wait once the buffer holds twice its budget)."),
+		d("row_buffer_presorts_total", "Times the row buffer's new rows were put in key order in the background, ahead of the reads that need them."),
 	}}
 }
 
 type pebbleCollector struct {
 	s     *Store
-	descs [15]*prometheus.Desc
+	descs [16]*prometheus.Desc
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -75,6 +77,7 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 		{g, float64(rb.cells)},
 		{k, float64(rb.flushes)},
 		{k, float64(rb.errors)},
+		{k, float64(rb.presorts)},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], v.t, v.v)
 	}

@@ -44,8 +44,8 @@ func TestCollector(t *testing.T) {
 	if _, err := s.Get(ctx, "t", []byte{7}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
-		t.Fatalf("%d series gathered, %v; want 15", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 16 {
+		t.Fatalf("%d series gathered, %v; want 16", n, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -61,6 +61,7 @@ func TestCollector(t *testing.T) {
 		{"promhbase_embedded_row_buffer_cells", func(v float64) bool { return v == 5 }},
 		{"promhbase_embedded_row_buffer_flushes_total", func(v float64) bool { return v == 1 }},
 		{"promhbase_embedded_row_buffer_flush_errors_total", func(v float64) bool { return v == 0 }},
+		{"promhbase_embedded_row_buffer_presorts_total", func(v float64) bool { return v >= 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mfs, err := reg.Gather()

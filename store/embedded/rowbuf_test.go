@@ -219,6 +219,8 @@ func crash(t *testing.T, s *Store) {
 	if err := s.sync(); err != nil {
 		t.Fatal(err)
 	}
+	close(s.rb.stopSort)
+	<-s.rb.sorterDone
 	s.rb.mu.Lock()
 	s.rb.closed = true
 	s.rb.mu.Unlock()
@@ -406,5 +408,90 @@ func TestRowBufferSyncsPebbleFirst(t *testing.T) {
 	}
 	if s.synced.Load() < s.committed.Load() {
 		t.Errorf("the buffer's log is durable, Pebble's commit %d is not (synced %d)", s.committed.Load(), s.synced.Load())
+	}
+}
+
+// TestRowBufferPresorts: new rows of the active buffer are put in key
+// order in the background, without a read asking for it: many at once
+// (past presortMinRows), and a few presortIdle after the last of them;
+// a scan then returns every row in key order.
+func TestRowBufferPresorts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rows int
+	}{
+		{"past the thresholds", 3 * presortMinRows},
+		{"few, when writes pause", presortMinRows / 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			rng := rand.New(rand.NewPCG(uint64(tc.rows), 1))
+			var puts []store.Put
+			for i := range tc.rows {
+				row := fmt.Appendf(nil, "row-%08d", rng.IntN(1_000_000_000))
+				puts = append(puts, store.Put{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{byte(i)}, Value: []byte{1}, Timestamp: 1}}})
+				if len(puts) == 100 || i == tc.rows-1 {
+					if err := s.Put(t.Context(), "d", puts); err != nil {
+						t.Fatal(err)
+					}
+					puts = puts[:0]
+				}
+			}
+			m := s.rb.layers("d")[0]
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				m.mu.RLock()
+				rows, sorted := len(m.rows), len(m.sorted)
+				m.mu.RUnlock()
+				if rows > 0 && sorted == rows {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d rows ordered after 10 s without a read", sorted, rows)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if s.rb.presorts.Load() == 0 {
+				t.Error("no presort counted")
+			}
+			var prev string
+			n := 0
+			for _, line := range strings.Split(strings.TrimSpace(dump(t, s, "d")), "\n") {
+				key, _, _ := strings.Cut(line, ":")
+				if key <= prev {
+					t.Fatalf("row %s after %s", key, prev)
+				}
+				prev = key
+				n++
+			}
+			m.mu.RLock()
+			want := len(m.rows)
+			m.mu.RUnlock()
+			if n != want {
+				t.Errorf("scan returned %d rows, the buffer holds %d", n, want)
+			}
+		})
+	}
+}
+
+func TestPresortDue(t *testing.T) {
+	for _, tc := range []struct {
+		fresh, sorted int
+		want          bool
+	}{
+		{presortMinRows - 1, 0, false},
+		{presortMinRows, 0, true},
+		{presortMinRows, presortShare * presortMinRows, true},
+		{presortMinRows, presortShare*presortMinRows + 1, false},
+		{100_000, 400_000, true},
+		{99_999, 400_000, false},
+	} {
+		if got := presortDue(tc.fresh, tc.sorted); got != tc.want {
+			t.Errorf("presortDue(%d, %d) = %v, want %v", tc.fresh, tc.sorted, got, tc.want)
+		}
 	}
 }
