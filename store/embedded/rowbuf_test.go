@@ -412,16 +412,15 @@ func TestRowBufferSyncsPebbleFirst(t *testing.T) {
 }
 
 // TestRowBufferPresorts: new rows of the active buffer are put in key
-// order in the background, without a read asking for it: many at once
-// (past presortMinRows), and a few presortIdle after the last of them;
-// a scan then returns every row in key order.
+// order in the background once the writes pause, without a read asking
+// for it; a scan then returns every row in key order.
 func TestRowBufferPresorts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rows int
 	}{
-		{"past the thresholds", 3 * presortMinRows},
-		{"few, when writes pause", presortMinRows / 8},
+		{"many", 3000},
+		{"few", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
@@ -475,23 +474,5 @@ func TestRowBufferPresorts(t *testing.T) {
 				t.Errorf("scan returned %d rows, the buffer holds %d", n, want)
 			}
 		})
-	}
-}
-
-func TestPresortDue(t *testing.T) {
-	for _, tc := range []struct {
-		fresh, sorted int
-		want          bool
-	}{
-		{presortMinRows - 1, 0, false},
-		{presortMinRows, 0, true},
-		{presortMinRows, presortShare * presortMinRows, true},
-		{presortMinRows, presortShare*presortMinRows + 1, false},
-		{100_000, 400_000, true},
-		{99_999, 400_000, false},
-	} {
-		if got := presortDue(tc.fresh, tc.sorted); got != tc.want {
-			t.Errorf("presortDue(%d, %d) = %v, want %v", tc.fresh, tc.sorted, got, tc.want)
-		}
 	}
 }
