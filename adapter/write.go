@@ -461,7 +461,7 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 	for i := range b.missed {
 		items = append(items, mapping.ResolveItem{Key: b.missed[i].key, Labels: b.missed[i].labels})
 	}
-	w.mapper.ResolveBatch(ctx, items)
+	w.mapper.ResolveMissed(ctx, items) // pass 1 missed them in the cache
 	for i := range b.missed {
 		b.missed[i].series, b.missed[i].err = items[i].Series, items[i].Err
 	}

@@ -56,18 +56,31 @@ func (s *seenSet) key(k []byte) seenKey {
 type seenReader struct {
 	s          *seenSet
 	locked     bool
+	held       int // lookups since the read lock was taken
 	promote    []seenKey
 	hits, miss uint64
 }
 
 func (s *seenSet) reader() seenReader { return seenReader{s: s} }
 
+// lockBatch is how many keys are looked up or added under one
+// acquisition of the lock, so that a writer waiting for it (or readers
+// waiting for a writer) wait for at most that many map operations, not
+// for a whole request's.
+const lockBatch = 256
+
 // has reports whether k was written.
 func (r *seenReader) has(k seenKey) bool {
-	if !r.locked {
+	switch {
+	case !r.locked:
 		r.s.mu.RLock()
 		r.locked = true
+	case r.held >= lockBatch:
+		r.s.mu.RUnlock()
+		r.s.mu.RLock()
+		r.held = 0
 	}
+	r.held++
 	if v, ok := r.s.cur[k[0]]; ok && v == k[1] {
 		r.hits++
 		return true
@@ -85,7 +98,7 @@ func (r *seenReader) has(k seenKey) bool {
 func (r *seenReader) release() {
 	if r.locked {
 		r.s.mu.RUnlock()
-		r.locked = false
+		r.locked, r.held = false, 0
 	}
 	r.s.hits.Add(r.hits)
 	r.s.miss.Add(r.miss)
@@ -96,12 +109,16 @@ func (r *seenReader) release() {
 	}
 }
 
-// addAll adds keys under one lock.
+// addAll adds keys, lockBatch at a time under the lock.
 func (s *seenSet) addAll(keys []seenKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range keys {
-		s.addLocked(k)
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), lockBatch)]
+		keys = keys[len(part):]
+		s.mu.Lock()
+		for _, k := range part {
+			s.addLocked(k)
+		}
+		s.mu.Unlock()
 	}
 }
 

@@ -104,15 +104,20 @@ func (c *byteCache[K]) getLocked(k K) (v []byte, ok, old bool) {
 
 // put caches a copy of v under k (a value already cached under k stays).
 func (c *byteCache[K]) put(k K, v []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(k, v)
+}
+
+// putLocked is put with c.mu held for writing.
+func (c *byteCache[K]) putLocked(k K, v []byte) {
 	if len(v) > maxArenaEntry {
 		return
 	}
-	n := byteCacheEntryBytes + len(v)
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if _, ok := c.cur[k]; ok {
 		return
 	}
+	n := byteCacheEntryBytes + len(v)
 	c.makeRoomLocked(n, c.curArena.full())
 	c.addLocked(k, c.curArena.add(v), n)
 }
@@ -141,9 +146,14 @@ func (c *uidCache) key(name []byte) nameKey {
 // getName returns the cached UID of name; it does not allocate.
 func (c *uidCache) getName(name []byte) ([]byte, bool) { return c.get(c.key(name)) }
 
+// keyString is key for a name held as a string.
+func (c *uidCache) keyString(name string) nameKey {
+	return nameKey{maphash.String(c.seeds[0], name), maphash.String(c.seeds[1], name)}
+}
+
 // putName caches uid as the UID of name.
 func (c *uidCache) putName(name string, uid []byte) {
-	c.put(nameKey{maphash.String(c.seeds[0], name), maphash.String(c.seeds[1], name)}, uid)
+	c.put(c.keyString(name), uid)
 }
 
 // nameCache is the reverse cache of one kind: UID -> name. A UID of up to
@@ -178,7 +188,14 @@ func (c *nameCache) getUID(uid []byte) (string, bool) {
 
 // putUID caches name as the name of uid.
 func (c *nameCache) putUID(uid []byte, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putUIDLocked(uid, name)
+}
+
+// putUIDLocked is putUID with c.mu held for writing.
+func (c *nameCache) putUIDLocked(uid []byte, name string) {
 	if k, ok := uidKey(uid); ok {
-		c.put(k, unsafe.Slice(unsafe.StringData(name), len(name)))
+		c.putLocked(k, unsafe.Slice(unsafe.StringData(name), len(name)))
 	}
 }

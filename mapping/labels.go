@@ -168,6 +168,7 @@ func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 type SeriesCacheReader struct {
 	c            *seriesCache
 	locked       bool
+	held         int    // lookups since the read lock was taken
 	hits, misses uint64 // counted here, added to the cache's on Release
 	promote      []promotion
 }
@@ -184,10 +185,18 @@ func (m *Mapper) CacheReader() SeriesCacheReader { return SeriesCacheReader{c: m
 
 // Get returns the Series cached under key, taking the read lock on first use.
 func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
-	if !r.locked {
+	switch {
+	case !r.locked:
 		r.c.mu.RLock()
 		r.locked = true
+	case r.held >= lockBatch:
+		// A writer waits for this lock no longer than lockBatch lookups
+		// (the write path's pass 1 parses a whole request under it).
+		r.c.mu.RUnlock()
+		r.c.mu.RLock()
+		r.held = 0
 	}
+	r.held++
 	h, s, ok, old := r.c.getLocked(key)
 	if !ok {
 		r.misses++
@@ -205,7 +214,7 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 func (r *SeriesCacheReader) Release() {
 	if r.locked {
 		r.c.mu.RUnlock()
-		r.locked = false
+		r.locked, r.held = false, 0
 	}
 	if r.hits > 0 || r.misses > 0 {
 		r.c.hits.Add(r.hits)
@@ -291,23 +300,36 @@ type ResolveItem struct {
 func (m *Mapper) ResolveBatch(ctx context.Context, items []ResolveItem) {
 	todo := make([]ResolveItem, 0, len(items))
 	idx := make([]int, 0, len(items))
+	r := m.CacheReader()
 	for i := range items {
 		it := &items[i]
 		it.Series, it.Err = Series{}, nil
-		if s, ok := m.series.get(it.Key); ok {
+		if s, ok := r.Get(it.Key); ok {
 			it.Series = s
 			continue
 		}
 		todo = append(todo, *it)
 		idx = append(idx, i)
 	}
-	m.resolveItems(ctx, todo)
+	r.Release()
+	m.ResolveMissed(ctx, todo)
 	for j, i := range idx {
 		items[i].Series, items[i].Err = todo[j].Series, todo[j].Err
-		if todo[j].Err == nil {
-			items[i].Series = m.series.put(items[i].Key, todo[j].Series)
-		}
 	}
+}
+
+// ResolveMissed is ResolveBatch for items the caller has just looked up
+// in the series cache (SeriesCacheReader) and not found: they are not
+// looked up again. An item another call cached in the meantime gets the
+// cached Series (its UIDs are the same: UIDs are assigned once per name),
+// so the result is ResolveBatch's; only the work of resolving it is
+// repeated.
+func (m *Mapper) ResolveMissed(ctx context.Context, items []ResolveItem) {
+	for i := range items {
+		items[i].Series, items[i].Err = Series{}, nil
+	}
+	m.resolveItems(ctx, items)
+	m.series.putItems(items)
 }
 
 // resolveItems builds the Series of each item's labels, assigning UIDs to

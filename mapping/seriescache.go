@@ -168,14 +168,51 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > maxArenaEntry {
 		return s
 	}
-	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.putEntryLocked(h, s, promoted)
+}
+
+// putEntryLocked is putEntry with c.mu held for writing.
+func (c *seriesCache) putEntryLocked(h seriesKey, s Series, promoted bool) Series {
+	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > maxArenaEntry {
+		return s
+	}
 	if e, ok := c.cur[h]; ok {
 		return c.curArena.series(e)
 	}
+	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
 	c.makeRoomLocked(n, c.curArena.uids.full())
 	e := c.curArena.add(s, promoted)
 	c.addLocked(h, e, n)
 	return c.curArena.series(e)
+}
+
+// lockBatch is how many entries a batch looks up or adds under one
+// acquisition of the lock: few enough that a writer (or readers) waiting
+// for it wait for at most that many map operations, many enough that
+// concurrent requests do not contend on the lock's word once a series.
+const lockBatch = 256
+
+// putItems caches the Series of every item without an error, lockBatch
+// at a time under the write lock (keys hashed before it is taken), and
+// sets each such item's Series to the cached one.
+func (c *seriesCache) putItems(items []ResolveItem) {
+	var hs [lockBatch]seriesKey
+	for len(items) > 0 {
+		part := items[:min(len(items), lockBatch)]
+		items = items[len(part):]
+		for i := range part {
+			if part[i].Err == nil {
+				hs[i] = c.key(part[i].Key)
+			}
+		}
+		c.mu.Lock()
+		for i := range part {
+			if part[i].Err == nil {
+				part[i].Series = c.putEntryLocked(hs[i], part[i].Series, false)
+			}
+		}
+		c.mu.Unlock()
+	}
 }

@@ -350,6 +350,49 @@ func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]by
 	return c.uid, c.created, c.err
 }
 
+// rememberWork caches the name and UID of every item of work without an
+// error, in both directions, lockBatch items at a time under each cache's
+// lock (a first contact remembers a name or more a series).
+func (u *UIDs) rememberWork(work []uidWork) {
+	var keys [lockBatch]nameKey
+	for kind := range numKinds {
+		fwd, rev := u.fwd[kind], u.rev[kind]
+		learned := false
+		for rest := work; len(rest) > 0; {
+			part := rest[:min(len(rest), lockBatch)]
+			rest = rest[len(part):]
+			some := false
+			for i := range part {
+				if w := &part[i]; w.kind == kind && w.err == nil {
+					keys[i] = fwd.keyString(w.name)
+					some = true
+				}
+			}
+			if !some {
+				continue
+			}
+			learned = true
+			fwd.mu.Lock()
+			for i := range part {
+				if w := &part[i]; w.kind == kind && w.err == nil {
+					fwd.putLocked(keys[i], w.uid)
+				}
+			}
+			fwd.mu.Unlock()
+			rev.mu.Lock()
+			for i := range part {
+				if w := &part[i]; w.kind == kind && w.err == nil {
+					rev.putUIDLocked(w.uid, w.name)
+				}
+			}
+			rev.mu.Unlock()
+		}
+		if kind == KindMetric && learned {
+			u.metricGen.Add(1)
+		}
+	}
+}
+
 func (u *UIDs) remember(kind Kind, name string, uid []byte) {
 	u.fwd[kind].putName(name, uid)
 	u.rev[kind].putUID(uid, name)

@@ -82,10 +82,16 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		var promote []int
 		var hit, miss uint64
 		c.mu.RLock()
+		held := 0
 		for i := range reqs {
 			r := &reqs[i]
 			if r.Kind != k {
 				continue
+			}
+			if held++; held > lockBatch {
+				c.mu.RUnlock() // a writer waits for at most lockBatch lookups
+				c.mu.RLock()
+				held = 1
 			}
 			r.UID, r.Created, r.Err = nil, false, nil
 			if uid, ok, old := c.getLocked(c.key(r.Name)); ok {
@@ -135,6 +141,7 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		calls = make([]inflightCall, 0, nmiss)
 		done = make(chan struct{})
 	}
+	locked, held := false, 0
 	for i := range reqs {
 		r := &reqs[i]
 		if cached[i] {
@@ -155,9 +162,19 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			continue
 		}
 		misses[r.Kind]++
-		u.mu.Lock()
-		if c, ok := u.inflight[key]; ok {
+		// u.mu is held across up to lockBatch names, not taken once a
+		// name.
+		switch {
+		case !locked:
+			u.mu.Lock()
+			locked = true
+		case held >= lockBatch:
 			u.mu.Unlock()
+			u.mu.Lock()
+			held = 0
+		}
+		held++
+		if c, ok := u.inflight[key]; ok {
 			owners = append(owners, -1-len(waits))
 			waits = append(waits, c)
 			continue
@@ -165,22 +182,22 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		calls = append(calls, inflightCall{done: done})
 		c := &calls[len(calls)-1] // calls never grows past nmiss: no move
 		u.inflight[key] = c
-		u.mu.Unlock()
 		stored, _ := storedName(key.name)
 		pending[key] = len(work)
 		owners = append(owners, len(work))
 		work = append(work, uidWork{kind: r.Kind, name: key.name, stored: stored, call: c})
+	}
+	if locked {
+		u.mu.Unlock()
 	}
 
 	if len(work) > 0 {
 		u.resolveWork(ctx, work)
 		// Finish this call's names before waiting for others': two batches
 		// waiting for each other's names never wait in a cycle.
+		u.rememberWork(work)
 		for i := range work {
 			w := &work[i]
-			if w.err == nil {
-				u.remember(w.kind, w.name, w.uid)
-			}
 			w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
 		}
 		u.mu.Lock()
