@@ -8,18 +8,17 @@ package index
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promhbase/promhbase/internal/keysort"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -466,33 +465,36 @@ func rowPrefix(row []byte) uint64 {
 // cells' values empty; the Puts' rows and cells share rowBuf and one
 // slice. cells hold no two of one row and qualifier.
 func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
-	row := func(c pendingCell) []byte { return rowBuf[c.start:c.end:c.end] }
-	slices.SortFunc(cells, func(a, b pendingCell) int {
-		if a.prefix != b.prefix {
-			return cmp.Compare(a.prefix, b.prefix)
-		}
-		return bytes.Compare(row(a), row(b))
-	})
-	same := func(i int) bool {
-		return cells[i].prefix == cells[i-1].prefix && bytes.Equal(row(cells[i]), row(cells[i-1]))
+	row := func(i uint32) []byte { c := &cells[i]; return rowBuf[c.start:c.end:c.end] }
+	// A radix sort of the rows (keysort): the index rows of a request
+	// share their first bytes (kind, day, metric), where a comparison
+	// sort compares most pairs byte by byte.
+	idx := make([]uint32, len(cells))
+	for i := range idx {
+		idx[i] = uint32(i)
+	}
+	keysort.ByKey(idx, row)
+	same := func(k int) bool {
+		a, b := &cells[idx[k]], &cells[idx[k-1]]
+		return a.prefix == b.prefix && bytes.Equal(row(idx[k]), row(idx[k-1]))
 	}
 	rows := 1
-	for i := 1; i < len(cells); i++ {
-		if !same(i) {
+	for k := 1; k < len(idx); k++ {
+		if !same(k) {
 			rows++
 		}
 	}
 	fam := []byte(mapping.IndexFamily)
 	out := make([]store.Cell, len(cells))
 	puts := make([]store.Put, 0, rows)
-	for i, c := range cells {
-		out[i] = store.Cell{Family: fam, Qualifier: c.qual}
-		if i > 0 && same(i) {
+	for k, i := range idx {
+		out[k] = store.Cell{Family: fam, Qualifier: cells[i].qual}
+		if k > 0 && same(k) {
 			p := &puts[len(puts)-1]
-			p.Cells = out[i-len(p.Cells) : i+1]
+			p.Cells = out[k-len(p.Cells) : k+1]
 			continue
 		}
-		puts = append(puts, store.Put{Row: row(c), Cells: out[i : i+1]})
+		puts = append(puts, store.Put{Row: row(i), Cells: out[k : k+1]})
 	}
 	return puts
 }
