@@ -82,7 +82,7 @@ func main() {
 	compareCmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
 	compareCmd.Flag("protocol", "Remote write protocol: v1 or v2.").Default("v1").StringVar(&c.protocol)
 	compareCmd.Flag("histograms", "Send one integer native histogram (schema 3, 12 buckets) per series a round instead of a float sample.").BoolVar(&c.histograms)
-	compareCmd.Flag("read-repeats", "Times each read (both remote-read response types, query_range) is timed; the median is reported.").Default("5").IntVar(&c.readRepeats)
+	compareCmd.Flag("read-repeats", "Times each read (both remote-read response types, query_range) is timed; the median is reported.").Default("15").IntVar(&c.readRepeats)
 	compareCmd.Flag("churn", "Fraction of the series replaced every round, as pods restart (0.1: 10 %).").Default("0").Float64Var(&c.churn)
 	compareCmd.Flag("series-counts", "Active series of each run, in turn (default: --series).").IntsVar(&c.seriesCounts)
 	compareCmd.Flag("dir", "Where the systems' data directories go (removed after each run).").Default(os.TempDir()).StringVar(&c.dir)
