@@ -220,7 +220,7 @@ func loadHistogram(round, id int) *histogram.Histogram {
 }
 
 // compareOne runs the load against one system.
-func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int64) (result, error) {
+func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int64) (_ result, err error) {
 	res := result{system: sys, series: o.series, rounds: o.maxRounds}
 	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
 	if err != nil {
@@ -254,11 +254,20 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...)
 	}
-	logf, err := os.Create(filepath.Join(dir, "log"))
+	logPath := filepath.Join(dir, "log")
+	logf, err := os.Create(logPath)
 	if err != nil {
 		return res, err
 	}
 	defer logf.Close()
+	// On failure the error carries the end of the system's log (a crash's
+	// trace, say), which goes with its data directory. Deferred before the
+	// process is stopped, so it runs after that.
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\nthe last lines of %s's log:\n%s", err, sys, logTail(logPath, 30))
+		}
+	}()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return res, err
@@ -568,4 +577,14 @@ func printResults(w io.Writer, c compareOptions, rs []result) {
 			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
 			r.readSamples/1e6, r.streamRate/1e6, r.queryRate/1e6)
 	}
+}
+
+// logTail returns the last n lines of the file at path (or why it cannot).
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
