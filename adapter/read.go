@@ -155,14 +155,16 @@ func toLabelPairs(dst []prompb.Label, l labels.Labels) []prompb.Label {
 
 // writeSamples answers with a snappy-compressed ReadResponse, one
 // QueryResult per query. Every query runs before anything is written, so
-// that an error can still become a status code; the series are held as
-// chunks until then, and each is dropped as soon as it is encoded into the
+// that an error can still become a status code; the series are held
+// until then (query.StreamFloats: the floats of a series without native
+// histograms as samples, other series as chunks), and each is dropped as
+// soon as it is encoded into the
 // answer, which is charged to the budget (the protobuf, then its snappy
 // block) before it is allocated.
 func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.Budget, queries []readQuery) error {
 	results := make([][]*query.ChunkSeries, len(queries))
 	for i, q := range queries {
-		err := h.q.Stream(r.Context(), b, q.start, q.end, q.matchers, func(cs *query.ChunkSeries) error {
+		err := h.q.StreamFloats(r.Context(), b, q.start, q.end, q.matchers, func(cs *query.ChunkSeries) error {
 			results[i] = append(results[i], cs)
 			return nil
 		})
@@ -298,10 +300,10 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 	for _, series := range results {
 		n += 6
 		for _, cs := range series {
-			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6
+			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6 + maxSampleBytes*len(cs.Floats)
 			for _, c := range cs.Chunks {
 				if c.Enc == chunkenc.EncXOR {
-					n += 22 * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it
+					n += maxSampleBytes * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it
 				} else {
 					n += 4 * len(c.Data)
 				}

@@ -50,12 +50,16 @@ func benchRead(b *testing.B, h http.Handler, start, end int64, name string, n in
 			data, _ := proto.Marshal(rr)
 			body := snappy.Encode(nil, data)
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				if rec := post(h, "/api/v1/read", body); rec.Code != 200 {
 					b.Fatalf("read: %d %s", rec.Code, rec.Body)
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit)
+			// All cores' CPU (the scans of a read run at once), the
+			// garbage collector's included.
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

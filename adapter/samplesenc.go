@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -50,14 +52,18 @@ func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (c
 	for _, c := range cs.Chunks {
 		hasHist = hasHist || c.Enc != chunkenc.EncXOR
 	}
+	if len(cs.Floats) > 0 {
+		if err := a.grow(maxSampleBytes * len(cs.Floats)); err != nil {
+			return it, err
+		}
+		a.data = appendSamples(a.data, cs.Floats)
+	}
 	var err error
 	for _, c := range cs.Chunks {
 		if c.Enc != chunkenc.EncXOR {
 			continue
 		}
-		// At most 22 bytes a sample: tag, length, the value's tag and 8
-		// bytes, the timestamp's tag and 10.
-		if err := a.grow(22 * int(binary.BigEndian.Uint16(c.Data))); err != nil {
+		if err := a.grow(maxSampleBytes * int(binary.BigEndian.Uint16(c.Data))); err != nil {
 			return it, err
 		}
 		if it, err = c.Iterator(it); err != nil {
@@ -69,23 +75,7 @@ func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (c
 			if hasHist && value.IsStaleNaN(v) {
 				continue
 			}
-			// A Sample: [0x09 value] [0x10 uvarint(timestamp)].
-			n := 0
-			if v != 0 {
-				n += 9
-			}
-			if t != 0 {
-				n += 1 + uvarintLen(uint64(t))
-			}
-			dst = append(dst, 0x12, byte(n)) // n < 128
-			if v != 0 {
-				dst = append(dst, 0x09)
-				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
-			}
-			if t != 0 {
-				dst = append(dst, 0x10)
-				dst = binary.AppendUvarint(dst, uint64(t))
-			}
+			dst = appendSample(dst, t, v)
 		}
 		a.data = dst
 		if err := it.Err(); err != nil {
@@ -99,6 +89,79 @@ func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (c
 	}
 	a.data = putLength(a.data, start-5, 5)
 	return it, nil
+}
+
+// maxSampleBytes bounds the bytes of one Sample in a TimeSeries: tag,
+// length, the value's tag and 8 bytes, the timestamp's tag and 10.
+const maxSampleBytes = 22
+
+// appendSample appends a TimeSeries' Sample (field 2):
+//
+//	0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
+func appendSample(dst []byte, t int64, v float64) []byte {
+	n := 0
+	if v != 0 {
+		n += 9
+	}
+	if t != 0 {
+		n += 1 + uvarintLen(uint64(t))
+	}
+	dst = append(dst, 0x12, byte(n)) // n < 128
+	if v != 0 {
+		dst = append(dst, 0x09)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	if t != 0 {
+		dst = append(dst, 0x10)
+		dst = binary.AppendUvarint(dst, uint64(t))
+	}
+	return dst
+}
+
+// appendSamples appends the Samples of fs (see appendSample); dst must
+// have room for maxSampleBytes a sample.
+func appendSamples(dst []byte, fs []query.Sample) []byte {
+	n := len(dst)
+	if cap(dst)-n < maxSampleBytes*len(fs) {
+		dst = slices.Grow(dst, maxSampleBytes*len(fs))
+	}
+	b := dst[n : n+maxSampleBytes*len(fs)]
+	i := 0
+	for _, f := range fs {
+		if len(b)-i < maxSampleBytes {
+			break // cannot happen: room was made for every sample
+		}
+		v := math.Float64bits(f.V)
+		m := 0
+		if v != 0 && v != 1<<63 {
+			m += 9
+		}
+		tl := 0 // the timestamp's varint bytes
+		if f.T != 0 {
+			tl = (bits.Len64(uint64(f.T)) + 6) / 7
+			m += 1 + tl
+		}
+		b[i], b[i+1] = 0x12, byte(m)
+		i += 2
+		if v != 0 && v != 1<<63 {
+			b[i] = 0x09
+			binary.LittleEndian.PutUint64(b[i+1:], v)
+			i += 9
+		}
+		if tl > 0 {
+			b[i] = 0x10
+			i++
+			ts := b[i : i+tl]
+			x := uint64(f.T)
+			for j := range ts[:tl-1] {
+				ts[j] = byte(x) | 0x80
+				x >>= 7
+			}
+			ts[tl-1] = byte(x)
+			i += tl
+		}
+	}
+	return dst[:n+i]
 }
 
 // appendLabels appends the labels of a TimeSeries (field 1).

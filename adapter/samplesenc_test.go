@@ -50,6 +50,9 @@ func marshalled(t *testing.T, cs *query.ChunkSeries) []byte {
 	for _, c := range cs.Chunks {
 		hasHist = hasHist || c.Enc != chunkenc.EncXOR
 	}
+	for _, f := range cs.Floats {
+		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: f.T, Value: f.V})
+	}
 	var it chunkenc.Iterator
 	for _, c := range cs.Chunks {
 		var err error
@@ -142,8 +145,16 @@ func TestAppendSeriesFloats(t *testing.T) {
 		samples []prompb.Sample
 	}{"many chunks", labels.FromStrings("__name__", "m", "instance", "host:9100", "job", "node"), many})
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name+"/chunks", func(t *testing.T) {
 			checkAppendSeries(t, &query.ChunkSeries{Labels: tc.lbls, Chunks: floatChunks(t, tc.samples, 120), Samples: len(tc.samples)})
+		})
+		// As query.StreamFloats hands them on.
+		t.Run(tc.name+"/floats", func(t *testing.T) {
+			var fs []query.Sample
+			for _, s := range tc.samples {
+				fs = append(fs, query.Sample{T: s.Timestamp, V: s.Value})
+			}
+			checkAppendSeries(t, &query.ChunkSeries{Labels: tc.lbls, Floats: fs, Samples: len(fs)})
 		})
 	}
 }

@@ -51,7 +51,12 @@ type Chunk struct {
 type ChunkSeries struct {
 	Labels labels.Labels
 	Chunks []Chunk
-	// Samples is the number of samples in Chunks.
+	// Floats holds, instead of Chunks, the float samples (in time order,
+	// one per timestamp) of a series without native histograms, when the
+	// series comes from Querier.StreamFloats. At most one of Chunks and
+	// Floats is not empty.
+	Floats []Sample
+	// Samples is the number of samples in Chunks or Floats.
 	Samples int
 	// Bytes is what the series was charged in its Budget: Release it
 	// when the series is dropped.
@@ -64,6 +69,11 @@ type ChunkSeries struct {
 // in Prometheus's TSDB.
 type chunkCutter struct {
 	chunks []Chunk
+	// raw keeps float samples in floats instead of XOR chunks, for as
+	// long as the series has no native histogram (see
+	// Querier.StreamFloats): the first histogram turns them into chunks.
+	raw    bool
+	floats []Sample
 	// xor builds the current chunk when it is an XOR chunk (xorOpen);
 	// cur and app, when it is a histogram chunk.
 	xor     xorchunk.Builder
@@ -94,7 +104,20 @@ func (c *chunkCutter) size() int64 {
 	if c.histOpen {
 		s += int64(c.hist.Cap()) + chunkOverhead
 	}
-	return s
+	return s + int64(cap(c.floats))*sampleBytes
+}
+
+// sampleBytes is the size of a Sample.
+const sampleBytes = 16
+
+// leaveRaw turns the floats kept raw into XOR chunks, cut as appendFloat
+// cuts them, and appends to chunks from then on.
+func (c *chunkCutter) leaveRaw() {
+	fs := c.floats
+	c.raw, c.floats, c.n = false, nil, 0
+	for _, f := range fs {
+		c.appendFloat(f.T, f.V) // in order: they were appended so
+	}
 }
 
 // finish closes the current chunk, if any.
@@ -141,6 +164,15 @@ func (c *chunkCutter) appendFloat(t int64, v float64) error {
 	if !c.inOrder(t) {
 		return nil
 	}
+	if c.raw {
+		if c.n == 0 {
+			c.minT = t
+		}
+		c.floats = append(c.floats, Sample{T: t, V: v})
+		c.maxT, c.last = t, t
+		c.n++
+		return nil
+	}
 	if !c.xorOpen || c.xor.NumSamples() >= MaxSamplesPerChunk {
 		c.finish()
 		// The capacity Prometheus's XOR chunks start with.
@@ -156,6 +188,9 @@ func (c *chunkCutter) appendFloat(t int64, v float64) error {
 func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 	if !c.inOrder(s.T) {
 		return nil
+	}
+	if c.raw {
+		c.leaveRaw()
 	}
 	if c.histOpen && s.FH == nil { // (a float histogram: start closes the chunk)
 		if c.hist.Appendable(s.H) {
@@ -315,6 +350,16 @@ func (c *chunkCutter) appendHist(prev chunkenc.Appender, s HistogramSample) erro
 // float is kept, unless it is a staleness marker (the histogram series
 // then goes on).
 func (c *chunkCutter) appendMerged(fs []Sample, hs []HistogramSample) error {
+	if c.raw && len(hs) == 0 && len(fs) > 0 && c.inOrder(fs[0].T) && ascending(fs) {
+		// Floats of one row, one per timestamp: as they are.
+		if c.n == 0 {
+			c.minT = fs[0].T
+		}
+		c.floats = append(c.floats, fs...)
+		c.maxT, c.last = fs[len(fs)-1].T, fs[len(fs)-1].T
+		c.n += len(fs)
+		return nil
+	}
 	for len(fs) > 0 || len(hs) > 0 {
 		var err error
 		switch {
@@ -337,6 +382,16 @@ func (c *chunkCutter) appendMerged(fs []Sample, hs []HistogramSample) error {
 		}
 	}
 	return nil
+}
+
+// ascending reports whether the times of fs strictly increase.
+func ascending(fs []Sample) bool {
+	for i := 1; i < len(fs); i++ {
+		if fs[i].T <= fs[i-1].T {
+			return false
+		}
+	}
+	return true
 }
 
 // EncodeChunks cuts samples into the chunks of a ChunkSeries (see there).
@@ -396,7 +451,7 @@ func DecodeChunks(chunks []Chunk) ([]Sample, []HistogramSample, error) {
 // joinChunkSeries joins adjacent series of sorted that have equal labels
 // (see joinEqual). When the later one's chunks all come after the earlier
 // one's (the parts of a scan cut in two, a series' rows of two hours in
-// different parts) its chunks are appended. Otherwise (one label set
+// different parts) its chunks (or raw floats) are appended. Otherwise (one label set
 // stored under two row keys, rare) their samples are decoded, merged by
 // time (one per timestamp, the later series' sample dropped) and encoded
 // again.
@@ -409,17 +464,23 @@ func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 			continue
 		}
 		prev := out[n-1]
-		if len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT {
+		switch {
+		case len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT:
 			prev.Chunks = append(prev.Chunks, s.Chunks...)
 			prev.Samples += s.Samples
 			prev.Bytes += s.Bytes
 			continue
+		case len(prev.Floats) > 0 && len(s.Floats) > 0 && prev.Floats[len(prev.Floats)-1].T < s.Floats[0].T:
+			prev.Floats = append(prev.Floats, s.Floats...)
+			prev.Samples += s.Samples
+			prev.Bytes += s.Bytes
+			continue
 		}
-		f1, h1, err := DecodeChunks(prev.Chunks)
+		f1, h1, err := decodeSeries(prev)
 		if err != nil {
 			return nil, err
 		}
-		f2, h2, err := DecodeChunks(s.Chunks)
+		f2, h2, err := decodeSeries(s)
 		if err != nil {
 			return nil, err
 		}
@@ -429,12 +490,23 @@ func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 		hs := append(h1, h2...)
 		slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
 		hs = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
-		var c chunkCutter
+		// Raw floats stay raw while there is no histogram, as the
+		// cutter of a part keeps them.
+		c := chunkCutter{raw: len(prev.Floats) > 0 && len(s.Floats) > 0}
 		if err := c.appendMerged(fs, hs); err != nil {
 			return nil, err
 		}
 		c.finish()
-		prev.Chunks, prev.Samples, prev.Bytes = c.chunks, c.n, prev.Bytes+s.Bytes
+		prev.Chunks, prev.Floats, prev.Samples, prev.Bytes = c.chunks, c.floats, c.n, prev.Bytes+s.Bytes
 	}
 	return out, nil
+}
+
+// decodeSeries returns the samples of s: its raw floats, or those of its
+// chunks and its histograms.
+func decodeSeries(s *ChunkSeries) ([]Sample, []HistogramSample, error) {
+	if len(s.Floats) > 0 {
+		return slices.Clone(s.Floats), nil, nil
+	}
+	return DecodeChunks(s.Chunks)
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -387,4 +389,116 @@ func BenchmarkEncodeChunks(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/histogram")
 		})
 	}
+}
+
+// TestRawCutter: a cutter that keeps floats raw (StreamFloats) holds
+// exactly the floats the chunks would hold, as long as no histogram comes;
+// once one does, it cuts the very chunks EncodeChunks cuts. The samples
+// arrive in parts, as rows do, some going back in time (dropped).
+func TestRawCutter(t *testing.T) {
+	floats := func(rng *rand.Rand, n int) (fs []Sample, _ []HistogramSample) {
+		ts := t0
+		for range n {
+			ts += int64(rng.IntN(20_000)) + 1
+			fs = append(fs, Sample{T: ts, V: rng.NormFloat64()})
+		}
+		return fs, nil
+	}
+	for seed := range uint64(60) {
+		gen := floats
+		if seed%3 == 0 {
+			gen = wildHistograms
+		}
+		fs, hs := gen(rand.New(rand.NewPCG(seed, 99)), 400)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			// Parts of the samples, each sorted, the third starting
+			// before the end of the second.
+			cuts := []int{0, len(fs) / 3, 2 * len(fs) / 3, len(fs)}
+			hcuts := []int{0, len(hs) / 3, 2 * len(hs) / 3, len(hs)}
+			raw, plain := chunkCutter{raw: true}, chunkCutter{}
+			for i := range 3 {
+				pf, ph := fs[cuts[i]:cuts[i+1]], hs[hcuts[i]:hcuts[i+1]]
+				if i == 2 && len(pf) > 5 {
+					pf = fs[cuts[i]-5 : cuts[i+1]]
+				}
+				for _, c := range []*chunkCutter{&raw, &plain} {
+					if err := c.appendMerged(pf, ph); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			raw.finish()
+			plain.finish()
+			if raw.n != plain.n {
+				t.Fatalf("raw cutter kept %d samples, chunks %d", raw.n, plain.n)
+			}
+			if len(hs) == 0 {
+				got, _, err := DecodeChunks(plain.chunks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(raw.chunks) != 0 || len(raw.floats) != len(got) {
+					t.Fatalf("raw: %d chunks, %d floats; want 0 and %d", len(raw.chunks), len(raw.floats), len(got))
+				}
+				for i, f := range raw.floats {
+					if f.T != got[i].T || math.Float64bits(f.V) != math.Float64bits(got[i].V) {
+						t.Fatalf("float %d: %v, want %v", i, f, got[i])
+					}
+				}
+				return
+			}
+			if len(raw.floats) != 0 || len(raw.chunks) != len(plain.chunks) {
+				t.Fatalf("raw: %d floats, %d chunks; want 0 and %d", len(raw.floats), len(raw.chunks), len(plain.chunks))
+			}
+			for i, w := range plain.chunks {
+				g := raw.chunks[i]
+				if g.Enc != w.Enc || g.MinT != w.MinT || g.MaxT != w.MaxT || !bytes.Equal(g.Data, w.Data) {
+					t.Fatalf("chunk %d: %v [%d, %d] %x\nwant %v [%d, %d] %x", i, g.Enc, g.MinT, g.MaxT, g.Data, w.Enc, w.MinT, w.MaxT, w.Data)
+				}
+			}
+		})
+	}
+}
+
+// TestJoinFloatSeries: parts of one series with raw floats are appended
+// when in order, merged one per timestamp (the earlier part's sample kept)
+// when not, and cut into chunks when the other part has histograms.
+func TestJoinFloatSeries(t *testing.T) {
+	lbls := labels.FromStrings("__name__", "m")
+	fl := func(ts ...int64) []Sample {
+		var out []Sample
+		for _, x := range ts {
+			out = append(out, Sample{T: x, V: float64(x)})
+		}
+		return out
+	}
+	t.Run("in order", func(t *testing.T) {
+		got, err := joinChunkSeries([]*ChunkSeries{{Labels: lbls, Floats: fl(1, 2), Samples: 2, Bytes: 10}, {Labels: lbls, Floats: fl(3, 4), Samples: 2, Bytes: 5}})
+		if err != nil || len(got) != 1 || !slices.Equal(got[0].Floats, fl(1, 2, 3, 4)) || got[0].Samples != 4 || got[0].Bytes != 15 {
+			t.Fatalf("%+v %v", got, err)
+		}
+	})
+	t.Run("overlapping", func(t *testing.T) {
+		b := fl(2, 5)
+		b[0].V = -1 // the later part's sample at 2 is dropped
+		got, err := joinChunkSeries([]*ChunkSeries{{Labels: lbls, Floats: fl(1, 2, 3), Samples: 3, Bytes: 10}, {Labels: lbls, Floats: b, Samples: 2, Bytes: 5}})
+		if err != nil || len(got) != 1 || !slices.Equal(got[0].Floats, fl(1, 2, 3, 5)) || got[0].Samples != 4 || len(got[0].Chunks) != 0 || got[0].Bytes != 15 {
+			t.Fatalf("%+v %v", got, err)
+		}
+	})
+	t.Run("with histograms", func(t *testing.T) {
+		h := &histogram.Histogram{Schema: 0, Count: 1, Sum: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{1}}
+		chunks, err := EncodeChunks(nil, []HistogramSample{{T: 2, H: h}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := joinChunkSeries([]*ChunkSeries{{Labels: lbls, Floats: fl(1, 3), Samples: 2}, {Labels: lbls, Chunks: chunks, Samples: 1}})
+		if err != nil || len(got) != 1 || len(got[0].Floats) != 0 || got[0].Samples != 3 {
+			t.Fatalf("%+v %v", got, err)
+		}
+		fs, hs, err := DecodeChunks(got[0].Chunks)
+		if err != nil || !slices.Equal(fs, fl(1, 3)) || len(hs) != 1 || hs[0].T != 2 {
+			t.Fatalf("floats %v, histograms %v: %v", fs, hs, err)
+		}
+	})
 }

@@ -211,6 +211,20 @@ func (q *Querier) Select(ctx context.Context, start, end int64, matchers ...*lab
 // and is returned. Samples are counted against b's sample limit, bytes
 // held against its byte limit (ErrTooManySamples, ErrTooManyBytes).
 func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
+	return q.stream(ctx, b, start, end, matchers, false, emit)
+}
+
+// StreamFloats is Stream for answers that carry samples, not chunks (a
+// SAMPLES remote read): a series without native histograms comes with its
+// float samples in ChunkSeries.Floats, not encoded into XOR chunks only to
+// be decoded again. They are held (and charged) at 16 bytes a sample
+// instead of about 1.4, which such an answer's own 18 bytes a sample
+// outweigh.
+func (q *Querier) StreamFloats(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
+	return q.stream(ctx, b, start, end, matchers, true, emit)
+}
+
+func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats bool, emit func(*ChunkSeries) error) error {
 	if start > end || end < 0 || start/1000 > math.MaxUint32 {
 		return nil
 	}
@@ -219,7 +233,7 @@ func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, match
 	if err != nil || len(metrics) == 0 {
 		return err
 	}
-	sel := &selection{q: q, mode: modeSamples, start: start, end: end, matchers: matchers, budget: b}
+	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, start: start, end: end, matchers: matchers, budget: b}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
 		return err
@@ -573,8 +587,11 @@ func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 
 // selection accumulates the answer of one scan, or of a query's scans.
 type selection struct {
-	q          *Querier
-	mode       mode
+	q    *Querier
+	mode mode
+	// rawFloats keeps the floats of series without histograms raw
+	// (StreamFloats).
+	rawFloats  bool
 	start, end int64
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
@@ -613,7 +630,7 @@ type histCand struct {
 
 // sub returns a selection of s's query for one scan.
 func (s *selection) sub() *selection {
-	return &selection{q: s.q, mode: s.mode, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget}
+	return &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget}
 }
 
 // tagConstraint is a tag that every selected row must carry, with the
@@ -1032,7 +1049,7 @@ func (s *selection) addRow(ctx context.Context, ser *Series, base uint32, row st
 		return err
 	}
 	if ser.cc == nil {
-		ser.cc = &chunkCutter{}
+		ser.cc = &chunkCutter{raw: s.rawFloats}
 	}
 	before := ser.cc.size()
 	if err := ser.cc.appendMerged(pts, hs); err != nil {

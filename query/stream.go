@@ -155,8 +155,14 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 				continue
 			}
 			ser.cc.finish()
-			cs := &ChunkSeries{Labels: ser.Labels, Chunks: ser.cc.chunks, Samples: ser.cc.n, Bytes: ser.charged}
-			ents = append(ents, entry{cs.Labels, cs.Chunks[0].MinT, cs})
+			cs := &ChunkSeries{Labels: ser.Labels, Chunks: ser.cc.chunks, Floats: ser.cc.floats, Samples: ser.cc.n, Bytes: ser.charged}
+			minT := int64(0)
+			if len(cs.Floats) > 0 {
+				minT = cs.Floats[0].T
+			} else {
+				minT = cs.Chunks[0].MinT
+			}
+			ents = append(ents, entry{cs.Labels, minT, cs})
 		}
 		sub.series = nil
 	}

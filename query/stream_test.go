@@ -280,3 +280,60 @@ func TestStreamEarlyLabelName(t *testing.T) {
 		t.Errorf("with Zone:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestStreamFloats: StreamFloats hands on the samples Stream's chunks
+// hold, as raw floats, for series spanning hours (rows met by different
+// parts of a split scan included), charged to the budget until released.
+func TestStreamFloats(t *testing.T) {
+	q, m, st := newQuerier(t)
+	val := func(i int) float64 { return float64(i%17) * 1.5 }
+	writeSeries(t, m, st, t0, 1000, val, "__name__", "m", "a", "1") // 2.8 hours
+	writeSeries(t, m, st, t0, 300, val, "__name__", "m", "a", "2")
+	writeSeries(t, m, st, t0+3_600_000, 200, val, "__name__", "m", "a", "3")
+	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}
+	collect := func(raw bool) ([]*ChunkSeries, *Budget) {
+		t.Helper()
+		b := q.NewBudget()
+		stream := q.Stream
+		if raw {
+			stream = q.StreamFloats
+		}
+		var got []*ChunkSeries
+		if err := stream(context.Background(), b, t0+5_000, t0+1<<40, ms, func(cs *ChunkSeries) error {
+			got = append(got, cs)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got, b
+	}
+	want, _ := collect(false)
+	got, b := collect(true)
+	if len(got) != 3 || len(want) != 3 {
+		t.Fatalf("%d series, Stream %d; want 3", len(got), len(want))
+	}
+	for i, cs := range got {
+		fs, _, err := DecodeChunks(want[i].Chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !labels.Equal(cs.Labels, want[i].Labels) || len(cs.Chunks) != 0 || cs.Samples != len(fs) || len(cs.Floats) != len(fs) {
+			t.Fatalf("series %d: %s, %d chunks, %d samples, %d floats; want %s with %d", i, cs.Labels, len(cs.Chunks), cs.Samples, len(cs.Floats), want[i].Labels, len(fs))
+		}
+		for j, f := range cs.Floats {
+			if f.T != fs[j].T || math.Float64bits(f.V) != math.Float64bits(fs[j].V) {
+				t.Fatalf("series %d sample %d: %v, want %v", i, j, f, fs[j])
+			}
+		}
+		if cs.Bytes < int64(16*len(cs.Floats)) {
+			t.Errorf("series %d charged %d bytes for %d floats", i, cs.Bytes, len(cs.Floats))
+		}
+		b.Release(cs.Bytes)
+	}
+	if got[0].Floats[0].T != t0+10_000 {
+		t.Errorf("first sample at %d, want %d (the range starts after t0)", got[0].Floats[0].T, t0+10_000)
+	}
+	if b.Held() != 0 {
+		t.Errorf("budget holds %d after the releases", b.Held())
+	}
+}
