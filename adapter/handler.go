@@ -93,8 +93,10 @@ type Handler struct {
 	// answers holds the buffers of SAMPLES answers (*[]byte), the
 	// protobuf and its snappy block, for the next read.
 	answers sync.Pool
-	slots   chan struct{}
-	counts  countValues // values of the Written headers
+	// streamBufs holds the *bufio.Writer of streamed answers.
+	streamBufs sync.Pool
+	slots      chan struct{}
+	counts     countValues // values of the Written headers
 	// readSlots bounds the remote reads that run at once.
 	readSlots chan struct{}
 

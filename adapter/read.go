@@ -354,7 +354,15 @@ func (h *Handler) writeStreamed(w http.ResponseWriter, r *http.Request, b *query
 	series[0] = &cs
 	// Frames go out in writes of streamBuffer bytes, not one system call
 	// each, and at least every streamFlushEvery while they keep coming.
-	out := bufio.NewWriterSize(w, streamBuffer)
+	out, _ := h.streamBufs.Get().(*bufio.Writer)
+	if out == nil {
+		out = bufio.NewWriterSize(w, streamBuffer)
+	}
+	out.Reset(w)
+	defer func() {
+		out.Reset(nil) // drops what was not written: the answer failed
+		h.streamBufs.Put(out)
+	}()
 	flush := func() error {
 		flushed = time.Now()
 		if err := out.Flush(); err != nil {
