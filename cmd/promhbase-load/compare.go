@@ -37,9 +37,12 @@ type compareOptions struct {
 	protocol              string // v1 or v2
 	// histograms sends one integer native histogram a series a round
 	// instead of a float sample.
-	histograms   bool
-	churn        float64
-	readRepeats  int
+	histograms  bool
+	churn       float64
+	readRepeats int
+	// idleWait bounds the wait for the machine to go idle before each
+	// system's run; 0 does not wait.
+	idleWait     time.Duration
 	dir          string
 	svg          string
 	seriesCounts []int
@@ -222,6 +225,17 @@ func loadHistogram(round, id int) *histogram.Histogram {
 // compareOne runs the load against one system.
 func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int64) (_ result, err error) {
 	res := result{system: sys, series: o.series, rounds: o.maxRounds}
+	// What the run before left running (HBase flushing and compacting
+	// what promhbase-hbase wrote, a server's exit) must not share the
+	// cores with this one.
+	waited, idle := waitIdle(c.idleWait)
+	switch {
+	case c.idleWait <= 0:
+	case !idle:
+		fmt.Fprintf(os.Stderr, "%s: the machine stayed busy for %s; starting anyway\n", sys, waited.Round(time.Second))
+	case waited > time.Second:
+		fmt.Fprintf(os.Stderr, "%s: waited %s for the machine to go idle\n", sys, waited.Round(time.Second))
+	}
 	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
 	if err != nil {
 		return res, err
@@ -534,6 +548,72 @@ func procCPU(pid int) (float64, error) {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// waitIdle waits until the machine's CPUs were busy less than a tenth of
+// the time over one second (/proc/stat), at most max; it returns how long
+// it waited and whether the machine went idle. Where /proc/stat cannot be
+// read it does not wait.
+func waitIdle(max time.Duration) (time.Duration, bool) {
+	if max <= 0 {
+		return 0, true
+	}
+	start := time.Now()
+	busy0, total0, err := cpuTicks()
+	if err != nil {
+		return 0, true
+	}
+	for {
+		time.Sleep(time.Second)
+		busy1, total1, err := cpuTicks()
+		if err != nil {
+			return time.Since(start), true
+		}
+		if total1 > total0 && float64(busy1-busy0) < 0.1*float64(total1-total0) {
+			return time.Since(start), true
+		}
+		if time.Since(start) >= max {
+			return time.Since(start), false
+		}
+		busy0, total0 = busy1, total1
+	}
+}
+
+// cpuTicks returns the busy and the total ticks of all CPUs since boot,
+// from /proc/stat (see parseCPUTicks).
+func cpuTicks() (busy, total uint64, err error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	return parseCPUTicks(line)
+}
+
+// parseCPUTicks reads the first line of /proc/stat: "cpu" and the ticks
+// spent in user, nice, system, idle, iowait, irq, softirq, steal, guest
+// and guest_nice (the last two already counted in user and nice; the
+// later ones absent on old kernels). Busy is user, nice, system, irq
+// and softirq; total adds idle, iowait and steal (the hypervisor's, not
+// this machine's work).
+func parseCPUTicks(line string) (busy, total uint64, err error) {
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, f := range fields[1:min(len(fields), 9)] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: field %d of %q: %w", i+1, line, err)
+		}
+		total += v
+		switch i {
+		case 3, 4, 7: // idle, iowait, steal
+		default:
+			busy += v
+		}
+	}
+	return busy, total, nil
 }
 
 // procHWM returns the peak resident set of pid (VmHWM), in bytes.

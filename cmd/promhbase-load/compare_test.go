@@ -108,3 +108,26 @@ func TestRunKeepsSeriesOrder(t *testing.T) {
 		t.Errorf("%d series out of order, e.g. %s", len(bad), bad[0])
 	}
 }
+
+func TestParseCPUTicks(t *testing.T) {
+	cases := []struct {
+		line        string
+		busy, total uint64
+		err         bool
+	}{
+		// user nice system idle iowait irq softirq steal guest guest_nice
+		{"cpu  100 2 30 500 7 1 4 9 50 0", 137, 653, false},
+		{"cpu 10 0 5 100", 15, 115, false}, // an old kernel's four fields
+		{"cpu0 1 2 3 4 5", 0, 0, true},
+		{"cpu 1 x 3 4 5", 0, 0, true},
+		{"", 0, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.line, func(t *testing.T) {
+			busy, total, err := parseCPUTicks(tc.line)
+			if (err != nil) != tc.err || busy != tc.busy || total != tc.total {
+				t.Fatalf("busy %d, total %d, error %v; want %d, %d, error %v", busy, total, err, tc.busy, tc.total, tc.err)
+			}
+		})
+	}
+}

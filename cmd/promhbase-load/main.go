@@ -82,6 +82,7 @@ func main() {
 	compareCmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
 	compareCmd.Flag("protocol", "Remote write protocol: v1 or v2.").Default("v1").StringVar(&c.protocol)
 	compareCmd.Flag("histograms", "Send one integer native histogram (schema 3, 12 buckets) per series a round instead of a float sample.").BoolVar(&c.histograms)
+	compareCmd.Flag("idle-wait", "Before each system's run, wait until the machine's CPUs are less than a tenth busy (what the run before left running, such as HBase's flushes, would otherwise share the cores), at most this long; 0 does not wait.").Default("2m").DurationVar(&c.idleWait)
 	compareCmd.Flag("read-repeats", "Times each read (both remote-read response types, query_range) is timed; the median is reported.").Default("15").IntVar(&c.readRepeats)
 	compareCmd.Flag("churn", "Fraction of the series replaced every round, as pods restart (0.1: 10 %).").Default("0").Float64Var(&c.churn)
 	compareCmd.Flag("series-counts", "Active series of each run, in turn (default: --series).").IntsVar(&c.seriesCounts)
