@@ -463,43 +463,51 @@ func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 			out = append(out, s)
 			continue
 		}
-		prev := out[n-1]
-		switch {
-		case len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT:
-			prev.Chunks = append(prev.Chunks, s.Chunks...)
-			prev.Samples += s.Samples
-			prev.Bytes += s.Bytes
-			continue
-		case len(prev.Floats) > 0 && len(s.Floats) > 0 && prev.Floats[len(prev.Floats)-1].T < s.Floats[0].T:
-			prev.Floats = append(prev.Floats, s.Floats...)
-			prev.Samples += s.Samples
-			prev.Bytes += s.Bytes
-			continue
-		}
-		f1, h1, err := decodeSeries(prev)
-		if err != nil {
+		if err := joinInto(out[n-1], s); err != nil {
 			return nil, err
 		}
-		f2, h2, err := decodeSeries(s)
-		if err != nil {
-			return nil, err
-		}
-		fs := append(f1, f2...)
-		slices.SortStableFunc(fs, func(a, b Sample) int { return cmpT(a.T, b.T) })
-		fs = slices.CompactFunc(fs, func(a, b Sample) bool { return a.T == b.T })
-		hs := append(h1, h2...)
-		slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
-		hs = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
-		// Raw floats stay raw while there is no histogram, as the
-		// cutter of a part keeps them.
-		c := chunkCutter{raw: len(prev.Floats) > 0 && len(s.Floats) > 0}
-		if err := c.appendMerged(fs, hs); err != nil {
-			return nil, err
-		}
-		c.finish()
-		prev.Chunks, prev.Floats, prev.Samples, prev.Bytes = c.chunks, c.floats, c.n, prev.Bytes+s.Bytes
 	}
 	return out, nil
+}
+
+// joinInto joins the samples of s, a series with prev's labels, into prev
+// (see joinChunkSeries).
+func joinInto(prev, s *ChunkSeries) error {
+	switch {
+	case len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT:
+		prev.Chunks = append(prev.Chunks, s.Chunks...)
+		prev.Samples += s.Samples
+		prev.Bytes += s.Bytes
+		return nil
+	case len(prev.Floats) > 0 && len(s.Floats) > 0 && prev.Floats[len(prev.Floats)-1].T < s.Floats[0].T:
+		prev.Floats = append(prev.Floats, s.Floats...)
+		prev.Samples += s.Samples
+		prev.Bytes += s.Bytes
+		return nil
+	}
+	f1, h1, err := decodeSeries(prev)
+	if err != nil {
+		return err
+	}
+	f2, h2, err := decodeSeries(s)
+	if err != nil {
+		return err
+	}
+	fs := append(f1, f2...)
+	slices.SortStableFunc(fs, func(a, b Sample) int { return cmpT(a.T, b.T) })
+	fs = slices.CompactFunc(fs, func(a, b Sample) bool { return a.T == b.T })
+	hs := append(h1, h2...)
+	slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
+	hs = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
+	// Raw floats stay raw while there is no histogram, as the cutter of
+	// a part keeps them.
+	c := chunkCutter{raw: len(prev.Floats) > 0 && len(s.Floats) > 0}
+	if err := c.appendMerged(fs, hs); err != nil {
+		return err
+	}
+	c.finish()
+	prev.Chunks, prev.Floats, prev.Samples, prev.Bytes = c.chunks, c.floats, c.n, prev.Bytes+s.Bytes
+	return nil
 }
 
 // decodeSeries returns the samples of s: its raw floats, or those of its

@@ -32,7 +32,7 @@ func (c *countingStore) Scan(ctx context.Context, req store.ScanRequest) store.S
 // TestSplitScans: a metric's scan cut into parts that run at once (the
 // store a RangeSplitter, several cores) answers exactly as one scan does,
 // through Select and Stream, with series whose hours fell into different
-// parts joined in time order.
+// parts joined in time order; StreamFloats as Stream.
 func TestSplitScans(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	ctx := context.Background()
@@ -91,6 +91,21 @@ func TestSplitScans(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// StreamFloats: the same samples, raw.
+		var f strings.Builder
+		err = q.StreamFloats(ctx, q.NewBudget(), start, end, []*labels.Matcher{sel}, func(cs *ChunkSeries) error {
+			if len(cs.Chunks) != 0 || len(cs.Floats) != cs.Samples {
+				return fmt.Errorf("%s: %d chunks, %d floats, %d counted", cs.Labels, len(cs.Chunks), len(cs.Floats), cs.Samples)
+			}
+			fmt.Fprintln(&f, cs.Labels, cs.Floats)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.String() != c.String() {
+			t.Errorf("concurrency %d: StreamFloats answered differently from Stream", conc)
 		}
 		return b.String(), c.String(), scans
 	}

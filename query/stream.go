@@ -132,7 +132,10 @@ func (g *scanGroup) release() {
 
 // collect returns the series of a group's scans that have samples, sorted
 // by labels, series of equal labels joined; it releases what the others
-// and the scans' maps were charged.
+// and the scans' maps were charged. The parts of one series that the
+// parts of a split scan found (its rows of different hours) are joined
+// by row key first, in the parts' order, which is the rows' key order
+// and so their time order: the sort then orders each series once.
 func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 	// The series with their sort keys side by side, so that the sort reads
 	// a run of memory and each series' label data, not the series too.
@@ -143,10 +146,14 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 	}
 	var ents []entry
 	var b *Budget
+	var seen map[string]int // row key -> index in ents, when split
+	if len(g.subs) > 1 {
+		seen = map[string]int{}
+	}
 	for _, sub := range g.subs {
 		b = sub.budget
 		b.Release(sub.keyBytes)
-		for _, ser := range sub.series {
+		for key, ser := range sub.series {
 			if ser == nil {
 				continue
 			}
@@ -156,6 +163,15 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 			}
 			ser.cc.finish()
 			cs := &ChunkSeries{Labels: ser.Labels, Chunks: ser.cc.chunks, Floats: ser.cc.floats, Samples: ser.cc.n, Bytes: ser.charged}
+			if seen != nil {
+				if i, ok := seen[key]; ok {
+					if err := joinInto(ents[i].cs, cs); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				seen[key] = len(ents)
+			}
 			minT := int64(0)
 			if len(cs.Floats) > 0 {
 				minT = cs.Floats[0].T
@@ -170,7 +186,7 @@ func (g *scanGroup) collect() ([]*ChunkSeries, error) {
 		if c := labels.Compare(a.labels, b.labels); c != 0 {
 			return c
 		}
-		return cmpT(a.minT, b.minT) // the parts of a split scan in time order
+		return cmpT(a.minT, b.minT) // one label set under two row keys
 	})
 	out := make([]*ChunkSeries, len(ents))
 	for i, e := range ents {
