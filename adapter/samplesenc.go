@@ -53,10 +53,11 @@ func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (c
 		hasHist = hasHist || c.Enc != chunkenc.EncXOR
 	}
 	if len(cs.Floats) > 0 {
-		if err := a.grow(maxSampleBytes * len(cs.Floats)); err != nil {
+		size := samplesBytes(cs.Floats)
+		if err := a.grow(size); err != nil {
 			return it, err
 		}
-		a.data = appendSamples(a.data, cs.Floats)
+		a.data = appendSamples(a.data, cs.Floats, size)
 	}
 	var err error
 	for _, c := range cs.Chunks {
@@ -118,19 +119,39 @@ func appendSample(dst []byte, t int64, v float64) []byte {
 	return dst
 }
 
-// appendSamples appends the Samples of fs (see appendSample); dst must
-// have room for maxSampleBytes a sample.
-func appendSamples(dst []byte, fs []query.Sample) []byte {
-	n := len(dst)
-	if cap(dst)-n < maxSampleBytes*len(fs) {
-		dst = slices.Grow(dst, maxSampleBytes*len(fs))
+// sampleBytes is the size of the Sample of t and v in a TimeSeries (see
+// appendSample).
+func sampleBytes(t int64, v float64) int {
+	n := 2
+	if b := math.Float64bits(v); b != 0 && b != 1<<63 {
+		n += 9
 	}
-	b := dst[n : n+maxSampleBytes*len(fs)]
+	if t != 0 {
+		n += 1 + (bits.Len64(uint64(t))+6)/7
+	}
+	return n
+}
+
+// samplesBytes is the size of the Samples of fs: what appendSamples
+// appends.
+func samplesBytes(fs []query.Sample) int {
+	n := 0
+	for _, f := range fs {
+		n += sampleBytes(f.T, f.V)
+	}
+	return n
+}
+
+// appendSamples appends the Samples of fs (see appendSample), size bytes
+// (samplesBytes(fs)), growing dst when it has not that much room.
+func appendSamples(dst []byte, fs []query.Sample, size int) []byte {
+	n := len(dst)
+	if cap(dst)-n < size {
+		dst = slices.Grow(dst, size)
+	}
+	b := dst[n : n+size]
 	i := 0
 	for _, f := range fs {
-		if len(b)-i < maxSampleBytes {
-			break // cannot happen: room was made for every sample
-		}
 		v := math.Float64bits(f.V)
 		m := 0
 		if v != 0 && v != 1<<63 {
@@ -140,6 +161,9 @@ func appendSamples(dst []byte, fs []query.Sample) []byte {
 		if f.T != 0 {
 			tl = (bits.Len64(uint64(f.T)) + 6) / 7
 			m += 1 + tl
+		}
+		if len(b)-i < 2+m {
+			break // cannot happen: size is the samples' own
 		}
 		b[i], b[i+1] = 0x12, byte(m)
 		i += 2

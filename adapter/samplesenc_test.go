@@ -237,3 +237,25 @@ func TestAppendSeriesHistograms(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendSamplesSize: appendSamples writes exactly samplesBytes, the
+// bytes appendSample writes one at a time, into a buffer it grows when
+// it must, after what the buffer holds.
+func TestAppendSamplesSize(t *testing.T) {
+	fs := []query.Sample{{T: 0, V: 0}, {T: -1, V: math.Copysign(0, -1)}, {T: math.MaxInt64, V: math.NaN()},
+		{T: math.MinInt64, V: 1}, {T: 1_700_000_000_000, V: math.Inf(-1)}, {T: 127, V: 2}, {T: 128, V: 0}}
+	var want []byte
+	for _, f := range fs {
+		want = appendSample(want, f.T, f.V)
+	}
+	if n := samplesBytes(fs); n != len(want) {
+		t.Fatalf("samplesBytes %d, appendSample wrote %d", n, len(want))
+	}
+	for _, room := range []int{0, len(want) - 1, len(want), 2 * len(want)} {
+		dst := append(make([]byte, 0, 3+room), "pre"...)
+		got := appendSamples(dst, fs, samplesBytes(fs))
+		if !bytes.Equal(got, append([]byte("pre"), want...)) {
+			t.Errorf("room %d: %x, want pre ‖ %x", room, got, want)
+		}
+	}
+}

@@ -217,9 +217,11 @@ func (q *Querier) Stream(ctx context.Context, b *Budget, start, end int64, match
 // StreamFloats is Stream for answers that carry samples, not chunks (a
 // SAMPLES remote read): a series without native histograms comes with its
 // float samples in ChunkSeries.Floats, not encoded into XOR chunks only to
-// be decoded again. They are held (and charged) at 16 bytes a sample
-// instead of about 1.4, which such an answer's own 18 bytes a sample
-// outweigh.
+// be decoded again. They are held (and charged) at 16 bytes a sample,
+// up to about twice that while a series' slice grows, instead of the 1–3
+// bytes of chunks; the SAMPLES answer built beside them takes about 18
+// bytes a sample, and its snappy block, held with it at the end, about
+// 21 more, so the peak of such a request moves little.
 func (q *Querier) StreamFloats(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
 	return q.stream(ctx, b, start, end, matchers, true, emit)
 }

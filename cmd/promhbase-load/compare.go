@@ -569,7 +569,9 @@ func waitIdle(max time.Duration) (time.Duration, bool) {
 		if err != nil {
 			return time.Since(start), true
 		}
-		if total1 > total0 && float64(busy1-busy0) < 0.1*float64(total1-total0) {
+		// (Counters that went back, as a CPU going offline may make
+		// them, only start a new window.)
+		if total1 > total0 && busy1 >= busy0 && float64(busy1-busy0) < 0.1*float64(total1-total0) {
 			return time.Since(start), true
 		}
 		if time.Since(start) >= max {

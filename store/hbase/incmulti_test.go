@@ -25,9 +25,10 @@ func TestIncrementAmongBatchedCalls(t *testing.T) {
 	const workers, rounds = 16, 200
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*3)
-	seen := make([]map[int64]bool, workers)
+	// The values each counter returned, all workers together.
+	var mu sync.Mutex
+	seen := [3]map[int64]int{{}, {}, {}}
 	for w := range workers {
-		seen[w] = map[int64]bool{}
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
@@ -38,7 +39,9 @@ func TestIncrementAmongBatchedCalls(t *testing.T) {
 					errs <- err
 					return
 				}
-				seen[w][v<<2|int64((w+i)%3)] = true
+				mu.Lock()
+				seen[(w+i)%3][v]++
+				mu.Unlock()
 			}
 		}()
 		go func() {
@@ -67,20 +70,22 @@ func TestIncrementAmongBatchedCalls(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	// Each counter went up by one per increment: it returned as many
-	// distinct values as it was incremented.
-	want, got := map[int64]int{}, map[int64]int{}
+	// Each counter went up by one per increment: it returned 1, 2, ... as
+	// many values as it was incremented, each once.
+	want := [3]int{}
 	for w := range workers {
 		for i := range rounds {
-			want[int64((w+i)%3)]++
-		}
-		for k := range seen[w] {
-			got[k&3]++
+			want[(w+i)%3]++
 		}
 	}
-	for q := range int64(3) {
-		if got[q] != want[q] {
-			t.Errorf("counter %d: %d distinct values from %d increments", q, got[q], want[q])
+	for q, vals := range seen {
+		for v := int64(1); v <= int64(want[q]); v++ {
+			if vals[v] != 1 {
+				t.Fatalf("counter %d: value %d returned %d times", q, v, vals[v])
+			}
+		}
+		if len(vals) != want[q] {
+			t.Errorf("counter %d: %d distinct values from %d increments", q, len(vals), want[q])
 		}
 	}
 }
