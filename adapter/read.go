@@ -300,7 +300,7 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 	for _, series := range results {
 		n += 6
 		for _, cs := range series {
-			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6 + samplesBytes(cs.Floats)
+			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6 + samplesBound(cs.Floats)
 			for _, c := range cs.Chunks {
 				if c.Enc == chunkenc.EncXOR {
 					n += maxSampleBytes * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it

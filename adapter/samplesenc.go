@@ -53,11 +53,11 @@ func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (c
 		hasHist = hasHist || c.Enc != chunkenc.EncXOR
 	}
 	if len(cs.Floats) > 0 {
-		size := samplesBytes(cs.Floats)
-		if err := a.grow(size); err != nil {
+		room := samplesBound(cs.Floats)
+		if err := a.grow(room); err != nil {
 			return it, err
 		}
-		a.data = appendSamples(a.data, cs.Floats, size)
+		a.data = appendSamples(a.data, cs.Floats, room)
 	}
 	var err error
 	for _, c := range cs.Chunks {
@@ -142,14 +142,30 @@ func samplesBytes(fs []query.Sample) int {
 	return n
 }
 
-// appendSamples appends the Samples of fs (see appendSample), size bytes
-// (samplesBytes(fs)), growing dst when it has not that much room.
-func appendSamples(dst []byte, fs []query.Sample, size int) []byte {
-	n := len(dst)
-	if cap(dst)-n < size {
-		dst = slices.Grow(dst, size)
+// samplesBound bounds samplesBytes(fs) at once, fs in time order: every
+// value 9 bytes, every timestamp as long as the last one (the longest
+// when none is negative) or 10 bytes. For millisecond timestamps of
+// this century it is exact when no value is 0.
+func samplesBound(fs []query.Sample) int {
+	if len(fs) == 0 {
+		return 0
 	}
-	b := dst[n : n+size]
+	tl := 10
+	if first, last := fs[0].T, fs[len(fs)-1].T; first >= 0 {
+		tl = (bits.Len64(uint64(last)|1) + 6) / 7
+	}
+	return len(fs) * (2 + 9 + 1 + tl)
+}
+
+// appendSamples appends the Samples of fs (see appendSample) within room
+// bytes, at least samplesBytes(fs) (samplesBound is), growing dst when it
+// has not that much room.
+func appendSamples(dst []byte, fs []query.Sample, room int) []byte {
+	n := len(dst)
+	if cap(dst)-n < room {
+		dst = slices.Grow(dst, room)
+	}
+	b := dst[n : n+room]
 	i := 0
 	for _, f := range fs {
 		v := math.Float64bits(f.V)
@@ -163,7 +179,7 @@ func appendSamples(dst []byte, fs []query.Sample, size int) []byte {
 			m += 1 + tl
 		}
 		if len(b)-i < 2+m {
-			break // cannot happen: size is the samples' own
+			break // cannot happen: room holds the samples
 		}
 		b[i], b[i+1] = 0x12, byte(m)
 		i += 2

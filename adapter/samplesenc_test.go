@@ -259,3 +259,28 @@ func TestAppendSamplesSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplesBound: samplesBound is never below samplesBytes, and equals
+// it for millisecond timestamps of this century without zero values.
+func TestSamplesBound(t *testing.T) {
+	cases := []struct {
+		name  string
+		fs    []query.Sample
+		exact bool
+	}{
+		{"none", nil, true},
+		{"ms timestamps", []query.Sample{{T: 1_700_000_000_000, V: 1}, {T: 1_700_000_015_000, V: 2}}, true},
+		{"zero value and time", []query.Sample{{T: 0, V: 0}, {T: 5, V: 1}}, false},
+		{"negative first", []query.Sample{{T: -5, V: 1}, {T: 1_700_000_000_000, V: 1}}, false},
+		{"all negative", []query.Sample{{T: math.MinInt64, V: 1}, {T: -1, V: 1}}, true},
+		{"growing varint", []query.Sample{{T: 1, V: 1}, {T: 1 << 40, V: 1}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, n := samplesBound(tc.fs), samplesBytes(tc.fs)
+			if b < n || (tc.exact && b != n) {
+				t.Fatalf("bound %d, bytes %d (exact: %v)", b, n, tc.exact)
+			}
+		})
+	}
+}
