@@ -99,53 +99,57 @@ const maxSampleBytes = 22
 // appendSample appends a TimeSeries' Sample (field 2):
 //
 //	0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
+//
+// A value of 0 or -0 and a timestamp of 0 are left out, as the generated
+// code leaves them out.
 func appendSample(dst []byte, t int64, v float64) []byte {
-	n := 0
-	if v != 0 {
-		n += 9
-	}
-	if t != 0 {
-		n += 1 + uvarintLen(uint64(t))
-	}
-	dst = append(dst, 0x12, byte(n)) // n < 128
-	if v != 0 {
-		dst = append(dst, 0x09)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
-	}
-	if t != 0 {
-		dst = append(dst, 0x10)
-		dst = binary.AppendUvarint(dst, uint64(t))
-	}
-	return dst
+	dst = slices.Grow(dst, maxSampleBytes)
+	n := putSample(dst[len(dst):len(dst)+maxSampleBytes], t, v)
+	return dst[:len(dst)+n]
 }
 
-// sampleBytes is the size of the Sample of t and v in a TimeSeries (see
-// appendSample).
-func sampleBytes(t int64, v float64) int {
-	n := 2
-	if b := math.Float64bits(v); b != 0 && b != 1<<63 {
-		n += 9
+// putSample writes the Sample of t and v (see appendSample) at the start
+// of b and returns its length, or 0 when b is too short for it.
+func putSample(b []byte, t int64, v float64) int {
+	bv := math.Float64bits(v)
+	m := 0
+	if bv != 0 && bv != 1<<63 {
+		m = 9
 	}
+	tl := 0 // the timestamp's varint bytes
 	if t != 0 {
-		n += 1 + (bits.Len64(uint64(t))+6)/7
+		tl = (bits.Len64(uint64(t)) + 6) / 7
+		m += 1 + tl
 	}
-	return n
+	if len(b) < 2+m {
+		return 0
+	}
+	b[0], b[1] = 0x12, byte(m)
+	i := 2
+	if bv != 0 && bv != 1<<63 {
+		b[i] = 0x09
+		binary.LittleEndian.PutUint64(b[i+1:], bv)
+		i += 9
+	}
+	if tl > 0 {
+		b[i] = 0x10
+		i++
+		x := uint64(t)
+		for range tl - 1 {
+			b[i] = byte(x) | 0x80
+			x >>= 7
+			i++
+		}
+		b[i] = byte(x)
+		i++
+	}
+	return i
 }
 
-// samplesBytes is the size of the Samples of fs: what appendSamples
-// appends.
-func samplesBytes(fs []query.Sample) int {
-	n := 0
-	for _, f := range fs {
-		n += sampleBytes(f.T, f.V)
-	}
-	return n
-}
-
-// samplesBound bounds samplesBytes(fs) at once, fs in time order: every
-// value 9 bytes, every timestamp as long as the last one (the longest
-// when none is negative) or 10 bytes. For millisecond timestamps of
-// this century it is exact when no value is 0.
+// samplesBound bounds the bytes of the Samples of fs at once, fs in time
+// order: every value 9 bytes, every timestamp as long as the last one (the
+// longest when none is negative) or 10 bytes. For millisecond timestamps
+// of this century it is exact when no value is 0.
 func samplesBound(fs []query.Sample) int {
 	if len(fs) == 0 {
 		return 0
@@ -158,48 +162,19 @@ func samplesBound(fs []query.Sample) int {
 }
 
 // appendSamples appends the Samples of fs (see appendSample) within room
-// bytes, at least samplesBytes(fs) (samplesBound is), growing dst when it
+// bytes, at least what they take (samplesBound is), growing dst when it
 // has not that much room.
 func appendSamples(dst []byte, fs []query.Sample, room int) []byte {
 	n := len(dst)
-	if cap(dst)-n < room {
-		dst = slices.Grow(dst, room)
-	}
+	dst = slices.Grow(dst, room)
 	b := dst[n : n+room]
 	i := 0
 	for _, f := range fs {
-		v := math.Float64bits(f.V)
-		m := 0
-		if v != 0 && v != 1<<63 {
-			m += 9
-		}
-		tl := 0 // the timestamp's varint bytes
-		if f.T != 0 {
-			tl = (bits.Len64(uint64(f.T)) + 6) / 7
-			m += 1 + tl
-		}
-		if len(b)-i < 2+m {
+		w := putSample(b[i:], f.T, f.V)
+		if w == 0 {
 			break // cannot happen: room holds the samples
 		}
-		b[i], b[i+1] = 0x12, byte(m)
-		i += 2
-		if v != 0 && v != 1<<63 {
-			b[i] = 0x09
-			binary.LittleEndian.PutUint64(b[i+1:], v)
-			i += 9
-		}
-		if tl > 0 {
-			b[i] = 0x10
-			i++
-			ts := b[i : i+tl]
-			x := uint64(f.T)
-			for j := range ts[:tl-1] {
-				ts[j] = byte(x) | 0x80
-				x >>= 7
-			}
-			ts[tl-1] = byte(x)
-			i += tl
-		}
+		i += w
 	}
 	return dst[:n+i]
 }

@@ -238,29 +238,32 @@ func TestAppendSeriesHistograms(t *testing.T) {
 	})
 }
 
-// TestAppendSamplesSize: appendSamples writes exactly samplesBytes, the
-// bytes appendSample writes one at a time, into a buffer it grows when
-// it must, after what the buffer holds.
+// TestAppendSamplesSize: appendSamples writes the bytes appendSample
+// writes one at a time, into a buffer it grows when it must, after what
+// the buffer holds, given room for exactly them or more.
 func TestAppendSamplesSize(t *testing.T) {
 	fs := []query.Sample{{T: 0, V: 0}, {T: -1, V: math.Copysign(0, -1)}, {T: math.MaxInt64, V: math.NaN()},
 		{T: math.MinInt64, V: 1}, {T: 1_700_000_000_000, V: math.Inf(-1)}, {T: 127, V: 2}, {T: 128, V: 0}}
-	var want []byte
-	for _, f := range fs {
-		want = appendSample(want, f.T, f.V)
-	}
-	if n := samplesBytes(fs); n != len(want) {
-		t.Fatalf("samplesBytes %d, appendSample wrote %d", n, len(want))
-	}
+	want := encodedSamples(fs)
 	for _, room := range []int{0, len(want) - 1, len(want), 2 * len(want)} {
 		dst := append(make([]byte, 0, 3+room), "pre"...)
-		got := appendSamples(dst, fs, samplesBytes(fs))
+		got := appendSamples(dst, fs, max(room, len(want)))
 		if !bytes.Equal(got, append([]byte("pre"), want...)) {
 			t.Errorf("room %d: %x, want pre ‖ %x", room, got, want)
 		}
 	}
 }
 
-// TestSamplesBound: samplesBound is never below samplesBytes, and equals
+// encodedSamples is fs encoded a Sample at a time by appendSample.
+func encodedSamples(fs []query.Sample) []byte {
+	var b []byte
+	for _, f := range fs {
+		b = appendSample(b, f.T, f.V)
+	}
+	return b
+}
+
+// TestSamplesBound: samplesBound is never below the samples' size, and equals
 // it for millisecond timestamps of this century without zero values.
 func TestSamplesBound(t *testing.T) {
 	cases := []struct {
@@ -277,7 +280,7 @@ func TestSamplesBound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, n := samplesBound(tc.fs), samplesBytes(tc.fs)
+			b, n := samplesBound(tc.fs), len(encodedSamples(tc.fs))
 			if b < n || (tc.exact && b != n) {
 				t.Fatalf("bound %d, bytes %d (exact: %v)", b, n, tc.exact)
 			}
