@@ -23,6 +23,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/internal/testkit/benchdata"
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
@@ -44,7 +46,7 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
 		{&rejectError{count: 1, named: []string{"a"}}, 400},
 		{fmt.Errorf("x: %w", errBadRequest), 400},
-		{fmt.Errorf("x: %w", errMalformed), 400},
+		{fmt.Errorf("x: %w", wire.ErrMalformed), 400},
 		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
 		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
 		{fmt.Errorf("x: %w", errBodyTimeout), 503},
@@ -196,78 +198,6 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
-func TestParseWriteRequestMatchesGogo(t *testing.T) {
-	wr := &prompb.WriteRequest{
-		Timeseries: []prompb.TimeSeries{
-			{Labels: []prompb.Label{{Name: "__name__", Value: "x"}, {Name: "a", Value: "ü\n"}}, Samples: []prompb.Sample{{Timestamp: 5, Value: 1.5}, {Timestamp: -3, Value: -2}}},
-			{Labels: []prompb.Label{{Name: "__name__", Value: "y"}}, Histograms: []prompb.Histogram{{Timestamp: 1}}},
-		},
-		Metadata: []prompb.MetricMetadata{{MetricFamilyName: "x", Help: "h"}},
-	}
-	data, err := proto.Marshal(wr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	err = parseWriteRequest(data, &wireSeries{}, nil, func(s *wireSeries) error {
-		lbls, err := s.Labels()
-		if err != nil {
-			return err
-		}
-		got = append(got, fmt.Sprintf("%s %v h=%d", mapping.FormatLabels(lbls), s.Samples, len(s.Hists)))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{`{__name__="x", a="ü\n"} [{5 1.5} {-3 -2}] h=0`, `{__name__="y"} [] h=1`}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("parsed\n%q\nwant\n%q", got, want)
-	}
-}
-
-// FuzzParseWriteRequest: the hand-written decoder never panics, and on
-// input gogo accepts it yields the same series.
-func FuzzParseWriteRequest(f *testing.F) {
-	seed, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
-		{Labels: []prompb.Label{{Name: "__name__", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: 5, Value: 1.5}}},
-	}})
-	f.Add(seed)
-	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var ours []string
-		err := parseWriteRequest(data, &wireSeries{}, nil, func(s *wireSeries) error {
-			lbls, err := s.Labels()
-			if err != nil {
-				return err
-			}
-			ours = append(ours, fmt.Sprintf("%q %v", lbls, s.Samples))
-			return nil
-		})
-		var wr prompb.WriteRequest
-		if gerr := wr.Unmarshal(data); gerr != nil || err != nil {
-			return // both may reject differently on malformed input
-		}
-		if len(ours) != len(wr.Timeseries) {
-			t.Fatalf("%d series, gogo %d", len(ours), len(wr.Timeseries))
-		}
-		for i, ts := range wr.Timeseries {
-			var lbls []mapping.Label
-			for _, l := range ts.Labels {
-				lbls = append(lbls, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
-			}
-			var smp []Sample
-			for _, s := range ts.Samples {
-				smp = append(smp, Sample{T: s.Timestamp, V: s.Value})
-			}
-			if want := fmt.Sprintf("%q %v", lbls, smp); want != ours[i] && !strings.Contains(want, "NaN") {
-				t.Fatalf("series %d = %s, gogo %s", i, ours[i], want)
-			}
-		}
-	})
-}
-
 // nopPutter acknowledges every Put without storing it.
 type nopPutter struct{ puts, cells int }
 
@@ -282,31 +212,17 @@ func (n *nopPutter) Put(_ context.Context, _ string, puts []store.Put) error {
 // BenchmarkWritePath measures the write path from the snappy HTTP body to
 // the store's Puts, the store excluded: a realistic batch of 2000 series
 // with one sample and 10 labels each, UID caches warm.
-// benchSeries are 2000 series of 10 labels, one sample each, as a
-// Kubernetes-like scrape sends them.
-func benchSeries() []prompb.TimeSeries {
-	var series []prompb.TimeSeries
-	for i := range 2000 {
-		lbls := []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("node_metric_%d", i%50)}}
-		for j := range 9 {
-			lbls = append(lbls, prompb.Label{Name: fmt.Sprintf("label_%d", j), Value: fmt.Sprintf("value_%d_%d", j, i%(j*40+3))})
-		}
-		lbls[9].Value = fmt.Sprintf("instance-%d", i)
-		series = append(series, prompb.TimeSeries{Labels: lbls, Samples: []prompb.Sample{{Timestamp: 1_700_000_000_123, Value: float64(i) * 1.5}}})
-	}
-	return series
-}
 
 // BenchmarkWritePath: remote write 1.0, 2000 series × 1 sample, 10 labels,
 // caches warm, the store a no-op.
 func BenchmarkWritePath(b *testing.B) {
-	benchWrite(b, writeBody(b, benchSeries()...), "application/x-protobuf", 2000, "sample")
+	benchWrite(b, writeBody(b, benchdata.Series()...), "application/x-protobuf", 2000, "sample")
 }
 
 // BenchmarkWritePathV2: the same series with remote write 2.0, the symbol
 // table built as Prometheus builds it.
 func BenchmarkWritePathV2(b *testing.B) {
-	benchWrite(b, snappy.Encode(nil, benchV2Request(b)), ctV2, 2000, "sample")
+	benchWrite(b, snappy.Encode(nil, benchdata.V2(b)), ctV2, 2000, "sample")
 }
 
 // BenchmarkWriteHistograms: 2000 series × 1 native histogram of 20
@@ -329,7 +245,7 @@ func BenchmarkWriteHistograms(b *testing.B) {
 	}
 	h.Count = total
 	var series []v2Series
-	for i, s := range benchSeries() {
+	for i, s := range benchdata.Series() {
 		var l []string
 		for _, lb := range s.Labels {
 			l = append(l, lb.Name, lb.Value)
@@ -390,42 +306,6 @@ type discardWriter struct {
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(c int)           { d.code = c }
-
-// TestParseInterleavedLabels: labels separated by samples (legal protobuf,
-// never sent by Prometheus) still form one key and decode right.
-func TestParseInterleavedLabels(t *testing.T) {
-	field := func(num byte, msg []byte) []byte {
-		return append([]byte{num<<3 | 2, byte(len(msg))}, msg...)
-	}
-	lbl := func(n, v string) []byte {
-		b, _ := (&prompb.Label{Name: n, Value: v}).Marshal()
-		return field(1, b)
-	}
-	smp, _ := (&prompb.Sample{Timestamp: 7, Value: 2}).Marshal()
-	var ts []byte
-	ts = append(ts, field(2, smp)...)
-	ts = append(ts, lbl("__name__", "x")...)
-	ts = append(ts, field(2, smp)...)
-	ts = append(ts, lbl("a", "b")...)
-	ts = append(ts, lbl("c", "d")...)
-	req := field(1, ts)
-	var got []string
-	err := parseWriteRequest(req, &wireSeries{}, nil, func(s *wireSeries) error {
-		lbls, err := s.Labels()
-		if err != nil {
-			return err
-		}
-		got = append(got, fmt.Sprintf("%s %v %x", mapping.FormatLabels(lbls), s.Samples, s.Key))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf(`{__name__="x", a="b", c="d"} [{7 2} {7 2}] %x`, append(append(lbl("__name__", "x"), lbl("a", "b")...), lbl("c", "d")...))
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("got %q\nwant %q", got, want)
-	}
-}
 
 // blockingPutter holds every Put until released.
 type blockingPutter struct {

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -170,7 +171,7 @@ func v2Request(now time.Time, series ...rwSeries) *http.Request {
 			panic(err)
 		}
 		if s.oldCT {
-			msg = appendUvarint(append(msg, 0x30), uint64(now.Add(-time.Hour).UnixMilli()))
+			msg = binary.AppendUvarint(append(msg, 0x30), uint64(now.Add(-time.Hour).UnixMilli()))
 		}
 		msgs = append(msgs, msg)
 	}
@@ -179,7 +180,7 @@ func v2Request(now time.Time, series ...rwSeries) *http.Request {
 		panic(err)
 	}
 	for _, m := range msgs {
-		body = append(appendUvarint(append(body, 0x2A), uint64(len(m))), m...)
+		body = append(binary.AppendUvarint(append(body, 0x2A), uint64(len(m))), m...)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(snappy.Encode(nil, body)))
 	req.Header.Set("Content-Encoding", "snappy")

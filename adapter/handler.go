@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -209,7 +210,7 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
-	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, errMalformed), errors.Is(err, store.ErrInvalid):
+	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, wire.ErrMalformed), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, errBusy), errors.Is(err, errBodyTimeout), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
@@ -493,7 +494,7 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 	}
 	if cap(bb.dec) < n {
 		// A new buffer only for a body that decodes to its claim.
-		if err := scanSnappyBlock(comp, n); err != nil {
+		if err := wire.ScanSnappyBlock(comp, n); err != nil {
 			release()
 			return nil, nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -105,7 +106,7 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 	release()
 	free()
 	if err != nil {
-		return fmt.Errorf("%w: read request: %w", errMalformed, err)
+		return fmt.Errorf("%w: read request: %w", wire.ErrMalformed, err)
 	}
 	respType, err := negotiate(req.AcceptedResponseTypes)
 	if err != nil {
@@ -198,7 +199,7 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 			series[j] = nil
 		}
 		h.readSeries.Add(float64(len(series)))
-		ab.data = putLength(ab.data, hdr+1, 5)
+		ab.data = wire.PutLength(ab.data, hdr+1, 5)
 	}
 	data := ab.data
 	enc := s2.MaxEncodedLen(len(data))
@@ -300,10 +301,10 @@ func estimateSamplesAnswer(results [][]*query.ChunkSeries) int {
 	for _, series := range results {
 		n += 6
 		for _, cs := range series {
-			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6 + samplesBound(cs.Floats)
+			n += int(cs.Labels.ByteSize()) + 8*cs.Labels.Len() + 6 + wire.SamplesBound(cs.Floats)
 			for _, c := range cs.Chunks {
 				if c.Enc == chunkenc.EncXOR {
-					n += maxSampleBytes * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it
+					n += wire.MaxSampleBytes * int(binary.BigEndian.Uint16(c.Data)) // as appendSeries bounds it
 				} else {
 					n += 4 * len(c.Data)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -228,62 +229,12 @@ func TestAppendSeriesHistograms(t *testing.T) {
 	t.Run("bound", func(t *testing.T) {
 		for _, h := range []*histogram.Histogram{full, custom} {
 			spans, buckets := len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets)
-			if n, bound := len(appendHistogram(nil, math.MinInt64, h)), maxHistogramBytes(spans, buckets, len(h.CustomValues)); n > bound {
+			if n, bound := len(wire.AppendHistogram(nil, math.MinInt64, h)), wire.MaxHistogramBytes(spans, buckets, len(h.CustomValues)); n > bound {
 				t.Errorf("integer histogram of %d bytes, more than the bound %d", n, bound)
 			}
-			if n, bound := len(appendFloatHistogram(nil, math.MinInt64, h.ToFloat(nil))), maxHistogramBytes(spans, buckets, len(h.CustomValues)); n > bound {
+			if n, bound := len(wire.AppendFloatHistogram(nil, math.MinInt64, h.ToFloat(nil))), wire.MaxHistogramBytes(spans, buckets, len(h.CustomValues)); n > bound {
 				t.Errorf("float histogram of %d bytes, more than the bound %d", n, bound)
 			}
 		}
 	})
-}
-
-// TestAppendSamplesSize: appendSamples writes the bytes appendSample
-// writes one at a time, into a buffer it grows when it must, after what
-// the buffer holds, given room for exactly them or more.
-func TestAppendSamplesSize(t *testing.T) {
-	fs := []query.Sample{{T: 0, V: 0}, {T: -1, V: math.Copysign(0, -1)}, {T: math.MaxInt64, V: math.NaN()},
-		{T: math.MinInt64, V: 1}, {T: 1_700_000_000_000, V: math.Inf(-1)}, {T: 127, V: 2}, {T: 128, V: 0}}
-	want := encodedSamples(fs)
-	for _, room := range []int{0, len(want) - 1, len(want), 2 * len(want)} {
-		dst := append(make([]byte, 0, 3+room), "pre"...)
-		got := appendSamples(dst, fs, max(room, len(want)))
-		if !bytes.Equal(got, append([]byte("pre"), want...)) {
-			t.Errorf("room %d: %x, want pre ‖ %x", room, got, want)
-		}
-	}
-}
-
-// encodedSamples is fs encoded a Sample at a time by appendSample.
-func encodedSamples(fs []query.Sample) []byte {
-	var b []byte
-	for _, f := range fs {
-		b = appendSample(b, f.T, f.V)
-	}
-	return b
-}
-
-// TestSamplesBound: samplesBound is never below the samples' size, and equals
-// it for millisecond timestamps of this century without zero values.
-func TestSamplesBound(t *testing.T) {
-	cases := []struct {
-		name  string
-		fs    []query.Sample
-		exact bool
-	}{
-		{"none", nil, true},
-		{"ms timestamps", []query.Sample{{T: 1_700_000_000_000, V: 1}, {T: 1_700_000_015_000, V: 2}}, true},
-		{"zero value and time", []query.Sample{{T: 0, V: 0}, {T: 5, V: 1}}, false},
-		{"negative first", []query.Sample{{T: -5, V: 1}, {T: 1_700_000_000_000, V: 1}}, false},
-		{"all negative", []query.Sample{{T: math.MinInt64, V: 1}, {T: -1, V: 1}}, true},
-		{"growing varint", []query.Sample{{T: 1, V: 1}, {T: 1 << 40, V: 1}}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b, n := samplesBound(tc.fs), len(encodedSamples(tc.fs))
-			if b < n || (tc.exact && b != n) {
-				t.Fatalf("bound %d, bytes %d (exact: %v)", b, n, tc.exact)
-			}
-		})
-	}
 }

@@ -3,9 +3,6 @@ package adapter
 import (
 	"bytes"
 	"context"
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
-	"github.com/prometheus/prometheus/prompb"
 	"io"
 	"math"
 	"net/http"
@@ -13,6 +10,10 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
 
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"

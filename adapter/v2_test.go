@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -447,12 +448,12 @@ func FuzzParseWriteRequestV2(f *testing.F) {
 	hdata, _ := snappy.Decode(nil, v2Body(f, v2Series{lbls: []string{"__name__", "h"}, hists: []writev2.Histogram{toV2Hist(1, testHistograms()["int_gaps"])}}))
 	f.Add(hdata)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var st v2State
-		var s wireSeries
-		err := parseWriteRequestV2(b, &st, &s, func(s *wireSeries) error {
-			var wh wireHistogram
+		var st wire.V2State
+		var s wire.Series
+		err := wire.ParseWriteRequestV2(b, &st, &s, func(s *wire.Series) error {
+			var wh wire.Histogram
 			for _, m := range s.Hists {
-				if err := parseHistogram(m, &wh); err == nil {
+				if err := wire.ParseHistogram(m, &wh); err == nil {
 					_ = wh.Validate()
 				}
 			}
@@ -479,8 +480,8 @@ func FuzzParseHistogram(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var w wireHistogram
-		err := parseHistogram(b, &w)
+		var w wire.Histogram
+		err := wire.ParseHistogram(b, &w)
 		var ref writev2.Histogram
 		if err != nil || proto.Unmarshal(b, &ref) != nil {
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/arena"
+	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -67,7 +68,7 @@ type Writer struct {
 	exTable string // "": exemplars are not kept
 	exSlots int    // exemplar slots per series and hour
 	metas   *mapping.Metas
-	names   *labelNames // label-name ids of 2.0 series keys
+	names   *wire.LabelNames // label-name ids of 2.0 series keys
 	indexer SeriesIndexer
 	limits  *limits.Limits // nil: only the row key's bound applies
 }
@@ -89,7 +90,7 @@ func (w *Writer) SetIndexer(ix SeriesIndexer) { w.indexer = ix }
 
 // NewWriter returns a Writer into table of st.
 func NewWriter(m *mapping.Mapper, st putter, table string) *Writer {
-	return &Writer{mapper: m, st: st, table: table, family: []byte("t"), names: newLabelNames()}
+	return &Writer{mapper: m, st: st, table: table, family: []byte("t"), names: wire.NewLabelNames()}
 }
 
 // DefaultExemplarSlots is the default number of exemplars kept per series
@@ -146,8 +147,8 @@ func (e *rejectError) Error() string {
 
 // writeBatch holds the reusable buffers of one request.
 type writeBatch struct {
-	series wireSeries
-	v2     v2State
+	series wire.Series
+	v2     wire.V2State
 	puts   []store.Put
 	starts []int // index in cells of each put's first cell
 	cells  []store.Cell
@@ -160,17 +161,17 @@ type writeBatch struct {
 	resolveItems []mapping.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
 	// reused; each series keeps a copy in labelBuf, one after the other).
-	labelsOf wireSeries
+	labelsOf wire.Series
 	labelBuf []mapping.Label
 	sketch   *limits.Sketch // active series; nil without limits
 
 	samples, histograms int
-	hist                wireHistogram
+	hist                wire.Histogram
 	scratch             []byte
 	exPuts              []store.Put
 	exCells             []store.Cell
 	exSeen              map[string]struct{} // row ‖ slot of this request's exemplars
-	metas               []wireMeta          // 1.0's metadata field
+	metas               []wire.Meta         // 1.0's metadata field
 	pendingMeta         []pendingMeta
 	index               []index.Entry // series and days not yet indexed
 }
@@ -190,7 +191,7 @@ func (b *writeBatch) reset() {
 	clear(b.reject)
 	clear(b.missed)
 	b.missed = b.missed[:0]
-	clear(b.labelsOf.labels) // no pointers into the last request's keys
+	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
 	clear(b.labelBuf)
 	b.labelBuf = b.labelBuf[:0]
 	b.samples, b.histograms = 0, 0
@@ -224,13 +225,13 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 	b, _ := w.pool.Get().(*writeBatch)
 	if b == nil {
 		b = &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
-		b.v2.names = w.names
+		b.v2.SetNames(w.names)
 	}
-	parse := func(metas *[]wireMeta, fn func(*wireSeries) error) error {
+	parse := func(metas *[]wire.Meta, fn func(*wire.Series) error) error {
 		if v2 {
-			return parseWriteRequestV2(body, &b.v2, &b.series, fn)
+			return wire.ParseWriteRequestV2(body, &b.v2, &b.series, fn)
 		}
-		return parseWriteRequest(body, &b.series, metas, fn)
+		return wire.ParseWriteRequest(body, &b.series, metas, fn)
 	}
 	// A failed Put may leave RPCs queued in the store's client that still
 	// read the batch's buffers: such a batch is not reused.
@@ -247,7 +248,7 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
-	err := parse(&b.metas, func(s *wireSeries) error {
+	err := parse(&b.metas, func(s *wire.Series) error {
 		ordinal++
 		return w.addSeries(b, s, ordinal, v2)
 	})
@@ -267,7 +268,7 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (writeResult, 
 			return writeResult{}, err
 		}
 		ordinal, next := -1, 0
-		err := parse(nil, func(s *wireSeries) error {
+		err := parse(nil, func(s *wire.Series) error {
 			ordinal++
 			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
 				return nil
@@ -413,7 +414,7 @@ type missedSeries struct {
 
 // addSeries handles one series of pass 1: cached series get their Puts,
 // others are copied into b.missed.
-func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) error {
+func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) error {
 	if s.Invalid != "" {
 		name := fmt.Sprintf("series %d", ordinal)
 		if s.Key != nil {
@@ -435,9 +436,7 @@ func (w *Writer) addSeries(b *writeBatch, s *wireSeries, ordinal int, v2 bool) e
 	// A copy: s.Key may live in a buffer reused by the next series; the
 	// request's arena keeps it as long as the request needs it.
 	m := missedSeries{ordinal: ordinal, key: b.arena.Copy(s.Key), samples: len(s.Samples) + len(s.Hists)}
-	b.labelsOf.Key, b.labelsOf.names = m.key, s.names
-	lbls, err := b.labelsOf.Labels()
-	b.labelsOf.Key, b.labelsOf.names = nil, nil
+	lbls, err := b.labelsOf.KeyLabels(m.key, s.Names())
 	if err != nil {
 		return err
 	}
@@ -490,7 +489,7 @@ func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
 
 // addSamples adds the Puts of one series: one per hour it has samples or
 // histograms in; and its exemplars.
-func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series) {
+func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series mapping.Series) {
 	if b.sketch != nil {
 		b.sketch.Add(series.Hash)
 	}
@@ -537,7 +536,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 	var histErr error
 	for _, msg := range s.Hists {
 		h := &b.hist
-		err := parseHistogram(msg, h)
+		err := wire.ParseHistogram(msg, h)
 		if err == nil {
 			err = h.Validate()
 		}
@@ -584,7 +583,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wireSeries, series mapping.Series)
 // free slots, so a request never replaces its own exemplars. Exemplars with
 // a timestamp no row key can hold are dropped and not counted, as
 // Prometheus never fails a request for its exemplars.
-func (w *Writer) addExemplars(b *writeBatch, s *wireSeries, series mapping.Series, keyLen int) {
+func (w *Writer) addExemplars(b *writeBatch, s *wire.Series, series mapping.Series, keyLen int) {
 	for _, e := range s.Exemplars {
 		if !validTime(e.T) {
 			continue
@@ -622,7 +621,7 @@ var metricTypes = [...]string{"unknown", "counter", "gauge", "histogram", "gauge
 
 // noteMetadata records a 2.0 series' metadata for storeMetadata, unless it
 // is known to be stored already.
-func (w *Writer) noteMetadata(b *writeBatch, s *wireSeries, v2 bool) {
+func (w *Writer) noteMetadata(b *writeBatch, s *wire.Series, v2 bool) {
 	if w.metas == nil || s.Key == nil {
 		return
 	}
@@ -686,7 +685,7 @@ func (w *Writer) storeMetadata(ctx context.Context, b *writeBatch) error {
 }
 
 // formatSeries renders a series' labels for an error message.
-func formatSeries(s *wireSeries) string {
+func formatSeries(s *wire.Series) string {
 	lbls, err := s.Labels()
 	if err != nil {
 		return fmt.Sprintf("series with undecodable labels (%v)", err)

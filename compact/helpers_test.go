@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"

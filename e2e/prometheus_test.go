@@ -30,8 +30,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 )
 

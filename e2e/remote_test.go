@@ -1,6 +1,6 @@
 // Package e2e drives promhbase end to end through Prometheus's own
 // remote-write and remote-read client code, against the backend chosen by
-// PROMHBASE_TEST_BACKEND (see internal/testbackend).
+// PROMHBASE_TEST_BACKEND (see internal/testkit/testbackend).
 package e2e
 
 import (
@@ -29,8 +29,8 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testserver"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testserver"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 )
 

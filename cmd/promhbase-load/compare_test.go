@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 // TestCompareSmoke runs the side-by-side harness small: the project's

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 func TestRenderProgress(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 // storageFlags returns the flags that point the CLI at the test backend.

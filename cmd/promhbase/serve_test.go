@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 // closedWithin reports how long conn took to be closed by the server, or

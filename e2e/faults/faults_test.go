@@ -45,9 +45,9 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testproc"
-	"github.com/promhbase/promhbase/internal/testserver"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"

@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testbackend"
-	"github.com/promhbase/promhbase/internal/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )

@@ -1,4 +1,4 @@
-package adapter
+package wire
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 )
 
-// wireHistogram is a decoded Histogram message, the same in remote write
+// Histogram is a decoded Histogram message, the same in remote write
 // 1.0 (prometheus.Histogram) and 2.0 (io.prometheus.write.v2.Histogram):
 //
 //	Histogram { oneof count { uint64 count_int = 1; double count_float = 2; }
@@ -22,7 +22,7 @@ import (
 //
 // It is an integer histogram unless count_float is set (as prompb's
 // IsFloatHistogram decides). Its slices are reused between messages.
-type wireHistogram struct {
+type Histogram struct {
 	T       int64
 	IsFloat bool
 	H       histogram.Histogram
@@ -36,9 +36,9 @@ type wireHistogram struct {
 	custom           []float64
 }
 
-// parseHistogram decodes msg into w, reusing w's slices. Repeated numbers
+// ParseHistogram decodes msg into w, reusing w's slices. Repeated numbers
 // may come packed or not; every length is checked before slicing.
-func parseHistogram(msg []byte, w *wireHistogram) error {
+func ParseHistogram(msg []byte, w *Histogram) error {
 	h, fh := &w.H, &w.FH
 	*h, *fh = histogram.Histogram{}, histogram.FloatHistogram{}
 	w.pSpans, w.nSpans = w.pSpans[:0], w.nSpans[:0]
@@ -49,7 +49,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 	for buf := msg; len(buf) > 0; {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Histogram", errMalformed)
+			return fmt.Errorf("%w: bad tag in Histogram", ErrMalformed)
 		}
 		buf = buf[n:]
 		switch field {
@@ -59,7 +59,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 			}
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return fmt.Errorf("%w: Histogram field %d varint", errMalformed, field)
+				return fmt.Errorf("%w: Histogram field %d varint", ErrMalformed, field)
 			}
 			buf = buf[n:]
 			switch field {
@@ -78,7 +78,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 				break
 			}
 			if len(buf) < 8 {
-				return fmt.Errorf("%w: Histogram field %d cut", errMalformed, field)
+				return fmt.Errorf("%w: Histogram field %d cut", ErrMalformed, field)
 			}
 			f := math.Float64frombits(le64(buf))
 			buf = buf[8:]
@@ -99,12 +99,12 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 			}
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return fmt.Errorf("%w: Histogram schema", errMalformed)
+				return fmt.Errorf("%w: Histogram schema", ErrMalformed)
 			}
 			buf = buf[n:]
 			s := int64(v>>1) ^ -int64(v&1)
 			if s < math.MinInt32 || s > math.MaxInt32 {
-				return fmt.Errorf("%w: Histogram schema %d", errMalformed, s)
+				return fmt.Errorf("%w: Histogram schema %d", ErrMalformed, s)
 			}
 			h.Schema = int32(s)
 			continue
@@ -114,7 +114,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 			}
 			span, rest, err := readBytes(buf)
 			if err != nil {
-				return fmt.Errorf("%w: Histogram spans: %w", errMalformed, err)
+				return fmt.Errorf("%w: Histogram spans: %w", ErrMalformed, err)
 			}
 			buf = rest
 			sp, err := parseSpan(span)
@@ -133,7 +133,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 				dst = &w.pDeltas
 			}
 			if *dst, buf, err = appendSint64s(*dst, buf, wt); err != nil {
-				return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
 			}
 			continue
 		case 10, 13, 16:
@@ -145,13 +145,13 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 				dst = &w.custom
 			}
 			if *dst, buf, err = appendDoubles(*dst, buf, wt); err != nil {
-				return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
 			}
 			continue
 		}
 		rest, err := skipField(buf, wt)
 		if err != nil {
-			return fmt.Errorf("%w: Histogram field %d: %w", errMalformed, field, err)
+			return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 	}
@@ -171,7 +171,7 @@ func parseHistogram(msg []byte, w *wireHistogram) error {
 // Validate checks what Prometheus's receiver checks of a histogram: a
 // schema Prometheus accepts (-4..8, or -53 with custom bounds) and buckets,
 // spans and counts that agree.
-func (w *wireHistogram) Validate() error {
+func (w *Histogram) Validate() error {
 	schema := w.H.Schema
 	if !histogram.IsValidSchema(schema) {
 		return fmt.Errorf("histogram schema %d is not one of -4..8 or -53", schema)
@@ -187,24 +187,24 @@ func parseSpan(buf []byte) (histogram.Span, error) {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return sp, fmt.Errorf("%w: bad tag in BucketSpan", errMalformed)
+			return sp, fmt.Errorf("%w: bad tag in BucketSpan", ErrMalformed)
 		}
 		buf = buf[n:]
 		if wt == wireVarint && (field == 1 || field == 2) {
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return sp, fmt.Errorf("%w: BucketSpan field %d", errMalformed, field)
+				return sp, fmt.Errorf("%w: BucketSpan field %d", ErrMalformed, field)
 			}
 			buf = buf[n:]
 			if field == 1 {
 				o := int64(v>>1) ^ -int64(v&1)
 				if o < math.MinInt32 || o > math.MaxInt32 {
-					return sp, fmt.Errorf("%w: BucketSpan offset %d", errMalformed, o)
+					return sp, fmt.Errorf("%w: BucketSpan offset %d", ErrMalformed, o)
 				}
 				sp.Offset = int32(o)
 			} else {
 				if v > math.MaxUint32 {
-					return sp, fmt.Errorf("%w: BucketSpan length %d", errMalformed, v)
+					return sp, fmt.Errorf("%w: BucketSpan length %d", ErrMalformed, v)
 				}
 				sp.Length = uint32(v)
 			}
@@ -212,7 +212,7 @@ func parseSpan(buf []byte) (histogram.Span, error) {
 		}
 		rest, err := skipField(buf, wt)
 		if err != nil {
-			return sp, fmt.Errorf("%w: BucketSpan field %d: %w", errMalformed, field, err)
+			return sp, fmt.Errorf("%w: BucketSpan field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/index"
-	"github.com/promhbase/promhbase/internal/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"

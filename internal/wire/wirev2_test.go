@@ -1,4 +1,4 @@
-package adapter
+package wire
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -372,7 +372,7 @@ func v1Labels(ls [][2]string) []prompb.Label {
 }
 
 // keyLabels renders the labels of s.Key as name=value pairs.
-func keyLabels(t testing.TB, s *wireSeries) string {
+func keyLabels(t testing.TB, s *Series) string {
 	t.Helper()
 	lbls, err := s.Labels()
 	if err != nil {
@@ -432,7 +432,7 @@ func renderHist(t int64, h any) string {
 
 // renderOurs renders what our decoders made of a series: labels, samples,
 // histograms (decoded, with whether they validate), exemplars, metadata.
-func renderOurs(t testing.TB, s *wireSeries) string {
+func renderOurs(t testing.TB, s *Series) string {
 	t.Helper()
 	lbls, err := s.Labels()
 	if err != nil {
@@ -443,9 +443,9 @@ func renderOurs(t testing.TB, s *wireSeries) string {
 	for _, smp := range s.Samples {
 		fmt.Fprintf(&sb, "sample %d %x\n", smp.T, math.Float64bits(smp.V))
 	}
-	var wh wireHistogram
+	var wh Histogram
 	for _, m := range s.Hists {
-		if err := parseHistogram(m, &wh); err != nil {
+		if err := ParseHistogram(m, &wh); err != nil {
 			t.Fatalf("histogram gogo accepts: %v", err)
 		}
 		var h any = &wh.H
@@ -537,9 +537,9 @@ func renderGogoV1(ts *prompb.TimeSeries) string {
 // the series' Key are the labels sent, and the same data sent as 1.0
 // decodes to the same series with the same labels.
 func TestParseV2MatchesGogo(t *testing.T) {
-	st := v2State{names: newLabelNames()}
-	var s, s1 wireSeries
-	var metas []wireMeta
+	st := V2State{names: NewLabelNames()}
+	var s, s1 Series
+	var metas []Meta
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		series := genRequest(r)
@@ -549,7 +549,7 @@ func TestParseV2MatchesGogo(t *testing.T) {
 			t.Fatalf("seed %d: gogo: %v", seed, err)
 		}
 		var got, keys []string
-		err := parseWriteRequestV2(data, &st, &s, func(s *wireSeries) error {
+		err := ParseWriteRequestV2(data, &st, &s, func(s *Series) error {
 			if s.Invalid != "" {
 				return fmt.Errorf("series %d invalid: %s", len(got), s.Invalid)
 			}
@@ -580,7 +580,7 @@ func TestParseV2MatchesGogo(t *testing.T) {
 		}
 		i := 0
 		metas = metas[:0]
-		err = parseWriteRequest(data1, &s1, &metas, func(s *wireSeries) error {
+		err = ParseWriteRequest(data1, &s1, &metas, func(s *Series) error {
 			if want := renderGogoV1(&req1.Timeseries[i]); renderOurs(t, s) != want {
 				return fmt.Errorf("1.0 series %d:\n got %s\nwant %s", i, renderOurs(t, s), want)
 			}
@@ -611,7 +611,7 @@ func TestParseV2MatchesGogo(t *testing.T) {
 // Key, and other labels another Key.
 func TestV2Key(t *testing.T) {
 	long := strings.Repeat("n", 127)
-	names := newLabelNames()
+	names := NewLabelNames()
 	seen := map[string]string{}
 	for _, tc := range []struct {
 		name   string
@@ -632,7 +632,7 @@ func TestV2Key(t *testing.T) {
 			want := pairLabels(tc.labels)
 			var keys []string
 			for _, v := range []struct {
-				tbl *labelNames
+				tbl *LabelNames
 				pad int // label pairs of the first series
 			}{{names, 1}, {names, 10000}, {nil, 1}} {
 				// A first series shifts the symbol table of the second:
@@ -646,9 +646,9 @@ func TestV2Key(t *testing.T) {
 					{labels: first, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
 					{labels: tc.labels, samples: []writev2.Sample{{Value: 1, Timestamp: 1}}},
 				}, false)
-				st := v2State{names: v.tbl}
+				st := V2State{names: v.tbl}
 				n := 0
-				err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
+				err := ParseWriteRequestV2(data, &st, &Series{}, func(s *Series) error {
 					if n++; n == 2 {
 						if got := keyLabels(t, s); got != want {
 							t.Errorf("Key %x has labels %s, want %s", s.Key, got, want)
@@ -719,18 +719,18 @@ func TestParseV2Validation(t *testing.T) {
 		{"histogram only", v2Raw(t, syms, good, writev2.TimeSeries{LabelsRefs: []uint32{1, 2}, Histograms: []writev2.Histogram{hist}}), nil, ""},
 		{"empty value", v2Raw(t, syms, good, writev2.TimeSeries{LabelsRefs: []uint32{1, 2, 3, 0}, Samples: smp}), nil, ""},
 		// Request-level.
-		{"first symbol not empty", v2Raw(t, []string{"x", "__name__", "up"}, good), errBadRequest, ""},
-		{"no symbols", v2Raw(t, nil, good), errBadRequest, ""},
-		{"truncated", v2Raw(t, syms, good)[:20], errMalformed, ""},
-		{"bad tag", []byte{0x00, 0x01}, errMalformed, ""},
-		{"length past the end", []byte{0x2A, 0x10, 0x08}, errMalformed, ""},
-		{"labels_refs over uint32", append(v2Raw(t, syms), 0x2A, 0x07, 0x0A, 0x05, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F), errMalformed, ""},
+		{"first symbol not empty", v2Raw(t, []string{"x", "__name__", "up"}, good), ErrMalformed, ""},
+		{"no symbols", v2Raw(t, nil, good), ErrMalformed, ""},
+		{"truncated", v2Raw(t, syms, good)[:20], ErrMalformed, ""},
+		{"bad tag", []byte{0x00, 0x01}, ErrMalformed, ""},
+		{"length past the end", []byte{0x2A, 0x10, 0x08}, ErrMalformed, ""},
+		{"labels_refs over uint32", append(v2Raw(t, syms), 0x2A, 0x07, 0x0A, 0x05, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F), ErrMalformed, ""},
 		{"empty request", nil, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var st v2State
+			var st V2State
 			var verdicts []string
-			err := parseWriteRequestV2(tc.data, &st, &wireSeries{}, func(s *wireSeries) error {
+			err := ParseWriteRequestV2(tc.data, &st, &Series{}, func(s *Series) error {
 				verdicts = append(verdicts, s.Invalid)
 				return nil
 			})
@@ -794,9 +794,9 @@ func TestParseV2Encodings(t *testing.T) {
 			if g := renderGogoV2(t, &req.Timeseries[0], req.Symbols); g != tc.want {
 				t.Fatalf("test data: gogo decodes\n%s", g)
 			}
-			var st v2State
+			var st V2State
 			var got []string
-			err := parseWriteRequestV2(tc.data, &st, &wireSeries{}, func(s *wireSeries) error {
+			err := ParseWriteRequestV2(tc.data, &st, &Series{}, func(s *Series) error {
 				if s.Invalid != "" {
 					return errors.New(s.Invalid)
 				}
@@ -861,8 +861,8 @@ func TestHistogramValidation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var w wireHistogram
-			if err := parseHistogram(msg, &w); err != nil {
+			var w Histogram
+			if err := ParseHistogram(msg, &w); err != nil {
 				t.Fatal(err)
 			}
 			err = w.Validate()
@@ -914,8 +914,8 @@ func TestHistogramEncodings(t *testing.T) {
 			if p.IsFloatHistogram() {
 				want = p.ToFloatHistogram()
 			}
-			var w wireHistogram
-			if err := parseHistogram(tc.msg, &w); err != nil {
+			var w Histogram
+			if err := ParseHistogram(tc.msg, &w); err != nil {
 				t.Fatal(err)
 			}
 			var got any = &w.H
@@ -927,32 +927,6 @@ func TestHistogramEncodings(t *testing.T) {
 			}
 		})
 	}
-}
-
-// benchV2Request is benchSeries as Prometheus encodes it for 2.0.
-func benchV2Request(t testing.TB) []byte {
-	t.Helper()
-	st := writev2.NewSymbolTable()
-	req := &writev2.Request{}
-	var refs []uint32
-	for _, s := range benchSeries() {
-		var lb labels.ScratchBuilder
-		for _, l := range s.Labels {
-			lb.Add(l.Name, l.Value)
-		}
-		lb.Sort()
-		refs = st.SymbolizeLabels(lb.Labels(), refs[:0])
-		req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
-			LabelsRefs: slices.Clone(refs),
-			Samples:    []writev2.Sample{{Value: s.Samples[0].Value, Timestamp: s.Samples[0].Timestamp}},
-		})
-	}
-	req.Symbols = st.Symbols()
-	data, err := proto.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 // TestParseV2NoAllocs: in steady state (buffers grown by a first request)
@@ -977,18 +951,18 @@ func TestParseV2NoAllocs(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"bench request", benchV2Request(t)},
+		{"bench request", benchdata.V2(t)},
 		{"every field", encodeV2(t, series, false)},
 		{"symbols last", encodeV2(t, series, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var st v2State
-			var s wireSeries
-			var wh wireHistogram
+			var st V2State
+			var s Series
+			var wh Histogram
 			n := 0
-			fn := func(s *wireSeries) error {
+			fn := func(s *Series) error {
 				for _, m := range s.Hists {
-					if parseHistogram(m, &wh) == nil {
+					if ParseHistogram(m, &wh) == nil {
 						_ = wh.Validate()
 					}
 				}
@@ -996,7 +970,7 @@ func TestParseV2NoAllocs(t *testing.T) {
 				return nil
 			}
 			parse := func() {
-				if err := parseWriteRequestV2(tc.data, &st, &s, fn); err != nil {
+				if err := ParseWriteRequestV2(tc.data, &st, &s, fn); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -1014,26 +988,26 @@ func TestParseV2NoAllocs(t *testing.T) {
 //
 //	go test -run '^$' -bench Parse -benchtime 2s -count 6 ./adapter
 func BenchmarkParse(b *testing.B) {
-	v1 := writeBodyRaw(b, benchSeries())
-	v2 := benchV2Request(b)
+	v1 := writeBodyRaw(b, benchdata.Series())
+	v2 := benchdata.V2(b)
 	b.Run("v1", func(b *testing.B) {
-		var s wireSeries
-		fn := func(*wireSeries) error { return nil }
-		benchParse(b, len(v1), func() error { return parseWriteRequest(v1, &s, nil, fn) })
+		var s Series
+		fn := func(*Series) error { return nil }
+		benchParse(b, len(v1), func() error { return ParseWriteRequest(v1, &s, nil, fn) })
 	})
 	b.Run("v2", func(b *testing.B) {
-		var st v2State
-		var s wireSeries
-		fn := func(*wireSeries) error { return nil }
-		benchParse(b, len(v2), func() error { return parseWriteRequestV2(v2, &st, &s, fn) })
+		var st V2State
+		var s Series
+		fn := func(*Series) error { return nil }
+		benchParse(b, len(v2), func() error { return ParseWriteRequestV2(v2, &st, &s, fn) })
 	})
 	// With the labels decoded, as the Writer does for a series its cache
 	// does not hold.
 	b.Run("v2+labels", func(b *testing.B) {
-		var st v2State
-		var s wireSeries
-		fn := func(s *wireSeries) error { _, err := s.Labels(); return err }
-		benchParse(b, len(v2), func() error { return parseWriteRequestV2(v2, &st, &s, fn) })
+		var st V2State
+		var s Series
+		fn := func(s *Series) error { _, err := s.Labels(); return err }
+		benchParse(b, len(v2), func() error { return ParseWriteRequestV2(v2, &st, &s, fn) })
 	})
 }
 
@@ -1068,15 +1042,15 @@ func FuzzParseV2MatchesGogo(f *testing.F) {
 		series := genRequest(r)
 		f.Add(encodeV2(f, series[:min(len(series), 3)], seed%2 == 1))
 	}
-	names := newLabelNames()
+	names := NewLabelNames()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return
 		}
-		st := v2State{names: names} // label-name ids: keys take the fast path
+		st := V2State{names: names} // label-name ids: keys take the fast path
 		var got []string
 		var invalid []bool
-		err := parseWriteRequestV2(data, &st, &wireSeries{}, func(s *wireSeries) error {
+		err := ParseWriteRequestV2(data, &st, &Series{}, func(s *Series) error {
 			invalid = append(invalid, s.Invalid != "")
 			if s.Invalid != "" {
 				got = append(got, "")
@@ -1085,9 +1059,9 @@ func FuzzParseV2MatchesGogo(f *testing.F) {
 			if _, err := s.Labels(); err != nil {
 				t.Fatalf("valid series with a Key that does not parse: %v", err)
 			}
-			var wh wireHistogram
+			var wh Histogram
 			for _, m := range s.Hists {
-				if parseHistogram(m, &wh) != nil {
+				if ParseHistogram(m, &wh) != nil {
 					// Stricter than gogo (e.g. a schema beyond int32):
 					// nothing to compare for this series.
 					got = append(got, "")

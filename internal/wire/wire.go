@@ -1,4 +1,4 @@
-package adapter
+package wire
 
 import (
 	"errors"
@@ -8,31 +8,25 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 )
 
-// errMalformed marks a request body that is not a valid protobuf message.
-var errMalformed = errors.New("malformed protobuf")
+// ErrMalformed marks a request body that is not a valid protobuf message.
+var ErrMalformed = errors.New("malformed protobuf")
 
-// Sample is one sample of a series: Unix milliseconds and value.
-type Sample struct {
-	T int64
-	V float64
-}
-
-// wireSeries is one prometheus.TimeSeries as decoded from a WriteRequest
+// Series is one prometheus.TimeSeries as decoded from a WriteRequest
 // without copying: label bytes point into the request buffer.
-type wireSeries struct {
+type Series struct {
 	// Key is the concatenation of the raw Label fields of the series (tag,
 	// length and message of each): equal keys mean equal label sets. It
 	// points into the request when the labels are contiguous, as
 	// Prometheus encodes them, and into keyBuf otherwise.
 	Key     []byte
-	Samples []Sample
+	Samples []mapping.Point
 	// Hists holds the series' Histogram messages, undecoded; they alias
 	// the request (see parseHistogram).
 	Hists [][]byte
 	// Exemplars are the series' exemplars; their labels are in exLabels.
-	Exemplars []wireExemplar
+	Exemplars []Exemplar
 	// Meta is the series' metadata (remote write 2.0 only).
-	Meta wireMeta
+	Meta Meta
 	// Invalid, when not empty, says why the series can never be stored
 	// (remote write 2.0's per-series rules); the rest of the request is.
 	Invalid string
@@ -42,7 +36,7 @@ type wireSeries struct {
 	keyBuf []byte
 	labels []mapping.Label
 	// names decodes the label-name ids of a 2.0 Key (see keyFormV2).
-	names *labelNames
+	names *LabelNames
 	// While Key aliases the message, it is msg[keyStart:keyEnd]; copied
 	// means it lives in keyBuf.
 	copied           bool
@@ -51,7 +45,7 @@ type wireSeries struct {
 
 // addKeyField adds the label field msg[off:off+n] to Key: by extending the
 // alias when it follows the previous label field, by copying otherwise.
-func (s *wireSeries) addKeyField(msg []byte, off, n int) {
+func (s *Series) addKeyField(msg []byte, off, n int) {
 	switch {
 	case s.copied:
 		s.keyBuf = append(s.keyBuf, msg[off:off+n]...)
@@ -71,7 +65,7 @@ func (s *wireSeries) addKeyField(msg []byte, off, n int) {
 
 // Labels decodes the series' labels from Key. They are only needed when
 // the series is not in the mapper's cache, or for error messages.
-func (s *wireSeries) Labels() ([]mapping.Label, error) {
+func (s *Series) Labels() ([]mapping.Label, error) {
 	s.labels = s.labels[:0]
 	buf := s.Key
 	if len(buf) > 0 && buf[0] == keyFormV2 {
@@ -81,7 +75,7 @@ func (s *wireSeries) Labels() ([]mapping.Label, error) {
 		_, _, n := readTag(buf)
 		msg, rest, err := readBytes(buf[n:])
 		if n <= 0 || err != nil {
-			return nil, fmt.Errorf("%w: label field", errMalformed)
+			return nil, fmt.Errorf("%w: label field", ErrMalformed)
 		}
 		l, err := parseLabel(msg)
 		if err != nil {
@@ -94,11 +88,11 @@ func (s *wireSeries) Labels() ([]mapping.Label, error) {
 }
 
 // labelsV2 decodes the labels of a 2.0 key (after its form byte).
-func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
+func (s *Series) labelsV2(buf []byte) ([]mapping.Label, error) {
 	bytesField := func() ([]byte, error) {
 		n, m := readVarint(buf)
 		if m <= 0 || n > uint64(len(buf)-m) {
-			return nil, fmt.Errorf("%w: 2.0 series key", errMalformed)
+			return nil, fmt.Errorf("%w: 2.0 series key", ErrMalformed)
 		}
 		b := buf[m : m+int(n) : m+int(n)]
 		buf = buf[m+int(n):]
@@ -108,7 +102,7 @@ func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
 		var l mapping.Label
 		id, m := readVarint(buf)
 		if m <= 0 {
-			return nil, fmt.Errorf("%w: 2.0 series key", errMalformed)
+			return nil, fmt.Errorf("%w: 2.0 series key", ErrMalformed)
 		}
 		buf = buf[m:]
 		var err error
@@ -117,11 +111,11 @@ func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
 				return nil, err
 			}
 		} else if s.names == nil {
-			return nil, fmt.Errorf("%w: 2.0 series key without its label names", errMalformed)
+			return nil, fmt.Errorf("%w: 2.0 series key without its label names", ErrMalformed)
 		} else if name, ok := s.names.name(id); ok {
 			l.Name = name
 		} else {
-			return nil, fmt.Errorf("%w: 2.0 series key names label name id %d", errMalformed, id)
+			return nil, fmt.Errorf("%w: 2.0 series key names label name id %d", ErrMalformed, id)
 		}
 		if l.Value, err = bytesField(); err != nil {
 			return nil, err
@@ -131,7 +125,7 @@ func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
 	return s.labels, nil
 }
 
-// parseWriteRequest walks a prometheus.WriteRequest (remote write 1.0):
+// ParseWriteRequest walks a prometheus.WriteRequest (remote write 1.0):
 //
 //	WriteRequest { repeated TimeSeries timeseries = 1; repeated MetricMetadata metadata = 3; }
 //	TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2;
@@ -142,17 +136,17 @@ func (s *wireSeries) labelsV2(buf []byte) ([]mapping.Label, error) {
 // and calls fn for each series. The series and its slices are reused
 // between calls. Unknown fields are skipped; every length is checked before
 // slicing.
-func parseWriteRequest(buf []byte, s *wireSeries, metas *[]wireMeta, fn func(*wireSeries) error) error {
+func ParseWriteRequest(buf []byte, s *Series, metas *[]Meta, fn func(*Series) error) error {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in WriteRequest", errMalformed)
+			return fmt.Errorf("%w: bad tag in WriteRequest", ErrMalformed)
 		}
 		buf = buf[n:]
 		if field == 1 && wt == wireBytes {
 			msg, rest, err := readBytes(buf)
 			if err != nil {
-				return fmt.Errorf("%w: timeseries: %w", errMalformed, err)
+				return fmt.Errorf("%w: timeseries: %w", ErrMalformed, err)
 			}
 			buf = rest
 			if err := parseTimeSeries(msg, s); err != nil {
@@ -166,7 +160,7 @@ func parseWriteRequest(buf []byte, s *wireSeries, metas *[]wireMeta, fn func(*wi
 		if field == 3 && wt == wireBytes && metas != nil {
 			msg, rest, err := readBytes(buf)
 			if err != nil {
-				return fmt.Errorf("%w: metadata: %w", errMalformed, err)
+				return fmt.Errorf("%w: metadata: %w", ErrMalformed, err)
 			}
 			buf = rest
 			md, err := parseMetricMetadata(msg)
@@ -178,16 +172,16 @@ func parseWriteRequest(buf []byte, s *wireSeries, metas *[]wireMeta, fn func(*wi
 		}
 		rest, err := skipField(buf, wt)
 		if err != nil {
-			return fmt.Errorf("%w: WriteRequest field %d: %w", errMalformed, field, err)
+			return fmt.Errorf("%w: WriteRequest field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 	}
 	return nil
 }
 
-// wireMeta is metric metadata as it arrives: the family name (1.0; 2.0
+// Meta is metric metadata as it arrives: the family name (1.0; 2.0
 // uses the series' name), its type as the enum number, help and unit.
-type wireMeta struct {
+type Meta struct {
 	Family, Help, Unit []byte
 	Type               uint64
 	Set                bool // 2.0: the series carried a Metadata message
@@ -195,26 +189,26 @@ type wireMeta struct {
 
 // parseMetricMetadata walks a 1.0 MetricMetadata { MetricType type = 1;
 // string metric_family_name = 2; string help = 4; string unit = 5; }.
-func parseMetricMetadata(buf []byte) (wireMeta, error) {
-	md := wireMeta{Set: true}
+func parseMetricMetadata(buf []byte) (Meta, error) {
+	md := Meta{Set: true}
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return md, fmt.Errorf("%w: bad tag in MetricMetadata", errMalformed)
+			return md, fmt.Errorf("%w: bad tag in MetricMetadata", ErrMalformed)
 		}
 		buf = buf[n:]
 		switch {
 		case field == 1 && wt == wireVarint:
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return md, fmt.Errorf("%w: MetricMetadata type", errMalformed)
+				return md, fmt.Errorf("%w: MetricMetadata type", ErrMalformed)
 			}
 			// An enum is an int32: a longer varint keeps its low 32 bits.
 			md.Type, buf = uint64(uint32(v)), buf[n:]
 		case (field == 2 || field == 4 || field == 5) && wt == wireBytes:
 			b, rest, err := readBytes(buf)
 			if err != nil {
-				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", errMalformed, field, err)
+				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 			switch field {
@@ -228,7 +222,7 @@ func parseMetricMetadata(buf []byte) (wireMeta, error) {
 		default:
 			rest, err := skipField(buf, wt)
 			if err != nil {
-				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", errMalformed, field, err)
+				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 		}
@@ -236,28 +230,28 @@ func parseMetricMetadata(buf []byte) (wireMeta, error) {
 	return md, nil
 }
 
-// wireExemplar is one exemplar of a series: value, timestamp and its
+// Exemplar is one exemplar of a series: value, timestamp and its
 // labels, s.exLabels[lo:hi].
-type wireExemplar struct {
+type Exemplar struct {
 	V      float64
 	T      int64
 	lo, hi int
 }
 
 // ExemplarLabels returns the labels of e, an exemplar of s.
-func (s *wireSeries) ExemplarLabels(e wireExemplar) []mapping.Label { return s.exLabels[e.lo:e.hi] }
+func (s *Series) ExemplarLabels(e Exemplar) []mapping.Label { return s.exLabels[e.lo:e.hi] }
 
 // parseExemplarV1 walks a 1.0 Exemplar { repeated Label labels = 1; double
 // value = 2; int64 timestamp = 3; } into s.
-func (s *wireSeries) parseExemplarV1(buf []byte) error {
-	e := wireExemplar{lo: len(s.exLabels)}
+func (s *Series) parseExemplarV1(buf []byte) error {
+	e := Exemplar{lo: len(s.exLabels)}
 	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
 		if wt != wireBytes {
 			return skipField(b, wt)
 		}
 		msg, rest, err := readBytes(b)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Exemplar label: %w", errMalformed, err)
+			return nil, fmt.Errorf("%w: Exemplar label: %w", ErrMalformed, err)
 		}
 		l, err := parseLabel(msg)
 		if err != nil {
@@ -277,11 +271,11 @@ func (s *wireSeries) parseExemplarV1(buf []byte) error {
 // parseExemplar walks an Exemplar of either protocol: its value (field 2)
 // and timestamp (field 3) into e; field 1, the labels, goes to labels,
 // which returns what follows it.
-func parseExemplar(buf []byte, e *wireExemplar, labels func(wt int, b []byte) ([]byte, error)) error {
+func parseExemplar(buf []byte, e *Exemplar, labels func(wt int, b []byte) ([]byte, error)) error {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Exemplar", errMalformed)
+			return fmt.Errorf("%w: bad tag in Exemplar", ErrMalformed)
 		}
 		buf = buf[n:]
 		var err error
@@ -293,18 +287,18 @@ func parseExemplar(buf []byte, e *wireExemplar, labels func(wt int, b []byte) ([
 			}
 		case field == 2 && wt == wireFixed64:
 			if len(buf) < 8 {
-				return fmt.Errorf("%w: Exemplar value cut", errMalformed)
+				return fmt.Errorf("%w: Exemplar value cut", ErrMalformed)
 			}
 			e.V, buf = math.Float64frombits(le64(buf)), buf[8:]
 		case field == 3 && wt == wireVarint:
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return fmt.Errorf("%w: Exemplar timestamp", errMalformed)
+				return fmt.Errorf("%w: Exemplar timestamp", ErrMalformed)
 			}
 			e.T, buf = int64(v), buf[n:]
 		default:
 			if buf, err = skipField(buf, wt); err != nil {
-				return fmt.Errorf("%w: Exemplar field %d: %w", errMalformed, field, err)
+				return fmt.Errorf("%w: Exemplar field %d: %w", ErrMalformed, field, err)
 			}
 		}
 	}
@@ -312,19 +306,19 @@ func parseExemplar(buf []byte, e *wireExemplar, labels func(wt int, b []byte) ([
 }
 
 // reset empties s for the next series.
-func (s *wireSeries) reset() {
+func (s *Series) reset() {
 	s.Key = nil
 	s.Samples = s.Samples[:0]
 	s.Hists = s.Hists[:0]
 	s.Exemplars = s.Exemplars[:0]
 	s.exLabels = s.exLabels[:0]
-	s.Meta = wireMeta{}
+	s.Meta = Meta{}
 	s.Invalid = ""
 	s.copied, s.keyStart, s.keyEnd = false, 0, 0
 	s.names = nil
 }
 
-func parseTimeSeries(buf []byte, s *wireSeries) error {
+func parseTimeSeries(buf []byte, s *Series) error {
 	s.reset()
 	whole := buf
 	for len(buf) > 0 {
@@ -333,7 +327,7 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 		if buf[0] == 0x0A && len(buf) > 1 && buf[1] < 0x80 {
 			n := 2 + int(buf[1])
 			if n > len(buf) {
-				return fmt.Errorf("%w: label of %d bytes past the end", errMalformed, buf[1])
+				return fmt.Errorf("%w: label of %d bytes past the end", ErrMalformed, buf[1])
 			}
 			s.addKeyField(whole, len(whole)-len(buf), n)
 			buf = buf[n:]
@@ -344,7 +338,7 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 			n := 2 + int(buf[1])
 			if n <= len(buf) && n > 12 {
 				if t, m := readVarint(buf[12:n]); m == n-12 {
-					s.Samples = append(s.Samples, Sample{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
+					s.Samples = append(s.Samples, mapping.Point{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
 					buf = buf[n:]
 					continue
 				}
@@ -352,21 +346,21 @@ func parseTimeSeries(buf []byte, s *wireSeries) error {
 		}
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in TimeSeries", errMalformed)
+			return fmt.Errorf("%w: bad tag in TimeSeries", ErrMalformed)
 		}
 		start := buf
 		buf = buf[n:]
 		if wt != wireBytes {
 			rest, err := skipField(buf, wt)
 			if err != nil {
-				return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+				return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 			continue
 		}
 		msg, rest, err := readBytes(buf)
 		if err != nil {
-			return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+			return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 		switch field {
@@ -395,13 +389,13 @@ func parseLabel(buf []byte) (mapping.Label, error) {
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return l, fmt.Errorf("%w: bad tag in Label", errMalformed)
+			return l, fmt.Errorf("%w: bad tag in Label", ErrMalformed)
 		}
 		buf = buf[n:]
 		if wt == wireBytes && (field == 1 || field == 2) {
 			b, rest, err := readBytes(buf)
 			if err != nil {
-				return l, fmt.Errorf("%w: Label field %d: %w", errMalformed, field, err)
+				return l, fmt.Errorf("%w: Label field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 			if field == 1 {
@@ -413,39 +407,39 @@ func parseLabel(buf []byte) (mapping.Label, error) {
 		}
 		rest, err := skipField(buf, wt)
 		if err != nil {
-			return l, fmt.Errorf("%w: Label field %d: %w", errMalformed, field, err)
+			return l, fmt.Errorf("%w: Label field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 	}
 	return l, nil
 }
 
-func parseSample(buf []byte) (Sample, error) {
-	var s Sample
+func parseSample(buf []byte) (mapping.Point, error) {
+	var s mapping.Point
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return s, fmt.Errorf("%w: bad tag in Sample", errMalformed)
+			return s, fmt.Errorf("%w: bad tag in Sample", ErrMalformed)
 		}
 		buf = buf[n:]
 		switch {
 		case field == 1 && wt == wireFixed64:
 			if len(buf) < 8 {
-				return s, fmt.Errorf("%w: Sample value: %d bytes left, want 8", errMalformed, len(buf))
+				return s, fmt.Errorf("%w: Sample value: %d bytes left, want 8", ErrMalformed, len(buf))
 			}
 			s.V = math.Float64frombits(le64(buf))
 			buf = buf[8:]
 		case field == 2 && wt == wireVarint:
 			v, n := readVarint(buf)
 			if n <= 0 {
-				return s, fmt.Errorf("%w: Sample timestamp varint", errMalformed)
+				return s, fmt.Errorf("%w: Sample timestamp varint", ErrMalformed)
 			}
 			s.T = int64(v)
 			buf = buf[n:]
 		default:
 			rest, err := skipField(buf, wt)
 			if err != nil {
-				return s, fmt.Errorf("%w: Sample field %d: %w", errMalformed, field, err)
+				return s, fmt.Errorf("%w: Sample field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 		}
@@ -541,3 +535,21 @@ func skipField(b []byte, wt int) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unsupported wire type %d", wt)
 }
+
+// Names returns the label-name table that decodes the series' 2.0 Key (nil
+// for a 1.0 series).
+func (s *Series) Names() *LabelNames { return s.names }
+
+// KeyLabels decodes the labels of key, a Key of a series of the same
+// request whose label-name table is names. s serves only as the scratch
+// space the labels are decoded into: they are valid until its next use.
+func (s *Series) KeyLabels(key []byte, names *LabelNames) ([]mapping.Label, error) {
+	s.Key, s.names = key, names
+	lbls, err := s.Labels()
+	s.Key, s.names = nil, nil
+	return lbls, err
+}
+
+// ForgetLabels clears the decoded labels s holds, so that it keeps no
+// pointers into a request that is done.
+func (s *Series) ForgetLabels() { clear(s.labels) }

@@ -1,4 +1,4 @@
-package adapter
+package wire
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 )
 
-// v2State holds what one remote write 2.0 request's series share: the
+// V2State holds what one remote write 2.0 request's series share: the
 // symbol table (each symbol aliasing the request) and reusable buffers.
-type v2State struct {
+type V2State struct {
 	body    []byte   // the request the symbols point into
 	symbols []uint64 // symbol i is body[off:off+len], packed as off<<32 | len: 8 bytes an entry keeps the table in cache
 	refs    []uint32
@@ -18,12 +18,12 @@ type v2State struct {
 	packed  []byte   // the series' packed labels_refs, not yet decoded
 	// names gives label names ids for keys (nil: none get one); nameIDs
 	// memoises them per symbol for the request (0: not looked up yet).
-	names   *labelNames
+	names   *LabelNames
 	nameIDs []uint32
 }
 
 // unpack decodes a pending packed labels_refs into refs.
-func (st *v2State) unpack() error {
+func (st *V2State) unpack() error {
 	if st.packed == nil {
 		return nil
 	}
@@ -33,14 +33,14 @@ func (st *v2State) unpack() error {
 	st.refs, _, err = appendUint32s(st.refs, field, wireBytes)
 	st.packed = nil
 	if err != nil {
-		return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
+		return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
 	}
 	return nil
 }
 
 // packedLabels is labels for refs still packed: it decodes them into
 // st.refs and builds the key from them.
-func (st *v2State) packedLabels(s *wireSeries) (string, error) {
+func (st *V2State) packedLabels(s *Series) (string, error) {
 	msg, syms := st.packed, st.symbols
 	// The common case in one pass straight into the key: label pairs
 	// whose references take one or two bytes each, in range, names with
@@ -115,7 +115,7 @@ func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 		} else {
 			v, m := readVarintSlow(msg[i:])
 			if m <= 0 || v > math.MaxUint32 {
-				return "", fmt.Errorf("%w: labels_refs: bad packed uint32", errMalformed)
+				return "", fmt.Errorf("%w: labels_refs: bad packed uint32", ErrMalformed)
 			}
 			r = uint32(v)
 			i += m
@@ -134,7 +134,7 @@ func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 	return st.build(s, ents, size), nil
 }
 
-// parseWriteRequestV2 walks an io.prometheus.write.v2.Request:
+// ParseWriteRequestV2 walks an io.prometheus.write.v2.Request:
 //
 //	Request    { repeated string symbols = 4; repeated TimeSeries timeseries = 5; }
 //	TimeSeries { repeated uint32 labels_refs = 1; repeated Sample samples = 2;
@@ -154,9 +154,9 @@ func (st *v2State) packedLabels(s *wireSeries) (string, error) {
 // together, nothing at all) comes with Invalid set and is still passed to
 // fn. Labels in any order are accepted and sorted, as Prometheus's own
 // receiver does. Start timestamps are skipped.
-func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSeries) error) error {
+func ParseWriteRequestV2(buf []byte, st *V2State, s *Series, fn func(*Series) error) error {
 	if uint64(len(buf)) > math.MaxUint32 {
-		return fmt.Errorf("%w: a request of %d bytes", errBadRequest, len(buf))
+		return fmt.Errorf("%w: a request of %d bytes", ErrMalformed, len(buf))
 	}
 	st.body, st.symbols = buf, st.symbols[:0]
 	// skip is where the second pass starts: after the leading run of
@@ -177,13 +177,13 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 		}
 		field, wt, n := readTag(rest)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Request", errMalformed)
+			return fmt.Errorf("%w: bad tag in Request", ErrMalformed)
 		}
 		rest = rest[n:]
 		if field == 4 && wt == wireBytes {
 			sym, r, err := readBytes(rest)
 			if err != nil {
-				return fmt.Errorf("%w: symbol %d: %w", errMalformed, len(st.symbols), err)
+				return fmt.Errorf("%w: symbol %d: %w", ErrMalformed, len(st.symbols), err)
 			}
 			off := uint64(len(buf) - len(r) - len(sym))
 			st.symbols = append(st.symbols, off<<32|uint64(len(sym)))
@@ -196,7 +196,7 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 		leading = false
 		r, err := skipField(rest, wt)
 		if err != nil {
-			return fmt.Errorf("%w: Request field %d: %w", errMalformed, field, err)
+			return fmt.Errorf("%w: Request field %d: %w", ErrMalformed, field, err)
 		}
 		rest = r
 	}
@@ -212,13 +212,13 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 		}
 		msg, rest, err := readBytes(buf)
 		if err != nil {
-			return fmt.Errorf("%w: timeseries: %w", errMalformed, err)
+			return fmt.Errorf("%w: timeseries: %w", ErrMalformed, err)
 		}
 		buf = rest
 		if !haveSeries {
 			haveSeries = true
 			if len(st.symbols) == 0 || uint32(st.symbols[0]) != 0 {
-				return fmt.Errorf("%w: the first symbol must be the empty string", errBadRequest)
+				return fmt.Errorf("%w: the first symbol must be the empty string", ErrMalformed)
 			}
 		}
 		if err := parseTimeSeriesV2(msg, st, s); err != nil {
@@ -232,7 +232,7 @@ func parseWriteRequestV2(buf []byte, st *v2State, s *wireSeries, fn func(*wireSe
 }
 
 // symbol returns symbol ref, ok false when out of range.
-func (st *v2State) symbol(ref uint32) ([]byte, bool) {
+func (st *V2State) symbol(ref uint32) ([]byte, bool) {
 	if uint64(ref) >= uint64(len(st.symbols)) {
 		return nil, false
 	}
@@ -245,7 +245,7 @@ func (st *v2State) symbol(ref uint32) ([]byte, bool) {
 // (the bytes past its end land in dst's spare capacity and are
 // overwritten by what follows), which is much cheaper than a call to
 // memmove for the short names and values labels mostly are.
-func (st *v2State) copySym(dst []byte, e uint64) {
+func (st *V2State) copySym(dst []byte, e uint64) {
 	off, n := int(uint32(e>>32)), len(dst)
 	if n <= 32 && off+32 <= len(st.body) && cap(dst) >= 32 {
 		// Both blocks always: a branch on n > 16 would mispredict on
@@ -259,12 +259,12 @@ func (st *v2State) copySym(dst []byte, e uint64) {
 }
 
 // sym is the symbol a table entry points at.
-func (st *v2State) sym(e uint64) []byte {
+func (st *V2State) sym(e uint64) []byte {
 	off, n := uint32(e>>32), uint32(e)
 	return st.body[off : off+n : off+n]
 }
 
-func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
+func parseTimeSeriesV2(buf []byte, st *V2State, s *Series) error {
 	s.reset()
 	s.keyBuf = s.keyBuf[:0]
 	st.refs = st.refs[:0]
@@ -275,7 +275,7 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 			n := 2 + int(buf[1])
 			if n <= len(buf) && n > 12 {
 				if t, m := readVarint(buf[12:n]); m == n-12 {
-					s.Samples = append(s.Samples, Sample{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
+					s.Samples = append(s.Samples, mapping.Point{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
 					buf = buf[n:]
 					continue
 				}
@@ -283,7 +283,7 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 		}
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in TimeSeries", errMalformed)
+			return fmt.Errorf("%w: bad tag in TimeSeries", ErrMalformed)
 		}
 		buf = buf[n:]
 		if field == 1 {
@@ -291,7 +291,7 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 				// Packed, as encoders send it: decoded with the key.
 				msg, rest, err := readBytes(buf)
 				if err != nil {
-					return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
+					return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
 				}
 				st.packed, buf = msg, rest
 				continue
@@ -301,7 +301,7 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 			}
 			var err error
 			if st.refs, buf, err = appendUint32s(st.refs, buf, wt); err != nil {
-				return fmt.Errorf("%w: labels_refs: %w", errMalformed, err)
+				return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
 			}
 			continue
 		}
@@ -312,14 +312,14 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 		if wt != wireBytes {
 			rest, err := skipField(buf, wt)
 			if err != nil {
-				return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+				return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 			continue
 		}
 		msg, rest, err := readBytes(buf)
 		if err != nil {
-			return fmt.Errorf("%w: TimeSeries field %d: %w", errMalformed, field, err)
+			return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
 		}
 		buf = rest
 		switch field {
@@ -391,7 +391,7 @@ func parseTimeSeriesV2(buf []byte, st *v2State, s *wireSeries) error {
 // (independent loads), then the key is sized once, then the values are
 // copied (independent loads again). A name costs a byte or two: its id,
 // looked up once per request and symbol.
-func (st *v2State) labels(s *wireSeries) string {
+func (st *V2State) labels(s *Series) string {
 	refs, syms := st.refs, st.symbols
 	s.names = st.names
 	if len(refs)%2 == 1 {
@@ -412,7 +412,7 @@ func (st *v2State) labels(s *wireSeries) string {
 
 // build writes s.Key from the symbol-table entries ents of the series'
 // label references st.refs, whose symbols add up to size bytes.
-func (st *v2State) build(s *wireSeries, ents []uint64, size int) string {
+func (st *V2State) build(s *Series, ents []uint64, size int) string {
 	refs := st.refs
 	s.names = st.names
 	if len(refs)%2 == 1 {
@@ -449,7 +449,7 @@ func (st *v2State) build(s *wireSeries, ents []uint64, size int) string {
 
 // nameID is the labelNames id of the name symbol ref (table entry e),
 // memoised for the request; 0 when the name has none.
-func (st *v2State) nameID(ref uint32, e uint64) uint32 {
+func (st *V2State) nameID(ref uint32, e uint64) uint32 {
 	if id := st.nameIDs[ref]; id != 0 {
 		return id &^ noNameID
 	}
@@ -549,15 +549,15 @@ func appendUint32s(dst []uint32, buf []byte, wt int) ([]uint32, []byte, error) {
 // parseExemplarV2 walks an Exemplar { repeated uint32 labels_refs = 1;
 // double value = 2; int64 timestamp = 3; }. A reference out of range makes
 // the series invalid.
-func (s *wireSeries) parseExemplarV2(buf []byte, st *v2State) error {
-	e := wireExemplar{lo: len(s.exLabels)}
+func (s *Series) parseExemplarV2(buf []byte, st *V2State) error {
+	e := Exemplar{lo: len(s.exLabels)}
 	var arr [16]uint32
 	refs := arr[:0]
 	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
 		var err error
 		refs, b, err = appendUint32s(refs, b, wt)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Exemplar labels_refs: %w", errMalformed, err)
+			return nil, fmt.Errorf("%w: Exemplar labels_refs: %w", ErrMalformed, err)
 		}
 		return b, nil
 	})
@@ -586,25 +586,25 @@ func (s *wireSeries) parseExemplarV2(buf []byte, st *v2State) error {
 // 3; uint32 unit_ref = 4; } into md, the series' metadata so far. A
 // reference out of range is reported in Family (which 2.0 metadata does
 // not otherwise use) for the caller.
-func parseMetadataV2(buf []byte, st *v2State, md wireMeta) (wireMeta, error) {
+func parseMetadataV2(buf []byte, st *V2State, md Meta) (Meta, error) {
 	md.Set = true
 	for len(buf) > 0 {
 		field, wt, n := readTag(buf)
 		if n <= 0 {
-			return md, fmt.Errorf("%w: bad tag in Metadata", errMalformed)
+			return md, fmt.Errorf("%w: bad tag in Metadata", ErrMalformed)
 		}
 		buf = buf[n:]
 		if wt != wireVarint {
 			rest, err := skipField(buf, wt)
 			if err != nil {
-				return md, fmt.Errorf("%w: Metadata field %d: %w", errMalformed, field, err)
+				return md, fmt.Errorf("%w: Metadata field %d: %w", ErrMalformed, field, err)
 			}
 			buf = rest
 			continue
 		}
 		v, n := readVarint(buf)
 		if n <= 0 {
-			return md, fmt.Errorf("%w: Metadata field %d varint", errMalformed, field)
+			return md, fmt.Errorf("%w: Metadata field %d varint", ErrMalformed, field)
 		}
 		buf = buf[n:]
 		switch field {
@@ -625,3 +625,7 @@ func parseMetadataV2(buf []byte, st *v2State, md wireMeta) (wireMeta, error) {
 	}
 	return md, nil
 }
+
+// SetNames makes st give the label names of the series it parses ids from
+// names (nil: none get one); see LabelNames.
+func (st *V2State) SetNames(names *LabelNames) { st.names = names }

@@ -1,11 +1,11 @@
-package adapter
+package wire
 
 import (
 	"encoding/binary"
 	"fmt"
 )
 
-// scanSnappyBlock walks the elements of a snappy block (after its length
+// ScanSnappyBlock walks the elements of a snappy block (after its length
 // header, whose value is claimed) without writing anything, and reports
 // whether they decode to exactly claimed bytes: every literal within the
 // block, every copy's offset within what precedes it. readBody runs it
@@ -18,7 +18,7 @@ import (
 // follow. 01 copy: length-4 in bits 2..4, offset in bits 5..7 (high) and
 // the next byte. 10 copy: length-1 in the high 6 bits, 2-byte offset. 11
 // copy: length-1 in the high 6 bits, 4-byte offset.
-func scanSnappyBlock(block []byte, claimed int) error {
+func ScanSnappyBlock(block []byte, claimed int) error {
 	_, n := binary.Uvarint(block)
 	if n <= 0 {
 		return fmt.Errorf("bad length header")

@@ -1,116 +1,35 @@
-package adapter
+package wire
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/bits"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-
-	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/mapping"
 )
 
-// appendSeries appends cs to the answer as a QueryResult's timeseries
-// field (1), with the bytes the generated code of prompb.TimeSeries
-// marshals, decoding the chunks straight into them instead of into a
-// prompb.TimeSeries first:
-//
-//	0x0a uvarint(len) TimeSeries
-//	TimeSeries: per label      0x0a uvarint(len) [0x0a uvarint(len) name] [0x12 uvarint(len) value]
-//	            per sample     0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
-//	            per histogram  0x22 uvarint(len) Histogram (see appendHistogram)
-//
-// The samples come first, then the histograms, each in time order. A
-// field holding its zero value is left out, as the generated code does (a
-// value of 0 or -0, a timestamp of 0, an empty name or value). In a series
-// with native histograms, float staleness markers become histogram
-// staleness markers, of the kind of the histogram before them: Prometheus
-// itself may store the marker that ends a histogram series as a float
-// (its appender converts it only when it can tell the series' type), and
-// its SAMPLES client loses a float that follows histograms when it
-// seeks, so the series would not end; as a histogram marker it ends as in
-// Prometheus. (Streamed answers need no such care: chunks keep both kinds
-// in order.)
-//
-// Room is made (and charged) before each part is appended; it is reused
-// and returned.
-func (a *answerBuf) appendSeries(cs *query.ChunkSeries, it chunkenc.Iterator) (chunkenc.Iterator, error) {
-	labelBytes := 6
-	cs.Labels.Range(func(l labels.Label) { labelBytes += 3*(1+5) + len(l.Name) + len(l.Value) })
-	if err := a.grow(labelBytes); err != nil {
-		return it, err
-	}
-	a.data = append(a.data, 0x0a, 0, 0, 0, 0, 0)
-	start := len(a.data)
-	a.data = appendLabels(a.data, cs.Labels)
-	hasHist := false
-	for _, c := range cs.Chunks {
-		hasHist = hasHist || c.Enc != chunkenc.EncXOR
-	}
-	if len(cs.Floats) > 0 {
-		room := samplesBound(cs.Floats)
-		if err := a.grow(room); err != nil {
-			return it, err
-		}
-		a.data = appendSamples(a.data, cs.Floats, room)
-	}
-	var err error
-	for _, c := range cs.Chunks {
-		if c.Enc != chunkenc.EncXOR {
-			continue
-		}
-		if err := a.grow(maxSampleBytes * int(binary.BigEndian.Uint16(c.Data))); err != nil {
-			return it, err
-		}
-		if it, err = c.Iterator(it); err != nil {
-			return it, fmt.Errorf("series %s: %w", cs.Labels, err)
-		}
-		dst := a.data // kept in a register
-		for vt := it.Next(); vt == chunkenc.ValFloat; vt = it.Next() {
-			t, v := it.At()
-			if hasHist && value.IsStaleNaN(v) {
-				continue
-			}
-			dst = appendSample(dst, t, v)
-		}
-		a.data = dst
-		if err := it.Err(); err != nil {
-			return it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
-		}
-	}
-	if hasHist {
-		if it, err = a.appendHistograms(cs, it); err != nil {
-			return it, err
-		}
-	}
-	a.data = putLength(a.data, start-5, 5)
-	return it, nil
-}
-
-// maxSampleBytes bounds the bytes of one Sample in a TimeSeries: tag,
+// MaxSampleBytes bounds the bytes of one Sample in a TimeSeries: tag,
 // length, the value's tag and 8 bytes, the timestamp's tag and 10.
-const maxSampleBytes = 22
+const MaxSampleBytes = 22
 
-// appendSample appends a TimeSeries' Sample (field 2):
+// AppendSample appends a TimeSeries' Sample (field 2):
 //
 //	0x12 len [0x09 value as 8 bytes little-endian] [0x10 uvarint(timestamp)]
 //
 // A value of 0 or -0 and a timestamp of 0 are left out, as the generated
 // code leaves them out.
-func appendSample(dst []byte, t int64, v float64) []byte {
-	dst = slices.Grow(dst, maxSampleBytes)
-	n := putSample(dst[len(dst):len(dst)+maxSampleBytes], t, v)
+func AppendSample(dst []byte, t int64, v float64) []byte {
+	dst = slices.Grow(dst, MaxSampleBytes)
+	n := PutSample(dst[len(dst):len(dst)+MaxSampleBytes], t, v)
 	return dst[:len(dst)+n]
 }
 
-// putSample writes the Sample of t and v (see appendSample) at the start
+// PutSample writes the Sample of t and v (see appendSample) at the start
 // of b and returns its length, or 0 when b is too short for it.
-func putSample(b []byte, t int64, v float64) int {
+func PutSample(b []byte, t int64, v float64) int {
 	bv := math.Float64bits(v)
 	m := 0
 	if bv != 0 && bv != 1<<63 {
@@ -146,11 +65,11 @@ func putSample(b []byte, t int64, v float64) int {
 	return i
 }
 
-// samplesBound bounds the bytes of the Samples of fs at once, fs in time
+// SamplesBound bounds the bytes of the Samples of fs at once, fs in time
 // order: every value 9 bytes, every timestamp as long as the last one (the
 // longest when none is negative) or 10 bytes. For millisecond timestamps
 // of this century it is exact when no value is 0.
-func samplesBound(fs []query.Sample) int {
+func SamplesBound(fs []mapping.Point) int {
 	if len(fs) == 0 {
 		return 0
 	}
@@ -161,16 +80,16 @@ func samplesBound(fs []query.Sample) int {
 	return len(fs) * (2 + 9 + 1 + tl)
 }
 
-// appendSamples appends the Samples of fs (see appendSample) within room
+// AppendSamples appends the Samples of fs (see appendSample) within room
 // bytes, at least what they take (samplesBound is), growing dst when it
 // has not that much room.
-func appendSamples(dst []byte, fs []query.Sample, room int) []byte {
+func AppendSamples(dst []byte, fs []mapping.Point, room int) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, room)
 	b := dst[n : n+room]
 	i := 0
 	for _, f := range fs {
-		w := putSample(b[i:], f.T, f.V)
+		w := PutSample(b[i:], f.T, f.V)
 		if w == 0 {
 			break // cannot happen: room holds the samples
 		}
@@ -179,8 +98,8 @@ func appendSamples(dst []byte, fs []query.Sample, room int) []byte {
 	return dst[:n+i]
 }
 
-// appendLabels appends the labels of a TimeSeries (field 1).
-func appendLabels(dst []byte, lbls labels.Labels) []byte {
+// AppendLabels appends the labels of a TimeSeries (field 1).
+func AppendLabels(dst []byte, lbls labels.Labels) []byte {
 	lbls.Range(func(l labels.Label) {
 		n := 0
 		if len(l.Name) > 0 {
@@ -205,67 +124,16 @@ func appendLabels(dst []byte, lbls labels.Labels) []byte {
 	return dst
 }
 
-// appendHistograms appends the histograms of cs (and its float staleness
-// markers, as histograms) in time order.
-func (a *answerBuf) appendHistograms(cs *query.ChunkSeries, it chunkenc.Iterator) (chunkenc.Iterator, error) {
-	var (
-		hh            histogram.Histogram
-		fh            histogram.FloatHistogram
-		lastFloatHist bool
-		err           error
-	)
-	for _, c := range cs.Chunks {
-		if it, err = c.Iterator(it); err != nil {
-			return it, fmt.Errorf("series %s: %w", cs.Labels, err)
-		}
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			switch vt {
-			case chunkenc.ValFloat:
-				t, v := it.At()
-				if !value.IsStaleNaN(v) {
-					continue
-				}
-				if err := a.grow(maxHistogramBytes(0, 0, 0)); err != nil {
-					return it, err
-				}
-				if lastFloatHist {
-					a.data = appendFloatHistogram(a.data, t, &histogram.FloatHistogram{Sum: v})
-				} else {
-					a.data = appendHistogram(a.data, t, &histogram.Histogram{Sum: v})
-				}
-			case chunkenc.ValHistogram:
-				t, h := it.AtHistogram(&hh) // a stale marker comes as a histogram of its own
-				if err := a.grow(maxHistogramBytes(len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets), len(h.CustomValues))); err != nil {
-					return it, err
-				}
-				a.data = appendHistogram(a.data, t, h)
-				lastFloatHist = false
-			case chunkenc.ValFloatHistogram:
-				t, h := it.AtFloatHistogram(&fh)
-				if err := a.grow(maxHistogramBytes(len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets), len(h.CustomValues))); err != nil {
-					return it, err
-				}
-				a.data = appendFloatHistogram(a.data, t, h)
-				lastFloatHist = true
-			}
-		}
-		if err := it.Err(); err != nil {
-			return it, fmt.Errorf("series %s: chunk [%d, %d]: %w", cs.Labels, c.MinT, c.MaxT, err)
-		}
-	}
-	return it, nil
-}
-
-// maxHistogramBytes bounds what appendHistogram or appendFloatHistogram
+// MaxHistogramBytes bounds what appendHistogram or appendFloatHistogram
 // appends for a histogram of that many spans, buckets and custom bounds:
 // tag and length (6), counts (2×11), sum and zero threshold (2×9), schema
 // (6), reset hint (2), timestamp (11), two lists of buckets (2×6, and 10 a
 // bucket), 14 a span, custom bounds (7, and 8 a bound).
-func maxHistogramBytes(spans, buckets, custom int) int {
+func MaxHistogramBytes(spans, buckets, custom int) int {
 	return 6 + 22 + 18 + 6 + 2 + 11 + 12 + 10*buckets + 14*spans + 7 + 8*custom
 }
 
-// appendHistogram appends an integer histogram of a TimeSeries (field 4)
+// AppendHistogram appends an integer histogram of a TimeSeries (field 4)
 // as prompb.FromIntHistogram(t, h) marshals:
 //
 //	0x08 uvarint(count)             always
@@ -280,7 +148,7 @@ func maxHistogramBytes(spans, buckets, custom int) int {
 //	0x70 uvarint(reset hint)        when not 0
 //	0x78 uvarint(timestamp)         when not 0
 //	0x82 0x01 len 8 bytes LE each   custom bounds, when any
-func appendHistogram(dst []byte, t int64, h *histogram.Histogram) []byte {
+func AppendHistogram(dst []byte, t int64, h *histogram.Histogram) []byte {
 	dst = append(dst, 0x22, 0)
 	start := len(dst)
 	dst = append(dst, 0x08)
@@ -296,11 +164,11 @@ func appendHistogram(dst []byte, t int64, h *histogram.Histogram) []byte {
 	return putLengthAfter(dst, start-1)
 }
 
-// appendFloatHistogram appends a float histogram of a TimeSeries (field
+// AppendFloatHistogram appends a float histogram of a TimeSeries (field
 // 4) as prompb.FromFloatHistogram(t, h) marshals: as appendHistogram, but
 // the counts as 8-byte floats (0x11 count, 0x39 zero count, always) and
 // the buckets as packed 8-byte floats (0x52 negative, 0x6a positive).
-func appendFloatHistogram(dst []byte, t int64, h *histogram.FloatHistogram) []byte {
+func AppendFloatHistogram(dst []byte, t int64, h *histogram.FloatHistogram) []byte {
 	dst = append(dst, 0x22, 0)
 	start := len(dst)
 	dst = append(dst, 0x11)
@@ -417,11 +285,11 @@ func putLengthAfter(dst []byte, at int) []byte {
 	return dst
 }
 
-// putLength writes, at dst[at:], the uvarint length of the bytes that
+// PutLength writes, at dst[at:], the uvarint length of the bytes that
 // follow the reserved bytes kept there for it (at most reserved long), and
 // moves those bytes up to follow it: a protobuf field's length, known only
 // once its contents are appended.
-func putLength(dst []byte, at, reserved int) []byte {
+func PutLength(dst []byte, at, reserved int) []byte {
 	prefix := binary.AppendUvarint(dst[at:at], uint64(len(dst)-at-reserved))
 	copy(dst[at+len(prefix):], dst[at+reserved:])
 	return dst[:len(dst)-(reserved-len(prefix))]

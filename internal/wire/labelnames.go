@@ -1,4 +1,4 @@
-package adapter
+package wire
 
 import (
 	"sync"
@@ -20,11 +20,11 @@ import (
 // store. A series sent by both protocols has one cache entry per form.
 const keyFormV2 = 0xFF
 
-// labelNames gives label names small ids for 2.0 keys: a request names a
+// LabelNames gives label names small ids for 2.0 keys: a request names a
 // few dozen label names, thousands of times. It is bounded: at most
 // maxLabelNameIDs names of at most maxLabelNameIDBytes bytes get an id;
 // others are written into keys in full.
-type labelNames struct {
+type LabelNames struct {
 	mu    sync.RWMutex
 	ids   map[string]uint32
 	names [][]byte // id-1 -> name; never modified once appended
@@ -35,10 +35,10 @@ const (
 	maxLabelNameIDBytes = 64
 )
 
-func newLabelNames() *labelNames { return &labelNames{ids: map[string]uint32{}} }
+func NewLabelNames() *LabelNames { return &LabelNames{ids: map[string]uint32{}} }
 
 // id returns the id of name, assigning one if there is room; 0 means none.
-func (t *labelNames) id(name []byte) uint32 {
+func (t *LabelNames) id(name []byte) uint32 {
 	if len(name) > maxLabelNameIDBytes {
 		return 0
 	}
@@ -64,7 +64,7 @@ func (t *labelNames) id(name []byte) uint32 {
 }
 
 // name returns the name of id; ok is false for an id never given.
-func (t *labelNames) name(id uint64) (name []byte, ok bool) {
+func (t *LabelNames) name(id uint64) (name []byte, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if id == 0 || id > uint64(len(t.names)) {
