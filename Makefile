@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/...
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-faults vet hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e fuzz clean
+.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e fuzz clean
 
 all: build
 
@@ -24,7 +24,7 @@ run:
 ## store contract suite on both stores), then the end-to-end suites again on
 ## HBase, then the fault tests (HBase restarted and split under load), and
 ## stops HBase whatever happened.
-test: vet
+test: vet lint
 	@scripts/prometheus.sh >/dev/null
 	@scripts/hbase.sh up
 	@status=0; \
@@ -98,14 +98,20 @@ bench-e2e:
 	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
 		--protocol=v2 --histograms --svg=docs/bench/compare-histograms.svg
 
-## fuzz: run every fuzz target for FUZZTIME each
+## fuzz: run every fuzz target of the module for FUZZTIME each (found by
+## scripts/fuzz.sh with go list and go test -list; FUZZ=regexp narrows the
+## targets, FUZZPKGS the packages). Not part of make test.
 FUZZTIME ?= 20s
+FUZZ     ?= .
+FUZZPKGS ?= $(PKGS)
 fuzz:
-	@for pkg in ./adapter ./mapping ./store/embedded ./internal/xorchunk; do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' scripts/fuzz.sh $(FUZZPKGS)
+
+## lint: golangci-lint with .golangci.yml (scripts/golangci-lint.sh installs
+## the pinned version into .run/bin). The faults tag only adds files (the
+## fault tests), so one run with it lints every package.
+lint:
+	GO=$(GO) scripts/golangci-lint.sh run --build-tags faults $(PKGS)
 
 clean:
 	rm -rf bin .run

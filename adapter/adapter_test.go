@@ -23,13 +23,17 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 func TestStatusFor(t *testing.T) {
@@ -44,7 +48,7 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("x: %w", limits.ErrTooManySeries), 413},
 		{fmt.Errorf("x: %w", &limits.RateLimitError{NewSeries: 1, RetryAfter: time.Second}), 429},
 		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
-		{&rejectError{count: 1, named: []string{"a"}}, 400},
+		{&ingest.RejectError{}, 400},
 		{fmt.Errorf("x: %w", errBadRequest), 400},
 		{fmt.Errorf("x: %w", wire.ErrMalformed), 400},
 		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
@@ -83,25 +87,35 @@ func (f *failingStore) Put(ctx context.Context, table string, puts []store.Put) 
 
 func newTestHandler(t testing.TB, st store.Store) *Handler {
 	t.Helper()
+	return newTestHandlerPut(t, st, st, nil)
+}
+
+// newTestHandlerPut is newTestHandler whose writer puts data and
+// exemplars through put, with limits lim (nil: none).
+func newTestHandlerPut(t testing.TB, st store.Store, put ingest.Putter, lim *limits.Limits) *Handler {
+	t.Helper()
 	m := newTestMapper(t, st)
-	w := NewWriter(m, st, "tsdb")
-	w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
-	w.SetMetadata(mapping.NewMetas(m.UIDs(), 0))
+	w := ingest.New(m, put, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar", ExemplarSlots: ingest.DefaultExemplarSlots,
+		Metadata: metadata.NewMetas(m.UIDs(), st, 0), Limits: lim})
 	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
 }
 
+// swapPutter puts through Putter, which a test may change between
+// requests.
+type swapPutter struct{ ingest.Putter }
+
 // newTestMapper returns a Mapper over st's tsdb-uid table, default layout.
-func newTestMapper(t testing.TB, st store.Store) *mapping.Mapper {
+func newTestMapper(t testing.TB, st store.Store) *series.Mapper {
 	t.Helper()
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+	return series.NewMapper(uids, mapping.DefaultLayout(), 0)
 }
 
 // newHandler is New with a silent logger, failing the test on error.
-func newHandler(t testing.TB, w *Writer, q *query.Querier, opts Options, reg *prometheus.Registry) *Handler {
+func newHandler(t testing.TB, w *ingest.Writer, q *query.Querier, opts Options, reg *prometheus.Registry) *Handler {
 	t.Helper()
 	h, err := New(w, q, opts, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -260,20 +274,20 @@ func BenchmarkWriteHistograms(b *testing.B) {
 // reports ns per sample (or histogram).
 func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
 	st := openEmbedded(b)
-	// Warm the caches through the real store once.
-	warm := newTestHandler(b, st)
 	// With the default limits, as serve runs: every series is marked in
 	// the active-series sketch.
 	lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	warm.w.SetLimits(lim)
+	put := &swapPutter{st}
+	// Warm the caches through the real store once.
+	warm := newTestHandlerPut(b, st, put, lim)
 	if rec := postCT(warm, ct, body); rec.Code != 204 {
 		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
 	}
 	np := &nopPutter{}
-	warm.w.st = np
+	put.Putter = np
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", ct)
@@ -327,7 +341,7 @@ func TestConcurrencyBound(t *testing.T) {
 	st := openEmbedded(t)
 	m := newTestMapper(t, st)
 	bp := &blockingPutter{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	h := newHandler(t, NewWriter(m, bp, "tsdb"), query.New(st, m, query.Options{}),
+	h := newHandler(t, ingest.New(m, bp, ingest.Options{Table: "tsdb"}), query.New(st, m, query.Options{}),
 		Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond}, prometheus.NewRegistry())
 	body := writeBody(t, prompb.TimeSeries{
 		Labels:  []prompb.Label{{Name: "__name__", Value: "m"}},

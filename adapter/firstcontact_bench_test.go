@@ -12,10 +12,14 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // harnessLabels returns the labels of series i as promhbase-load sends
@@ -49,22 +53,20 @@ func firstContactHandler(b *testing.B) *Handler {
 	b.Cleanup(func() { st.Close() })
 	// The UIDs as serve opens them on the embedded store: their table's
 	// sole writer.
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{SoleWriter: true})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{SoleWriter: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
-	w := NewWriter(m, st, "tsdb")
-	w.SetExemplars("tsdb-exemplar", DefaultExemplarSlots)
-	w.SetMetadata(mapping.NewMetas(m.UIDs(), 0))
-	h := newHandler(b, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
+	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
 	lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.w.SetLimits(lim)
-	h.w.SetIndexer(index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index",
-		Layout: mapping.DefaultLayout(), SkipTSMeta: true}, nil))
+	w := ingest.New(m, st, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar", ExemplarSlots: ingest.DefaultExemplarSlots,
+		Metadata: metadata.NewMetas(m.UIDs(), st, 0), Limits: lim,
+		Indexer: index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index",
+			Layout: mapping.DefaultLayout(), SkipTSMeta: true}, nil)})
+	h := newHandler(b, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
 	return h
 }
 

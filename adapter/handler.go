@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
@@ -85,7 +86,7 @@ type Options struct {
 
 // Handler serves promhbase's HTTP endpoints.
 type Handler struct {
-	w      *Writer
+	w      *ingest.Writer
 	q      *query.Querier
 	opts   Options
 	logger *slog.Logger
@@ -111,7 +112,7 @@ type Handler struct {
 }
 
 // New returns the Handler. Metrics are registered on reg.
-func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, logger *slog.Logger) (*Handler, error) {
+func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Registerer, logger *slog.Logger) (*Handler, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 32 << 20
 	}
@@ -161,7 +162,7 @@ func New(w *Writer, q *query.Querier, opts Options, reg prometheus.Registerer, l
 			Name: "promhbase_read_samples_total", Help: "Samples returned by remote read.",
 		}),
 	}
-	for _, r := range rejectReasons() {
+	for _, r := range ingest.RejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.readSeries, h.readSamples} {
@@ -197,7 +198,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // statusFor maps an error to its HTTP status code. It is the one place that
 // decides between "never retry" (4xx) and "retry" (5xx).
 func statusFor(err error) int {
-	var rej *rejectError
+	var rej *ingest.RejectError
 	var rate *limits.RateLimitError
 	switch {
 	case err == nil:
@@ -552,7 +553,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var res writeResult
+	var res ingest.Result
 	headersSet := false
 	if v2 {
 		// Remote write 2.0: every answer, success or not, says what was
@@ -595,7 +596,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 }
 
 // setWritten sets remote write 2.0's Written headers from res.
-func (h *Handler) setWritten(hd http.Header, res writeResult) {
+func (h *Handler) setWritten(hd http.Header, res ingest.Result) {
 	hd["X-Prometheus-Remote-Write-Samples-Written"] = h.counts.value(res.Samples)
 	hd["X-Prometheus-Remote-Write-Histograms-Written"] = h.counts.value(res.Histograms)
 	hd["X-Prometheus-Remote-Write-Exemplars-Written"] = h.counts.value(res.Exemplars)

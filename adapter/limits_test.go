@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 )
@@ -26,13 +27,12 @@ func newLimitedHandler(t testing.TB, cfg limits.Config, now func() time.Time) *H
 	t.Helper()
 	st := openEmbedded(t)
 	m := newTestMapper(t, st)
-	w := NewWriter(m, st, "tsdb")
 	reg := prometheus.NewRegistry()
 	l, err := limits.New(cfg, m.Layout(), reg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetLimits(l)
+	w := ingest.New(m, st, ingest.Options{Table: "tsdb", Limits: l})
 	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 8 << 20}, reg)
 }
 

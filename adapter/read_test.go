@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )
@@ -32,7 +33,7 @@ func newReadHandler(t testing.TB, st store.Store, qopts query.Options, opts Opti
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = 64 << 20
 	}
-	return newHandler(t, NewWriter(m, st, "tsdb"), query.New(st, m, qopts), opts, prometheus.NewRegistry())
+	return newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb"}), query.New(st, m, qopts), opts, prometheus.NewRegistry())
 }
 
 // writeFloats writes series name{i="0".."n-1"} with k samples each, one

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/query"
 )
 
@@ -31,7 +32,7 @@ func newServedHandler(t *testing.T, opts Options) (*Handler, string) {
 	t.Helper()
 	st := openEmbedded(t)
 	m := newTestMapper(t, st)
-	h := newHandler(t, NewWriter(m, st, "tsdb"), query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
+	h := newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb"}), query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
 	srv.Start()

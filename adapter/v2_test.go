@@ -25,9 +25,13 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 const ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
@@ -260,15 +264,15 @@ func TestRemoteWriteV2RoundTrip(t *testing.T) {
 	}
 
 	// Metadata and the exemplar are in their cells.
-	md, ok, err := mapping.NewMetas(mustUIDs(t, st), 0).Get(context.Background(), "f")
-	if err != nil || !ok || md != (mapping.Metadata{Type: "gauge", Help: "A gauge."}) {
+	md, ok, err := metadata.NewMetas(mustUIDs(t, st), st, 0).Get(context.Background(), "f")
+	if err != nil || !ok || md != (metadata.Metadata{Type: "gauge", Help: "A gauge."}) {
 		t.Errorf("metadata of f: %+v %v %v", md, ok, err)
 	}
 }
 
-func mustUIDs(t *testing.T, st store.Store) *mapping.UIDs {
+func mustUIDs(t *testing.T, st store.Store) *uid.UIDs {
 	t.Helper()
-	u, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	u, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,8 +424,8 @@ func TestWriteV1Histograms(t *testing.T) {
 	if rec := post(h, "/api/v1/write", snappy.Encode(nil, body)); rec.Code != 204 {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	md, ok, err := mapping.NewMetas(mustUIDs(t, st), 0).Get(context.Background(), "lat")
-	if err != nil || !ok || md != (mapping.Metadata{Type: "histogram", Help: "Latency.", Unit: "seconds"}) {
+	md, ok, err := metadata.NewMetas(mustUIDs(t, st), st, 0).Get(context.Background(), "lat")
+	if err != nil || !ok || md != (metadata.Metadata{Type: "histogram", Help: "Latency.", Unit: "seconds"}) {
 		t.Errorf("metadata %+v %v %v", md, ok, err)
 	}
 	sc := st.Scan(context.Background(), store.ScanRequest{Table: "tsdb-exemplar", Family: "e"})
@@ -522,13 +526,13 @@ func sameHistNaN(a, b any) bool {
 // its own is replaced.
 func TestExemplarBound(t *testing.T) {
 	st := openEmbedded(t)
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(mapping.NewMapper(uids, mapping.DefaultLayout(), 0), st, "tsdb")
-	w.SetExemplars("tsdb-exemplar", 4) // 15-minute slots
-	t0 := int64(1_699_999_200_000)     // an hour boundary
+	w := ingest.New(series.NewMapper(uids, mapping.DefaultLayout(), 0), st, ingest.Options{Table: "tsdb",
+		ExemplarTable: "tsdb-exemplar", ExemplarSlots: 4}) // 15-minute slots
+	t0 := int64(1_699_999_200_000) // an hour boundary
 	for i := range 10 {
 		ts := t0 + int64(i)*6*60_000 // every 6 minutes
 		data, _ := snappy.Decode(nil, v2Body(t, v2Series{lbls: []string{"__name__", "m"}, smps: []writev2.Sample{{Value: 1, Timestamp: ts}},

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -51,14 +51,15 @@ func BenchmarkWritePathNoted(b *testing.B) {
 	e.write(series...) // assigns the UIDs, warms the series cache
 	for _, noted := range []bool{false, true} {
 		b.Run(fmt.Sprintf("noted=%v", noted), func(b *testing.B) {
-			w := adapter.NewWriter(e.mapper, nopPutter{}, e.tables.Data)
+			opts := ingest.Options{Table: e.tables.Data}
 			if noted {
 				s, err := NewScheduler(e.c, SchedulerOptions{Now: func() time.Time { return e.now }})
 				if err != nil {
 					b.Fatal(err)
 				}
-				w.SetRowNoter(s)
+				opts.RowNoter = s
 			}
+			w := ingest.New(e.mapper, nopPutter{}, opts)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -245,7 +246,7 @@ func BenchmarkCompactRows(b *testing.B) {
 				hour := int64(round % 47 * 3600)
 				pts = append(pts, prompb.Sample{Timestamp: (t0+hour+int64(j)*30)*1000 + int64(round/47), Value: float64(i*samples + j + round)})
 			}
-			ss = append(ss, series("compact_bench", []string{"instance", fmt.Sprint(i)}, pts...))
+			ss = append(ss, promSeries("compact_bench", []string{"instance", fmt.Sprint(i)}, pts...))
 		}
 		e.write(ss...)
 		if err := flusher.CompactAll(context.Background()); err != nil {

@@ -8,7 +8,7 @@
 //
 // Compacting a row: read the row's `t` family; merge every data-point cell
 // (single and already-compacted columns) with the reader's rule
-// (mapping.RawMerger: the newest cell version wins a repeated timestamp),
+// (cells.RawMerger: the newest cell version wins a repeated timestamp),
 // carrying each point's qualifier and value bytes unchanged, as OpenTSDB's
 // own compaction does, so that a row OpenTSDB wrote keeps every bit (long
 // integers, second qualifiers, float widths); put
@@ -37,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -197,7 +198,7 @@ func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (res Result, 
 	if c.afterRead != nil {
 		c.afterRead(rowKey)
 	}
-	var m mapping.RawMerger
+	var m cells.RawMerger
 	p, res := c.plan(&m, row)
 	if p == nil {
 		return res, nil
@@ -208,7 +209,7 @@ func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (res Result, 
 // plan decides what compacting row takes. It returns a nil plan and the
 // Result when there is nothing to write. The plan copies what it keeps of
 // row, so row's memory may be reused afterwards.
-func (c *Compactor) plan(m *mapping.RawMerger, row store.Row) (*plan, Result) {
+func (c *Compactor) plan(m *cells.RawMerger, row store.Row) (*plan, Result) {
 	_, _, base, _, err := c.opts.Layout.ParseRowKey(row.Key)
 	if err != nil {
 		return nil, Result{Outcome: Skipped, Reason: ReasonNotDataRow}

@@ -26,7 +26,7 @@ func hostSeries(metric string, n, hours int, step time.Duration, val func(i, j i
 			ts := int64(t0)*1000 + int64(j)*step.Milliseconds() + int64(j%7)
 			smp = append(smp, prompb.Sample{Timestamp: ts, Value: val(i, j)})
 		}
-		out = append(out, series(metric, []string{"instance", fmt.Sprintf("host-%d", i), "job", "node"}, smp...))
+		out = append(out, promSeries(metric, []string{"instance", fmt.Sprintf("host-%d", i), "job", "node"}, smp...))
 	}
 	return out
 }
@@ -204,7 +204,7 @@ func TestLateSampleSurvives(t *testing.T) {
 				smp = append(smp, prompb.Sample{Timestamp: t0*1000 + int64(j)*600_000, Value: float64(j)})
 			}
 			for _, s := range smp {
-				e.write(series("late_metric", labels, s))
+				e.write(promSeries("late_metric", labels, s))
 			}
 			key := e.rows()[0].Key
 			version := maxVersion(e.row(key).Cells)
@@ -215,7 +215,7 @@ func TestLateSampleSurvives(t *testing.T) {
 				}
 				fired = true
 				waitPast(version)
-				e.write(series("late_metric", labels, tc.late))
+				e.write(promSeries("late_metric", labels, tc.late))
 				// Whatever the compactor writes next gets a later store
 				// time than the late sample, should it take the store's
 				// time.

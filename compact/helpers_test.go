@@ -15,11 +15,14 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/cells"
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.
@@ -32,8 +35,8 @@ type env struct {
 	st     store.Store
 	tables testbackend.Tables
 	layout mapping.Layout
-	mapper *mapping.Mapper
-	w      *adapter.Writer
+	mapper *series.Mapper
+	w      *ingest.Writer
 	q      *query.Querier
 	c      *Compactor
 	now    time.Time // the compactor's clock
@@ -42,19 +45,19 @@ type env struct {
 func newEnv(t testing.TB, layout mapping.Layout) *env {
 	t.Helper()
 	st, tb := testbackend.New(t)
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, st: st, tables: tb, layout: layout, now: time.Unix(t0+48*3600, 0)}
-	e.mapper = mapping.NewMapper(uids, layout, 0)
-	e.w = adapter.NewWriter(e.mapper, st, tb.Data)
+	e.mapper = series.NewMapper(uids, layout, 0)
+	e.w = ingest.New(e.mapper, st, ingest.Options{Table: tb.Data})
 	// A reader with its own caches, as another process would be.
-	readUIDs, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID})
+	readUIDs, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.q = query.New(st, mapping.NewMapper(readUIDs, layout, 0), query.Options{DataTable: tb.Data, UIDTable: tb.UID, MetricNamesTTL: time.Nanosecond})
+	e.q = query.New(st, series.NewMapper(readUIDs, layout, 0), query.Options{DataTable: tb.Data, UIDTable: tb.UID, MetricNamesTTL: time.Nanosecond})
 	e.c = e.compactor()
 	return e
 }
@@ -84,7 +87,7 @@ func (e *env) write(series ...prompb.TimeSeries) {
 }
 
 // series builds a series of metric with labels k=v pairs and samples.
-func series(metric string, kv []string, samples ...prompb.Sample) prompb.TimeSeries {
+func promSeries(metric string, kv []string, samples ...prompb.Sample) prompb.TimeSeries {
 	ls := []prompb.Label{{Name: "__name__", Value: metric}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		ls = append(ls, prompb.Label{Name: kv[i], Value: kv[i+1]})
@@ -164,7 +167,7 @@ func (e *env) merged(r store.Row) []mapping.Point {
 	if err != nil {
 		e.t.Fatalf("row %x: %v", r.Key, err)
 	}
-	var m mapping.Merger
+	var m cells.Merger
 	pts, err := m.Merge(base, r.Cells, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		e.t.Fatalf("row %x: %v", r.Key, err)

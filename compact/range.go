@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // CompactRange compacts the rows of every metric named in the UID table
@@ -60,7 +62,7 @@ func (c *Compactor) CompactRange(ctx context.Context, from, to time.Time, progre
 			}
 		}()
 	}
-	var m mapping.RawMerger
+	var m cells.RawMerger
 	var scanErr error
 	for _, req := range scans {
 		scanErr = c.scanRows(ctx, req, func(row store.Row) error {
@@ -161,7 +163,7 @@ func (c *Compactor) rangeScans(ctx context.Context, from, to time.Time) ([]store
 
 // metricUIDs lists the metric UIDs of the UID table.
 func (c *Compactor) metricUIDs(ctx context.Context) ([][]byte, error) {
-	return mapping.MetricUIDs(ctx, c.st, c.opts.UIDTable, c.opts.Layout.MetricWidth)
+	return uid.MetricUIDs(ctx, c.st, c.opts.UIDTable, c.opts.Layout.MetricWidth)
 }
 
 // scanRows calls fn with every row of the scan, stopping at fn's first

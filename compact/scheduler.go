@@ -3,7 +3,6 @@ package compact
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -70,7 +69,6 @@ type SchedulerOptions struct {
 type Scheduler struct {
 	c    *Compactor
 	opts SchedulerOptions
-	off  int // offset of the base time in a row key
 
 	seed maphash.Seed // of the rows' hashes
 
@@ -132,7 +130,6 @@ func NewScheduler(c *Compactor, opts SchedulerOptions) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		c: c, opts: opts,
-		off:   c.opts.Layout.SaltWidth + c.opts.Layout.MetricWidth,
 		hours: map[uint32]*hourRows{},
 		seed:  maphash.MakeSeed(),
 	}
@@ -192,10 +189,10 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 	s.mu.Lock()
 	for i := range puts {
 		key := puts[i].Row
-		if len(key) < s.off+mapping.TimestampBytes {
+		hour, ok := s.c.opts.Layout.BaseTimeOf(key)
+		if !ok {
 			continue
 		}
-		hour := binary.BigEndian.Uint32(key[s.off:])
 		hr := s.last
 		if hr == nil || hr.hour != hour {
 			if hr = s.hourLocked(hour); hr == nil {
@@ -217,7 +214,7 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			continue
 		}
 		hr.rows.add(h)
-		if metric := key[s.off-s.c.opts.Layout.MetricWidth : s.off]; !hasKey(hr.metrics, metric) {
+		if metric := s.c.opts.Layout.MetricOf(key); !hasKey(hr.metrics, metric) {
 			hr.metrics[string(metric)] = struct{}{}
 		}
 		s.pending++

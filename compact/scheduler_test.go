@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -47,7 +48,7 @@ func newScheduler(t *testing.T, e *env, opts SchedulerOptions) (*Scheduler, *syn
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.w.SetRowNoter(s)
+	e.w = ingest.New(e.mapper, e.st, ingest.Options{Table: e.tables.Data, RowNoter: s})
 	return s, logs
 }
 
@@ -111,7 +112,7 @@ func TestSchedulerCompactsEndedHours(t *testing.T) {
 
 	// A late sample into the first hour: its row is noted again and
 	// compacted at the next check.
-	e.write(series("sched", []string{"instance", "host-1", "job", "node"}, prompb.Sample{Timestamp: t0*1000 + 123, Value: 7}))
+	e.write(promSeries("sched", []string{"instance", "host-1", "job", "node"}, prompb.Sample{Timestamp: t0*1000 + 123, Value: 7}))
 	s.CompactDue(ctxFor(t))
 	if byHour = e.cellsByHour(); !allOne(byHour[t0]) {
 		t.Errorf("after a late sample and a check, hour %d rows hold %v cells", t0, byHour[t0])
@@ -189,8 +190,8 @@ func TestSchedulerFarFuture(t *testing.T) {
 	e := newEnv(t, mapping.DefaultLayout())
 	s, _ := newScheduler(t, e, SchedulerOptions{})
 	e.now = time.Unix(t0, 0)
-	e.write(series("future", nil, prompb.Sample{Timestamp: (t0 + 3*3600) * 1000, Value: 1}))
-	e.write(series("future", nil, prompb.Sample{Timestamp: (t0 + 3600) * 1000, Value: 1}))
+	e.write(promSeries("future", nil, prompb.Sample{Timestamp: (t0 + 3*3600) * 1000, Value: 1}))
+	e.write(promSeries("future", nil, prompb.Sample{Timestamp: (t0 + 3600) * 1000, Value: 1}))
 	if u, p := testutil.ToFloat64(s.m.untracked), testutil.ToFloat64(s.m.pending); u != 1 || p != 1 {
 		t.Errorf("untracked %v, pending %v; want 1 and 1", u, p)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestWideSeries: a series of 10 000 labels, whose row key (60 001 bytes)
@@ -51,7 +52,7 @@ func TestWideSeries(t *testing.T) {
 			h.model[nl.String()] = &modelSeries{lbls: nl, samples: map[int64]float64{t0: 7}}
 			h.check("narrow", t0, t0+1000, eq("__name__", "e2e_narrow"))
 			h.check("wide", t0, t0+1000, eq("__name__", "e2e_wide"))
-			if n := h.mapper.UIDs().Capacity(mapping.KindTagK) - h.mapper.UIDs().Headroom(mapping.KindTagK); n > 1 {
+			if n := h.mapper.UIDs().Capacity(uid.KindTagK) - h.mapper.UIDs().Headroom(uid.KindTagK); n > 1 {
 				t.Errorf("%d tag-name UIDs assigned: the wide series' labels got UIDs", n)
 			}
 		})

@@ -32,6 +32,8 @@ import (
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.
@@ -42,7 +44,7 @@ const t0 = int64(1700002800) * 1000
 type harness struct {
 	t      *testing.T
 	url    string // promhbase base URL
-	mapper *mapping.Mapper
+	mapper *series.Mapper
 	write  remote.WriteClient
 	model  map[string]*modelSeries
 }
@@ -408,7 +410,7 @@ func testRemoteWriteRead(t *testing.T, layout mapping.Layout) {
 		for _, key := range keys {
 			lbls := h.model[key].lbls
 			metric := lbls.Get("__name__")
-			if uid, err := uids.ID(ctx, mapping.KindMetric, metric); err != nil {
+			if uid, err := uids.ID(ctx, uid.KindMetric, metric); err != nil {
 				t.Fatal(err)
 			} else if !found["metric "+pat.name] && bytes.Contains(uid, pat.bytes) {
 				found["metric "+pat.name] = true
@@ -418,11 +420,11 @@ func testRemoteWriteRead(t *testing.T, layout mapping.Layout) {
 				if l.Name == "__name__" || l.Value == "" {
 					return
 				}
-				k, err := uids.ID(ctx, mapping.KindTagK, l.Name)
+				k, err := uids.ID(ctx, uid.KindTagK, l.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				v, err := uids.ID(ctx, mapping.KindTagV, l.Value)
+				v, err := uids.ID(ctx, uid.KindTagV, l.Value)
 				if err != nil {
 					t.Fatal(err)
 				}

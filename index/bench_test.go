@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // BenchmarkLabels1M: the label questions Grafana asks, answered from the
@@ -22,7 +24,7 @@ func BenchmarkLabels1M(b *testing.B) {
 	ctx := context.Background()
 	g := newRig(b)
 	const d0, metrics, instances = 19700, 1000, 1000
-	uid := func(kind mapping.Kind, name string) []byte {
+	uidOf := func(kind uid.Kind, name string) []byte {
 		u, err := g.mapper.UIDs().GetOrCreate(ctx, kind, []byte(name))
 		if err != nil {
 			b.Fatal(err)
@@ -31,17 +33,17 @@ func BenchmarkLabels1M(b *testing.B) {
 	}
 	var metricUIDs [][]byte
 	for m := range metrics {
-		metricUIDs = append(metricUIDs, uid(mapping.KindMetric, fmt.Sprintf("metric_%d", m)))
+		metricUIDs = append(metricUIDs, uidOf(uid.KindMetric, fmt.Sprintf("metric_%d", m)))
 	}
 	names := []string{"cluster", "env", "instance", "job", "namespace", "pod", "region", "team", "zone"}
 	tagks := map[string][]byte{}
 	for _, n := range names {
-		tagks[n] = uid(mapping.KindTagK, n)
+		tagks[n] = uidOf(uid.KindTagK, n)
 	}
 	small := func(name string, n int) [][]byte {
 		var out [][]byte
 		for i := range n {
-			out = append(out, uid(mapping.KindTagV, fmt.Sprintf("%s-%d", name, i)))
+			out = append(out, uidOf(uid.KindTagV, fmt.Sprintf("%s-%d", name, i)))
 		}
 		return out
 	}
@@ -69,7 +71,7 @@ func BenchmarkLabels1M(b *testing.B) {
 				tags = append(append(tags, tagks[n]...), v...)
 			}
 			layout.SortTags(tags)
-			batch = append(batch, Entry{Series: mapping.Series{Metric: metricUIDs[m], Tags: tags}, Day: d0})
+			batch = append(batch, Entry{Series: series.Series{Metric: metricUIDs[m], Tags: tags}, Day: d0})
 		}
 		if err := g.w.writeCells(ctx, batch, false); err != nil {
 			b.Fatal(err)
@@ -153,7 +155,7 @@ func benchWriteNewSeries(b *testing.B, skipTSMeta bool) {
 			for k, v := range [...]int{n % 16, n % 3, n % 8, 0, n / 100, 0, n % 4, n % 40, n} {
 				buf = uid(uid(buf, k+1), v+1)
 			}
-			entries[i] = Entry{Series: mapping.Series{Metric: buf[at : at+3], Tags: buf[at+3:]}, Day: 19700}
+			entries[i] = Entry{Series: series.Series{Metric: buf[at : at+3], Tags: buf[at+3:]}, Day: 19700}
 		}
 		next += batch
 		if err := w.Write(context.Background(), entries); err != nil {

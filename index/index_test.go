@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 const (
@@ -24,7 +26,7 @@ const (
 
 type rig struct {
 	st     *embedded.Store
-	mapper *mapping.Mapper
+	mapper *series.Mapper
 	w      *Writer
 	r      *Reader
 }
@@ -37,18 +39,18 @@ func newRig(t testing.TB) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_700_000_000, 0)
-	return &rig{st: st, mapper: mapping.NewMapper(uids, layout, 1000),
+	return &rig{st: st, mapper: series.NewMapper(uids, layout, 1000),
 		w: NewWriter(st, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: layout, Now: func() time.Time { return now }}, nil),
 		r: NewReader(st, indexTable, uids, layout)}
 }
 
 // series resolves a label set given as "name", "k", "v", ...
-func (g *rig) series(t testing.TB, name string, kv ...string) mapping.Series {
+func (g *rig) series(t testing.TB, name string, kv ...string) series.Series {
 	t.Helper()
 	lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}}
 	for i := 0; i < len(kv); i += 2 {
@@ -159,7 +161,7 @@ func TestIndex(t *testing.T) {
 		if err := g.st.Put(ctx, metaTable, []store.Put{{Row: tsuid, Cells: []store.Cell{{Family: []byte("name"), Qualifier: []byte("ts_meta"), Value: []byte(edited)}}}}); err != nil {
 			t.Fatal(err)
 		}
-		g2 := &rig{st: g.st, mapper: mapping.NewMapper(g.mapper.UIDs(), mapping.DefaultLayout(), 1000)}
+		g2 := &rig{st: g.st, mapper: series.NewMapper(g.mapper.UIDs(), mapping.DefaultLayout(), 1000)}
 		w2 := NewWriter(g.st, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: mapping.DefaultLayout()}, nil)
 		if err := w2.Write(ctx, []Entry{{g2.series(t, "up", "job", "node", "instance", "a"), d0}}); err != nil {
 			t.Fatal(err)
@@ -205,14 +207,14 @@ func TestReindex(t *testing.T) {
 	}
 	defer st.Close()
 	layout := mapping.Layout{SaltWidth: 1, SaltBuckets: 4, MetricWidth: 3, TagKWidth: 3, TagVWidth: 3}
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &rig{st: st, mapper: mapping.NewMapper(uids, layout, 1000)}
+	g := &rig{st: st, mapper: series.NewMapper(uids, layout, 1000)}
 	const d0 = 19700
 	var puts []store.Put
-	for i, s := range []mapping.Series{
+	for i, s := range []series.Series{
 		g.series(t, "old", "job", "a"),
 		g.series(t, "old", "job", "b"),
 		g.series(t, "other", "zone", "z"),

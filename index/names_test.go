@@ -9,6 +9,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store/storetest"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestColdNames: a reader whose UID caches are empty (after a restart)
@@ -29,7 +30,7 @@ func TestColdNames(t *testing.T) {
 	cold := func(t *testing.T) (*Reader, *storetest.ReadCounter) {
 		t.Helper()
 		st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: g.st}
-		uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+		uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

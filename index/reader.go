@@ -12,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // readStore is what the Reader needs of a store.
@@ -35,7 +36,7 @@ const coverageTTL = 30 * time.Second
 type Reader struct {
 	st     readStore
 	table  string
-	uids   *mapping.UIDs
+	uids   *uid.UIDs
 	layout mapping.Layout
 
 	mu        sync.Mutex
@@ -45,7 +46,7 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the index table.
-func NewReader(st readStore, table string, uids *mapping.UIDs, layout mapping.Layout) *Reader {
+func NewReader(st readStore, table string, uids *uid.UIDs, layout mapping.Layout) *Reader {
 	return &Reader{st: st, table: table, uids: uids, layout: layout}
 }
 
@@ -109,10 +110,10 @@ func (r *Reader) qualifiers(ctx context.Context, kind byte, start, end int64) ([
 
 // names resolves UIDs of kind to names, leaving out UIDs without one
 // (a UID whose reverse row is gone names nothing) and the reserved tag.
-func (r *Reader) names(ctx context.Context, kind mapping.Kind, uids [][]byte) ([]string, error) {
+func (r *Reader) names(ctx context.Context, kind uid.Kind, uids [][]byte) ([]string, error) {
 	out := make([]string, 0, len(uids))
 	err := r.eachName(ctx, kind, uids, func(_ []byte, n string) {
-		if kind == mapping.KindTagK && n == mapping.MetricLabel {
+		if kind == uid.KindTagK && n == mapping.MetricLabel {
 			return
 		}
 		out = append(out, n)
@@ -129,8 +130,8 @@ const nameBatch = 1024
 
 // eachName calls fn with each of uids (of kind) that has a name, and the
 // name, in order; the names the reverse cache lacks are read nameBatch
-// UIDs at a time (mapping.UIDs.LoadNames), not one round trip each.
-func (r *Reader) eachName(ctx context.Context, kind mapping.Kind, uids [][]byte, fn func(uid []byte, name string)) error {
+// UIDs at a time (uid.UIDs.LoadNames), not one round trip each.
+func (r *Reader) eachName(ctx context.Context, kind uid.Kind, uids [][]byte, fn func(uid []byte, name string)) error {
 	for len(uids) > 0 {
 		batch := uids[:min(len(uids), nameBatch)]
 		uids = uids[len(batch):]
@@ -139,7 +140,7 @@ func (r *Reader) eachName(ctx context.Context, kind mapping.Kind, uids [][]byte,
 		}
 		for _, u := range batch {
 			n, err := r.uids.Name(ctx, kind, u)
-			if errors.Is(err, mapping.ErrNoSuchUID) {
+			if errors.Is(err, uid.ErrNoSuchUID) {
 				continue
 			}
 			if err != nil {
@@ -158,7 +159,7 @@ func (r *Reader) LabelNames(ctx context.Context, start, end int64) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	names, err := r.names(ctx, mapping.KindTagK, tagks)
+	names, err := r.names(ctx, uid.KindTagK, tagks)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (r *Reader) LabelValues(ctx context.Context, name string, start, end int64)
 		if err != nil {
 			return nil, err
 		}
-		return r.names(ctx, mapping.KindMetric, metrics)
+		return r.names(ctx, uid.KindMetric, metrics)
 	}
 	if name == mapping.MetricLabel || name == "" {
 		return nil, nil
@@ -190,7 +191,7 @@ func (r *Reader) LabelValues(ctx context.Context, name string, start, end int64)
 	if err != nil {
 		return nil, err
 	}
-	return r.names(ctx, mapping.KindTagV, tagvs)
+	return r.names(ctx, uid.KindTagV, tagvs)
 }
 
 // valuesOf returns the distinct tagv UIDs of label name on the days of
@@ -201,8 +202,8 @@ func (r *Reader) valuesOf(ctx context.Context, name string, start, end int64, me
 	if !ok {
 		return nil, nil
 	}
-	tagks, err := r.uids.IDs(ctx, mapping.KindTagK, name)
-	if errors.Is(err, mapping.ErrNoSuchName) {
+	tagks, err := r.uids.IDs(ctx, uid.KindTagK, name)
+	if errors.Is(err, uid.ErrNoSuchName) {
 		return nil, nil
 	}
 	if err != nil {
@@ -249,15 +250,15 @@ func (r *Reader) metricsWith(ctx context.Context, name, value string, start, end
 	if !ok {
 		return out, nil
 	}
-	tagks, err := r.uids.IDs(ctx, mapping.KindTagK, name)
-	if errors.Is(err, mapping.ErrNoSuchName) {
+	tagks, err := r.uids.IDs(ctx, uid.KindTagK, name)
+	if errors.Is(err, uid.ErrNoSuchName) {
 		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	tagvs, err := r.uids.IDs(ctx, mapping.KindTagV, value)
-	if errors.Is(err, mapping.ErrNoSuchName) {
+	tagvs, err := r.uids.IDs(ctx, uid.KindTagV, value)
+	if errors.Is(err, uid.ErrNoSuchName) {
 		return out, nil
 	}
 	if err != nil {
@@ -292,7 +293,7 @@ func (r *Reader) IndexedMetrics(ctx context.Context) ([]string, error) {
 	for i, c := range row.Cells {
 		uids[i] = c.Qualifier
 	}
-	return r.names(ctx, mapping.KindMetric, uids)
+	return r.names(ctx, uid.KindMetric, uids)
 }
 
 // MetricNames returns the names of the metrics that may have series that
@@ -353,7 +354,7 @@ func (r *Reader) MetricNames(ctx context.Context, start, end int64, ms []*labels
 			uids = append(uids, []byte(k))
 		}
 	}
-	return r.names(ctx, mapping.KindMetric, uids)
+	return r.names(ctx, uid.KindMetric, uids)
 }
 
 // metricsMatching returns the metric UIDs with a series whose label m.Name
@@ -365,7 +366,7 @@ func (r *Reader) metricsMatching(ctx context.Context, m *labels.Matcher, start, 
 		return nil, err
 	}
 	out := map[string]bool{}
-	err = r.eachName(ctx, mapping.KindTagV, tagvs, func(v []byte, name string) {
+	err = r.eachName(ctx, uid.KindTagV, tagvs, func(v []byte, name string) {
 		if !m.Matches(name) {
 			return
 		}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // ReindexOptions say where the data lives.
@@ -44,7 +46,7 @@ func Reindex(ctx context.Context, st interface {
 	if to.Before(from) {
 		return stats, nil
 	}
-	metrics, err := mapping.MetricUIDs(ctx, st, opts.UIDTable, opts.Layout.MetricWidth)
+	metrics, err := uid.MetricUIDs(ctx, st, opts.UIDTable, opts.Layout.MetricWidth)
 	if err != nil {
 		return stats, err
 	}
@@ -73,7 +75,7 @@ func Reindex(ctx context.Context, st interface {
 				}
 				stats.Rows++
 				day := base / mapping.DaySeconds
-				s := mapping.Series{Metric: append([]byte(nil), m...), Tags: append([]byte(nil), tags...)}
+				s := series.Series{Metric: append([]byte(nil), m...), Tags: append([]byte(nil), tags...)}
 				id := string(s.Metric) + string(s.Tags)
 				if d, ok := last[id]; ok && d == day {
 					continue

@@ -20,12 +20,13 @@ import (
 
 	"github.com/promhbase/promhbase/internal/keysort"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 )
 
 // Entry is a series that has data on a day.
 type Entry struct {
-	Series mapping.Series
+	Series series.Series
 	Day    uint32
 }
 

@@ -156,7 +156,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // series returns the hash of the i-th synthetic series, as
-// mapping.Series.Hash makes it.
+// series.Series.Hash makes it.
 func series(i int) uint64 {
 	return xxhash.Sum64([]byte{0, 0, 1, 0, 0, 1, byte(i >> 16), byte(i >> 8), byte(i)})
 }

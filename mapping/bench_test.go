@@ -1,16 +1,8 @@
 package mapping
 
 import (
-	"context"
-	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/promhbase/promhbase/store"
 )
 
 // Benchmarks of the hot paths. Compare changes with benchstat:
@@ -153,74 +145,5 @@ func BenchmarkAppendRegexQuoted(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendRegexQuoted(buf[:0], uid)
-	}
-}
-
-// BenchmarkResolveBatchNew resolves what a remote-write request of 2000
-// series new to the process becomes: ten labels each, one value of its
-// own per series (so a new tag value UID each), the others shared, on the
-// embedded store without fsync, its sole writer as serve is. Each
-// iteration's series are new.
-func BenchmarkResolveBatchNew(b *testing.B) {
-	layout := DefaultLayout()
-	u, err := NewUIDs(openUIDStore(b), layout, UIDOptions{Registerer: prometheus.NewRegistry(), SoleWriter: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := NewMapper(u, layout, 0)
-	ctx := context.Background()
-	const n = 2000
-	items := make([]ResolveItem, n)
-	next := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		for i := range items {
-			id := next
-			next++
-			lbls := []Label{{Name: []byte("__name__"), Value: fmt.Appendf(nil, "metric_%d", id%100)}}
-			for j, name := range []string{"cpu", "datacenter", "device", "env", "instance", "job", "mode", "rack"} {
-				lbls = append(lbls, Label{Name: []byte(name), Value: fmt.Appendf(nil, "v%d", (id/(j+1))%(16<<j))})
-			}
-			lbls = append(lbls, Label{Name: []byte("series"), Value: fmt.Appendf(nil, "%d", id)})
-			items[i] = ResolveItem{Key: fmt.Appendf(nil, "key-%d", id), Labels: lbls}
-		}
-		b.StartTimer()
-		m.ResolveBatch(ctx, items)
-		for i := range items {
-			if items[i].Err != nil {
-				b.Fatal(items[i].Err)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
-}
-
-// BenchmarkMerge: one row of 360 single millisecond cells (a sample every
-// 10 s for an hour), in time order (Merge's shortcut) and with one
-// timestamp written twice (the general merge of versions).
-func BenchmarkMerge(b *testing.B) {
-	const base = 1292148000
-	var inOrder []store.Cell
-	for i := range 360 {
-		c := msCell(uint32(i)*10_000, float64(i)*0.5)
-		inOrder = append(inOrder, store.Cell{Family: []byte("t"), Qualifier: c.q, Value: c.v, Timestamp: 1})
-	}
-	rewritten := append(slices.Clone(inOrder), inOrder[100])
-	for _, c := range []struct {
-		name  string
-		cells []store.Cell
-	}{{"in_order", inOrder}, {"rewritten", rewritten}} {
-		b.Run(c.name, func(b *testing.B) {
-			var m Merger
-			b.ReportAllocs()
-			for b.Loop() {
-				pts, err := m.Merge(base, c.cells, 0, math.MaxInt64)
-				if err != nil || len(pts) != 360 {
-					b.Fatalf("%d points, %v", len(pts), err)
-				}
-			}
-			b.ReportMetric(float64(b.N)*360/b.Elapsed().Seconds(), "samples/s")
-		})
 	}
 }

@@ -1,9 +1,9 @@
-// Package mapping translates between Prometheus samples and OpenTSDB 2.4's
-// HBase byte layout, and assigns the UIDs that the layout refers to.
-//
-// This file set holds the byte-layout codecs: row keys, salt, qualifiers,
-// values, compacted and append columns, and the regex quoting used by row-key
-// filters. Every codec here is byte-for-byte compatible with what an
+// Package mapping holds the byte codecs of OpenTSDB 2.4's HBase layout and
+// of promhbase's own cells: row keys, salt, qualifiers, values, compacted
+// and append columns, histogram and exemplar cells, UIDMeta and TSMeta
+// JSON, series index keys, how names are stored in tsdb-uid, and the regex
+// quoting used by row-key filters. It does no I/O and imports no store:
+// UID assignment is package uid, series resolution package series. Every codec here is byte-for-byte compatible with what an
 // OpenTSDB 2.4 TSD writes and reads, so that either side can read the other's
 // data. The encoders append into caller-supplied buffers and do not allocate
 // when the buffer has room; the decoders check every length before slicing and

@@ -59,6 +59,9 @@ const (
 	histVersionMask byte = 0xF0
 )
 
+// HistogramQualifierBytes is the length of a histogram cell's qualifier.
+const HistogramQualifierBytes = 5
+
 // AppendHistogramQualifier appends the 5-byte qualifier of a histogram cell
 // at offsetMs past the row's base time: 06 ‖ u32 BE offsetMs.
 func AppendHistogramQualifier(dst []byte, offsetMs uint32) []byte {

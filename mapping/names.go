@@ -30,9 +30,9 @@ import (
 // the stored form first, then the legacy form, and a name that exists in
 // legacy form keeps its UID for new writes, so its series do not split.
 
-// storedName returns the bytes name is stored as in tsdb-uid, and its
+// StoredNames returns the bytes name is stored as in tsdb-uid, and its
 // legacy form when that differs (see above).
-func storedName(name string) (stored, legacy string) {
+func StoredNames(name string) (stored, legacy string) {
 	ascii, latin1 := true, true
 	for _, r := range name {
 		if r >= utf8.RuneSelf {
@@ -56,9 +56,9 @@ func storedName(name string) (stored, legacy string) {
 	return string(b), name
 }
 
-// nameFromStored returns the name whose stored bytes are b: b as UTF-8
-// when valid, else b as Latin-1.
-func nameFromStored(b []byte) string {
+// NameFromStored returns the name whose stored bytes are b (a tsdb-uid
+// row key or name cell): b as UTF-8 when valid, else b as Latin-1.
+func NameFromStored(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
@@ -71,9 +71,6 @@ func nameFromStored(b []byte) string {
 
 // StoredName returns the bytes name is written as in tsdb-uid.
 func StoredName(name string) []byte {
-	s, _ := storedName(name)
+	s, _ := StoredNames(name)
 	return []byte(s)
 }
-
-// NameFromStored returns the name a tsdb-uid row key or name cell holds.
-func NameFromStored(b []byte) string { return nameFromStored(b) }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"math"
 	"testing"
-
-	"github.com/promhbase/promhbase/store"
 )
 
 // FuzzAppendRawPoints: the raw walker accepts exactly the cells
@@ -66,25 +64,4 @@ func FuzzAppendRawPoints(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestRawMergerNewestWins(t *testing.T) {
-	const base = 1292148000
-	cells := []store.Cell{
-		{Qualifier: unhex(t, "00A0"), Value: unhex(t, "05"), Timestamp: 3},     // 10 s, newest
-		{Qualifier: unhex(t, "F009C400"), Value: unhex(t, "06"), Timestamp: 2}, // 10 000 ms
-		{Qualifier: unhex(t, "00A0 0141"), Value: unhex(t, "07 0008 00"), Timestamp: 1},
-	}
-	var m RawMerger
-	pts, err := m.Merge(base, cells)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, v := AppendCompactedRaw(nil, nil, pts)
-	if got, want := string(q), string(unhex(t, "00A0 0141")); got != want {
-		t.Errorf("qualifier %X, want %X", q, want)
-	}
-	if got, want := string(v), string(unhex(t, "05 0008 00")); got != want {
-		t.Errorf("value %X, want %X", v, want)
-	}
 }

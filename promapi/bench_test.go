@@ -12,11 +12,13 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // Query-range benchmark: 1000 series × 24 h of samples every 60 s (1.44 M
@@ -46,12 +48,12 @@ func promhbaseQueryable(b *testing.B, compacted bool) storage.Queryable {
 	ctx := context.Background()
 	st, tb := testbackend.New(b)
 	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: tb.UID})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, layout, 0)
-	w := adapter.NewWriter(m, st, tb.Data)
+	m := series.NewMapper(uids, layout, 0)
+	w := ingest.New(m, st, ingest.Options{Table: tb.Data})
 	rounds := int(benchHours * time.Hour / benchStep)
 	// One request per 100 series, each with its whole day: 144 000 samples.
 	for lo := 0; lo < benchSeries; lo += 100 {

@@ -36,7 +36,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
-	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -230,7 +230,7 @@ func (a *API) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if a.opts.Store != nil {
 		var names []string
 		all := map[string]entry{}
-		err := mapping.ListMetadata(r.Context(), a.opts.Store, a.opts.UIDTable, a.opts.MetricWidth, func(name string, md mapping.Metadata) error {
+		err := metadata.ListMetadata(r.Context(), a.opts.Store, a.opts.UIDTable, a.opts.MetricWidth, func(name string, md metadata.Metadata) error {
 			if metric != "" && name != metric {
 				return nil
 			}

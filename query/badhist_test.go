@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -83,7 +84,7 @@ func TestScanPanicIsAnError(t *testing.T) {
 
 // putMetricRow writes cells into the row of t0's hour of the label-less
 // series of metric name and returns the hour (Unix seconds).
-func putMetricRow(t *testing.T, m *mapping.Mapper, st store.Store, name string, cells []store.Cell) uint32 {
+func putMetricRow(t *testing.T, m *series.Mapper, st store.Store, name string, cells []store.Cell) uint32 {
 	t.Helper()
 	ctx := context.Background()
 	s, err := m.Resolve(ctx, []byte(name), []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}})

@@ -3,7 +3,6 @@ package query
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -446,75 +445,4 @@ func DecodeChunks(chunks []Chunk) ([]Sample, []HistogramSample, error) {
 		}
 	}
 	return fs, hs, nil
-}
-
-// joinChunkSeries joins adjacent series of sorted that have equal labels
-// (see joinEqual). When the later one's chunks all come after the earlier
-// one's (the parts of a scan cut in two, a series' rows of two hours in
-// different parts) its chunks (or raw floats) are appended. Otherwise (one label set
-// stored under two row keys, rare) their samples are decoded, merged by
-// time (one per timestamp, the later series' sample dropped) and encoded
-// again.
-func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
-	out := sorted[:0]
-	for _, s := range sorted {
-		n := len(out)
-		if n == 0 || !labels.Equal(out[n-1].Labels, s.Labels) {
-			out = append(out, s)
-			continue
-		}
-		if err := joinInto(out[n-1], s); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// joinInto joins the samples of s, a series with prev's labels, into prev
-// (see joinChunkSeries).
-func joinInto(prev, s *ChunkSeries) error {
-	switch {
-	case len(prev.Chunks) > 0 && len(s.Chunks) > 0 && prev.Chunks[len(prev.Chunks)-1].MaxT < s.Chunks[0].MinT:
-		prev.Chunks = append(prev.Chunks, s.Chunks...)
-		prev.Samples += s.Samples
-		prev.Bytes += s.Bytes
-		return nil
-	case len(prev.Floats) > 0 && len(s.Floats) > 0 && prev.Floats[len(prev.Floats)-1].T < s.Floats[0].T:
-		prev.Floats = append(prev.Floats, s.Floats...)
-		prev.Samples += s.Samples
-		prev.Bytes += s.Bytes
-		return nil
-	}
-	f1, h1, err := decodeSeries(prev)
-	if err != nil {
-		return err
-	}
-	f2, h2, err := decodeSeries(s)
-	if err != nil {
-		return err
-	}
-	fs := append(f1, f2...)
-	slices.SortStableFunc(fs, func(a, b Sample) int { return cmpT(a.T, b.T) })
-	fs = slices.CompactFunc(fs, func(a, b Sample) bool { return a.T == b.T })
-	hs := append(h1, h2...)
-	slices.SortStableFunc(hs, func(a, b HistogramSample) int { return cmpT(a.T, b.T) })
-	hs = slices.CompactFunc(hs, func(a, b HistogramSample) bool { return a.T == b.T })
-	// Raw floats stay raw while there is no histogram, as the cutter of
-	// a part keeps them.
-	c := chunkCutter{raw: len(prev.Floats) > 0 && len(s.Floats) > 0}
-	if err := c.appendMerged(fs, hs); err != nil {
-		return err
-	}
-	c.finish()
-	prev.Chunks, prev.Floats, prev.Samples, prev.Bytes = c.chunks, c.floats, c.n, prev.Bytes+s.Bytes
-	return nil
-}
-
-// decodeSeries returns the samples of s: its raw floats, or those of its
-// chunks and its histograms.
-func decodeSeries(s *ChunkSeries) ([]Sample, []HistogramSample, error) {
-	if len(s.Floats) > 0 {
-		return slices.Clone(s.Floats), nil, nil
-	}
-	return DecodeChunks(s.Chunks)
 }

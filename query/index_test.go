@@ -11,8 +11,10 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // scanCounter counts the data-table scans per metric UID.
@@ -44,11 +46,11 @@ func TestIndexedSelectors(t *testing.T) {
 	defer emb.Close()
 	st := &scanCounter{Store: emb, scans: map[string]int{}}
 	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := series.NewMapper(uids, layout, 0)
 	w := index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index", Layout: layout}, nil)
 	if err := w.MarkCoverage(ctx, 0); err != nil {
 		t.Fatal(err)

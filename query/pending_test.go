@@ -10,9 +10,11 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/storetest"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestColdCacheLabels: a querier whose UID caches are empty (after a
@@ -167,7 +169,7 @@ func TestColdCacheAlternation(t *testing.T) {
 }
 
 // warmStore opens an embedded store and a mapper that writes into it.
-func warmStore(t *testing.T) (*embedded.Store, *mapping.Mapper) {
+func warmStore(t *testing.T) (*embedded.Store, *series.Mapper) {
 	t.Helper()
 	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
 	if err != nil {
@@ -179,13 +181,13 @@ func warmStore(t *testing.T) (*embedded.Store, *mapping.Mapper) {
 
 // coldMapper returns a mapper over st whose caches are empty, as after a
 // restart.
-func coldMapper(t *testing.T, st store.Store) *mapping.Mapper {
+func coldMapper(t *testing.T, st store.Store) *series.Mapper {
 	t.Helper()
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+	return series.NewMapper(uids, mapping.DefaultLayout(), 0)
 }
 
 // TestColdCachePendingRows: a series waiting for its labels holds one row

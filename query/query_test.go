@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 func TestRowRegexGolden(t *testing.T) {
@@ -81,18 +83,18 @@ func latin1(b []byte) string {
 	return string(r)
 }
 
-func newQuerier(t testing.TB) (*Querier, *mapping.Mapper, store.Store) {
+func newQuerier(t testing.TB) (*Querier, *series.Mapper, store.Store) {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
 	return New(st, m, Options{}), m, st
 }
 
@@ -235,8 +237,8 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(m.AppendRowKey(nil, s, base), 1000, 1)
-	put(m.AppendRowKey(nil, mapping.Series{Metric: s.Metric}, base), 2000, 2) // no tag pair
-	put(m.AppendRowKey(nil, mapping.Series{Metric: s.Metric}, base), 1000, 1)
+	put(m.AppendRowKey(nil, series.Series{Metric: s.Metric}, base), 2000, 2) // no tag pair
+	put(m.AppendRowKey(nil, series.Series{Metric: s.Metric}, base), 1000, 1)
 	got, err := q.Select(ctx, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "scalar_result"))
 	if err != nil || len(got) != 1 || got[0].Labels.String() != `{__name__="scalar_result"}` || fmt.Sprint(got[0].Samples) != "[{1700002801000 1} {1700002802000 2}]" {
 		t.Errorf("label-less series: %v, %v", got, err)
@@ -255,7 +257,7 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 		t.Fatalf("write resolved zürich to %X, want the Latin-1 form's 0000F1", v)
 	}
 	put(m.AppendRowKey(nil, s, base), 1000, 10)
-	legacy := mapping.Series{Metric: s.Metric, Tags: append(append([]byte{}, s.Tags[:3]...), 0, 0, 0xf0)}
+	legacy := series.Series{Metric: s.Metric, Tags: append(append([]byte{}, s.Tags[:3]...), 0, 0, 0xf0)}
 	put(m.AppendRowKey(nil, legacy, base), 2000, 20)
 	for _, mt := range []*labels.Matcher{
 		labels.MustNewMatcher(labels.MatchEqual, "city", "zürich"),
@@ -281,11 +283,11 @@ func TestParallelScans(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	layout := mapping.DefaultLayout()
 	layout.SaltWidth, layout.SaltBuckets = 1, 20
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := series.NewMapper(uids, layout, 0)
 	base := uint32(1700002800)
 	for i := range 200 {
 		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("par")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}

@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // countingStore counts the data table's scans; SplitRange is the
@@ -42,11 +44,11 @@ func TestSplitScans(t *testing.T) {
 	}
 	t.Cleanup(func() { es.Close() })
 	st := &countingStore{Store: es}
-	uids, err := mapping.NewUIDs(st, mapping.DefaultLayout(), mapping.UIDOptions{})
+	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapping.NewMapper(uids, mapping.DefaultLayout(), 0)
+	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
 	const series, samples = 400, 3 * 360 // three hours, one every 10 s
 	for i := range series {
 		writeSeries(t, m, st, t0, samples, func(j int) float64 { return float64(i*samples+j) / 4 },

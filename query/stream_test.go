@@ -12,12 +12,14 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // writeSeries writes n float samples, one every 10 s from t0 (ms, on an
 // hour), to the series of lbls (name, value pairs).
-func writeSeries(t testing.TB, m *mapping.Mapper, st store.Store, t0 int64, n int, value func(i int) float64, lbls ...string) {
+func writeSeries(t testing.TB, m *series.Mapper, st store.Store, t0 int64, n int, value func(i int) float64, lbls ...string) {
 	t.Helper()
 	ctx := context.Background()
 	var ml []mapping.Label
@@ -182,7 +184,7 @@ func TestStreamFirstMetricFirst(t *testing.T) {
 			writeSeries(t, m, st, t0, 10, func(j int) float64 { return float64(j) }, "__name__", name, "job", "x", "i", fmt.Sprint(i))
 		}
 	}
-	bUID, err := m.UIDs().ID(context.Background(), mapping.KindMetric, "b_metric")
+	bUID, err := m.UIDs().ID(context.Background(), uid.KindMetric, "b_metric")
 	if err != nil {
 		t.Fatal(err)
 	}

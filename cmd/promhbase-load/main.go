@@ -32,9 +32,11 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/uid"
 )
 
 type options struct {
@@ -302,29 +304,29 @@ func runDirect(o options) error {
 	}
 	defer st.Close()
 	layout := mapping.DefaultLayout()
-	uids, err := mapping.NewUIDs(st, layout, mapping.UIDOptions{Table: o.uidTable})
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: o.uidTable})
 	if err != nil {
 		return err
 	}
-	m := mapping.NewMapper(uids, layout, 0)
+	m := series.NewMapper(uids, layout, 0)
 	// The series' UIDs, assigned before the clock starts, a request's
 	// worth at a time.
-	series := make([]mapping.Series, o.series)
+	resolved := make([]series.Series, o.series)
 	for first := 0; first < o.series; first += o.batch {
-		items := make([]mapping.ResolveItem, min(o.batch, o.series-first))
+		items := make([]series.ResolveItem, min(o.batch, o.series-first))
 		for j := range items {
 			var wl []mapping.Label
 			for _, l := range seriesLabels(first + j) {
 				wl = append(wl, mapping.Label{Name: []byte(l.Name), Value: []byte(l.Value)})
 			}
-			items[j] = mapping.ResolveItem{Key: []byte(fmt.Sprint(first + j)), Labels: wl}
+			items[j] = series.ResolveItem{Key: []byte(fmt.Sprint(first + j)), Labels: wl}
 		}
 		m.ResolveBatch(ctx, items)
 		for j, it := range items {
 			if it.Err != nil {
 				return it.Err
 			}
-			series[first+j] = it.Series
+			resolved[first+j] = it.Series
 		}
 	}
 	t0 := baseTime()
@@ -334,7 +336,7 @@ func runDirect(o options) error {
 		puts := make([]store.Put, n)
 		for i := range n {
 			val, flags := mapping.AppendValue(nil, float64(round*o.series+first+i))
-			puts[i] = store.Put{Row: m.AppendRowKey(nil, series[first+i], uint32(base)), Cells: []store.Cell{{
+			puts[i] = store.Put{Row: m.AppendRowKey(nil, resolved[first+i], uint32(base)), Cells: []store.Cell{{
 				Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(ts-base*1000), flags), Value: slices.Clip(val),
 			}}}
 		}

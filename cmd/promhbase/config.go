@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // config holds the flags shared by every subcommand.
@@ -117,12 +119,12 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 }
 
 // openMapping opens the store, the UID table and the mapper.
-func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (store.Store, *mapping.Mapper, error) {
+func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (store.Store, *series.Mapper, error) {
 	st, err := c.openStore(reg, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	uids, err := mapping.NewUIDs(st, c.layout, mapping.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger,
+	uids, err := uid.NewUIDs(st, c.layout, uid.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger,
 		// Pebble locks the embedded store to this process, which has
 		// these UIDs only.
 		SoleWriter: c.backend == "embedded"})
@@ -130,7 +132,7 @@ func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (st
 		st.Close()
 		return nil, nil, err
 	}
-	m := mapping.NewMapper(uids, c.layout, c.uidCacheSize)
+	m := series.NewMapper(uids, c.layout, c.uidCacheSize)
 	m.SetCacheBytes(c.cacheBytes*50/100, c.cacheBytes*15/100)
 	if err := reg.Register(m.Collector()); err != nil {
 		st.Close()

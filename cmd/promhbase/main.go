@@ -7,6 +7,8 @@
 //	promhbase create-tables  create the tsdb, tsdb-uid and tsdb-meta tables (and promhbase's own) in HBase
 //	promhbase compact        compact the rows of a time range into OpenTSDB's compacted column
 //	promhbase reindex        build the series index for the rows of a time range
+//
+// docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main
 
 import (
@@ -16,37 +18,56 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 )
 
-func main() {
+// commands are the commands of the application newApp builds, and the
+// configuration their flags fill in.
+type commands struct {
+	cfg     *config
+	serve   *kingpin.CmdClause
+	scan    *scanCmd
+	uid     *uidCmd
+	create  *kingpin.CmdClause
+	compact *compactCmd
+	reindex *reindexCmd
+}
+
+// newApp builds the command line: every command and flag. main parses
+// with it; the flag reference (docs/flags.md) is rendered from it.
+func newApp() (*kingpin.Application, *commands) {
 	app := kingpin.New("promhbase", "Prometheus remote storage on HBase, in OpenTSDB's table schema.")
 	app.HelpFlag.Short('h')
 	app.Version(version)
-	cfg := &config{}
-	cfg.registerCommon(app)
-	serve := registerServe(app, cfg)
-	scan := registerScan(app, cfg)
-	uid := registerUID(app, cfg)
-	create := registerCreateTables(app, cfg)
-	comp := registerCompact(app)
-	reidx := registerReindex(app)
+	c := &commands{cfg: &config{}}
+	c.cfg.registerCommon(app)
+	c.serve = registerServe(app, c.cfg)
+	c.scan = registerScan(app, c.cfg)
+	c.uid = registerUID(app, c.cfg)
+	c.create = registerCreateTables(app, c.cfg)
+	c.compact = registerCompact(app)
+	c.reindex = registerReindex(app)
+	return app, c
+}
 
+func main() {
+	app, c := newApp()
+	cfg := c.cfg
 	cmd, err := app.Parse(os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "promhbase: %v\n", err)
 		os.Exit(2)
 	}
 	switch cmd {
-	case serve.FullCommand():
+	case c.serve.FullCommand():
 		err = runServe(app, cfg)
-	case scan.cmd.FullCommand():
-		err = scan.run(cfg)
-	case create.FullCommand():
+	case c.scan.cmd.FullCommand():
+		err = c.scan.run(cfg)
+	case c.create.FullCommand():
 		err = runCreateTables(cfg)
-	case comp.cmd.FullCommand():
-		err = comp.run(cfg)
-	case reidx.cmd.FullCommand():
-		err = reidx.run(cfg)
+	case c.compact.cmd.FullCommand():
+		err = c.compact.run(cfg)
+	case c.reindex.cmd.FullCommand():
+		err = c.reindex.run(cfg)
 	default:
-		err = uid.run(cmd, cfg)
+		err = c.uid.run(cmd, cfg)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "promhbase %s: %v\n", cmd, err)

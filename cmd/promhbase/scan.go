@@ -12,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 type scanCmd struct {
@@ -77,7 +78,7 @@ func (s *scanCmd) run(cfg *config) error {
 	defer st.Close()
 	ctx, cancel := cmdContext()
 	defer cancel()
-	metric, err := mapper.UIDs().ID(ctx, mapping.KindMetric, s.metric)
+	metric, err := mapper.UIDs().ID(ctx, uid.KindMetric, s.metric)
 	if err != nil {
 		return err
 	}

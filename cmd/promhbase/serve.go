@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -23,12 +22,12 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/gctune"
 	"github.com/promhbase/promhbase/limits"
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/web"
 )
 
@@ -136,7 +135,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.response-write-timeout", "Longest time one write of a remote write or read answer to the connection (up to 32 KiB of frames of a streamed read) may wait for a client that does not read; then the connection is closed.").Default("1m").DurationVar(&serveOpts.stallTimeout)
 	cmd.Flag("web.max-concurrent-requests", "Remote write and read requests decoded at once (bounds their memory); further ones wait up to --web.write-timeout, then get 503. 0 means 2×GOMAXPROCS+8.").Default("0").IntVar(&serveOpts.maxConcurrent)
 	cmd.Flag("web.write-timeout", "Longest time a remote write waits for the store before answering 503 (keep it below Prometheus's remote_timeout, 30s by default).").Default("25s").DurationVar(&serveOpts.writeTimeout)
-	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(adapter.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
+	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(ingest.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
 	ix := &serveOpts.index
 	cmd.Flag("runtime.gogc", "Go's garbage collector target (GOGC) when the GOGC environment variable is not set: the heap may grow this many percent over the live data before a collection. 75 as Prometheus's default.").Default("75").IntVar(&serveOpts.gogc)
 	cmd.Flag("runtime.gc-headroom-max-bytes", "Most bytes the heap may grow over the live data before a collection: when --runtime.gogc's percentage of a large live heap (the caches at millions of series) would give more, the percentage is lowered after each collection to give this much (not below 10 %). 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("33554432").Uint64Var(&serveOpts.gcHeadroom)
@@ -151,39 +150,6 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (11 to 21 bytes each: a hash, not the key); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
 	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
 	return cmd
-}
-
-// openIndex checks the series index's tables and returns its writer, its
-// coverage marked from today on.
-func openIndex(cfg *config, st store.Store, reg prometheus.Registerer) (*index.Writer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, t := range []struct{ table, family string }{{cfg.metaTable, mapping.TSMetaFamily}, {cfg.indexTable, mapping.IndexFamily}} {
-		if _, err := st.Get(ctx, t.table, []byte{0}, t.family); errors.Is(err, store.ErrTableNotFound) {
-			return nil, fmt.Errorf("series index table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) or set --no-storage.index.enabled", t.table)
-		}
-	}
-	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
-		CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()}, reg)
-	// The index covers what is written from now on: all of it when the
-	// data table is empty, else from tomorrow (today may hold rows written
-	// before the index was kept; `reindex` covers them and moves the day
-	// back). An earlier day already recorded stays.
-	sc := st.Scan(ctx, store.ScanRequest{Table: cfg.dataTable, Family: "t"})
-	hasRows := sc.Next()
-	err := sc.Err()
-	sc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("look for rows in %s: %w", cfg.dataTable, err)
-	}
-	day := uint32(0)
-	if hasRows {
-		day = mapping.DayOf(time.Now().UnixMilli()) + 1
-	}
-	if err := w.MarkCoverage(ctx, day); err != nil {
-		return nil, err
-	}
-	return w, nil
 }
 
 // registerLimits adds the --limits.* flags, with limits.DefaultConfig's
@@ -211,83 +177,49 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		return err
 	}
 	defer st.Close()
-	w := adapter.NewWriter(mapper, st, cfg.dataTable)
-	lim, err := limits.New(serveOpts.limits, cfg.layout, reg, nil)
+	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
 	if err != nil {
-		return fmt.Errorf("limits: %w", err)
+		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
 	}
-	w.SetLimits(lim)
-	if serveOpts.exemplarSlots > 0 {
-		if serveOpts.exemplarSlots > mapping.MaxExemplarSlots {
-			return fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", serveOpts.exemplarSlots, mapping.MaxExemplarSlots)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := st.Get(ctx, cfg.exemplarTable, []byte{0}, mapping.ExemplarFamily)
-		cancel()
-		if errors.Is(err, store.ErrTableNotFound) {
-			return fmt.Errorf("exemplar table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) or set --storage.exemplars.per-series-hour=0", cfg.exemplarTable)
-		}
-		w.SetExemplars(cfg.exemplarTable, serveOpts.exemplarSlots)
-	}
-	w.SetMetadata(mapping.NewMetas(mapper.UIDs(), 0))
-	var ixReader *index.Reader
-	if serveOpts.index.enabled {
-		ixw, err := openIndex(cfg, st, reg)
-		if err != nil {
-			return err
-		}
-		w.SetIndexer(ixw)
-		if serveOpts.index.query {
-			ixReader = index.NewReader(st, cfg.indexTable, mapper.UIDs(), cfg.layout)
-		}
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go watchUIDs(runCtx, mapper.UIDs(), logger)
-	compacted := make(chan struct{})
-	if c := serveOpts.compaction; c.enabled {
-		comp := compact.New(st, compact.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
-		sched, err := compact.NewScheduler(comp, compact.SchedulerOptions{
-			Grace: c.grace, MaxRowsPerHour: c.maxRowsPerHour, Registerer: reg, Logger: logger.With("component", "compaction"),
-		})
-		if err != nil {
-			return fmt.Errorf("compaction: %w", err)
-		}
-		w.SetRowNoter(sched)
-		go func() {
-			defer close(compacted)
-			sched.Run(runCtx)
-		}()
-		// Stop it, letting the rows in flight finish, before the store
-		// closes (that defer was registered first, so it runs last).
-		defer func() {
-			stop()
-			<-compacted
-		}()
-	}
-	qopts := query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc}
-	if ixReader != nil {
-		qopts.Index = ixReader
-	}
-	if serveOpts.exemplarSlots > 0 {
-		qopts.ExemplarTable = cfg.exemplarTable
-	}
-	q := query.New(st, mapper, qopts)
-	h, err := adapter.New(w, q, adapter.Options{
-		MaxRequestBytes:       serveOpts.maxRequestBytes,
-		WriteTimeout:          serveOpts.writeTimeout,
-		MaxConcurrentRequests: serveOpts.maxConcurrent,
-		BodyTimeout:           serveOpts.bodyTimeout,
-		ResponseWriteTimeout:  serveOpts.stallTimeout,
-		MaxConcurrentReads:    serveOpts.readConcurrent,
-		Ready: func(ctx context.Context) error {
-			_, err := st.Get(ctx, cfg.uidTable, []byte{0}, "id")
-			return err
+	srvCfg := server.Config{
+		Layout: cfg.layout,
+		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable},
+		Mapper: mapper, Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
+		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
+		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
+			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency},
+		Query: query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
+		Adapter: adapter.Options{
+			MaxRequestBytes:       serveOpts.maxRequestBytes,
+			WriteTimeout:          serveOpts.writeTimeout,
+			MaxConcurrentRequests: serveOpts.maxConcurrent,
+			BodyTimeout:           serveOpts.bodyTimeout,
+			ResponseWriteTimeout:  serveOpts.stallTimeout,
+			MaxConcurrentReads:    serveOpts.readConcurrent,
 		},
-	}, reg, logger)
+		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
+			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features)},
+		Web:        web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
+		Pprof:      serveOpts.enablePprof,
+		Registerer: reg,
+		Logger:     logger,
+	}
+	srvp, err := server.New(context.Background(), st, srvCfg)
 	if err != nil {
 		return err
 	}
+	runCtx, stop := context.WithCancel(context.Background())
+	background := make(chan struct{})
+	go func() {
+		defer close(background)
+		srvp.Run(runCtx)
+	}()
+	// Stop the background work, letting the rows in flight finish, before
+	// the store closes (that defer was registered first, so it runs last).
+	defer func() {
+		stop()
+		<-background
+	}()
 	if serveOpts.readTimeout <= 0 {
 		// It also resets, between requests on one connection, the write
 		// deadlines the remote endpoints move (--web.response-write-timeout).
@@ -305,34 +237,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if serveOpts.maxConnections > 0 {
 		ln = netutil.LimitListener(ln, serveOpts.maxConnections)
 	}
-	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
-	if err != nil {
-		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
-	}
-	api, err := promapi.New(promapi.Options{CORSOrigin: cors,
-		Queryable: q.Storage(), Store: st, UIDTable: cfg.uidTable, MetricWidth: cfg.layout.MetricWidth,
-		Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta, MaxConcurrency: serveOpts.queryMaxConc,
-		Flags: flagValues(app), Version: version, Logger: logger, Registerer: reg, Features: splitFeatures(serveOpts.features),
-	})
-	if err != nil {
-		return err
-	}
-	info := web.Info{
-		Version: version, Backend: cfg.backendString(), DataTable: cfg.dataTable, UIDTable: cfg.uidTable,
-		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
-		UIDWidths: [3]int{cfg.layout.MetricWidth, cfg.layout.TagKWidth, cfg.layout.TagVWidth}, ExternalURL: serveOpts.externalURL,
-	}
-	if serveOpts.exemplarSlots > 0 {
-		info.ExemplarTable = cfg.exemplarTable
-	}
-	if serveOpts.index.enabled {
-		info.IndexTable = cfg.indexTable
-		if !cfg.skipTSMeta() {
-			info.MetaTable = cfg.metaTable
-		}
-	}
-	handler := web.New(web.Options{Remote: h, API: api, Pprof: serveOpts.enablePprof, Info: info})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
+	srv := &http.Server{Handler: srvp.Handler(), ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
 		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
@@ -359,27 +264,4 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
-}
-
-// uidRefreshInterval is how often serve reads the UID counters, which
-// other writers move too.
-const uidRefreshInterval = time.Minute
-
-// watchUIDs reads the UID counters now and then every uidRefreshInterval
-// until ctx ends, for the headroom gauges and the low-headroom warning.
-func watchUIDs(ctx context.Context, uids *mapping.UIDs, logger *slog.Logger) {
-	t := time.NewTicker(uidRefreshInterval)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := uids.RefreshCounters(rctx); err != nil && ctx.Err() == nil {
-			logger.Warn("cannot read the uid counters", "err", err)
-		}
-		cancel()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

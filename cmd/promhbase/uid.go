@@ -8,8 +8,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/uid"
 )
 
 type uidCmd struct {
@@ -36,7 +35,7 @@ func (u *uidCmd) run(cmd string, cfg *config) error {
 	if cmd == u.fsck.FullCommand() {
 		return runUIDFsck(cfg)
 	}
-	kind, err := mapping.ParseKind(u.kind)
+	kind, err := uid.ParseKind(u.kind)
 	if err != nil {
 		return err
 	}
@@ -97,11 +96,11 @@ func runUIDFsck(cfg *config) error {
 	defer st.Close()
 	ctx, cancel := cmdContext()
 	defer cancel()
-	rep, err := mapping.UIDFsck(ctx, st, cfg.uidTable, cfg.layout)
+	rep, err := uid.UIDFsck(ctx, st, cfg.uidTable, cfg.layout)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("forward mappings: metrics %d, tagk %d, tagv %d\n", rep.Forward[mapping.KindMetric], rep.Forward[mapping.KindTagK], rep.Forward[mapping.KindTagV])
+	fmt.Printf("forward mappings: metrics %d, tagk %d, tagv %d\n", rep.Forward[uid.KindMetric], rep.Forward[uid.KindTagK], rep.Forward[uid.KindTagV])
 	for _, o := range rep.Orphans {
 		fmt.Println("orphan (harmless):", o)
 	}

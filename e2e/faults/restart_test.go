@@ -14,8 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
-
-	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestRestartDuringWrites restarts HBase (scripts/hbase.sh restart: same
@@ -161,7 +160,7 @@ func TestRestartDuringWrites(t *testing.T) {
 	})
 
 	t.Run("uid fsck", func(t *testing.T) {
-		rep, err := mapping.UIDFsck(t.Context(), srv.st, srv.tables.UID, srv.layout)
+		rep, err := uid.UIDFsck(t.Context(), srv.st, srv.tables.UID, srv.layout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,10 +174,10 @@ func TestRestartDuringWrites(t *testing.T) {
 }
 
 // logFsck logs a UID fsck report and fails the test on its errors.
-func logFsck(t *testing.T, rep mapping.FsckReport) {
+func logFsck(t *testing.T, rep uid.FsckReport) {
 	t.Helper()
 	t.Logf("uid fsck: forward mappings: metrics %d, tagk %d, tagv %d; %d errors, %d orphans",
-		rep.Forward[mapping.KindMetric], rep.Forward[mapping.KindTagK], rep.Forward[mapping.KindTagV], len(rep.Errors), len(rep.Orphans))
+		rep.Forward[uid.KindMetric], rep.Forward[uid.KindTagK], rep.Forward[uid.KindTagV], len(rep.Errors), len(rep.Orphans))
 	if len(rep.Orphans) > 0 {
 		t.Logf("uid fsck orphans (harmless; first 10):\n%s", strings.Join(rep.Orphans[:min(10, len(rep.Orphans))], "\n"))
 	}

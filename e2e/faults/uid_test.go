@@ -23,6 +23,7 @@ import (
 	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // Shape of the UID race: uidRounds rounds, each with uidSeries series
@@ -178,7 +179,7 @@ func TestConcurrentUIDCreation(t *testing.T) {
 	})
 
 	t.Run("uid fsck", func(t *testing.T) {
-		rep, err := mapping.UIDFsck(ctx, st, tb.UID, mapping.DefaultLayout())
+		rep, err := uid.UIDFsck(ctx, st, tb.UID, mapping.DefaultLayout())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func TestConcurrentUIDCreation(t *testing.T) {
 		}
 		for k := range assigned {
 			if assigned[k] > float64(rep.Forward[k]) {
-				t.Errorf("%s: the processes counted %v assignments, but %d forward mappings exist", mapping.Kind(k), assigned[k], rep.Forward[k])
+				t.Errorf("%s: the processes counted %v assignments, but %d forward mappings exist", uid.Kind(k), assigned[k], rep.Forward[k])
 			}
 		}
 		t.Logf("lost races (orphans): %d; assignments counted by both processes: %v of %v forward mappings", len(rep.Orphans), assigned, rep.Forward)
@@ -268,7 +269,7 @@ func forwardUIDs(ctx context.Context, st store.Store, table string) ([3]map[stri
 	for sc.Next() {
 		r := sc.Row()
 		for _, c := range r.Cells {
-			kind, err := mapping.ParseKind(string(c.Qualifier))
+			kind, err := uid.ParseKind(string(c.Qualifier))
 			if err != nil {
 				continue
 			}
@@ -291,16 +292,16 @@ func rowProblem(layout mapping.Layout, forward [3]map[string]string, r store.Row
 	if err != nil {
 		return err.Error()
 	}
-	if _, ok := forward[mapping.KindMetric][string(metric)]; !ok {
+	if _, ok := forward[uid.KindMetric][string(metric)]; !ok {
 		return fmt.Sprintf("metric uid %x is no forward mapping's", metric)
 	}
 	pair := layout.PairLen()
 	for i := 0; i+pair <= len(tags); i += pair {
 		k, v := tags[i:i+layout.TagKWidth], tags[i+layout.TagKWidth:i+pair]
-		if _, ok := forward[mapping.KindTagK][string(k)]; !ok {
+		if _, ok := forward[uid.KindTagK][string(k)]; !ok {
 			return fmt.Sprintf("tagk uid %x is no forward mapping's", k)
 		}
-		if _, ok := forward[mapping.KindTagV][string(v)]; !ok {
+		if _, ok := forward[uid.KindTagV][string(v)]; !ok {
 			return fmt.Sprintf("tagv uid %x is no forward mapping's", v)
 		}
 	}

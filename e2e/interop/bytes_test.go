@@ -24,7 +24,9 @@ import (
 
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestOpenTSDBBytes proves that data OpenTSDB wrote survives promhbase byte
@@ -129,11 +131,11 @@ func testBytes(t *testing.T, layout mapping.Layout) {
 		}
 		// A row written the old way (no tag pair) still reads, joined with
 		// the new rows; it is removed again before fsck, which cannot read it.
-		metric, err := ph.mapper.UIDs().ID(ctx, mapping.KindMetric, "scalar_result")
+		metric, err := ph.mapper.UIDs().ID(ctx, uid.KindMetric, "scalar_result")
 		if err != nil {
 			t.Fatal(err)
 		}
-		oldKey := ph.mapper.AppendRowKey(nil, mapping.Series{Metric: metric, Bucket: layout.SaltBucket(metric, nil)}, uint32(b))
+		oldKey := ph.mapper.AppendRowKey(nil, series.Series{Metric: metric, Bucket: layout.SaltBucket(metric, nil)}, uint32(b))
 		q := mapping.AppendMsQualifier(nil, 3599_000, mapping.FlagsInt8)
 		if err := st.Put(ctx, tables.Data, []store.Put{{Row: oldKey, Cells: []store.Cell{{Family: []byte("t"), Qualifier: q, Value: []byte{9}}}}}); err != nil {
 			t.Fatal(err)
@@ -310,20 +312,20 @@ func rowKey(t *testing.T, ph *promhbase, layout mapping.Layout, base int64, metr
 	t.Helper()
 	ctx := context.Background()
 	uids := ph.mapper.UIDs()
-	m, err := uids.ID(ctx, mapping.KindMetric, metric)
+	m, err := uids.ID(ctx, uid.KindMetric, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := uids.ID(ctx, mapping.KindTagK, k)
+	tk, err := uids.ID(ctx, uid.KindTagK, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tv, err := uids.ID(ctx, mapping.KindTagV, v)
+	tv, err := uids.ID(ctx, uid.KindTagV, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tags := append(append([]byte{}, tk...), tv...)
-	return ph.mapper.AppendRowKey(nil, mapping.Series{Metric: m, Tags: tags, Bucket: layout.SaltBucket(m, tags)}, uint32(base))
+	return ph.mapper.AppendRowKey(nil, series.Series{Metric: m, Tags: tags, Bucket: layout.SaltBucket(m, tags)}, uint32(base))
 }
 
 // dataCellsOf returns the even-length (data-point) cells of a row.
@@ -480,7 +482,7 @@ func (p *promhbase) sendMetadata(t *testing.T, md ...prompb.MetricMetadata) {
 // checkUIDMeta asks OpenTSDB's /api/uid/uidmeta for a metric's metadata.
 func (d *tsd) checkUIDMeta(t *testing.T, ph *promhbase, metric, description string, custom map[string]string) {
 	t.Helper()
-	uid, err := ph.mapper.UIDs().ID(context.Background(), mapping.KindMetric, metric)
+	uid, err := ph.mapper.UIDs().ID(context.Background(), uid.KindMetric, metric)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,10 @@ import (
 	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/uid"
 )
 
 func repoRoot(t *testing.T) string {
@@ -111,7 +113,7 @@ func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout, co
 // promhbase is an in-process promhbase on the HBase store.
 type promhbase struct {
 	url    string
-	mapper *mapping.Mapper
+	mapper *series.Mapper
 	write  remote.WriteClient
 	read   remote.ReadClient
 }
@@ -442,7 +444,7 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	if err != nil || !strings.Contains(out, "No errors found") {
 		t.Errorf("OpenTSDB uid fsck: %v\n%s", err, tail(out, 40))
 	}
-	rep, err := mapping.UIDFsck(ctx, st, tables.UID, layout)
+	rep, err := uid.UIDFsck(ctx, st, tables.UID, layout)
 	if err != nil || len(rep.Errors) > 0 {
 		t.Errorf("promhbase uid fsck: %v %v", err, rep.Errors)
 	}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
@@ -369,10 +370,7 @@ func cmpColumn(a, b memCell) int { return cmpCol(a.family, a.qualifier, b.family
 func cmpCol(af, aq, bf, bq []byte) int {
 	if len(af) == 1 && len(bf) == 1 {
 		if af[0] != bf[0] {
-			if af[0] < bf[0] {
-				return -1
-			}
-			return 1
+			return cmp.Compare(af[0], bf[0])
 		}
 	} else if c := bytes.Compare(af, bf); c != 0 {
 		return c
@@ -383,18 +381,9 @@ func cmpCol(af, aq, bf, bq []byte) int {
 	// Left-aligned, zero-padded: equal padded values leave the shorter,
 	// a prefix of the longer, first.
 	if x, y := padBE(aq), padBE(bq); x != y {
-		if x < y {
-			return -1
-		}
-		return 1
+		return cmp.Compare(x, y)
 	}
-	switch {
-	case len(aq) < len(bq):
-		return -1
-	case len(aq) > len(bq):
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(aq), len(bq))
 }
 
 // padBE reads up to 8 bytes big-endian into the high bytes of a uint64.

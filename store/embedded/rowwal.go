@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -441,14 +440,4 @@ func replaySegment(data []byte, seg uint64, fn func(payload []byte) error) (torn
 		data = data[walHeader+int(n):]
 	}
 	return false, nil
-}
-
-// sortedTables returns the keys of m in order.
-func sortedTables[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -217,47 +217,6 @@ func runWithout(dst, v []byte, kill func(family, qualifier []byte) bool) (out []
 	}
 }
 
-// overlayRunCells merges newer (sorted by column, one cell a column) into
-// cells (the same), each replacing the cell of its column; scratch is
-// reused for the older cells and returned.
-func overlayRunCells(cells, newer, scratch []store.Cell) ([]store.Cell, []store.Cell) {
-	if len(newer) == 0 {
-		return cells, scratch
-	}
-	if len(cells) == 0 || cmpCell(cells[len(cells)-1], newer[0]) < 0 {
-		return append(cells, newer...), scratch // a later stretch of the row's samples
-	}
-	scratch = append(scratch[:0], cells...)
-	cells = cells[:0]
-	i, j := 0, 0
-	for i < len(scratch) || j < len(newer) {
-		switch {
-		case i == len(scratch):
-			cells = append(cells, newer[j])
-			j++
-		case j == len(newer):
-			cells = append(cells, scratch[i])
-			i++
-		default:
-			switch c := cmpCell(scratch[i], newer[j]); {
-			case c < 0:
-				cells = append(cells, scratch[i])
-				i++
-			case c > 0:
-				cells = append(cells, newer[j])
-				j++
-			default:
-				cells = append(cells, newer[j])
-				i++
-				j++
-			}
-		}
-	}
-	return cells, scratch
-}
-
-func cmpCell(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) }
-
 // runBounds returns the bounds of the keys of row's runs.
 func runBounds(table string, row []byte) (lower, upper []byte) {
 	p := appendRowPrefix(nil, table, row)
@@ -295,18 +254,10 @@ func (s *Store) pebbleCell(table string, row, family, qualifier []byte) (value [
 		}
 	}
 	k := appendCellKey(nil, table, row, family, qualifier)
-	v, closer, err := s.db.Get(k)
-	if err == pebble.ErrNotFound {
-		return nil, 0, false, nil
+	if value, ts, found, err = readCell(s.db, k); err != nil {
+		return nil, 0, false, fmt.Errorf("cell %s:%x of row %x in %s: %w", family, qualifier, row, table, err)
 	}
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("read cell %s:%x of row %x in %s: %w", family, qualifier, row, table, err)
-	}
-	defer closer.Close()
-	if len(v) < 8 {
-		return nil, 0, false, fmt.Errorf("corrupt embedded value of %d bytes", len(v))
-	}
-	return bytes.Clone(v[8:]), binary.BigEndian.Uint64(v), true, nil
+	return value, ts, found, nil
 }
 
 // deleteFromRuns adds to b the rewrites of row's runs that leave out the
@@ -363,7 +314,7 @@ func runTables(db *pebble.DB) ([]string, error) {
 // (0: none).
 func lastRunSeq(db *pebble.DB) (uint64, error) {
 	v, closer, err := db.Get(runSeqKey)
-	if err == pebble.ErrNotFound {
+	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -389,11 +340,11 @@ func killedSet(cols []killColumn) func(family, qualifier []byte) bool {
 			return false
 		}
 	}
-	cmp := func(a, b killColumn) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
+	byColumn := func(a, b killColumn) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
 	sorted := slices.Clone(cols)
-	slices.SortFunc(sorted, cmp)
+	slices.SortFunc(sorted, byColumn)
 	return func(family, qualifier []byte) bool {
-		_, found := slices.BinarySearchFunc(sorted, killColumn{family: family, qualifier: qualifier}, cmp)
+		_, found := slices.BinarySearchFunc(sorted, killColumn{family: family, qualifier: qualifier}, byColumn)
 		return found
 	}
 }

@@ -164,7 +164,7 @@ func TestOverlayRunCells(t *testing.T) {
 		{"none older", nil, []store.Cell{c(1, 2)}, "t:01=02@0 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := overlayRunCells(append([]store.Cell(nil), tc.old...), tc.newer, nil)
+			got, _ := overlayCells(append([]store.Cell(nil), tc.old...), tc.newer, nil, nil)
 			if s := cellString(got); s != tc.want {
 				t.Errorf("got %s, want %s", s, tc.want)
 			}

@@ -49,14 +49,8 @@ func (s *Store) SplitRange(ctx context.Context, table string, start, stop []byte
 	if n < 2 {
 		return nil, nil
 	}
-	lower := appendEscapedPrefix(nil, table, start)
-	var upper []byte
-	if len(stop) > 0 {
-		upper = appendEscapedPrefix(nil, table, stop)
-	} else {
-		upper = append([]byte(table), 0x01)
-	}
-	if bytes.Compare(lower, upper) >= 0 {
+	lower, upper, ok := rowRange(table, start, stop)
+	if !ok {
 		return nil, nil
 	}
 	onDisk, err := s.db.EstimateDiskUsage(lower, upper)

@@ -1,0 +1,581 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/internal/arena"
+	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
+)
+
+// maxNamedRejects bounds how many rejected series a 400 answer names.
+const maxNamedRejects = 10
+
+// Reasons a sample is rejected, the values of the rejects metric's label.
+const (
+	reasonInvalidLabels = "invalid_labels"
+	reasonInvalidSeries = "invalid_series"
+	reasonTimestamp     = "timestamp_out_of_range"
+	reasonHistogram     = "invalid_histogram"
+	reasonUIDExhausted  = "uid_exhausted"
+)
+
+// RejectReasons lists every reason, for the metric's label values.
+func RejectReasons() []string {
+	return append([]string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted}, limits.Reasons()...)
+}
+
+// Putter is the part of store.Store the write path uses.
+type Putter interface {
+	Put(ctx context.Context, table string, puts []store.Put) error
+}
+
+// RowNoter learns which rows the write path wrote, for example to compact
+// them once their hour has ended (compact.Scheduler). NoteRows gets the
+// Puts of one request after the store answered, whatever it answered (rows
+// of a failed request may have landed). It runs on the request's path: it
+// must be cheap, must not block on I/O, and must copy what it keeps, as the
+// Puts' memory is reused once it returns.
+type RowNoter interface {
+	NoteRows(puts []store.Put)
+}
+
+// Writer turns decoded remote-write requests (1.0 and 2.0) into store
+// Puts: one Put per row (series and hour) carrying one cell per float
+// sample and per native histogram (see mapping.AppendHistogramValue), all
+// Puts of a request sent in one call; then the exemplars, one cell per
+// exemplar slot in the exemplar table (see mapping.AppendExemplarValue);
+// then metric metadata that changed (metadata.Metas). It is safe for
+// concurrent use.
+type Writer struct {
+	mapper *series.Mapper
+	st     Putter
+	table  string
+	family []byte    // the data table's column family, "t"
+	pool   sync.Pool // *writeBatch
+	noter  RowNoter  // nil: nobody is told
+
+	exTable string // "": exemplars are not kept
+	exSlots int    // exemplar slots per series and hour
+	metas   *metadata.Metas
+	names   *wire.LabelNames // label-name ids of 2.0 series keys
+	indexer SeriesIndexer
+	limits  *limits.Limits // nil: only the row key's bound applies
+}
+
+// SeriesIndexer keeps the series index of the series the Writer writes
+// (index.Writer). It is called before the request's data is written:
+// WriteDeferred when the data's durable write follows (the index's puts may
+// wait for its fsync), Write when none does. Both return once the store
+// took what they wrote; a failure fails the request, which the sender
+// retries.
+type SeriesIndexer interface {
+	Write(ctx context.Context, entries []index.Entry) error
+	WriteDeferred(ctx context.Context, entries []index.Entry) error
+}
+
+// Options configure a Writer. The zero value of each field turns its
+// feature off.
+type Options struct {
+	// Table is the data table (tsdb); its column family is "t".
+	Table string
+	// ExemplarTable keeps exemplars (family e), at most ExemplarSlots
+	// (1..65535) per series and hour; "" drops them (they are then not
+	// counted as written).
+	ExemplarTable string
+	ExemplarSlots int
+	// Metadata keeps metric metadata; nil drops it.
+	Metadata *metadata.Metas
+	// Limits applies to every request: the per-series limits to series
+	// not in the series cache (a 400 naming each, the rest written), the
+	// series-per-request limit (413), the active-series limit (400 for
+	// new series) and the new-series rate (429, nothing written). nil:
+	// only the row key's bound applies.
+	Limits *limits.Limits
+	// Indexer keeps the series index of the series written; nil keeps
+	// none.
+	Indexer SeriesIndexer
+	// RowNoter is told the rows of every request written; nil tells
+	// nobody.
+	RowNoter RowNoter
+}
+
+// New returns a Writer into st configured by opts.
+func New(m *series.Mapper, st Putter, opts Options) *Writer {
+	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(),
+		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter}
+	if opts.ExemplarTable != "" {
+		w.exTable, w.exSlots = opts.ExemplarTable, min(max(opts.ExemplarSlots, 1), mapping.MaxExemplarSlots)
+	}
+	return w
+}
+
+// DefaultExemplarSlots is the default number of exemplars kept per series
+// and hour: one per 5 s slot, so at least one per scrape at any scrape
+// interval of 5 s or more.
+const DefaultExemplarSlots = 720
+
+// Result says what a write did.
+type Result struct {
+	Samples    int            // float samples acknowledged by the store
+	Histograms int            // native histograms acknowledged
+	Exemplars  int            // exemplars acknowledged (distinct slots)
+	Rejected   map[string]int // samples and histograms rejected, by reason
+}
+
+// RejectError is a partial write: the valid series were written, these
+// were not and never will be.
+type RejectError struct {
+	count int
+	named []string
+}
+
+func (e *RejectError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d samples or histograms rejected: %s", e.count, strings.Join(e.named, "; "))
+	if more := e.count - len(e.named); len(e.named) == maxNamedRejects && more > 0 {
+		fmt.Fprintf(&sb, "; and more")
+	}
+	return sb.String()
+}
+
+// writeBatch holds the reusable buffers of one request.
+type writeBatch struct {
+	series wire.Series
+	v2     wire.V2State
+	puts   []store.Put
+	starts []int // index in cells of each put's first cell
+	cells  []store.Cell
+	arena  arena.Arena
+	rej    *RejectError
+	reject map[string]int
+	cache  series.SeriesCacheReader
+	missed []missedSeries
+	// resolveItems is resolveMissed's scratch.
+	resolveItems []series.ResolveItem
+	// labelsOf decodes the labels of missed series (its label slice is
+	// reused; each series keeps a copy in labelBuf, one after the other).
+	labelsOf wire.Series
+	labelBuf []mapping.Label
+	sketch   *limits.Sketch // active series; nil without limits
+
+	samples, histograms int
+	hist                wire.Histogram
+	scratch             []byte
+	exPuts              []store.Put
+	exCells             []store.Cell
+	exSeen              map[string]struct{} // row ‖ slot of this request's exemplars
+	metas               []wire.Meta         // 1.0's metadata field
+	pendingMeta         []pendingMeta
+	index               []index.Entry // series and days not yet indexed
+}
+
+func (b *writeBatch) reset() {
+	b.puts = b.puts[:0]
+	b.starts = b.starts[:0]
+	b.cells = b.cells[:0]
+	b.arena.Reset()
+	b.rej = nil
+	clear(b.reject)
+	clear(b.missed)
+	b.missed = b.missed[:0]
+	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
+	clear(b.labelBuf)
+	b.labelBuf = b.labelBuf[:0]
+	b.samples, b.histograms = 0, 0
+	b.sketch = nil
+	b.exPuts = b.exPuts[:0]
+	b.exCells = b.exCells[:0]
+	clear(b.exSeen)
+	b.metas = b.metas[:0]
+	b.pendingMeta = b.pendingMeta[:0]
+	clear(b.index)
+	b.index = b.index[:0]
+}
+
+func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
+	if b.rej == nil {
+		b.rej = &RejectError{}
+	}
+	b.rej.count += n
+	if len(b.rej.named) < maxNamedRejects {
+		b.rej.named = append(b.rej.named, msg)
+	}
+	b.reject[reason] += n
+}
+
+// Write stores the series of a decoded request body: a remote write 1.0
+// WriteRequest, or with v2 an io.prometheus.write.v2.Request. It returns
+// only after the store acknowledged every Put. A *RejectError means the
+// valid series were written and the others can never be; any other error
+// means nothing may be assumed written and the request can be retried.
+func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error) {
+	b, _ := w.pool.Get().(*writeBatch)
+	if b == nil {
+		b = &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
+		b.v2.SetNames(w.names)
+	}
+	parse := func(metas *[]wire.Meta, fn func(*wire.Series) error) error {
+		if v2 {
+			return wire.ParseWriteRequestV2(body, &b.v2, &b.series, fn)
+		}
+		return wire.ParseWriteRequest(body, &b.series, metas, fn)
+	}
+	// A failed Put may leave RPCs queued in the store's client that still
+	// read the batch's buffers: such a batch is not reused.
+	reuse := true
+	defer func() {
+		if reuse {
+			b.reset()
+			w.pool.Put(b)
+		}
+	}()
+	if w.limits != nil {
+		b.sketch = w.limits.Sketch()
+	}
+	// Pass 1: series in the cache become Puts; the others are noted.
+	b.cache = w.mapper.CacheReader()
+	ordinal := -1
+	err := parse(&b.metas, func(s *wire.Series) error {
+		ordinal++
+		return w.addSeries(b, s, ordinal, v2)
+	})
+	b.cache.Release()
+	if err != nil {
+		return Result{}, err
+	}
+	if w.limits != nil {
+		if reason, err := w.checkRequestLimits(b, ordinal+1); err != nil {
+			return b.rejectAll(reason), err
+		}
+	}
+	// New series: resolve them concurrently (UID lookups and assignments
+	// are round trips to the store), then pass 2 adds their Puts.
+	if len(b.missed) > 0 {
+		if err := w.resolveMissed(ctx, b); err != nil {
+			return Result{}, err
+		}
+		ordinal, next := -1, 0
+		err := parse(nil, func(s *wire.Series) error {
+			ordinal++
+			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
+				return nil
+			}
+			m := &b.missed[next]
+			next++
+			if m.err == nil {
+				w.addSamples(b, s, m.series)
+			}
+			return nil
+		})
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	for i := range b.puts {
+		end := len(b.cells)
+		if i+1 < len(b.starts) {
+			end = b.starts[i+1]
+		}
+		b.puts[i].Cells = b.cells[b.starts[i]:end:end]
+	}
+	res := Result{}
+	// The index is written before the request is acknowledged, so that
+	// nothing acknowledged can be missed by a query through the index. On
+	// a store that defers durability (the embedded store) it goes first
+	// and its puts wait for the data Put's fsync; on others (HBase, where
+	// each is a round trip of its own) it is written while the data is.
+	var ixErr error
+	var ixDone chan struct{}
+	if len(b.index) > 0 {
+		_, deferrable := w.st.(store.DeferredPutter)
+		switch {
+		case len(b.puts) == 0:
+			ixErr = w.indexer.Write(ctx, b.index) // no durable write follows
+		case deferrable:
+			ixErr = w.indexer.WriteDeferred(ctx, b.index)
+		default:
+			ixDone = make(chan struct{})
+			go func() {
+				defer close(ixDone)
+				ixErr = w.indexer.Write(ctx, b.index)
+			}()
+		}
+		if ixDone == nil && ixErr != nil {
+			return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
+		}
+	}
+	if len(b.puts) > 0 {
+		err := w.st.Put(ctx, w.table, b.puts)
+		reuse = err == nil
+		if w.noter != nil {
+			w.noter.NoteRows(b.puts)
+		}
+		if ixDone != nil {
+			<-ixDone // b is reused once Write returns
+			if ixErr != nil && err == nil {
+				reuse = false
+				return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
+			}
+		}
+		if err != nil {
+			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
+		}
+	}
+	res.Samples, res.Histograms = b.samples, b.histograms
+	if len(b.exPuts) > 0 {
+		for i := range b.exPuts {
+			b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
+		}
+		if err := w.st.Put(ctx, w.exTable, b.exPuts); err != nil {
+			reuse = false
+			return res, fmt.Errorf("write %d exemplars: %w", len(b.exPuts), err)
+		}
+		res.Exemplars = len(b.exPuts)
+	}
+	if err := w.storeMetadata(ctx, b); err != nil {
+		return res, err
+	}
+	if len(b.reject) > 0 {
+		res.Rejected = make(map[string]int, len(b.reject))
+		for k, v := range b.reject {
+			res.Rejected[k] = v
+		}
+	}
+	if b.rej != nil {
+		rej := *b.rej
+		return res, &rej
+	}
+	return res, nil
+}
+
+// checkRequestLimits applies the limits that concern the request as a
+// whole, after pass 1: series per request, then, for the new series, the
+// active-series limit (each refused) and the new-series rate. An error
+// means nothing is to be written; reason says why.
+func (w *Writer) checkRequestLimits(b *writeBatch, series int) (reason string, err error) {
+	if err := w.limits.CheckRequest(series); err != nil {
+		return limits.ReasonSeriesPerRequest, err
+	}
+	if len(b.missed) == 0 {
+		return "", nil
+	}
+	if err := w.limits.CheckActive(); err != nil {
+		for i := range b.missed {
+			m := &b.missed[i]
+			b.rejectSeries(limits.ReasonActiveSeries, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabelsMax(m.labels, 10), err))
+		}
+		b.missed = b.missed[:0]
+		return "", nil
+	}
+	if err := w.limits.AdmitNew(len(b.missed)); err != nil {
+		return limits.ReasonNewSeriesRate, err
+	}
+	return "", nil
+}
+
+// rejectAll is the result of a request refused as a whole: all its samples
+// and histograms are counted as rejected, those rejected per series for
+// their own reasons, the others for reason.
+func (b *writeBatch) rejectAll(reason string) Result {
+	res := Result{Rejected: make(map[string]int, len(b.reject)+1)}
+	for k, v := range b.reject {
+		res.Rejected[k] = v
+	}
+	n := b.samples + b.histograms
+	for _, m := range b.missed {
+		n += m.samples
+	}
+	res.Rejected[reason] += n
+	return res
+}
+
+// missedSeries is a series of a request that was not in the series cache.
+type missedSeries struct {
+	ordinal int // position in the request
+	key     []byte
+	labels  []mapping.Label
+	samples int
+	series  series.Series
+	err     error
+}
+
+// addSeries handles one series of pass 1: cached series get their Puts,
+// others are copied into b.missed.
+func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) error {
+	if s.Invalid != "" {
+		name := fmt.Sprintf("series %d", ordinal)
+		if s.Key != nil {
+			name = formatSeries(s)
+		}
+		b.rejectSeries(reasonInvalidSeries, len(s.Samples)+len(s.Hists), fmt.Sprintf("%s %s", name, s.Invalid))
+		return nil
+	}
+	if s.Meta.Set {
+		w.noteMetadata(b, s, v2)
+	}
+	if len(s.Samples) == 0 && len(s.Hists) == 0 && (len(s.Exemplars) == 0 || w.exTable == "") {
+		return nil
+	}
+	if series, ok := b.cache.Get(s.Key); ok {
+		w.addSamples(b, s, series)
+		return nil
+	}
+	// A copy: s.Key may live in a buffer reused by the next series; the
+	// request's arena keeps it as long as the request needs it.
+	m := missedSeries{ordinal: ordinal, key: b.arena.Copy(s.Key), samples: len(s.Samples) + len(s.Hists)}
+	lbls, err := b.labelsOf.KeyLabels(m.key, s.Names())
+	if err != nil {
+		return err
+	}
+	if w.limits != nil {
+		if reason, err := w.limits.CheckSeries(lbls); err != nil {
+			b.rejectSeries(reason, m.samples, err.Error())
+			return nil
+		}
+	}
+	b.labelBuf = append(b.labelBuf, lbls...)
+	m.labels = b.labelBuf[len(b.labelBuf)-len(lbls) : len(b.labelBuf) : len(b.labelBuf)]
+	b.missed = append(b.missed, m)
+	return nil
+}
+
+// resolveMissed resolves the missed series in one batch (their new names
+// get UIDs together). Series that can never be stored are rejected; any
+// other error fails the request.
+func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
+	items := b.resolveItems[:0]
+	for i := range b.missed {
+		items = append(items, series.ResolveItem{Key: b.missed[i].key, Labels: b.missed[i].labels})
+	}
+	w.mapper.ResolveMissed(ctx, items) // pass 1 missed them in the cache
+	for i := range b.missed {
+		b.missed[i].series, b.missed[i].err = items[i].Series, items[i].Err
+	}
+	clear(items)
+	b.resolveItems = items[:0]
+	for i := range b.missed {
+		m := &b.missed[i]
+		switch {
+		case m.err == nil:
+		case errors.Is(m.err, mapping.ErrRowKeyTooLong):
+			b.rejectSeries(limits.ReasonRowKey, m.samples, m.err.Error())
+		case errors.Is(m.err, mapping.ErrInvalidSeries):
+			b.rejectSeries(reasonInvalidLabels, m.samples, m.err.Error())
+		case errors.Is(m.err, uid.ErrUIDExhausted):
+			b.rejectSeries(reasonUIDExhausted, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabels(m.labels), m.err))
+		default:
+			return m.err
+		}
+	}
+	return nil
+}
+
+// validTime reports whether a timestamp (Unix ms) fits a row key: 0 ..
+// 2^32-1 seconds.
+func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
+
+// addSamples adds the Puts of one series: one per hour it has samples or
+// histograms in; and its exemplars.
+func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series) {
+	if b.sketch != nil {
+		b.sketch.Add(series.Hash)
+	}
+	keyLen := w.mapper.Layout().RowKeyBytes(len(series.Metric), len(series.Tags))
+	curBase := int64(-1)
+	lastDay := int64(-1)
+	// row starts a Put for the hour of t unless the current one is it.
+	row := func(t int64) int64 {
+		base := mapping.HourBase(t)
+		if base != curBase {
+			curBase = base
+			if day := base / mapping.DaySeconds; w.indexer != nil && day != lastDay {
+				lastDay = day
+				if !series.IndexedFor(uint32(day)) {
+					b.index = append(b.index, index.Entry{Series: series, Day: uint32(day)})
+				}
+			}
+			key := b.arena.Alloc(keyLen)
+			key = w.mapper.AppendRowKey(key, series, uint32(base))
+			b.starts = append(b.starts, len(b.cells))
+			b.puts = append(b.puts, store.Put{Row: key})
+		}
+		return base
+	}
+	badTS := 0
+	var firstBad int64
+	for _, smp := range s.Samples {
+		if !validTime(smp.T) {
+			if badTS == 0 {
+				firstBad = smp.T
+			}
+			badTS++
+			continue
+		}
+		base := row(smp.T)
+		q, v := mapping.AppendSampleCell(b.arena.Alloc(mapping.SampleCellBytes), base, smp.T, smp.V)
+		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: q, Value: v})
+		b.samples++
+	}
+	badHist := 0
+	var histErr error
+	for _, msg := range s.Hists {
+		h := &b.hist
+		err := wire.ParseHistogram(msg, h)
+		if err == nil {
+			err = h.Validate()
+		}
+		if err != nil {
+			badHist++
+			histErr = cmp.Or(histErr, err)
+			continue
+		}
+		if !validTime(h.T) {
+			if badTS == 0 {
+				firstBad = h.T
+			}
+			badTS++
+			continue
+		}
+		base := row(h.T)
+		if h.IsFloat {
+			b.scratch = mapping.AppendHistogramValue(b.scratch[:0], nil, &h.FH)
+		} else {
+			b.scratch = mapping.AppendHistogramValue(b.scratch[:0], &h.H, nil)
+		}
+		q, v := mapping.AppendHistogramCell(b.arena.Alloc(mapping.HistogramQualifierBytes+len(b.scratch)), base, h.T, b.scratch)
+		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: q, Value: v})
+		b.histograms++
+	}
+	if badTS > 0 {
+		b.rejectSeries(reasonTimestamp, badTS, fmt.Sprintf("%s: %d samples with timestamps outside 0..%d ms (first %d)",
+			formatSeries(s), badTS, int64(math.MaxUint32)*1000+999, firstBad))
+	}
+	if badHist > 0 {
+		b.rejectSeries(reasonHistogram, badHist, fmt.Sprintf("%s: %d invalid native histograms (first: %v)", formatSeries(s), badHist, histErr))
+	}
+	if w.exTable != "" {
+		w.addExemplars(b, s, series, keyLen)
+	}
+}
+
+// formatSeries renders a series' labels for an error message.
+func formatSeries(s *wire.Series) string {
+	lbls, err := s.Labels()
+	if err != nil {
+		return fmt.Sprintf("series with undecodable labels (%v)", err)
+	}
+	return mapping.FormatLabels(lbls)
+}

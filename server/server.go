@@ -1,0 +1,274 @@
+// Package server wires one promhbase server from a Config over an open
+// store: the write path (ingest) with its limits, exemplars, metadata and
+// series index, the read path (query), background compaction, the remote
+// endpoints (adapter), the Prometheus query API (promapi) and the web
+// pages (web). `promhbase serve` and the test server both build theirs
+// with New, so the suites run what users run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/grafana/regexp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/promapi"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/web"
+)
+
+// Tables names the tables a server uses. Exemplar, Meta and Index may be
+// empty: exemplars, TSMeta rows or the series index are then not kept.
+type Tables struct {
+	Data, UID, Exemplar, Meta, Index string
+}
+
+// IndexConfig configures the series index.
+type IndexConfig struct {
+	Enabled bool
+	// Query answers label questions and name-less selectors from the
+	// index for the ranges it covers.
+	Query      bool
+	CacheBytes int
+	// SkipTSMeta leaves OpenTSDB's TSMeta rows out (the embedded store,
+	// which no TSD reads).
+	SkipTSMeta bool
+}
+
+// CompactionConfig configures background compaction of the rows written.
+type CompactionConfig struct {
+	Enabled        bool
+	Grace          time.Duration
+	MaxRowsPerHour int
+	Concurrency    int
+}
+
+// Config is everything New needs besides the store.
+type Config struct {
+	Layout mapping.Layout
+	Tables Tables
+	// Mapper is the write path's series mapper, over the UID table.
+	Mapper *series.Mapper
+	// ReadMapper resolves series on the read path; nil: Mapper.
+	ReadMapper *series.Mapper
+	// Limits are the write limits.
+	Limits limits.Config
+	// ExemplarSlots is the exemplars kept per series and hour; 0 keeps
+	// none.
+	ExemplarSlots int
+	Index         IndexConfig
+	Compaction    CompactionConfig
+	// Query configures the read path; its tables, index and exemplar
+	// table are set by New.
+	Query query.Options
+	// Adapter configures the remote endpoints; Ready is set by New.
+	Adapter adapter.Options
+	// API configures the query API; Queryable, Store, UIDTable,
+	// MetricWidth, Logger and Registerer are set by New.
+	API promapi.Options
+	// Web is shown on the landing page; its tables and layout are set by
+	// New.
+	Web   web.Info
+	Pprof bool
+	// Registerer takes the server's metrics; nil: none are registered.
+	Registerer prometheus.Registerer
+	// Logger takes its logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a wired promhbase: Handler serves its HTTP endpoints, Run its
+// background work.
+type Server struct {
+	handler http.Handler
+	uids    *uid.UIDs
+	sched   *compact.Scheduler // nil: no compaction
+	logger  *slog.Logger
+}
+
+// New wires a server over st. It checks that the tables the Config asks
+// for exist, and marks where the series index starts covering: from day 0
+// when the data table is empty, else from tomorrow (today may hold rows
+// written before the index was kept; `promhbase reindex` covers them).
+func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	readMapper := cfg.ReadMapper
+	if readMapper == nil {
+		readMapper = cfg.Mapper
+	}
+	lim, err := limits.New(cfg.Limits, cfg.Layout, reg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("limits: %w", err)
+	}
+	wopts := ingest.Options{Table: cfg.Tables.Data, Limits: lim, Metadata: metadata.NewMetas(cfg.Mapper.UIDs(), st, 0)}
+	qopts := cfg.Query
+	qopts.DataTable, qopts.UIDTable = cfg.Tables.Data, cfg.Tables.UID
+	info := cfg.Web
+	info.DataTable, info.UIDTable = cfg.Tables.Data, cfg.Tables.UID
+	info.SaltWidth, info.SaltBuckets = cfg.Layout.SaltWidth, cfg.Layout.SaltBuckets
+	info.UIDWidths = [3]int{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth}
+	if cfg.ExemplarSlots > 0 && cfg.Tables.Exemplar != "" {
+		if cfg.ExemplarSlots > mapping.MaxExemplarSlots {
+			return nil, fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", cfg.ExemplarSlots, mapping.MaxExemplarSlots)
+		}
+		if err := checkTable(ctx, st, cfg.Tables.Exemplar, mapping.ExemplarFamily,
+			"or set --storage.exemplars.per-series-hour=0"); err != nil {
+			return nil, fmt.Errorf("exemplar %w", err)
+		}
+		wopts.ExemplarTable, wopts.ExemplarSlots = cfg.Tables.Exemplar, cfg.ExemplarSlots
+		qopts.ExemplarTable = cfg.Tables.Exemplar
+		info.ExemplarTable = cfg.Tables.Exemplar
+	}
+	if cfg.Index.Enabled && cfg.Tables.Meta != "" && cfg.Tables.Index != "" {
+		ixw, err := openIndex(ctx, st, cfg, reg)
+		if err != nil {
+			return nil, err
+		}
+		wopts.Indexer = ixw
+		if cfg.Index.Query {
+			qopts.Index = index.NewReader(st, cfg.Tables.Index, readMapper.UIDs(), cfg.Layout)
+		}
+		info.IndexTable = cfg.Tables.Index
+		if !cfg.Index.SkipTSMeta {
+			info.MetaTable = cfg.Tables.Meta
+		}
+	}
+	s := &Server{uids: cfg.Mapper.UIDs(), logger: logger}
+	if c := cfg.Compaction; c.Enabled {
+		comp := compact.New(st, compact.Options{DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout, Concurrency: c.Concurrency})
+		s.sched, err = compact.NewScheduler(comp, compact.SchedulerOptions{
+			Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, Registerer: reg, Logger: logger.With("component", "compaction"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("compaction: %w", err)
+		}
+		wopts.RowNoter = s.sched
+	}
+	w := ingest.New(cfg.Mapper, st, wopts)
+	q := query.New(st, readMapper, qopts)
+	aopts := cfg.Adapter
+	aopts.Ready = func(ctx context.Context) error {
+		_, err := st.Get(ctx, cfg.Tables.UID, []byte{0}, uid.FamilyID)
+		return err
+	}
+	h, err := adapter.New(w, q, aopts, reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	popts := cfg.API
+	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
+	popts.Logger, popts.Registerer = logger, reg
+	if popts.CORSOrigin == nil {
+		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
+	}
+	api, err := promapi.New(popts)
+	if err != nil {
+		return nil, err
+	}
+	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info})
+	return s, nil
+}
+
+// Handler serves every endpoint: remote write and read, the query API,
+// the web pages, health and readiness.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// uidRefreshInterval is how often a server reads the UID counters, which
+// other writers move too.
+const uidRefreshInterval = time.Minute
+
+// Run does the server's background work until ctx ends: compaction of
+// the rows written, and reading the UID counters every minute for the
+// headroom gauges and the low-headroom warning. It returns once the work
+// in flight has finished, so the store may be closed after it.
+func (s *Server) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if s.sched != nil {
+		wg.Go(func() { s.sched.Run(ctx) })
+	}
+	wg.Go(func() { s.watchUIDs(ctx) })
+	wg.Wait()
+}
+
+// watchUIDs reads the UID counters now and then every uidRefreshInterval
+// until ctx ends.
+func (s *Server) watchUIDs(ctx context.Context) {
+	t := time.NewTicker(uidRefreshInterval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := s.uids.RefreshCounters(rctx); err != nil && ctx.Err() == nil {
+			s.logger.Warn("cannot read the uid counters", "err", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkTable returns an error naming table when it does not exist.
+func checkTable(ctx context.Context, st store.Store, table, family, alternative string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := st.Get(ctx, table, []byte{0}, family); errors.Is(err, store.ErrTableNotFound) {
+		return fmt.Errorf("table %q does not exist: run `promhbase create-tables` (it leaves existing tables alone) %s", table, alternative)
+	}
+	return nil
+}
+
+// openIndex checks the series index's tables and returns its writer, its
+// coverage marked.
+func openIndex(ctx context.Context, st store.Store, cfg Config, reg prometheus.Registerer) (*index.Writer, error) {
+	for _, t := range []struct{ table, family string }{{cfg.Tables.Meta, mapping.TSMetaFamily}, {cfg.Tables.Index, mapping.IndexFamily}} {
+		if err := checkTable(ctx, st, t.table, t.family, "or set --no-storage.index.enabled"); err != nil {
+			return nil, fmt.Errorf("series index %w", err)
+		}
+	}
+	w := index.NewWriter(st, index.Options{MetaTable: cfg.Tables.Meta, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
+		CacheBytes: cfg.Index.CacheBytes, SkipTSMeta: cfg.Index.SkipTSMeta}, reg)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	// The index covers what is written from now on: all of it when the
+	// data table is empty, else from tomorrow. An earlier day already
+	// recorded stays.
+	sc := st.Scan(ctx, store.ScanRequest{Table: cfg.Tables.Data, Family: "t"})
+	hasRows := sc.Next()
+	err := sc.Err()
+	sc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("look for rows in %s: %w", cfg.Tables.Data, err)
+	}
+	day := uint32(0)
+	if hasRows {
+		day = mapping.DayOf(time.Now().UnixMilli()) + 1
+	}
+	if err := w.MarkCoverage(ctx, day); err != nil {
+		return nil, err
+	}
+	return w, nil
+}

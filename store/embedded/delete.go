@@ -1,0 +1,157 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Delete removes columns of a row, or the whole row, durable (fsync)
+// before it returns. It holds the row's stripe exclusively while it
+// compares the stored versions with the columns' bounds and applies the
+// deletes, so that a version written after the comparison is never
+// removed.
+func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+	}
+	if err := s.delete(table, row, columns); err != nil {
+		return err
+	}
+	if err := s.sync(); err != nil {
+		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+	}
+	return nil
+}
+
+// delete is Delete without the fsync: Pebble's tombstones (a range
+// tombstone over the row when columns is empty), the rewrite of the runs
+// that hold deleted columns, then for a buffered table the buffer's
+// records marked dead, in that order (see rowBuffer).
+func (s *Store) delete(table string, row []byte, columns []store.Column) error {
+	if s.buffered(table) {
+		// No flush may run while a delete reaches into the row buffer:
+		// see rowBuffer.
+		s.rb.flushMu.Lock()
+		defer s.rb.flushMu.Unlock()
+	}
+	defer s.lockRow(row).Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if len(columns) == 0 {
+		p := appendRowPrefix(nil, table, row)
+		if err := b.DeleteRange(p, store.PrefixEnd(p), nil); err != nil {
+			return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+		}
+	}
+	versions, err := s.versionsFor(table, row, columns)
+	if err != nil {
+		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+	}
+	var k []byte
+	var killed []killColumn // the columns deleted, for the row buffer
+	for _, c := range columns {
+		if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
+			return fmt.Errorf("delete in row %x of %s: family %q: %w", row, table, c.Family, store.ErrInvalid)
+		}
+		k = appendCellKey(k[:0], table, row, c.Family, c.Qualifier)
+		if c.Timestamp != 0 {
+			var ts uint64
+			var found bool
+			if versions != nil {
+				ts, found = versions.get(c.Family, c.Qualifier)
+			} else if ts, found, err = s.storedVersion(s.db, table, row, c.Family, c.Qualifier, k); err != nil {
+				return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
+			}
+			if !found || ts > c.Timestamp {
+				continue // nothing at or before the bound
+			}
+		}
+		if err := b.Delete(k, nil); err != nil {
+			return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
+		}
+		killed = append(killed, killColumn{family: c.Family, qualifier: c.Qualifier})
+	}
+	if s.buffered(table) && len(killed) > 0 {
+		if err := s.deleteFromRuns(b, table, row, killedSet(killed)); err != nil {
+			return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := s.commit(b); err != nil {
+		return fmt.Errorf("delete in row %x of %s: %w", row, table, err)
+	}
+	if s.buffered(table) && (len(columns) == 0 || len(killed) > 0) {
+		// After Pebble's tombstones, so that a reader never sees an older
+		// version come back between the two. No columns: the whole row.
+		s.rb.kill(table, row, killed)
+	}
+	return nil
+}
+
+// columnVersions are the columns of a row with their versions, sorted by
+// column, their names in one buffer.
+type columnVersions struct {
+	cols []columnVersion
+}
+
+type columnVersion struct {
+	family, qualifier []byte
+	ts                uint64
+}
+
+// get returns the version of column family:qualifier.
+func (cv *columnVersions) get(family, qualifier []byte) (uint64, bool) {
+	i, found := slices.BinarySearchFunc(cv.cols, columnVersion{family: family, qualifier: qualifier}, func(a, b columnVersion) int {
+		return cmpCol(a.family, a.qualifier, b.family, b.qualifier)
+	})
+	if !found {
+		return 0, false
+	}
+	return cv.cols[i].ts, true
+}
+
+// versionsFor returns the stored versions of the row's columns when many
+// columns have bounds, which one scan of the row reads faster than a
+// point lookup each; nil when few do.
+func (s *Store) versionsFor(table string, row []byte, columns []store.Column) (*columnVersions, error) {
+	bounded := 0
+	for _, c := range columns {
+		if c.Timestamp != 0 {
+			bounded++
+		}
+	}
+	if bounded < 8 {
+		return nil, nil
+	}
+	sc := s.scanRow(context.Background(), table, row, "")
+	defer sc.Close()
+	cv := &columnVersions{}
+	if sc.Next() {
+		cells := sc.Row().Cells // sorted by column
+		n := 0
+		for _, c := range cells {
+			n += len(c.Family) + len(c.Qualifier)
+		}
+		names := make([]byte, 0, n)
+		cv.cols = make([]columnVersion, len(cells))
+		for i, c := range cells {
+			at := len(names)
+			names = append(append(names, c.Family...), c.Qualifier...)
+			f := len(c.Family)
+			cv.cols[i] = columnVersion{family: names[at : at+f : at+f], qualifier: names[at+f : len(names) : len(names)], ts: c.Timestamp}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read cell versions of row %x in %s: %w", row, table, err)
+	}
+	return cv, nil
+}

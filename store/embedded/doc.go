@@ -1,0 +1,53 @@
+// Package embedded is the one-machine backend of store.Store, on the Pebble
+// LSM engine: it keeps promhbase's tables (rows of cells, one version a
+// cell, as HBase does) in one directory and needs no other process.
+// promhbase runs with it on a laptop or a single server, and switches to
+// store/hbase when it outgrows one machine.
+//
+// Layout of a Pebble key (one per cell; keys.go):
+//
+//	table 0x00 escape(row) 0x00 0x01 family 0x00 qualifier
+//
+// escape(row) writes every 0x00 byte of the row key as 0x00 0xFF, so that
+// the terminator 0x00 0x01 sorts before any continuation and Pebble's key
+// order is HBase's row order (unsigned bytes, a prefix before its
+// extensions). Table and family names never contain 0x00.
+//
+// Pebble value: u64 big-endian cell timestamp (Unix ms) ‖ cell value.
+//
+// A run (runs.go) packs the cells of one row that one flush of the row
+// buffer wrote into one key, which sorts before the row's cell keys:
+//
+//	table 0x00 escape(row) 0x00 0x01 0x00 seq
+//
+// Keys that start with 0x00 (no table's do) hold the store's own state:
+// the last flush's sequence number and the tables that hold runs.
+//
+// Each table keeps one version per cell (VERSIONS=1): a write replaces the
+// cell, except that a cell written with an explicit timestamp older than the
+// stored one is dropped, as HBase would keep it hidden behind the newer
+// version. Writes are committed with fsync before they are acknowledged.
+//
+// The tables of Options.BufferTables (the data table: a cell a sample) are
+// written through the row buffer instead (rowbuf.go): their recent cells
+// in memory a row at a time (memrows.go) with their own log (rowwal.go),
+// ingested into Pebble as sorted sstables that hold one run a row, not one
+// key a cell; every read merges the buffer with Pebble's runs and cell
+// keys.
+//
+// Atomicity per row: rows hash to one of 256 lock stripes (locks.go). Put
+// holds the stripes of its rows shared while it applies its batch
+// (exclusive for rows that carry explicit timestamps, which it must
+// compare); Increment, CheckAndPut and Delete hold their row's stripe
+// exclusively while they read and write. So a bounded Delete never removes
+// a version written after it read the stored one, and Increment and
+// CheckAndPut see no concurrent write of their row. Locks are held only
+// while a batch is applied to the memtable; the fsync that makes it
+// durable happens after they are released.
+//
+// Files by job: store.go (Open, Close, Sync), keys.go (key and value
+// encoding), locks.go (row stripes), write.go (Put and the writers that
+// apply puts), atomic.go (Increment, check-and-puts), delete.go, read.go
+// (Get, GetCell, GetCells), scan.go, split.go (SplitRange), metrics.go, and
+// the row buffer's rowbuf*.go, memrows.go, rowwal.go and runs.go.
+package embedded

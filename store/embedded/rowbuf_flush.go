@@ -1,0 +1,216 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// Flushes of the row buffer into Pebble: the flusher goroutine runs one
+// when a put finds the buffer at its budget (signal), CompactAll and close
+// run one at once.
+
+// flusher runs a flush each time it is kicked, until kick is closed or the
+// buffer is closed; stopped is closed when it returns.
+func (rb *rowBuffer) flusher() {
+	defer close(rb.stopped)
+	for range rb.kick {
+		rb.mu.Lock()
+		closed := rb.closed
+		rb.mu.Unlock()
+		if closed {
+			return
+		}
+		rb.flushMu.Lock()
+		if err := rb.flushLocked(); err != nil {
+			rb.flushErrors.Add(1)
+		}
+		rb.flushMu.Unlock()
+	}
+}
+
+// flush writes the active buffer into Pebble now.
+func (rb *rowBuffer) flush() error {
+	rb.flushMu.Lock()
+	defer rb.flushMu.Unlock()
+	return rb.flushLocked()
+}
+
+// flushLocked swaps the active buffer out and ingests it; a buffer whose
+// ingest failed before is retried first. The caller holds flushMu.
+func (rb *rowBuffer) flushLocked() error {
+	rb.mu.Lock()
+	if rb.flushing == nil {
+		empty := true
+		for _, m := range rb.active {
+			m.mu.RLock()
+			if len(m.rows) > 0 {
+				empty = false
+			}
+			m.mu.RUnlock()
+		}
+		if empty {
+			rb.mu.Unlock()
+			return nil
+		}
+		seg, err := rb.wal.rotate()
+		if err != nil {
+			rb.flushErr = err
+			rb.cond.Broadcast()
+			rb.mu.Unlock()
+			return err
+		}
+		rb.flushing, rb.flushSeg = rb.active, seg
+		rb.active = rb.fresh()
+	}
+	flushing, seg := rb.flushing, rb.flushSeg
+	rb.mu.Unlock()
+
+	err := rb.ingest(flushing)
+	if err == nil {
+		err = rb.wal.removeThrough(seg)
+	}
+	rb.mu.Lock()
+	if err == nil {
+		for _, m := range rb.flushing {
+			m.release()
+		}
+		rb.flushing = nil
+		rb.flushes.Add(1)
+	}
+	rb.flushErr = err
+	rb.cond.Broadcast()
+	rb.mu.Unlock()
+	return err
+}
+
+// ingest writes the live cells of bufs into one sstable, in key order, and
+// ingests it into Pebble. The cells of a buffered table go in as one run a
+// row (runs.go), under the next flush sequence number, which is made
+// durable first, with the table's mark, so that no later flush reuses it;
+// those of a table the log named but this session does not buffer go in
+// as a key a cell. The caller holds flushMu (nothing changes bufs).
+func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
+	tables := sortedTables(bufs)
+	seq := rb.seq + 1
+	var marks *pebble.Batch
+	for _, table := range tables {
+		if !rb.writesRuns(table) {
+			continue
+		}
+		m := bufs[table]
+		m.mu.RLock()
+		empty := len(m.rows) == 0
+		m.mu.RUnlock()
+		if empty {
+			continue
+		}
+		if marks == nil {
+			marks = rb.db.NewBatch()
+			defer marks.Close()
+			if err := marks.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
+				return fmt.Errorf("row buffer flush sequence: %w", err)
+			}
+		}
+		if err := marks.Set(append(append([]byte(nil), runsTablePrefix...), table...), nil, nil); err != nil {
+			return fmt.Errorf("row buffer table mark: %w", err)
+		}
+		if rb.marked == nil {
+			rb.marked = map[string]bool{}
+		}
+		rb.marked[table] = true
+	}
+	if marks != nil {
+		if err := marks.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("row buffer flush sequence: %w: %w", store.ErrUnavailable, err)
+		}
+		rb.seq = seq
+	}
+	path := filepath.Join(rb.dir, "ingest.sst")
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create row buffer sstable: %w", err)
+	}
+	defer os.Remove(path)
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), rb.wopts)
+	n := 0
+	var key, val []byte
+	var cells []memCell
+	for _, table := range tables {
+		m := bufs[table]
+		runs := rb.writesRuns(table)
+		order, rows, chunks := m.sortedRows()
+		m.mu.RLock()
+		for _, i := range order {
+			row := rowKey(chunks, rows, i)
+			cells, _ = m.rowCells(cells[:0], int(i))
+			if runs {
+				val = append(val[:0], runFormat)
+				var prev []byte
+				live := 0
+				for _, c := range cells {
+					if c.dead {
+						continue // deleted: Pebble has the tombstone already
+					}
+					val = appendRunCell(val, prev, c.family, c.qualifier, c.value, c.ts)
+					prev = c.family
+					live++
+				}
+				if live > 0 {
+					key = appendRunKey(key[:0], table, row, seq)
+					if err = w.Set(key, val); err == nil {
+						n++
+					}
+				}
+			} else {
+				for _, c := range cells {
+					if c.dead {
+						continue
+					}
+					key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
+					val = appendCellValue(val[:0], c.ts, c.value)
+					if err = w.Set(key, val); err != nil {
+						break
+					}
+					n++
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		m.mu.RUnlock()
+		if err != nil {
+			break
+		}
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write row buffer sstable: %w: %w", store.ErrUnavailable, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := rb.db.Ingest(context.Background(), []string{path}); err != nil {
+		return fmt.Errorf("ingest row buffer: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// sortedTables returns the keys of m in order.
+func sortedTables[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,681 @@
+package uid
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/promhbase/promhbase/internal/gencache"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// UIDRequest is one name of a GetOrCreateBatch call and, after it, its
+// result.
+type UIDRequest struct {
+	Kind Kind
+	Name []byte
+
+	UID []byte
+	// Created reports that this process assigned UID during the call (or
+	// a concurrent one of this process it waited for): nothing stored
+	// before names it.
+	Created bool
+	Err     error
+}
+
+// batchConcurrency bounds the reads and check-and-puts one batch has in
+// flight on a remote store (gohbase pipelines them to the region servers).
+const batchConcurrency = 64
+
+// uidWork is one distinct name a batch resolves itself.
+type uidWork struct {
+	kind    Kind
+	name    string
+	stored  string
+	uid     []byte
+	created bool
+	err     error
+	call    *inflightCall
+}
+
+// GetOrCreateBatch resolves every request as GetOrCreateNew does, sharing
+// the work: each distinct name is looked up once (concurrently on a
+// remote store), the new names of a kind get their UIDs from one
+// Increment of the counter by their number, and their reverse rows, then
+// their forward rows, are written in batches: check-and-puts in one
+// commit on the embedded store, plain puts when these UIDs are the
+// table's sole writer (writeSole), and on HBase batched reads and one Put
+// for the reverse rows of tag names and values, concurrent check-and-puts
+// for the rest (writeReverse). The races are OpenTSDB's, resolved as in
+// GetOrCreateNew: a forward row another writer took first wins, and the
+// reverse row written for the loser is deleted (dropReverse); a reverse
+// row already taken (a counter behind the table) sends that name through
+// GetOrCreateNew's one-by-one path. Outcomes are per name: one failed
+// write fails its name only. Skipped UIDs (from a failed write or a crash
+// after the Increment) are holes, which OpenTSDB's uid fsck accepts.
+//
+// Every request gets its UID or its Err; names another call of this
+// process is resolving are waited for.
+func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
+	var work []uidWork
+	var pending map[inflightKey]int
+	owners := make([]int, 0, len(reqs)) // per request: index into work, or -1 - index into waits
+	var waits []*inflightCall
+	var hits, misses [NumKinds]int
+	defer func() {
+		for k := range NumKinds {
+			if hits[k] > 0 {
+				u.hitsBy[k][forward].Add(float64(hits[k]))
+			}
+			if misses[k] > 0 {
+				u.missesBy[k][forward].Add(float64(misses[k]))
+			}
+		}
+	}()
+	// The cached names first, under one read lock per kind.
+	cached := make([]bool, len(reqs))
+	for k := range NumKinds {
+		c := u.fwd[k]
+		var promote []int
+		var hit, miss uint64
+		c.Mu.RLock()
+		held := 0
+		for i := range reqs {
+			r := &reqs[i]
+			if r.Kind != k {
+				continue
+			}
+			if held++; held > gencache.LockBatch {
+				c.Mu.RUnlock() // a writer waits for at most gencache.LockBatch lookups
+				c.Mu.RLock()
+				held = 1
+			}
+			r.UID, r.Created, r.Err = nil, false, nil
+			if uid, ok, old := c.GetLocked(c.key(r.Name)); ok {
+				r.UID, cached[i] = uid, true
+				if old {
+					promote = append(promote, i)
+				}
+			}
+			if cached[i] {
+				hit++
+			} else {
+				miss++
+			}
+		}
+		c.Mu.RUnlock()
+		c.Hits.Add(hit)
+		c.Misses.Add(miss)
+		for _, i := range promote {
+			c.Put(c.key(reqs[i].Name), reqs[i].UID)
+		}
+	}
+	// Sized for the names missed (at most): a first contact with new
+	// series misses one or more names a series. The names this call
+	// resolves share one done channel, closed once all are settled.
+	nmiss, missBytes := 0, 0
+	for i, c := range cached {
+		if !c {
+			nmiss++
+			missBytes += len(reqs[i].Name)
+		}
+	}
+	// The missed names as strings, cut from one: map keys, the work's
+	// names (the caches copy what they keep).
+	var names strings.Builder
+	names.Grow(missBytes)
+	for i, c := range cached {
+		if !c {
+			names.Write(reqs[i].Name)
+		}
+	}
+	allNames, at := names.String(), 0
+	var calls []inflightCall
+	var done chan struct{}
+	if nmiss > 0 {
+		work = make([]uidWork, 0, nmiss)
+		pending = make(map[inflightKey]int, nmiss)
+		calls = make([]inflightCall, 0, nmiss)
+		done = make(chan struct{})
+	}
+	locked, held := false, 0
+	for i := range reqs {
+		r := &reqs[i]
+		if cached[i] {
+			hits[r.Kind]++
+			owners = append(owners, len(reqs)) // done
+			continue
+		}
+		name := allNames[at : at+len(r.Name)]
+		at += len(r.Name)
+		if mapping.ReservedName(r.Name) {
+			r.Err = fmt.Errorf("%s %q is the key of the counter row: %w", r.Kind, r.Name, mapping.ErrInvalidSeries)
+			owners = append(owners, len(reqs))
+			continue
+		}
+		key := inflightKey{r.Kind, name}
+		if j, ok := pending[key]; ok {
+			owners = append(owners, j)
+			continue
+		}
+		misses[r.Kind]++
+		// u.mu is held across up to gencache.LockBatch names, not taken once a
+		// name.
+		switch {
+		case !locked:
+			u.mu.Lock()
+			locked = true
+		case held >= gencache.LockBatch:
+			u.mu.Unlock()
+			u.mu.Lock()
+			held = 0
+		}
+		held++
+		if c, ok := u.inflight[key]; ok {
+			owners = append(owners, -1-len(waits))
+			waits = append(waits, c)
+			continue
+		}
+		calls = append(calls, inflightCall{done: done})
+		c := &calls[len(calls)-1] // calls never grows past nmiss: no move
+		u.inflight[key] = c
+		stored, _ := mapping.StoredNames(key.name)
+		pending[key] = len(work)
+		owners = append(owners, len(work))
+		work = append(work, uidWork{kind: r.Kind, name: key.name, stored: stored, call: c})
+	}
+	if locked {
+		u.mu.Unlock()
+	}
+
+	if len(work) > 0 {
+		u.resolveWork(ctx, work)
+		// Finish this call's names before waiting for others': two batches
+		// waiting for each other's names never wait in a cycle.
+		u.rememberWork(work)
+		for i := range work {
+			w := &work[i]
+			w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
+		}
+		u.mu.Lock()
+		for i := range work {
+			delete(u.inflight, inflightKey{work[i].kind, work[i].name})
+		}
+		u.mu.Unlock()
+		close(done)
+	}
+	for i, o := range owners {
+		r := &reqs[i]
+		switch {
+		case o == len(reqs):
+		case o >= 0:
+			w := &work[o]
+			r.UID, r.Created, r.Err = w.uid, w.created, w.err
+		default:
+			c := waits[-1-o]
+			select {
+			case <-c.done:
+				r.UID, r.Created, r.Err = c.uid, c.created, c.err
+				if r.Err != nil && ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+					// The other caller gave up, not the store: try again
+					// under this caller's own context.
+					r.UID, r.Created, r.Err = u.GetOrCreateNew(ctx, r.Kind, r.Name)
+				}
+			case <-ctx.Done():
+				r.Err = fmt.Errorf("wait for uid of %s %q: %w", r.Kind, r.Name, ctx.Err())
+			}
+		}
+	}
+}
+
+// cellsGetter reads one cell of many rows in one pass (the embedded
+// store: sorted seeks of one iterator).
+type cellsGetter interface {
+	GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error
+}
+
+// lookupAll looks the names of work up as lookup does, each kind's forward
+// rows in one GetCells, then the legacy forms of the names not found.
+// An error fails the names of its call.
+func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
+	var idx []int
+	var rows [][]byte
+	var rowBuf []byte // the rows' bytes (a row stays valid as it grows)
+	var values [][]byte
+	var found []bool
+	for k := range NumKinds {
+		for pass := range 2 {
+			idx, rows, rowBuf = idx[:0], rows[:0], rowBuf[:0]
+			for i := range work {
+				w := &work[i]
+				if w.kind != k || w.uid != nil || w.err != nil {
+					continue
+				}
+				stored, legacy := mapping.StoredNames(w.name)
+				if pass == 1 {
+					if legacy == "" {
+						continue
+					}
+					stored = legacy
+				}
+				idx = append(idx, i)
+				at := len(rowBuf)
+				rowBuf = append(rowBuf, stored...)
+				rows = append(rows, rowBuf[at:len(rowBuf):len(rowBuf)])
+			}
+			if len(idx) == 0 {
+				continue
+			}
+			values, found = slices.Grow(values[:0], len(idx))[:len(idx)], slices.Grow(found[:0], len(idx))[:len(idx)]
+			if err := cg.GetCells(ctx, u.table, rows, FamilyID, k.Qualifier(), values, found); err != nil {
+				for _, i := range idx {
+					w := &work[i]
+					w.err = fmt.Errorf("read uid of %s %q: %w", w.kind, w.name, err)
+				}
+				continue
+			}
+			for j, i := range idx {
+				if !found[j] {
+					continue
+				}
+				w := &work[i]
+				if len(values[j]) != u.widths[k] {
+					w.err = fmt.Errorf("uid of %s %q is %x: %d bytes, want %d", k, w.name, values[j], len(values[j]), u.widths[k])
+					continue
+				}
+				w.uid = values[j]
+			}
+		}
+	}
+}
+
+// resolveWork looks the names of work up and assigns UIDs to the absent
+// ones, setting each one's uid, created and err.
+func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
+	// Lookups: an error is the name's own, the others go on.
+	if cg, ok := u.st.(cellsGetter); ok {
+		u.lookupAll(ctx, cg, work)
+	} else {
+		conc := batchConcurrency
+		if _, ok := u.st.(store.CellGetter); ok {
+			conc = 1 // in-process point reads: goroutines would only add cost
+		}
+		_ = store.Parallel(ctx, len(work), conc, func(ctx context.Context, i int) error {
+			w := &work[i]
+			w.uid, w.err = u.lookup(ctx, w.kind, w.name)
+			return nil
+		})
+	}
+	if err := ctx.Err(); err != nil {
+		// Names the cancellation kept from being looked up are not new.
+		for i := range work {
+			if w := &work[i]; w.uid == nil && w.err == nil {
+				w.err = fmt.Errorf("look up uid of %s %q: %w", w.kind, w.name, err)
+			}
+		}
+		return
+	}
+	var fresh [NumKinds][]int // per kind, the work items to assign
+	var reused []int          // items given back the UID of a failed attempt
+	for i := range work {
+		w := &work[i]
+		if w.err != nil || w.uid != nil {
+			continue
+		}
+		if uid := u.takeStranded(ctx, w.kind, w.name, w.stored); uid != nil {
+			w.uid = uid
+			reused = append(reused, i)
+			continue
+		}
+		fresh[w.kind] = append(fresh[w.kind], i)
+	}
+	var ops []store.CondPut
+	var opWork []int
+	for k := range NumKinds {
+		if len(fresh[k]) > 0 {
+			ops, opWork = u.allocate(ctx, k, work, fresh[k], ops, opWork)
+		}
+	}
+	if len(ops) == 0 && len(reused) == 0 {
+		return
+	}
+	if u.sole && len(reused) == 0 {
+		u.writeSole(ctx, work, ops, opWork)
+		return
+	}
+	// Reverse rows first, as OpenTSDB: a forward row never points at a
+	// UID whose reverse row is missing.
+	written, errs := make([]bool, len(ops)), make([]error, len(ops))
+	u.writeReverse(ctx, ops, written, errs)
+	fwd := ops[:0:0]
+	var fwdWork []int
+	for j, i := range opWork {
+		w := &work[i]
+		switch {
+		case errs[j] != nil:
+			w.err = fmt.Errorf("write reverse mapping %x -> %s %q: %w", w.uid, w.kind, w.name, errs[j])
+			w.uid = nil
+			continue
+		case !written[j]:
+			// The counter and the reverse rows disagree (a UID written by
+			// hand, or a counter reset): the one-by-one path takes the
+			// next free UIDs.
+			w.uid, w.created, w.err = u.getOrCreate(ctx, w.kind, w.name)
+			continue
+		}
+		q := w.kind.Qualifier()
+		fwd = append(fwd, store.CondPut{
+			Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(FamilyID), Qualifier: []byte(q), Value: w.uid}}},
+			Family: FamilyID, Qualifier: q,
+		})
+		fwdWork = append(fwdWork, i)
+	}
+	for _, i := range reused {
+		w := &work[i]
+		q := w.kind.Qualifier()
+		fwd = append(fwd, store.CondPut{
+			Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(FamilyID), Qualifier: []byte(q), Value: w.uid}}},
+			Family: FamilyID, Qualifier: q,
+		})
+		fwdWork = append(fwdWork, i)
+	}
+	written, errs = make([]bool, len(fwd)), make([]error, len(fwd))
+	store.CheckAndPutAll(ctx, u.st, u.table, fwd, written, errs, batchConcurrency)
+	for j, i := range fwdWork {
+		w := &work[i]
+		if written[j] {
+			w.created = true
+			u.assignedBy[w.kind].Inc()
+			continue
+		}
+		// Another writer won the race, or the write failed and may have
+		// landed: the forward row says which.
+		mine := w.uid
+		winner, err := u.readForward(ctx, w.kind, w.stored)
+		switch {
+		case err != nil:
+			w.uid, w.err = nil, errors.Join(errs[j], err)
+		case winner == nil && errs[j] != nil:
+			w.uid, w.err = nil, fmt.Errorf("write forward mapping %s %q -> %x: %w", w.kind, w.name, mine, errs[j])
+			u.keepStranded(w.kind, w.name, mine)
+		case winner == nil:
+			w.uid, w.err = nil, fmt.Errorf("forward mapping of %s %q lost a race but is absent", w.kind, w.name)
+			u.keepStranded(w.kind, w.name, mine)
+		case bytes.Equal(winner, mine):
+			w.created = true // the failed attempt had landed
+			u.assignedBy[w.kind].Inc()
+		default:
+			w.uid = winner
+			u.dropReverse(ctx, w.kind, mine)
+		}
+	}
+}
+
+// maxStranded bounds the UIDs kept by keepStranded.
+const maxStranded = 1 << 16
+
+// keepStranded remembers uid, whose reverse row names name but whose
+// forward row could not be written (the write failed, and may yet land:
+// deleting the reverse row could leave a forward row without one). The
+// name's next assignment in this process reuses it (takeStranded), so
+// that no reverse row is left naming a name that maps elsewhere, which
+// OpenTSDB's uid fsck counts as an error.
+func (u *UIDs) keepStranded(kind Kind, name string, uid []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stranded == nil {
+		u.stranded = map[inflightKey][]byte{}
+	}
+	if len(u.stranded) < maxStranded {
+		u.stranded[inflightKey{kind, name}] = uid
+	}
+}
+
+// takeStranded returns the UID keepStranded kept for name, if its reverse
+// row still names it (stored is the name as the table holds it).
+func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string) []byte {
+	u.mu.Lock()
+	uid, ok := u.stranded[inflightKey{kind, name}]
+	delete(u.stranded, inflightKey{kind, name})
+	u.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	row, err := u.st.Get(ctx, u.table, uid, FamilyName)
+	if err != nil {
+		return nil
+	}
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == kind.Qualifier() && string(c.Value) == stored {
+			return uid
+		}
+	}
+	return nil
+}
+
+// writeSole writes the reverse and forward rows of the names of opWork,
+// whose UIDs ops carry, as plain puts in one write: the table has no other
+// writer, the names were looked up absent while this
+// process's in-flight calls kept its other writers of them away, and the
+// UIDs come from this call's Increment, so neither row can exist; a
+// check-and-put would only read it again. Only for UIDs that are their
+// table's sole writer (UIDOptions.SoleWriter). On a store that can, their
+// durability waits for the request's data Put (store.DeferredPutter),
+// which is what refers to them.
+func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPut, opWork []int) {
+	puts := make([]store.Put, 0, 2*len(ops))
+	// The forward rows' keys and cells each in one allocation (sized up
+	// front), the family and qualifiers shared.
+	fam := []byte(FamilyID)
+	var quals [NumKinds][]byte
+	rowBytes := 0
+	for _, i := range opWork {
+		rowBytes += len(work[i].stored)
+	}
+	rows := make([]byte, 0, rowBytes)
+	cells := make([]store.Cell, 0, len(opWork))
+	for j, i := range opWork {
+		w := &work[i]
+		if quals[w.kind] == nil {
+			quals[w.kind] = []byte(w.kind.Qualifier())
+		}
+		rows = append(rows, w.stored...)
+		cells = append(cells, store.Cell{Family: fam, Qualifier: quals[w.kind], Value: w.uid})
+		puts = append(puts, ops[j].Put, store.Put{Row: rows[len(rows)-len(w.stored) : len(rows) : len(rows)], Cells: cells[len(cells)-1 : len(cells) : len(cells)]})
+	}
+	var err error
+	if dp, ok := u.st.(store.DeferredPutter); ok {
+		err = dp.PutDeferred(ctx, u.table, puts)
+	} else {
+		err = u.st.Put(ctx, u.table, puts)
+	}
+	for _, i := range opWork {
+		w := &work[i]
+		if err != nil {
+			// Nothing another writer could have made depends on these
+			// rows; the names' next attempt assigns new UIDs, and a row
+			// that landed is found by that attempt's lookup.
+			w.uid, w.err = nil, fmt.Errorf("write uid rows of %s %q: %w", w.kind, w.name, err)
+			continue
+		}
+		w.created = true
+		u.assignedBy[w.kind].Inc()
+	}
+}
+
+// dropReverse deletes the reverse row of a UID this process took from the
+// counter but could not give its name (another writer's forward row won,
+// or the reverse write failed): left, OpenTSDB's uid fsck would count it
+// as an error (a reverse mapping to a name that maps elsewhere) once the
+// name has its UID. No other writer is given the UID, so nothing else can
+// be lost. Best effort: a failure leaves the row, as OpenTSDB leaves it.
+func (u *UIDs) dropReverse(ctx context.Context, kind Kind, uid []byte) {
+	_ = u.st.Delete(ctx, u.table, uid, []store.Column{{Family: []byte(FamilyName), Qualifier: []byte(kind.Qualifier())}})
+}
+
+// syncEach is a store whose check-and-puts are each made durable on
+// their own, batched or not (HBase: a region-server WAL sync each), while
+// the rows of one Put share one: many rows are cheaper read in one batch
+// and written blind in one Put than checked and put one by one.
+type syncEach interface {
+	CheckAndPutSyncsEach() bool
+}
+
+// writeReverse writes the reverse rows of ops where the cell is absent,
+// reporting each one's outcome in written and errs. Where a batch of
+// check-and-puts is cheap (the embedded store: one lock round and one
+// commit) they are check-and-puts. Where each check-and-put is made
+// durable on its own (HBase, syncEach) the rows of tag names and values
+// are read in batched Gets and the absent ones written with one multi-row
+// Put: their UIDs come from this call's Increment of the counter, which no
+// other writer is given, so a reverse row there can only predate the
+// counter (a counter behind the table after a restore), and the read sees
+// it. Metric rows stay check-and-puts: OpenTSDB with
+// tsd.core.uid.random_metrics picks metric UIDs without the counter. The
+// reverse rows are read with one GetCells per kind where the store has it.
+// The
+// forward rows, which writers of the same name race for, are always
+// check-and-puts.
+func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool, errs []error) {
+	if se, ok := u.st.(syncEach); !ok || !se.CheckAndPutSyncsEach() {
+		store.CheckAndPutAll(ctx, u.st, u.table, ops, written, errs, batchConcurrency)
+		return
+	}
+	var cas, blind []int
+	for i := range ops {
+		if ops[i].Qualifier == KindMetric.Qualifier() {
+			cas = append(cas, i)
+		} else {
+			blind = append(blind, i)
+		}
+	}
+	if len(cas) > 0 {
+		sub := make([]store.CondPut, len(cas))
+		for j, i := range cas {
+			sub[j] = ops[i]
+		}
+		subW, subE := make([]bool, len(cas)), make([]error, len(cas))
+		store.CheckAndPutAll(ctx, u.st, u.table, sub, subW, subE, batchConcurrency)
+		for j, i := range cas {
+			written[i], errs[i] = subW[j], subE[j]
+		}
+	}
+	if len(blind) == 0 {
+		return
+	}
+	taken := make([]bool, len(ops))
+	if cg, ok := u.st.(cellsGetter); ok {
+		// One batch per qualifier (kind) of the cells read.
+		byQual := map[string][]int{}
+		for _, i := range blind {
+			byQual[ops[i].Qualifier] = append(byQual[ops[i].Qualifier], i)
+		}
+		for q, idx := range byQual {
+			rows, values, found := make([][]byte, len(idx)), make([][]byte, len(idx)), make([]bool, len(idx))
+			for j, i := range idx {
+				rows[j] = ops[i].Put.Row
+			}
+			err := cg.GetCells(ctx, u.table, rows, ops[idx[0]].Family, q, values, found)
+			for j, i := range idx {
+				errs[i], taken[i] = err, err == nil && found[j]
+			}
+		}
+	} else {
+		_ = store.Parallel(ctx, len(blind), batchConcurrency, func(ctx context.Context, j int) error {
+			op := &ops[blind[j]]
+			row, err := u.st.Get(ctx, u.table, op.Put.Row, op.Family)
+			errs[blind[j]] = err
+			taken[blind[j]] = slices.ContainsFunc(row.Cells, func(c store.Cell) bool { return string(c.Qualifier) == op.Qualifier })
+			return nil
+		})
+	}
+	puts := make([]store.Put, 0, len(blind))
+	var put []int
+	for _, i := range blind {
+		switch {
+		case errs[i] == nil && ctx.Err() != nil && !taken[i]:
+			errs[i] = fmt.Errorf("read reverse row %x: %w", ops[i].Put.Row, ctx.Err())
+		case errs[i] == nil && !taken[i]:
+			puts = append(puts, ops[i].Put)
+			put = append(put, i)
+		}
+	}
+	if len(puts) == 0 {
+		return
+	}
+	if err := u.st.Put(ctx, u.table, puts); err != nil {
+		// Some rows may have landed: remove them, so that the names'
+		// next UIDs leave no reverse row naming them elsewhere.
+		for _, i := range put {
+			errs[i] = err
+			u.dropReverse(ctx, kindOfQualifier(ops[i].Qualifier), ops[i].Put.Row)
+		}
+		return
+	}
+	for _, i := range put {
+		written[i] = true
+	}
+}
+
+// kindOfQualifier is the Kind whose qualifier q is.
+func kindOfQualifier(q string) Kind {
+	k, _ := ParseKind(q)
+	return k
+}
+
+// allocate takes len(items) UIDs of kind with one Increment and appends
+// the reverse check-and-put of each item that got one; items past the
+// kind's last UID get ErrUIDExhausted.
+func (u *UIDs) allocate(ctx context.Context, kind Kind, work []uidWork, items []int, ops []store.CondPut, opWork []int) ([]store.CondPut, []int) {
+	n := int64(len(items))
+	top, err := u.st.Increment(ctx, u.table, maxIDRow, FamilyID, kind.Qualifier(), n)
+	if err != nil {
+		for _, i := range items {
+			work[i].err = fmt.Errorf("allocate %d uids of kind %s for %q and others: %w", n, kind, work[items[0]].name, err)
+		}
+		return ops, opWork
+	}
+	u.noteCounter(kind, top)
+	width := u.widths[kind]
+	limit := int64(1)<<(8*width) - 1 // the last UID of the width
+	if width >= 8 {
+		limit = 1<<63 - 1
+	}
+	q := kind.Qualifier()
+	// The items' UIDs, stored names and cells each in one allocation
+	// (sized up front, so that no slice handed out moves), the family and
+	// qualifier shared: a first contact assigns a UID a series.
+	fam, qual := []byte(FamilyName), []byte(q)
+	nameBytes := 0
+	for _, i := range items {
+		nameBytes += len(work[i].stored)
+	}
+	uids := make([]byte, 0, len(items)*width)
+	names := make([]byte, 0, nameBytes)
+	cells := make([]store.Cell, 0, len(items))
+	for j, i := range items {
+		w := &work[i]
+		id := top - n + 1 + int64(j)
+		if id <= 0 || id > limit {
+			w.err = fmt.Errorf("all %d-byte uids of kind %s are assigned (counter at %d), cannot assign %q: %w", width, kind, top, w.name, ErrUIDExhausted)
+			continue
+		}
+		var full [8]byte
+		binary.BigEndian.PutUint64(full[:], uint64(id))
+		uids = append(uids, full[8-width:]...)
+		w.uid = uids[len(uids)-width : len(uids) : len(uids)]
+		names = append(names, w.stored...)
+		cells = append(cells, store.Cell{Family: fam, Qualifier: qual, Value: names[len(names)-len(w.stored) : len(names) : len(names)]})
+		ops = append(ops, store.CondPut{
+			Put:    store.Put{Row: w.uid, Cells: cells[len(cells)-1 : len(cells) : len(cells)]},
+			Family: FamilyName, Qualifier: q,
+		})
+		opWork = append(opWork, i)
+	}
+	return ops, opWork
+}
