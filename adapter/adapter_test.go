@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,8 +368,8 @@ func TestConcurrencyBound(t *testing.T) {
 // allocated; the densest real snappy body still passes the bound.
 func TestSnappyClaimBounded(t *testing.T) {
 	h := newTestHandler(t, openEmbedded(t))
-	claim := binary.AppendUvarint(nil, 1000000) // 1 MB claimed, within --web.max-request-bytes
-	body := append(claim, 0x00, 0x00)           // then almost nothing
+	claim := binary.AppendUvarint(nil, 1000000)      // 1 MB claimed, within --web.max-request-bytes
+	body := slices.Concat(claim, []byte{0x00, 0x00}) // then almost nothing
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
 	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/query"
 )

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -374,7 +375,7 @@ func complianceCases() []rwCase {
 		{"summary_metadata_type", "request_latency_summary", writev2.Metadata_METRIC_TYPE_SUMMARY, "Request latency summary", "seconds", nil},
 		{"gauge_histogram_metadata_type", "temperature_histogram", writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM, "Temperature distribution gauge histogram", "celsius", nil},
 	} {
-		lbls := append(m.labels, "__name__", m.metric)
+		lbls := slices.Concat(m.labels, []string{"__name__", m.metric})
 		if m.typ == histogram {
 			pass("TestMetadata/"+m.name, h1, hst("pos+neg+zero", lbls...).withMeta(m.typ, m.help, m.unit))
 		} else {

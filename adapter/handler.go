@@ -324,8 +324,7 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 				sw.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
 			}
 			http.Error(sw, err.Error(), code)
-		}
-		if sw.code == 0 {
+		} else if sw.code == 0 {
 			sw.WriteHeader(http.StatusOK)
 		}
 		d := time.Since(start)

@@ -211,7 +211,6 @@ func (h *Handler) writeSamples(w http.ResponseWriter, r *http.Request, b *query.
 	// s2's snappy-compatible encoder: plain snappy blocks, made faster
 	// than golang/snappy's (about 1.4x on a samples answer).
 	comp := s2.EncodeSnappy((*cb)[:enc], data)
-	data = nil
 	ab.release()
 	defer putAnswerBuf(&h.answers, cb)
 	w.Header().Set("Content-Type", contentTypeSamples)

@@ -216,7 +216,9 @@ func TestStalledReaderReleased(t *testing.T) {
 	defer conn.Close()
 	body := readBody(t, prompb.ReadRequest_STREAMED_XOR_CHUNKS, "big")
 	fmt.Fprintf(conn, "POST /api/v1/read HTTP/1.1\r\nHost: x\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\n", len(body))
-	conn.Write(body)
+	if _, err := conn.Write(body); err != nil {
+		t.Fatal(err)
+	}
 	// Read the status line, then nothing more.
 	status, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil || !strings.Contains(status, "200") {

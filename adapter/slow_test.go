@@ -60,7 +60,9 @@ func timedPost(t *testing.T, url string, body []byte) (int, time.Duration) {
 	if err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Errorf("%s: read the answer: %v", url, err)
+	}
 	resp.Body.Close()
 	return resp.StatusCode, time.Since(start)
 }
@@ -176,11 +178,15 @@ func TestStalledReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4096)
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
 	body := readRequestBody(t, "big", 2_000_000_000_000)
 	start := time.Now()
 	fmt.Fprintf(conn, "POST /api/v1/read HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\n", len(body))
-	conn.Write(body)
+	if _, err := conn.Write(body); err != nil {
+		t.Fatal(err)
+	}
 	// Read the status line only, then stop reading.
 	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "HTTP/1.1 200 OK\r\n" {
 		t.Fatalf("status line %q, %v", line, err)

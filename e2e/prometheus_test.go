@@ -334,7 +334,7 @@ func promQueries(tl timeline) []promQuery {
 		around(`rate(e2e_hist_counter_total[5m])`, hh, 20*time.Minute, time.Minute),
 		atTime(`increase(e2e_hist_counter_total[1h])`, he),
 		checked(atTime(`resets(e2e_hist_counter_total{series="a"}[2h])`, he), allValues(1)),
-		promQuery{expr: `sum by (job) (e2e_hist_gauge)`, start: hs, end: he.Add(5 * time.Minute), step: 5 * time.Minute},
+		{expr: `sum by (job) (e2e_hist_gauge)`, start: hs, end: he.Add(5 * time.Minute), step: 5 * time.Minute},
 		atTime(`avg_over_time(e2e_hist_gauge[10m:1m])`, hh.Add(2*time.Minute)),
 		checked(atTime(`count_over_time(e2e_hist_gauge[2h])`, hh), allValues(samplesTo(hh))),
 		checked(atTime(`count_over_time(e2e_hist_gauge[2h])`, he.Add(time.Minute)), allValues(samplesTo(he))),

@@ -527,7 +527,7 @@ func TestBadInput(t *testing.T) {
 	h.model[labels.FromStrings("__name__", "e2e_good2").String()] = &modelSeries{lbls: labels.FromStrings("__name__", "e2e_good2"), samples: map[int64]float64{t0: 5}}
 	for _, path := range []string{"/-/healthy", "/-/ready", "/metrics"} {
 		resp, err := http.Get(h.url + path)
-		if err != nil || resp.StatusCode != 200 {
+		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s after bad input: %v %v", path, resp, err)
 		}
 		if resp != nil {

@@ -178,7 +178,7 @@ http_server_config:
 		return resp, string(b)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if resp, _ := get("/-/ready", "prom", password); resp != nil && resp.StatusCode == 200 {
+		if resp, _ := get("/-/ready", "prom", password); resp != nil && resp.StatusCode == http.StatusOK { //nolint:bodyclose // get closed the body
 			break
 		}
 		if time.Now().After(deadline) {
@@ -275,8 +275,8 @@ http_server_config:
 			t.Fatalf("B: up{job=\"promhbase\"} = %v, %v\n%s", res.summary(), err, testproc.Tail(b.proc.LogPath, 20))
 		}
 	}
-	resp, body := get("/metrics", "prom", password)
-	if resp == nil || resp.StatusCode != 200 {
+	resp, body := get("/metrics", "prom", password) //nolint:bodyclose // get closed the body
+	if resp == nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics with credentials: %v %s", resp, body)
 	}
 	for _, bad := range []string{`promhbase_http_requests_total{code="401",handler="write"}`, `promhbase_http_requests_total{code="401",handler="read"}`} {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
@@ -168,7 +169,7 @@ func (r *Reader) LabelNames(ctx context.Context, start, end int64) ([]string, er
 		return nil, err
 	}
 	if len(metrics) > 0 {
-		names = append(names, labels.MetricName)
+		names = append(names, model.MetricNameLabel)
 		slices.Sort(names)
 	}
 	return names, nil
@@ -177,7 +178,7 @@ func (r *Reader) LabelNames(ctx context.Context, start, end int64) ([]string, er
 // LabelValues returns the values of label name among the series with data
 // on the days of [start, end], sorted.
 func (r *Reader) LabelValues(ctx context.Context, name string, start, end int64) ([]string, error) {
-	if name == labels.MetricName {
+	if name == model.MetricNameLabel {
 		metrics, err := r.qualifiers(ctx, mapping.IndexKindMetrics, start, end)
 		if err != nil {
 			return nil, err
@@ -303,7 +304,7 @@ func (r *Reader) IndexedMetrics(ctx context.Context) ([]string, error) {
 func (r *Reader) MetricNames(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]string, error) {
 	var set map[string]bool // nil: not narrowed yet
 	for _, m := range ms {
-		if m.Name == labels.MetricName || m.Name == mapping.MetricLabel || m.Matches("") {
+		if m.Name == model.MetricNameLabel || m.Name == mapping.MetricLabel || m.Matches("") {
 			continue // matches series without the label too: no narrowing
 		}
 		var got map[string]bool

@@ -170,21 +170,7 @@ func ParseUIDMeta(b []byte) (UIDMeta, error) {
 			return UIDMeta{}, fmt.Errorf("uid meta: custom %.100s: %w", raw.Custom, err)
 		}
 		// The order keys were read in, for the HashMap's ties.
-		dec := json.NewDecoder(bytesReader(raw.Custom))
-		if _, err := dec.Token(); err == nil {
-			for dec.More() {
-				tok, err := dec.Token()
-				if err != nil {
-					break
-				}
-				if k, ok := tok.(string); ok {
-					m.order = append(m.order, k)
-				}
-				if _, err := dec.Token(); err != nil {
-					break
-				}
-			}
-		}
+		m.order = customKeyOrder(raw.Custom)
 	}
 	return m, nil
 }
@@ -215,3 +201,28 @@ func (m *UIDMeta) SetPrometheus(typ, help, unit string) (changed bool) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// customKeyOrder returns the keys of the JSON object custom in the order
+// they appear, for the HashMap's ties. It is best effort: the keys read
+// before a token that does not parse (Unmarshal accepted the object, so
+// none should) are returned.
+func customKeyOrder(custom []byte) []string {
+	var order []string
+	dec := json.NewDecoder(bytesReader(custom))
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return order
+		}
+		if k, ok := tok.(string); ok {
+			order = append(order, k)
+		}
+		if _, err := dec.Token(); err != nil {
+			return order
+		}
+	}
+	return order
+}

@@ -176,7 +176,7 @@ func TestBuildInfoAndLanding(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("with Origin: %d, Access-Control-Allow-Origin %q; want 200, *", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 	for _, p := range []struct{ path, contains string }{
@@ -190,7 +190,7 @@ func TestBuildInfoAndLanding(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), p.contains) {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), p.contains) {
 			t.Errorf("%s: %d, want 200 containing %q: %.300s", p.path, resp.StatusCode, p.contains, body)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/promhbase/promhbase/internal/gencache"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/uid"
@@ -368,8 +369,8 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 		}
 		var d xxhash.Digest
 		d.Reset()
-		d.Write(s.Metric)
-		d.Write(s.Tags)
+		_, _ = d.Write(s.Metric) // a Digest's Write never fails
+		_, _ = d.Write(s.Tags)
 		s.Hash = d.Sum64()
 		if m.layout.SaltWidth > 0 {
 			s.Bucket = m.layout.SaltBucket(s.Metric, s.Tags)

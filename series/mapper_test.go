@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/uid"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -85,7 +86,7 @@ func TestUIDHeadroom(t *testing.T) {
 		t.Fatalf("want one warning for tagv at 230 of 255, got:\n%s", logs.String())
 	}
 	for i := range 40 { // to exhaustion and past it
-		u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprint("x", i)))
+		_, _ = u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprint("x", i))) // errors past exhaustion are the point
 	}
 	if got := gauge("promhbase_uid_headroom", "tagv"); got != 0 {
 		t.Fatalf("exhausted: tagv headroom %v", got)

@@ -56,17 +56,25 @@ func main() {
 		client:   gohbase.NewClient(*zk, gohbase.ZookeeperRoot(*root), gohbase.FlushInterval(0), gohbase.Logger(clientLog)),
 		admin:    gohbase.NewAdminClient(*zk, gohbase.ZookeeperRoot(*root), gohbase.Logger(clientLog)),
 	}
-	defer p.client.Close()
-
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	start := time.Now()
 	fmt.Fprintf(os.Stderr, "hbase-ready: probing HBase at zk=%s root=%s with table %s (timeout %s)\n", *zk, *root, name, *timeout)
-	if err := p.run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "hbase-ready: not ready after %s: %v\n", time.Since(start).Round(100*time.Millisecond), err)
+	if !p.wait(*timeout) {
 		os.Exit(1)
 	}
+}
+
+// wait probes until HBase serves or timeout passes, tells which on stderr,
+// and closes the client; os.Exit in main then skips no defer.
+func (p *prober) wait(timeout time.Duration) bool {
+	defer p.client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	if err := p.run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "hbase-ready: not ready after %s: %v\n", time.Since(start).Round(100*time.Millisecond), err)
+		return false
+	}
 	fmt.Fprintf(os.Stderr, "hbase-ready: HBase serves (ready after %s)\n", time.Since(start).Round(100*time.Millisecond))
+	return true
 }
 
 // prober runs the readiness steps, each retried until it works or the

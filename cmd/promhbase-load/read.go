@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,7 +99,7 @@ func countFramesFrom(r io.Reader, start time.Time) (series, samples, chunkBytes 
 	for {
 		var msg prompb.ChunkedReadResponse
 		err := cr.NextProto(&msg)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return series, samples, chunkBytes, first, nil
 		}
 		if err != nil {

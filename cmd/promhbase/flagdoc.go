@@ -61,11 +61,11 @@ func flagDocs(app *kingpin.Application) string {
 	b.WriteString("Every command takes these.\n\n")
 	writeFlags(&b, m.FlagGroupModel)
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "\n## `%s %s`\n\n", m.Name, c.FullCommand)
+		fmt.Fprintf(&b, "\n## %#q\n\n", m.Name+" "+c.FullCommand)
 		b.WriteString(c.Help + "\n\n")
 		var notes []string
 		if c.Default {
-			notes = append(notes, fmt.Sprintf("the default command: `%s` alone runs it", m.Name))
+			notes = append(notes, fmt.Sprintf("the default command: %#q alone runs it", m.Name))
 		}
 		if len(c.Aliases) > 0 {
 			notes = append(notes, "also called `"+strings.Join(c.Aliases, "`, `")+"`")

@@ -53,7 +53,9 @@ func dropTestTables(t *testing.T, flags []string) {
 		st := testbackend.NewHBaseStore(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid="))
+		if err := st.DropTables(ctx, strings.TrimPrefix(flags[2], "--hbase.table.data="), strings.TrimPrefix(flags[3], "--hbase.table.uid=")); err != nil {
+			t.Errorf("drop the test tables: %v", err)
+		}
 	})
 }
 
@@ -75,7 +77,9 @@ func startServe(t *testing.T, bin string, args ...string) (*testproc.Process, st
 // exits cleanly.
 func stopServe(t *testing.T, srv *testproc.Process) {
 	t.Helper()
-	srv.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("signal serve: %v", err)
+	}
 	if err := srv.Wait(); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, srv.Log())
 	}
@@ -91,7 +95,7 @@ func remoteWrite(t *testing.T, base string, series []prompb.TimeSeries) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 204 {
+	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("write: %d", resp.StatusCode)
 	}
 }

@@ -48,8 +48,7 @@ func splitFeatures(vs []string) []string {
 // /api/v1/status/flags.
 func flagValues(app *kingpin.Application) map[string]string {
 	out := map[string]string{}
-	var add func(fs []*kingpin.FlagModel)
-	add = func(fs []*kingpin.FlagModel) {
+	add := func(fs []*kingpin.FlagModel) {
 		for _, f := range fs {
 			out[f.Name] = f.String()
 		}
@@ -230,7 +229,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
 		}
 	}
-	ln, err := net.Listen("tcp", serveOpts.listen)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", serveOpts.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
 	}

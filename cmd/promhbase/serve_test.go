@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,9 +22,11 @@ import (
 func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	conn.SetReadDeadline(start.Add(limit))
+	if err := conn.SetReadDeadline(start.Add(limit)); err != nil {
+		t.Fatal(err)
+	}
 	_, err := io.Copy(io.Discard, conn)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		t.Fatalf("connection still open after %s", limit)
 	}
 	return time.Since(start)
@@ -55,7 +58,7 @@ func TestServeTimeouts(t *testing.T) {
 	defer idle.Close()
 	fmt.Fprint(idle, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
-	if err != nil || resp.StatusCode != 200 || resp.Close {
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
 		t.Fatalf("keep-alive request: %v %v", resp, err)
 	}
 	resp.Body.Close()
@@ -90,12 +93,16 @@ func TestServeMaxConnections(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the server sees the close
 	addr := strings.TrimPrefix(base, "http://")
 	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
 	for range 3 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
 		held = append(held, c)
 	}
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

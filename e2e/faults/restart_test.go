@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+
 	"github.com/promhbase/promhbase/uid"
 )
 
@@ -94,7 +95,9 @@ func TestRestartDuringWrites(t *testing.T) {
 	restartEnd := time.Now()
 	if restartErr != nil {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Logf("writer, cancelled: %v", err)
+		}
 		close(stopReader)
 		<-readerDone
 		t.Fatalf("restart HBase: %v", restartErr)

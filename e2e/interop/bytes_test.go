@@ -273,7 +273,7 @@ func (d *tsd) queryFull(t *testing.T, start, end int64, metric string, tags map[
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, raw)
 	}
 	var res []tsdResult

@@ -192,7 +192,7 @@ func (d *tsd) query(t *testing.T, start, end int64, metric string, tags map[stri
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, raw)
 	}
 	var res []struct {
@@ -281,7 +281,9 @@ func newTables(t *testing.T, prefix string, layout mapping.Layout) (*hbase.Store
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		st.DropTables(ctx, tables.Data, tables.UID, tables.Meta, tables.Index)
+		if err := st.DropTables(ctx, tables.Data, tables.UID, tables.Meta, tables.Index); err != nil {
+			t.Logf("drop tables: %v", err)
+		}
 	})
 	return st, tables
 }

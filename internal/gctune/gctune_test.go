@@ -58,8 +58,7 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 		live[i] = byte(i)
 	}
 	waitPercent(t, tu, func(p int) bool { return p < 75 && p >= minPercent }, "below 75 with 64 MiB live and a 4 MiB bound")
-	runtime.KeepAlive(live)
-	live = nil
+	runtime.KeepAlive(live) // live is garbage from here on
 	waitPercent(t, tu, func(p int) bool { return p == 75 }, "75 once the heap is small again")
 }
 

@@ -46,10 +46,10 @@ func (st *V2State) packedLabels(s *Series) (string, error) {
 	// whose references take one or two bytes each, in range, names with
 	// an id below 128 and values under 128 bytes. Anything else starts
 	// over on the general path.
-	key := append(s.keyBuf[:0], keyFormV2)
+	key := append(s.keyBuf[:0], keyFormV2) //nolint:gocritic // key reuses keyBuf's array and is kept as s.keyBuf when done
 	i := 0
 	for i+1 < len(msg) {
-		nr, vr := uint32(msg[i]), uint32(0)
+		nr := uint32(msg[i])
 		j := i + 1
 		if nr >= 0x80 {
 			if msg[j] >= 0x80 {
@@ -61,7 +61,7 @@ func (st *V2State) packedLabels(s *Series) (string, error) {
 		if j >= len(msg) {
 			break
 		}
-		vr = uint32(msg[j])
+		vr := uint32(msg[j])
 		j++
 		if vr >= 0x80 {
 			if j >= len(msg) || msg[j] >= 0x80 {
@@ -419,7 +419,7 @@ func (st *V2State) build(s *Series, ents []uint64, size int) string {
 		return fmt.Sprintf("has an odd number (%d) of label references", len(refs))
 	}
 	st.ents = ents[:0]
-	key := append(s.keyBuf[:0], keyFormV2)
+	key := append(s.keyBuf[:0], keyFormV2) //nolint:gocritic // key reuses keyBuf's array and is kept as s.keyBuf when done
 	key = slices.Grow(key, size+4*len(ents)+32)
 	for i := 0; i+1 < len(ents); i += 2 {
 		id := st.nameID(refs[i], ents[i])
@@ -464,32 +464,6 @@ func (st *V2State) nameID(ref uint32, e uint64) uint32 {
 // noNameID marks a memoised name lookup in v2State.nameIDs (ids are below
 // 2^16, so the bit is free).
 const noNameID = 1 << 31
-
-// appendLabelField appends a label as remote write 1.0's TimeSeries.labels
-// field: 0x0A, length, then Label { name = 1; value = 2 } (an empty value
-// left out, as protobuf encoders do).
-func appendLabelField(dst, name, value []byte) []byte {
-	if len(name) < 0x80 && len(value) < 0x80 && len(name)+len(value)+4 < 0x80 {
-		if len(value) == 0 {
-			dst = append(dst, 0x0A, byte(len(name)+2), 0x0A, byte(len(name)))
-			return append(dst, name...)
-		}
-		dst = append(dst, 0x0A, byte(len(name)+len(value)+4), 0x0A, byte(len(name)))
-		dst = append(dst, name...)
-		dst = append(dst, 0x12, byte(len(value)))
-		return append(dst, value...)
-	}
-	size := 1 + uvarintLen(uint64(len(name))) + len(name)
-	if len(value) > 0 {
-		size += 1 + uvarintLen(uint64(len(value))) + len(value)
-	}
-	dst = appendUvarint(append(dst, 0x0A), uint64(size))
-	dst = append(appendUvarint(append(dst, 0x0A), uint64(len(name))), name...)
-	if len(value) > 0 {
-		dst = append(appendUvarint(append(dst, 0x12), uint64(len(value))), value...)
-	}
-	return dst
-}
 
 func uvarintLen(v uint64) int {
 	n := 1

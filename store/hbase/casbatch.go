@@ -120,7 +120,7 @@ func newCASOp(ctx context.Context, table []byte, op store.CondPut, placeholder h
 	if err != nil {
 		return casOp{}, fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
-	cp, err := hrpc.NewCheckAndPut(p, op.Family, op.Qualifier, op.Expected)
+	cp, err := hrpc.NewCheckAndPutWithCompareType(p, op.Family, op.Qualifier, op.Expected, pb.CompareType_EQUAL)
 	if err != nil {
 		return casOp{}, fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}

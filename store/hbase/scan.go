@@ -3,6 +3,7 @@ package hbase
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -149,7 +150,7 @@ func (sc *scanner) Next() bool {
 		}
 		if sc.resp == nil || sc.next >= len(sc.resp.Results) {
 			resp, err := sc.fetch()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				if len(sc.row.Cells) > 0 { // a last part that said more would follow
 					return sc.returned()
 				}

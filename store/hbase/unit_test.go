@@ -566,8 +566,8 @@ func TestClassify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := classify(tc.err, tc.timedOut)
 			for _, sentinel := range []error{store.ErrTableNotFound, store.ErrInvalid, store.ErrUnavailable} {
-				if errors.Is(got, sentinel) != (sentinel == tc.want) {
-					t.Errorf("classify(%v) = %v; errors.Is %v = %v", tc.err, got, sentinel, !(sentinel == tc.want))
+				if errors.Is(got, sentinel) != errors.Is(sentinel, tc.want) {
+					t.Errorf("classify(%v) = %v; errors.Is %v = %v", tc.err, got, sentinel, !errors.Is(sentinel, tc.want))
 				}
 			}
 			if !errors.Is(got, tc.err) && !errors.Is(tc.err, gohbase.TableNotFound) {

@@ -33,7 +33,8 @@ const stopGrace = 15 * time.Second
 // caller binds it, which StartServer allows for.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func FreeAddr(t testing.TB) string {
 // the test; elsewhere it skips it.
 func PrometheusBinary(t testing.TB, script string) string {
 	t.Helper()
-	cmd := exec.Command(script)
+	cmd := exec.CommandContext(t.Context(), script)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

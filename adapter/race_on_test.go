@@ -1,7 +1,0 @@
-//go:build race
-
-package adapter
-
-// raceEnabled reports whether the race detector is on; allocation budgets
-// are not meaningful under it.
-const raceEnabled = true
