@@ -1,3 +1,6 @@
+// Package deps pins the modules promhbase is built on in go.mod, so that
+// `go mod tidy` keeps them while a package that uses one is being written or
+// moved. Nothing imports it.
 package deps
 
 import (

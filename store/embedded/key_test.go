@@ -2,11 +2,8 @@ package embedded
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"testing"
-
-	"github.com/promhbase/promhbase/store"
 )
 
 // openTSDBRow is a row key as promhbase writes them: a 3-byte metric UID,
@@ -108,47 +105,4 @@ func FuzzSplitKey(f *testing.F) {
 			t.Errorf("%x %x %x encode to %x, which decodes to %x %x %x, %v", row, family, qualifier, k, r, fam, qual, err)
 		}
 	})
-}
-
-// BenchmarkPutRequest puts what one remote-write request of 2000 series
-// becomes: 2000 rows of ten tags, one cell each, in one Put (no fsync),
-// into Pebble's memtable and into the row buffer. Each iteration writes
-// the next sample of the same series, so the memtable or buffer grows as
-// it does under a sustained write (flushes included).
-func BenchmarkPutRequest(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		opts Options
-	}{
-		{"memtable", Options{NoSync: true}},
-		{"buffer", Options{NoSync: true, BufferTables: []string{"tsdb"}}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			s, err := Open(b.TempDir(), tc.opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			const n = 2000
-			puts := make([]store.Put, n)
-			for i := range puts {
-				row := openTSDBRow()
-				binary.BigEndian.PutUint32(row[len(row)-6:], uint32(i)) // the last tag pair's value: a series of its own
-				puts[i] = store.Put{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: make([]byte, 2), Value: []byte{1}}}}
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			q := uint16(0)
-			for b.Loop() {
-				q++
-				for i := range puts {
-					binary.BigEndian.PutUint16(puts[i].Cells[0].Qualifier, q<<4)
-				}
-				if err := s.Put(ctx, "tsdb", puts); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/cell")
-		})
-	}
 }

@@ -55,6 +55,7 @@ type memRows struct {
 	sorted []uint32 // rows[:len(sorted)] in key order; replaced, never changed
 }
 
+// memRow is a row of a memRows: its key and its newest cell block.
 type memRow struct {
 	hash uint64
 	key  uint64 // ref of the key
@@ -75,6 +76,9 @@ const (
 	rowSize      = 32 // a memRow
 )
 
+// newMemRows returns an empty buffer of table, whose rows hash with seed;
+// reserve, when not nil, takes the bytes it allocates from the block
+// cache (see memRows.reserve).
 func newMemRows(table string, seed maphash.Seed, reserve func(int) func()) *memRows {
 	m := &memRows{table: table, seed: seed, reserve: reserve, slots: make([]uint32, 1024)}
 	m.account(4 * len(m.slots))
@@ -124,6 +128,7 @@ func at(chunks [][]byte, ref uint64, n int) []byte {
 	return c[off : off+n : off+n]
 }
 
+// keyOf returns the key of r from chunks.
 func (m *memRows) keyOf(chunks [][]byte, r *memRow) []byte {
 	return at(chunks, r.key, int(r.klen))
 }
@@ -169,6 +174,7 @@ func (m *memRows) rowFor(row []byte) int {
 	return len(m.rows) - 1
 }
 
+// grow doubles the hash slots. The caller holds mu exclusively.
 func (m *memRows) grow() {
 	slots := make([]uint32, 2*len(m.slots))
 	m.account(4 * (len(slots) - len(m.slots)))
@@ -362,6 +368,7 @@ func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]sto
 	return dst, true
 }
 
+// cmpColumn orders records by column (cmpCol).
 func cmpColumn(a, b memCell) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
 
 // cmpCol orders columns by family, then qualifier, as bytes.Compare
@@ -531,6 +538,7 @@ type memRowIter struct {
 	pos    int
 }
 
+// newMemRowIter returns an iterator over the rows of m in [start, stop).
 func newMemRowIter(m *memRows, start, stop []byte) *memRowIter {
 	order, rows, chunks := m.sortedRows()
 	it := &memRowIter{m: m, order: order, rows: rows, chunks: chunks}

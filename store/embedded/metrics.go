@@ -40,6 +40,7 @@ func (s *Store) Collector() prometheus.Collector {
 	}}
 }
 
+// pebbleCollector is the prometheus.Collector of Store.Collector.
 type pebbleCollector struct {
 	s     *Store
 	descs [16]*prometheus.Desc

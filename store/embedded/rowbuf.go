@@ -164,6 +164,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	return rb, nil
 }
 
+// fresh returns an empty active buffer: a memRows per buffered table.
 func (rb *rowBuffer) fresh() map[string]*memRows {
 	m := make(map[string]*memRows, len(rb.tables))
 	var reserve func(int) func()
@@ -244,6 +245,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 	return r.err
 }
 
+// buffered reports whether table's puts go to the buffer.
 func (rb *rowBuffer) buffered(table string) bool { return rb.tables[table] }
 
 // writesRuns reports whether a flush writes table's rows as runs: a
@@ -339,6 +341,7 @@ func (rb *rowBuffer) size() int64 {
 	return n
 }
 
+// signal wakes the flusher, unless it has a wake-up pending.
 func (rb *rowBuffer) signal() {
 	select {
 	case rb.kick <- struct{}{}:
@@ -388,6 +391,7 @@ func (rb *rowBuffer) layers(table string) []*memRows {
 	return rb.layersLocked(table)
 }
 
+// layersLocked is layers for a caller that holds mu.
 func (rb *rowBuffer) layersLocked(table string) []*memRows {
 	ls := []*memRows{rb.active[table]}
 	if rb.flushing != nil {
@@ -448,6 +452,7 @@ type rowBufferStats struct {
 	presorts           int64
 }
 
+// stats returns the buffer's figures, the one being flushed included.
 func (rb *rowBuffer) stats() rowBufferStats {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()

@@ -105,6 +105,11 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	tables := sortedTables(bufs)
 	seq := rb.seq + 1
 	var marks *pebble.Batch
+	defer func() {
+		if marks != nil {
+			marks.Close()
+		}
+	}()
 	for _, table := range tables {
 		if !rb.writesRuns(table) {
 			continue
@@ -118,7 +123,6 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 		}
 		if marks == nil {
 			marks = rb.db.NewBatch()
-			defer marks.Close()
 			if err := marks.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
 				return fmt.Errorf("row buffer flush sequence: %w", err)
 			}

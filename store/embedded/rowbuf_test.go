@@ -277,7 +277,9 @@ func TestRowBufferReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, walOpPut})
+	if _, err := f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, walOpPut}); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 
 	s, err = Open(dir, opts)

@@ -72,6 +72,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// segName is the file name of segment seg.
 func segName(seg uint64) string { return fmt.Sprintf("%016d.wal", seg) }
 
 // freeName is the name of a segment file kept for reuse (not a segment:
@@ -119,6 +120,8 @@ func openWAL(dir string, seg uint64, noSync bool) (*rowWAL, error) {
 	return w, nil
 }
 
+// create opens the file of segment seg, reusing the kept file when there
+// is one, and syncs the directory that names it.
 func (w *rowWAL) create(seg uint64) (*os.File, error) {
 	name := filepath.Join(w.dir, segName(seg))
 	// Truncated if there: only a rotation that failed after creating it
@@ -143,6 +146,7 @@ func (w *rowWAL) create(seg uint64) (*os.File, error) {
 	return f, nil
 }
 
+// syncDir makes dir's entries durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -226,6 +230,7 @@ func (w *rowWAL) waitDurable(pos uint64) error {
 	return w.err
 }
 
+// write writes buf to f and syncs it (unless noSync).
 func (w *rowWAL) write(f *os.File, buf []byte) error {
 	if len(buf) > 0 {
 		if _, err := f.Write(buf); err != nil {
@@ -241,6 +246,7 @@ func (w *rowWAL) write(f *os.File, buf []byte) error {
 	return nil
 }
 
+// runBeforeSync runs beforeSync, when the log syncs and one is set.
 func (w *rowWAL) runBeforeSync() error {
 	if w.noSync || w.beforeSync == nil {
 		return nil
@@ -251,6 +257,7 @@ func (w *rowWAL) runBeforeSync() error {
 	return nil
 }
 
+// fileExists reports whether path names a file that can be stat'd.
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -342,6 +349,7 @@ func (w *rowWAL) close() error {
 	return err
 }
 
+// appendBytes appends b as a byte string: uvarint length ‖ bytes.
 func appendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)
@@ -353,6 +361,7 @@ type walReader struct {
 	err error
 }
 
+// uvarint reads a uvarint; 0 once r failed.
 func (r *walReader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
@@ -366,6 +375,7 @@ func (r *walReader) uvarint() uint64 {
 	return v
 }
 
+// bytes reads a byte string (a slice of the payload); nil once r failed.
 func (r *walReader) bytes() []byte {
 	n := r.uvarint()
 	if r.err != nil {
@@ -380,6 +390,7 @@ func (r *walReader) bytes() []byte {
 	return v
 }
 
+// u64 reads a little-endian u64; 0 once r failed.
 func (r *walReader) u64() uint64 {
 	if r.err != nil {
 		return 0
@@ -393,6 +404,8 @@ func (r *walReader) u64() uint64 {
 	return v
 }
 
+// count reads an element count, bounded by the bytes left; 0 once r
+// failed.
 func (r *walReader) count() int {
 	n := r.uvarint()
 	// Every element takes at least a byte: a count beyond the bytes left

@@ -96,6 +96,8 @@ type runReader struct {
 	err  error
 }
 
+// newRunReader returns a reader of run value v, failed when v does not
+// start with runFormat.
 func newRunReader(v []byte) runReader {
 	if len(v) == 0 || v[0] != runFormat {
 		return runReader{err: fmt.Errorf("%w: format byte of a %d-byte value", errCorruptRun, len(v))}
@@ -219,9 +221,10 @@ func runWithout(dst, v []byte, kill func(family, qualifier []byte) bool) (out []
 
 // runBounds returns the bounds of the keys of row's runs.
 func runBounds(table string, row []byte) (lower, upper []byte) {
-	p := appendRowPrefix(nil, table, row)
-	lower = append(p, 0x00)
-	upper = append(p[:len(p):len(p)], 0x01)
+	lower = appendRowPrefix(nil, table, row)
+	upper = bytes.Clone(lower)
+	lower = append(lower, 0x00)
+	upper = append(upper, 0x01)
 	return lower, upper
 }
 

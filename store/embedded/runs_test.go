@@ -145,9 +145,9 @@ func FuzzRunDecode(f *testing.F) {
 	})
 }
 
-// TestOverlayRunCells: newer cells replace their columns, others merge in
+// TestOverlayCells: newer cells replace their columns, others merge in
 // column order.
-func TestOverlayRunCells(t *testing.T) {
+func TestOverlayCells(t *testing.T) {
 	c := func(q byte, v byte) store.Cell {
 		return store.Cell{Family: []byte("t"), Qualifier: []byte{q}, Value: []byte{v}}
 	}
@@ -165,6 +165,27 @@ func TestOverlayRunCells(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _ := overlayCells(append([]store.Cell(nil), tc.old...), tc.newer, nil, nil)
+			if s := cellString(got); s != tc.want {
+				t.Errorf("got %s, want %s", s, tc.want)
+			}
+		})
+	}
+	// Tombstones (the row buffer's dead records) remove their columns and
+	// add nothing, in the merge and when they all come after the older
+	// cells.
+	for _, tc := range []struct {
+		name       string
+		old, newer []store.Cell
+		dead       []bool
+		want       string
+	}{
+		{"merge", []store.Cell{c(1, 1), c(3, 1), c(5, 1)}, []store.Cell{c(0, 2), c(3, 2), c(4, 2)}, []bool{true, true, false},
+			"t:01=01@0 t:04=02@0 t:05=01@0 "},
+		{"after", []store.Cell{c(1, 1)}, []store.Cell{c(2, 2), c(3, 2)}, []bool{false, true}, "t:01=01@0 t:02=02@0 "},
+		{"none older", nil, []store.Cell{c(1, 2)}, []bool{true}, ""},
+	} {
+		t.Run("dead "+tc.name, func(t *testing.T) {
+			got, _ := overlayCells(append([]store.Cell(nil), tc.old...), tc.newer, tc.dead, nil)
 			if s := cellString(got); s != tc.want {
 				t.Errorf("got %s, want %s", s, tc.want)
 			}

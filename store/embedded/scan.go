@@ -119,6 +119,7 @@ func (sc *scanner) Close() error {
 	return nil
 }
 
+// fail ends the scan with err and reports false, for Next to return.
 func (sc *scanner) fail(err error) bool {
 	sc.err = err
 	sc.Close()
@@ -196,10 +197,11 @@ func (sc *scanner) skip(row []byte, inPebble bool) {
 func (sc *scanner) skipRow() bool {
 	// The first key past the row: table prefix ‖ row prefix, incremented
 	// as store.PrefixEnd does, built in seekKey (no allocation).
-	k := append(sc.seekKey[:0], sc.it.Key()[:sc.tlen]...)
-	k = appendRowPrefix(k, "", sc.next)
-	k = append(k[:sc.tlen], k[sc.tlen+1:]...) // appendRowPrefix's leading byte is not part of the key
-	sc.seekKey = k
+	sc.seekKey = append(sc.seekKey[:0], sc.it.Key()[:sc.tlen]...)
+	sc.seekKey = appendRowPrefix(sc.seekKey, "", sc.next)
+	// appendRowPrefix's leading byte is not part of the key.
+	sc.seekKey = append(sc.seekKey[:sc.tlen], sc.seekKey[sc.tlen+1:]...)
+	k := sc.seekKey
 	for i := len(k) - 1; i >= 0; i-- {
 		if k[i] != 0xFF {
 			k[i]++

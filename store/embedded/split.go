@@ -91,6 +91,7 @@ type bufferedRange struct {
 	bytes  int64 // estimated: the layer's bytes a row times the rows
 }
 
+// count returns the rows in the range.
 func (b bufferedRange) count() int { return b.hi - b.lo }
 
 // cut returns the keys of the rows at the n-quantiles of the range.

@@ -1,0 +1,43 @@
+package embedded
+
+import (
+	"testing"
+
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/storetest"
+)
+
+// contractStore returns the storetest factory of a store opened with opts
+// in a fresh directory, whose table "contract" the contract runs on.
+func contractStore(opts Options) func(t *testing.T) (store.Store, string) {
+	return func(t *testing.T) (store.Store, string) {
+		t.Helper()
+		s, err := Open(t.TempDir(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, "contract"
+	}
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, contractStore(Options{NoSync: true, Tables: []string{"contract"}}), storetest.Options{})
+}
+
+// TestContractBuffered runs the contract on a table in the row buffer:
+// with a budget no test reaches (cells stay in memory, merged with
+// Pebble's on reads) and with one of a few bytes (a flush after every
+// put: cells in Pebble, put there by ingestion, while deletes and reads
+// run against flushes).
+func TestContractBuffered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int64
+	}{{"in memory", 1 << 30}, {"flushing", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{NoSync: true, Tables: []string{"contract"}, BufferTables: []string{"contract"}, BufferBytes: tc.budget}
+			storetest.Run(t, contractStore(opts), storetest.Options{})
+		})
+	}
+}
