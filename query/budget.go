@@ -100,6 +100,6 @@ func (b *Budget) Release(n int64) {
 // wake wakes the reservations that wait, to check their conditions again.
 func (b *Budget) wake() {
 	b.mu.Lock()
-	b.mu.Unlock() //nolint:staticcheck // a waiter between its check and Wait sees the change
+	b.mu.Unlock() //nolint:staticcheck,gocritic // a waiter between its check and Wait sees the change
 	b.cond.Broadcast()
 }

@@ -159,9 +159,9 @@ func (c *chunkCutter) start(ch chunkenc.Chunk, t int64) error {
 // row with an offset past its hour) is dropped.
 func (c *chunkCutter) inOrder(t int64) bool { return c.n == 0 || t > c.last }
 
-func (c *chunkCutter) appendFloat(t int64, v float64) error {
+func (c *chunkCutter) appendFloat(t int64, v float64) {
 	if !c.inOrder(t) {
-		return nil
+		return
 	}
 	if c.raw {
 		if c.n == 0 {
@@ -170,7 +170,7 @@ func (c *chunkCutter) appendFloat(t int64, v float64) error {
 		c.floats = append(c.floats, Sample{T: t, V: v})
 		c.maxT, c.last = t, t
 		c.n++
-		return nil
+		return
 	}
 	if !c.xorOpen || c.xor.NumSamples() >= MaxSamplesPerChunk {
 		c.finish()
@@ -181,7 +181,6 @@ func (c *chunkCutter) appendFloat(t int64, v float64) error {
 	c.xor.Append(t, v)
 	c.maxT, c.last = t, t
 	c.n++
-	return nil
 }
 
 func (c *chunkCutter) appendHistogram(s HistogramSample) error {
@@ -363,13 +362,13 @@ func (c *chunkCutter) appendMerged(fs []Sample, hs []HistogramSample) error {
 		var err error
 		switch {
 		case len(hs) == 0 || (len(fs) > 0 && fs[0].T < hs[0].T):
-			err = c.appendFloat(fs[0].T, fs[0].V)
+			c.appendFloat(fs[0].T, fs[0].V)
 			fs = fs[1:]
 		case len(fs) > 0 && fs[0].T == hs[0].T:
 			if value.IsStaleNaN(fs[0].V) {
 				err = c.appendHistogram(hs[0])
 			} else {
-				err = c.appendFloat(fs[0].T, fs[0].V)
+				c.appendFloat(fs[0].T, fs[0].V)
 			}
 			fs, hs = fs[1:], hs[1:]
 		default:

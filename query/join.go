@@ -122,7 +122,7 @@ func joinChunkSeries(sorted []*ChunkSeries) ([]*ChunkSeries, error) {
 // mergeByTime merges b into a, both sorted by time (of), one element per
 // timestamp: of equal times the element of a is kept.
 func mergeByTime[T any](a, b []T, of func(T) int64) []T {
-	m := append(a, b...)
+	m := append(a, b...) //nolint:gocritic // a is the caller's, given up to the merge
 	slices.SortStableFunc(m, func(x, y T) int { return cmp.Compare(of(x), of(y)) })
 	return slices.CompactFunc(m, func(x, y T) bool { return of(x) == of(y) })
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
@@ -32,7 +33,7 @@ func (q *Querier) indexCovers(ctx context.Context, start, end int64) (bool, erro
 func (q *Querier) metricNames(ctx context.Context, start, end int64, matchers []*labels.Matcher) ([]string, error) {
 	var nameMatchers []*labels.Matcher
 	for _, m := range matchers {
-		if m.Name != labels.MetricName {
+		if m.Name != model.MetricNameLabel {
 			continue
 		}
 		if m.Type == labels.MatchEqual {
@@ -40,7 +41,7 @@ func (q *Querier) metricNames(ctx context.Context, start, end int64, matchers []
 				return nil, nil // every stored series has a name
 			}
 			for _, o := range matchers {
-				if o.Name == labels.MetricName && !o.Matches(m.Value) {
+				if o.Name == model.MetricNameLabel && !o.Matches(m.Value) {
 					return nil, nil
 				}
 			}
@@ -221,7 +222,7 @@ func (n *uidNames) EarlyTagNames(ctx context.Context, maxAge time.Duration) (boo
 		sc := n.st.Scan(ctx, store.ScanRequest{Table: n.table, Start: start, Stop: stop, Family: "name"})
 		for sc.Next() && !early {
 			for _, c := range sc.Row().Cells {
-				if string(c.Qualifier) == uid.KindTagK.Qualifier() && mapping.NameFromStored(c.Value) < labels.MetricName {
+				if string(c.Qualifier) == uid.KindTagK.Qualifier() && mapping.NameFromStored(c.Value) < model.MetricNameLabel {
 					early = true
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/cells"
@@ -57,7 +58,7 @@ func (s *selection) constraints(ctx context.Context) (cs []tagConstraint, ok boo
 	uids := s.q.mapper.UIDs()
 	byTagk := map[string]*tagConstraint{}
 	for _, m := range s.matchers {
-		if m.Name == labels.MetricName || m.Matches("") {
+		if m.Name == model.MetricNameLabel || m.Matches("") {
 			continue // post-filter only: absent labels may match
 		}
 		tagks, err := uids.IDs(ctx, uid.KindTagK, m.Name)

@@ -2,9 +2,13 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -26,9 +30,12 @@ import (
 //     with a sample in the range (only the rows at its edges are decoded).
 //   - Every series is sorted by labels, samples by time; a series'
 //     iterator yields its float and histogram samples merged by time.
+//   - Select's set (but for "series") runs its query from its first Next
+//     on and hands on each series as it is complete (see Querier.Stream);
+//     Close ends the queries of sets not drained.
 //   - The selects of one querier (one PromQL query) share one Budget of
 //     the Querier's limits: their samples are held as chunks, and past the
-//     budget Select fails with ErrTooManySamples or ErrTooManyBytes (the
+//     budget the set fails with ErrTooManySamples or ErrTooManyBytes (the
 //     API answers 422, as for Prometheus's own storage errors).
 //   - LabelNames and LabelValues answer from the series in [mint, maxt]
 //     that the matchers select (all series when there are none), sorted,
@@ -61,6 +68,9 @@ type storageQuerier struct {
 	q          *Querier
 	mint, maxt int64
 	budget     *Budget // of the querier's query: all its selects
+
+	mu      sync.Mutex
+	streams []*seriesStream // of its selects, for Close
 }
 
 func (sq *storageQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
@@ -97,22 +107,107 @@ func (sq *storageQuerier) selectChunks(ctx context.Context, hints *storage.Selec
 		}
 		return set, nil
 	}
-	err := sq.q.Stream(ctx, sq.budget, start, end, ms, func(cs *ChunkSeries) error {
-		if limit > 0 && len(set.series) >= limit {
-			sq.budget.Release(cs.Bytes)
-			return nil
-		}
-		set.series = append(set.series, cs)
-		return nil
+	b := sq.budget
+	set.stream = newSeriesStream(ctx, b, func(ctx context.Context, emit func(*ChunkSeries) error) error {
+		n := 0
+		return sq.q.Stream(ctx, b, start, end, ms, func(cs *ChunkSeries) error {
+			if limit > 0 && n >= limit {
+				b.Release(cs.Bytes)
+				return nil
+			}
+			n++
+			return emit(cs)
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
+	sq.mu.Lock()
+	sq.streams = append(sq.streams, set.stream)
+	sq.mu.Unlock()
 	return set, nil
 }
 
+// errQuerierClosed ends the streams of a storageQuerier that is closed.
+var errQuerierClosed = errors.New("querier closed")
+
+// seriesStream is the series of one Stream pulled one at a time: the
+// stream runs in a goroutine of its own from the first next on, and hands
+// on each series as it is complete (see Querier.Stream), waiting for the
+// puller: it holds a group's series at most, within the budget, besides
+// the series pulled. next and err are for one goroutine; close for any.
+type seriesStream struct {
+	run    func(ctx context.Context, emit func(*ChunkSeries) error) error
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	budget *Budget
+	ch     chan *ChunkSeries // closed once run has returned
+	done   chan struct{}     // closed once the goroutine has ended
+	result error             // run's error, set before ch is closed
+
+	start   sync.Once
+	started atomic.Bool
+	ended   bool // ch was seen closed
+}
+
+func newSeriesStream(ctx context.Context, b *Budget, run func(ctx context.Context, emit func(*ChunkSeries) error) error) *seriesStream {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return &seriesStream{run: run, ctx: ctx, cancel: cancel, budget: b, ch: make(chan *ChunkSeries), done: make(chan struct{})}
+}
+
+// next returns the next series; false once the stream has ended (see
+// err).
+func (s *seriesStream) next() (*ChunkSeries, bool) {
+	if s.ended {
+		return nil, false
+	}
+	s.start.Do(func() {
+		s.started.Store(true)
+		go func() {
+			defer close(s.done)
+			s.result = s.run(s.ctx, s.send)
+			close(s.ch)
+		}()
+	})
+	if !s.started.Load() { // closed before the first next
+		s.ended, s.result = true, errQuerierClosed
+		return nil, false
+	}
+	cs, ok := <-s.ch
+	if !ok {
+		s.ended = true
+		return nil, false
+	}
+	return cs, true
+}
+
+// send hands cs to next, or releases it when the stream is closed.
+func (s *seriesStream) send(cs *ChunkSeries) error {
+	select {
+	case s.ch <- cs:
+		return nil
+	case <-s.ctx.Done():
+		s.budget.Release(cs.Bytes)
+		return context.Cause(s.ctx)
+	}
+}
+
+// err is the stream's error once next has returned false.
+func (s *seriesStream) err() error {
+	if !s.ended {
+		return nil
+	}
+	return s.result
+}
+
+// close ends the stream, if it runs, and waits for its goroutine.
+func (s *seriesStream) close() {
+	s.start.Do(func() {}) // no start after close
+	s.cancel(errQuerierClosed)
+	if s.started.Load() {
+		<-s.done
+	}
+}
+
 // allSeries is the matcher of every stored series.
-var allSeries = labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
+var allSeries = labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+")
 
 func (sq *storageQuerier) labelSets(ctx context.Context, ms []*labels.Matcher) ([]labels.Labels, error) {
 	if len(ms) == 0 {
@@ -135,7 +230,7 @@ func (sq *storageQuerier) LabelValues(ctx context.Context, name string, hints *s
 			return limitStrings(out, hints), nil, nil
 		}
 	}
-	if name == labels.MetricName && len(ms) == 0 {
+	if name == model.MetricNameLabel && len(ms) == 0 {
 		// The metric names of the range: the metrics that have rows in
 		// it. A name without rows is not scanned past its first row.
 		names, err := sq.q.allMetricNames(ctx)
@@ -206,7 +301,16 @@ func limitStrings(out []string, hints *storage.LabelHints) []string {
 
 // Close ends the query; the series its selects returned must no longer be
 // used.
-func (sq *storageQuerier) Close() error { return nil }
+func (sq *storageQuerier) Close() error {
+	sq.mu.Lock()
+	streams := sq.streams
+	sq.streams = nil
+	sq.mu.Unlock()
+	for _, st := range streams {
+		st.close()
+	}
+	return nil
+}
 
 type chunkQuerier struct{ storageQuerier }
 
@@ -251,15 +355,22 @@ func (eq exemplarQuerier) Select(start, end int64, matchers ...[]*labels.Matcher
 	return out, nil
 }
 
-// chunkSeriesSet iterates over a sorted slice of series as a
-// storage.SeriesSet; its series decode their chunks as they are iterated.
+// chunkSeriesSet iterates over sorted series, of a slice or pulled from a
+// stream, as a storage.SeriesSet; its series decode their chunks as they
+// are iterated.
 type chunkSeriesSet struct {
 	series []*ChunkSeries
+	stream *seriesStream // when not nil, the series instead of series
 	i      int
 	cur    *ChunkSeries
 }
 
 func (s *chunkSeriesSet) Next() bool {
+	if s.stream != nil {
+		cs, ok := s.stream.next()
+		s.cur = cs
+		return ok
+	}
 	if s.i >= len(s.series) {
 		return false
 	}
@@ -268,8 +379,14 @@ func (s *chunkSeriesSet) Next() bool {
 	return true
 }
 
-func (s *chunkSeriesSet) At() storage.Series                { return storageSeries{s.cur} }
-func (s *chunkSeriesSet) Err() error                        { return nil }
+func (s *chunkSeriesSet) At() storage.Series { return storageSeries{s.cur} }
+func (s *chunkSeriesSet) Err() error {
+	if s.stream != nil {
+		return s.stream.err()
+	}
+	return nil
+}
+
 func (s *chunkSeriesSet) Warnings() annotations.Annotations { return nil }
 
 // chunkSet is a chunkSeriesSet as a storage.ChunkSeriesSet.

@@ -214,7 +214,7 @@ func TestStreamFirstMetricFirst(t *testing.T) {
 	want := []string{}
 	for _, name := range []string{"a_metric", "b_metric", "c_metric"} {
 		for i := range 3 {
-			want = append(want, fmt.Sprintf(`{__name__="%s", i="%d", job="x"}`, name, i))
+			want = append(want, fmt.Sprintf(`{__name__=%q, i="%d", job="x"}`, name, i))
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
