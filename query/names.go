@@ -1,20 +1,16 @@
 package query
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -125,7 +121,7 @@ func (q *Querier) indexedMetricNames(ctx context.Context, start, end int64, matc
 }
 
 // metricNameSource answers what planning asks of the UID table's names
-// (see uidNames): each answer may be up to maxAge old.
+// (see uid.Listing): each answer may be up to maxAge old.
 type metricNameSource interface {
 	// MetricNames returns every metric name, sorted, each once.
 	MetricNames(ctx context.Context, maxAge time.Duration) ([]string, error)
@@ -134,107 +130,15 @@ type metricNameSource interface {
 }
 
 // allMetricNames lists the metric names of the UID table, reused for
-// MetricNamesTTL (see uidNames.MetricNames).
+// MetricNamesTTL (see uid.Listing.MetricNames).
 func (q *Querier) allMetricNames(ctx context.Context) ([]string, error) {
 	return q.names.MetricNames(ctx, q.opts.MetricNamesTTL)
 }
 
 // earlyTagNames reports whether a tag name of the UID table sorts before
-// __name__, reused for MetricNamesTTL (see uidNames.EarlyTagNames).
+// __name__, reused for MetricNamesTTL (see uid.Listing.EarlyTagNames).
 func (q *Querier) earlyTagNames(ctx context.Context) (bool, error) {
 	return q.names.EarlyTagNames(ctx, q.opts.MetricNamesTTL)
-}
-
-// uidNames is the metricNameSource of a UID table, its answers cached. It
-// uses nothing of this package but the store, so that it can move to
-// package uid. It is safe for concurrent use.
-type uidNames struct {
-	st interface {
-		Get(ctx context.Context, table string, row []byte, family string) (store.Row, error)
-		Scan(ctx context.Context, req store.ScanRequest) store.Scanner
-	}
-	table       string
-	uids        *uid.UIDs
-	metricWidth int
-
-	mu        sync.Mutex
-	names     []string
-	namesRead time.Time
-	namesGen  uint64 // the UIDs' metric generation when names was read
-
-	early     bool      // a tag name sorts before __name__
-	earlyRead time.Time // when early was read; zero: never
-}
-
-// MetricNames lists the metric names of the UID table (its reverse rows
-// of metric UIDs, see uid.MetricNames). It reuses the last list for maxAge
-// unless this process has learnt a metric name since (writes through it
-// are seen at once; names assigned by other processes within maxAge).
-func (n *uidNames) MetricNames(ctx context.Context, maxAge time.Duration) ([]string, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	gen := n.uids.MetricGeneration()
-	if n.names != nil && gen == n.namesGen && time.Since(n.namesRead) < maxAge {
-		return n.names, nil
-	}
-	names, err := uid.MetricNames(ctx, n.st, n.table, n.metricWidth)
-	if err != nil {
-		return nil, err
-	}
-	n.names, n.namesRead, n.namesGen = names, time.Now(), gen
-	return names, nil
-}
-
-// EarlyTagNames reports whether a tag name of the UID table sorts before
-// __name__ (an upper-case name, or "__a"...): a series that has one sorts
-// before every series whose first label is __name__, so a query's series
-// are then not in label order metric by metric. The tag names' UIDs run
-// from 1 to the tagk counter: their reverse rows are read (with those of
-// the other kinds' UIDs in that range, as many at most), and the answer is
-// reused for maxAge.
-func (n *uidNames) EarlyTagNames(ctx context.Context, maxAge time.Duration) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.earlyRead.IsZero() && time.Since(n.earlyRead) < maxAge {
-		return n.early, nil
-	}
-	var maxID uint64
-	sc := n.st.Scan(ctx, store.ScanRequest{Table: n.table, Start: []byte{0}, Stop: []byte{0, 0}, Family: "id"})
-	for sc.Next() {
-		for _, c := range sc.Row().Cells {
-			if string(c.Qualifier) == uid.KindTagK.Qualifier() && len(c.Value) == 8 {
-				maxID = binary.BigEndian.Uint64(c.Value)
-			}
-		}
-	}
-	err := sc.Err()
-	sc.Close()
-	if err != nil {
-		return false, fmt.Errorf("read the uid counters of %s: %w", n.table, err)
-	}
-	early := false
-	if w := n.uids.Width(uid.KindTagK); maxID > 0 {
-		var full [8]byte
-		binary.BigEndian.PutUint64(full[:], 1)
-		start := bytes.Clone(full[8-w:])
-		binary.BigEndian.PutUint64(full[:], maxID)
-		stop := append(bytes.Clone(full[8-w:]), 0) // just after maxID's row
-		sc := n.st.Scan(ctx, store.ScanRequest{Table: n.table, Start: start, Stop: stop, Family: "name"})
-		for sc.Next() && !early {
-			for _, c := range sc.Row().Cells {
-				if string(c.Qualifier) == uid.KindTagK.Qualifier() && mapping.NameFromStored(c.Value) < model.MetricNameLabel {
-					early = true
-				}
-			}
-		}
-		err := sc.Err()
-		sc.Close()
-		if err != nil {
-			return false, fmt.Errorf("list the tag names of %s: %w", n.table, err)
-		}
-	}
-	n.early, n.earlyRead = early, time.Now()
-	return early, nil
 }
 
 // hasRows reports whether metric name has a data row whose hour overlaps

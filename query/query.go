@@ -42,6 +42,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // ErrTooManySamples means a query selected more samples than the limit.
@@ -162,8 +163,7 @@ func New(st scanner, m *series.Mapper, opts Options) *Querier {
 	if opts.MetricNamesTTL <= 0 {
 		opts.MetricNamesTTL = 10 * time.Second
 	}
-	names := &uidNames{st: st, table: opts.UIDTable, uids: m.UIDs(), metricWidth: m.Layout().MetricWidth}
-	return &Querier{st: st, mapper: m, opts: opts, names: names}
+	return &Querier{st: st, mapper: m, opts: opts, names: uid.NewListing(st, opts.UIDTable, m.UIDs())}
 }
 
 // Select returns the series that the matchers select, with their samples in
