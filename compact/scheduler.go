@@ -179,7 +179,7 @@ func (s *Scheduler) pendingRows() float64 {
 }
 
 // NoteRows remembers the rows of puts for compaction. It is the write
-// path's hook (adapter.RowNoter): per row a hash and one map lookup, and
+// path's hook (ingest.RowNoter): per row a hash and one map lookup, and
 // an insert the first time a row is seen in its hour. It never blocks on
 // the store and keeps nothing of puts.
 func (s *Scheduler) NoteRows(puts []store.Put) {

@@ -25,7 +25,7 @@ type Sketch struct {
 	reg [1 << sketchBits]atomic.Uint32
 }
 
-// Add marks the series of hash (mapping.Series.Hash, a well-mixed 64-bit
+// Add marks the series of hash (series.Series.Hash, a well-mixed 64-bit
 // hash of its row key's identity).
 func (s *Sketch) Add(hash uint64) {
 	idx := hash >> (64 - sketchBits)

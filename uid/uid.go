@@ -107,8 +107,8 @@ type uidStore interface {
 // name share one creation.
 //
 // Names are Prometheus's UTF-8 strings in this API; in the table they are
-// stored as OpenTSDB stores them (see storedName: Latin-1 where possible,
-// UTF-8 otherwise) and read back with nameFromStored.
+// stored as OpenTSDB stores them (see mapping.StoredNames: Latin-1 where possible,
+// UTF-8 otherwise) and read back with mapping.NameFromStored.
 //
 // Both directions are cached, each bounded to about 2×CacheSize entries.
 type UIDs struct {
@@ -269,7 +269,7 @@ func (u *UIDs) ID(ctx context.Context, kind Kind, name string) ([]byte, error) {
 
 // IDs returns every UID name has: the UID of its stored form and, when the
 // name also exists in the legacy form earlier versions wrote (see
-// storedName), that UID too. A reader must select both; writers use the
+// mapping.StoredNames), that UID too. A reader must select both; writers use the
 // first. It returns ErrNoSuchName when the name has none.
 func (u *UIDs) IDs(ctx context.Context, kind Kind, name string) ([][]byte, error) {
 	stored, legacy := mapping.StoredNames(name)

@@ -27,13 +27,13 @@ type Arena struct {
 	Chunks [][]byte
 }
 
-// add copies v into the arena; v must be at most MaxArenaEntry bytes.
+// Add copies v into the arena; v must be at most MaxArenaEntry bytes.
 func (a *Arena) Add(v []byte) Ref { return a.Add2(v, nil) }
 
-// add2 copies v ‖ w into the arena; together at most MaxArenaEntry bytes.
+// Add2 copies v ‖ w into the arena; together at most MaxArenaEntry bytes.
 func (a *Arena) Add2(v, w []byte) Ref { return a.Add3(v, w, nil) }
 
-// add3 copies v ‖ w ‖ x into the arena; together at most MaxArenaEntry
+// Add3 copies v ‖ w ‖ x into the arena; together at most MaxArenaEntry
 // bytes.
 func (a *Arena) Add3(v, w, x []byte) Ref {
 	n := len(v) + len(w) + len(x)
@@ -50,11 +50,11 @@ func (a *Arena) Add3(v, w, x []byte) Ref {
 // ArenaShift of its 32 bits).
 const maxArenaChunks = 1 << (32 - ArenaShift)
 
-// full reports whether the arena may have no room for another value: the
+// Full reports whether the arena may have no room for another value: the
 // cache starts a new generation instead of adding to it.
 func (a *Arena) Full() bool { return len(a.Chunks) >= maxArenaChunks-1 }
 
-// get returns the value at r, capacity clipped.
+// Get returns the value at r, capacity clipped.
 func (a *Arena) Get(r Ref) []byte {
 	c, off := r.Pos>>ArenaShift, r.Pos&(ArenaChunk-1)
 	return a.Chunks[c][off : off+r.n : off+r.n]
@@ -65,7 +65,7 @@ func (a *Arena) Get(r Ref) []byte {
 // doubled for the load-factor slack (a map just grown is half empty).
 const byteCacheEntryBytes = 2 * (16 + 8 + 1)
 
-// byteCache is a bounded map from K to short byte strings, without
+// ByteCache is a bounded map from K to short byte strings, without
 // pointers (the garbage collector never scans it): two generations, each
 // a map of K to Ref and the arena of its values; the older is dropped
 // when the newer holds half the byte budget or max entries, and a hit in
@@ -81,7 +81,7 @@ func NewByteCache[K comparable](max int) *ByteCache[K] {
 	return c
 }
 
-// get returns the value of k, promoting it from the older generation.
+// Get returns the value of k, promoting it from the older generation.
 func (c *ByteCache[K]) Get(k K) ([]byte, bool) {
 	c.Mu.RLock()
 	v, ok, old := c.GetLocked(k)
@@ -97,7 +97,7 @@ func (c *ByteCache[K]) Get(k K) ([]byte, bool) {
 	return v, true
 }
 
-// getLocked looks k up with c.Mu held for reading. It neither promotes
+// GetLocked looks k up with c.Mu held for reading. It neither promotes
 // nor counts, but reports whether the value is in the older generation,
 // for the caller to promote (put) once it released the lock.
 func (c *ByteCache[K]) GetLocked(k K) (v []byte, ok, old bool) {
@@ -108,14 +108,14 @@ func (c *ByteCache[K]) GetLocked(k K) (v []byte, ok, old bool) {
 	return arena.Get(r), true, old
 }
 
-// put caches a copy of v under k (a value already cached under k stays).
+// Put caches a copy of v under k (a value already cached under k stays).
 func (c *ByteCache[K]) Put(k K, v []byte) {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()
 	c.PutLocked(k, v)
 }
 
-// putLocked is put with c.Mu held for writing.
+// PutLocked is put with c.Mu held for writing.
 func (c *ByteCache[K]) PutLocked(k K, v []byte) {
 	if len(v) > MaxArenaEntry {
 		return

@@ -32,7 +32,7 @@ func New[V any](max int, size func(k string, v V) int) *Cache[V] {
 	return &Cache[V]{Cur: map[string]V{}, Old: map[string]V{}, max: max, size: size}
 }
 
-// setMaxBytes bounds the cache's memory (0: entries only).
+// SetMaxBytes bounds the cache's memory (0: entries only).
 func (c *Cache[V]) SetMaxBytes(n int) {
 	c.Mu.Lock()
 	c.maxBytes = n
@@ -58,7 +58,7 @@ func (c *Cache[V]) Get(k []byte) (V, bool) {
 	return v, ok
 }
 
-// getLocked looks k up with c.Mu held for reading; it does not promote
+// GetLocked looks k up with c.Mu held for reading; it does not promote
 // and does not count (the caller counts, see SeriesCacheReader).
 func (c *Cache[V]) GetLocked(k []byte) (V, bool) {
 	if v, ok := c.Cur[string(k)]; ok {
@@ -91,7 +91,7 @@ func (c *Cache[V]) Len() int {
 	return len(c.Cur) + len(c.Old)
 }
 
-// stats returns the entries, approximate bytes and byte budget.
+// Stats returns the entries, approximate bytes and byte budget.
 func (c *Cache[V]) Stats() (entries, bytes, maxBytes int) {
 	c.Mu.RLock()
 	defer c.Mu.RUnlock()

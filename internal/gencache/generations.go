@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// generations is the state shared by the arena-backed caches (byteCache,
+// Generations is the state shared by the arena-backed caches (ByteCache,
 // seriesCache): two generations of a map from K to V, each V locating its
 // value in the arena A of its generation. The older generation is dropped,
 // with its arena, when the newer one holds max entries or half the byte
@@ -27,7 +27,7 @@ func (g *Generations[K, V, A]) Init(max int) {
 	g.max = max
 }
 
-// lookupLocked finds k, with mu held for reading, and returns its V, the
+// LookupLocked finds k, with mu held for reading, and returns its V, the
 // arena V points into and whether that is the older generation's.
 func (g *Generations[K, V, A]) LookupLocked(k K) (v V, arena *A, ok, old bool) {
 	if v, ok := g.Cur[k]; ok {
@@ -39,7 +39,7 @@ func (g *Generations[K, V, A]) LookupLocked(k K) (v V, arena *A, ok, old bool) {
 	return v, nil, false, false
 }
 
-// makeRoomLocked, with mu held for writing, starts a new generation when
+// MakeRoomLocked, with mu held for writing, starts a new generation when
 // an entry counted as n bytes would not fit in the newer one, or when its
 // arena is full.
 func (g *Generations[K, V, A]) MakeRoomLocked(n int, arenaFull bool) {
@@ -49,14 +49,14 @@ func (g *Generations[K, V, A]) MakeRoomLocked(n int, arenaFull bool) {
 	}
 }
 
-// addLocked adds k's entry, counted as n bytes, to the newer generation
+// AddLocked adds k's entry, counted as n bytes, to the newer generation
 // (after makeRoomLocked).
 func (g *Generations[K, V, A]) AddLocked(k K, v V, n int) {
 	g.Cur[k] = v
 	g.curBytes += n
 }
 
-// setMaxBytes bounds the cache's memory (0: entries only).
+// SetMaxBytes bounds the cache's memory (0: entries only).
 func (g *Generations[K, V, A]) SetMaxBytes(n int) {
 	g.Mu.Lock()
 	g.maxBytes = n
@@ -69,7 +69,7 @@ func (g *Generations[K, V, A]) Len() int {
 	return len(g.Cur) + len(g.Old)
 }
 
-// stats returns the entries, approximate bytes and byte budget.
+// Stats returns the entries, approximate bytes and byte budget.
 func (g *Generations[K, V, A]) Stats() (entries, bytes, maxBytes int) {
 	g.Mu.RLock()
 	defer g.Mu.RUnlock()
