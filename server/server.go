@@ -212,6 +212,21 @@ func (s *Server) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// Start runs Run in a goroutine of its own until stop is called; stop
+// returns once Run has returned.
+func (s *Server) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // watchUIDs reads the UID counters now and then every uidRefreshInterval
 // until ctx ends.
 func (s *Server) watchUIDs(ctx context.Context) {

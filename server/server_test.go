@@ -7,27 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
-	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/store"
 )
 
 // newConfig opens an embedded store holding tables and returns a Config
 // over it with every feature on.
-func newConfig(t *testing.T, tables ...string) (*embedded.Store, Config) {
+func newConfig(t *testing.T, tables ...string) (store.Store, Config) {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: tables})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := testuid.StoreWith(t, tables...)
 	layout := mapping.DefaultLayout()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	uids := testuid.UIDs(t, st, layout)
 	return st, Config{
 		Layout:        layout,
 		Tables:        Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index"},
@@ -81,16 +74,8 @@ func TestServerServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
+	stop := s.Start()
+	defer stop()
 	for _, tc := range []struct {
 		method, path string
 		want         int

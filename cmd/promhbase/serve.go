@@ -207,18 +207,10 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	background := make(chan struct{})
-	go func() {
-		defer close(background)
-		srvp.Run(runCtx)
-	}()
+	stopBackground := srvp.Start()
 	// Stop the background work, letting the rows in flight finish, before
 	// the store closes (that defer was registered first, so it runs last).
-	defer func() {
-		stop()
-		<-background
-	}()
+	defer stopBackground()
 	if serveOpts.readTimeout <= 0 {
 		// It also resets, between requests on one connection, the write
 		// deadlines the remote endpoints move (--web.response-write-timeout).

@@ -5,7 +5,6 @@
 package testserver
 
 import (
-	"context"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
@@ -93,16 +92,7 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
+	t.Cleanup(s.Start())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &Server{URL: srv.URL, Mapper: m}

@@ -18,7 +18,14 @@ import (
 // directory, closed when the test ends.
 func Store(tb testing.TB) store.Store {
 	tb.Helper()
-	st, err := embedded.Open(tb.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb-uid"}})
+	return StoreWith(tb, "tsdb-uid")
+}
+
+// StoreWith opens an embedded store with tables in a temporary directory,
+// closed when the test ends.
+func StoreWith(tb testing.TB, tables ...string) store.Store {
+	tb.Helper()
+	st, err := embedded.Open(tb.TempDir(), embedded.Options{NoSync: true, Tables: tables})
 	if err != nil {
 		tb.Fatal(err)
 	}
