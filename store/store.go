@@ -294,3 +294,72 @@ func PrefixEnd(p []byte) []byte {
 	}
 	return nil
 }
+
+// RowRangeDeleter is a Store that removes every row of a key range in one
+// step (the embedded store: a range tombstone over its keys and the row
+// buffer), cheaper than reading the rows and deleting them one by one.
+// Rows written after DeleteRows returned are kept.
+type RowRangeDeleter interface {
+	DeleteRows(ctx context.Context, table string, start, stop []byte) error
+}
+
+// Reclaimer is a Store that can give the space of deleted data back to the
+// filesystem on request (the embedded store: compact the ranges deletes
+// touched). Stores that reclaim on their own schedule (HBase: at the next
+// major compaction) need not implement it.
+type Reclaimer interface {
+	Reclaim(ctx context.Context) error
+}
+
+// TableSizer is a Store that can tell how many bytes a table takes on disk
+// (an estimate: compressed files, logs excluded).
+type TableSizer interface {
+	TableBytes(ctx context.Context, table string) (int64, error)
+}
+
+// deleteBatch is how many rows DeleteRows deletes between scans when the
+// store has no range delete.
+const deleteBatch = 512
+
+// DeleteRows removes every row of table in [start, stop) (stop empty: to
+// the table's end) and returns how many rows it deleted (-1 when the store
+// deleted the range in one step and did not count). With a RowRangeDeleter
+// it is one call; otherwise it scans the keys a batch at a time and
+// deletes each row, so memory stays bounded and a cancelled call can
+// simply be run again.
+func DeleteRows(ctx context.Context, st Store, table string, start, stop []byte) (int64, error) {
+	if d, ok := st.(RowRangeDeleter); ok {
+		if err := d.DeleteRows(ctx, table, start, stop); err != nil {
+			return 0, fmt.Errorf("delete rows [%x, %x) of %s: %w", start, stop, table, err)
+		}
+		return -1, nil
+	}
+	var n int64
+	from := start
+	keys := make([][]byte, 0, deleteBatch)
+	for {
+		keys = keys[:0]
+		sc := st.Scan(ctx, ScanRequest{Table: table, Start: from, Stop: stop, KeysOnly: true})
+		for len(keys) < deleteBatch && sc.Next() {
+			keys = append(keys, append([]byte(nil), sc.Row().Key...))
+		}
+		err := sc.Err()
+		_ = sc.Close()
+		if err != nil {
+			return n, fmt.Errorf("delete rows [%x, %x) of %s: scan: %w", start, stop, table, err)
+		}
+		if len(keys) == 0 {
+			return n, nil
+		}
+		if err := Parallel(ctx, len(keys), 16, func(ctx context.Context, i int) error {
+			return st.Delete(ctx, table, keys[i], nil)
+		}); err != nil {
+			return n, fmt.Errorf("delete rows [%x, %x) of %s: %w", start, stop, table, err)
+		}
+		n += int64(len(keys))
+		if len(keys) < deleteBatch {
+			return n, nil
+		}
+		from = append(keys[len(keys)-1], 0) // the next row after the last deleted
+	}
+}
