@@ -8,8 +8,9 @@
 // Prometheus module's web/api/v1 package, evaluating with its PromQL engine
 // (same JSON, result types, warnings, error types and status codes: 400 bad
 // data, 422 execution errors, 503 timeouts and cancellations). Only the
-// endpoints above are exposed; the ones that need a scraping Prometheus
-// (targets, rules, alerts, TSDB status, admin) answer 404. Metadata is
+// endpoints above are exposed, and the TSDB admin API's delete_series and
+// clean_tombstones (admin.go); the ones that need a scraping Prometheus
+// (targets, rules, alerts, TSDB status, snapshots) answer 404. Metadata is
 // promhbase's own handler, from the UID metadata the write path keeps
 // (Prometheus answers it from its scrape targets).
 package promapi
@@ -79,6 +80,14 @@ type Options struct {
 	Logger            *slog.Logger
 	// Registerer receives the engine's metrics (prometheus_engine_*).
 	Registerer prometheus.Registerer
+	// EnableAdmin turns on the TSDB admin endpoints delete_series and
+	// clean_tombstones (--web.enable-admin-api), acting on Admin; off,
+	// they answer as Prometheus's do when its admin API is off.
+	EnableAdmin bool
+	Admin       Admin
+	// Retention is what /api/v1/status/runtimeinfo reports as the
+	// storage retention.
+	Retention string
 }
 
 // Features are the --enable-feature names of Prometheus's PromQL features
@@ -100,6 +109,7 @@ type API struct {
 	router  *route.Router
 	opts    Options
 	tracker *queryGate
+	parser  parser.Parser
 }
 
 // New returns the API over opts.Queryable.
@@ -127,6 +137,9 @@ func New(opts Options) (*API, error) {
 	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
+	}
+	if opts.Retention == "" {
+		opts.Retention = "unlimited"
 	}
 	// Prometheus 3.15's defaults: duration expressions on, the rest off.
 	popts := parser.Options{ExperimentalDurationExpr: true}
@@ -166,7 +179,7 @@ func New(opts Options) (*API, error) {
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
 		return v1.RuntimeInfo{
 			StartTime: start, ServerTime: time.Now(), GoroutineCount: runtime.NumGoroutine(),
-			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: "unlimited (HBase)",
+			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: opts.Retention,
 		}, nil
 	}
 	api := v1.NewAPI(engine, opts.Queryable, nil, nil, opts.Queryable,
@@ -175,7 +188,7 @@ func New(opts Options) (*API, error) {
 		opts.Flags,
 		v1.GlobalURLOptions{},
 		func(f http.HandlerFunc) http.HandlerFunc { return f },
-		nil, "", false, false, 0,
+		tsdbAdmin{opts.Admin}, "", opts.EnableAdmin, false, 0,
 		opts.Logger.With("component", "api"),
 		nil, 0, 0, 0, false, opts.CORSOrigin,
 		runtimeInfo,
@@ -187,7 +200,7 @@ func New(opts Options) (*API, error) {
 	)
 	router := route.New().WithPrefix("/api/v1")
 	api.Register(router)
-	return &API{router: router, opts: opts, tracker: gate}, nil
+	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser}, nil
 }
 
 // ServeHTTP answers the exposed endpoints below /api/v1.
@@ -199,6 +212,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/metadata":
 		a.serveMetadata(w, r)
 	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
+		a.router.ServeHTTP(w, r)
+	case adminPaths[p]:
+		if a.opts.EnableAdmin && p == "/admin/tsdb/delete_series" && (r.Method == http.MethodPost || r.Method == http.MethodPut) &&
+			!validDeleteSelectors(w, r, a.parser) {
+			return
+		}
 		a.router.ServeHTTP(w, r)
 	case r.Method == http.MethodOptions:
 		a.router.ServeHTTP(w, r) // CORS preflight, as Prometheus answers it
