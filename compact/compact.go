@@ -23,6 +23,11 @@
 // the put and the delete, a row holds both; reads are unchanged and the
 // next compaction finishes the job.
 //
+// A deletion (package deletion) that ran between a compaction's read and
+// its put would be undone by the put, which carries the samples read
+// before. Hold keeps CompactRow off the rows a deletion rewrites, in this
+// process: see fence.go.
+//
 // Left alone: rows with OpenTSDB's append column (qualifier 0x050000), as
 // OpenTSDB leaves them; annotations and other odd-length cells, which stay
 // as they are beside the compacted cell; rows that already hold at most one
@@ -72,6 +77,9 @@ type Options struct {
 type Compactor struct {
 	st   rowStore
 	opts Options
+
+	// fence keeps compactions off rows under a Hold.
+	fence fence
 
 	// Test hooks, called when set: after the row was read, and after the
 	// compacted cell was put (before the delete).
@@ -184,8 +192,14 @@ type plan struct {
 // beside the cells it replaces, which reads merge to the same samples. A
 // panic while compacting (a defect on a row the decoders let through) is an
 // error too: the scheduler's workers run in goroutines of their own, where
-// nothing else would recover it.
+// nothing else would recover it. A row under a Hold is compacted once the
+// hold is released.
 func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (res Result, err error) {
+	leave, err := c.fence.enter(ctx, rowKey)
+	if err != nil {
+		return Result{}, err
+	}
+	defer leave()
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = Result{}, fmt.Errorf("compact row %x: internal error: %v", rowKey, r)

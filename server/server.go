@@ -1,6 +1,7 @@
 // Package server wires one promhbase server from a Config over an open
 // store: the write path (ingest) with its limits, exemplars, metadata and
-// series index, the read path (query), background compaction, the remote
+// series index, the read path (query), background compaction, retention,
+// series deletion for the admin API, the remote
 // endpoints (adapter), the Prometheus query API (promapi) and the web
 // pages (web). `promhbase serve` and the test server both build theirs
 // with New, so the suites run what users run.
@@ -20,6 +21,7 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/deletion"
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
@@ -27,6 +29,7 @@ import (
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/retention"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
@@ -59,6 +62,14 @@ type CompactionConfig struct {
 	Concurrency    int
 }
 
+// RetentionConfig configures the retention cycle (package retention).
+// Time and Size of zero keep everything.
+type RetentionConfig struct {
+	Time     time.Duration
+	Size     int64 // bytes; the embedded store only
+	Interval time.Duration
+}
+
 // Config is everything New needs besides the store.
 type Config struct {
 	Layout mapping.Layout
@@ -74,6 +85,10 @@ type Config struct {
 	ExemplarSlots int
 	Index         IndexConfig
 	Compaction    CompactionConfig
+	Retention     RetentionConfig
+	// EnableAdmin serves the TSDB admin API (delete_series,
+	// clean_tombstones) over package deletion.
+	EnableAdmin bool
 	// Query configures the read path; its tables, index and exemplar
 	// table are set by New.
 	Query query.Options
@@ -97,7 +112,8 @@ type Config struct {
 type Server struct {
 	handler http.Handler
 	uids    *uid.UIDs
-	sched   *compact.Scheduler // nil: no compaction
+	sched   *compact.Scheduler   // nil: no compaction
+	ret     *retention.Retention // nil: keep everything
 	logger  *slog.Logger
 }
 
@@ -156,8 +172,9 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{uids: cfg.Mapper.UIDs(), logger: logger}
+	var comp *compact.Compactor
 	if c := cfg.Compaction; c.Enabled {
-		comp := compact.New(st, compact.Options{DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout, Concurrency: c.Concurrency})
+		comp = compact.New(st, compact.Options{DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout, Concurrency: c.Concurrency})
 		s.sched, err = compact.NewScheduler(comp, compact.SchedulerOptions{
 			Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, Registerer: reg, Logger: logger.With("component", "compaction"),
 		})
@@ -177,8 +194,29 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	dopts := deletion.Options{DataTable: cfg.Tables.Data, ExemplarTable: qopts.ExemplarTable, IndexTable: info.IndexTable,
+		Layout: cfg.Layout, Registerer: reg, Logger: logger.With("component", "deletion")}
+	if comp != nil {
+		dopts.Fence = comp
+	}
+	del, err := deletion.New(st, q, dopts)
+	if err != nil {
+		return nil, err
+	}
+	if r := cfg.Retention; r.Time > 0 || r.Size > 0 {
+		s.ret, err = retention.New(st, retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval,
+			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
+			Registerer: reg, Logger: logger.With("component", "retention")})
+		if err != nil {
+			return nil, fmt.Errorf("retention: %w", err)
+		}
+	}
 	popts := cfg.API
 	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st}
+	if popts.Retention == "" {
+		popts.Retention = retentionString(cfg.Retention)
+	}
 	popts.Logger, popts.Registerer = logger, reg
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
@@ -200,13 +238,16 @@ func (s *Server) Handler() http.Handler { return s.handler }
 const uidRefreshInterval = time.Minute
 
 // Run does the server's background work until ctx ends: compaction of
-// the rows written, and reading the UID counters every minute for the
+// the rows written, the retention cycle, and reading the UID counters every minute for the
 // headroom gauges and the low-headroom warning. It returns once the work
 // in flight has finished, so the store may be closed after it.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if s.sched != nil {
 		wg.Go(func() { s.sched.Run(ctx) })
+	}
+	if s.ret != nil {
+		wg.Go(func() { s.ret.Run(ctx) })
 	}
 	wg.Go(func() { s.watchUIDs(ctx) })
 	wg.Wait()

@@ -7,6 +7,7 @@
 //	promhbase create-tables  create the tsdb, tsdb-uid and tsdb-meta tables (and promhbase's own) in HBase
 //	promhbase compact        compact the rows of a time range into OpenTSDB's compacted column
 //	promhbase reindex        build the series index for the rows of a time range
+//	promhbase delete         delete the samples of selected series in a time range
 //
 // docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main
@@ -28,6 +29,7 @@ type commands struct {
 	create  *kingpin.CmdClause
 	compact *compactCmd
 	reindex *reindexCmd
+	delete  *deleteCmd
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -44,6 +46,7 @@ func newApp() (*kingpin.Application, *commands) {
 	c.create = registerCreateTables(app, c.cfg)
 	c.compact = registerCompact(app)
 	c.reindex = registerReindex(app)
+	c.delete = registerDelete(app)
 	return app, c
 }
 
@@ -66,6 +69,8 @@ func main() {
 		err = c.compact.run(cfg)
 	case c.reindex.cmd.FullCommand():
 		err = c.reindex.run(cfg)
+	case c.delete.cmd.FullCommand():
+		err = c.delete.run(cfg)
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/grafana/regexp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/model"
 	toolkitweb "github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/net/netutil"
 
@@ -91,6 +93,15 @@ type serveFlags struct {
 	maxBytes        int64
 	readConcurrent  int
 	index           indexFlags
+	retention       retentionFlags
+	enableAdmin     bool
+}
+
+// retentionFlags are the --storage.retention.* flags of serve.
+type retentionFlags struct {
+	time     model.Duration
+	size     units.Base2Bytes
+	interval time.Duration
 }
 
 // indexFlags are the --storage.index.* flags of serve.
@@ -123,6 +134,10 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
 	cmd.Flag("web.cors.origin", `Regex of the origins allowed cross-origin query API requests, fully anchored, as Prometheus's flag.`).Default(".*").StringVar(&serveOpts.corsOrigin)
 	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
+	cmd.Flag("web.enable-admin-api", "Serve the TSDB admin endpoints /api/v1/admin/tsdb/delete_series and clean_tombstones, as Prometheus's flag of this name; off, they answer 500 \"admin APIs disabled\" as Prometheus's do.").Default("false").BoolVar(&serveOpts.enableAdmin)
+	cmd.Flag("storage.retention.time", "How long samples are kept, counted from their own timestamps (backfilled samples expire by their age, not by when they were written), as Prometheus's --storage.tsdb.retention.time: a background cycle deletes the hours older than this from the data, exemplar and series index tables (UIDs stay). 0 keeps everything, the default of a long-term store. Units: ms, s, m, h, d, w, y.").Default("0").SetValue(&serveOpts.retention.time)
+	cmd.Flag("storage.retention.size", "Most bytes the embedded store's tables may take on disk: past it the oldest hours are deleted first, as Prometheus's --storage.tsdb.retention.size. Units: B, KB, MB, GB, TB, PB, EB (powers of 1024). 0 means no limit. Embedded store only.").Default("0").BytesVar(&serveOpts.retention.size)
+	cmd.Flag("storage.retention.interval", "How often the retention cycle runs.").Default("1m").DurationVar(&serveOpts.retention.interval)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
 	cmd.Flag("web.read-timeout", "Longest time a request may take, except remote write and read, which --web.request-body-timeout and --web.response-write-timeout bound instead.").Default("5m").DurationVar(&serveOpts.readTimeout)
@@ -187,6 +202,9 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
 			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency},
+		Retention: server.RetentionConfig{Time: time.Duration(serveOpts.retention.time), Size: int64(serveOpts.retention.size),
+			Interval: serveOpts.retention.interval},
+		EnableAdmin: serveOpts.enableAdmin,
 		Query: query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
 		Adapter: adapter.Options{
 			MaxRequestBytes:       serveOpts.maxRequestBytes,

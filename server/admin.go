@@ -1,0 +1,54 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/store"
+)
+
+// admin is the promapi.Admin of a server: series deletion, and giving
+// deleted data's space back on a store that can do it on request.
+type admin struct {
+	del *deletion.Deleter
+	st  store.Store
+}
+
+func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
+	_, err := a.del.Delete(ctx, ms, mint, maxt)
+	return err
+}
+
+func (a admin) CleanTombstones(ctx context.Context) error {
+	r, ok := a.st.(store.Reclaimer)
+	if !ok {
+		return nil // HBase gives the space back at its next major compaction
+	}
+	if err := r.Reclaim(ctx); err != nil {
+		return fmt.Errorf("reclaim the space of deleted data: %w", err)
+	}
+	return nil
+}
+
+// retentionString is the retention /api/v1/status/runtimeinfo reports,
+// in Prometheus's words.
+func retentionString(r RetentionConfig) string {
+	var s string
+	if r.Time > 0 {
+		s = model.Duration(r.Time).String()
+	}
+	if r.Size > 0 {
+		if s != "" {
+			s += " or "
+		}
+		s += fmt.Sprintf("%d bytes", r.Size)
+	}
+	if s == "" {
+		return "unlimited"
+	}
+	return s
+}
