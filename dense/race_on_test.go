@@ -1,0 +1,7 @@
+//go:build race
+
+package dense
+
+// raceEnabled reports whether the race detector is on; allocation budgets
+// are not meaningful under it.
+const raceEnabled = true
