@@ -209,7 +209,7 @@ func (e *env) sstBytes() (uint64, bool) {
 	e.t.Helper()
 	d, ok := e.st.(interface {
 		CompactAll(context.Context) error
-		TableBytes() uint64
+		SSTableBytes() uint64
 	})
 	if !ok {
 		return 0, false
@@ -217,7 +217,7 @@ func (e *env) sstBytes() (uint64, bool) {
 	if err := d.CompactAll(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	return d.TableBytes(), true
+	return d.SSTableBytes(), true
 }
 
 // BenchmarkCompactRows compacts 200 rows of an hour of 120 samples each

@@ -9,6 +9,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -360,6 +361,6 @@ func DeleteRows(ctx context.Context, st Store, table string, start, stop []byte)
 		if len(keys) < deleteBatch {
 			return n, nil
 		}
-		from = append(keys[len(keys)-1], 0) // the next row after the last deleted
+		from = append(bytes.Clone(keys[len(keys)-1]), 0) // the next row after the last deleted
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
@@ -101,6 +102,9 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		st, err := embedded.Open(c.embeddedPath, embedded.Options{
 			CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable},
 			BufferTables: []string{c.dataTable}, BufferBytes: c.embeddedBufferBytes,
+			// Settled rows of the data table in the dense form; once a
+			// store holds such rows it needs the codec to read them.
+			RowCodecs: map[string]embedded.RowCodec{c.dataTable: &dense.Pool{}},
 		})
 		if err != nil {
 			return nil, err

@@ -205,7 +205,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Retention: server.RetentionConfig{Time: time.Duration(serveOpts.retention.time), Size: int64(serveOpts.retention.size),
 			Interval: serveOpts.retention.interval},
 		EnableAdmin: serveOpts.enableAdmin,
-		Query: query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
+		Query:       query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
 		Adapter: adapter.Options{
 			MaxRequestBytes:       serveOpts.maxRequestBytes,
 			WriteTimeout:          serveOpts.writeTimeout,

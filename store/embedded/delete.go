@@ -33,7 +33,8 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 // delete is Delete without the fsync: Pebble's tombstones (a range
 // tombstone over the row when columns is empty), the rewrite of the runs
 // that hold deleted columns, then for a buffered table the buffer's
-// records marked dead, in that order (see rowBuffer).
+// records marked dead, in that order (see rowBuffer). The row is noted
+// for the next settle.
 func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 	if s.buffered(table) {
 		// No flush may run while a delete reaches into the row buffer:
@@ -94,6 +95,8 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		// version come back between the two. No columns: the whole row.
 		s.rb.kill(table, row, killed)
 	}
+	p := appendRowPrefix(nil, table, row)
+	s.settler.noteDeleted(p, store.PrefixEnd(p))
 	return nil
 }
 

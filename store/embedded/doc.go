@@ -20,6 +20,10 @@
 //
 //	table 0x00 escape(row) 0x00 0x01 0x00 seq
 //
+// Its value is u8 1 ‖ the cells (generic), or u8 2 ‖ the bytes the
+// table's RowCodec (codec.go, Options.RowCodecs: the data table's dense
+// codec) packed them into.
+//
 // Keys that start with 0x00 (no table's do) hold the store's own state:
 // the last flush's sequence number and the tables that hold runs.
 //
@@ -45,9 +49,27 @@
 // while a batch is applied to the memtable; the fsync that makes it
 // durable happens after they are released.
 //
-// Files by job: store.go (Open, Close, Sync), keys.go (key and value
-// encoding), locks.go (row stripes), write.go (Put and the writers that
-// apply puts), atomic.go (Increment, check-and-puts), delete.go, read.go
-// (Get, GetCell, GetCells), scan.go, split.go (SplitRange), metrics.go, and
-// the row buffer's rowbuf*.go, memrows.go, rowwal.go and runs.go.
+// Space (settle.go, logs.go): Close flushes the row buffer and Pebble's
+// memtable, so that neither log holds anything to replay, and leaves no
+// log file behind; the row buffer's log keeps one retired segment file
+// for reuse, cut to the buffer's budget. A background settle compacts the
+// key ranges deletes touched down to the bottom level (zstd, 32 KiB
+// blocks) at its next wake-up (Options.SettleInterval), and once writes
+// stop flushes both logs and compacts the ranges flushes wrote too;
+// Reclaim does that at once. DeleteRows removes a range of rows with one
+// range tombstone and one record of the row buffer's log.
+//
+// Files by job: store.go (Open, Close, Sync, Pebble's options, TableBytes),
+// keys.go (key and value encoding), locks.go (row stripes), write.go (Put
+// and the writers that apply puts), atomic.go (Increment, check-and-puts),
+// delete.go, deleterows.go (DeleteRows), read.go (Get, GetCell, GetCells),
+// scan.go, split.go (SplitRange), settle.go (the settle, Reclaim),
+// logs.go (Pebble's log at Close, the logs' sizes), metrics.go, and the
+// row buffer's rowbuf*.go, memrows.go, rowwal.go, runs.go and codec.go
+// (RowCodec).
+//
+// Directory: Pebble's files (sstables, MANIFEST, OPTIONS, its NNNNNN.log
+// write-ahead log while open) and rowbuf/: the row buffer's log segments
+// (%016d.wal), free.wal.reuse (a retired segment kept for reuse) and,
+// during a flush, ingest.sst.
 package embedded

@@ -474,6 +474,31 @@ func (m *memRows) kill(row []byte, columns []killColumn) {
 	}
 }
 
+// killRange marks dead every record of the rows in [start, stop) (stop
+// empty: no bound) and the rows wiped, as a delete of each whole row
+// does; a row that is not in the buffer needs nothing (see kill: a range
+// delete is not atomic with a scan that began before it). The caller
+// holds mu exclusively (or owns m alone).
+func (m *memRows) killRange(start, stop []byte) {
+	for i := range m.rows {
+		k := m.keyOf(m.chunks, &m.rows[i])
+		if bytes.Compare(k, start) < 0 || len(stop) > 0 && bytes.Compare(k, stop) >= 0 {
+			continue
+		}
+		var stack [16]uint64
+		for _, ref := range m.blocks(stack[:0], i) {
+			blk := m.block(ref)
+			used := int(binary.LittleEndian.Uint32(blk[12:]))
+			for p := blockHeader; p < used; {
+				_, _, _, next := readRecord(blk, p)
+				blk[p+cellDeadByte] = 1
+				p = next
+			}
+		}
+		m.rows[i].wiped = true
+	}
+}
+
 // killColumn is one column of a delete: bound 0 removes any version.
 type killColumn struct {
 	family, qualifier []byte

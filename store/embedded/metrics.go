@@ -1,6 +1,11 @@
 package embedded
 
 import (
+	"bytes"
+	"maps"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,6 +21,12 @@ import (
 //	promhbase_embedded_row_buffer_{bytes,rows,cells}           row buffer, the one being flushed included
 //	promhbase_embedded_row_buffer_flushes_total, _flush_errors_total
 //	promhbase_embedded_row_buffer_presorts_total              new rows put in key order ahead of reads
+//	promhbase_embedded_settles_total, _settle_errors_total     settles (settle.go), failed background ones
+//	promhbase_store_table_bytes{table}                         a table's bytes on disk (TableBytes)
+//	promhbase_store_log_bytes{log="rowbuf"|"pebble_wal"}       the logs' files on disk
+//
+// The tables are Options.Tables, or when it is empty those the store
+// holds keys of.
 func (s *Store) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("promhbase_embedded_"+name, help, nil, nil)
@@ -37,19 +48,27 @@ func (s *Store) Collector() prometheus.Collector {
 		d("row_buffer_flushes_total", "Flushes of the row buffer into the embedded store's tables."),
 		d("row_buffer_flush_errors_total", "Flushes of the row buffer that failed (retried; writers wait once the buffer holds twice its budget)."),
 		d("row_buffer_presorts_total", "Times the row buffer's new rows were put in key order in the background, ahead of the reads that need them."),
-	}}
+		d("settles_total", "Settles of the embedded store: compactions of the key ranges written or deleted since the last one down to the bottom level, in the background or on request."),
+		d("settle_errors_total", "Background settles that failed (their ranges are settled at the next one)."),
+	},
+		tableBytes: prometheus.NewDesc("promhbase_store_table_bytes", "Bytes a table takes on disk: the store's estimate of its compressed files, logs and memory not included.", []string{"table"}, nil),
+		logBytes:   prometheus.NewDesc("promhbase_store_log_bytes", "Bytes of a write-ahead log's files on disk: the row buffer's (rowbuf) and Pebble's (pebble_wal, with the files it keeps for reuse).", []string{"log"}, nil),
+	}
 }
 
 // pebbleCollector is the prometheus.Collector of Store.Collector.
 type pebbleCollector struct {
-	s     *Store
-	descs [16]*prometheus.Desc
+	s                    *Store
+	descs                [18]*prometheus.Desc
+	tableBytes, logBytes *prometheus.Desc
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	ch <- c.tableBytes
+	ch <- c.logBytes
 }
 
 func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
@@ -79,7 +98,43 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 		{k, float64(rb.flushes)},
 		{k, float64(rb.errors)},
 		{k, float64(rb.presorts)},
+		{k, float64(c.s.settler.settles.Load())},
+		{k, float64(c.s.settler.errors.Load())},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], v.t, v.v)
 	}
+	for _, t := range c.s.tableNames() {
+		lower, upper, _ := rowRange(t, nil, nil)
+		if n, err := c.s.db.EstimateDiskUsage(lower, upper); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.tableBytes, g, float64(n), t)
+		}
+	}
+	rowbuf, wal := c.s.logBytes()
+	ch <- prometheus.MustNewConstMetric(c.logBytes, g, float64(rowbuf), "rowbuf")
+	ch <- prometheus.MustNewConstMetric(c.logBytes, g, float64(wal), "pebble_wal")
+}
+
+// tableNames returns Options.Tables, sorted, or when it is empty the
+// tables the store holds keys of: a seek past each table's keys finds the
+// next table.
+func (s *Store) tableNames() []string {
+	if s.tables != nil {
+		return slices.Sorted(maps.Keys(s.tables))
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{0x01}})
+	if err != nil {
+		return nil
+	}
+	defer it.Close()
+	var names []string
+	for ok := it.First(); ok; {
+		k := it.Key()
+		i := bytes.IndexByte(k, 0)
+		if i <= 0 {
+			break // not a table's key
+		}
+		names = append(names, string(k[:i]))
+		ok = it.SeekGE(append(k[:i:i], 0x01))
+	}
+	return names
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,26 +45,41 @@ func TestCollector(t *testing.T) {
 	if _, err := s.Get(ctx, "t", []byte{7}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 16 {
-		t.Fatalf("%d series gathered, %v; want 16", n, err)
+	// 18 without labels, the bytes of tables b and t, of the two logs.
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 22 {
+		t.Fatalf("%d series gathered, %v; want 22", n, err)
 	}
 	for _, tc := range []struct {
-		name string
-		ok   func(float64) bool
+		name   string
+		labels map[string]string
+		ok     func(float64) bool
 	}{
-		{"promhbase_embedded_block_cache_max_bytes", func(v float64) bool { return v == 8<<20 }},
-		{"promhbase_embedded_block_cache_bytes", func(v float64) bool { return v > 0 }},
-		{"promhbase_embedded_memtable_bytes", func(v float64) bool { return v > 0 }},
-		{"promhbase_embedded_memtables", func(v float64) bool { return v >= 1 }},
-		{"promhbase_embedded_wal_bytes", func(v float64) bool { return v >= 0 }},
-		{"promhbase_embedded_row_buffer_bytes", func(v float64) bool { return v >= 1<<20 }},
-		{"promhbase_embedded_row_buffer_rows", func(v float64) bool { return v == 5 }},
-		{"promhbase_embedded_row_buffer_cells", func(v float64) bool { return v == 5 }},
-		{"promhbase_embedded_row_buffer_flushes_total", func(v float64) bool { return v == 1 }},
-		{"promhbase_embedded_row_buffer_flush_errors_total", func(v float64) bool { return v == 0 }},
-		{"promhbase_embedded_row_buffer_presorts_total", func(v float64) bool { return v >= 0 }},
+		{"promhbase_embedded_block_cache_max_bytes", nil, func(v float64) bool { return v == 8<<20 }},
+		{"promhbase_embedded_block_cache_bytes", nil, func(v float64) bool { return v > 0 }},
+		{"promhbase_embedded_memtable_bytes", nil, func(v float64) bool { return v > 0 }},
+		{"promhbase_embedded_memtables", nil, func(v float64) bool { return v >= 1 }},
+		{"promhbase_embedded_wal_bytes", nil, func(v float64) bool { return v >= 0 }},
+		{"promhbase_embedded_row_buffer_bytes", nil, func(v float64) bool { return v >= 1<<20 }},
+		{"promhbase_embedded_row_buffer_rows", nil, func(v float64) bool { return v == 5 }},
+		{"promhbase_embedded_row_buffer_cells", nil, func(v float64) bool { return v == 5 }},
+		{"promhbase_embedded_row_buffer_flushes_total", nil, func(v float64) bool { return v == 1 }},
+		{"promhbase_embedded_row_buffer_flush_errors_total", nil, func(v float64) bool { return v == 0 }},
+		{"promhbase_embedded_row_buffer_presorts_total", nil, func(v float64) bool { return v >= 0 }},
+		{"promhbase_embedded_settles_total", nil, func(v float64) bool { return v == 0 }},
+		{"promhbase_embedded_settle_errors_total", nil, func(v float64) bool { return v == 0 }},
+		// 100 values of 1000 zero bytes (zstd: some hundred bytes), in a
+		// table since CompactAll.
+		{"promhbase_store_table_bytes", map[string]string{"table": "t"}, func(v float64) bool { return v > 100 && v < 1<<20 }},
+		{"promhbase_store_table_bytes", map[string]string{"table": "b"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
+		// The 5 puts since the flush.
+		{"promhbase_store_log_bytes", map[string]string{"log": "rowbuf"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
+		{"promhbase_store_log_bytes", map[string]string{"log": "pebble_wal"}, func(v float64) bool { return v >= 0 }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		name := tc.name
+		for k, v := range tc.labels {
+			name += fmt.Sprintf("{%s=%q}", k, v)
+		}
+		t.Run(name, func(t *testing.T) {
 			mfs, err := reg.Gather()
 			if err != nil {
 				t.Fatal(err)
@@ -72,14 +88,21 @@ func TestCollector(t *testing.T) {
 				if mf.GetName() != tc.name {
 					continue
 				}
-				m := mf.GetMetric()[0]
-				v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
-				if !tc.ok(v) {
-					t.Errorf("%s = %v", tc.name, v)
+			metrics:
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if tc.labels[l.GetName()] != l.GetValue() {
+							continue metrics
+						}
+					}
+					v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+					if !tc.ok(v) {
+						t.Errorf("%s%v = %v", tc.name, tc.labels, v)
+					}
+					return
 				}
-				return
 			}
-			t.Errorf("%s not gathered", tc.name)
+			t.Errorf("%s%v not gathered", tc.name, tc.labels)
 		})
 	}
 }

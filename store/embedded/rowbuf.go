@@ -25,8 +25,9 @@ import (
 // budget bytes it is swapped for an empty one and written, sorted, into
 // one sstable that is ingested into Pebble (into L0, with a sequence
 // number above every write before it), after which its log segments are
-// removed. Reads merge the active buffer, the one being flushed and
-// Pebble, newest first.
+// retired (rowWAL.removeThrough: one kept for reuse, cut to the budget).
+// Reads merge the active buffer, the one being flushed and Pebble, newest
+// first.
 //
 // Invariants that keep the merge exact:
 //   - Every put into a buffered table goes to the buffer, so the buffer
@@ -36,7 +37,9 @@ import (
 //     buffer's records dead (those of a buffer whose flush failed and
 //     waits for its retry too) and logs that; no flush runs while it
 //     does, so a dead record never needs to hide an older one elsewhere,
-//     and a flush writes only live cells.
+//     and a flush writes only live cells. DeleteRows does the same for a
+//     range of rows: one range tombstone, then every record of the rows
+//     dead and the rows wiped (killRows), one record in the log.
 type rowBuffer struct {
 	dir    string
 	db     *pebble.DB
@@ -45,6 +48,8 @@ type rowBuffer struct {
 	seed   maphash.Seed
 	tables map[string]bool
 	cache  *pebble.Cache // the block cache the buffers reserve from; nil for none
+	// codecs pack the runs of the tables that have one (Options.RowCodecs).
+	codecs map[string]RowCodec
 
 	mu       sync.Mutex
 	cond     *sync.Cond // flush finished
@@ -98,15 +103,15 @@ const DefaultRowBufferBytes = 32 << 20
 
 // openRowBuffer opens the buffer of tables in dir, replays its log and
 // ingests what the log held; marked are the tables that hold runs
-// (runTables).
-func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, budget int64, noSync bool) (*rowBuffer, error) {
+// (runTables), codecs the tables' row codecs.
+func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, codecs map[string]RowCodec, budget int64, noSync bool) (*rowBuffer, error) {
 	dir = filepath.Join(dir, rowBufferDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create row buffer directory: %w", err)
 	}
 	rb := &rowBuffer{
 		dir: dir, db: db, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
-		seed: maphash.MakeSeed(), tables: map[string]bool{},
+		seed: maphash.MakeSeed(), tables: map[string]bool{}, codecs: codecs,
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		sortKick: make(chan struct{}, 1), stopSort: make(chan struct{}), sorterDone: make(chan struct{}),
 	}
@@ -137,7 +142,9 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	if len(segs) > 0 {
 		next = segs[len(segs)-1] + 1
 	}
-	rb.wal, err = openWAL(dir, next, noSync)
+	// A file kept for reuse holds at most what the log takes between two
+	// flushes: about the buffer's budget.
+	rb.wal, err = openWAL(dir, next, noSync, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +245,11 @@ func (rb *rowBuffer) replay(payload []byte) error {
 		}
 		if r.err == nil {
 			m.kill(row, cols)
+		}
+	case walOpDeleteRows:
+		start, stop := r.bytes(), r.bytes()
+		if r.err == nil {
+			m.killRange(start, stop)
 		}
 	default:
 		return fmt.Errorf("row buffer log record of unknown kind %d", op)
@@ -384,6 +396,33 @@ func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 	return rb.wal.end(start)
 }
 
+// killRows removes the rows of table in [start, stop) (stop empty: to the
+// table's end) from the active buffer, and from a buffer whose flush
+// failed and waits for its retry, and logs that: their records dead, the
+// rows wiped. It returns the log position that makes it durable. The
+// caller holds flushMu and every row stripe, and has committed the range
+// tombstone that removes the rows from Pebble: a replay of the log kills
+// the rows logged before the record and keeps those logged after it.
+func (rb *rowBuffer) killRows(table string, start, stop []byte) uint64 {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	begin := rb.wal.begin()
+	w := rb.wal.pending
+	w = append(w, walOpDeleteRows)
+	w = appendBytes(w, []byte(table))
+	w = appendBytes(w, start)
+	w = appendBytes(w, stop)
+	rb.wal.pending = w
+	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+		if m := bufs[table]; m != nil {
+			m.mu.Lock()
+			m.killRange(start, stop)
+			m.mu.Unlock()
+		}
+	}
+	return rb.wal.end(begin)
+}
+
 // layers returns the buffers a read of table consults, newest first.
 func (rb *rowBuffer) layers(table string) []*memRows {
 	rb.mu.Lock()
@@ -411,8 +450,9 @@ func (rb *rowBuffer) lookup(table string, row, family, qualifier []byte) (memCel
 	return memCell{}, false
 }
 
-// close flushes the buffer into Pebble and stops the flusher and the
-// sorter.
+// close flushes the buffer into Pebble, stops the flusher and the
+// sorter, and leaves the log holding only what was put after the flush
+// (trim): normally nothing.
 func (rb *rowBuffer) close() error {
 	close(rb.stopSort)
 	<-rb.sorterDone
@@ -423,6 +463,9 @@ func (rb *rowBuffer) close() error {
 	rb.mu.Unlock()
 	close(rb.kick)
 	<-rb.stopped
+	if err == nil {
+		err = rb.wal.trim()
+	}
 	if cerr := rb.wal.close(); err == nil {
 		err = cerr
 	}

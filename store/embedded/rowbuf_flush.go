@@ -47,6 +47,17 @@ func (rb *rowBuffer) flush() error {
 	return rb.flushLocked()
 }
 
+// flushTrim flushes the buffer and then trims its log (rowWAL.trim), no
+// other flush retiring segments meanwhile.
+func (rb *rowBuffer) flushTrim() error {
+	rb.flushMu.Lock()
+	defer rb.flushMu.Unlock()
+	if err := rb.flushLocked(); err != nil {
+		return err
+	}
+	return rb.wal.trim()
+}
+
 // flushLocked swaps the active buffer out and ingests it; a buffer whose
 // ingest failed before is retried first. The caller holds flushMu.
 func (rb *rowBuffer) flushLocked() error {
@@ -97,7 +108,8 @@ func (rb *rowBuffer) flushLocked() error {
 
 // ingest writes the live cells of bufs into one sstable, in key order, and
 // ingests it into Pebble. The cells of a buffered table go in as one run a
-// row (runs.go), under the next flush sequence number, which is made
+// row (runs.go; packed by the table's RowCodec when it has one and the
+// codec takes the row), under the next flush sequence number, which is made
 // durable first, with the table's mark, so that no later flush reuses it;
 // those of a table the log named but this session does not buffer go in
 // as a key a cell. The caller holds flushMu (nothing changes bufs).
@@ -151,15 +163,31 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	n := 0
 	var key, val []byte
 	var cells []memCell
+	var live []store.Cell // a row's live cells, for a codec
 	for _, table := range tables {
 		m := bufs[table]
 		runs := rb.writesRuns(table)
+		codec := rb.codecs[table]
 		order, rows, chunks := m.sortedRows()
 		m.mu.RLock()
 		for _, i := range order {
 			row := rowKey(chunks, rows, i)
 			cells, _ = m.rowCells(cells[:0], int(i))
-			if runs {
+			if runs && codec != nil {
+				live = live[:0]
+				for _, c := range cells {
+					if !c.dead { // deleted: Pebble has the tombstone already
+						live = append(live, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+					}
+				}
+				if len(live) > 0 {
+					val = appendRun(val[:0], live, codec, row)
+					key = appendRunKey(key[:0], table, row, seq)
+					if err = w.Set(key, val); err == nil {
+						n++
+					}
+				}
+			} else if runs {
 				val = append(val[:0], runFormat)
 				var prev []byte
 				live := 0

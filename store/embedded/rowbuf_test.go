@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -53,6 +54,10 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 					opts.BufferTables = []string{"d"}
 					opts.BufferBytes = int64(rng.IntN(3)+1) << 20
 				}
+				if seed%2 == 1 {
+					// Its runs packed where the codec takes them.
+					opts.RowCodecs = map[string]RowCodec{"d": toyCodec{}}
+				}
 				s, err := Open(dir, opts)
 				if err != nil {
 					t.Fatal(err)
@@ -78,7 +83,7 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 				row := rowKey()
 				fam, qual := col()
 				var op string
-				switch r := rng.IntN(20); {
+				switch r := rng.IntN(21); {
 				case r < 10:
 					// One cell, or several (a later one of a column wins).
 					var cells []store.Cell
@@ -149,6 +154,26 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 						}
 						hasRuns = hasRuns || buf.rb.seq > 0
 					}
+					if rng.IntN(3) == 0 {
+						op = "reclaim"
+						if err := buf.Reclaim(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+				case r == 20:
+					start, stop := rowKey(), rowKey()
+					if bytes.Compare(start, stop) > 0 {
+						start, stop = stop, start
+					}
+					if rng.IntN(4) == 0 {
+						stop = nil
+					}
+					op = fmt.Sprintf("delete rows [%x, %x)", start, stop)
+					for _, s := range []*Store{ref, buf} {
+						if err := s.DeleteRows(ctx, "d", start, stop); err != nil {
+							t.Fatal(op, err)
+						}
+					}
 				case r < 19:
 					buffered := rng.IntN(2) == 0
 					op = fmt.Sprintf("reopen (buffered %v)", buffered)
@@ -216,6 +241,7 @@ func cellString(cells []store.Cell) string {
 // synced, nothing is flushed into Pebble.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
+	s.settler.stop()
 	if err := s.sync(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,27 @@ import (
 // rounds: p99 after the first round 53-63 ms removing the files, 28-34
 // ms keeping them).
 //
+// Space: a reused file is written over, not truncated, so it keeps the
+// size of its longest use; left at that, the kept file and the current
+// segment each kept the size of the largest segment ever written (twice
+// the buffer's budget, and more while flushes failed) for as long as the
+// store lived, and after it closed. So the file kept for reuse is cut to
+// keepBytes (the buffer's budget: what a segment between two flushes
+// takes) when it is kept, and trim (a clean close, a settle once writes
+// stopped) cuts the current segment to what it holds and removes the
+// kept file: the directory then holds the records not yet flushed only.
+//
 // Record: len u32 ‖ crc32c u32 ‖ payload (len bytes), little-endian; the
 // crc covers the segment's number (u64) and the payload, so that records
 // a reused file still holds from its last use end the replay as a torn
 // record does. Payloads:
 //
-//	put:    0x01 ‖ table ‖ rows uvarint ‖ per row: row ‖ cells uvarint ‖
-//	        per cell: family ‖ qualifier ‖ ts u64 ‖ value
-//	delete: 0x02 ‖ table ‖ row ‖ columns uvarint ‖
-//	        per column: family ‖ qualifier ‖ bound u64
+//	put:          0x01 ‖ table ‖ rows uvarint ‖ per row: row ‖ cells uvarint ‖
+//	              per cell: family ‖ qualifier ‖ ts u64 ‖ value
+//	delete:       0x02 ‖ table ‖ row ‖ columns uvarint ‖
+//	              per column: family ‖ qualifier ‖ bound u64
+//	delete rows:  0x03 ‖ table ‖ start ‖ stop   (every row in [start, stop);
+//	              stop empty: to the table's end)
 //
 // where a byte string is uvarint length ‖ bytes. A torn record (a crash
 // mid-write, or the old content of a reused file) ends a segment's
@@ -44,10 +56,14 @@ type rowWAL struct {
 	dir    string
 	noSync bool
 
+	// keepBytes bounds the file kept for reuse (0: none is kept).
+	keepBytes int64
+
 	mu       sync.Mutex
 	cond     *sync.Cond
 	f        *os.File
 	seg      uint64
+	off      int64 // bytes written to f
 	pending  []byte
 	spare    []byte
 	appended uint64 // bytes appended in all segments
@@ -62,9 +78,10 @@ type rowWAL struct {
 }
 
 const (
-	walOpPut    = 1
-	walOpDelete = 2
-	walHeader   = 8
+	walOpPut        = 1
+	walOpDelete     = 2
+	walOpDeleteRows = 3
+	walHeader       = 8
 	// maxWALRecord bounds a record read back: no put the store accepts
 	// comes near it, and a corrupt length must not allocate.
 	maxWALRecord = 1 << 30
@@ -108,9 +125,10 @@ func walSegments(dir string) ([]uint64, error) {
 	return segs, nil
 }
 
-// openWAL starts segment seg in dir.
-func openWAL(dir string, seg uint64, noSync bool) (*rowWAL, error) {
-	w := &rowWAL{dir: dir, noSync: noSync}
+// openWAL starts segment seg in dir; a retired segment is kept for reuse
+// up to keepBytes.
+func openWAL(dir string, seg uint64, noSync bool, keepBytes int64) (*rowWAL, error) {
+	w := &rowWAL{dir: dir, noSync: noSync, keepBytes: keepBytes}
 	w.cond = sync.NewCond(&w.mu)
 	f, err := w.create(seg)
 	if err != nil {
@@ -183,6 +201,7 @@ func (w *rowWAL) end(start int) uint64 {
 		if _, err := w.f.Write(w.pending); err != nil {
 			w.err = fmt.Errorf("write row buffer log: %w", err)
 		}
+		w.off += int64(len(w.pending))
 		w.pending = w.pending[:0]
 		w.synced = w.appended
 	}
@@ -223,6 +242,7 @@ func (w *rowWAL) waitDurable(pos uint64) error {
 		if err != nil {
 			w.err = err
 		} else {
+			w.off += int64(len(buf))
 			w.synced = max(w.synced, target)
 		}
 		w.cond.Broadcast()
@@ -282,6 +302,7 @@ func (w *rowWAL) rotate() (uint64, error) {
 		w.err = err
 		return 0, err
 	}
+	w.off += int64(len(w.pending))
 	w.pending = w.pending[:0]
 	w.synced = w.appended
 	f, err := w.create(w.seg + 1)
@@ -293,19 +314,21 @@ func (w *rowWAL) rotate() (uint64, error) {
 		f.Close()
 		return 0, fmt.Errorf("close row buffer log segment: %w", err)
 	}
-	w.f, w.seg = f, w.seg+1
+	w.f, w.seg, w.off = f, w.seg+1, 0
 	w.cond.Broadcast()
 	return old, nil
 }
 
 // removeThrough retires the segments numbered at most seg: the last of
-// them is kept for reuse when no file is, the others are removed.
+// them is kept for reuse, cut to keepBytes, when no file is kept yet, the
+// others are removed.
 func (w *rowWAL) removeThrough(seg uint64) error {
 	segs, err := walSegments(w.dir)
 	if err != nil {
 		return err
 	}
-	keep := !fileExists(filepath.Join(w.dir, freeName))
+	free := filepath.Join(w.dir, freeName)
+	keep := w.keepBytes > 0 && !fileExists(free)
 	for n := len(segs) - 1; n >= 0; n-- {
 		s := segs[n]
 		if s > seg {
@@ -314,7 +337,12 @@ func (w *rowWAL) removeThrough(seg uint64) error {
 		path := filepath.Join(w.dir, segName(s))
 		if keep {
 			keep = false
-			if err := os.Rename(path, filepath.Join(w.dir, freeName)); err != nil {
+			if fi, err := os.Stat(path); err == nil && fi.Size() > w.keepBytes {
+				if err := os.Truncate(path, w.keepBytes); err != nil {
+					return fmt.Errorf("cut row buffer log segment %d to %d bytes: %w", s, w.keepBytes, err)
+				}
+			}
+			if err := os.Rename(path, free); err != nil {
 				return fmt.Errorf("keep row buffer log segment: %w", err)
 			}
 			continue
@@ -324,6 +352,49 @@ func (w *rowWAL) removeThrough(seg uint64) error {
 		}
 	}
 	return nil
+}
+
+// trim gives back the space the log holds beyond its records: the current
+// segment is cut to what was written to it (a reused file holds the old
+// records of its last use beyond), and the file kept for reuse is
+// removed. The next segment then starts a new file.
+func (w *rowWAL) trim() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.syncing {
+		w.cond.Wait()
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if fi, err := w.f.Stat(); err == nil && fi.Size() > w.off {
+		if err := w.f.Truncate(w.off); err != nil {
+			return fmt.Errorf("cut row buffer log segment %d to %d bytes: %w", w.seg, w.off, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(w.dir, freeName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the row buffer log file kept for reuse: %w", err)
+	}
+	return nil
+}
+
+// diskBytes returns the bytes of the log's files on disk (sizes, as
+// listed): its segments and the file kept for reuse.
+func (w *rowWAL) diskBytes() int64 {
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".wal") && e.Name() != freeName {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 // close writes and syncs what is pending and closes the segment.
@@ -339,6 +410,10 @@ func (w *rowWAL) close() error {
 	}
 	if err == nil {
 		err = w.write(w.f, w.pending)
+	}
+	if err == nil {
+		w.off += int64(len(w.pending))
+		w.pending = w.pending[:0]
 	}
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close row buffer log: %w", cerr)

@@ -82,6 +82,30 @@ func TestWALGolden(t *testing.T) {
 	}
 }
 
+// TestWALDeleteRowsRecord pins the layout of a DeleteRows record:
+// 0x03 ‖ table ‖ start ‖ stop.
+func TestWALDeleteRowsRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRows(t.Context(), "tsdb", []byte{0, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	got, err := os.ReadFile(filepath.Join(dir, rowBufferDir, segName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte{walOpDeleteRows, 4, 't', 's', 'd', 'b', 2, 0, 1, 0}
+	want := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
+	want = binary.LittleEndian.AppendUint32(want, recordCRC(1, payload))
+	if want = append(want, payload...); !bytes.Equal(got, want) {
+		t.Errorf("log segment:\n got %x\nwant %x", got, want)
+	}
+}
+
 // FuzzWALReplay: any segment file replays to an error or a buffer, never
 // a panic, and what a replay accepts reads back.
 func FuzzWALReplay(f *testing.F) {
@@ -98,6 +122,7 @@ func FuzzWALReplay(f *testing.F) {
 	del := []byte{walOpDelete, 1, 'd', 2, 0, 1, 1, 1, 't', 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	f.Add(seg(put))
 	f.Add(seg(put, del))
+	f.Add(seg(put, []byte{walOpDeleteRows, 1, 'd', 1, 0, 0}, put))
 	f.Add(seg(del, put)[:30])
 	f.Add(seg([]byte{walOpPut, 1, 'd', 1, 2, 0, 1, 1, 0, 0, 0}))
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 0})

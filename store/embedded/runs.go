@@ -25,7 +25,7 @@ import (
 // is never empty, so the 0x00 after the row's terminator tells a run from
 // a cell key, and a row's runs sort before its cell keys, oldest first.
 //
-// Value of a run:
+// Value of a run, in one of two formats told apart by its first byte:
 //
 //	u8 runFormat (1)
 //	per cell, in ascending column order (family, then qualifier, bytewise),
@@ -34,6 +34,14 @@ import (
 //	  uvarint len(qualifier) ‖ qualifier
 //	  u64 big-endian timestamp (Unix ms)
 //	  uvarint len(value) ‖ value
+//
+//	u8 runFormatCodec (2) ‖ the bytes the table's RowCodec packed the
+//	cells into (codec.go; Options.RowCodecs)
+//
+// A flush writes a run of format 2 when the table has a codec and it
+// packs the run's cells, else format 1; every reader of runs takes both,
+// and a rewrite of a run (a delete of some of its columns) packs what is
+// left again when it can.
 //
 // A run holds only live cells: a flush leaves deleted ones out, and a
 // delete rewrites the runs that held its columns.
@@ -45,7 +53,10 @@ import (
 // so every cell key of it predates every run of it, and of two runs the
 // later seq is newer. A read lays the runs over the cell keys, oldest
 // first, each newer cell replacing its column.
-const runFormat = 1
+const (
+	runFormat      = 1
+	runFormatCodec = 2
+)
 
 // runSeqKey holds the sequence number of the last flush that wrote runs
 // (u64 big-endian); runsTablePrefix ‖ table marks a table that holds runs.
@@ -164,14 +175,19 @@ func (r *runReader) next() (family, qualifier, value []byte, ts uint64, ok bool)
 	return family, qualifier, value, ts, true
 }
 
-// appendRunCells appends the cells of run v (of family only, when not
-// nil) to dst, their slices pointing into v.
-func appendRunCells(dst []store.Cell, v, family []byte) ([]store.Cell, error) {
+// appendRunCells appends the cells of run v of row (of family only, when
+// not nil) to dst, their slices pointing into v or, for a run of format
+// 2, into buf, which the table's codec (nil: none) grows and which is
+// returned. Bytes of buf below its length are left as they are.
+func appendRunCells(dst []store.Cell, buf, v, family []byte, codec RowCodec, row []byte) ([]store.Cell, []byte, error) {
+	if len(v) > 0 && v[0] == runFormatCodec {
+		return decodeCodecRun(dst, buf, codec, row, v[1:], family)
+	}
 	r := newRunReader(v)
 	for {
 		f, q, val, ts, ok := r.next()
 		if !ok {
-			return dst, r.err
+			return dst, buf, r.err
 		}
 		if family != nil && !bytes.Equal(f, family) {
 			continue
@@ -180,9 +196,23 @@ func appendRunCells(dst []store.Cell, v, family []byte) ([]store.Cell, error) {
 	}
 }
 
-// findRunCell returns the cell family:qualifier of run v, reading its
-// cells up to that column (they ascend).
-func findRunCell(v, family, qualifier []byte) (value []byte, ts uint64, found bool, err error) {
+// findRunCell returns the cell family:qualifier of run v of row, reading
+// its cells up to that column (they ascend); the value points into v or
+// into memory of its own.
+func findRunCell(v, family, qualifier []byte, codec RowCodec, row []byte) (value []byte, ts uint64, found bool, err error) {
+	if len(v) > 0 && v[0] == runFormatCodec {
+		cells, _, err := decodeCodecRun(nil, nil, codec, row, v[1:], family)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		i, found := slices.BinarySearchFunc(cells, qualifier, func(c store.Cell, q []byte) int {
+			return cmpCol(c.Family, c.Qualifier, family, q)
+		})
+		if !found {
+			return nil, 0, false, nil
+		}
+		return cells[i].Value, cells[i].Timestamp, true, nil
+	}
 	r := newRunReader(v)
 	for {
 		f, q, val, t, ok := r.next()
@@ -198,9 +228,26 @@ func findRunCell(v, family, qualifier []byte) (value []byte, ts uint64, found bo
 	}
 }
 
-// runWithout appends to dst run v without the cells kill reports true
-// for, and reports whether it left any out and how many cells it kept.
-func runWithout(dst, v []byte, kill func(family, qualifier []byte) bool) (out []byte, changed bool, kept int, err error) {
+// runWithout appends to dst run v of row without the cells kill reports
+// true for, and reports whether it left any out and how many cells it
+// kept. A run of format 2 is packed again by codec when it packs what is
+// left, else written in format 1.
+func runWithout(dst, v []byte, kill func(family, qualifier []byte) bool, codec RowCodec, row []byte) (out []byte, changed bool, kept int, err error) {
+	if len(v) > 0 && v[0] == runFormatCodec {
+		cells, _, err := decodeCodecRun(nil, nil, codec, row, v[1:], nil)
+		if err != nil {
+			return dst, false, 0, err
+		}
+		live := cells[:0]
+		for _, c := range cells {
+			if kill(c.Family, c.Qualifier) {
+				changed = true
+				continue
+			}
+			live = append(live, c)
+		}
+		return appendRun(dst, live, codec, row), changed, len(live), nil
+	}
 	r := newRunReader(v)
 	dst = append(dst, runFormat)
 	var prev []byte
@@ -219,6 +266,25 @@ func runWithout(dst, v []byte, kill func(family, qualifier []byte) bool) (out []
 	}
 }
 
+// appendRun appends the run value of cells (ascending by column, one a
+// column) of row: packed by codec in format 2 when there is one and it
+// packs them, else in format 1.
+func appendRun(dst []byte, cells []store.Cell, codec RowCodec, row []byte) []byte {
+	start := len(dst)
+	if codec != nil && len(cells) > 0 {
+		if out, ok := codec.Encode(append(dst, runFormatCodec), row, cells); ok {
+			return out
+		}
+	}
+	dst = append(dst[:start], runFormat)
+	var prev []byte
+	for _, c := range cells {
+		dst = appendRunCell(dst, prev, c.Family, c.Qualifier, c.Value, c.Timestamp)
+		prev = c.Family
+	}
+	return dst
+}
+
 // runBounds returns the bounds of the keys of row's runs.
 func runBounds(table string, row []byte) (lower, upper []byte) {
 	lower = appendRowPrefix(nil, table, row)
@@ -232,6 +298,7 @@ func runBounds(table string, row []byte) (lower, upper []byte) {
 // from the newest run that has it, else from its cell key.
 func (s *Store) pebbleCell(table string, row, family, qualifier []byte) (value []byte, ts uint64, found bool, err error) {
 	if s.buffered(table) {
+		codec := s.codecs[table]
 		lower, upper := runBounds(table, row)
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
@@ -243,7 +310,7 @@ func (s *Store) pebbleCell(table string, row, family, qualifier []byte) (value [
 				it.Close()
 				return nil, 0, false, fmt.Errorf("read run of row %x in %s: %w", row, table, err)
 			}
-			val, t, found, err := findRunCell(v, family, qualifier)
+			val, t, found, err := findRunCell(v, family, qualifier, codec, row)
 			if err != nil || found {
 				val = bytes.Clone(val)
 				if cerr := it.Close(); err == nil {
@@ -274,12 +341,13 @@ func (s *Store) deleteFromRuns(b *pebble.Batch, table string, row []byte, kill f
 		return fmt.Errorf("read runs of row %x in %s: %w", row, table, err)
 	}
 	defer it.Close()
+	codec := s.codecs[table]
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("read run of row %x in %s: %w", row, table, err)
 		}
-		nv, changed, kept, err := runWithout(nil, v, kill)
+		nv, changed, kept, err := runWithout(nil, v, kill, codec, row)
 		if err != nil {
 			return fmt.Errorf("run %x: %w", it.Key(), err)
 		}

@@ -20,7 +20,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if err := s.checkTable(req.Table); err != nil {
 		return &scanner{err: err}
 	}
-	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}}
+	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}, codec: s.codecs[req.Table]}
 	if req.RowMatch != nil {
 		sc.match = req.RowMatch
 	} else if req.RowRegex != "" {
@@ -96,6 +96,10 @@ type scanner struct {
 	overlay  []store.Cell // overlayCells' scratch
 	runs     [][]byte     // the current row's runs, in cellMem
 	runCells []store.Cell // the cells of one of them
+	// codec is the table's RowCodec (nil: none), codecBuf the memory
+	// its decodes of the current row's runs of format 2 point into.
+	codec    RowCodec
+	codecBuf []byte
 }
 
 // rowArenaChunk is the chunk size of a scanner's row arena: the cells of
@@ -219,6 +223,7 @@ func (sc *scanner) skipRow() bool {
 func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 	sc.key = append(sc.key[:0], row...)
 	sc.cellMem.Reset()
+	sc.codecBuf = sc.codecBuf[:0]
 	cells := sc.row.Cells[:0]
 	if inPebble {
 		var ok bool
@@ -398,16 +403,15 @@ func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 	}
 	// The runs are newer than the cell keys, and each than the one before.
 	for _, r := range runs {
+		var err error
 		if len(cells) == 0 {
-			var err error
-			if cells, err = appendRunCells(cells, r, sc.family); err != nil {
-				return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.next, err))
+			if cells, sc.codecBuf, err = appendRunCells(cells, sc.codecBuf, r, sc.family, sc.codec, sc.key); err != nil {
+				return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.key, err))
 			}
 			continue
 		}
-		var err error
-		if sc.runCells, err = appendRunCells(sc.runCells[:0], r, sc.family); err != nil {
-			return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.next, err))
+		if sc.runCells, sc.codecBuf, err = appendRunCells(sc.runCells[:0], sc.codecBuf, r, sc.family, sc.codec, sc.key); err != nil {
+			return cells, sc.fail(fmt.Errorf("scan: row %x: %w", sc.key, err))
 		}
 		cells, sc.overlay = overlayCells(cells, sc.runCells, nil, sc.overlay)
 	}

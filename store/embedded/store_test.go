@@ -41,3 +41,16 @@ func TestContractBuffered(t *testing.T) {
 		})
 	}
 }
+
+// plainStore hides every method of a store but store.Store's: the
+// contract's DeleteRows then takes the path of a store without a range
+// delete (scans and deletes in batches), as on HBase.
+type plainStore struct{ store.Store }
+
+func TestContractPlainStore(t *testing.T) {
+	newTable := contractStore(Options{NoSync: true, Tables: []string{"contract"}, BufferTables: []string{"contract"}})
+	storetest.Run(t, func(t *testing.T) (store.Store, string) {
+		s, table := newTable(t)
+		return plainStore{s}, table
+	}, storetest.Options{LargeScanRows: 20_000})
+}

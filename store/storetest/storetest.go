@@ -54,6 +54,7 @@ func Run(t *testing.T, newTable NewTable, opts Options) {
 		{"Delete", testDelete},
 		{"DeleteBounded", testDeleteBounded},
 		{"DeleteBoundedKeepsNewer", testDeleteBoundedKeepsNewer},
+		{"DeleteRows", testDeleteRows},
 		{"OlderVersionHidden", testOlderVersionHidden},
 		{"ScanEarlyClose", testScanEarlyClose},
 		{"LargeScan", func(t *testing.T, s store.Store, table string) { testLargeScan(t, s, table, opts.LargeScanRows) }},

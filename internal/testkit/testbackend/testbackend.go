@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 )
@@ -48,7 +49,8 @@ func New(t testing.TB) (store.Store, Tables) {
 	switch Name() {
 	case "embedded":
 		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, BufferTables: []string{tb.Data}})
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, BufferTables: []string{tb.Data},
+			RowCodecs: map[string]embedded.RowCodec{tb.Data: &dense.Pool{}}})
 		if err != nil {
 			t.Fatal(err)
 		}

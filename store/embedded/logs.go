@@ -1,0 +1,78 @@
+package embedded
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Pebble's write-ahead log on disk. Pebble replays at Open whatever its
+// memtables held at Close (Close does not flush them: `promhbase compact`
+// left some 120 MiB of log that only the next Open replayed), keeps up to
+// MemTableStopWritesThreshold+1 retired log files for reuse, each the size
+// of the log it was (the next Open removes them), and preallocates 110 %
+// of a memtable for the live one. So Close flushes the memtable first,
+// after which no log holds anything to replay, and once the database is
+// closed removes the log files, when nothing was committed after the
+// flush (closePebble). While the store runs, the settle flushes the
+// memtable once writes stop (settle.go), so that an idle store's log
+// does not keep what it held.
+
+// closePebble flushes Pebble's memtable into a table, closes the
+// database, and then removes its log files when the flush covered every
+// commit: they hold nothing the next Open would replay (it starts a new
+// log then). The caller has stopped every writer of the store.
+func (s *Store) closePebble() error {
+	before := s.committed.Load()
+	flushErr := s.db.Flush()
+	// After a flush Pebble has retired every log but the one it started:
+	// it keeps one live file.
+	tidy := flushErr == nil && s.db.Metrics().WAL.Files == 1
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	if flushErr != nil {
+		return fmt.Errorf("flush memtable: %w", flushErr)
+	}
+	if tidy && s.committed.Load() == before {
+		// Best effort: a log file left is replayed (empty) or removed by
+		// the next Open.
+		for _, name := range pebbleLogs(s.dir) {
+			_ = os.Remove(filepath.Join(s.dir, name))
+		}
+	}
+	return nil
+}
+
+// pebbleLogs returns the names of Pebble's log files in dir (NNNNNN.log).
+func pebbleLogs(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range ents {
+		num, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := strconv.ParseUint(num, 10, 64); err != nil {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// logBytes returns the bytes on disk of the row buffer's log (its files'
+// sizes; 0 without a buffer) and of Pebble's log (its live files and
+// those kept for reuse, as Pebble counts them).
+func (s *Store) logBytes() (rowbuf, pebbleWAL int64) {
+	if s.rb != nil {
+		rowbuf = s.rb.wal.diskBytes()
+	}
+	m := s.db.Metrics()
+	return rowbuf, int64(m.WAL.PhysicalSize + m.WAL.ObsoletePhysicalSize)
+}
