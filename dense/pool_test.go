@@ -43,3 +43,32 @@ func TestPoolConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPoolSkipsSingleSamples: Pool leaves single-sample cells and rows of
+// several cells to the store's generic form, and packs a column of two
+// second-qualified samples (four qualifier bytes without the ms marker).
+func TestPoolSkipsSingleSamples(t *testing.T) {
+	var p Pool
+	for _, tc := range []struct {
+		name string
+		ts   []int64
+		want bool
+	}{
+		{"one ms sample", []int64{1234}, false},
+		{"two ms samples", []int64{1234, 16000}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, v := floatRow(tc.ts, make([]float64, len(tc.ts)), true)
+			if _, ok := p.Encode(nil, nil, cellOf(q, v, 1)); ok != tc.want {
+				t.Errorf("packed %v, want %v", ok, tc.want)
+			}
+		})
+	}
+	sec := cellOf([]byte{0x00, 0x00, 0x00, 0x10}, []byte{1, 2, 0}, 1) // two 1-byte ints at 0 s and 1 s
+	if _, ok := p.Encode(nil, nil, sec); !ok {
+		t.Error("two second-qualified samples not packed")
+	}
+	if _, ok := p.Encode(nil, nil, append(cellOf([]byte{0x00, 0x00}, []byte{1}, 1), cellOf([]byte{0x00, 0x10}, []byte{2}, 1)...)); ok {
+		t.Error("two cells packed")
+	}
+}
