@@ -13,11 +13,13 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/uid"
 )
 
@@ -41,12 +43,39 @@ func benchLabels(i int) labels.Labels {
 
 func benchValue(i, r int) float64 { return float64(r*(i%7+1)) + float64(i%3)*0.5 }
 
+// settle says how far promhbaseQueryable takes the rows: as the write
+// path leaves them, compacted (the compacted cells still in the row
+// buffer), or compacted and settled (flushed into Pebble and compacted
+// there: what a store holds an hour later), with or without the dense
+// form of settled rows.
+type settle int
+
+const (
+	raw settle = iota
+	compacted
+	settledGeneric
+	settledDense
+)
+
 // promhbaseQueryable fills an embedded store through the write path and
-// returns the queryable, compacting every row first when compacted.
-func promhbaseQueryable(b *testing.B, compacted bool) storage.Queryable {
+// returns the queryable, its rows taken as far as s says.
+func promhbaseQueryable(b *testing.B, s settle) storage.Queryable {
 	b.Helper()
 	ctx := context.Background()
 	st, tb := testbackend.New(b)
+	if s >= settledGeneric {
+		tb = testbackend.Tables{Data: "tsdb", UID: "tsdb-uid"}
+		opts := embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID}, BufferTables: []string{tb.Data}}
+		if s == settledDense {
+			opts.RowCodecs = map[string]embedded.RowCodec{tb.Data: &dense.Pool{}}
+		}
+		es, err := embedded.Open(b.TempDir(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { es.Close() })
+		st = es
+	}
 	layout := mapping.DefaultLayout()
 	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
 	if err != nil {
@@ -74,13 +103,23 @@ func promhbaseQueryable(b *testing.B, compacted bool) storage.Queryable {
 			b.Fatal(err)
 		}
 	}
-	if compacted {
+	if s >= compacted {
 		c := compact.New(st, compact.Options{DataTable: tb.Data, UIDTable: tb.UID, Layout: layout, Concurrency: 2})
 		stats, err := c.CompactRange(ctx, benchStart, benchStart.Add(benchHours*time.Hour), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("compaction: %+v", stats)
+	}
+	if s >= settledGeneric {
+		es := st.(*embedded.Store)
+		if err := es.Reclaim(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := es.CompactAll(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("settled: %d sstable bytes, %.2f bytes per sample", es.SSTableBytes(), float64(es.SSTableBytes())/float64(benchSeries*int(benchHours*time.Hour/benchStep)))
 	}
 	return query.New(st, m, query.Options{DataTable: tb.Data, UIDTable: tb.UID}).Storage()
 }
@@ -122,8 +161,10 @@ func BenchmarkQueryRange(b *testing.B) {
 		name string
 		q    func(*testing.B) storage.Queryable
 	}{
-		{"promhbase_raw", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, false) }},
-		{"promhbase_compacted", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, true) }},
+		{"promhbase_raw", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, raw) }},
+		{"promhbase_compacted", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, compacted) }},
+		{"promhbase_settled_generic", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, settledGeneric) }},
+		{"promhbase_settled_dense", func(b *testing.B) storage.Queryable { return promhbaseQueryable(b, settledDense) }},
 		{"prometheus_tsdb", prometheusQueryable},
 	} {
 		b.Run(src.name, func(b *testing.B) {
