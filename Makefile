@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/...
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e fuzz clean
+.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk fuzz clean
 
 all: build
 
@@ -97,6 +97,29 @@ bench-e2e:
 		--protocol=v1 --churn=0.1 --svg=docs/bench/compare-churn.svg && \
 	bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
 		--protocol=v2 --histograms --svg=docs/bench/compare-histograms.svg
+
+## bench-disk: bytes per sample on disk, and long-range query_range
+## timings, of the same seeded node_exporter-like data (15 s scrapes with
+## jitter, counters with resets, gauges, constants) in promhbase (embedded
+## store, remote write 1.0, settled), VictoriaMetrics single-node (remote
+## write, force-merged) and Prometheus's blocks (promtool); promhbase's
+## directory by file kind. Builds or reuses Prometheus, promtool and
+## VictoriaMetrics in ~/.cache/promhbase. See docs/disk.md.
+## BENCH_DISK_CONFIGS: the data of each run, flags joined by commas
+## (default 2000 series x 24 h over 20 targets, then 200 series x 7 days
+## over 2 targets); BENCH_DISK_FLAGS: flags added to every run (e.g.
+## --keep, --query.repeats=9, --dir=/var/tmp).
+BENCH_DISK_CONFIGS ?= --data.series=2000,--data.targets=20,--data.span=24h --data.series=200,--data.targets=2,--data.span=7d
+BENCH_DISK_FLAGS ?=
+bench-disk:
+	@mkdir -p bin
+	$(GO) build -o bin/promhbase ./cmd/promhbase
+	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+	@prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh) && \
+	for c in $(BENCH_DISK_CONFIGS); do \
+		bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm \
+			$$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
+	done
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (found by
 ## scripts/fuzz.sh with go list and go test -list; FUZZ=regexp narrows the

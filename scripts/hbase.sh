@@ -22,6 +22,15 @@
 # cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/hbase-<version>/lib
 # (Maven's own ~/.m2 is reused as well).
 #
+# Compression: NONE and GZ work on every HBase (GZ is HBase's own codec
+# over the JDK's deflate). For LZ4, LZO, SNAPPY and ZSTD without native
+# libraries the script also fetches HBase's hbase-compression-aircompressor
+# module and io.airlift:aircompressor (pure Java) into
+# hbase-<version>/codecs, puts them on the classpath and names the module's
+# codec classes in hbase-site.xml (hbase.io.compress.<codec>.codec), so
+# that `promhbase create-tables --hbase.compression=ZSTD` (or SNAPPY, LZ4,
+# LZO) works on this HBase.
+#
 # Environment:
 #   HBASE_VERSION        HBase release, a -hadoop3 build (default 2.6.4-hadoop3)
 #   JAVA_HOME            JDK to run it with (default: JDK 17 if installed,
@@ -34,6 +43,15 @@
 #                        (default 240s)
 #   HBASE_SPLIT_TIMEOUT  how long `split` waits for the new regions, in
 #                        seconds (default 120)
+#   HBASE_CODECS         aircompressor (default): fetch and configure the
+#                        pure-Java LZ4/LZO/SNAPPY/ZSTD codecs; none: only
+#                        HBase's built-in NONE and GZ (no extra download)
+#   HBASE_CODECS_VERSION version of hbase-compression-aircompressor
+#                        (default: the first that Central holds of
+#                        HBASE_VERSION, HBASE_VERSION without -hadoop3, and
+#                        for 2.6.x 2.6.1; the module is a thin bridge from
+#                        HBase's codec interface to aircompressor and does
+#                        not depend on the Hadoop flavour)
 #   PROMHBASE_CACHE      cache directory (default $HOME/.cache/promhbase)
 #   MVN                  Maven command (default mvn)
 set -euo pipefail
@@ -52,6 +70,13 @@ HBASE_READY_TIMEOUT=${HBASE_READY_TIMEOUT:-240s}
 HBASE_SPLIT_TIMEOUT=${HBASE_SPLIT_TIMEOUT:-120}
 CACHE=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}
 LIB=$CACHE/hbase-$HBASE_VERSION/lib
+HBASE_CODECS=${HBASE_CODECS:-aircompressor}
+HBASE_CODECS_VERSION=${HBASE_CODECS_VERSION:-}
+CODECS=$CACHE/hbase-$HBASE_VERSION/codecs
+# The codec classes of hbase-compression-aircompressor by HBase's codec
+# name (the <name> of hbase.io.compress.<name>.codec).
+AIRCOMPRESSOR_PACKAGE=org.apache.hadoop.hbase.io.compress.aircompressor
+AIRCOMPRESSOR_CODECS="lz4:Lz4Codec lzo:LzoCodec snappy:SnappyCodec zstd:ZstdCodec"
 MVN=${MVN:-mvn}
 DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
@@ -143,6 +168,122 @@ fetch_jars() {
 	log "jars: $(find "$LIB" -name '*.jar' | wc -l) jars fetched in $((SECONDS - start))s"
 }
 
+# codecs_versions prints the versions of hbase-compression-aircompressor to
+# try, best first. Central holds the module for only some releases: none
+# for 2.6.4-hadoop3 or 2.6.4, but 2.6.1.
+codecs_versions() {
+	if [[ -n $HBASE_CODECS_VERSION ]]; then
+		printf '%s\n' "$HBASE_CODECS_VERSION"
+		return
+	fi
+	printf '%s\n' "$HBASE_VERSION"
+	if [[ $HBASE_VERSION == *-hadoop3 ]]; then
+		printf '%s\n' "${HBASE_VERSION%-hadoop3}"
+	fi
+	if [[ $HBASE_VERSION == 2.6.* && ${HBASE_VERSION%-hadoop3} != 2.6.1 ]]; then
+		printf '%s\n' 2.6.1
+	fi
+}
+
+# fetch_codecs fetches hbase-compression-aircompressor and aircompressor
+# into $CODECS, and nothing else: HBase's own jars in $LIB provide what
+# the module needs of HBase and Hadoop.
+fetch_codecs() {
+	case $HBASE_CODECS in
+	none) return ;;
+	aircompressor) ;;
+	*) die "HBASE_CODECS=$HBASE_CODECS: want aircompressor or none" ;;
+	esac
+	if [[ -f $CODECS/.complete ]]; then
+		log "codecs: cached in $CODECS ($(<"$CODECS/.complete"))"
+		return
+	fi
+	command -v "$MVN" >/dev/null || die "maven ($MVN) is needed to fetch the compression codecs (or set HBASE_CODECS=none)"
+	local tmp v got=
+	tmp=$CODECS.tmp.$$
+	for v in $(codecs_versions); do
+		rm -rf "$tmp"
+		mkdir -p "$tmp"
+		cat >"$tmp/pom.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by scripts/hbase.sh to fetch the pure-Java compression codecs.
+     The module's dependencies on HBase, Hadoop and SLF4J are excluded (the
+     server has its own); aircompressor comes at the version the module was
+     built with. -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.github.promhbase.scripts</groupId>
+  <artifactId>hbase-codecs</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.hbase</groupId>
+      <artifactId>hbase-compression-aircompressor</artifactId>
+      <version>$v</version>
+      <exclusions>
+        <exclusion><groupId>org.apache.hbase</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>org.apache.hadoop</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>org.slf4j</groupId><artifactId>*</artifactId></exclusion>
+      </exclusions>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+		log "codecs: fetching org.apache.hbase:hbase-compression-aircompressor:$v"
+		if "$MVN" -B -q -Dstyle.color=never -f "$tmp/pom.xml" \
+			"$DEPENDENCY_PLUGIN:copy-dependencies" \
+			-DincludeScope=runtime \
+			-DincludeArtifactIds=hbase-compression-aircompressor,aircompressor \
+			-DoutputDirectory="$tmp/jars" >"$tmp/mvn.log" 2>&1; then
+			got=$v
+			break
+		fi
+		log "codecs: hbase-compression-aircompressor $v is not on Maven Central"
+	done
+	if [[ -z $got ]]; then
+		cat "$tmp/mvn.log" >&2
+		rm -rf "$tmp"
+		die "maven could not fetch hbase-compression-aircompressor (tried: $(codecs_versions | tr '\n' ' ')); set HBASE_CODECS_VERSION, or HBASE_CODECS=none for NONE and GZ only"
+	fi
+	compgen -G "$tmp/jars/hbase-compression-aircompressor-*.jar" >/dev/null ||
+		die "the fetched codecs lack hbase-compression-aircompressor (see $tmp)"
+	compgen -G "$tmp/jars/aircompressor-*.jar" >/dev/null ||
+		die "the fetched codecs lack io.airlift:aircompressor (see $tmp)"
+	(cd "$tmp/jars" && ls -- *.jar) | tr '\n' ' ' | sed 's/ $//' >"$tmp/jars/.complete"
+	rm -rf "$CODECS"
+	mv "$tmp/jars" "$CODECS"
+	rm -rf "$tmp"
+	log "codecs: $(<"$CODECS/.complete") in $CODECS"
+}
+
+# codecs_ready reports whether the aircompressor codecs are configured and
+# fetched.
+codecs_ready() {
+	[[ $HBASE_CODECS != none && -f $CODECS/.complete ]]
+}
+
+# classpath prints the JVM classpath: the configuration, HBase's jars and,
+# when configured, the codecs.
+classpath() {
+	local cp="$RUN/conf:$LIB/*"
+	if codecs_ready; then
+		cp+=":$CODECS/*"
+	fi
+	printf '%s\n' "$cp"
+}
+
+# codec_properties prints the hbase-site.xml properties that name the
+# aircompressor codec classes (nothing when they are not configured).
+codec_properties() {
+	codecs_ready || return 0
+	local c
+	for c in $AIRCOMPRESSOR_CODECS; do
+		printf '  <property><name>hbase.io.compress.%s.codec</name><value>%s.%s</value></property>\n' \
+			"${c%%:*}" "$AIRCOMPRESSOR_PACKAGE" "${c#*:}"
+	done
+}
+
 write_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin"
 	cat >"$RUN/conf/hbase-site.xml" <<EOF
@@ -186,6 +327,9 @@ write_config() {
        lives in the same JVM here, so fewer and shorter retries are safe. -->
   <property><name>zookeeper.recovery.retry</name><value>1</value></property>
   <property><name>zookeeper.recovery.retry.intervalmill</name><value>100</value></property>
+  <!-- Codecs beyond HBase's built-in NONE and GZ: the pure-Java ones of
+       hbase-compression-aircompressor (HBASE_CODECS; none when "none"). -->
+$(codec_properties)
 </configuration>
 EOF
 	cat >"$RUN/conf/log4j2.properties" <<EOF
@@ -220,6 +364,9 @@ cmd_up() {
 		log "HBase already runs (pid $pid); checking that it serves"
 		"$RUN/bin/hbase-ready" -zk "127.0.0.1:$HBASE_ZK_PORT" -timeout "$HBASE_READY_TIMEOUT" ||
 			die "HBase (pid $pid) runs but does not serve; try scripts/hbase.sh down"
+		if [[ $HBASE_CODECS != none ]] && ! grep -q 'hbase.io.compress.zstd.codec' "$RUN/conf/hbase-site.xml" 2>/dev/null; then
+			log "warning: the running HBase was started without the aircompressor codecs (only NONE and GZ work); restart it with scripts/hbase.sh down && scripts/hbase.sh up to get LZ4, LZO, SNAPPY and ZSTD"
+		fi
 		return
 	fi
 	check_ports
@@ -230,6 +377,7 @@ cmd_up() {
 	[[ $major =~ ^[0-9]+$ ]] || die "cannot tell the version of $java"
 
 	fetch_jars
+	fetch_codecs
 
 	rm -rf "$RUN"
 	write_config
@@ -308,7 +456,7 @@ start_hbase() {
 	# The inner shell writes its PID and then becomes java (exec). The log
 	# is appended to, so that a restart keeps the earlier runs' lines.
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' hbase "$PIDFILE" \
-		"$java" "${opts[@]}" -cp "$RUN/conf:$LIB/*" \
+		"$java" "${opts[@]}" -cp "$(classpath)" \
 		org.apache.hadoop.hbase.master.HMaster start \
 		</dev/null >>"$LOG" 2>&1 &
 	local launcher=$!
@@ -458,7 +606,7 @@ EOF
 	while IFS= read -r f; do
 		opts+=("$f")
 	done < <(jdk_flags "$major")
-	"$java" "${opts[@]}" -cp "$RUN/conf:$LIB/*" "$ROOT/testdata/hbase/Split.java" "$@"
+	"$java" "${opts[@]}" -cp "$(classpath)" "$ROOT/testdata/hbase/Split.java" "$@"
 }
 
 cmd_split() {

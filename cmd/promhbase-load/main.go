@@ -10,6 +10,10 @@
 //	promhbase-load read --url=http://127.0.0.1:9201/api/v1/read ...
 //	    --concurrency streamed remote reads at once of what the others
 //	    wrote, each answer decoded and counted
+//	promhbase-load disk --promhbase=... --victoria-metrics=... ...
+//	    disk use and long-range reads of the same node_exporter-like data
+//	    in promhbase, VictoriaMetrics and Prometheus's blocks (make
+//	    bench-disk; docs/disk.md)
 //
 // The writers print samples/s and request latency quantiles. The load is
 // bounded by --duration (and --max-rounds) and stops by itself.
@@ -94,6 +98,7 @@ func main() {
 	compareCmd.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum of promhbase-hbase's HBase.").Default("127.0.0.1:2181").StringVar(&c.hbaseQuorum)
 	compareCmd.Flag("promhbase.flag", "Extra flag for every promhbase serve it starts, e.g. --promhbase.flag=--web.enable-pprof; repeatable.").StringsVar(&c.extraFlags)
 	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)
+	diskCmd, disk := registerDisk(app)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
 	switch cmd {
@@ -105,6 +110,8 @@ func main() {
 		err = runRead(o)
 	case compareCmd.FullCommand():
 		_, err = runCompare(o, c)
+	case diskCmd.FullCommand():
+		err = runDisk(o, *disk)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)

@@ -37,9 +37,53 @@ func (h *hbaseFlags) open(reg prometheus.Registerer, logger *slog.Logger) (store
 	return hbase.New(h.config(), reg, logger)
 }
 
+// defaultCompression is create-tables' default: the best codec that every
+// HBase 2.x has without extra modules or native libraries. HBase's GZ
+// codec (ReusableStreamGzipCodec) falls back to the JDK's deflate when
+// Hadoop's native library is missing, so it always works; ZSTD, SNAPPY, LZ4
+// and LZO need a module on the region servers' classpath (their Hadoop
+// defaults need native libraries), and a table created with one the
+// region servers lack cannot be created at all (HBase's sanity check).
+const defaultCompression = "GZ"
+
+// builtinCompression reports whether every HBase 2.x compresses with c
+// out of the box.
+func builtinCompression(c string) bool {
+	c = strings.ToUpper(c)
+	return c == "NONE" || c == "GZ"
+}
+
+// compressionHint explains err when it looks like HBase's table sanity
+// check refusing a compression codec the region servers cannot load,
+// naming the codec and what to install; other errors are returned as
+// they are.
+func compressionHint(err error, compression string) error {
+	if err == nil || builtinCompression(compression) {
+		return err
+	}
+	text := err.Error()
+	if !strings.Contains(text, "sanity check") && !strings.Contains(text, "failed test") &&
+		!strings.Contains(text, "ClassNotFoundException") && !strings.Contains(text, "UnsatisfiedLinkError") {
+		return err
+	}
+	c := strings.ToUpper(compression)
+	hint := fmt.Sprintf("the region servers cannot compress with %s. ", c)
+	switch c {
+	case "ZSTD", "SNAPPY", "LZ4", "LZO":
+		hint += fmt.Sprintf("Put HBase's hbase-compression-aircompressor module (org.apache.hbase:hbase-compression-aircompressor, with io.airlift:aircompressor; pure Java) "+
+			"on every region server's classpath and set hbase.io.compress.%s.codec=org.apache.hadoop.hbase.io.compress.aircompressor.%s in hbase-site.xml, then restart them "+
+			"(scripts/hbase.sh does this for the test HBase; for ZSTD, hbase-compression-zstd works too). ",
+			strings.ToLower(c), map[string]string{"ZSTD": "ZstdCodec", "SNAPPY": "SnappyCodec", "LZ4": "Lz4Codec", "LZO": "LzoCodec"}[c])
+	case "BZIP2":
+		hint += "BZIP2 needs Hadoop's native library on the region servers. "
+	}
+	hint += "GZ works on every HBase (--hbase.compression=GZ)"
+	return fmt.Errorf("%s: %w", hint, err)
+}
+
 func registerCreateTables(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd := app.Command("create-tables", "Create the data, UID and meta tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar and series index tables (idempotent: existing tables are reported and left alone).")
-	cmd.Flag("hbase.compression", "Compression of every family: NONE, SNAPPY, LZO, GZ, LZ4, ZSTD, BZIP2 (the region servers must support it).").Default("NONE").StringVar(&cfg.hbase.compression)
+	cmd.Flag("hbase.compression", "Compression of every family: NONE, GZ, SNAPPY, LZ4, ZSTD, LZO, BZIP2. GZ, the default, works on every HBase 2.x with no native library (HBase's own codec over the JDK's deflate); ZSTD (usually smaller and faster than GZ), SNAPPY, LZ4 and LZO need a codec on every region server, e.g. HBase's pure-Java hbase-compression-aircompressor module (see docs/disk.md).").Default(defaultCompression).StringVar(&cfg.hbase.compression)
 	cmd.Flag("hbase.data-ttl", "TTL of the data table's cells; 0 keeps them forever.").Default("0s").DurationVar(&cfg.hbase.dataTTL)
 	return cmd
 }
@@ -67,5 +111,5 @@ func runCreateTables(cfg *config) error {
 	if len(rep.Existed) > 0 {
 		fmt.Printf("already there, left alone: %s\n", strings.Join(rep.Existed, ", "))
 	}
-	return err
+	return compressionHint(err, cfg.hbase.compression)
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Prints the path of a promtool binary of the same Prometheus as
+# scripts/prometheus.sh (make bench-disk writes Prometheus's blocks with
+# `promtool tsdb create-blocks-from openmetrics`).
+#
+# Built from github.com/prometheus/prometheus/cmd/promtool at the module
+# version pinned in tools/prometheus (the version scripts/prometheus.sh
+# builds), with that module's go.mod and go.sum copied into a scratch
+# module (tools/prometheus itself is left as it is; go.sum lines promtool
+# needs beyond the server's are added there), and cached at
+#   ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-<module version>/promtool
+# It is built only when that file is missing; it needs only the Go module
+# proxy and takes a few minutes on 2 cores (less after scripts/prometheus.sh
+# filled Go's build cache).
+#
+# Only the path goes to stdout; build output goes to stderr.
+set -euo pipefail
+
+log() { printf 'promtool.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools_dir="$root/tools/prometheus"
+readonly prom_module=github.com/prometheus/prometheus
+# The version scripts/prometheus.sh pins (it checks it against tools/prometheus).
+prom_module_version="$(sed -n 's/^readonly prom_module_version=//p' "$root/scripts/prometheus.sh")"
+[[ -n $prom_module_version ]] || die "cannot read prom_module_version from scripts/prometheus.sh"
+cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
+bin="$cache_dir/promtool"
+
+if [[ -x $bin ]]; then
+	printf '%s\n' "$bin"
+	exit 0
+fi
+mkdir -p "$cache_dir"
+
+# Serialise concurrent callers (the same lock as scripts/prometheus.sh, so
+# that the two builds do not share the cores).
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$cache_dir/.lock"
+	flock 9
+	if [[ -x $bin ]]; then
+		printf '%s\n' "$bin"
+		exit 0
+	fi
+fi
+
+export GOWORK=off CGO_ENABLED=0
+got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$prom_module")"
+[[ $got == "$prom_module_version" ]] ||
+	die "tools/prometheus/go.mod has $prom_module $got, scripts/prometheus.sh pins $prom_module_version"
+
+build_dir="$(mktemp -d "$cache_dir/.promtool.XXXXXX")"
+trap 'rm -rf "$build_dir"' EXIT
+cp "$tools_dir/go.mod" "$tools_dir/go.sum" "$build_dir/"
+
+(cd "$build_dir" && go mod download "$prom_module") >&2
+mod_dir="$(cd "$build_dir" && go list -m -f '{{.Dir}}' "$prom_module")"
+version="$(<"$mod_dir/VERSION")"
+pkg=github.com/prometheus/common/version
+ldflags="-X $pkg.Version=$version"
+ldflags+=" -X $pkg.BuildUser=$(id -un)@$(uname -n)"
+ldflags+=" -X $pkg.BuildDate=$(date -u +%Y%m%d-%H:%M:%S)"
+
+log "building promtool $version ($prom_module@$prom_module_version) into $bin"
+start=$SECONDS
+(cd "$build_dir" && GOFLAGS=-mod=mod go build -trimpath -tags netgo -ldflags "$ldflags" \
+	-o "$build_dir/promtool" "$prom_module/cmd/promtool") >&2
+
+out="$("$build_dir/promtool" --version 2>&1)" || die "built binary does not run: $out"
+[[ $out == "promtool, version $version "* ]] || die "built binary reports an unexpected version: $out"
+mv -f "$build_dir/promtool" "$bin"
+log "built in $((SECONDS - start))s"
+printf '%s\n' "$bin"
