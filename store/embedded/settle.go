@@ -37,7 +37,7 @@ import (
 // are picked in between: Pebble picks its score-based compactions before
 // manual ones).
 //
-// The background settler wakes every Options.SettleInterval:
+// The background settler looks four times every Options.SettleInterval:
 //
 //   - when something was deleted since the last settle and no delete
 //     came for a whole interval (or the first has waited settleMaxWait
@@ -116,6 +116,11 @@ type settler struct {
 	last        activity
 	lastDeletes uint64
 	quiet       bool
+	// lastActive is when a tick last saw the activity change, and
+	// lastDeleteAt when it last saw the delete count change: the ticks
+	// come four times an interval, so that the writes having stopped for
+	// an interval is seen within a quarter of one.
+	lastActive, lastDeleteAt time.Time
 
 	settles, errors atomic.Int64
 }
@@ -236,9 +241,10 @@ func (st *settler) stop() {
 
 func (st *settler) run() {
 	defer close(st.done)
-	t := time.NewTicker(st.interval)
+	t := time.NewTicker(max(st.interval/4, time.Millisecond))
 	defer t.Stop()
 	st.last = st.s.activity()
+	st.lastActive, st.lastDeleteAt = time.Now(), time.Now()
 	for {
 		select {
 		case <-st.ctx.Done():
@@ -252,16 +258,17 @@ func (st *settler) run() {
 // tick is one wake-up of the background settle (see the comment at the
 // top). Its errors are counted (metrics) and retried at the next tick.
 func (st *settler) tick() {
-	now := st.s.activity()
-	idle := now == st.last
-	st.last = now
-	if !idle {
-		st.quiet = false
+	at := time.Now()
+	if now := st.s.activity(); now != st.last {
+		st.last, st.lastActive, st.quiet = now, at, false
 	}
+	idle := at.Sub(st.lastActive) >= st.interval
 	st.mu.Lock()
 	deleted, written := len(st.deleted) > 0, len(st.written) > 0
-	deletesPaused := st.deletes == st.lastDeletes
-	st.lastDeletes = st.deletes
+	if st.deletes != st.lastDeletes {
+		st.lastDeletes, st.lastDeleteAt = st.deletes, at
+	}
+	deletesPaused := at.Sub(st.lastDeleteAt) >= st.interval
 	overdue := deleted && time.Since(st.since) >= settleMaxWait*st.interval
 	st.mu.Unlock()
 	var err error
