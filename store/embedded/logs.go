@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -75,4 +76,37 @@ func (s *Store) logBytes() (rowbuf, pebbleWAL int64) {
 	}
 	m := s.db.Metrics()
 	return rowbuf, int64(m.WAL.PhysicalSize + m.WAL.ObsoletePhysicalSize)
+}
+
+// truncateRetiredLogs cuts to zero bytes the log files Pebble retired
+// and keeps for reuse, right after a settle flushed the memtable: they
+// hold nothing Pebble will read again (a reused file is written over from
+// its start, like a new one), but each kept the size of the log it was,
+// up to a memtable's worth (MemTableStopWritesThreshold+1 of them: 6 MB
+// after a day of 2000 series, half a byte a sample). It leaves the files
+// alone unless Pebble counts one live log, and then spares the
+// highest-numbered file, the live one: a log Pebble starts meanwhile has
+// a higher number than every file listed, and the ones below stay
+// retired. A file Pebble takes for reuse meanwhile is renamed first, so
+// the truncate either finds no such file or cuts a file not yet reused.
+func (s *Store) truncateRetiredLogs() {
+	names := pebbleLogs(s.dir)
+	if len(names) < 2 || s.db.Metrics().WAL.Files != 1 {
+		return
+	}
+	nums := make([]uint64, 0, len(names))
+	for _, n := range names {
+		v, _ := strconv.ParseUint(strings.TrimSuffix(n, ".log"), 10, 64)
+		nums = append(nums, v)
+	}
+	live := slices.Max(nums)
+	for i, n := range names {
+		if nums[i] == live {
+			continue
+		}
+		path := filepath.Join(s.dir, n)
+		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+			_ = os.Truncate(path, 0) // best effort; ENOENT: taken for reuse
+		}
+	}
 }

@@ -334,6 +334,7 @@ func (s *Store) settle(ctx context.Context, flush, written bool) error {
 			}
 			st.flushedAt = c
 		}
+		s.truncateRetiredLogs()
 	}
 	st.mu.Lock()
 	spans := st.deleted
