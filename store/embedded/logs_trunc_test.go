@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/promhbase/promhbase/store"
 )
 
-// TestSettleTruncatesRetiredLogs: after a settle flushed the memtable,
+// TestSettleTruncatesRetiredLogs: the live log is not preallocated;
+// after a settle flushed the memtable,
 // the log files Pebble keeps for reuse take no bytes, the store goes on
 // writing (into reused files) and reads everything back after a reopen.
 func TestSettleTruncatesRetiredLogs(t *testing.T) {
@@ -52,6 +54,15 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 		t.Errorf("after settles: %d retired log files of %d bytes, want some, of 0 bytes", n, b)
 	}
 	put(9)
+	// The live log is not preallocated: it takes the blocks it holds.
+	names := pebbleLogs(dir)
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dir, names[len(names)-1]), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 > st.Size+1<<20 {
+		t.Errorf("live log %s: %d bytes allocated for %d bytes", names[len(names)-1], st.Blocks*512, st.Size)
+	}
 	// A crash now: the files as they are, the last round only in the live
 	// log (written into a reused, truncated file), copied while open.
 	crashed := t.TempDir()

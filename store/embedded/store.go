@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -175,7 +176,7 @@ func Open(dir string, opts Options) (*Store, error) {
 // block cache, and smaller memtables when a row buffer (buffering) takes
 // the data table's writes.
 func pebbleOptions(cache *pebble.Cache, buffering bool) *pebble.Options {
-	po := &pebble.Options{Logger: quietLogger{}, Cache: cache}
+	po := &pebble.Options{Logger: quietLogger{}, Cache: cache, FS: walFS{vfs.Default}}
 	// Bloom filters on every level but the last: a point read of a key
 	// that is absent (the forward row of a new name, a check-and-put
 	// expecting absence) skips the tables that cannot hold it instead of
