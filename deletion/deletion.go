@@ -14,19 +14,28 @@
 //
 //   - a row whose whole hour lies in [start, end] and that holds data
 //     points only (samples and native histograms) is deleted whole;
-//   - otherwise the row is read again and each cell dealt with on its
-//     own: a single sample, a histogram cell, or a compacted column whose
-//     points are all in the range is deleted, bounded by the version read
-//     (store.Column.Timestamp), so that a version written since survives;
-//     a compacted column holding points on both sides is replaced by a
-//     compacted column of the points outside the range, their qualifier
-//     and value bytes exactly as stored, in their order, with the meta
-//     byte OpenTSDB's compaction would write (0x01 when second and
-//     millisecond qualifiers mix), written with the old cell's version
-//     before the old cell is deleted; OpenTSDB's append column is
-//     rewritten with a check-and-put on its value. Annotations and cells
-//     of unknown kinds stay. A cell that does not decode stays and is
-//     counted in Stats.Malformed.
+//   - otherwise the row is read again and its cells dealt with. The
+//     data-point columns (single samples and compacted columns) of a row
+//     a compactor could compact (more than one of them, no append
+//     column) are rewritten together: the points outside the range, their
+//     qualifier and value bytes exactly as stored, become one compacted
+//     column (merged as a reader merges them, the newest version winning
+//     a repeated time; the meta byte OpenTSDB's compaction would write),
+//     and the columns it replaces are deleted, each bounded by the
+//     version read (store.Column.Timestamp), so that a version written
+//     since survives. In any other row each cell goes on its own: a
+//     single sample, a histogram cell, or a compacted column whose points
+//     are all in the range is deleted, bounded by the version read; a
+//     compacted column holding points on both sides is replaced by a
+//     compacted column of the points outside the range, in their order;
+//     OpenTSDB's append column is rewritten with a check-and-put on its
+//     value. A column written in place of others takes the version one
+//     millisecond after the newest it replaces: on HBase a delete marker
+//     (of a compaction, at the compacted cell's version) may sit at that
+//     version on the new column's qualifier and would hide it, and a
+//     sample written since the read stays newer. New columns are written
+//     before the deletes. Annotations and cells of unknown kinds stay. A
+//     cell that does not decode stays and is counted in Stats.Malformed.
 //
 // The exemplar table's rows (the data rows' keys) go the same way: whole
 // when their hour lies in the range, else the exemplars in the range.
@@ -52,13 +61,17 @@
 // from the index still show them; the index answers more than there is,
 // which its readers allow, never less.
 //
-// Caveat of the index pruning: a writer remembers (in its caches, per
-// process) the index cells it wrote, and does not write them again. When a
-// process that wrote a cell of a pruned day later writes new samples of
-// that day for the same metric and label (a re-import after a delete)
-// before its caches forget the cell, the index lacks the cell until
-// `promhbase reindex` runs: selectors without a metric name and label
-// values for that day can then miss the metric.
+// A writer remembers (in its caches, per process) the index cells it
+// wrote, and does not write them again. With Options.IndexWriter (the
+// index.Writer of this process) the days whose cells a delete removed are
+// forgotten (index.Writer.Forget), so that a re-import into them through
+// this process writes their cells again. The
+// writers of other processes (several servers on one HBase) still
+// remember them: when such a process writes new samples of a pruned day
+// for the same metric and label before its caches forget the cell, the
+// index lacks the cell until `promhbase reindex` runs, and selectors
+// without a metric name and label values for that day can miss the
+// metric.
 //
 // Compaction racing a delete: compacting a row reads its cells, puts the
 // compacted cell and deletes the cells it replaced; a delete that ran
@@ -67,12 +80,16 @@
 // batch's key range is held against compaction while it is rewritten:
 // compactions in flight on those rows finish first, new ones wait. For
 // compactors of other processes (HBase with several servers, or
-// `promhbase compact`), a rewritten row also gets a bounded delete of the
-// column a compaction of the row as read would have written: on HBase the
-// marker hides that compaction's put (it carries the newest version it
-// read, at or before the bound). A compaction that read the row in
-// another state than the delete did can still put back what it read; a
-// second run of the same delete after a minute removes it.
+// `promhbase compact`), a row rewritten together also gets a delete of
+// the column a compaction of the row as read would write, bounded by the
+// newest version read: on HBase the marker hides that compaction's put
+// (it carries the newest version it read), and the column of the points
+// kept, one millisecond newer, outlives the compaction's bounded deletes,
+// so the delete stands and nothing else is lost. A compaction that read
+// the row in another state than the delete did (a sample written between
+// the reads, or the delete half applied) can still put back what it
+// read, never less; a second run of the same delete after a minute
+// removes it.
 //
 // A delete is idempotent: run again, it finds nothing left to delete in
 // what it did and goes on with the rest, so an interrupted delete (a
@@ -107,6 +124,13 @@ type Fence interface {
 	Hold(ctx context.Context, start, stop []byte) (release func(), err error)
 }
 
+// IndexForgetter is the series index writer of this process
+// (index.Writer): told the days whose cells a delete removed, it writes
+// their cells again when a series is written into those days anew.
+type IndexForgetter interface {
+	Forget(fromDay, toDay uint32)
+}
+
 // Options configure a Deleter.
 type Options struct {
 	// DataTable is the data table, "tsdb" when empty. ExemplarTable and
@@ -117,6 +141,9 @@ type Options struct {
 	// Fence, when set, is the compactor of this process: the rows being
 	// rewritten are held against it.
 	Fence Fence
+	// IndexWriter, when set, is the series index writer of this process:
+	// it forgets having written the cells of the days the delete pruned.
+	IndexWriter IndexForgetter
 	// BatchRows bounds the rows read and rewritten at once;
 	// query.DefaultRowsBatch when 0.
 	BatchRows int
@@ -475,22 +502,45 @@ func countHistograms(cs []store.Cell, base uint32, start, end int64) int {
 
 // cut is what deleting the samples of a range from one row takes.
 type cut struct {
-	puts    []store.Cell   // new compacted columns (the old cells' versions)
+	puts    []store.Cell   // new columns (versions: see newVersion)
 	deletes []store.Column // bounded by the versions read
 	// appendCol, when set, is the append column's new value, written
 	// only if the column still holds appendOld.
-	appendCol          *store.Cell
-	appendOld          []byte
-	samples            int64
-	histograms         int64
-	malformed          int64
-	touchedDataColumns bool
+	appendCol  *store.Cell
+	appendOld  []byte
+	samples    int64
+	histograms int64
+	malformed  int64
 }
 
 func (c *cut) empty() bool { return len(c.puts) == 0 && len(c.deletes) == 0 && c.appendCol == nil }
 
+// maxRowPoints bounds the points of a row rewritten whole into one
+// compacted column; compact.MaxPoints, past which a compactor leaves a
+// row alone too.
+const maxRowPoints = 16384
+
+// newVersion is the version a column written in place of cells read at
+// version v (the newest of them) takes: one millisecond after it. Not v:
+// on HBase a compaction or an earlier delete may have left a delete
+// marker at v on the new column's qualifier (a single point left of a
+// compacted column has the qualifier of the single cell compaction
+// deleted, at the compacted cell's version), and a marker hides what is
+// written later with an explicit version at or before its own. Not the
+// current time either: a sample written into the row since the read is
+// newer than v+1 and still wins a repeated timestamp, as it did. 0 (no
+// version read) leaves the version to the store.
+func newVersion(v uint64) uint64 {
+	if v == 0 || v == math.MaxUint64 {
+		return v
+	}
+	return v + 1
+}
+
 // planCut plans the deletion of the samples in [start, end] from row,
-// whose hour is base. Each cell on its own: see the package doc.
+// whose hour is base (see the package doc): the data-point columns of a
+// row a compactor could compact are rewritten together (planRowCut),
+// the others each on its own.
 func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cut {
 	p := &cut{}
 	fam := []byte(dataFamily)
@@ -500,10 +550,8 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 		p.samples = int64(len(pts))
 	}
 	p.histograms = int64(countHistograms(row.Cells, base, start, end))
-	var raw []mapping.RawPoint
-	var data []store.Cell // the data-point columns, for the decoy below
+	var data []store.Cell // the data-point columns
 	hasAppend := false
-	newQual := map[string]int{} // qualifier of a put -> its index in puts
 	for _, c := range row.Cells {
 		if string(c.Family) != dataFamily {
 			continue
@@ -512,6 +560,20 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 		switch {
 		case mapping.IsAppendQualifier(q):
 			hasAppend = true
+		case len(q)%2 == 0:
+			data = append(data, c)
+		}
+	}
+	rowWide := !hasAppend && len(data) > 1 && p.planRowCut(base, data, start, end)
+	var raw []mapping.RawPoint
+	newQual := map[string]int{} // qualifier of a put -> its index in puts
+	for _, c := range row.Cells {
+		if string(c.Family) != dataFamily {
+			continue
+		}
+		q := c.Qualifier
+		switch {
+		case mapping.IsAppendQualifier(q):
 			pts, err := mapping.AppendRawPoints(raw[:0], base, q, c.Value)
 			raw = pts
 			if err != nil {
@@ -543,8 +605,9 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 			if t := lo + int64(off); t >= start && t <= end {
 				p.deletes = append(p.deletes, store.Column{Family: fam, Qualifier: q, Timestamp: c.Timestamp})
 			}
+		case rowWide:
+			// Planned by planRowCut.
 		default:
-			data = append(data, c)
 			pts, err := mapping.AppendRawPoints(raw[:0], base, q, c.Value)
 			raw = pts
 			if err != nil {
@@ -560,7 +623,6 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 			if in == 0 {
 				continue
 			}
-			p.touchedDataColumns = true
 			p.deletes = append(p.deletes, store.Column{Family: fam, Qualifier: q, Timestamp: c.Timestamp})
 			if in == len(pts) {
 				continue
@@ -572,7 +634,7 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 				}
 			}
 			nq, nv := mapping.AppendCompactedRaw(nil, nil, kept)
-			cell := store.Cell{Family: fam, Qualifier: nq, Value: nv, Timestamp: c.Timestamp}
+			cell := store.Cell{Family: fam, Qualifier: nq, Value: nv, Timestamp: newVersion(c.Timestamp)}
 			if i, dup := newQual[string(nq)]; dup {
 				// Two columns cut down to the same points: the newer
 				// version is the one a reader would take.
@@ -585,41 +647,71 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 			p.puts = append(p.puts, cell)
 		}
 	}
-	if p.touchedDataColumns && !hasAppend && len(data) > 1 {
-		p.addDecoy(base, data)
-	}
 	return p
 }
 
-// addDecoy adds a bounded delete of the column a compaction of the row's
-// data columns as read (data) would write: on HBase its marker hides the
-// put of a compactor elsewhere that read the row before this delete, as
-// that put carries the newest version read, at or before the bound.
-// Where deletes leave no marker (the embedded store, one process, whose
-// compactor the Fence holds off) it deletes nothing.
-func (p *cut) addDecoy(base uint32, data []store.Cell) {
-	var rm cells.RawMerger
-	pts, err := rm.Merge(base, data)
-	if err != nil || len(pts) < 2 {
-		return
-	}
-	q, _ := mapping.AppendCompactedRaw(nil, nil, pts)
+// planRowCut plans the cut of the data-point columns of a row that a
+// compactor could compact (more than one column, no append column, every
+// column decodes, every point in the row's hour, at most maxRowPoints,
+// every version known) and reports whether it did; it plans nothing and
+// reports true when no point lies in the range, false when the row is not
+// such a row.
+//
+// The points outside the range, merged as a reader merges them (the
+// newest version wins a repeated time) with their qualifier and value
+// bytes as stored, become one compacted column, written one millisecond
+// after the newest version read (newVersion); every other data column is
+// deleted, bounded by the version read; and the column that compacting
+// the columns as read would write gets a delete bounded by the newest
+// version read. A compactor of another process that read the row before
+// this delete puts that column with that version, and deletes the columns
+// it read bounded by their versions: on HBase the marker hides its put,
+// and the compacted column of the points kept is newer than its deletes,
+// so the delete stands and nothing else is lost. Where deletes leave no
+// marker (the embedded store: one process, whose compactor the Fence
+// holds off) the extra delete deletes nothing.
+func (p *cut) planRowCut(base uint32, data []store.Cell, start, end int64) bool {
 	var version uint64
 	for _, c := range data {
-		if bytes.Equal(c.Qualifier, q) {
-			return // a column of the row: deleted or rewritten already
+		if c.Timestamp == 0 {
+			return false
 		}
 		version = max(version, c.Timestamp)
 	}
-	for _, c := range p.puts {
-		if bytes.Equal(c.Qualifier, q) {
-			return
+	var rm cells.RawMerger
+	pts, err := rm.Merge(base, data)
+	if err != nil || len(pts) == 0 || len(pts) > maxRowPoints {
+		return false
+	}
+	lo, hi := hourBounds(base)
+	if pts[0].T < lo || pts[len(pts)-1].T > hi {
+		return false
+	}
+	kept := make([]mapping.RawPoint, 0, len(pts))
+	for _, pt := range pts {
+		if pt.T < start || pt.T > end {
+			kept = append(kept, pt)
 		}
 	}
-	if version == 0 {
-		return
+	if len(kept) == len(pts) {
+		return true // nothing in the range
 	}
-	p.deletes = append(p.deletes, store.Column{Family: []byte(dataFamily), Qualifier: q, Timestamp: version})
+	fam := []byte(dataFamily)
+	var keptQual []byte
+	if len(kept) > 0 {
+		q, v := mapping.AppendCompactedRaw(nil, nil, kept)
+		keptQual = q
+		p.puts = append(p.puts, store.Cell{Family: fam, Qualifier: q, Value: v, Timestamp: newVersion(version)})
+	}
+	for _, c := range data {
+		if keptQual != nil && bytes.Equal(c.Qualifier, keptQual) {
+			continue // overwritten by the put
+		}
+		p.deletes = append(p.deletes, store.Column{Family: fam, Qualifier: c.Qualifier, Timestamp: c.Timestamp})
+	}
+	all, _ := mapping.AppendCompactedRaw(nil, nil, pts)
+	p.deletes = append(p.deletes, store.Column{Family: fam, Qualifier: all, Timestamp: version})
+	return true
 }
 
 // applyCut writes a cut into row: the new columns first, then the

@@ -574,6 +574,57 @@ func TestIndexPruned(t *testing.T) {
 	}
 }
 
+// TestReimportIndexed: a series' samples of a day deleted (its index
+// cells of the day pruned), then written again through the same writer:
+// with the index writer in Options.IndexWriter the day's cells are
+// written again, and label values and a name-less selector of the day
+// find the series; without it (another process's writer) they do not
+// until a reindex.
+func TestReimportIndexed(t *testing.T) {
+	for _, forget := range []bool{true, false} {
+		t.Run(fmt.Sprintf("forget=%v", forget), func(t *testing.T) {
+			g := newRig(t, mapping.DefaultLayout())
+			day := int64(t0) / mapping.DaySeconds
+			d0 := day * mapping.DaySeconds * 1000
+			dayEnd := d0 + mapping.DaySeconds*1000 - 1
+			g.now = time.UnixMilli(d0 + 3*mapping.DaySeconds*1000)
+			lsX, lsY := labelsOf("m", "shard", "x"), labelsOf("m", "shard", "y")
+			ts := every(d0+hourMs, d0+3*hourMs, 10*60*1000)
+			g.write(floats(lsX, ts...), floats(lsY, ts...))
+			opts := Options{}
+			if forget {
+				opts.IndexWriter = g.ixw
+			}
+			if _, err := g.deleter(opts).Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "shard", "x")}, d0, dayEnd); err != nil {
+				t.Fatal(err)
+			}
+			values := func() []string {
+				t.Helper()
+				v, err := g.ix.LabelValues(ctxFor(t), "shard", d0, dayEnd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			if got, want := values(), []string{"y"}; !slices.Equal(got, want) {
+				t.Fatalf("shard values after the delete: %v, want %v", got, want)
+			}
+			g.write(floats(lsX, ts...))
+			want := []string{"x", "y"}
+			if !forget {
+				want = []string{"y"} // the caveat of the package doc
+			}
+			if got := values(); !slices.Equal(got, want) {
+				t.Errorf("shard values after writing x again: %v, want %v", got, want)
+			}
+			got, err := g.q.Select(ctxFor(t), d0, dayEnd, labels.MustNewMatcher(labels.MatchEqual, "shard", "x"))
+			if n := len(got); err != nil || forget && n != 1 {
+				t.Errorf("select shard=x: %d series, %v; want 1", n, err)
+			}
+		})
+	}
+}
+
 // TestRejects: matchers are required.
 func TestRejects(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())

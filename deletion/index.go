@@ -100,6 +100,14 @@ func (p *pruner) flush(ctx context.Context, st *Stats) error {
 // again while the data is checked stays.
 func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs map[string]struct{}, st *Stats) error {
 	d := p.d
+	if f := d.opts.IndexWriter; f != nil {
+		before := st.IndexCells
+		defer func() {
+			if st.IndexCells > before {
+				f.Forget(day, day)
+			}
+		}()
+	}
 	l := d.opts.Layout
 	idx := d.opts.IndexTable
 	nKey := mapping.AppendIndexDayKey(nil, mapping.IndexKindMetrics, day)

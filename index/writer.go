@@ -67,9 +67,10 @@ const DefaultCacheBytes = 16 << 20
 
 // Writer writes index entries. It is safe for concurrent use.
 type Writer struct {
-	st   writeStore
-	opts Options
-	seen *seenSet
+	st      writeStore
+	opts    Options
+	seen    *seenSet
+	forgets *forgets // days whose cells were deleted since (Forget)
 
 	cells, tsmetas prometheus.Counter
 }
@@ -85,7 +86,7 @@ func NewWriter(st writeStore, opts Options, reg prometheus.Registerer) *Writer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	w := &Writer{st: st, opts: opts, seen: newSeenSet(opts.CacheBytes),
+	w := &Writer{st: st, opts: opts, seen: newSeenSet(opts.CacheBytes), forgets: newForgets(),
 		cells: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_index_cells_written_total", Help: "Cells written into the series index table (label lookups by day).",
 		}),
@@ -165,7 +166,7 @@ func (w *Writer) put(ctx context.Context, table string, puts []store.Put, deferr
 func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) error {
 	n := 0
 	for _, e := range entries {
-		if !e.Series.IndexedFor(e.Day) {
+		if w.todo(e) {
 			n++
 		}
 	}
@@ -176,7 +177,7 @@ func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) erro
 	if n < len(entries) {
 		fresh = make([]Entry, 0, n)
 		for _, e := range entries {
-			if !e.Series.IndexedFor(e.Day) {
+			if w.todo(e) {
 				fresh = append(fresh, e)
 			}
 		}
@@ -193,6 +194,14 @@ func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) erro
 		e.Series.SetIndexedFor(e.Day)
 	}
 	return nil
+}
+
+// todo reports whether e may need index writes: its series is not marked
+// indexed for its day, or the day was forgotten (Forget), which the
+// series' mark does not tell: the seen set, whose keys of the day carry
+// its epoch, decides then.
+func (w *Writer) todo(e Entry) bool {
+	return !e.Series.IndexedFor(e.Day) || w.forgets.epoch(e.Day) != 0
 }
 
 // writeTSMeta writes the TSMeta rows of the series new to this process.
@@ -357,8 +366,14 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	// have been: it is neither looked up in the shared set nor remembered
 	// there, as writeTSMeta does with fresh series; a later series that
 	// shares it asks for it, writes it once more and remembers it.
-	add := func(row, qual []byte, fresh bool) {
+	//
+	// epoch is that of the cell's day (Forget), 0 for the row without a
+	// day or a day never forgotten.
+	add := func(row, qual []byte, fresh bool, epoch uint64) {
 		kbuf = append(append(append(kbuf[:0], row...), 0), qual...)
+		if epoch != 0 {
+			kbuf = binary.BigEndian.AppendUint64(kbuf, epoch)
+		}
 		k := w.seen.key(kbuf)
 		if _, ok := done[k]; ok {
 			return
@@ -407,14 +422,18 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		return true
 	}
 	var buf []byte
+	epochDay, epoch := uint32(0), w.forgets.epoch(0)
 	for _, e := range entries {
 		s := e.Series
 		m := uidInt(s.Metric)
+		if e.Day != epochDay {
+			epochDay, epoch = e.Day, w.forgets.epoch(e.Day)
+		}
 		if firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
 			fresh := s.FreshCell(-1)
 			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
-			add(buf, s.Metric, fresh)
-			add(mapping.IndexEverKey, s.Metric, fresh)
+			add(buf, s.Metric, fresh, epoch)
+			add(mapping.IndexEverKey, s.Metric, fresh, 0)
 		}
 		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
 			tagk, tagv := s.Tags[i:i+lay.TagKWidth], s.Tags[i+lay.TagKWidth:i+pair]
@@ -422,11 +441,11 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 			if firstOf(newCellTuple(mapping.IndexKindTagKs, e.Day, 0, k, 0)) {
 				// Not fresh: the pair's fresh UID may be its value's.
 				buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
-				add(buf, tagk, false)
+				add(buf, tagk, false, epoch)
 			}
 			if firstOf(newCellTuple(indexKindValue, e.Day, m, k, uidInt(tagv))) {
 				buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
-				add(buf, s.Metric, s.FreshCell(i/pair))
+				add(buf, s.Metric, s.FreshCell(i/pair), epoch)
 			}
 		}
 	}

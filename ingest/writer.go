@@ -72,6 +72,7 @@ type Writer struct {
 	metas   *metadata.Metas
 	names   *wire.LabelNames // label-name ids of 2.0 series keys
 	indexer SeriesIndexer
+	forgot  DayForgetter   // the indexer's forgotten days; nil: none
 	limits  *limits.Limits // nil: only the row key's bound applies
 }
 
@@ -84,6 +85,14 @@ type Writer struct {
 type SeriesIndexer interface {
 	Write(ctx context.Context, entries []index.Entry) error
 	WriteDeferred(ctx context.Context, entries []index.Entry) error
+}
+
+// DayForgetter is a SeriesIndexer that may have forgotten having indexed
+// the series of some days (index.Writer.Forget, after a deletion or
+// retention removed their cells): a series marked indexed for such a day
+// is handed to it anyway, and it decides what to write again.
+type DayForgetter interface {
+	Forgotten(day uint32) bool
 }
 
 // Options configure a Writer. The zero value of each field turns its
@@ -116,6 +125,7 @@ type Options struct {
 func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(),
 		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter}
+	w.forgot, _ = opts.Indexer.(DayForgetter)
 	if opts.ExemplarTable != "" {
 		w.exTable, w.exSlots = opts.ExemplarTable, min(max(opts.ExemplarSlots, 1), mapping.MaxExemplarSlots)
 	}
@@ -503,7 +513,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 			curBase = base
 			if day := base / mapping.DaySeconds; w.indexer != nil && day != lastDay {
 				lastDay = day
-				if !series.IndexedFor(uint32(day)) {
+				if !series.IndexedFor(uint32(day)) || w.forgot != nil && w.forgot.Forgotten(uint32(day)) {
 					b.index = append(b.index, index.Entry{Series: series, Day: uint32(day)})
 				}
 			}

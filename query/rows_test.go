@@ -8,19 +8,35 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
 )
 
 // TestRows: Rows hands on every row of the selected series whose hour
 // overlaps the range, each once, in bounded batches of one scan each, in
 // key order; the rows of other series and hours stay out, and fn may
-// delete what it gets.
+// delete what it gets. On the backend PROMHBASE_TEST_BACKEND chooses.
 func TestRows(t *testing.T) {
 	const base = 1700002800
+	var table string
 	write := func(t *testing.T) (*Querier, store.Store) {
 		t.Helper()
-		q, m, st := newQuerier(t)
+		st, tb := testbackend.New(t)
+		table = tb.Data
+		uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
+		// A reader with caches of its own, as another process would have.
+		readUIDs, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := New(st, series.NewMapper(readUIDs, mapping.DefaultLayout(), 0), Options{DataTable: tb.Data, UIDTable: tb.UID})
 		ctx := context.Background()
 		for _, name := range []string{"m", "other"} {
 			for i := range 10 {
@@ -32,7 +48,7 @@ func TestRows(t *testing.T) {
 				for h := range int64(4) {
 					hour := base + h*3600
 					q, v := mapping.AppendSampleCell(nil, hour, hour*1000+1, float64(i))
-					if err := st.Put(ctx, "tsdb", []store.Put{{Row: m.AppendRowKey(nil, s, uint32(hour)), Cells: []store.Cell{{Family: []byte("t"), Qualifier: q, Value: v}}}}); err != nil {
+					if err := st.Put(ctx, table, []store.Put{{Row: m.AppendRowKey(nil, s, uint32(hour)), Cells: []store.Cell{{Family: []byte("t"), Qualifier: q, Value: v}}}}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -83,7 +99,7 @@ func TestRows(t *testing.T) {
 						t.Errorf("row of hour %d outside the range", b)
 					}
 					if tc.deleteAll {
-						if err := st.Delete(context.Background(), "tsdb", r.Row.Key, nil); err != nil {
+						if err := st.Delete(context.Background(), table, r.Row.Key, nil); err != nil {
 							return err
 						}
 					}

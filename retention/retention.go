@@ -23,9 +23,11 @@
 // created, and the work is a few seeks a metric when nothing expired. The
 // exemplar table, whose rows have the data rows' keys, is walked the same
 // way; in the series index (tsdb-index) the rows of the days entirely
-// before the cutoff go (rows 'K', 'N' and 'V' of those days). UIDs
-// (tsdb-uid), metric metadata and the TSMeta rows of tsdb-meta, which are
-// not kept by time, stay. Then, on a store.Reclaimer (the embedded store),
+// before the cutoff go (rows 'K', 'N' and 'V' of those days), and the
+// index writer of this process (Options.IndexWriter) forgets having
+// written them, so that samples written into those days again are
+// indexed again. UIDs (tsdb-uid), metric metadata and the TSMeta rows of
+// tsdb-meta, which are not kept by time, stay. Then, on a store.Reclaimer (the embedded store),
 // the space is given back to the filesystem at once.
 //
 // On HBase a family TTL cannot do this job: it counts from each cell's
@@ -68,6 +70,14 @@ const DefaultInterval = time.Minute
 // the size limit; the next cycle goes on.
 const maxSizeSteps = 8
 
+// IndexForgetter is the series index writer of this process
+// (index.Writer): told the days whose cells retention deleted, it writes
+// their cells again when a series is written into those days anew (a
+// backfill older than the retention, until the next cycle deletes it).
+type IndexForgetter interface {
+	Forget(fromDay, toDay uint32)
+}
+
 // Options configure a Retention. Time and Size of zero keep everything.
 type Options struct {
 	// Time is the retention time: an hour of rows is deleted once it has
@@ -85,6 +95,9 @@ type Options struct {
 	DataTable, ExemplarTable, IndexTable string
 	// Layout is the row-key layout of the data and exemplar tables.
 	Layout mapping.Layout
+	// IndexWriter, when set, is the series index writer of this process:
+	// it forgets having written the cells of the days retention deleted.
+	IndexWriter IndexForgetter
 	// Registerer takes the metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger takes one line a cycle; nil discards.
@@ -456,6 +469,12 @@ func (r *Retention) firstKey(ctx context.Context, table string, start, stop []by
 // indexed) and 'C' (coverage) stay.
 func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error {
 	table := r.opts.IndexTable
+	touched := false // some rows deleted, maybe in part
+	defer func() {
+		if touched && r.opts.IndexWriter != nil {
+			r.opts.IndexWriter.Forget(0, day-1)
+		}
+	}()
 	for _, kind := range []byte{mapping.IndexKindTagKs, mapping.IndexKindMetrics, mapping.IndexKindValues} {
 		start := mapping.AppendIndexDayKey(nil, kind, 0)
 		stop := mapping.AppendIndexDayKey(nil, kind, day)
@@ -467,6 +486,7 @@ func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error
 		if first == nil {
 			continue
 		}
+		touched = true
 		n, err := store.DeleteRows(ctx, r.st, table, start, stop)
 		if n > 0 {
 			res.RowsDeleted[table] += n

@@ -150,7 +150,9 @@ func TestBackfillExpiresByItsOwnTime(t *testing.T) {
 
 // TestIndexDaysGo: the series index's day rows of the days entirely
 // before the cutoff go; the day holding the cutoff, later days and the
-// rows without a day ('A', 'C') stay.
+// rows without a day ('A', 'C') stay. The index writer forgets the days
+// gone: the same series written into one of them again (a backfill) is
+// indexed again.
 func TestIndexDaysGo(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	day := int64(t0) / mapping.DaySeconds
@@ -158,9 +160,13 @@ func TestIndexDaysGo(t *testing.T) {
 	g.write(promSeries("m", []string{"job", "a"}, at(day-3, 1), at(day-2, 23), at(day-1, 5), at(day, 1)))
 	// Cutoff: day-1 at 03:00, so day-2 is entirely before it.
 	_, now := clock(time.Unix((day-1)*mapping.DaySeconds+3*3600+100, 0).Add(24 * time.Hour))
-	r := g.retention(Options{Time: 24 * time.Hour, Now: now})
+	r := g.retention(Options{Time: 24 * time.Hour, Now: now, IndexWriter: g.ixw})
 	if _, err := r.Cycle(ctxFor(t)); err != nil {
 		t.Fatal(err)
+	}
+	if !g.ixw.Forgotten(uint32(day-2)) || !g.ixw.Forgotten(0) || g.ixw.Forgotten(uint32(day-1)) {
+		t.Errorf("days forgotten: day-2 %v, 0 %v, day-1 %v; want true, true, false",
+			g.ixw.Forgotten(uint32(day-2)), g.ixw.Forgotten(0), g.ixw.Forgotten(uint32(day-1)))
 	}
 	var want []string
 	for _, k := range []string{"K", "N", "V"} {
@@ -175,6 +181,14 @@ func TestIndexDaysGo(t *testing.T) {
 	}
 	if got, want := g.hours(g.tables.Data), []int64{(day-1)*mapping.DaySeconds + 5*3600, day*mapping.DaySeconds + 3600}; !slices.Equal(got, want) {
 		t.Errorf("data hours %v, want %v", got, want)
+	}
+	g.write(promSeries("m", []string{"job", "a"}, at(day-2, 23)))
+	for _, k := range []string{"K", "N", "V"} {
+		want = append(want, fmt.Sprintf("%s%d", k, day-2))
+	}
+	slices.Sort(want)
+	if got := g.indexRows(); !slices.Equal(got, want) {
+		t.Errorf("index rows after a backfill into day-2: %v, want %v", got, want)
 	}
 }
 

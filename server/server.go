@@ -157,8 +157,9 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		qopts.ExemplarTable = cfg.Tables.Exemplar
 		info.ExemplarTable = cfg.Tables.Exemplar
 	}
+	var ixw *index.Writer // nil: no series index
 	if cfg.Index.Enabled && cfg.Tables.Meta != "" && cfg.Tables.Index != "" {
-		ixw, err := openIndex(ctx, st, cfg, reg)
+		ixw, err = openIndex(ctx, st, cfg, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -199,14 +200,22 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if comp != nil {
 		dopts.Fence = comp
 	}
+	if ixw != nil {
+		// The days a delete prunes are indexed again when written anew.
+		dopts.IndexWriter = ixw
+	}
 	del, err := deletion.New(st, q, dopts)
 	if err != nil {
 		return nil, err
 	}
 	if r := cfg.Retention; r.Time > 0 || r.Size > 0 {
-		s.ret, err = retention.New(st, retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval,
+		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-			Registerer: reg, Logger: logger.With("component", "retention")})
+			Registerer: reg, Logger: logger.With("component", "retention")}
+		if ixw != nil {
+			ropts.IndexWriter = ixw
+		}
+		s.ret, err = retention.New(st, ropts)
 		if err != nil {
 			return nil, fmt.Errorf("retention: %w", err)
 		}

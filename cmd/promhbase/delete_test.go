@@ -103,8 +103,9 @@ func checkDeleted(t *testing.T, got map[string][]int64, n int, selected func(i i
 // offline. Both bounds are inclusive.
 func TestDeleteKilled(t *testing.T) {
 	bin := testproc.BuildBinary(t, ".")
-	flags := storageFlags(t)
-	createTestTables(t, bin, flags)
+	// Every table fresh (on HBase also the exemplar and index tables,
+	// which a delete prunes), dropped when the test ends.
+	flags := testbackend.ServeFlags(t)
 	serveFlags := append([]string{"--web.enable-admin-api", "--storage.compaction.grace=1s"}, flags...)
 	srv, base := startServe(t, bin, serveFlags...)
 	const n = 40

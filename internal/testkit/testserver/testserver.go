@@ -43,6 +43,9 @@ type Options struct {
 	// means query's defaults.
 	MaxSamples int
 	MaxBytes   int64
+	// EnableAdmin serves the TSDB admin API (delete_series,
+	// clean_tombstones), as serve's --web.enable-admin-api.
+	EnableAdmin bool
 }
 
 // Server is a running in-process promhbase.
@@ -85,8 +88,9 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		Compaction: server.CompactionConfig{Enabled: true, Grace: compact.DefaultGrace,
 			MaxRowsPerHour: compact.DefaultMaxRowsPerHour, Concurrency: 4},
 		Query: qopts, Adapter: opts.Adapter,
-		API:        promapi.Options{Version: "test"},
-		Registerer: reg, Logger: opts.Logger,
+		EnableAdmin: opts.EnableAdmin,
+		API:         promapi.Options{Version: "test"},
+		Registerer:  reg, Logger: opts.Logger,
 	}
 	s, err := server.New(t.Context(), st, cfg)
 	if err != nil {
