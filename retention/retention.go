@@ -219,14 +219,21 @@ type Result struct {
 	Bytes int64
 }
 
-// Run runs a cycle every Interval until ctx ends; the first at once. It
-// returns at once when the options delete nothing. A failed cycle is
-// logged and counted, and the next one goes on.
+// measureEvery is how many Intervals apart Run's cycles are when the
+// options delete nothing: such a cycle only finds the oldest hour kept
+// (promhbase_oldest_sample_timestamp_seconds), a few seeks a metric.
+const measureEvery = 15
+
+// Run runs a cycle every Interval until ctx ends; the first at once. A
+// failed cycle is logged and counted, and the next one goes on. When the
+// options delete nothing, the cycles only measure the oldest hour kept,
+// every measureEvery Intervals.
 func (r *Retention) Run(ctx context.Context) {
+	every := r.opts.Interval
 	if !r.Enabled() {
-		return
+		every *= measureEvery
 	}
-	t := time.NewTicker(r.opts.Interval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		_, _ = r.Cycle(ctx) // logged and counted by Cycle

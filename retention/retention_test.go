@@ -192,8 +192,8 @@ func TestIndexDaysGo(t *testing.T) {
 	}
 }
 
-// TestNothingWithoutRetention: a zero Time and Size keep everything, and
-// Run returns at once.
+// TestNothingWithoutRetention: a zero Time and Size keep everything; Run
+// then only measures the oldest hour kept.
 func TestNothingWithoutRetention(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, 0, t0*1000))
@@ -202,13 +202,18 @@ func TestNothingWithoutRetention(t *testing.T) {
 	if r.Enabled() {
 		t.Error("Enabled with no Time or Size")
 	}
-	r.Run(ctxFor(t)) // returns at once
+	ctx, cancel := context.WithTimeout(ctxFor(t), 200*time.Millisecond)
+	defer cancel()
+	r.Run(ctx) // one cycle at once, then until ctx ends
 	res, err := r.Cycle(ctxFor(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Cutoff.IsZero() || len(res.Ranges) != 0 {
 		t.Errorf("cycle: %+v, want nothing cut", res)
+	}
+	if want := time.Unix(0, 0); !res.Oldest.Equal(want) { // its first sample is at 0
+		t.Errorf("oldest hour kept %s, want %s", res.Oldest, want)
 	}
 	if got := g.samples(); got != before {
 		t.Errorf("samples %s, want %s", got, before)

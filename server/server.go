@@ -112,8 +112,8 @@ type Config struct {
 type Server struct {
 	handler http.Handler
 	uids    *uid.UIDs
-	sched   *compact.Scheduler   // nil: no compaction
-	ret     *retention.Retention // nil: keep everything
+	sched   *compact.Scheduler // nil: no compaction
+	ret     *retention.Retention
 	logger  *slog.Logger
 }
 
@@ -208,7 +208,10 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r := cfg.Retention; r.Time > 0 || r.Size > 0 {
+	// Also with nothing to delete: its cycles then measure the oldest
+	// hour kept, now and then.
+	{
+		r := cfg.Retention
 		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
 			Registerer: reg, Logger: logger.With("component", "retention")}
