@@ -205,10 +205,10 @@ func (c *Codec) parse(q, val []byte) (shape byte, ok bool) {
 		vi += int(info.n)
 	}
 	n := len(c.offs)
-	switch {
-	case nMs == n:
+	switch nMs {
+	case n:
 		shape = qualMs << qualShift
-	case nMs == 0:
+	case 0:
 		shape = qualSec << qualShift
 	default:
 		shape = qualMixed << qualShift
@@ -365,7 +365,8 @@ func (c *Codec) appendTimes(dst []byte) []byte {
 	for i := 1; i < len(offs); i++ {
 		c.tmp = append(c.tmp, offs[i]-offs[i-1])
 	}
-	sorted := append(c.ms[:0], c.tmp...)
+	c.ms = append(c.ms[:0], c.tmp...)
+	sorted := c.ms
 	slices.Sort(sorted)
 	d := sorted[(len(sorted)-1)/2]
 	for i := range c.tmp {

@@ -103,7 +103,8 @@ func FuzzRoundTrip(f *testing.F) {
 		shortest := r.byte()&1 == 1
 		validFlags := [...]byte{0x0, 0x1, 0x3, 0x7, 0xB, 0xF}
 		var pts []pt
-		msOff, mixed := int64(r.byte())*17, false
+		msOff := int64(r.byte()) * 17
+		var mixed bool
 		nSec := 0
 		decimal := int64(0)
 		for range n {

@@ -50,10 +50,6 @@ func f64(x float64) (byte, []byte) {
 	return mapping.FlagsFloat64, binary.BigEndian.AppendUint64(nil, math.Float64bits(x))
 }
 
-func f64bits(b uint64) (byte, []byte) {
-	return mapping.FlagsFloat64, binary.BigEndian.AppendUint64(nil, b)
-}
-
 func f32(x float32) (byte, []byte) {
 	return mapping.FlagsFloat32, binary.BigEndian.AppendUint32(nil, math.Float32bits(x))
 }
