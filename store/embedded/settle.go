@@ -279,6 +279,11 @@ func (st *settler) tick() {
 		}
 	case deleted && (deletesPaused || overdue):
 		err = st.s.settle(st.ctx, false, false)
+	case idle:
+		// Settled and still idle: Pebble retires the log a settle's flush
+		// left behind in the background, maybe after that settle looked.
+		st.s.truncateRetiredLogs()
+		return
 	default:
 		return
 	}
