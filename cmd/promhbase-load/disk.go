@@ -47,13 +47,19 @@ type diskOptions struct {
 	queryParts int // points of a query: step = span / queryParts
 
 	promhbaseFlags, vmFlags []string
+
+	// promhbase-hbase
+	hbaseQuorum, hbaseConf, hbaseJars, java string
+	hbaseCompressions                       []string
+	hbaseKeepTables                         bool
 }
 
 // The systems of the disk command, in the order they run.
 const (
-	sysPromhbase  = "promhbase"
-	sysVM         = "victoriametrics"
-	sysPrometheus = "prometheus"
+	sysPromhbase      = "promhbase"
+	sysPromhbaseHBase = "promhbase-hbase" // not in the default set: needs a running HBase
+	sysVM             = "victoriametrics"
+	sysPrometheus     = "prometheus"
 )
 
 // defaultDiskQueries are the long-range queries timed on every system;
@@ -74,7 +80,8 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 	cmd.Flag("prometheus", "Prometheus binary, to serve the blocks for the queries (scripts/prometheus.sh prints the project's).").StringVar(&d.prometheus)
 	cmd.Flag("promtool", "promtool binary of the same Prometheus (scripts/promtool.sh prints it).").StringVar(&d.promtool)
 	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints it).").StringVar(&d.vm)
-	cmd.Flag("systems", "Systems to run: promhbase, victoriametrics, prometheus; repeatable (default: all three).").StringsVar(&d.systems)
+	cmd.Flag("systems", "Systems to run: promhbase, victoriametrics, prometheus, promhbase-hbase; repeatable (default: the first three). "+
+		"promhbase-hbase is promhbase serve on a running HBase (scripts/hbase.sh up): fresh tables created by promhbase create-tables, flushed and major-compacted after the load, their store files measured, dropped at the end.").StringsVar(&d.systems)
 	cmd.Flag("dir", "Where the systems' data directories go (removed at the end unless --keep).").Default(os.TempDir()).StringVar(&d.dir)
 	cmd.Flag("keep", "Keep the data directories (their path is printed).").BoolVar(&d.keep)
 	cmd.Flag("data.series", "Series in all.").Default("2000").IntVar(&d.series)
@@ -92,6 +99,13 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 	cmd.Flag("query.points", "Points a query answers per series: step = span / this.").Default("300").IntVar(&d.queryParts)
 	cmd.Flag("promhbase.flag", "Extra flag for promhbase serve; repeatable.").StringsVar(&d.promhbaseFlags)
 	cmd.Flag("victoria-metrics.flag", "Extra flag for VictoriaMetrics; repeatable.").StringsVar(&d.vmFlags)
+	cmd.Flag("hbase.zookeeper.quorum", "promhbase-hbase: ZooKeeper quorum of the HBase.").Default("127.0.0.1:2181").StringVar(&d.hbaseQuorum)
+	cmd.Flag("hbase.compression", "promhbase-hbase: compression of the tables (create-tables --hbase.compression); repeatable: the tables are created with the first, "+
+		"then for each further one altered to it and major-compacted again, and measured each time (default GZ).").StringsVar(&d.hbaseCompressions)
+	cmd.Flag("hbase.conf", "promhbase-hbase: the HBase's configuration directory (its hbase-site.xml names hbase.rootdir, which must be local: the tables' files are measured there).").Default(filepath.Join(".run", "hbase", "conf")).StringVar(&d.hbaseConf)
+	cmd.Flag("hbase.jars", "promhbase-hbase: directory of HBase's jars (lib/) and codecs (codecs/), for the admin steps gohbase lacks (flush, major compaction, drop), run with java.").Default(defaultHBaseJars()).StringVar(&d.hbaseJars)
+	cmd.Flag("hbase.java", "promhbase-hbase: java (JDK 11+) to run them with.").Default(defaultJava()).StringVar(&d.java)
+	cmd.Flag("hbase.keep-tables", "promhbase-hbase: leave the tables in HBase (their names are printed).").BoolVar(&d.hbaseKeepTables)
 	return cmd, &d
 }
 
@@ -104,6 +118,19 @@ type diskRun struct {
 	load, settle   time.Duration
 	note           string
 	dataDir        string
+	// promhbase-hbase: the tables' compression and names; noQuery: an
+	// earlier compression of the same tables, not queried.
+	codec   string
+	tables  hbaseTables
+	noQuery bool
+}
+
+// name is the system's name in the report.
+func (r *diskRun) name() string {
+	if r.system == sysPromhbaseHBase {
+		return fmt.Sprintf("promhbase (HBase, %s)", r.codec)
+	}
+	return diskSystemNames[r.system]
 }
 
 func runDisk(o options, d diskOptions) error {
@@ -113,10 +140,10 @@ func runDisk(o options, d diskOptions) error {
 	want := map[string]bool{}
 	for _, s := range d.systems {
 		switch s {
-		case sysPromhbase, sysVM, sysPrometheus:
+		case sysPromhbase, sysPromhbaseHBase, sysVM, sysPrometheus:
 			want[s] = true
 		default:
-			return fmt.Errorf("--systems=%q: want promhbase, victoriametrics or prometheus", s)
+			return fmt.Errorf("--systems=%q: want promhbase, victoriametrics, prometheus or promhbase-hbase", s)
 		}
 	}
 	if want[sysVM] && d.vm == "" {
@@ -124,6 +151,9 @@ func runDisk(o options, d diskOptions) error {
 	}
 	if want[sysPrometheus] && (d.promtool == "" || d.prometheus == "") {
 		return errors.New("--promtool and --prometheus are needed for prometheus (scripts/promtool.sh, scripts/prometheus.sh)")
+	}
+	if len(d.hbaseCompressions) == 0 {
+		d.hbaseCompressions = []string{"GZ"}
 	}
 	if d.repeats < 1 || d.queryParts < 1 {
 		return errors.New("--query.repeats and --query.points must be at least 1")
@@ -152,8 +182,15 @@ func runDisk(o options, d diskOptions) error {
 		time.UnixMilli(g.startMs()).UTC().Format(time.RFC3339), time.UnixMilli(g.endMs()).UTC().Format(time.RFC3339))
 	fmt.Fprintf(os.Stderr, "bench-disk: %s\n", title)
 
+	// Cleanups (dropping HBase tables) run at the end, after the queries.
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
 	var runs []*diskRun
-	for _, sys := range []string{sysPromhbase, sysVM, sysPrometheus} {
+	for _, sys := range []string{sysPromhbase, sysPromhbaseHBase, sysVM, sysPrometheus} {
 		if !want[sys] {
 			continue
 		}
@@ -161,6 +198,13 @@ func runDisk(o options, d diskOptions) error {
 		switch sys {
 		case sysPromhbase:
 			r, err = diskPromhbase(o, d, g, work)
+		case sysPromhbaseHBase:
+			var rs []*diskRun
+			rs, err = diskPromhbaseHBase(o, d, g, work, func(f func()) { cleanups = append(cleanups, f) })
+			if err == nil {
+				runs = append(runs, rs[:len(rs)-1]...)
+				r = rs[len(rs)-1]
+			}
 		case sysVM:
 			r, err = diskVM(o, d, g, work)
 		case sysPrometheus:
@@ -715,6 +759,7 @@ func measureDir(dir string, kind func(rel string) string) (*dirUsage, error) {
 // queryTiming is one query on one system.
 type queryTiming struct {
 	query, system  string
+	name           string // the system's name in the report
 	times          []time.Duration
 	series, points int
 	err            error
@@ -728,12 +773,19 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) ([]*q
 			_ = s.stop()
 		}
 	}()
+	names := map[string]string{}
 	for _, r := range runs {
+		if r.noQuery {
+			continue
+		}
 		var s *server
 		var err error
+		names[r.system] = r.name()
 		switch r.system {
 		case sysPromhbase:
 			s, err = startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-query.log"))
+		case sysPromhbaseHBase:
+			s, err = startPromhbaseHBase(d, r.tables, filepath.Join(work, "promhbase-hbase-query.log"))
 		case sysVM:
 			s, err = startVM(d, r.dataDir, filepath.Join(work, "victoriametrics-query.log"))
 		case sysPrometheus:
@@ -754,7 +806,7 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) ([]*q
 	byKey := map[[2]string]*queryTiming{}
 	for _, q := range queries {
 		for _, sys := range order {
-			t := &queryTiming{query: strings.ReplaceAll(q, "$step", promDuration(step)), system: sys}
+			t := &queryTiming{query: strings.ReplaceAll(q, "$step", promDuration(step)), system: sys, name: names[sys]}
 			byKey[[2]string{q, sys}] = t
 			out = append(out, t)
 		}
@@ -871,17 +923,19 @@ func printDisk(w io.Writer, title string, g genConfig, runs []*diskRun) {
 	for _, r := range runs {
 		switch r.system {
 		case sysPromhbase:
-			row(diskSystemNames[r.system], "settled, running", r.running, r)
-			row(diskSystemNames[r.system], "stopped (SIGTERM)", r.usage, r)
+			row(r.name(), "settled, running", r.running, r)
+			row(r.name(), "stopped (SIGTERM)", r.usage, r)
+		case sysPromhbaseHBase:
+			row(r.name(), "store files, flushed and major-compacted", r.usage, r)
 		case sysVM:
-			row(diskSystemNames[r.system], "stopped (SIGINT)", r.usage, r)
+			row(r.name(), "stopped (SIGINT)", r.usage, r)
 		default:
-			row(diskSystemNames[r.system], "as promtool wrote them", r.usage, r)
+			row(r.name(), "as promtool wrote them", r.usage, r)
 		}
 	}
 	fmt.Fprintln(w)
 	for _, r := range runs {
-		fmt.Fprintf(w, "- %s: %s\n", diskSystemNames[r.system], r.note)
+		fmt.Fprintf(w, "- %s: %s\n", r.name(), r.note)
 	}
 	for _, r := range runs {
 		us := []*dirUsage{r.usage}
@@ -889,8 +943,12 @@ func printDisk(w io.Writer, title string, g genConfig, runs []*diskRun) {
 		if r.running != nil {
 			us, states = []*dirUsage{r.running, r.usage}, []string{" (settled, running)", " (stopped)"}
 		}
+		by := "file kind"
+		if r.system == sysPromhbaseHBase {
+			by = "table (store files)"
+		}
 		for i, u := range us {
-			fmt.Fprintf(w, "\n%s%s by file kind:\n\n| kind | files | bytes | bytes/sample | share |\n| --- | --- | --- | --- | --- |\n", diskSystemNames[r.system], states[i])
+			fmt.Fprintf(w, "\n%s%s by %s:\n\n| kind | files | bytes | bytes/sample | share |\n| --- | --- | --- | --- | --- |\n", r.name(), states[i], by)
 			kinds := make([]string, 0, len(u.kinds))
 			for k := range u.kinds {
 				kinds = append(kinds, k)
@@ -909,7 +967,7 @@ func printQueries(w io.Writer, g genConfig, d diskOptions, qs []*queryTiming) {
 	fmt.Fprintf(w, "| query | system | median | min – max | spread | series | points |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, t := range qs {
 		if t.err != nil {
-			fmt.Fprintf(w, "| `%s` | %s | error: %s | | | | |\n", t.query, diskSystemNames[t.system], strings.ReplaceAll(t.err.Error(), "|", `\|`))
+			fmt.Fprintf(w, "| `%s` | %s | error: %s | | | | |\n", t.query, t.name, strings.ReplaceAll(t.err.Error(), "|", `\|`))
 			continue
 		}
 		ts := slices.Clone(t.times)
@@ -922,7 +980,7 @@ func printQueries(w io.Writer, g genConfig, d diskOptions, qs []*queryTiming) {
 		if med > 0 {
 			spread = 100 * float64(ts[len(ts)-1]-ts[0]) / float64(med)
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s – %s | %.0f %% | %d | %d |\n", strings.ReplaceAll(t.query, "|", `\|`), diskSystemNames[t.system],
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s – %s | %.0f %% | %d | %d |\n", strings.ReplaceAll(t.query, "|", `\|`), t.name,
 			roundDur(med), roundDur(ts[0]), roundDur(ts[len(ts)-1]), spread, t.series, t.points)
 	}
 }
