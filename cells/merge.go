@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
+
+// PackedFormat is the format of the packed cells Merger reads: a scan
+// whose rows go to Merge may ask for them (store.ScanRequest.Packed).
+const PackedFormat = dense.Format
 
 // Merger merges the data points of a row's cells the way a reader of the
 // row must: a row may hold single cells, compacted columns and the append
@@ -17,6 +22,7 @@ import (
 type Merger struct {
 	points []mapping.Point
 	merged []versionedPoint
+	dense  dense.Codec
 }
 
 // versionedPoint is a point with the cell version and cell index it came
@@ -36,6 +42,10 @@ type versionedPoint struct {
 // point (the append column's last-appended-wins rule). This is what
 // OpenTSDB does with tsd.storage.fix_duplicates=true.
 //
+// A packed cell (store.Cell.Packed, from a scan with store.ScanRequest.Packed
+// set to dense.Format) is decoded straight into its points, with the
+// version it holds.
+//
 // A malformed cell gives an error wrapping [ErrMalformedCell] that names
 // its qualifier. The returned slice is valid until the next call.
 func (m *Merger) Merge(baseTime uint32, cells []store.Cell, from, to int64) ([]mapping.Point, error) {
@@ -45,9 +55,9 @@ func (m *Merger) Merge(baseTime uint32, cells []store.Cell, from, to int64) ([]m
 	ascending := true
 	for _, c := range cells {
 		n := len(out)
-		pts, err := mapping.AppendPoints(out, baseTime, c.Qualifier, c.Value)
+		pts, _, err := m.appendPoints(out, baseTime, c)
 		if err != nil {
-			return nil, fmt.Errorf("cell %X: %w", c.Qualifier, err)
+			return nil, err
 		}
 		k := n
 		for _, p := range pts[n:] {
@@ -78,14 +88,14 @@ func (m *Merger) Merge(baseTime uint32, cells []store.Cell, from, to int64) ([]m
 func (m *Merger) mergeVersions(baseTime uint32, cells []store.Cell, from, to int64) ([]mapping.Point, error) {
 	m.merged = m.merged[:0]
 	for i, c := range cells {
-		pts, err := mapping.AppendPoints(m.points[:0], baseTime, c.Qualifier, c.Value)
+		pts, version, err := m.appendPoints(m.points[:0], baseTime, c)
 		if err != nil {
-			return nil, fmt.Errorf("cell %X: %w", c.Qualifier, err)
+			return nil, err
 		}
 		m.points = pts
 		for _, p := range pts {
 			if p.T >= from && p.T <= to {
-				m.merged = append(m.merged, versionedPoint{p, c.Timestamp, i})
+				m.merged = append(m.merged, versionedPoint{p, version, i})
 			}
 		}
 	}
@@ -101,6 +111,23 @@ func (m *Merger) mergeVersions(baseTime uint32, cells []store.Cell, from, to int
 	}
 	m.points = out
 	return out, nil
+}
+
+// appendPoints appends the points of cell c to dst and returns them with
+// the cell's version: a packed cell's from its packed form.
+func (m *Merger) appendPoints(dst []mapping.Point, baseTime uint32, c store.Cell) ([]mapping.Point, uint64, error) {
+	if c.Packed() {
+		pts, version, err := m.dense.AppendPoints(dst, baseTime, c.Value)
+		if err != nil {
+			return dst, 0, fmt.Errorf("packed cell: %w: %w", mapping.ErrMalformedCell, err)
+		}
+		return pts, version, nil
+	}
+	pts, err := mapping.AppendPoints(dst, baseTime, c.Qualifier, c.Value)
+	if err != nil {
+		return dst, 0, fmt.Errorf("cell %X: %w", c.Qualifier, err)
+	}
+	return pts, c.Timestamp, nil
 }
 
 // cmpVersioned orders by timestamp, then by version and cell order, so

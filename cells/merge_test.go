@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -31,6 +32,17 @@ func TestMerger(t *testing.T) {
 		return store.Cell{Qualifier: mapping.AppendColumnQualifier(), Value: v, Timestamp: version}
 	}
 	p := func(off int64, v float64) mapping.Point { return mapping.Point{T: base*1000 + off, V: v} }
+	// packed is compacted's column in the embedded store's packed form,
+	// as a scan with ScanRequest.Packed returns it.
+	packed := func(version uint64, pts ...mapping.Point) store.Cell {
+		c := compacted(version, pts...)
+		c.Family = []byte("t")
+		v, ok := new(dense.Codec).Encode(nil, []byte("row"), []store.Cell{c})
+		if !ok {
+			t.Fatal("dense refused the column")
+		}
+		return store.Cell{Value: v}
+	}
 	for _, tc := range []struct {
 		name     string
 		cells    []store.Cell
@@ -47,6 +59,10 @@ func TestMerger(t *testing.T) {
 		{"no cells", nil, 0, math.MaxInt64, "[]"},
 		{"range cuts a compacted column", []store.Cell{compacted(5, p(1, 1), p(2, 2), p(3, 3)), ms(4, 4, 5)}, base*1000 + 2, base*1000 + 3, "[{1700002800002 2} {1700002800003 3}]"},
 		{"cells out of time order", []store.Cell{ms(3, 3, 5), compacted(5, p(1, 1), p(2, 2))}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 2} {1700002800003 3}]"},
+		{"packed column", []store.Cell{packed(5, p(1, 1.5), p(2, 2), p(3, -3))}, 0, math.MaxInt64, "[{1700002800001 1.5} {1700002800002 2} {1700002800003 -3}]"},
+		{"packed column cut by the range", []store.Cell{packed(5, p(1, 1), p(2, 2), p(3, 3))}, base*1000 + 2, base*1000 + 2, "[{1700002800002 2}]"},
+		{"packed: its own version loses to a newer cell", []store.Cell{packed(5, p(1, 1), p(2, 2)), ms(2, 20, 9)}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 20}]"},
+		{"packed: its own version beats an older later cell", []store.Cell{packed(9, p(1, 1), p(2, 2)), ms(2, 20, 5)}, 0, math.MaxInt64, "[{1700002800001 1} {1700002800002 2}]"},
 		{"a repeat outside the range is no repeat", []store.Cell{ms(1, 1, 5), ms(2, 2, 5), ms(1, 9, 9)}, base*1000 + 2, math.MaxInt64, "[{1700002800002 2}]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +79,9 @@ func TestMerger(t *testing.T) {
 	var m Merger
 	if _, err := m.Merge(base, []store.Cell{{Qualifier: []byte{0xF0, 0, 0, 7}, Value: []byte{1}}}, 0, math.MaxInt64); !errors.Is(err, mapping.ErrMalformedCell) {
 		t.Errorf("malformed cell: err = %v, want ErrMalformedCell", err)
+	}
+	if _, err := m.Merge(base, []store.Cell{{Value: []byte{dense.Format, 0xFF}}}, 0, math.MaxInt64); !errors.Is(err, mapping.ErrMalformedCell) || !errors.Is(err, dense.ErrCorrupt) {
+		t.Errorf("corrupt packed cell: err = %v, want ErrMalformedCell and dense.ErrCorrupt", err)
 	}
 }
 

@@ -96,6 +96,16 @@ type Codec struct {
 // IsDense reports whether v starts like a dense value.
 func IsDense(v []byte) bool { return len(v) > 0 && v[0] == Format }
 
+// Family returns the family of the cell a dense value holds, "t" (the
+// data table's), or "" when v does not start like a dense value. It reads
+// nothing of c (a nil Codec will do).
+func (*Codec) Family(v []byte) string {
+	if !IsDense(v) {
+		return ""
+	}
+	return string(rune(dataFamily))
+}
+
 // Encode appends the dense form of a row's cells to dst and returns the
 // extended slice and true. row is the row key; the dense form does not
 // depend on it. cells must be the row's cells as the store returns them

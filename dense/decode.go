@@ -34,35 +34,49 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// decode decodes v in three steps: the offsets and the words of the
-// samples into the Codec's scratch, then (canonical flags) each sample's
-// flags from its word, then the cell's bytes into buf.
-func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
-	var none store.Cell
+// unpacked is what unpack read of a dense value besides the offsets and
+// words it left in the Codec's scratch (doffs, dwords).
+type unpacked struct {
+	ts     uint64 // the cell's version
+	qk, mk byte   // qualifier kind, meta byte kind
+	msbit  []byte // mixed qualifiers: the millisecond bitmap (aliases v)
+	flags  []byte // each sample's flags; nil: f1 for all
+	f1     byte
+	qlen   int // the qualifier's bytes
+}
+
+// unpack checks and decodes v into the Codec's scratch: the offsets
+// (doffs) and the words (dwords) of its samples, their flags (canonical
+// flags derived from the words), and the header. With floats, canonical
+// flags are not derived: every word of a value with canonical flags is
+// then its float64's bits, flags nil and f1 0xF, which is all a reader
+// of values (not of bytes) needs.
+func (c *Codec) unpack(v []byte, floats bool) (unpacked, error) {
+	var none unpacked
 	if len(v) < 2 || v[0] != Format {
-		return none, buf, fmt.Errorf("%w: %d bytes, first %X, want format %#x", ErrCorrupt, len(v), v[:min(len(v), 1)], Format)
+		return none, fmt.Errorf("%w: %d bytes, first %X, want format %#x", ErrCorrupt, len(v), v[:min(len(v), 1)], Format)
 	}
 	shape := v[1]
 	qk, mk := shape>>qualShift&qualMask, shape>>metaShift&metaMask
 	fk, vk := shape>>flagsShift&flagsMask, shape>>valShift&valMask
 	if qk > qualMixed || mk > metaOne || vk > valXOR {
-		return none, buf, fmt.Errorf("%w: bad shape byte %#02x", ErrCorrupt, shape)
+		return none, fmt.Errorf("%w: bad shape byte %#02x", ErrCorrupt, shape)
 	}
 	pos := 2
 	ts, k := binary.Uvarint(v[pos:])
 	if k <= 0 {
-		return none, buf, fmt.Errorf("%w: bad timestamp varint at byte %d", ErrCorrupt, pos)
+		return none, fmt.Errorf("%w: bad timestamp varint at byte %d", ErrCorrupt, pos)
 	}
 	pos += k
 	un, k := binary.Uvarint(v[pos:])
 	if k <= 0 {
-		return none, buf, fmt.Errorf("%w: bad sample count varint at byte %d", ErrCorrupt, pos)
+		return none, fmt.Errorf("%w: bad sample count varint at byte %d", ErrCorrupt, pos)
 	}
 	pos += k
 	// Every block of up to 32 steps takes a byte of the timestamps
 	// section, which bounds the count before anything is sized by it.
 	if un == 0 || un > MaxSamples || un-1 > uint64(blockLen*(len(v)-pos)) {
-		return none, buf, fmt.Errorf("%w: sample count %d in a value of %d bytes", ErrCorrupt, un, len(v))
+		return none, fmt.Errorf("%w: sample count %d in a value of %d bytes", ErrCorrupt, un, len(v))
 	}
 	n := int(un)
 
@@ -75,12 +89,12 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 	case qualMixed:
 		nb := (n + 7) / 8
 		if len(v)-pos < nb {
-			return none, buf, fmt.Errorf("%w: qualifier bitmap of %d bytes at byte %d, %d left", ErrCorrupt, nb, pos, len(v)-pos)
+			return none, fmt.Errorf("%w: qualifier bitmap of %d bytes at byte %d, %d left", ErrCorrupt, nb, pos, len(v)-pos)
 		}
 		msbit = v[pos : pos+nb]
 		pos += nb
 		if n&7 != 0 && msbit[nb-1]>>(n&7) != 0 {
-			return none, buf, fmt.Errorf("%w: qualifier bitmap has bits past sample %d", ErrCorrupt, n)
+			return none, fmt.Errorf("%w: qualifier bitmap has bits past sample %d", ErrCorrupt, n)
 		}
 		nMs := 0
 		for _, b := range msbit {
@@ -96,26 +110,26 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 	switch fk {
 	case flagsOne:
 		if pos >= len(v) || v[pos] > 0xF || !flagInfo[v[pos]].ok {
-			return none, buf, fmt.Errorf("%w: missing or bad flags at byte %d", ErrCorrupt, pos)
+			return none, fmt.Errorf("%w: missing or bad flags at byte %d", ErrCorrupt, pos)
 		}
 		f1 = v[pos]
 		pos++
 	case flagsRuns:
 		runs, k := binary.Uvarint(v[pos:])
 		if k <= 0 || runs == 0 || runs > un {
-			return none, buf, fmt.Errorf("%w: bad flag run count at byte %d", ErrCorrupt, pos)
+			return none, fmt.Errorf("%w: bad flag run count at byte %d", ErrCorrupt, pos)
 		}
 		pos += k
 		flags = grow(c.dflags, n)[:0]
 		for r := uint64(0); r < runs; r++ {
 			if pos >= len(v) || v[pos] > 0xF || !flagInfo[v[pos]].ok {
-				return none, buf, fmt.Errorf("%w: flag run %d: missing or bad flags at byte %d", ErrCorrupt, r, pos)
+				return none, fmt.Errorf("%w: flag run %d: missing or bad flags at byte %d", ErrCorrupt, r, pos)
 			}
 			f := v[pos]
 			pos++
 			l, k := binary.Uvarint(v[pos:])
 			if k <= 0 || l == 0 || l > uint64(n-len(flags)) {
-				return none, buf, fmt.Errorf("%w: flag run %d: bad length at byte %d", ErrCorrupt, r, pos)
+				return none, fmt.Errorf("%w: flag run %d: bad length at byte %d", ErrCorrupt, r, pos)
 			}
 			pos += k
 			for range l {
@@ -124,23 +138,23 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 		}
 		c.dflags = flags
 		if len(flags) != n {
-			return none, buf, fmt.Errorf("%w: flag runs cover %d of %d samples", ErrCorrupt, len(flags), n)
+			return none, fmt.Errorf("%w: flag runs cover %d of %d samples", ErrCorrupt, len(flags), n)
 		}
 	case flagsNibbles:
 		nb := (n + 1) / 2
 		if len(v)-pos < nb {
-			return none, buf, fmt.Errorf("%w: flag nibbles of %d bytes at byte %d, %d left", ErrCorrupt, nb, pos, len(v)-pos)
+			return none, fmt.Errorf("%w: flag nibbles of %d bytes at byte %d, %d left", ErrCorrupt, nb, pos, len(v)-pos)
 		}
 		flags = grow(c.dflags, n)
 		for i := range flags {
 			f := v[pos+i/2] >> (4 * (i & 1)) & 0xF
 			if !flagInfo[f].ok {
-				return none, buf, fmt.Errorf("%w: sample %d has flags %#x", ErrCorrupt, i, f)
+				return none, fmt.Errorf("%w: sample %d has flags %#x", ErrCorrupt, i, f)
 			}
 			flags[i] = f
 		}
 		if n&1 == 1 && v[pos+nb-1]>>4 != 0 {
-			return none, buf, fmt.Errorf("%w: flag nibbles: padding nibble not zero", ErrCorrupt)
+			return none, fmt.Errorf("%w: flag nibbles: padding nibble not zero", ErrCorrupt)
 		}
 		pos += nb
 		c.dflags = flags
@@ -150,12 +164,12 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 	c.doffs = grow(c.doffs, n)
 	k, err := c.decodeTimes(c.doffs, v[pos:])
 	if err != nil {
-		return none, buf, err
+		return none, err
 	}
 	pos += k
 	c.dwords = grow(c.dwords, n)
 	var canon []byte // canonical flags: filled with the words
-	if fk == flagsCanon {
+	if fk == flagsCanon && !floats {
 		c.dflags = grow(c.dflags, n)
 		canon = c.dflags
 	}
@@ -168,15 +182,27 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 		k, err = c.decodeDecimal(c.dwords, v, pos, vk, flags, f1, canon)
 	}
 	if err != nil {
-		return none, buf, err
+		return none, err
 	}
 	pos += k
 	if pos != len(v) {
-		return none, buf, fmt.Errorf("%w: %d bytes after the values, at byte %d", ErrCorrupt, len(v)-pos, pos)
+		return none, fmt.Errorf("%w: %d bytes after the values, at byte %d", ErrCorrupt, len(v)-pos, pos)
 	}
 	if canon != nil {
 		flags = canon
 	}
+	return unpacked{ts: ts, qk: qk, mk: mk, msbit: msbit, flags: flags, f1: f1, qlen: qlen}, nil
+}
+
+// decode decodes v into the cell Encode was given, its bytes appended to
+// buf.
+func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
+	u, err := c.unpack(v, false)
+	if err != nil {
+		return store.Cell{}, buf, err
+	}
+	n := len(c.doffs)
+	flags, f1, qk, mk, qlen := u.flags, u.f1, u.qk, u.mk, u.qlen
 	vlen := 0
 	if flags == nil {
 		vlen = n * int(flagInfo[f1].n)
@@ -196,7 +222,7 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 	out := slices.Grow(buf, total)[:start+total]
 	cellb := out[start:]
 	cellb[0] = dataFamily
-	writeQualifiers(cellb[1:1+qlen], c.doffs, qk, msbit, flags, f1)
+	writeQualifiers(cellb[1:1+qlen], c.doffs, qk, u.msbit, flags, f1)
 	writeValues(cellb[1+qlen:1+qlen+vlen], c.dwords, flags, f1)
 	if mk != metaNone {
 		cellb[total-1] = mk - 1
@@ -205,7 +231,7 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 		Family:    cellb[0:1:1],
 		Qualifier: cellb[1 : 1+qlen : 1+qlen],
 		Value:     cellb[1+qlen : total : total],
-		Timestamp: ts,
+		Timestamp: u.ts,
 	}, out, nil
 }
 

@@ -42,9 +42,16 @@ func FuzzDecode(f *testing.F) {
 		dst := []store.Cell{{}}
 		buf := []byte("keep")
 		cells, nbuf, err := c.Decode(dst, buf, testRow, v)
+		pts, _, perr := c.AppendPoints([]mapping.Point{{T: 1}}, 1700002800, v)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("Decode error %v, AppendPoints error %v", err, perr)
+		}
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) || !errors.Is(perr, ErrCorrupt) {
+				t.Fatalf("errors %v, %v do not wrap ErrCorrupt", err, perr)
+			}
+			if len(pts) != 1 {
+				t.Fatalf("failed AppendPoints changed dst")
 			}
 			if len(cells) != 1 || string(nbuf) != "keep" {
 				t.Fatalf("failed Decode changed dst or buf")
@@ -55,6 +62,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode appended %d cells", len(cells)-1)
 		}
 		got := cells[1:]
+		checkPoints(t, v, got[0])
 		if enc, ok := c.Encode(nil, testRow, got); ok {
 			again, _, err := (&Codec{}).Decode(nil, nil, testRow, enc)
 			if err != nil || !bytes.Equal(again[0].Qualifier, got[0].Qualifier) || !bytes.Equal(again[0].Value, got[0].Value) {

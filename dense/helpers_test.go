@@ -128,5 +128,35 @@ func roundTrip(t testing.TB, c *Codec, cells []store.Cell, wantOK bool) []byte {
 		t.Fatalf("round trip:\n got %s %X %X @%d\nwant %s %X %X @%d",
 			g.Family, g.Qualifier, g.Value, g.Timestamp, w.Family, w.Qualifier, w.Value, w.Timestamp)
 	}
+	checkPoints(t, d, g)
 	return d
+}
+
+// checkPoints requires AppendPoints of d to give, after dst's own points,
+// exactly the points mapping.AppendPoints reads from cell (the cell Decode
+// gives for d; times equal, values bit for bit) and cell's version.
+func checkPoints(t testing.TB, d []byte, cell store.Cell) {
+	t.Helper()
+	const base = 1700002800
+	want, err := mapping.AppendPoints(nil, base, cell.Qualifier, cell.Value)
+	if err != nil {
+		t.Fatalf("mapping.AppendPoints of the decoded cell: %v", err)
+	}
+	mark := mapping.Point{T: -1, V: 42}
+	got, ts, err := (&Codec{}).AppendPoints([]mapping.Point{mark}, base, d)
+	if err != nil {
+		t.Fatalf("AppendPoints: %v", err)
+	}
+	if ts != cell.Timestamp {
+		t.Fatalf("AppendPoints version %d, want %d", ts, cell.Timestamp)
+	}
+	if len(got) != len(want)+1 || got[0] != mark {
+		t.Fatalf("AppendPoints gave %d points after dst's, want %d", len(got)-1, len(want))
+	}
+	for i, w := range want {
+		g := got[i+1]
+		if g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) {
+			t.Fatalf("point %d: got %d %x, want %d %x", i, g.T, math.Float64bits(g.V), w.T, math.Float64bits(w.V))
+		}
+	}
 }

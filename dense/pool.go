@@ -42,6 +42,9 @@ func (p *Pool) Decode(dst []store.Cell, buf, row, v []byte) ([]store.Cell, []byt
 	return c.Decode(dst, buf, row, v)
 }
 
+// Family is Codec.Family.
+func (p *Pool) Family(v []byte) string { return (*Codec)(nil).Family(v) }
+
 // oneSample reports whether q is the qualifier of a single sample: two
 // bytes (seconds), or four whose first nibble is 0xF (milliseconds; four
 // bytes not so marked are two second qualifiers).

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -48,6 +49,10 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 			err = fmt.Errorf("scan of %s from %x: %w: %v", req.Table, req.Start, errScanPanic, r)
 		}
 	}()
+	if s.mode == modeSamples {
+		// Settled rows straight from their packed form into samples.
+		req.Packed = cells.PackedFormat
+	}
 	sc := s.q.st.Scan(ctx, req)
 	defer sc.Close()
 	layout := s.q.mapper.Layout()

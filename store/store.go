@@ -30,6 +30,15 @@ type Cell struct {
 	Timestamp uint64
 }
 
+// Packed reports whether c is a packed cell: one that a scan asking for
+// them (ScanRequest.Packed) returned in the backend's packed form of a
+// settled row instead of as the cells it stands for. A packed cell has
+// neither Family nor Qualifier (every stored cell has a family, in HBase
+// as here); its Value is the packed form whole, which names its format in
+// its first byte (package dense: dense.Format) and holds the version; its
+// Timestamp is zero.
+func (c Cell) Packed() bool { return len(c.Family) == 0 && len(c.Qualifier) == 0 }
+
 // Put writes cells into one row. All cells of a Put land atomically.
 type Put struct {
 	Row   []byte
@@ -84,6 +93,13 @@ type ScanRequest struct {
 	// cell a row with its value left out (HBase: FirstKeyOnlyFilter and
 	// KeyOnlyFilter), or the rows whole (the embedded store).
 	KeysOnly bool
+	// Packed says the caller reads packed cells (Cell.Packed) of the
+	// format Packed names (its first byte; 0: none): a backend that keeps
+	// a row's settled data in that form (the embedded store, package
+	// dense) may return such a row as one packed cell, and the caller
+	// decodes it. Rows it holds otherwise come as cells; backends without
+	// a packed form (HBase) ignore it.
+	Packed byte
 }
 
 // Scanner iterates over the rows of a scan in key order. It is not safe for

@@ -32,6 +32,11 @@ type RowCodec interface {
 	// are left as they are), and returns it. It never panics on a
 	// corrupt v and returns an error instead.
 	Decode(dst []store.Cell, buf []byte, row []byte, v []byte) ([]store.Cell, []byte, error)
+	// Family returns the family of every cell packed in v (a value Encode
+	// wrote), without decoding them, or "" when they are not all of one
+	// family or v is not well formed: a scan that takes packed cells
+	// (store.ScanRequest.Packed) filters a packed run by it.
+	Family(v []byte) string
 }
 
 // decodeCodecRun appends the cells of a run of format 2 (v without its

@@ -53,6 +53,18 @@ func (toyCodec) Encode(dst, row []byte, cells []store.Cell) ([]byte, bool) {
 	return dst, true
 }
 
+func (toyCodec) Family(v []byte) string {
+	if len(v) < 4 {
+		return ""
+	}
+	r := walReader{b: v[4:]}
+	f := r.bytes()
+	if r.err != nil {
+		return ""
+	}
+	return string(f)
+}
+
 func (toyCodec) Decode(dst []store.Cell, buf, row, v []byte) ([]store.Cell, []byte, error) {
 	if len(v) < 4 || binary.LittleEndian.Uint32(v) != crc32.ChecksumIEEE(row) {
 		return dst, buf, errors.New("toy codec: not this row's")

@@ -33,6 +33,9 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if req.Family != "" {
 		sc.family = []byte(req.Family)
 	}
+	if sc.codec != nil {
+		sc.packed = req.Packed
+	}
 	lower, upper, ok := rowRange(req.Table, req.Start, req.Stop)
 	if !ok {
 		sc.done = true
@@ -100,6 +103,9 @@ type scanner struct {
 	// its decodes of the current row's runs of format 2 point into.
 	codec    RowCodec
 	codecBuf []byte
+	// packed is the format of the packed cells the caller takes
+	// (store.ScanRequest.Packed; 0: none, or no codec).
+	packed byte
 }
 
 // rowArenaChunk is the chunk size of a scanner's row arena: the cells of
@@ -226,8 +232,16 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 	sc.codecBuf = sc.codecBuf[:0]
 	cells := sc.row.Cells[:0]
 	if inPebble {
+		// A row the row buffer holds nothing of may come as one packed
+		// cell: no newer cell can replace a column of it.
+		packed := sc.packed != 0
+		for _, mi := range sc.mem {
+			if k, ok := mi.row(); packed && ok && bytes.Equal(k, sc.key) {
+				packed = false
+			}
+		}
 		var ok bool
-		if cells, ok = sc.readPebbleRow(cells); !ok {
+		if cells, ok = sc.readPebbleRow(cells, packed); !ok {
 			return false
 		}
 		sc.decoded = false
@@ -343,8 +357,11 @@ func overlayCells(cells, newer []store.Cell, dead []bool, scratch []store.Cell) 
 func cmpCell(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) }
 
 // readPebbleRow appends the cells of the row at sc.next to cells and moves
-// the iterator past it. It reports false when it failed.
-func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
+// the iterator past it. It reports false when it failed. With packed, a
+// row that is one run of format 2 of the packed format sc.packed names,
+// and nothing else, comes as one packed cell (store.Cell.Packed) of its
+// value.
+func (sc *scanner) readPebbleRow(cells []store.Cell, packed bool) ([]store.Cell, bool) {
 	// The row's encoding: the keys of its cells start with it, which
 	// spares decoding the row again for each cell.
 	sc.raw = append(sc.raw[:0], sc.it.Key()[sc.tlen:sc.tlen+sc.nextN]...)
@@ -399,6 +416,15 @@ func (sc *scanner) readPebbleRow(cells []store.Cell) ([]store.Cell, bool) {
 	if !sc.valid {
 		if err := sc.it.Error(); err != nil {
 			return cells, sc.fail(fmt.Errorf("scan: %w", err))
+		}
+	}
+	if packed && len(cells) == 0 && len(runs) == 1 {
+		if v := runs[0]; len(v) > 1 && v[0] == runFormatCodec && v[1] == sc.packed {
+			if sc.family == nil || sc.codec.Family(v[1:]) == string(sc.family) {
+				cells = append(cells, store.Cell{Value: v[1:]})
+			}
+			sc.runs = runs[:0]
+			return cells, true
 		}
 	}
 	// The runs are newer than the cell keys, and each than the one before.
