@@ -167,6 +167,9 @@ func (c *Codec) unpack(v []byte, floats bool) (unpacked, error) {
 		return none, err
 	}
 	pos += k
+	if err := checkShape(c.doffs, qk, mk, msbit); err != nil {
+		return none, err
+	}
 	c.dwords = grow(c.dwords, n)
 	var canon []byte // canonical flags: filled with the words
 	if fk == flagsCanon && !floats {
@@ -233,6 +236,35 @@ func (c *Codec) decode(buf []byte, v []byte) (store.Cell, []byte, error) {
 		Value:     cellb[1+qlen : total : total],
 		Timestamp: u.ts,
 	}, out, nil
+}
+
+// checkShape refuses what Encode never writes and a reader of the cell's
+// bytes would read otherwise than the samples say: a meta byte on one
+// sample or none on several (mapping reads a column of several samples
+// only with its meta byte, and one sample's value only without), and a
+// second qualifier whose offset, cut to its 12 bits, starts with 0xF (a
+// reader takes it for the start of a millisecond qualifier; offsets in
+// an hour row stay below 3600). So Decode's cell and AppendPoints'
+// samples always agree.
+func checkShape(offs []int64, qk, mk byte, msbit []byte) error {
+	if (len(offs) == 1) != (mk == metaNone) {
+		return fmt.Errorf("%w: %d samples with meta byte kind %d", ErrCorrupt, len(offs), mk)
+	}
+	if qk == qualMs {
+		return nil
+	}
+	for i, o := range offs {
+		if qk == qualMixed {
+			if msbit[i>>3]&(1<<(i&7)) != 0 {
+				continue
+			}
+			o /= 1000
+		}
+		if o&offSecMask >= 0xF00 {
+			return fmt.Errorf("%w: sample %d: second offset %d reads as a millisecond qualifier", ErrCorrupt, i, o&offSecMask)
+		}
+	}
+	return nil
 }
 
 // canonical returns the flags and word of the shortest exact encoding of
