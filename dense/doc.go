@@ -74,6 +74,11 @@
 //
 // Nothing follows the values section.
 //
+// A value of one sample has no meta byte (bits 2-3 of the shape are 0)
+// and a value of several has one, and every second qualifier's offset is
+// below 3840 (0xF00): otherwise the cell would not read back as the
+// samples it holds, so the decoders refuse it.
+//
 // A packed stream of n int64 values (n known from the context) is empty
 // when n is 0, else
 //
