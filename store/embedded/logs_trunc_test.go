@@ -65,23 +65,7 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 	}
 	// A crash now: the files as they are, the last round only in the live
 	// log (written into a reused, truncated file), copied while open.
-	crashed := t.TempDir()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == "LOCK" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	crashed := crashCopy(t, dir)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +125,26 @@ func TestReusedLogStartsEmpty(t *testing.T) {
 	if size > big/4 {
 		t.Errorf("live log %s takes %d bytes after small writes; the big log took %d", name, size, big)
 	}
+	crashed := crashCopy(t, dir)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(crashed, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 100 {
+		r, err := s.Get(ctx, "u", []byte(fmt.Sprintf("r%03d", i)), "")
+		if err != nil || len(r.Cells) != 1 || r.Cells[0].Value[0] != '4' {
+			t.Fatalf("row %d after the crash: %v %v", i, r.Cells, err)
+		}
+	}
+}
+
+// crashCopy copies the files of an open store's directory, as they are,
+// into a new directory (what a crash leaves behind) and returns it.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
 	crashed := t.TempDir()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -158,17 +162,5 @@ func TestReusedLogStartsEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(crashed, opts); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i := range 100 {
-		r, err := s.Get(ctx, "u", []byte(fmt.Sprintf("r%03d", i)), "")
-		if err != nil || len(r.Cells) != 1 || r.Cells[0].Value[0] != '4' {
-			t.Fatalf("row %d after the crash: %v %v", i, r.Cells, err)
-		}
-	}
+	return crashed
 }

@@ -235,8 +235,8 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 		// A row the row buffer holds nothing of may come as one packed
 		// cell: no newer cell can replace a column of it.
 		packed := sc.packed != 0
-		for _, mi := range sc.mem {
-			if k, ok := mi.row(); packed && ok && bytes.Equal(k, sc.key) {
+		for i := 0; packed && i < len(sc.mem); i++ {
+			if k, ok := sc.mem[i].row(); ok && bytes.Equal(k, sc.key) {
 				packed = false
 			}
 		}
