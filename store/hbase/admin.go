@@ -51,6 +51,10 @@ type TablesConfig struct {
 	// MetaTable (OpenTSDB's tsdb-meta) and IndexTable are the tables of
 	// the series index; empty creates none.
 	MetaTable, IndexTable string
+	// RollupTables are OpenTSDB rollup and pre-aggregation tables (family
+	// t, pre-split by salt as the data table): those of the rollup
+	// configuration (package rollup); empty creates none.
+	RollupTables []string
 	// Compression is the HBase compression of every family: NONE, GZ,
 	// SNAPPY, LZ4, LZO, BZIP2 or ZSTD; the region servers must support it.
 	// Default DefaultCompression.
@@ -137,9 +141,10 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
 	}
 	names := map[string]bool{}
-	for _, n := range []string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable} {
+	for _, n := range append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable}, tc.RollupTables...) {
 		if n != "" && names[n] {
-			return nil, fmt.Errorf("tables %q, %q, %q, %q and %q must have distinct names: %w", tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, store.ErrInvalid)
+			return nil, fmt.Errorf("tables %q, %q, %q, %q, %q and the rollup tables %q must have distinct names: %w",
+				tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.RollupTables, store.ErrInvalid)
 		}
 		names[n] = true
 	}
@@ -177,6 +182,11 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	}
 	if tc.IndexTable != "" {
 		specs = append(specs, TableSpec{Name: tc.IndexTable, Families: map[string]map[string]string{"i": family()}})
+	}
+	for _, n := range tc.RollupTables {
+		if n != "" {
+			specs = append(specs, TableSpec{Name: n, Families: map[string]map[string]string{"t": family()}, SplitKeys: splits})
+		}
 	}
 	return specs, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/dense"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 )
@@ -26,6 +27,30 @@ type Tables struct {
 	// Meta and Index are the series index's tables (OpenTSDB's tsdb-meta
 	// and promhbase's tsdb-index).
 	Meta, Index string
+	// Rollup5m, Rollup1h and their pre-aggregation tables are the tables
+	// of RollupConfig.
+	Rollup5m, Rollup1h, RollupAgg5m, RollupAgg1h string
+}
+
+// RollupTables returns the rollup and pre-aggregation tables.
+func (tb Tables) RollupTables() []string {
+	return []string{tb.Rollup5m, tb.RollupAgg5m, tb.Rollup1h, tb.RollupAgg1h}
+}
+
+// RollupConfig returns promhbase's default rollup configuration
+// (rollup.Default) over tb's tables.
+func (tb Tables) RollupConfig() *rollup.Config {
+	c, err := rollup.New(
+		[]rollup.Aggregation{{Name: "sum", ID: 0}, {Name: "count", ID: 1}, {Name: "max", ID: 2}, {Name: "min", ID: 3}},
+		[]rollup.Interval{
+			{Table: tb.Data, PreAggregationTable: tb.Data + "-agg", Name: "1m", RowSpan: "1h", Default: true},
+			{Table: tb.Rollup5m, PreAggregationTable: tb.RollupAgg5m, Name: "5m", RowSpan: "1d"},
+			{Table: tb.Rollup1h, PreAggregationTable: tb.RollupAgg1h, Name: "1h", RowSpan: "1n"},
+		})
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // Name returns the backend in use.
@@ -48,8 +73,10 @@ func New(t testing.TB) (store.Store, Tables) {
 	t.Helper()
 	switch Name() {
 	case "embedded":
-		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, BufferTables: []string{tb.Data},
+		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index",
+			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...),
+			BufferTables: []string{tb.Data, tb.Rollup5m, tb.Rollup1h},
 			RowCodecs: map[string]embedded.RowCodec{tb.Data: &dense.Pool{}}})
 		if err != nil {
 			t.Fatal(err)
@@ -76,6 +103,7 @@ func ServeFlags(t testing.TB) []string {
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
 			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar,
 			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index}
+		// The rollup tables: --rollup.config-file names them.
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil

@@ -1,0 +1,232 @@
+package rollup_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
+	"go.uber.org/goleak"
+
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/uid"
+)
+
+// TestMain fails the package's tests when they leave goroutines behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// See retention's TestMain: gohbase's admin client's reader stays.
+		goleak.IgnoreAnyFunction("github.com/tsuna/gohbase/region.(*client).receiveRPCs"),
+	)
+}
+
+// h0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.
+const h0 = 1700002800
+
+type rig struct {
+	t      testing.TB
+	st     store.Store
+	tables testbackend.Tables
+	layout mapping.Layout
+	w      *ingest.Writer
+	cfg    *rollup.Config
+}
+
+func newRig(t testing.TB, layout mapping.Layout) *rig {
+	t.Helper()
+	st, tb := testbackend.New(t)
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ingest.New(series.NewMapper(uids, layout, 0), st, ingest.Options{Table: tb.Data})
+	return &rig{t: t, st: st, tables: tb, layout: layout, w: w, cfg: tb.RollupConfig()}
+}
+
+func ctxFor(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (g *rig) write(ts ...prompb.TimeSeries) {
+	g.t.Helper()
+	body, err := proto.Marshal(&prompb.WriteRequest{Timeseries: ts})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if _, err := g.w.Write(ctxFor(g.t), body, false); err != nil {
+		g.t.Fatalf("write: %v", err)
+	}
+}
+
+func (g *rig) builder() *rollup.Builder {
+	g.t.Helper()
+	b, err := rollup.NewBuilder(g.st, rollup.Options{Config: g.cfg, DataTable: g.tables.Data, UIDTable: g.tables.UID, Layout: g.layout, PutBatch: 3})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return b
+}
+
+// windows reads back every window of iv in table order (series by
+// series).
+func (g *rig) windows(iv rollup.Interval) map[string][]rollup.DecodedWindow {
+	g.t.Helper()
+	ids, err := g.cfg.IDs()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	d := rollup.NewDecoder(ids)
+	sc := g.st.Scan(ctxFor(g.t), store.ScanRequest{Table: iv.Table})
+	defer sc.Close()
+	out := map[string][]rollup.DecodedWindow{}
+	for sc.Next() {
+		row := sc.Row()
+		_, metric, base, tags, err := g.layout.ParseRowKey(row.Key)
+		if err != nil {
+			g.t.Fatalf("rollup row %x: %v", row.Key, err)
+		}
+		ws, err := d.Decode(iv, base, row.Cells, math.MinInt64, math.MaxInt64)
+		if err != nil {
+			g.t.Fatalf("rollup row %x: %v", row.Key, err)
+		}
+		k := fmt.Sprintf("%x/%x", metric, tags)
+		out[k] = append(out[k], ws...)
+	}
+	if err := sc.Err(); err != nil {
+		g.t.Fatal(err)
+	}
+	return out
+}
+
+type sample struct {
+	t int64
+	v float64
+}
+
+// want computes the windows of width ms ending in (from, to] of samples
+// directly: the right-closed rule.
+func want(samples []sample, width, from, to int64) []rollup.Window {
+	var out []rollup.Window
+	for end := from + width; end <= to; end += width {
+		w := rollup.Window{End: end}
+		for _, s := range samples {
+			if s.t > end-width && s.t <= end {
+				w.Add(s.t, s.v)
+			}
+		}
+		if w.Count > 0 {
+			w.Finish()
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func promSeries(name, job string, samples []sample) prompb.TimeSeries {
+	s := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: name}, {Name: "job", Value: job}}}
+	for _, p := range samples {
+		s.Samples = append(s.Samples, prompb.Sample{Timestamp: p.t, Value: p.v})
+	}
+	return s
+}
+
+func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+// TestBuildHour: the windows read back from the rollup tables equal those
+// computed from the samples with the right-closed rule, for a counter with
+// resets, samples on every kind of boundary (hour start, window edges, the
+// next hour's first millisecond), a stale marker, a NaN, a series whose
+// only sample in the hour is the next row's first, on both layouts.
+func TestBuildHour(t *testing.T) {
+	for _, layout := range []struct {
+		name string
+		l    mapping.Layout
+	}{{"unsalted", mapping.DefaultLayout()}, {"salted", func() mapping.Layout {
+		l := mapping.DefaultLayout()
+		l.SaltWidth, l.SaltBuckets = 1, 4
+		return l
+	}()}} {
+		t.Run(layout.name, func(t *testing.T) {
+			g := newRig(t, layout.l)
+			H := int64(h0) * 1000
+			var counter []sample
+			v := 0.0
+			for ts := H - 15_000; ts <= H+rollup.HourMs+15_000; ts += 15_000 {
+				v += 3.5
+				if ts == H+20*60_000 || ts == H+47*60_000+15_000 {
+					v = 1 // resets, one on a window boundary
+				}
+				counter = append(counter, sample{ts, v})
+			}
+			gauge := []sample{{H, 1}, {H + 1, 2}, {H + 5*60_000, 3}, {H + 5*60_000 + 1, -4}, {H + 30*60_000, math.NaN()},
+				{H + 31*60_000, math.Float64frombits(value.StaleNaN)}, {H + 59*60_000 + 59_999, 0.25}, {H + rollup.HourMs, 100}, {H + rollup.HourMs + 1, 7}}
+			edge := []sample{{H + rollup.HourMs, 42}}
+			g.write(promSeries("c_total", "a", counter), promSeries("g", "b", gauge), promSeries("g", "edge", edge))
+
+			b := g.builder()
+			stats, err := b.BuildHour(ctxFor(t), h0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.Series != 3 {
+				t.Errorf("built %d series, want 3", stats.Series)
+			}
+			for _, iv := range b.Intervals() {
+				got := g.windows(iv)
+				if len(got) != 3 {
+					t.Errorf("%s: %d series, want 3", iv.Name, len(got))
+				}
+				var all [][]rollup.DecodedWindow
+				for _, ws := range got {
+					all = append(all, ws)
+				}
+				width := iv.Seconds() * 1000
+				for _, in := range [][]sample{counter, gauge, edge} {
+					exp := want(in, width, H, H+rollup.HourMs)
+					found := false
+					for _, ws := range all {
+						if len(ws) != len(exp) || len(ws) == 0 || ws[0].FirstT != exp[0].FirstT || ws[0].First != exp[0].First {
+							continue
+						}
+						found = true
+						for i := range ws {
+							gw, ew := ws[i], exp[i]
+							if gw.Has != rollup.HasAll {
+								t.Errorf("%s window %d: aggregates %b, want %b", iv.Name, ew.End, gw.Has, rollup.HasAll)
+							}
+							if gw.End != ew.End || gw.Count != ew.Count || gw.FirstT != ew.FirstT || gw.LastT != ew.LastT ||
+								!sameFloat(gw.Sum, ew.Sum) || !sameFloat(gw.Min, ew.Min) || !sameFloat(gw.Max, ew.Max) ||
+								!sameFloat(gw.First, ew.First) || !sameFloat(gw.Last, ew.Last) || !sameFloat(gw.Resets, ew.Resets) {
+								t.Errorf("%s window %d:\n got %+v\nwant %+v", iv.Name, ew.End, gw.Window, ew)
+							}
+						}
+					}
+					if !found {
+						t.Errorf("%s: no series with windows %+v", iv.Name, exp)
+					}
+				}
+			}
+			// Building again rewrites the same cells.
+			again, err := b.BuildHour(ctxFor(t), h0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again != stats {
+				t.Errorf("second build %+v, first %+v", again, stats)
+			}
+		})
+	}
+}
