@@ -88,6 +88,9 @@ type Options struct {
 	// Retention is what /api/v1/status/runtimeinfo reports as the
 	// storage retention.
 	Retention string
+	// Downsampling, when set, lets queries read rollups
+	// (max_source_resolution); nil: every query reads raw samples.
+	Downsampling *Downsampling
 }
 
 // Features are the --enable-feature names of Prometheus's PromQL features
@@ -211,6 +214,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	case p == "/metadata":
 		a.serveMetadata(w, r)
+	case p == "/query" || p == "/query_range":
+		res, err := a.downsample(r, p == "/query")
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err.Error())
+			return
+		}
+		if res != "" {
+			w.Header().Set(ResolutionHeader, res)
+		}
+		a.router.ServeHTTP(w, r)
 	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
 		a.router.ServeHTTP(w, r)
 	case adminPaths[p]:

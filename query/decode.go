@@ -99,6 +99,8 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 			err = s.addRow(ctx, ser, base, row)
 		case modeExemplars:
 			err = s.addExemplars(ser, base, row)
+		case modeWindows:
+			err = s.addWindows(ctx, ser, base, row)
 		}
 		if err != nil {
 			return err
@@ -118,7 +120,7 @@ func (s *selection) addSeries(ctx context.Context, key string, lbls labels.Label
 	if s.matches(lbls) {
 		ser = &Series{Labels: lbls}
 	}
-	if s.mode == modeSamples {
+	if s.charges() {
 		n := int64(len(key)) + mapEntryOverhead
 		if ser != nil {
 			ser.charged = int64(lbls.ByteSize()) + seriesOverhead
@@ -140,7 +142,7 @@ func (s *selection) addSeries(ctx context.Context, key string, lbls labels.Label
 // current row to, nil when a resolvePending found it does not match.
 func (s *selection) addPending(ctx context.Context, key string) (*Series, error) {
 	ser := &Series{pending: true}
-	if s.mode == modeSamples {
+	if s.charges() {
 		n := int64(len(key)) + mapEntryOverhead
 		if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
 			return nil, err
@@ -181,14 +183,14 @@ func (s *selection) resolvePending(ctx context.Context) error {
 		}
 		ser.pending = false
 		if !s.matches(lbls) {
-			if s.mode == modeSamples {
+			if s.charges() {
 				s.budget.Release(ser.charged)
 			}
 			s.series[k] = nil
 			continue
 		}
 		ser.Labels = lbls
-		if s.mode == modeSamples {
+		if s.charges() {
 			n := int64(lbls.ByteSize()) + seriesOverhead
 			if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
 				return err
@@ -199,6 +201,9 @@ func (s *selection) resolvePending(ctx context.Context) error {
 	s.pending = s.pending[:0]
 	return nil
 }
+
+// charges reports whether the selection charges its series to the budget.
+func (s *selection) charges() bool { return s.mode == modeSamples || s.mode == modeWindows }
 
 func (s *selection) matches(lbls labels.Labels) bool {
 	for _, m := range s.matchers {

@@ -148,6 +148,9 @@ func (s *Series) firstT() int64 {
 	if len(s.Exemplars) > 0 {
 		first(s.Exemplars[0].T)
 	}
+	if s.acc != nil && s.acc.n > 0 {
+		first(s.acc.first)
+	}
 	return t
 }
 
@@ -159,6 +162,13 @@ func (s *Series) join(later *Series) error {
 	s.Exemplars = append(s.Exemplars, later.Exemplars...)
 	slices.SortStableFunc(s.Exemplars, func(a, b Exemplar) int { return cmp.Compare(a.T, b.T) })
 	s.inRange = s.inRange || later.inRange
+	if later.acc != nil {
+		if s.acc == nil {
+			s.acc = &winAcc{}
+		}
+		s.acc.join(later.acc)
+	}
+	s.charged += later.charged
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -38,11 +39,19 @@ type selection struct {
 	// pending are the keys of series met whose labels wait for a batched
 	// read of their UIDs' names (resolvePending), in the order met.
 	pending []string
+	// win is the downsampled selection of modeWindows, winDec its
+	// decoder.
+	win    *WindowRequest
+	winDec *rollup.Decoder
 }
 
 // sub returns a selection of s's query for one scan.
 func (s *selection) sub() *selection {
-	return &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget}
+	sub := &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget, win: s.win}
+	if s.win != nil {
+		sub.winDec = rollup.NewDecoder(s.win.IDs)
+	}
+	return sub
 }
 
 // tagConstraint is a tag that every selected row must carry, with the
@@ -182,6 +191,13 @@ func (s *selection) scans(ctx context.Context, names []string, f rowFilter) ([]s
 			return nil, err
 		}
 		for _, metric := range metrics {
+			if s.mode == modeWindows {
+				for _, r := range rollupRanges(s.q.mapper.Layout(), s.win.Interval, metric, s.start, s.end) {
+					reqs = append(reqs, store.ScanRequest{Table: s.win.Interval.Table, Start: r.Start, Stop: r.Stop, Family: rollup.Family,
+						RowRegex: f.regex, RowMatch: f.match})
+				}
+				continue
+			}
 			for _, p := range s.hourParts() {
 				for _, r := range s.q.mapper.Layout().MetricRanges(metric, p.from/1000, p.to/1000) {
 					req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match, KeysOnly: p.keysOnly}

@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
@@ -78,6 +79,7 @@ type Series struct {
 	pending bool         // its labels wait for resolvePending
 	inRange bool         // SelectLabels: a sample in the range was seen
 	cc      *chunkCutter // Stream: the chunks so far
+	acc     *winAcc      // SelectWindows: the windows so far
 	charged int64        // Stream: bytes charged to the budget so far
 }
 
@@ -95,6 +97,7 @@ const (
 	modeSamples   mode = iota // float and histogram samples (data table)
 	modeLabels                // the label sets of rows in range only: no cell is decoded
 	modeExemplars             // exemplars (exemplar table)
+	modeWindows               // rollup windows (a rollup table; see SelectWindows)
 )
 
 // Options configure a Querier.
@@ -121,6 +124,10 @@ type Options struct {
 	// names and values without matchers come from it, for ranges it
 	// covers.
 	Index SeriesIndex
+	// Rollups is the rollup configuration downsampled selections
+	// (SelectWindows, the DownsampleLabel matcher) name their intervals
+	// in; nil: none.
+	Rollups *rollup.Config
 }
 
 // SeriesIndex answers label questions by day without reading data rows

@@ -93,6 +93,20 @@ func (sq *storageQuerier) selectChunks(ctx context.Context, hints *storage.Selec
 		limit = hints.Limit
 	}
 	set := &chunkSeriesSet{}
+	if i := slices.IndexFunc(ms, func(m *labels.Matcher) bool { return m.Name == DownsampleLabel }); i >= 0 {
+		r, err := sq.q.parseMarker(ms[i].Value)
+		if err != nil {
+			return nil, err
+		}
+		if r.points() && hints != nil {
+			r.Start, r.End = hints.Start, hints.End
+		}
+		rest := slices.Delete(slices.Clone(ms), i, i+1)
+		if set.series, err = sq.q.SelectWindows(ctx, sq.budget, r, rest); err != nil {
+			return nil, err
+		}
+		return set, nil
+	}
 	if hints != nil && hints.Func == "series" {
 		ls, err := sq.q.SelectLabels(ctx, start, end, ms...)
 		if err != nil {

@@ -100,28 +100,38 @@ type Range struct {
 // Add adds the next window (later than every window added so far); a
 // window without samples adds only its histogram count.
 func (r *Range) Add(w *Window) {
-	r.Histograms += w.Histograms
-	if w.Count == 0 {
+	r.Merge(&Range{Count: w.Count, Sum: w.Sum, Min: w.Min, Max: w.Max, FirstT: w.FirstT, LastT: w.LastT,
+		First: w.First, Last: w.Last, Resets: w.Resets, Histograms: w.Histograms})
+}
+
+// Merge adds o, the range of the windows right after r's.
+func (r *Range) Merge(o *Range) {
+	r.Histograms += o.Histograms
+	if o.Count == 0 {
 		return
 	}
 	if r.Count == 0 {
-		r.Count, r.Sum, r.c, r.Min, r.Max = w.Count, w.Sum, 0, w.Min, w.Max
-		r.FirstT, r.First, r.LastT, r.Last, r.Resets = w.FirstT, w.First, w.LastT, w.Last, w.Resets
+		h := r.Histograms
+		*r = *o
+		r.Histograms = h
 		return
 	}
-	r.Count += w.Count
-	r.Sum, r.c = kahanSumInc(w.Sum, r.Sum, r.c)
-	if w.Min < r.Min || math.IsNaN(r.Min) {
-		r.Min = w.Min
+	r.Count += o.Count
+	r.Sum, r.c = kahanSumInc(o.Sum, r.Sum, r.c)
+	if o.c != 0 {
+		r.Sum, r.c = kahanSumInc(o.c, r.Sum, r.c)
 	}
-	if w.Max > r.Max || math.IsNaN(r.Max) {
-		r.Max = w.Max
+	if o.Min < r.Min || math.IsNaN(r.Min) {
+		r.Min = o.Min
 	}
-	if w.First < r.Last {
+	if o.Max > r.Max || math.IsNaN(r.Max) {
+		r.Max = o.Max
+	}
+	if o.First < r.Last {
 		r.Resets += r.Last
 	}
-	r.Resets += w.Resets
-	r.LastT, r.Last = w.LastT, w.Last
+	r.Resets += o.Resets
+	r.LastT, r.Last = o.LastT, o.Last
 }
 
 // SumValue is sum_over_time of the range's samples.

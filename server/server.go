@@ -30,6 +30,7 @@ import (
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/retention"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
@@ -70,6 +71,25 @@ type RetentionConfig struct {
 	Interval time.Duration
 }
 
+// RollupConfig configures downsampling (package rollup).
+type RollupConfig struct {
+	// Enabled builds rollups in the background and lets queries read
+	// them.
+	Enabled bool
+	// Config is the rollup configuration (its tables must exist); nil
+	// means rollup.Default.
+	Config *rollup.Config
+	// Grace is how long after an hour ends its rollups are built.
+	Grace time.Duration
+	// AutoDownsampling makes queries choose a resolution by their step
+	// unless they name one (max_source_resolution).
+	AutoDownsampling bool
+	// CheckInterval is how often due hours are looked for (0: 30s).
+	CheckInterval time.Duration
+	// Now is the scheduler's clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
 // Config is everything New needs besides the store.
 type Config struct {
 	Layout mapping.Layout
@@ -86,6 +106,7 @@ type Config struct {
 	Index         IndexConfig
 	Compaction    CompactionConfig
 	Retention     RetentionConfig
+	Rollup        RollupConfig
 	// EnableAdmin serves the TSDB admin API (delete_series,
 	// clean_tombstones) over package deletion.
 	EnableAdmin bool
@@ -114,6 +135,7 @@ type Server struct {
 	uids    *uid.UIDs
 	sched   *compact.Scheduler // nil: no compaction
 	ret     *retention.Retention
+	rollups *rollup.Scheduler // nil: no rollups
 	logger  *slog.Logger
 }
 
@@ -184,6 +206,11 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		}
 		wopts.RowNoter = s.sched
 	}
+	if cfg.Rollup.Enabled {
+		if err := s.openRollups(ctx, st, cfg, &qopts, &wopts, reg, logger); err != nil {
+			return nil, err
+		}
+	}
 	w := ingest.New(cfg.Mapper, st, wopts)
 	q := query.New(st, readMapper, qopts)
 	aopts := cfg.Adapter
@@ -230,6 +257,11 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		popts.Retention = retentionString(cfg.Retention)
 	}
 	popts.Logger, popts.Registerer = logger, reg
+	if s.rollups != nil {
+		rc := qopts.Rollups
+		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
+			Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
+	}
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
 	}
@@ -260,6 +292,9 @@ func (s *Server) Run(ctx context.Context) {
 	}
 	if s.ret != nil {
 		wg.Go(func() { s.ret.Run(ctx) })
+	}
+	if s.rollups != nil {
+		wg.Go(func() { s.rollups.Run(ctx) })
 	}
 	wg.Go(func() { s.watchUIDs(ctx) })
 	wg.Wait()
@@ -296,6 +331,52 @@ func (s *Server) watchUIDs(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// openRollups checks the rollup tables and sets up the scheduler that
+// builds them, told of the rows written, and the read path's
+// configuration.
+func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qopts *query.Options, wopts *ingest.Options, reg prometheus.Registerer, logger *slog.Logger) error {
+	rc := cfg.Rollup.Config
+	if rc == nil {
+		rc = rollup.Default()
+	}
+	for _, iv := range rollup.Buildable(rc) {
+		if err := checkTable(ctx, st, iv.Table, rollup.Family, "or set --no-rollup.enabled"); err != nil {
+			return fmt.Errorf("rollup %w", err)
+		}
+	}
+	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout})
+	if err != nil {
+		return err
+	}
+	s.rollups = rollup.NewScheduler(b, st, rollup.SchedulerOptions{Grace: cfg.Rollup.Grace, CheckInterval: cfg.Rollup.CheckInterval,
+		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup")})
+	qopts.Rollups = rc
+	rn := rollupNoter{s: s.rollups, l: cfg.Layout}
+	if wopts.RowNoter != nil {
+		wopts.RowNoter = noters{wopts.RowNoter, rn}
+	} else {
+		wopts.RowNoter = rn
+	}
+	return nil
+}
+
+// rollupNoter tells the rollup scheduler of the rows written.
+type rollupNoter struct {
+	s *rollup.Scheduler
+	l mapping.Layout
+}
+
+func (n rollupNoter) NoteRows(puts []store.Put) { n.s.NoteRows(n.l, puts) }
+
+// noters tells each of its noters.
+type noters []ingest.RowNoter
+
+func (ns noters) NoteRows(puts []store.Put) {
+	for _, n := range ns {
+		n.NoteRows(puts)
 	}
 }
 

@@ -46,6 +46,9 @@ type Options struct {
 	// EnableAdmin serves the TSDB admin API (delete_series,
 	// clean_tombstones), as serve's --web.enable-admin-api.
 	EnableAdmin bool
+	// Rollup, when set, builds and reads rollups (its Config defaults to
+	// the tables' testbackend.Tables.RollupConfig).
+	Rollup *server.RollupConfig
 }
 
 // Server is a running in-process promhbase.
@@ -91,6 +94,12 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		EnableAdmin: opts.EnableAdmin,
 		API:         promapi.Options{Version: "test"},
 		Registerer:  reg, Logger: opts.Logger,
+	}
+	if opts.Rollup != nil {
+		cfg.Rollup = *opts.Rollup
+		if cfg.Rollup.Config == nil {
+			cfg.Rollup.Config = tables.RollupConfig()
+		}
 	}
 	s, err := server.New(t.Context(), st, cfg)
 	if err != nil {

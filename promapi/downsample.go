@@ -1,0 +1,345 @@
+package promapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/rollup"
+)
+
+// ResolutionHeader is the response header that names the resolutions a
+// query read: "raw", or a rollup interval ("5m"), comma-separated when
+// selectors or parts of the range read different ones.
+const ResolutionHeader = "X-Promhbase-Resolution"
+
+// Downsampling configures the use of rollups by the query API.
+type Downsampling struct {
+	// Config names the rollup intervals.
+	Config *rollup.Config
+	// Intervals are those of Config that are built, shortest first.
+	Intervals []rollup.Interval
+	// Auto makes max_source_resolution default to auto
+	// (--query.auto-downsampling); off, queries read raw samples unless
+	// they ask otherwise.
+	Auto bool
+	// Span returns the span (Unix ms) of the rollups built of an
+	// interval: windows ending in (from, to] are read from rollups, the
+	// others computed from raw samples.
+	Span func(iv rollup.Interval) (from, to int64)
+}
+
+// The functions that read one aggregate of the windows of their range,
+// evaluated by the query package per step.
+var windowFuncs = map[string]query.WindowFunc{
+	"sum_over_time": query.WinSum, "count_over_time": query.WinCount, "min_over_time": query.WinMin,
+	"max_over_time": query.WinMax, "avg_over_time": query.WinAvg, "rate": query.WinRate, "increase": query.WinIncrease,
+}
+
+// The functions whose selectors are never downsampled: their answer
+// depends on the selector's matchers or on the samples' own times.
+var rawOnlyFuncs = map[string]bool{"absent": true, "absent_over_time": true, "info": true, "timestamp": true,
+	"present_over_time": true, "ts_of_last_over_time": true, "ts_of_min_over_time": true, "ts_of_max_over_time": true}
+
+// rewriter replaces the selectors of one query that rollups can answer by
+// downsampled selections (query.DownsampleLabel matchers).
+type rewriter struct {
+	d      *Downsampling
+	maxRes int64 // ms; 0: raw
+	// start, end and step of the evaluation (ms; step 0: instant).
+	start, end, step int64
+	used             map[string]bool // resolution names read
+}
+
+// downsample rewrites the query of an instant or range query request for
+// the resolution it asks for (max_source_resolution, default auto when
+// d.Auto) and reports the resolutions it reads. It leaves the request
+// alone when it cannot parse it (the API then answers the error).
+func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err error) {
+	d := a.opts.Downsampling
+	if err := r.ParseForm(); err != nil {
+		return "", nil
+	}
+	res := r.Form.Get("max_source_resolution")
+	if d == nil || len(d.Intervals) == 0 {
+		if res != "" && !isRaw(res) && res != "auto" {
+			return "", fmt.Errorf("max_source_resolution %q: no rollups are configured", res)
+		}
+		return "raw", nil
+	}
+	rw := &rewriter{d: d, used: map[string]bool{}}
+	if instant {
+		t := time.Now()
+		if s := r.Form.Get("time"); s != "" {
+			if t, err = parseTime(s); err != nil {
+				return "", nil
+			}
+		} else {
+			r.Form.Set("time", strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64))
+		}
+		rw.start, rw.end = t.UnixMilli(), t.UnixMilli()
+	} else {
+		start, err1 := parseTime(r.Form.Get("start"))
+		end, err2 := parseTime(r.Form.Get("end"))
+		step, err3 := parseDuration(r.Form.Get("step"))
+		if err1 != nil || err2 != nil || err3 != nil || step <= 0 || end.Before(start) {
+			return "", nil
+		}
+		rw.start, rw.end, rw.step = start.UnixMilli(), end.UnixMilli(), step.Milliseconds()
+		if rw.step <= 0 || (rw.end-rw.start)/rw.step >= 11000 {
+			return "", nil
+		}
+	}
+	switch {
+	case res == "" && !d.Auto, isRaw(res):
+		return "raw", nil
+	case res == "" || res == "auto":
+		rw.maxRes = rw.step / 5
+	default:
+		dur, err := parseDuration(res)
+		if err != nil || dur < 0 {
+			return "", fmt.Errorf("max_source_resolution %q: want 0s, raw, auto or a duration such as 5m", res)
+		}
+		rw.maxRes = dur.Milliseconds()
+	}
+	if rw.maxRes < d.Intervals[0].Seconds()*1000 {
+		return "raw", nil
+	}
+	expr, err := a.parser.ParseExpr(r.Form.Get("query"))
+	if err != nil {
+		return "", nil
+	}
+	expr = rw.expr(expr, false)
+	r.Form.Set("query", expr.String())
+	names := make([]string, 0, len(rw.used))
+	for n := range rw.used {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(x, y string) int { return cmpResolution(d, x, y) })
+	return strings.Join(names, ","), nil
+}
+
+func isRaw(s string) bool { return s == "raw" || s == "0s" || s == "0" }
+
+// cmpResolution orders resolution names raw first, then by width.
+func cmpResolution(d *Downsampling, x, y string) int {
+	width := func(n string) int64 {
+		if iv, ok := d.Config.Interval(n); ok {
+			return iv.Seconds()
+		}
+		return 0
+	}
+	return int(width(x) - width(y))
+}
+
+// interval returns the widest built interval no wider than limit (ms).
+func (rw *rewriter) interval(limit int64) (rollup.Interval, bool) {
+	for i := len(rw.d.Intervals) - 1; i >= 0; i-- {
+		if iv := rw.d.Intervals[i]; iv.Seconds()*1000 <= limit {
+			return iv, true
+		}
+	}
+	return rollup.Interval{}, false
+}
+
+// expr rewrites e (in a subquery: nothing is rewritten there).
+func (rw *rewriter) expr(e parser.Expr, inSub bool) parser.Expr {
+	switch n := e.(type) {
+	case *parser.Call:
+		if inSub || rawOnlyFuncs[n.Func.Name] {
+			rw.noteRaw(n)
+			return n
+		}
+		if f, ok := windowFuncs[n.Func.Name]; ok && len(n.Args) == 1 {
+			if ms, ok := n.Args[0].(*parser.MatrixSelector); ok {
+				if sel := rw.window(f, ms); sel != nil {
+					return sel
+				}
+			}
+		}
+		for i, arg := range n.Args {
+			if ms, ok := arg.(*parser.MatrixSelector); ok {
+				f := query.WinPointsAvg
+				if n.Func.Name == "irate" || n.Func.Name == "resets" {
+					f = query.WinPointsLast
+				}
+				rw.points(f, ms)
+				continue
+			}
+			n.Args[i] = rw.expr(arg, inSub)
+		}
+		return n
+	case *parser.VectorSelector:
+		if sel := rw.last(n, inSub); sel != nil {
+			return sel
+		}
+		rw.used["raw"] = true
+		return n
+	case *parser.MatrixSelector:
+		rw.used["raw"] = true
+		return n
+	case *parser.AggregateExpr:
+		n.Expr = rw.expr(n.Expr, inSub)
+		if n.Param != nil {
+			n.Param = rw.expr(n.Param, inSub)
+		}
+		return n
+	case *parser.BinaryExpr:
+		n.LHS = rw.expr(n.LHS, inSub)
+		n.RHS = rw.expr(n.RHS, inSub)
+		return n
+	case *parser.ParenExpr:
+		n.Expr = rw.expr(n.Expr, inSub)
+		return n
+	case *parser.UnaryExpr:
+		n.Expr = rw.expr(n.Expr, inSub)
+		return n
+	case *parser.SubqueryExpr:
+		n.Expr = rw.expr(n.Expr, true)
+		return n
+	case *parser.StepInvariantExpr:
+		n.Expr = rw.expr(n.Expr, inSub)
+		return n
+	}
+	return e
+}
+
+// noteRaw records that the selectors below n read raw samples.
+func (rw *rewriter) noteRaw(n parser.Node) {
+	parser.Inspect(n, func(c parser.Node, _ []parser.Node) error {
+		switch c.(type) {
+		case *parser.VectorSelector, *parser.MatrixSelector:
+			rw.used["raw"] = true
+		}
+		return nil
+	})
+}
+
+// plain reports whether vs can be read from rollups: no @, no duration
+// expression, no extended range modifier.
+func plain(vs *parser.VectorSelector) bool {
+	return vs.Timestamp == nil && vs.StartOrEnd == 0 && vs.OriginalOffsetExpr == nil && !vs.Anchored && !vs.Smoothed
+}
+
+// marked returns a selector of vs's matchers and the marker of req.
+func marked(vs *parser.VectorSelector, req *query.WindowRequest, keepOffset bool) *parser.VectorSelector {
+	ms := slices.Clone(vs.LabelMatchers)
+	ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, query.DownsampleLabel, req.Marker()))
+	out := &parser.VectorSelector{LabelMatchers: ms, PosRange: vs.PosRange}
+	if keepOffset {
+		out.OriginalOffset = vs.OriginalOffset
+	}
+	return out
+}
+
+// note records the resolutions a selection of windows ending in (lo, hi]
+// reads.
+func (rw *rewriter) note(req *query.WindowRequest, lo, hi int64) {
+	req.From, req.Covered = rw.d.Span(req.Interval)
+	if max(lo, req.From) < min(hi, req.Covered) {
+		rw.used[req.Interval.Name] = true
+	}
+	if lo < req.From || hi > req.Covered || req.From >= req.Covered {
+		rw.used["raw"] = true
+	}
+}
+
+// window rewrites f(ms) into a downsampled selection evaluated per step,
+// or returns nil to leave it.
+func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser.Expr {
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || !plain(vs) || ms.RangeExpr != nil {
+		return nil
+	}
+	r := ms.Range.Milliseconds()
+	iv, ok := rw.interval(min(rw.maxRes, r))
+	if !ok {
+		return nil
+	}
+	req := &query.WindowRequest{Interval: iv, Func: f, Range: r, Offset: vs.OriginalOffset.Milliseconds(),
+		Start: rw.start, End: rw.end, Step: rw.step}
+	w := iv.Seconds() * 1000
+	span := max(w, (r+w/2)/w*w)
+	lo := floorDivMs(rw.start-req.Offset, w)*w - span
+	hi := floorDivMs(rw.end-req.Offset, w) * w
+	rw.note(req, lo, hi)
+	return marked(vs, req, false)
+}
+
+// last rewrites a plain selector into the window average of each step, or
+// returns nil to leave it.
+func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
+	if inSub || !plain(vs) {
+		return nil
+	}
+	iv, ok := rw.interval(rw.maxRes)
+	if !ok {
+		return nil
+	}
+	req := &query.WindowRequest{Interval: iv, Func: query.WinLast, Offset: vs.OriginalOffset.Milliseconds(),
+		Start: rw.start, End: rw.end, Step: rw.step}
+	w := iv.Seconds() * 1000
+	rw.note(req, floorDivMs(rw.start-req.Offset, w)*w-w, floorDivMs(rw.end-req.Offset, w)*w)
+	return marked(vs, req, false)
+}
+
+// points marks the selector of ms for window samples (the engine
+// evaluates the function over them), when it can.
+func (rw *rewriter) points(f query.WindowFunc, ms *parser.MatrixSelector) {
+	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+	if !ok || !plain(vs) || ms.RangeExpr != nil {
+		rw.used["raw"] = true
+		return
+	}
+	iv, ok := rw.interval(min(rw.maxRes, ms.Range.Milliseconds()))
+	if !ok {
+		rw.used["raw"] = true
+		return
+	}
+	req := &query.WindowRequest{Interval: iv, Func: f}
+	off := vs.OriginalOffset.Milliseconds()
+	rw.note(req, rw.start-off-ms.Range.Milliseconds(), rw.end-off)
+	ms.VectorSelector = marked(vs, req, true)
+}
+
+func floorDivMs(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// parseTime parses a time as Prometheus's API does: Unix seconds with
+// up to millisecond precision, or RFC 3339.
+func parseTime(s string) (time.Time, error) {
+	if t, err := strconv.ParseFloat(s, 64); err == nil {
+		sec, ns := math.Modf(t)
+		ns = math.Round(ns*1000) / 1000
+		return time.Unix(int64(sec), int64(ns*float64(time.Second))).UTC(), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+// parseDuration parses a duration as Prometheus's API does: seconds, or
+// a Prometheus duration ("5m").
+func parseDuration(s string) (time.Duration, error) {
+	if d, err := strconv.ParseFloat(s, 64); err == nil {
+		ts := d * float64(time.Second)
+		if ts > float64(math.MaxInt64) || ts < float64(math.MinInt64) {
+			return 0, fmt.Errorf("cannot parse %q to a valid duration: it overflows int64", s)
+		}
+		return time.Duration(ts), nil
+	}
+	d, err := model.ParseDuration(s)
+	return time.Duration(d), err
+}

@@ -1,0 +1,353 @@
+package rollup
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// Progress is where the hours built are recorded: one row of the table of
+// the shortest built interval, key 0x00 (a key no data row has: every
+// rollup key of every metric is longer, and no metric's key range holds
+// it, so a TSD's scans never meet it), family t, two cells of u64
+// big-endian Unix seconds:
+//
+//	promhbase.first   the first hour built
+//	promhbase.next    the hour after the last one built
+//
+// The rollups of every hour in [first, next) are built, but for hours a
+// late write made stale since (which only the process that took the
+// write knows: see Scheduler.NoteRows).
+var progressRow = []byte{0x00}
+
+const (
+	progressFirst = "promhbase.first"
+	progressNext  = "promhbase.next"
+)
+
+// ReadProgress returns the hours built, [first, next) (Unix s), as
+// recorded in st; ok is false when nothing is recorded.
+func ReadProgress(ctx context.Context, st store.Store, table string) (first, next int64, ok bool, err error) {
+	row, err := st.Get(ctx, table, progressRow, Family)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("rollup: read progress from %s: %w", table, err)
+	}
+	var haveFirst, haveNext bool
+	for _, c := range row.Cells {
+		if len(c.Value) != 8 {
+			continue
+		}
+		v := int64(binary.BigEndian.Uint64(c.Value))
+		switch string(c.Qualifier) {
+		case progressFirst:
+			first, haveFirst = v, true
+		case progressNext:
+			next, haveNext = v, true
+		}
+	}
+	return first, next, haveFirst && haveNext && first <= next, nil
+}
+
+// RecordProgress records that the hours [from, to) are built, extending
+// the recorded span where it meets it (or starting it when none is
+// recorded), with check-and-puts, so that processes recording at once do
+// not undo each other. A built span that does not meet the recorded one
+// is not recorded.
+func RecordProgress(ctx context.Context, st store.Store, table string, from, to int64) (first, next int64, err error) {
+	for range 16 {
+		f, n, ok, err := ReadProgress(ctx, st, table)
+		if err != nil {
+			return 0, 0, err
+		}
+		nf, nn := f, n
+		switch {
+		case !ok:
+			nf, nn = from, to
+		case from <= n && to >= f:
+			nf, nn = min(f, from), max(n, to)
+		}
+		if ok && nf == f && nn == n {
+			return f, n, nil
+		}
+		done := true
+		for _, c := range []struct {
+			q        string
+			old, new int64
+			had      bool
+		}{{progressFirst, f, nf, ok}, {progressNext, n, nn, ok}} {
+			if c.had && c.old == c.new {
+				continue
+			}
+			var expected []byte
+			if c.had {
+				expected = binary.BigEndian.AppendUint64(nil, uint64(c.old))
+			}
+			put := store.Put{Row: progressRow, Cells: []store.Cell{{Family: []byte(Family), Qualifier: []byte(c.q),
+				Value: binary.BigEndian.AppendUint64(nil, uint64(c.new))}}}
+			okPut, err := st.CheckAndPut(ctx, table, put, Family, c.q, expected)
+			if err != nil {
+				return 0, 0, fmt.Errorf("rollup: record progress in %s: %w", table, err)
+			}
+			if !okPut {
+				done = false
+				break
+			}
+		}
+		if done {
+			if sy, ok := st.(store.Syncer); ok {
+				if err := sy.Sync(ctx); err != nil {
+					return 0, 0, err
+				}
+			}
+			return nf, nn, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("rollup: record progress in %s: too many concurrent updates", table)
+}
+
+// SchedulerOptions configure a Scheduler; zero values select defaults.
+type SchedulerOptions struct {
+	// Grace is how long after an hour ended its rollups are built, so
+	// that late samples land first (as compaction's grace). Default 10m.
+	Grace time.Duration
+	// CheckInterval is how often the scheduler looks for due hours.
+	// Default 30s.
+	CheckInterval time.Duration
+	// MaxHoursPerCycle bounds the hours one check builds. Default 24.
+	MaxHoursPerCycle int
+	Registerer       prometheus.Registerer
+	Logger           *slog.Logger
+	Now              func() time.Time
+}
+
+// Scheduler builds the rollups of each hour once it has ended plus the
+// grace, from where the recorded progress ends (at the first start: the
+// hour before the current one), and rebuilds the hours that late writes
+// changed. Covered tells the query path how far the rollups reach. It is
+// safe for concurrent use.
+type Scheduler struct {
+	b     *Builder
+	st    store.Store
+	table string
+	opts  SchedulerOptions
+
+	mu          sync.Mutex
+	first, next int64              // recorded progress (Unix s); next 0: not read yet
+	dirty       map[int64]struct{} // built hours a write changed since
+	lastNoted   int64              // the hour NoteRows saw last (-1: none)
+
+	built, rebuilt, failures prometheus.Counter
+	cellsWritten             prometheus.Counter
+}
+
+// NewScheduler returns a Scheduler building with b over st.
+func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler {
+	if opts.Grace <= 0 {
+		opts.Grace = 10 * time.Minute
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 30 * time.Second
+	}
+	if opts.MaxHoursPerCycle <= 0 {
+		opts.MaxHoursPerCycle = 24
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Scheduler{b: b, st: st, opts: opts, dirty: map[int64]struct{}{}, lastNoted: -1}
+	if len(b.intervals) > 0 {
+		s.table = b.intervals[0].Table
+	}
+	s.built = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_built_total", Help: "Hours whose rollups were built."})
+	s.rebuilt = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_rebuilt_total", Help: "Hours whose rollups were built again after late writes."})
+	s.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_failures_total", Help: "Builds of an hour's rollups that failed (retried at the next check)."})
+	s.cellsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_cells_written_total", Help: "Rollup cells written."})
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(s.built, s.rebuilt, s.failures, s.cellsWritten,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_built_until_timestamp_seconds",
+				Help: "End of the span of hours whose rollups are built (queries read raw samples after it)."},
+				func() float64 { return float64(s.Covered() / 1000) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_built_from_timestamp_seconds",
+				Help: "Start of the span of hours whose rollups are built (queries read raw samples before it)."},
+				func() float64 { f, _ := s.Span(); return float64(f / 1000) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_hours_stale",
+				Help: "Built hours that late writes changed, waiting to be built again."},
+				func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(len(s.dirty)) }))
+	}
+	return s
+}
+
+// Span returns the rollups' reach in Unix ms: the windows that end in
+// (from, to] are built and current (to stops at the first stale hour).
+// Before the first check both are 0.
+func (s *Scheduler) Span() (from, to int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	to = s.next
+	for h := range s.dirty {
+		to = min(to, h)
+	}
+	if to < s.first {
+		to = s.first
+	}
+	return s.first * 1000, to * 1000
+}
+
+// Covered is Span's end.
+func (s *Scheduler) Covered() int64 {
+	_, to := s.Span()
+	return to
+}
+
+// NoteRows tells the scheduler of rows written to the data table: a row
+// of an hour already built makes that hour's rollups (and the previous
+// hour's, whose last window holds the row's first millisecond) stale
+// until the next check builds them again.
+func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == 0 {
+		return
+	}
+	for _, p := range puts {
+		base, ok := l.BaseTimeOf(p.Row)
+		if !ok {
+			continue
+		}
+		h := int64(base)
+		if h == s.lastNoted || h >= s.next || h+mapping.MaxTimespan <= s.first {
+			continue
+		}
+		s.lastNoted = h
+		if h >= s.first {
+			s.dirty[h] = struct{}{}
+		}
+		if h-mapping.MaxTimespan >= s.first {
+			s.dirty[h-mapping.MaxTimespan] = struct{}{}
+		}
+	}
+}
+
+// Run checks for due hours every CheckInterval until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		s.Check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Check builds the stale hours, then the due hours after the recorded
+// progress (at most MaxHoursPerCycle), and records the progress.
+func (s *Scheduler) Check(ctx context.Context) {
+	if s.table == "" {
+		return
+	}
+	due := (s.opts.Now().Add(-s.opts.Grace).Unix()/mapping.MaxTimespan - 1) * mapping.MaxTimespan // the last hour due
+	s.mu.Lock()
+	next := s.next
+	dirty := make([]int64, 0, len(s.dirty))
+	for h := range s.dirty {
+		dirty = append(dirty, h)
+	}
+	s.mu.Unlock()
+	slices.Sort(dirty)
+	if next == 0 {
+		first, n, ok, err := ReadProgress(ctx, s.st, s.table)
+		if err != nil {
+			s.failures.Inc()
+			s.opts.Logger.Warn("rollups: cannot read progress; retrying at the next check", "err", err)
+			return
+		}
+		if !ok {
+			// The first start: from the hour due now on; hours before
+			// are for `promhbase rollup`.
+			if first, n, err = RecordProgress(ctx, s.st, s.table, due, due); err != nil {
+				s.failures.Inc()
+				s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
+				return
+			}
+		}
+		s.mu.Lock()
+		s.first, s.next = first, n
+		s.mu.Unlock()
+		next = n
+	}
+	for _, h := range dirty {
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		delete(s.dirty, h)
+		s.mu.Unlock()
+		if _, err := s.buildHour(ctx, h); err != nil {
+			s.mu.Lock()
+			s.dirty[h] = struct{}{}
+			s.mu.Unlock()
+			return
+		}
+		s.rebuilt.Inc()
+	}
+	built := 0
+	for h := next; h <= due && built < s.opts.MaxHoursPerCycle; h += mapping.MaxTimespan {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := s.buildHour(ctx, h); err != nil {
+			return
+		}
+		built++
+		first, n, err := RecordProgress(ctx, s.st, s.table, h, h+mapping.MaxTimespan)
+		if err != nil {
+			s.failures.Inc()
+			s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
+			return
+		}
+		s.built.Inc()
+		s.mu.Lock()
+		s.first, s.next = first, n
+		s.mu.Unlock()
+	}
+	if built == 0 && next <= due {
+		return
+	}
+	// Another process may have built further.
+	if first, n, ok, err := ReadProgress(ctx, s.st, s.table); err == nil && ok {
+		s.mu.Lock()
+		s.first, s.next = first, max(s.next, n)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
+	start := time.Now()
+	stats, err := s.b.BuildHour(ctx, h)
+	s.cellsWritten.Add(float64(stats.Cells))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.failures.Inc()
+			s.opts.Logger.Warn("rollups: build of an hour failed; retrying at the next check", "hour", time.Unix(h, 0).UTC(), "err", err)
+		}
+		return stats, err
+	}
+	s.opts.Logger.Info("built rollups", "hour", time.Unix(h, 0).UTC(), "series", stats.Series, "cells", stats.Cells,
+		"duration", time.Since(start).Round(time.Millisecond))
+	return stats, nil
+}
