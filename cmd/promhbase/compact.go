@@ -64,6 +64,7 @@ func (c *compactCmd) run(cfg *config) error {
 // line at most five times a second; on anything else it writes a line every
 // ten seconds.
 type progressBar struct {
+	unit  string // what is counted: "rows" unless set
 	w     io.Writer
 	tty   bool
 	start time.Time // first progress call: the end of the counting scan
@@ -73,7 +74,7 @@ type progressBar struct {
 
 func newProgressBar(f *os.File) *progressBar {
 	fi, err := f.Stat()
-	return &progressBar{w: f, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	return &progressBar{unit: "rows", w: f, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0}
 }
 
 // scanning says that the rows are being counted.
@@ -99,6 +100,9 @@ func (p *progressBar) update(done, total int) {
 	}
 	p.last = now
 	line := renderProgress(done, total, now.Sub(p.start))
+	if p.unit != "rows" {
+		line = strings.ReplaceAll(line, " rows", " "+p.unit)
+	}
 	if p.tty {
 		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
 		p.drawn = true

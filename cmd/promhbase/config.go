@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/dense"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
@@ -31,6 +32,10 @@ type config struct {
 	// metaTable (OpenTSDB's tsdb-meta) and indexTable (promhbase's own)
 	// hold the series index.
 	metaTable, indexTable string
+	// rollupFile is --rollup.config-file; rollupCfg what it holds (or
+	// the built-in default), read once.
+	rollupFile string
+	rollupCfg  *rollup.Config
 	layout                mapping.Layout
 	uidCacheSize          int
 	cacheBytes            int
@@ -61,6 +66,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.uid.width.tagv", "Tag value UID width in bytes (tsd.storage.uid.width.tagv).").Default(fmt.Sprint(d.TagVWidth)).IntVar(&c.layout.TagVWidth)
 	app.Flag("storage.uid.cache-size", "Entries kept per UID kind and direction, and per series cache generation.").Default("1000000").IntVar(&c.uidCacheSize)
 	app.Flag("storage.cache.max-bytes", "Memory of the caches together: 50 % for the series cache (write path, about 150 bytes per active series; keep it above the active series' need or writes resolve series again), 15 % for the label cache (read path), 35 % for the six UID caches. Each is also bounded by --storage.uid.cache-size entries. 0: entries only.").Default("1073741824").IntVar(&c.cacheBytes)
+	app.Flag("rollup.config-file", "Rollup configuration: a JSON file in the format of OpenTSDB's tsd.rollups.config (aggregationIds, intervals with their tables and row spans), so that a TSD given the same file reads promhbase's rollups. Empty: the built-in default (`promhbase rollup-config` prints it): 5m rollups in tsdb-rollup-5m (1d rows), 1h rollups in tsdb-rollup-1h (1n rows).").StringVar(&c.rollupFile)
 	app.Flag("log.level", "Log level: debug, info, warn, error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Log format: logfmt or json.").Default("logfmt").EnumVar(&c.logFormat, "logfmt", "json")
 	c.hbase.register(app)
@@ -89,6 +95,48 @@ func (c *config) backendString() string {
 	return "embedded (" + c.embeddedPath + ")"
 }
 
+// rollups returns the rollup configuration: --rollup.config-file's, or
+// the built-in default.
+func (c *config) rollups() (*rollup.Config, error) {
+	if c.rollupCfg != nil {
+		return c.rollupCfg, nil
+	}
+	if c.rollupFile == "" {
+		c.rollupCfg = rollup.Default()
+		return c.rollupCfg, nil
+	}
+	f, err := os.Open(c.rollupFile)
+	if err != nil {
+		return nil, fmt.Errorf("rollup configuration: %w", err)
+	}
+	defer f.Close()
+	rc, err := rollup.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("rollup configuration %s: %w", c.rollupFile, err)
+	}
+	if rc.DefaultInterval().Table != c.dataTable {
+		return nil, fmt.Errorf("rollup configuration %s: its default interval's table is %q, the data table is %q (--hbase.table.data)", c.rollupFile, rc.DefaultInterval().Table, c.dataTable)
+	}
+	c.rollupCfg = rc
+	return rc, nil
+}
+
+// rollupTables returns the rollup and pre-aggregation tables of the
+// rollup configuration, and those of them promhbase writes.
+func (c *config) rollupTables() (all, written []string, err error) {
+	rc, err := c.rollups()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, iv := range rc.RollupIntervals() {
+		all = append(all, iv.Table, iv.PreAggregationTable)
+	}
+	for _, iv := range rollup.Buildable(rc) {
+		written = append(written, iv.Table)
+	}
+	return all, written, nil
+}
+
 // openStore opens the configured backend.
 func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (store.Store, error) {
 	if err := c.layout.Validate(); err != nil {
@@ -99,9 +147,13 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err := os.MkdirAll(c.embeddedPath, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", c.embeddedPath, err)
 		}
+		rollupAll, rollupWritten, err := c.rollupTables()
+		if err != nil {
+			return nil, err
+		}
 		st, err := embedded.Open(c.embeddedPath, embedded.Options{
-			CacheBytes: c.embeddedCacheBytes, Tables: []string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable},
-			BufferTables: []string{c.dataTable}, BufferBytes: c.embeddedBufferBytes,
+			CacheBytes: c.embeddedCacheBytes, Tables: append([]string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable}, rollupAll...),
+			BufferTables: append([]string{c.dataTable}, rollupWritten...), BufferBytes: c.embeddedBufferBytes,
 			// Settled rows of the data table in the dense form; once a
 			// store holds such rows it needs the codec to read them.
 			RowCodecs: map[string]embedded.RowCodec{c.dataTable: &dense.Pool{}},

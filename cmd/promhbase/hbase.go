@@ -92,6 +92,10 @@ func runCreateTables(cfg *config) error {
 	if err := cfg.layout.Validate(); err != nil {
 		return err
 	}
+	rollupTables, _, err := cfg.rollupTables()
+	if err != nil {
+		return err
+	}
 	logger := cfg.logger()
 	st, err := hbase.New(cfg.hbase.config(), prometheus.NewRegistry(), logger)
 	if err != nil {
@@ -102,7 +106,8 @@ func runCreateTables(cfg *config) error {
 	defer cancel()
 	rep, err := st.CreateTables(ctx, hbase.TablesConfig{
 		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable,
-		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
+		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, RollupTables: rollupTables,
+		Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
 		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
 	})
 	if len(rep.Created) > 0 {

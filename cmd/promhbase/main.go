@@ -8,6 +8,8 @@
 //	promhbase compact        compact the rows of a time range into OpenTSDB's compacted column
 //	promhbase reindex        build the series index for the rows of a time range
 //	promhbase delete         delete the samples of selected series in a time range
+//	promhbase rollup         build the rollups of a time range
+//	promhbase rollup-config  print the rollup configuration (OpenTSDB's tsd.rollups.config JSON)
 //
 // docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main
@@ -30,6 +32,8 @@ type commands struct {
 	compact *compactCmd
 	reindex *reindexCmd
 	delete  *deleteCmd
+	rollup  *rollupCmd
+	rollupC *kingpin.CmdClause
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -47,6 +51,8 @@ func newApp() (*kingpin.Application, *commands) {
 	c.compact = registerCompact(app)
 	c.reindex = registerReindex(app)
 	c.delete = registerDelete(app)
+	c.rollup = registerRollup(app)
+	c.rollupC = registerRollupConfig(app)
 	return app, c
 }
 
@@ -71,6 +77,10 @@ func main() {
 		err = c.reindex.run(cfg)
 	case c.delete.cmd.FullCommand():
 		err = c.delete.run(cfg)
+	case c.rollup.cmd.FullCommand():
+		err = c.rollup.run(cfg)
+	case c.rollupC.FullCommand():
+		err = runRollupConfig(cfg)
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

@@ -94,7 +94,15 @@ type serveFlags struct {
 	readConcurrent  int
 	index           indexFlags
 	retention       retentionFlags
+	rollup          rollupFlags
 	enableAdmin     bool
+}
+
+// rollupFlags are the --rollup.* flags of serve and --query.auto-downsampling.
+type rollupFlags struct {
+	enabled bool
+	grace   time.Duration
+	auto    bool
 }
 
 // retentionFlags are the --storage.retention.* flags of serve.
@@ -158,6 +166,10 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	registerLimits(cmd, &serveOpts.limits)
+	r := &serveOpts.rollup
+	cmd.Flag("rollup.enabled", "Build the rollups of every hour in the background once it has ended (plus --rollup.grace), into the tables of the rollup configuration (--rollup.config-file), and let queries read them (see --query.auto-downsampling). Hours written before are built by `promhbase rollup`.").Default("true").BoolVar(&r.enabled)
+	cmd.Flag("rollup.grace", "How long after an hour ends its rollups are built, so that late samples land first; a sample that arrives later makes its hour's rollups stale until they are built again.").Default("10m").DurationVar(&r.grace)
+	cmd.Flag("query.auto-downsampling", "Queries that do not name a resolution (max_source_resolution) read the widest rollups no wider than a fifth of their step, as Thanos's querier: 5m rollups from a 25m step, 1h rollups from a 5h step; raw samples otherwise.").Default("true").BoolVar(&r.auto)
 	c := &serveOpts.compaction
 	cmd.Flag("storage.compaction.enabled", "Rewrite each row this process wrote into OpenTSDB's compacted column once its hour has ended (plus the grace period).").Default("true").BoolVar(&c.enabled)
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
@@ -191,6 +203,10 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		return err
 	}
 	defer st.Close()
+	rollupCfg, err := cfg.rollups()
+	if err != nil {
+		return err
+	}
 	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
 	if err != nil {
 		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
@@ -205,6 +221,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Retention: server.RetentionConfig{Time: time.Duration(serveOpts.retention.time), Size: int64(serveOpts.retention.size),
 			Interval: serveOpts.retention.interval},
 		EnableAdmin: serveOpts.enableAdmin,
+		Rollup:      server.RollupConfig{Enabled: serveOpts.rollup.enabled, Config: rollupCfg, Grace: serveOpts.rollup.grace, AutoDownsampling: serveOpts.rollup.auto},
 		Query:       query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
 		Adapter: adapter.Options{
 			MaxRequestBytes:       serveOpts.maxRequestBytes,

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
+)
+
+type rollupCmd struct {
+	cmd         *kingpin.CmdClause
+	from, to    string
+	concurrency int
+}
+
+func registerRollup(app *kingpin.Application) *rollupCmd {
+	c := &rollupCmd{}
+	c.cmd = app.Command("rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.")
+	c.cmd.Flag("from", "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first built.").Required().StringVar(&c.from)
+	c.cmd.Flag("to", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.").StringVar(&c.to)
+	c.cmd.Flag("concurrency", "Metric and salt-bucket scans run at once.").Default("2").IntVar(&c.concurrency)
+	return c
+}
+
+func registerRollupConfig(app *kingpin.Application) *kingpin.CmdClause {
+	return app.Command("rollup-config", "Print the rollup configuration in use (--rollup.config-file, or the built-in default) as the JSON OpenTSDB's tsd.rollups.config takes: hand the same file to a TSD (with tsd.rollups.enable=true) and it reads promhbase's rollups.")
+}
+
+func runRollupConfig(cfg *config) error {
+	rc, err := cfg.rollups()
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(rc.AppendJSON(nil))
+	return err
+}
+
+func (c *rollupCmd) run(cfg *config) error {
+	from, to, err := parseRange(c.from, c.to)
+	if err != nil {
+		return err
+	}
+	rc, err := cfg.rollups()
+	if err != nil {
+		return err
+	}
+	logger := cfg.logger()
+	st, err := cfg.openStore(prometheus.NewRegistry(), logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
+	if err != nil {
+		return err
+	}
+	if len(b.Intervals()) == 0 {
+		return fmt.Errorf("the rollup configuration has no interval that divides an hour: nothing to build")
+	}
+	const hour = mapping.MaxTimespan
+	first := max(from/1000, 0) / hour * hour
+	// The last hour whose next hour has started (its last window holds
+	// the next hour's first millisecond).
+	last := min(to/1000/hour*hour, time.Now().Unix()/hour*hour-hour)
+	if last < first {
+		fmt.Println("no hour in the range has ended")
+		return nil
+	}
+	total := int((last-first)/hour) + 1
+	bar := newProgressBar(os.Stderr)
+	bar.unit = "hours"
+	start := time.Now()
+	var stats rollup.BuildStats
+	table := b.Intervals()[0].Table
+	done := 0
+	for h := first; h <= last; h += hour {
+		s, err := b.BuildHour(ctx, h)
+		stats.Add(s)
+		if err != nil {
+			bar.finish()
+			return err
+		}
+		done++
+		bar.update(done, total)
+		// Record as it goes, so that an interrupted run keeps what it
+		// built.
+		if _, _, err := rollup.RecordProgress(ctx, st, table, first, h+hour); err != nil {
+			bar.finish()
+			return err
+		}
+	}
+	bar.finish()
+	f, n, _, err := rollup.ReadProgress(ctx, st, table)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("built %d hours: %d series-hours, %d rows, %d cells in %s; rollups span %s .. %s\n", total, stats.Series, stats.Rows, stats.Cells,
+		time.Since(start).Round(time.Millisecond), time.Unix(f, 0).UTC().Format(time.RFC3339), time.Unix(n, 0).UTC().Format(time.RFC3339))
+	return nil
+}
