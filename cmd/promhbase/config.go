@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/dense"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
@@ -34,16 +34,16 @@ type config struct {
 	metaTable, indexTable string
 	// rollupFile is --rollup.config-file; rollupCfg what it holds (or
 	// the built-in default), read once.
-	rollupFile string
-	rollupCfg  *rollup.Config
-	layout                mapping.Layout
-	uidCacheSize          int
-	cacheBytes            int
-	embeddedCacheBytes    int64
-	embeddedBufferBytes   int64
-	logLevel              string
-	logFormat             string
-	hbase                 hbaseFlags
+	rollupFile          string
+	rollupCfg           *rollup.Config
+	layout              mapping.Layout
+	uidCacheSize        int
+	cacheBytes          int
+	embeddedCacheBytes  int64
+	embeddedBufferBytes int64
+	logLevel            string
+	logFormat           string
+	hbase               hbaseFlags
 }
 
 func (c *config) registerCommon(app *kingpin.Application) {
