@@ -139,6 +139,33 @@ func (b *Builder) BuildHour(ctx context.Context, hour int64) (BuildStats, error)
 	return total, nil
 }
 
+// OldestHour returns the hour (Unix s) of the oldest row of the data
+// table: a seek to the first row of each metric and salt bucket. found is
+// false when the table holds no row.
+func (b *Builder) OldestHour(ctx context.Context) (hour int64, found bool, err error) {
+	metrics, err := uid.MetricUIDs(ctx, b.st, b.opts.UIDTable, b.opts.Layout.MetricWidth)
+	if err != nil {
+		return 0, false, fmt.Errorf("rollup: list metrics: %w", err)
+	}
+	for _, m := range metrics {
+		for _, r := range b.opts.Layout.MetricRanges(m, 0, 0xFFFFFFFF) {
+			sc := b.st.Scan(ctx, store.ScanRequest{Table: b.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", KeysOnly: true})
+			ok := sc.Next()
+			if ok {
+				if base, okb := b.opts.Layout.BaseTimeOf(sc.Row().Key); okb && (!found || int64(base) < hour) {
+					hour, found = int64(base), true
+				}
+			}
+			err := sc.Err()
+			sc.Close()
+			if err != nil {
+				return 0, false, fmt.Errorf("rollup: oldest row of %s: %w", b.opts.DataTable, err)
+			}
+		}
+	}
+	return hour, found, nil
+}
+
 // hourScan reads the rows of one metric and salt bucket in one hour, in
 // tag order.
 type hourScan struct {

@@ -23,6 +23,10 @@ import (
 //
 //	promhbase.first   the first hour built
 //	promhbase.next    the hour after the last one built
+//	promhbase.want    the first hour to build: the hours [want, first)
+//	                  are built backwards, hour by hour, in the
+//	                  background (the data's oldest hour at the first
+//	                  start; lowered by writes into earlier hours)
 //
 // The rollups of every hour in [first, next) are built, but for hours a
 // late write made stale since (which only the process that took the
@@ -32,7 +36,48 @@ var progressRow = []byte{0x00}
 const (
 	progressFirst = "promhbase.first"
 	progressNext  = "promhbase.next"
+	progressWant  = "promhbase.want"
 )
+
+// ReadWant returns the first hour wanted (Unix s; ok false: none
+// recorded).
+func ReadWant(ctx context.Context, st store.Store, table string) (want int64, ok bool, err error) {
+	row, err := st.Get(ctx, table, progressRow, Family)
+	if err != nil {
+		return 0, false, fmt.Errorf("rollup: read progress from %s: %w", table, err)
+	}
+	for _, c := range row.Cells {
+		if string(c.Qualifier) == progressWant && len(c.Value) == 8 {
+			return int64(binary.BigEndian.Uint64(c.Value)), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// LowerWant records want as the first hour wanted unless an earlier one
+// is recorded.
+func LowerWant(ctx context.Context, st store.Store, table string, want int64) error {
+	for range 16 {
+		old, ok, err := ReadWant(ctx, st, table)
+		if err != nil || (ok && old <= want) {
+			return err
+		}
+		var expected []byte
+		if ok {
+			expected = binary.BigEndian.AppendUint64(nil, uint64(old))
+		}
+		put := store.Put{Row: progressRow, Cells: []store.Cell{{Family: []byte(Family), Qualifier: []byte(progressWant),
+			Value: binary.BigEndian.AppendUint64(nil, uint64(want))}}}
+		done, err := st.CheckAndPut(ctx, table, put, Family, progressWant, expected)
+		if err != nil {
+			return fmt.Errorf("rollup: record progress in %s: %w", table, err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return fmt.Errorf("rollup: record progress in %s: too many concurrent updates", table)
+}
 
 // ReadProgress returns the hours built, [first, next) (Unix s), as
 // recorded in st; ok is false when nothing is recorded.
@@ -142,6 +187,8 @@ type Scheduler struct {
 
 	mu          sync.Mutex
 	first, next int64              // recorded progress (Unix s); next 0: not read yet
+	want        int64              // the first hour wanted (Unix s)
+	wantNoted   bool               // want was lowered by NoteRows: record it
 	dirty       map[int64]struct{} // built hours a write changed since
 	lastNoted   int64              // the hour NoteRows saw last (-1: none)
 
@@ -227,10 +274,19 @@ func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
 			continue
 		}
 		h := int64(base)
-		if h == s.lastNoted || h >= s.next || h+mapping.MaxTimespan <= s.first {
+		if h == s.lastNoted || h >= s.next {
 			continue
 		}
 		s.lastNoted = h
+		if h < s.first {
+			// Before the built span: built backwards in the background.
+			if h < s.want {
+				s.want, s.wantNoted = h, true
+			}
+			if h+mapping.MaxTimespan < s.first {
+				continue
+			}
+		}
 		if h >= s.first {
 			s.dirty[h] = struct{}{}
 		}
@@ -245,7 +301,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 	t := time.NewTicker(s.opts.CheckInterval)
 	defer t.Stop()
 	for {
-		s.Check(ctx)
+		if s.Check(ctx) && ctx.Err() == nil {
+			continue // behind: go on at once
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -255,10 +313,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 }
 
 // Check builds the stale hours, then the due hours after the recorded
-// progress (at most MaxHoursPerCycle), and records the progress.
-func (s *Scheduler) Check(ctx context.Context) {
+// progress, then the wanted hours before it, backwards (at most
+// MaxHoursPerCycle hours in all), and records the progress. It reports
+// whether hours are left to build.
+func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 	if s.table == "" {
-		return
+		return false
 	}
 	due := (s.opts.Now().Add(-s.opts.Grace).Unix()/mapping.MaxTimespan - 1) * mapping.MaxTimespan // the last hour due
 	s.mu.Lock()
@@ -274,25 +334,41 @@ func (s *Scheduler) Check(ctx context.Context) {
 		if err != nil {
 			s.failures.Inc()
 			s.opts.Logger.Warn("rollups: cannot read progress; retrying at the next check", "err", err)
-			return
+			return false
 		}
 		if !ok {
-			// The first start: from the hour due now on; hours before
-			// are for `promhbase rollup`.
-			if first, n, err = RecordProgress(ctx, s.st, s.table, due, due); err != nil {
+			// The first start: forwards from the hour due now, and
+			// backwards over the data already there from its oldest
+			// hour.
+			oldest, found, err := s.b.OldestHour(ctx)
+			if err == nil && found && oldest < due {
+				err = LowerWant(ctx, s.st, s.table, oldest)
+			}
+			if err == nil {
+				first, n, err = RecordProgress(ctx, s.st, s.table, due, due)
+			}
+			if err != nil {
 				s.failures.Inc()
 				s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
-				return
+				return false
 			}
 		}
+		want, wok, err := ReadWant(ctx, s.st, s.table)
+		if err != nil {
+			s.failures.Inc()
+			return false
+		}
+		if !wok {
+			want = first
+		}
 		s.mu.Lock()
-		s.first, s.next = first, n
+		s.first, s.next, s.want = first, n, min(want, first)
 		s.mu.Unlock()
 		next = n
 	}
 	for _, h := range dirty {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		s.mu.Lock()
 		delete(s.dirty, h)
@@ -301,39 +377,68 @@ func (s *Scheduler) Check(ctx context.Context) {
 			s.mu.Lock()
 			s.dirty[h] = struct{}{}
 			s.mu.Unlock()
-			return
+			return false
 		}
 		s.rebuilt.Inc()
 	}
 	built := 0
 	for h := next; h <= due && built < s.opts.MaxHoursPerCycle; h += mapping.MaxTimespan {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
-		if _, err := s.buildHour(ctx, h); err != nil {
-			return
+		if !s.buildAndRecord(ctx, h) {
+			return false
 		}
 		built++
-		first, n, err := RecordProgress(ctx, s.st, s.table, h, h+mapping.MaxTimespan)
-		if err != nil {
-			s.failures.Inc()
-			s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
-			return
-		}
-		s.built.Inc()
-		s.mu.Lock()
-		s.first, s.next = first, n
-		s.mu.Unlock()
 	}
-	if built == 0 && next <= due {
-		return
+	// Backwards over the wanted hours.
+	s.mu.Lock()
+	want, first, noted := s.want, s.first, s.wantNoted
+	s.wantNoted = false
+	s.mu.Unlock()
+	if noted {
+		if err := LowerWant(ctx, s.st, s.table, want); err != nil {
+			s.mu.Lock()
+			s.wantNoted = true
+			s.mu.Unlock()
+		}
+	}
+	for h := first - mapping.MaxTimespan; h >= want && built < s.opts.MaxHoursPerCycle; h -= mapping.MaxTimespan {
+		if ctx.Err() != nil {
+			return false
+		}
+		if !s.buildAndRecord(ctx, h) {
+			return false
+		}
+		built++
 	}
 	// Another process may have built further.
 	if first, n, ok, err := ReadProgress(ctx, s.st, s.table); err == nil && ok {
 		s.mu.Lock()
-		s.first, s.next = first, max(s.next, n)
+		s.first, s.next = min(s.first, first), max(s.next, n)
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return built > 0 && (s.next <= due || s.first > s.want)
+}
+
+// buildAndRecord builds hour h and records it as built.
+func (s *Scheduler) buildAndRecord(ctx context.Context, h int64) bool {
+	if _, err := s.buildHour(ctx, h); err != nil {
+		return false
+	}
+	first, n, err := RecordProgress(ctx, s.st, s.table, h, h+mapping.MaxTimespan)
+	if err != nil {
+		s.failures.Inc()
+		s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
+		return false
+	}
+	s.built.Inc()
+	s.mu.Lock()
+	s.first, s.next = first, n
+	s.mu.Unlock()
+	return true
 }
 
 func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
