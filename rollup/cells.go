@@ -197,7 +197,13 @@ type DecodedWindow struct {
 // calls and is not safe for concurrent use.
 type Decoder struct {
 	ids IDs
-	out []DecodedWindow
+	// Want, when not zero, restricts Decode to the aggregates of its Has
+	// bits: cells of the others are skipped unread.
+	Want uint16
+	out  []DecodedWindow
+	// at maps a cell's index to its window in out, plus one (0: none
+	// yet); reset after each Decode.
+	at []int32
 }
 
 // NewDecoder returns a Decoder of rollups with the aggregation ids ids.
@@ -211,6 +217,13 @@ func NewDecoder(ids IDs) *Decoder { return &Decoder{ids: ids} }
 // next call.
 func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to int64) ([]DecodedWindow, error) {
 	d.out = d.out[:0]
+	defer func() {
+		for i := range d.out {
+			if ix := int((d.out[i].End/1000-int64(base))/iv.seconds) - 1; ix >= 0 && ix < len(d.at) {
+				d.at[ix] = 0
+			}
+		}
+	}()
 	width := iv.seconds * 1000
 	for _, c := range cells {
 		if string(c.Family) != Family {
@@ -243,11 +256,14 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 		default:
 			continue
 		}
+		if d.Want != 0 && d.Want&bit == 0 {
+			continue
+		}
 		end := iv.WindowEnd(base, index)
 		if end <= from || end > to {
 			continue
 		}
-		w := d.window(end)
+		w := d.window(index, end)
 		w.Has |= bit
 		if bit == HasTimes || bit == HasHistograms || bit == HasCount {
 			i, err := decodeInt(flags, c.Value)
@@ -284,23 +300,24 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 			w.Resets = v
 		}
 	}
+	if !slices.IsSortedFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) }) {
+		slices.SortFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) })
+	}
 	return d.out, nil
 }
 
-// window returns the window ending at end, adding it in End order. Cells
-// come sorted by qualifier (agg id, then index), so the windows of the
-// first id arrive in order and later ids find theirs.
-func (d *Decoder) window(end int64) *DecodedWindow {
-	n := len(d.out)
-	if n == 0 || d.out[n-1].End < end {
-		d.out = append(d.out, DecodedWindow{Window: Window{End: end}})
-		return &d.out[n]
+// window returns the window of the cell index (ending at end), adding it
+// the first time.
+func (d *Decoder) window(index int, end int64) *DecodedWindow {
+	if index >= len(d.at) {
+		d.at = append(d.at, make([]int32, index+1-len(d.at))...)
 	}
-	i, found := slices.BinarySearchFunc(d.out, end, func(w DecodedWindow, e int64) int { return cmp.Compare(w.End, e) })
-	if !found {
-		d.out = slices.Insert(d.out, i, DecodedWindow{Window: Window{End: end}})
+	if i := d.at[index]; i > 0 {
+		return &d.out[i-1]
 	}
-	return &d.out[i]
+	d.out = append(d.out, DecodedWindow{Window: Window{End: end}})
+	d.at[index] = int32(len(d.out))
+	return &d.out[len(d.out)-1]
 }
 
 // decodeInt decodes an integer cell value (a float is taken when it is

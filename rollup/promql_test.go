@@ -28,7 +28,7 @@ import (
 // from time (ms) to value.
 type promResult map[string]map[int64]float64
 
-func queryRange(t *testing.T, base, q string, start, end, step int64, res string) (promResult, string) {
+func queryRange(t testing.TB, base, q string, start, end, step int64, res string) (promResult, string) {
 	t.Helper()
 	v := url.Values{"query": {q}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
 		"step": {strconv.FormatInt(step/1000, 10)}}
@@ -67,7 +67,7 @@ func queryRange(t *testing.T, base, q string, start, end, step int64, res string
 	return out, resp.Header.Get("X-Promhbase-Resolution")
 }
 
-func writeSeries(t *testing.T, base string, ts []prompb.TimeSeries) {
+func writeSeries(t testing.TB, base string, ts []prompb.TimeSeries) {
 	t.Helper()
 	data, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
 	if err != nil {

@@ -412,7 +412,8 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 		}
 		built++
 	}
-	// Another process may have built further.
+	// Another process (a replica, `promhbase rollup`) may have built
+	// further.
 	if first, n, ok, err := ReadProgress(ctx, s.st, s.table); err == nil && ok {
 		s.mu.Lock()
 		s.first, s.next = min(s.first, first), max(s.next, n)

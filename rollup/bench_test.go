@@ -1,0 +1,91 @@
+package rollup_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/server"
+)
+
+// BenchmarkDownsampledQuery times 30-day query_range requests at a 1h
+// step over node_exporter-like counters and gauges (BENCH_SERIES series,
+// 20 by default, 15 s samples with jitter) read raw (max_source_resolution
+// =0s) and from the 5m rollups (auto), through the HTTP API of an
+// in-process server on the embedded store.
+func BenchmarkDownsampledQuery(b *testing.B) {
+	series := 20
+	const days = 30
+	st, tb := testbackend.New(b)
+	cfg := tb.RollupConfig()
+	H := int64(h0) * 1000
+	end := H + days*24*rollup.HourMs
+	srv := testserver.Start(b, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: &server.RollupConfig{
+		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 100 * time.Millisecond,
+		Now: func() time.Time { return time.UnixMilli(end + 30*60_000) }}})
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := make([]float64, series)
+	for from := H; from < end; from += 6 * rollup.HourMs {
+		var ts []prompb.TimeSeries
+		for i := range series {
+			name := "node_cpu_seconds_total"
+			if i%2 == 1 {
+				name = "node_load1"
+			}
+			s := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: name}, {Name: "cpu", Value: strconv.Itoa(i)}, {Name: "job", Value: "node"}}}
+			for t := from; t < from+6*rollup.HourMs; t += 15_000 {
+				if i%2 == 0 {
+					vals[i] += float64(rng.IntN(1500)) / 100
+				} else {
+					vals[i] = float64(rng.IntN(400)) / 100
+				}
+				s.Samples = append(s.Samples, prompb.Sample{Timestamp: t + int64(rng.IntN(5)), Value: vals[i]})
+			}
+			ts = append(ts, s)
+		}
+		writeSeries(b, srv.URL, ts)
+	}
+	// The scheduler builds the hours written before it started, backwards.
+	buildStart := time.Now()
+	for {
+		_, res := queryRange(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, end, rollup.HourMs, "")
+		if res == "5m" {
+			break
+		}
+		if time.Since(buildStart) > 10*time.Minute {
+			b.Fatalf("rollups not built after 10 minutes: resolution %q", res)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Logf("the scheduler built %d hours of %d series in %s", days*24, series, time.Since(buildStart).Round(time.Millisecond))
+	for _, q := range []string{"rate(node_cpu_seconds_total[1h])", "avg_over_time(node_load1[1h])", "max_over_time(node_load1[1h])", "node_load1"} {
+		for _, res := range []string{"0s", "auto"} {
+			b.Run(fmt.Sprintf("%s/%s", q, res), func(b *testing.B) {
+				v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
+					"step": {"3600"}, "max_source_resolution": {res}}
+				debugQuery(b, srv.URL, v)
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := http.PostForm(srv.URL+"/api/v1/query_range", v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
+				}
+			})
+		}
+	}
+}
