@@ -12,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -49,9 +50,12 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 			err = fmt.Errorf("scan of %s from %x: %w: %v", req.Table, req.Start, errScanPanic, r)
 		}
 	}()
-	if s.mode == modeSamples {
+	switch s.mode {
+	case modeSamples:
 		// Settled rows straight from their packed form into samples.
 		req.Packed = cells.PackedFormat
+	case modeWindows:
+		req.Packed, req.PackedRuns = rollup.CodecFormat, true
 	}
 	sc := s.q.st.Scan(ctx, req)
 	defer sc.Close()

@@ -201,6 +201,8 @@ type Decoder struct {
 	// bits: cells of the others are skipped unread.
 	Want uint16
 	out  []DecodedWindow
+	// indexes is decodePacked's scratch.
+	indexes []int
 	// at maps a cell's index to its window in out, plus one (0: none
 	// yet); reset after each Decode.
 	at []int32
@@ -226,6 +228,12 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 	}()
 	width := iv.seconds * 1000
 	for _, c := range cells {
+		if c.Packed() {
+			if err := d.decodePacked(iv, base, c.Value, from, to); err != nil {
+				return nil, fmt.Errorf("%w: %w", mapping.ErrInvalidRollup, err)
+			}
+			continue
+		}
 		if string(c.Family) != Family {
 			continue
 		}
@@ -233,77 +241,88 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 		if !ok {
 			return nil, fmt.Errorf("%w: qualifier %x in rollup table %s", mapping.ErrInvalidRollup, c.Qualifier, iv.Table)
 		}
-		var bit uint16
-		switch id {
-		case d.ids.Sum:
-			bit = HasSum
-		case d.ids.Count:
-			bit = HasCount
-		case d.ids.Max:
-			bit = HasMax
-		case d.ids.Min:
-			bit = HasMin
-		case IDFirst:
-			bit = HasFirst
-		case IDLast:
-			bit = HasLast
-		case IDResets:
-			bit = HasResets
-		case IDTimes:
-			bit = HasTimes
-		case IDHistograms:
-			bit = HasHistograms
-		default:
-			continue
-		}
-		if d.Want != 0 && d.Want&bit == 0 {
+		bit := d.bit(id)
+		if bit == 0 || (d.Want != 0 && d.Want&bit == 0) {
 			continue
 		}
 		end := iv.WindowEnd(base, index)
 		if end <= from || end > to {
 			continue
 		}
-		w := d.window(index, end)
-		w.Has |= bit
-		if bit == HasTimes || bit == HasHistograms || bit == HasCount {
-			i, err := decodeInt(flags, c.Value)
-			if err != nil {
-				return nil, fmt.Errorf("%w: cell %x: %w", mapping.ErrInvalidRollup, c.Qualifier, err)
-			}
-			switch bit {
-			case HasTimes:
-				start := end - width
-				w.FirstT, w.LastT = start+int64(uint64(i)>>32), start+int64(uint32(i))
-			case HasHistograms:
-				w.Histograms = i
-			case HasCount:
-				w.Count = i
-			}
-			continue
-		}
-		v, err := mapping.DecodeValue(flags, c.Value)
-		if err != nil {
+		if err := d.set(d.window(index, end), bit, flags, c.Value, end, width); err != nil {
 			return nil, fmt.Errorf("%w: cell %x: %w", mapping.ErrInvalidRollup, c.Qualifier, err)
-		}
-		switch bit {
-		case HasSum:
-			w.Sum = v
-		case HasMax:
-			w.Max = v
-		case HasMin:
-			w.Min = v
-		case HasFirst:
-			w.First = v
-		case HasLast:
-			w.Last = v
-		case HasResets:
-			w.Resets = v
 		}
 	}
 	if !slices.IsSortedFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) }) {
 		slices.SortFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) })
 	}
 	return d.out, nil
+}
+
+// bit returns the Has bit of an aggregation id (0: not one Decode reads).
+func (d *Decoder) bit(id byte) uint16 {
+	switch id {
+	case d.ids.Sum:
+		return HasSum
+	case d.ids.Count:
+		return HasCount
+	case d.ids.Max:
+		return HasMax
+	case d.ids.Min:
+		return HasMin
+	case IDFirst:
+		return HasFirst
+	case IDLast:
+		return HasLast
+	case IDResets:
+		return HasResets
+	case IDTimes:
+		return HasTimes
+	case IDHistograms:
+		return HasHistograms
+	}
+	return 0
+}
+
+// set stores the value of one aggregate (bit) of window w, which ends at
+// end and is width ms wide.
+func (d *Decoder) set(w *DecodedWindow, bit uint16, flags byte, v []byte, end, width int64) error {
+	w.Has |= bit
+	if bit == HasTimes || bit == HasHistograms || bit == HasCount {
+		i, err := decodeInt(flags, v)
+		if err != nil {
+			return err
+		}
+		switch bit {
+		case HasTimes:
+			start := end - width
+			w.FirstT, w.LastT = start+int64(uint64(i)>>32), start+int64(uint32(i))
+		case HasHistograms:
+			w.Histograms = i
+		case HasCount:
+			w.Count = i
+		}
+		return nil
+	}
+	f, err := mapping.DecodeValue(flags, v)
+	if err != nil {
+		return err
+	}
+	switch bit {
+	case HasSum:
+		w.Sum = f
+	case HasMax:
+		w.Max = f
+	case HasMin:
+		w.Min = f
+	case HasFirst:
+		w.First = f
+	case HasLast:
+		w.Last = f
+	case HasResets:
+		w.Resets = f
+	}
+	return nil
 }
 
 // window returns the window of the cell index (ending at end), adding it

@@ -100,6 +100,11 @@ type ScanRequest struct {
 	// decodes it. Rows it holds otherwise come as cells; backends without
 	// a packed form (HBase) ignore it.
 	Packed byte
+	// PackedRuns says the caller also takes a row held as several packed
+	// runs, as one packed cell per run, oldest first: each later one's
+	// cells replace the earlier ones' of the same column (the rollup
+	// tables). Without it only a row of one packed run comes packed.
+	PackedRuns bool
 }
 
 // Scanner iterates over the rows of a scan in key order. It is not safe for

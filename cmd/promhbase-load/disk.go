@@ -37,6 +37,16 @@ type diskOptions struct {
 	repeats    int
 	warmups    int
 	queryParts int // points of a query: step = span / queryParts
+	queryStep  model.Duration // when set, the step instead of span / queryParts
+
+	// promhbase's rollups: the max_source_resolution values its queries
+	// are timed with (each a row of its own; none: the parameter is not
+	// sent), the longest wait for the rollups to cover the data, and
+	// whether they are built only after the load (at the first start with
+	// rollups on) rather than during it.
+	resolutions     []string
+	rollupTimeout   time.Duration
+	rollupAfterLoad bool
 
 	promhbaseFlags, vmFlags []string
 
@@ -89,6 +99,13 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 	cmd.Flag("query.repeats", "Timed runs of each query on each system.").Default("5").IntVar(&d.repeats)
 	cmd.Flag("query.warmups", "Untimed runs of each query on each system before the timed ones.").Default("1").IntVar(&d.warmups)
 	cmd.Flag("query.points", "Points a query answers per series: step = span / this.").Default("300").IntVar(&d.queryParts)
+	cmd.Flag("query.step", "Step of the queries (e.g. 1h), instead of span / --query.points; the queries start and end where the data does (on the hour).").Default("0s").SetValue(&d.queryStep)
+	cmd.Flag("promhbase.resolution", "Time promhbase's queries with this max_source_resolution (0s or raw, 5m, 1h, auto), each as a system of its own (\"promhbase raw\", \"promhbase auto\"); repeatable. "+
+		"With raw and another, the other's answers are compared with raw's point by point (and Prometheus's with raw's). Default: the parameter is not sent.").StringsVar(&d.resolutions)
+	cmd.Flag("rollup.timeout", "Longest wait for promhbase's rollups to cover the data (promhbase_rollup_built_from_timestamp_seconds at or before its first hour, ..._until_... at or after its end), after the load and again before the queries; "+
+		"the time it took is reported. 0: no wait. Nothing is waited for when promhbase exports no rollup metrics (--promhbase.flag=--no-rollup.enabled).").Default("30m").DurationVar(&d.rollupTimeout)
+	cmd.Flag("rollup.after-load", "Load promhbase with --no-rollup.enabled: its rollups are built at its restart for the queries (the first start with rollups on), backwards over the data already stored, and that build is timed; "+
+		"default: rollups on during the load, as serve runs by default, and the time they take to cover the data after the load ends is reported.").BoolVar(&d.rollupAfterLoad)
 	cmd.Flag("promhbase.flag", "Extra flag for promhbase serve; repeatable.").StringsVar(&d.promhbaseFlags)
 	cmd.Flag("victoria-metrics.flag", "Extra flag for VictoriaMetrics; repeatable.").StringsVar(&d.vmFlags)
 	cmd.Flag("hbase.zookeeper.quorum", "promhbase-hbase: ZooKeeper quorum of the HBase.").Default("127.0.0.1:2181").StringVar(&d.hbaseQuorum)
@@ -109,6 +126,10 @@ type diskRun struct {
 	usage, running *dirUsage
 	load, settle   time.Duration
 	note           string
+	// promhbase: the CPU seconds of its load, and its rollups' progress
+	// after the load (nil: not waited for).
+	loadCPU float64
+	rollup  *rollupProgress
 	dataDir        string
 	// promhbase-hbase: the tables' compression and names; noQuery: an
 	// earlier compression of the same tables, not queried.
@@ -149,6 +170,9 @@ func runDisk(o options, d diskOptions) error {
 	}
 	if d.repeats < 1 || d.queryParts < 1 {
 		return errors.New("--query.repeats and --query.points must be at least 1")
+	}
+	if d.queryStep < 0 || time.Duration(d.queryStep)%time.Millisecond != 0 {
+		return fmt.Errorf("--query.step=%s: want a positive whole number of milliseconds", d.queryStep)
 	}
 	if o.batch < 1 || o.concurrency < 1 {
 		return errors.New("--batch and --concurrency must be at least 1")
@@ -214,6 +238,7 @@ func runDisk(o options, d diskOptions) error {
 		return fmt.Errorf("queries: %w", err)
 	}
 	printQueries(os.Stdout, g, d, qs)
+	printRollups(os.Stdout, g, d, runs, qs)
 	return nil
 }
 
@@ -221,18 +246,31 @@ func runDisk(o options, d diskOptions) error {
 
 func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun, error) {
 	r := &diskRun{system: sysPromhbase, dataDir: filepath.Join(work, "promhbase")}
-	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-load.log"))
+	var extra []string
+	if d.rollupAfterLoad {
+		extra = append(extra, "--no-rollup.enabled")
+	}
+	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-load.log"), extra...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = srv.stop() }()
 	fmt.Fprintf(os.Stderr, "promhbase: loading %d samples...\n", g.samples())
+	cpu0, _ := procCPU(srv.cmd.Process.Pid)
 	began := time.Now()
 	if _, err := loadRemoteWrite(srv.base+"/api/v1/write", g, o.concurrency, o.batch); err != nil {
 		return nil, srv.withLog(err)
 	}
 	r.load = time.Since(began)
-	fmt.Fprintf(os.Stderr, "promhbase: loaded in %s (%.0f samples/s); waiting for it to settle...\n", r.load.Round(time.Millisecond), float64(g.samples())/r.load.Seconds())
+	cpu1, _ := procCPU(srv.cmd.Process.Pid)
+	r.loadCPU = cpu1 - cpu0
+	fmt.Fprintf(os.Stderr, "promhbase: loaded in %s (%.0f samples/s, %.1f CPU s)\n", r.load.Round(time.Millisecond), float64(g.samples())/r.load.Seconds(), r.loadCPU)
+	if d.rollupTimeout > 0 && !d.rollupAfterLoad {
+		if r.rollup, err = waitRollups(srv, g, d.rollupTimeout, "promhbase (after the load)"); err != nil {
+			return nil, srv.withLog(err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "promhbase: waiting for it to settle...\n")
 	began = time.Now()
 	how, err := settlePromhbase(srv, d.settleQuiet, d.settleTimeout)
 	if err != nil {
@@ -250,10 +288,12 @@ func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun
 	return r, err
 }
 
-func startPromhbase(d diskOptions, data, logPath string) (*server, error) {
+func startPromhbase(d diskOptions, data, logPath string, extra ...string) (*server, error) {
 	return startServer(sysPromhbase, logPath, syscall.SIGTERM, "/-/ready", func(addr string) *exec.Cmd {
-		return exec.Command(d.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
-			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, d.promhbaseFlags...)...)
+		args := []string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
+			"--limits.new-series-rate=0", "--limits.max-active-series=0"}
+		args = append(args, d.promhbaseFlags...)
+		return exec.Command(d.promhbase, append(args, extra...)...)
 	})
 }
 

@@ -16,31 +16,65 @@ import (
 	"time"
 )
 
-// queryTiming is one query on one system.
+// queryTiming is one query on one query system.
 type queryTiming struct {
 	query, system  string
-	name           string // the system's name in the report
+	name           string // the query system's name in the report
+	qs             *querySystem
 	times          []time.Duration
 	series, points int
+	headers        []string // the distinct X-Promhbase-Resolution headers of its answers, in the order seen
 	err            error
 }
 
-func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) ([]*queryTiming, error) {
-	servers := map[string]*server{}
-	var order []string
+// querySystem is one row of the query tables: a system's server, and for
+// promhbase the max_source_resolution it is asked with.
+type querySystem struct {
+	sys, name string
+	res       string // max_source_resolution sent ("": none)
+	srv       *server
+	extra     url.Values
+}
+
+// queryReport is what the queries found.
+type queryReport struct {
+	systems []*querySystem
+	timings []*queryTiming
+	// rollups: promhbase's rollups' progress at its restart for the
+	// queries, by system.
+	rollups map[string]*rollupProgress
+	// agreements: answers compared point by point.
+	agreements []*agreement
+}
+
+// resolutionName names a max_source_resolution value in the report.
+func resolutionName(res string) string {
+	switch res {
+	case "0s", "0", "raw":
+		return "raw"
+	}
+	return res
+}
+
+func isRawResolution(res string) bool { return resolutionName(res) == "raw" }
+
+// queryWindow returns the queries' start and end (Unix ms): the data's.
+func queryWindow(g genConfig) (start, end int64) { return g.startMs(), g.endMs() }
+
+func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*queryReport, error) {
+	rep := &queryReport{rollups: map[string]*rollupProgress{}}
+	var servers []*server
 	defer func() {
 		for _, s := range servers {
 			_ = s.stop()
 		}
 	}()
-	names := map[string]string{}
 	for _, r := range runs {
 		if r.noQuery {
 			continue
 		}
 		var s *server
 		var err error
-		names[r.system] = r.name()
 		switch r.system {
 		case sysPromhbase:
 			s, err = startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-query.log"))
@@ -54,55 +88,85 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) ([]*q
 		if err != nil {
 			return nil, err
 		}
-		servers[r.system] = s
-		order = append(order, r.system)
+		servers = append(servers, s)
+		isPromhbase := r.system == sysPromhbase || r.system == sysPromhbaseHBase
+		if isPromhbase && d.rollupTimeout > 0 {
+			// Before the others start: the build has the machine.
+			rp, err := waitRollups(s, g, d.rollupTimeout, r.name()+" (restarted for the queries)")
+			if err != nil {
+				return nil, s.withLog(err)
+			}
+			rep.rollups[r.system] = rp
+		}
+		if isPromhbase && len(d.resolutions) > 0 {
+			for _, res := range d.resolutions {
+				rep.systems = append(rep.systems, &querySystem{sys: r.system, name: r.name() + " " + resolutionName(res), res: res, srv: s,
+					extra: url.Values{"max_source_resolution": {res}}})
+			}
+			continue
+		}
+		qs := &querySystem{sys: r.system, name: r.name(), srv: s, extra: url.Values{}}
+		if r.system == sysVM {
+			qs.extra.Set("nocache", "1")
+		}
+		rep.systems = append(rep.systems, qs)
 	}
 	step := stepOf(g, d)
+	start, end := queryWindow(g)
 	queries := d.queries
 	if len(queries) == 0 {
 		queries = defaultDiskQueries
 	}
-	var out []*queryTiming
-	byKey := map[[2]string]*queryTiming{}
-	for _, q := range queries {
-		for _, sys := range order {
-			t := &queryTiming{query: strings.ReplaceAll(q, "$step", promDuration(step)), system: sys, name: names[sys]}
-			byKey[[2]string{q, sys}] = t
-			out = append(out, t)
+	byKey := map[[2]int]*queryTiming{}
+	for qi, q := range queries {
+		for si, qs := range rep.systems {
+			t := &queryTiming{query: strings.ReplaceAll(q, "$step", promDuration(step)), system: qs.sys, name: qs.name, qs: qs}
+			byKey[[2]int{qi, si}] = t
+			rep.timings = append(rep.timings, t)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "queries: %d × %d systems, %d warm-up and %d timed runs each, step %s...\n", len(queries), len(order), d.warmups, d.repeats, promDuration(step))
-	for rep := range d.warmups + d.repeats {
-		for qi, q := range queries {
+	n := len(rep.systems)
+	fmt.Fprintf(os.Stderr, "queries: %d × %d systems, %d warm-up and %d timed runs each, step %s...\n", len(queries), n, d.warmups, d.repeats, promDuration(step))
+	for r := range d.warmups + d.repeats {
+		for qi := range queries {
 			// The systems take turns, each first in turn.
-			for k := range order {
-				sys := order[(k+rep+qi)%len(order)]
-				t := byKey[[2]string{q, sys}]
+			for k := range n {
+				si := (k + r + qi) % n
+				t := byKey[[2]int{qi, si}]
 				if t.err != nil {
 					continue
 				}
-				extra := url.Values{}
-				if sys == sysVM {
-					extra.Set("nocache", "1")
-				}
-				series, points, took, err := rangeQuery(servers[sys].base, t.query, g.endMs()-g.span.Milliseconds(), g.endMs(), step, extra)
+				a, err := rangeQuery(t.qs.srv.base, t.query, start, end, step, t.qs.extra)
 				if err != nil {
 					t.err = err
 					continue
 				}
-				t.series, t.points = series, points
-				if rep >= d.warmups {
-					t.times = append(t.times, took)
+				t.series, t.points = a.series, a.points
+				if !slices.Contains(t.headers, a.header) {
+					t.headers = append(t.headers, a.header)
+				}
+				if r >= d.warmups {
+					t.times = append(t.times, a.took)
 				}
 			}
 		}
 	}
-	return out, nil
+	for qi := range queries {
+		var ts []*queryTiming
+		for si := range rep.systems {
+			ts = append(ts, byKey[[2]int{qi, si}])
+		}
+		rep.agreements = append(rep.agreements, compareAnswers(ts, start, end, step)...)
+	}
+	return rep, nil
 }
 
-// stepOf is the step of the queries: span / points, in whole
-// milliseconds.
+// stepOf is the step of the queries: --query.step, else span / points,
+// in whole milliseconds.
 func stepOf(g genConfig, d diskOptions) time.Duration {
+	if d.queryStep > 0 {
+		return time.Duration(d.queryStep)
+	}
 	return (g.span / time.Duration(d.queryParts)).Truncate(time.Millisecond)
 }
 
@@ -114,9 +178,15 @@ func promDuration(d time.Duration) string {
 	return fmt.Sprintf("%dms", d/time.Millisecond)
 }
 
-// rangeQuery runs /api/v1/query_range and returns the series and points
-// of its answer and the time it took (the answer's JSON decoded).
-func rangeQuery(base, query string, start, end int64, step time.Duration, extra url.Values) (int, int, time.Duration, error) {
+// rangeAnswer is what one timed query_range answered.
+type rangeAnswer struct {
+	series, points int
+	took           time.Duration
+	header         string // X-Promhbase-Resolution
+}
+
+// rangeForm is the form of a query_range request.
+func rangeForm(query string, start, end int64, step time.Duration, extra url.Values) url.Values {
 	v := url.Values{}
 	for k, vs := range extra {
 		v[k] = vs
@@ -125,15 +195,23 @@ func rangeQuery(base, query string, start, end int64, step time.Duration, extra 
 	v.Set("start", strconv.FormatFloat(float64(start)/1000, 'f', 3, 64))
 	v.Set("end", strconv.FormatFloat(float64(end)/1000, 'f', 3, 64))
 	v.Set("step", strconv.FormatFloat(step.Seconds(), 'f', -1, 64))
+	return v
+}
+
+// rangeQuery runs /api/v1/query_range and returns the series and points
+// of its answer, the time it took (the answer's JSON decoded) and its
+// resolution header.
+func rangeQuery(base, query string, start, end int64, step time.Duration, extra url.Values) (rangeAnswer, error) {
+	v := rangeForm(query, start, end, step, extra)
 	began := time.Now()
 	resp, err := http.PostForm(base+"/api/v1/query_range", v)
 	if err != nil {
-		return 0, 0, 0, err
+		return rangeAnswer{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, 0, 0, fmt.Errorf("%s: status %d: %s", query, resp.StatusCode, msg)
+		return rangeAnswer{}, fmt.Errorf("%s: status %d: %s", query, resp.StatusCode, msg)
 	}
 	var qr struct {
 		Status string `json:"status"`
@@ -144,17 +222,17 @@ func rangeQuery(base, query string, start, end int64, step time.Duration, extra 
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil {
-		return 0, 0, 0, err
+		return rangeAnswer{}, err
 	}
 	took := time.Since(began)
 	if qr.Status != "success" {
-		return 0, 0, 0, fmt.Errorf("%s: status %q", query, qr.Status)
+		return rangeAnswer{}, fmt.Errorf("%s: status %q", query, qr.Status)
 	}
 	n := 0
 	for _, r := range qr.Data.Result {
 		n += len(r.Values)
 	}
-	return len(qr.Data.Result), n, took, nil
+	return rangeAnswer{series: len(qr.Data.Result), points: n, took: took, header: resp.Header.Get("X-Promhbase-Resolution")}, nil
 }
 
 // ---- printing ----
@@ -222,27 +300,84 @@ func printDisk(w io.Writer, title string, g genConfig, runs []*diskRun) {
 	}
 }
 
-func printQueries(w io.Writer, g genConfig, d diskOptions, qs []*queryTiming) {
+// median returns the median of ts (sorted in place).
+func median(ts []time.Duration) time.Duration {
+	slices.Sort(ts)
+	if len(ts)%2 == 0 {
+		return (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
+	}
+	return ts[len(ts)/2]
+}
+
+func printQueries(w io.Writer, g genConfig, d diskOptions, rep *queryReport) {
 	fmt.Fprintf(w, "\n## query_range over the whole %s, step %s (%d timed runs each after %d warm-up, systems taking turns)\n\n", d.span, promDuration(stepOf(g, d)), d.repeats, d.warmups)
-	fmt.Fprintf(w, "| query | system | median | min – max | spread | series | points |\n| --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, t := range qs {
+	fmt.Fprintf(w, "| query | system | median | min – max | spread | series | points | resolution header |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	meds := map[*queryTiming]time.Duration{}
+	for _, t := range rep.timings {
 		if t.err != nil {
-			fmt.Fprintf(w, "| `%s` | %s | error: %s | | | | |\n", t.query, t.name, strings.ReplaceAll(t.err.Error(), "|", `\|`))
+			fmt.Fprintf(w, "| `%s` | %s | error: %s | | | | | |\n", t.query, t.name, strings.ReplaceAll(t.err.Error(), "|", `\|`))
 			continue
 		}
 		ts := slices.Clone(t.times)
-		slices.Sort(ts)
-		med := ts[len(ts)/2]
-		if len(ts)%2 == 0 {
-			med = (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
-		}
+		med := median(ts)
+		meds[t] = med
 		spread := 0.0
 		if med > 0 {
 			spread = 100 * float64(ts[len(ts)-1]-ts[0]) / float64(med)
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s – %s | %.0f %% | %d | %d |\n", strings.ReplaceAll(t.query, "|", `\|`), t.name,
-			roundDur(med), roundDur(ts[0]), roundDur(ts[len(ts)-1]), spread, t.series, t.points)
+		hdr := strings.Join(t.headers, " / ")
+		if hdr == "" {
+			hdr = "–"
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s – %s | %.0f %% | %d | %d | %s |\n", strings.ReplaceAll(t.query, "|", `\|`), t.name,
+			roundDur(med), roundDur(ts[0]), roundDur(ts[len(ts)-1]), spread, t.series, t.points, hdr)
 	}
+
+	// Ratios to promhbase's auto resolution, when it was timed.
+	var ref *querySystem
+	for _, qs := range rep.systems {
+		if qs.res == "auto" {
+			ref = qs
+			break
+		}
+	}
+	if ref == nil {
+		return
+	}
+	var others []*querySystem
+	for _, qs := range rep.systems {
+		if qs != ref {
+			others = append(others, qs)
+		}
+	}
+	fmt.Fprintf(w, "\nMedians divided by %s's:\n\n| query |", ref.name)
+	for _, qs := range others {
+		fmt.Fprintf(w, " %s ÷ %s |", qs.name, ref.name)
+	}
+	fmt.Fprintf(w, "\n| --- |%s\n", strings.Repeat(" --- |", len(others)))
+	var queries []string
+	byQS := map[string]map[*querySystem]*queryTiming{}
+	for _, t := range rep.timings {
+		if byQS[t.query] == nil {
+			queries = append(queries, t.query)
+			byQS[t.query] = map[*querySystem]*queryTiming{}
+		}
+		byQS[t.query][t.qs] = t
+	}
+	for _, q := range queries {
+		fmt.Fprintf(w, "| `%s` |", strings.ReplaceAll(q, "|", `\|`))
+		rt := byQS[q][ref]
+		for _, qs := range others {
+			t := byQS[q][qs]
+			if rt == nil || t == nil || rt.err != nil || t.err != nil || meds[rt] <= 0 {
+				fmt.Fprintf(w, " – |")
+				continue
+			}
+			fmt.Fprintf(w, " %.2f |", float64(meds[t])/float64(meds[rt]))
+		}
+		fmt.Fprintln(w)
+	}
+	printAgreements(w, rep.agreements)
 }
 
 func roundDur(d time.Duration) time.Duration {

@@ -137,6 +137,17 @@ func (c *config) rollupTables() (all, written []string, err error) {
 	return all, written, nil
 }
 
+// rowCodecs are the embedded store's row codecs: the data table's dense
+// form, the rollup tables' packed columns. Once a store holds runs a
+// codec packed it needs the codec to read them.
+func rowCodecs(data string, rollups []string) map[string]embedded.RowCodec {
+	m := map[string]embedded.RowCodec{data: &dense.Pool{}}
+	for _, t := range rollups {
+		m[t] = rollup.Codec{}
+	}
+	return m
+}
+
 // openStore opens the configured backend.
 func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (store.Store, error) {
 	if err := c.layout.Validate(); err != nil {
@@ -156,7 +167,7 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 			BufferTables: append([]string{c.dataTable}, rollupWritten...), BufferBytes: c.embeddedBufferBytes,
 			// Settled rows of the data table in the dense form; once a
 			// store holds such rows it needs the codec to read them.
-			RowCodecs: map[string]embedded.RowCodec{c.dataTable: &dense.Pool{}},
+			RowCodecs: rowCodecs(c.dataTable, rollupWritten),
 		})
 		if err != nil {
 			return nil, err

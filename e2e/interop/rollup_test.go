@@ -333,7 +333,7 @@ func (d *tsd) queryRollup(t *testing.T, start, end int64, metric string, tags ma
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"start": start, "end": end, "msResolution": true,
-		"queries": []map[string]any{{"aggregator": "sum", "metric": metric, "tags": tags, "downsample": ds, "rollupUsage": "ROLLUP_RAW"}},
+		"queries": []map[string]any{{"aggregator": "sum", "metric": metric, "tags": tags, "downsample": ds, "rollupUsage": "ROLLUP_NOFALLBACK"}},
 	})
 	resp, err := http.Post(d.url+"/api/query", "application/json", bytes.NewReader(body))
 	if err != nil {

@@ -34,7 +34,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		sc.family = []byte(req.Family)
 	}
 	if sc.codec != nil {
-		sc.packed = req.Packed
+		sc.packed, sc.packedRuns = req.Packed, req.PackedRuns
 	}
 	lower, upper, ok := rowRange(req.Table, req.Start, req.Stop)
 	if !ok {
@@ -106,6 +106,9 @@ type scanner struct {
 	// packed is the format of the packed cells the caller takes
 	// (store.ScanRequest.Packed; 0: none, or no codec).
 	packed byte
+	// packedRuns: a row of several such runs comes as a packed cell a run
+	// (store.ScanRequest.PackedRuns).
+	packedRuns bool
 }
 
 // rowArenaChunk is the chunk size of a scanner's row arena: the cells of
@@ -418,10 +421,19 @@ func (sc *scanner) readPebbleRow(cells []store.Cell, packed bool) ([]store.Cell,
 			return cells, sc.fail(fmt.Errorf("scan: %w", err))
 		}
 	}
-	if packed && len(cells) == 0 && len(runs) == 1 {
-		if v := runs[0]; len(v) > 1 && v[0] == runFormatCodec && v[1] == sc.packed {
-			if sc.family == nil || sc.codec.Family(v[1:]) == string(sc.family) {
-				cells = append(cells, store.Cell{Value: v[1:]})
+	if packed && len(cells) == 0 && (len(runs) == 1 || (sc.packedRuns && len(runs) > 1)) {
+		all := true
+		for _, v := range runs {
+			if len(v) < 2 || v[0] != runFormatCodec || v[1] != sc.packed {
+				all = false
+				break
+			}
+		}
+		if all {
+			for _, v := range runs {
+				if sc.family == nil || sc.codec.Family(v[1:]) == string(sc.family) {
+					cells = append(cells, store.Cell{Value: v[1:]})
+				}
 			}
 			sc.runs = runs[:0]
 			return cells, true
