@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk fuzz clean
+.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
 
 all: build
 
@@ -120,6 +120,33 @@ bench-disk:
 		bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm \
 			$$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
 	done
+
+## bench-downsample: promhbase's rollups against raw samples, VictoriaMetrics
+## and Prometheus's blocks: 200 series over 2 targets, 30 days of 15 s
+## scrapes (34.6 M samples), query_range over the whole span at a 1 h step
+## (rate, avg_over_time, max_over_time and a plain selector); promhbase
+## timed with max_source_resolution=0s (raw) and auto, after waiting for
+## its rollups to cover the data (the time it took is reported, with its
+## ingest time); medians, spreads, ratios to promhbase auto, and the auto
+## answers compared with the raw ones point by point. Takes 30-60 minutes
+## on 2 cores. BENCH_DOWNSAMPLE_DATA sizes the data; BENCH_DOWNSAMPLE_FLAGS
+## adds flags (e.g. --rollup.after-load: load with rollups off and time
+## their build at the restart, --keep, --query.repeats=9).
+BENCH_DOWNSAMPLE_DATA ?= --data.series=200 --data.targets=2 --data.span=30d
+BENCH_DOWNSAMPLE_FLAGS ?=
+bench-downsample:
+	@mkdir -p bin
+	$(GO) build -o bin/promhbase ./cmd/promhbase
+	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+	@prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh) && \
+	bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm \
+		$(BENCH_DOWNSAMPLE_DATA) --query.step=1h --query.repeats=5 \
+		--promhbase.resolution=0s --promhbase.resolution=auto \
+		--query='rate(node_cpu_seconds_total[1h])' \
+		--query='avg_over_time(node_hwmon_temp_celsius[1h])' \
+		--query='max_over_time(node_hwmon_temp_celsius[1h])' \
+		--query='node_hwmon_temp_celsius' \
+		$(BENCH_DOWNSAMPLE_FLAGS)
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (found by
 ## scripts/fuzz.sh with go list and go test -list; FUZZ=regexp narrows the

@@ -120,11 +120,20 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 	}
 	version := binary.BigEndian.Uint64(v[1:])
 	p := v[codecHeader:]
+	if len(p) == 0 {
+		return 0, indexes, fmt.Errorf("%w: no cell", errCodec)
+	}
+	lastID := -1
+	firstCell := true
 	for len(p) > 0 {
 		g := packedGroup{id: p[0]}
+		if int(g.id) <= lastID {
+			return 0, indexes, fmt.Errorf("%w: group %#x after %#x", errCodec, g.id, lastID)
+		}
+		lastID = int(g.id)
 		p = p[1:]
 		n, k := binary.Uvarint(p)
-		if k <= 0 || n == 0 || n > uint64(len(p)) {
+		if k <= 0 || k != uvarintLen(n) || n == 0 || n > uint64(len(p)) {
 			return 0, indexes, fmt.Errorf("%w: group %#x: count", errCodec, g.id)
 		}
 		p = p[k:]
@@ -132,7 +141,7 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 		prev := -1
 		for range n {
 			gap, k := binary.Uvarint(p)
-			if k <= 0 || gap >= mapping.RollupIndexLimit {
+			if k <= 0 || k != uvarintLen(gap) || gap >= 1<<12 {
 				return 0, indexes, fmt.Errorf("%w: group %#x: index", errCodec, g.id)
 			}
 			p = p[k:]
@@ -147,13 +156,17 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 			return 0, indexes, fmt.Errorf("%w: group %#x: flags", errCodec, g.id)
 		}
 		g.flags, p = p[:nf], p[nf:]
+		if n%2 == 1 && g.flags[nf-1]>>4 != 0 {
+			return 0, indexes, fmt.Errorf("%w: group %#x: flags padding", errCodec, g.id)
+		}
 		vs := p
 		for range n {
-			_, k := binary.Varint(p)
-			if k <= 0 {
+			d, k := binary.Varint(p)
+			if k <= 0 || k != uvarintLen(uint64(d)<<1^uint64(d>>63)) || (firstCell && d != 0) {
 				return 0, indexes, fmt.Errorf("%w: group %#x: version", errCodec, g.id)
 			}
 			p = p[k:]
+			firstCell = false
 		}
 		g.versions = vs[:len(vs)-len(p)]
 		total := 0
@@ -175,6 +188,17 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 		}
 	}
 	return version, indexes, nil
+}
+
+// uvarintLen is the length of x's shortest uvarint, the only form Encode
+// writes (so a decoded run packs back to its own bytes).
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 func flagAt(flags []byte, i int) byte {

@@ -36,7 +36,7 @@ type diskOptions struct {
 	queries    []string
 	repeats    int
 	warmups    int
-	queryParts int // points of a query: step = span / queryParts
+	queryParts int            // points of a query: step = span / queryParts
 	queryStep  model.Duration // when set, the step instead of span / queryParts
 
 	// promhbase's rollups: the max_source_resolution values its queries
@@ -130,7 +130,7 @@ type diskRun struct {
 	// after the load (nil: not waited for).
 	loadCPU float64
 	rollup  *rollupProgress
-	dataDir        string
+	dataDir string
 	// promhbase-hbase: the tables' compression and names; noQuery: an
 	// earlier compression of the same tables, not queried.
 	codec   string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/prompb"
@@ -306,5 +307,32 @@ func TestDiskStep(t *testing.T) {
 	}
 	if s := promDuration(stepOf(genConfig{span: 7 * 24 * time.Hour}, d)); s != "2016s" {
 		t.Errorf("7d step %s", s)
+	}
+}
+
+func TestDiskQueryStep(t *testing.T) {
+	d := diskOptions{queryParts: 300, queryStep: model.Duration(time.Hour)}
+	if s := promDuration(stepOf(genConfig{span: 30 * 24 * time.Hour}, d)); s != "3600s" {
+		t.Errorf("--query.step=1h: step %s", s)
+	}
+	for res, want := range map[string]string{"0s": "raw", "raw": "raw", "0": "raw", "auto": "auto", "5m": "5m"} {
+		if got := resolutionName(res); got != want {
+			t.Errorf("resolutionName(%q) = %q, want %q", res, got, want)
+		}
+	}
+}
+
+func TestCompareMatrices(t *testing.T) {
+	ref := matrix{`{a="1"}`: {0: 1, 1000: 2, 2000: 0, 3000: math.NaN()}, `{a="2"}`: {0: 5}}
+	other := matrix{`{a="1"}`: {0: 1, 1000: 2 * (1 + 1e-6), 2000: 0, 3000: math.NaN(), 4000: 1}}
+	a := compareMatrices(ref, other)
+	if a.compared != 4 || a.onlyRef != 1 || a.onlyIn != 1 || a.over != 1 || a.series != 1 {
+		t.Fatalf("compareMatrices = %+v", a)
+	}
+	if math.Abs(a.worst-1e-6/(1+1e-6)) > 1e-15 || !strings.Contains(a.worstAt, `{a="1"}`) || a.median != 0 {
+		t.Fatalf("worst %g at %q, median %g", a.worst, a.worstAt, a.median)
+	}
+	if d := relDiff(math.NaN(), 1); !math.IsInf(d, 1) {
+		t.Errorf("relDiff(NaN, 1) = %g", d)
 	}
 }

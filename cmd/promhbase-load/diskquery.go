@@ -97,6 +97,17 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 				return nil, s.withLog(err)
 			}
 			rep.rollups[r.system] = rp
+			if rp.built+rp.rebuilt > 0 {
+				// Rollups written now: let the store settle, as after the
+				// load, before the queries are timed.
+				began := time.Now()
+				how, err := settlePromhbase(s, d.settleQuiet, d.settleTimeout)
+				if err != nil {
+					return nil, s.withLog(err)
+				}
+				rp.settle, rp.settleNote = time.Since(began), how
+				fmt.Fprintf(os.Stderr, "%s: %s after %s\n", r.name(), how, rp.settle.Round(time.Second))
+			}
 		}
 		if isPromhbase && len(d.resolutions) > 0 {
 			for _, res := range d.resolutions {

@@ -1,0 +1,165 @@
+package rollup_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/store"
+)
+
+// windowCells returns the cells of two windows (index 3 and 40) of the
+// default ids, sorted by qualifier, as a run holds them.
+func windowCells(t testing.TB) []store.Cell {
+	t.Helper()
+	c := rollup.NewCells(rollup.IDs{Sum: 0, Count: 1, Max: 2, Min: 3})
+	var cells []store.Cell
+	var err error
+	for _, w := range []rollup.Window{
+		{End: 4 * 300_000, Count: 20, Sum: 12.5, Min: -1, Max: 3.25, FirstT: 3*300_000 + 15_000, LastT: 4 * 300_000, First: 1, Last: 0.5, Resets: 7},
+		{End: 41 * 300_000, Count: 1, Sum: math.NaN(), Min: math.NaN(), Max: math.NaN(), FirstT: 41*300_000 - 1, LastT: 41*300_000 - 1, First: math.NaN(), Last: math.NaN(), Histograms: 2},
+	} {
+		index := int(w.End/300_000) - 1
+		if cells, err = c.Append(cells, index, 300_000, &w, 1700000000123); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(cells, func(a, b store.Cell) int { return bytes.Compare(a.Qualifier, b.Qualifier) })
+	return cells
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	cells := windowCells(t)
+	cells[3].Timestamp-- // a cell of another Put
+	var codec rollup.Codec
+	v, ok := codec.Encode(nil, nil, cells)
+	if !ok {
+		t.Fatal("Encode refused the cells of two windows")
+	}
+	if codec.Family(v) != rollup.Family {
+		t.Errorf("Family %q", codec.Family(v))
+	}
+	got, _, err := codec.Decode(nil, nil, nil, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(cells) {
+		t.Fatalf("%d cells back, want %d", len(got), len(cells))
+	}
+	for i := range cells {
+		if !bytes.Equal(got[i].Family, cells[i].Family) || !bytes.Equal(got[i].Qualifier, cells[i].Qualifier) ||
+			!bytes.Equal(got[i].Value, cells[i].Value) || got[i].Timestamp != cells[i].Timestamp {
+			t.Errorf("cell %d: %x=%x@%d, want %x=%x@%d", i, got[i].Qualifier, got[i].Value, got[i].Timestamp,
+				cells[i].Qualifier, cells[i].Value, cells[i].Timestamp)
+		}
+	}
+	// The packed run decodes to the same windows as its cells.
+	iv, _ := rollup.Default().Interval("5m")
+	d := rollup.NewDecoder(rollup.IDs{Sum: 0, Count: 1, Max: 2, Min: 3})
+	fromCells, err := d.Decode(iv, 0, cells, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(fromCells)
+	fromPacked, err := d.Decode(iv, 0, []store.Cell{{Value: v}}, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 2 || len(fromPacked) != 2 {
+		t.Fatalf("%d windows from cells, %d packed, want 2", len(want), len(fromPacked))
+	}
+	for i := range want {
+		a, b := want[i], fromPacked[i]
+		if a.End != b.End || a.Has != b.Has || a.Count != b.Count || a.FirstT != b.FirstT || a.LastT != b.LastT || a.Histograms != b.Histograms ||
+			!sameFloat(a.Sum, b.Sum) || !sameFloat(a.Min, b.Min) || !sameFloat(a.Last, b.Last) || !sameFloat(a.Resets, b.Resets) {
+			t.Errorf("window %d: packed %+v, cells %+v", i, b, a)
+		}
+	}
+}
+
+func TestCodecRefuses(t *testing.T) {
+	for name, mut := range map[string]func([]store.Cell) []store.Cell{
+		"other family":     func(c []store.Cell) []store.Cell { c[0].Family = []byte("x"); return c },
+		"long qualifier":   func(c []store.Cell) []store.Cell { c[1].Qualifier = append(c[1].Qualifier, 0); return c },
+		"value length":     func(c []store.Cell) []store.Cell { c[2].Value = append(c[2].Value, 0); return c },
+		"index twice":      func(c []store.Cell) []store.Cell { return append(c[:2:2], c[1]) },
+		"no cell":          func([]store.Cell) []store.Cell { return nil },
+		"3-byte int value": func(c []store.Cell) []store.Cell { c[0].Qualifier[2] = c[0].Qualifier[2]&0xF0 | 0x2; c[0].Value = []byte{1, 2, 3}; return c },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cells := windowCells(t)
+			for i := range cells {
+				cells[i].Qualifier = bytes.Clone(cells[i].Qualifier)
+			}
+			if _, ok := (rollup.Codec{}).Encode(nil, nil, mut(cells)); ok {
+				t.Error("Encode packed it")
+			}
+		})
+	}
+}
+
+// TestCodecGolden pins the packed form of one cell (the byte layout of
+// rollup.Codec):
+//
+//	a1                  CodecFormat
+//	0000018bcfe5687b    version 1700000000123
+//	00                  aggregation id 0 (sum)
+//	01                  one cell
+//	1a                  index 26
+//	00                  flags 0 (1-byte integer)
+//	00                  version delta 0
+//	2a                  value 42
+func TestCodecGolden(t *testing.T) {
+	q, v, err := mapping.AppendRollupCell(nil, 0, 26, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := rollup.Codec{}.Encode(nil, nil, []store.Cell{{Family: []byte("t"), Qualifier: q, Value: v, Timestamp: 1700000000123}})
+	if !ok {
+		t.Fatal("refused")
+	}
+	if want := "a10000018bcfe5687b00011a00002a"; hex.EncodeToString(got) != want {
+		t.Errorf("packed %x, want %s", got, want)
+	}
+}
+
+// FuzzCodecDecode: Decode never panics, and what it decodes packs back
+// to the same bytes.
+func FuzzCodecDecode(f *testing.F) {
+	cells := windowCells(f)
+	v, _ := rollup.Codec{}.Encode(nil, nil, cells)
+	f.Add(v)
+	f.Add([]byte{0xa1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x1a, 0, 0, 42})
+	iv, _ := rollup.Default().Interval("1h")
+	f.Fuzz(func(t *testing.T, v []byte) {
+		var codec rollup.Codec
+		got, _, err := codec.Decode(nil, nil, nil, v)
+		d := rollup.NewDecoder(rollup.IDs{Sum: 0, Count: 1, Max: 2, Min: 3})
+		_, derr := d.Decode(iv, 1700000000/2678400*2678400, []store.Cell{{Value: v}}, math.MinInt64, math.MaxInt64)
+		if err != nil {
+			return
+		}
+		if derr != nil && !containsBadValue(got) {
+			t.Errorf("cells decode, windows do not: %v", derr)
+		}
+		again, ok := codec.Encode(nil, nil, got)
+		if !ok || !bytes.Equal(again, v) {
+			t.Errorf("re-encoded %x (ok %v), want %x", again, ok, v)
+		}
+	})
+}
+
+// containsBadValue reports whether a cell holds what Decoder refuses: a
+// float in an integer aggregate.
+func containsBadValue(cells []store.Cell) bool {
+	for _, c := range cells {
+		if c.Qualifier[2]&mapping.FlagFloat != 0 && (c.Qualifier[0] == 1 || c.Qualifier[0] >= 67) {
+			return true
+		}
+	}
+	return false
+}
