@@ -16,10 +16,13 @@
 package promapi
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"runtime"
@@ -38,6 +41,7 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -215,15 +219,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/metadata":
 		a.serveMetadata(w, r)
 	case p == "/query" || p == "/query_range":
-		res, err := a.downsample(r, p == "/query")
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "bad_data", err.Error())
-			return
-		}
-		if res != "" {
-			w.Header().Set(ResolutionHeader, res)
-		}
-		a.router.ServeHTTP(w, r)
+		a.serveQuery(w, r, p == "/query")
 	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
 		a.router.ServeHTTP(w, r)
 	case adminPaths[p]:
@@ -237,6 +233,62 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("promhbase does not serve %s (it has no scrape targets, rules or local TSDB)", r.URL.Path))
 	}
+}
+
+// serveQuery answers an instant or range query, from rollups where it
+// asks for them (see downsample). A downsampled answer is held until it
+// is complete: when a downsampled selection met native histograms, which
+// rollups do not hold, the query is answered again from raw samples.
+func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
+	_ = r.ParseForm()
+	original := r.Form.Get("query")
+	res, err := a.downsample(r, instant)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_data", err.Error())
+		return
+	}
+	if res == "" || res == "raw" {
+		if res != "" {
+			w.Header().Set(ResolutionHeader, res)
+		}
+		a.router.ServeHTTP(w, r)
+		return
+	}
+	ctx, rep := query.WithDownsampleReport(r.Context())
+	rec := &heldResponse{header: http.Header{}}
+	rec.header.Set(ResolutionHeader, res)
+	a.router.ServeHTTP(rec, r.WithContext(ctx))
+	if rep.Histograms.Load() {
+		r.Form.Set("query", original)
+		w.Header().Set(ResolutionHeader, "raw")
+		a.router.ServeHTTP(w, r)
+		return
+	}
+	maps.Copy(w.Header(), rec.header)
+	w.WriteHeader(cmp.Or(rec.code, http.StatusOK))
+	_, _ = w.Write(rec.body.Bytes())
+}
+
+// heldResponse holds a response until it is complete.
+type heldResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(code int) {
+	if h.code == 0 {
+		h.code = code
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	if h.code == 0 {
+		h.code = http.StatusOK
+	}
+	return h.body.Write(b)
 }
 
 // serveMetadata answers /api/v1/metadata as Prometheus does (metric,

@@ -50,7 +50,7 @@ func (s *selection) sub() *selection {
 	sub := &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget, win: s.win}
 	if s.win != nil {
 		sub.winDec = rollup.NewDecoder(s.win.IDs)
-		sub.winDec.Want = s.win.Func.needs()
+		sub.winDec.Want = s.win.Func.needs() | rollup.HasHistograms
 	}
 	return sub
 }

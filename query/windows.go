@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"strconv"
 	"strings"
 
@@ -215,6 +216,21 @@ func (a *winAcc) join(later *winAcc) {
 	}
 }
 
+// histograms reports whether a window of a holds native histograms.
+func (a *winAcc) histograms() bool {
+	for i := range a.ranges {
+		if a.ranges[i].Histograms > 0 {
+			return true
+		}
+	}
+	for i := range a.wins {
+		if a.wins[i].Histograms > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // accBytes estimates what a series' accumulator holds.
 func accBytes(r *WindowRequest) int64 {
 	if r.points() {
@@ -338,6 +354,14 @@ func (q *Querier) SelectWindows(ctx context.Context, b *Budget, r WindowRequest,
 			if err := part.read(part.lo, part.hi); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, a := range accs {
+		if a.histograms() {
+			if rep, ok := ctx.Value(reportKey{}).(*DownsampleReport); ok {
+				rep.Histograms.Store(true)
+			}
+			return nil, ErrDownsampledHistograms
 		}
 	}
 	slices.SortFunc(lset, labels.Compare)
@@ -506,6 +530,28 @@ func (q *Querier) selectWindows(ctx context.Context, b *Budget, r *WindowRequest
 	}
 	return out, nil
 }
+
+// DownsampleReport is what downsampled selections of one request report
+// to the query API (see WithDownsampleReport).
+type DownsampleReport struct {
+	// Histograms is set when a downsampled selection met native-histogram
+	// samples, which rollups do not hold: the request must be answered
+	// from raw samples (the selection failed with ErrDownsampledHistograms).
+	Histograms atomic.Bool
+}
+
+type reportKey struct{}
+
+// WithDownsampleReport returns ctx carrying a new report, which the
+// downsampled selections of queries run with the returned context fill in.
+func WithDownsampleReport(ctx context.Context) (context.Context, *DownsampleReport) {
+	r := &DownsampleReport{}
+	return context.WithValue(ctx, reportKey{}, r), r
+}
+
+// ErrDownsampledHistograms fails a downsampled selection that met native
+// histograms (see DownsampleReport).
+var ErrDownsampledHistograms = errors.New("query: native histograms are not downsampled; read them raw")
 
 // DownsampleLabel is the name of the matcher by which the query API asks
 // a Select for a downsampled selection (see WindowRequest.Marker): the

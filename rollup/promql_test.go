@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
@@ -101,7 +102,7 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	mk := func(name, inst string) prompb.TimeSeries {
 		return prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: name}, {Name: "instance", Value: inst}, {Name: "job", Value: "node"}}}
 	}
-	a, b, g := mk("c_total", "a"), mk("c_total", "b"), mk("g", "a")
+	a, b, g, hs := mk("c_total", "a"), mk("c_total", "b"), mk("g", "a"), mk("hist_seconds", "a")
 	va, vb := 0.0, 1e6
 	for ts := H; ts <= end; ts += 15_000 {
 		va += float64(rng.IntN(100))
@@ -119,6 +120,11 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 		}
 		b.Samples = append(b.Samples, prompb.Sample{Timestamp: jt, Value: vb})
 		g.Samples = append(g.Samples, prompb.Sample{Timestamp: ts, Value: math.Round(rng.Float64()*10000) / 100})
+		if ts%(5*60_000) == 0 {
+			n := uint64((ts - H) / 60_000)
+			hs.Histograms = append(hs.Histograms, prompb.FromIntHistogram(ts, &histogram.Histogram{Schema: 0, Count: 3 * n, Sum: float64(n),
+				ZeroThreshold: 1e-128, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{int64(n), int64(n)}}))
+		}
 	}
 	// The rollups of hours 1..41 are built (as `promhbase rollup` would);
 	// hour 0 and the last ones are read raw.
@@ -131,7 +137,7 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	now := time.Unix(next+30*60, 0)
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: &server.RollupConfig{
 		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 50 * time.Millisecond, Now: func() time.Time { return now }}})
-	writeSeries(t, srv.URL, []prompb.TimeSeries{a, b, g})
+	writeSeries(t, srv.URL, []prompb.TimeSeries{a, b, g, hs})
 	for h := from; h < next; h += 3600 {
 		if _, err := builder.BuildHour(ctxFor(t), h); err != nil {
 			t.Fatal(err)
@@ -223,6 +229,14 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	first, _ := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, H+5*rollup.HourMs, rollup.HourMs, "")
 	if fmt.Sprint(raw) != fmt.Sprint(first) || len(raw) != 1 {
 		t.Errorf("first hours: downsampled %v, raw %v", first, raw)
+	}
+	// Native histograms are not downsampled: such a query is answered raw.
+	for _, q := range []string{"histogram_quantile(0.9, rate(hist_seconds[1h]))", "hist_seconds", "sum_over_time(hist_seconds[1h])"} {
+		raw, _ := queryRange(t, srv.URL, q, H+2*rollup.HourMs, H+40*rollup.HourMs, rollup.HourMs, "0s")
+		got, res := queryRange(t, srv.URL, q, H+2*rollup.HourMs, H+40*rollup.HourMs, rollup.HourMs, "")
+		if res != "raw" || len(raw) != 1 || fmt.Sprint(raw) != fmt.Sprint(got) {
+			t.Errorf("%s: resolution %q, answer %v, raw %v", q, res, got, raw)
+		}
 	}
 	// A plain selector reads the window average.
 	down, res := queryRange(t, srv.URL, "g", H+2*rollup.HourMs, H+40*rollup.HourMs, rollup.HourMs, "")
