@@ -87,6 +87,14 @@ type Options struct {
 	// on disk: past it the oldest hours go. Only on a store.TableSizer
 	// (the embedded store); 0 sets no bound.
 	Size int64
+	// RawTime, when shorter than Time (or Time is 0), is the retention
+	// of raw samples: the data and exemplar tables (Thanos's
+	// --retention.resolution-raw); the series index and the rollups keep
+	// Time. 0: Time.
+	RawTime time.Duration
+	// Rollups are the rollup tables and their retention (see
+	// RollupTable).
+	Rollups []RollupTable
 	// Interval is how often Run runs a cycle; DefaultInterval when 0.
 	Interval time.Duration
 	// DataTable is the data table, "tsdb" when empty. ExemplarTable and
@@ -104,6 +112,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// RollupTable is a rollup table and its retention. A row of it is deleted
+// once its whole row span (a day of 5m rollups, a month of 1h rollups) is
+// older than now minus the shorter of Time and Options.Time (either 0:
+// the other; both 0: kept), so rollups live up to a row span past it.
+type RollupTable struct {
+	Table string
+	Span  mapping.RowSpan
+	Time  time.Duration
+}
+
+// retentionOf is the shorter of two retention times, 0 meaning none.
+func retentionOf(a, b time.Duration) time.Duration {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
 }
 
 // Retention deletes what is older than the retention. It is safe for
@@ -195,7 +224,17 @@ func New(st store.Store, opts Options) (*Retention, error) {
 }
 
 // Enabled reports whether the options delete anything (Time or Size set).
-func (r *Retention) Enabled() bool { return r.opts.Time > 0 || r.opts.Size > 0 }
+func (r *Retention) Enabled() bool {
+	if r.opts.Time > 0 || r.opts.Size > 0 || r.opts.RawTime > 0 {
+		return true
+	}
+	for _, t := range r.opts.Rollups {
+		if t.Time > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // Result says what a cycle did.
 type Result struct {
@@ -296,10 +335,36 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 	now := r.opts.Now()
 	nowHour := now.Unix() / mapping.MaxTimespan * mapping.MaxTimespan
 	var cutoff int64 // Unix seconds, an hour boundary; 0: none
-	if r.opts.Time > 0 {
-		cutoff = max(0, now.Add(-r.opts.Time).Unix()/mapping.MaxTimespan*mapping.MaxTimespan)
+	if t := retentionOf(r.opts.Time, r.opts.RawTime); t > 0 {
+		cutoff = max(0, now.Add(-t).Unix()/mapping.MaxTimespan*mapping.MaxTimespan)
 	}
-	oldest, err := r.cut(ctx, cutoff, &res)
+	indexCutoff := int64(0) // the series index keeps what rollups need: Time
+	if r.opts.Time > 0 {
+		indexCutoff = max(0, now.Add(-r.opts.Time).Unix()/mapping.MaxTimespan*mapping.MaxTimespan)
+	}
+	rollupRanges := 0
+	for _, rt := range r.opts.Rollups {
+		before := res.Ranges[rt.Table]
+		t := retentionOf(r.opts.Time, rt.Time)
+		if t <= 0 {
+			continue
+		}
+		c := now.Add(-t).Unix()
+		if c <= 0 {
+			continue
+		}
+		base := int64(rt.Span.BaseTime(uint32(min(c, math.MaxUint32))))
+		if _, err := r.walk(ctx, rt.Table, base, &res); err != nil && !errors.Is(err, store.ErrTableNotFound) {
+			return res, err
+		}
+		rollupRanges += res.Ranges[rt.Table] - before
+	}
+	if rc, ok := r.st.(store.Reclaimer); ok && rollupRanges > 0 {
+		if err := rc.Reclaim(ctx); err != nil {
+			return res, fmt.Errorf("reclaim the space of expired rollups: %w", err)
+		}
+	}
+	oldest, err := r.cut(ctx, cutoff, indexCutoff, &res)
 	if err != nil {
 		return res, err
 	}
@@ -326,7 +391,7 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 			}
 			cutoff = next
 			res.BySize = true
-			if oldest, err = r.cut(ctx, cutoff, &res); err != nil {
+			if oldest, err = r.cut(ctx, cutoff, cutoff, &res); err != nil {
 				return res, err
 			}
 		}
@@ -342,9 +407,10 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 }
 
 // cut deletes what lies before cutoff (Unix seconds, an hour boundary; 0:
-// nothing) in every table, reclaims the space, and returns the hour of the
-// data table's oldest row left (-1: none).
-func (r *Retention) cut(ctx context.Context, cutoff int64, res *Result) (oldest int64, err error) {
+// nothing) in the data and exemplar tables and before indexCutoff in the
+// series index, reclaims the space, and returns the hour of the data
+// table's oldest row left (-1: none).
+func (r *Retention) cut(ctx context.Context, cutoff, indexCutoff int64, res *Result) (oldest int64, err error) {
 	before := 0
 	for _, n := range res.Ranges {
 		before += n
@@ -360,8 +426,8 @@ func (r *Retention) cut(ctx context.Context, cutoff int64, res *Result) (oldest 
 			return oldest, err
 		}
 	}
-	if r.opts.IndexTable != "" && cutoff >= mapping.DaySeconds {
-		err := r.cutIndex(ctx, uint32(min(cutoff/mapping.DaySeconds, math.MaxUint32)), res)
+	if r.opts.IndexTable != "" && indexCutoff >= mapping.DaySeconds {
+		err := r.cutIndex(ctx, uint32(min(indexCutoff/mapping.DaySeconds, math.MaxUint32)), res)
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return oldest, err
 		}

@@ -69,6 +69,11 @@ type RetentionConfig struct {
 	Time     time.Duration
 	Size     int64 // bytes; the embedded store only
 	Interval time.Duration
+	// Raw is the retention of raw samples when shorter than Time (0:
+	// Time); Resolutions that of the rollups of an interval, by name
+	// ("5m"), when shorter (absent or 0: Time).
+	Raw         time.Duration
+	Resolutions map[string]time.Duration
 }
 
 // RollupConfig configures downsampling (package rollup).
@@ -239,11 +244,16 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	// hour kept, now and then.
 	{
 		r := cfg.Retention
-		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval,
+		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
 			Registerer: reg, Logger: logger.With("component", "retention")}
 		if ixw != nil {
 			ropts.IndexWriter = ixw
+		}
+		if s.rollups != nil {
+			for _, iv := range rollup.Buildable(qopts.Rollups) {
+				ropts.Rollups = append(ropts.Rollups, retention.RollupTable{Table: iv.Table, Span: iv.Span(), Time: r.Resolutions[iv.Name]})
+			}
 		}
 		s.ret, err = retention.New(st, ropts)
 		if err != nil {

@@ -107,9 +107,10 @@ type rollupFlags struct {
 
 // retentionFlags are the --storage.retention.* flags of serve.
 type retentionFlags struct {
-	time     model.Duration
-	size     units.Base2Bytes
-	interval time.Duration
+	raw, res5m, res1h model.Duration
+	time              model.Duration
+	size              units.Base2Bytes
+	interval          time.Duration
 }
 
 // indexFlags are the --storage.index.* flags of serve.
@@ -145,6 +146,9 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.enable-admin-api", "Serve the TSDB admin endpoints /api/v1/admin/tsdb/delete_series and clean_tombstones, as Prometheus's flag of this name; off, they answer 500 \"admin APIs disabled\" as Prometheus's do.").Default("false").BoolVar(&serveOpts.enableAdmin)
 	cmd.Flag("storage.retention.time", "How long samples are kept, counted from their own timestamps (backfilled samples expire by their age, not by when they were written), as Prometheus's --storage.tsdb.retention.time: a background cycle deletes the hours older than this from the data, exemplar and series index tables (UIDs stay). 0 keeps everything, the default of a long-term store. Units: ms, s, m, h, d, w, y.").Default("0").SetValue(&serveOpts.retention.time)
 	cmd.Flag("storage.retention.size", "Most bytes the embedded store's tables may take on disk: past it the oldest hours are deleted first, as Prometheus's --storage.tsdb.retention.size. Units: B, KB, MB, GB, TB, PB, EB (powers of 1024). 0 means no limit. Embedded store only.").Default("0").BytesVar(&serveOpts.retention.size)
+	cmd.Flag("storage.retention.resolution-raw", "How long raw samples are kept when shorter than --storage.retention.time, as Thanos's --retention.resolution-raw: queries over older ranges then read the rollups (keep raw samples at least as long as you zoom in on). 0: --storage.retention.time. Units: ms, s, m, h, d, w, y.").Default("0").SetValue(&serveOpts.retention.raw)
+	cmd.Flag("storage.retention.resolution-5m", "How long the rollups of the interval named 5m are kept when shorter than --storage.retention.time (Thanos's --retention.resolution-5m); rows go whole, a row span (1d) at a time. 0: --storage.retention.time.").Default("0").SetValue(&serveOpts.retention.res5m)
+	cmd.Flag("storage.retention.resolution-1h", "How long the rollups of the interval named 1h are kept when shorter than --storage.retention.time (Thanos's --retention.resolution-1h); rows go whole, a row span (1n: a month) at a time. 0: --storage.retention.time.").Default("0").SetValue(&serveOpts.retention.res1h)
 	cmd.Flag("storage.retention.interval", "How often the retention cycle runs.").Default("1m").DurationVar(&serveOpts.retention.interval)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
@@ -219,7 +223,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
 			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency},
 		Retention: server.RetentionConfig{Time: time.Duration(serveOpts.retention.time), Size: int64(serveOpts.retention.size),
-			Interval: serveOpts.retention.interval},
+			Interval: serveOpts.retention.interval, Raw: time.Duration(serveOpts.retention.raw),
+			Resolutions: map[string]time.Duration{"5m": time.Duration(serveOpts.retention.res5m), "1h": time.Duration(serveOpts.retention.res1h)}},
 		EnableAdmin: serveOpts.enableAdmin,
 		Rollup:      server.RollupConfig{Enabled: serveOpts.rollup.enabled, Config: rollupCfg, Grace: serveOpts.rollup.grace, AutoDownsampling: serveOpts.rollup.auto},
 		Query:       query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},

@@ -1,0 +1,76 @@
+package rollup_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/retention"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/store"
+)
+
+// TestRetentionPerResolution: with raw samples kept 1 day, 5m rollups 2
+// days and 1h rollups as long as --storage.retention.time (none), a cycle
+// deletes the raw hours older than a day, the 5m rollup rows (days) whose
+// whole day is older than two days, and no 1h rollup row; the progress
+// row stays.
+func TestRetentionPerResolution(t *testing.T) {
+	g := newRig(t, mapping.DefaultLayout())
+	day := int64(86400)
+	d0 := int64(h0) / day * day // a midnight
+	var samples []sample
+	for ts := d0 * 1000; ts < (d0+4*day)*1000; ts += 60_000 {
+		samples = append(samples, sample{ts, float64(ts % 1000)})
+	}
+	g.write([]prompb.TimeSeries{promSeries("m", "a", samples)}...)
+	b := g.builder()
+	for h := d0; h < d0+4*day-3600; h += 3600 {
+		if _, err := b.BuildHour(ctxFor(t), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := rollup.RecordProgress(ctxFor(t), g.st, g.tables.Rollup5m, d0, d0+4*day-3600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(d0+4*day-1800, 0) // late on the fourth day
+	iv5, _ := g.cfg.Interval("5m")
+	iv1, _ := g.cfg.Interval("1h")
+	r, err := retention.New(g.st, retention.Options{RawTime: 24 * time.Hour, DataTable: g.tables.Data, Layout: g.layout,
+		Rollups: []retention.RollupTable{{Table: iv5.Table, Span: iv5.Span(), Time: 48 * time.Hour}, {Table: iv1.Table, Span: iv1.Span()}},
+		Now:     func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Cycle(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	bases := func(table string) []int64 {
+		sc := g.st.Scan(ctxFor(t), store.ScanRequest{Table: table, KeysOnly: true})
+		defer sc.Close()
+		var out []int64
+		for sc.Next() {
+			if base, ok := g.layout.BaseTimeOf(sc.Row().Key); ok {
+				out = append(out, int64(base))
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	rawCut := (now.Unix() - day) / 3600 * 3600
+	if got := bases(g.tables.Data); len(got) == 0 || got[0] != rawCut {
+		t.Errorf("raw hours from %v, want from %d", got[:min(len(got), 2)], rawCut)
+	}
+	if got, want := bases(iv5.Table), []int64{d0 + day, d0 + 2*day, d0 + 3*day}; !slices.Equal(got, want) {
+		t.Errorf("5m rollup rows %v, want %v (the days not entirely older than 2 days)", got, want)
+	}
+	if got := bases(iv1.Table); len(got) == 0 || got[0] > d0 {
+		t.Errorf("1h rollup rows %v, want them all", got)
+	}
+	if _, _, ok, err := rollup.ReadProgress(ctxFor(t), g.st, iv5.Table); err != nil || !ok {
+		t.Errorf("progress after retention: ok %v, err %v", ok, err)
+	}
+}
