@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync/atomic"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"

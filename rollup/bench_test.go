@@ -3,10 +3,10 @@ package rollup_test
 import (
 	"fmt"
 	"math"
-	"slices"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -75,7 +75,6 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", q, res), func(b *testing.B) {
 				v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
 					"step": {"3600"}, "max_source_resolution": {res}}
-				debugQuery(b, srv.URL, v)
 				b.ReportAllocs()
 				for b.Loop() {
 					resp, err := http.PostForm(srv.URL+"/api/v1/query_range", v)

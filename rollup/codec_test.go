@@ -83,12 +83,16 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func TestCodecRefuses(t *testing.T) {
 	for name, mut := range map[string]func([]store.Cell) []store.Cell{
-		"other family":     func(c []store.Cell) []store.Cell { c[0].Family = []byte("x"); return c },
-		"long qualifier":   func(c []store.Cell) []store.Cell { c[1].Qualifier = append(c[1].Qualifier, 0); return c },
-		"value length":     func(c []store.Cell) []store.Cell { c[2].Value = append(c[2].Value, 0); return c },
-		"index twice":      func(c []store.Cell) []store.Cell { return append(c[:2:2], c[1]) },
-		"no cell":          func([]store.Cell) []store.Cell { return nil },
-		"3-byte int value": func(c []store.Cell) []store.Cell { c[0].Qualifier[2] = c[0].Qualifier[2]&0xF0 | 0x2; c[0].Value = []byte{1, 2, 3}; return c },
+		"other family":   func(c []store.Cell) []store.Cell { c[0].Family = []byte("x"); return c },
+		"long qualifier": func(c []store.Cell) []store.Cell { c[1].Qualifier = append(c[1].Qualifier, 0); return c },
+		"value length":   func(c []store.Cell) []store.Cell { c[2].Value = append(c[2].Value, 0); return c },
+		"index twice":    func(c []store.Cell) []store.Cell { return append(c[:2:2], c[1]) },
+		"no cell":        func([]store.Cell) []store.Cell { return nil },
+		"3-byte int value": func(c []store.Cell) []store.Cell {
+			c[0].Qualifier[2] = c[0].Qualifier[2]&0xF0 | 0x2
+			c[0].Value = []byte{1, 2, 3}
+			return c
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cells := windowCells(t)
