@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -60,14 +61,18 @@ type rewriter struct {
 	used             map[string]bool // resolution names read
 }
 
+// errLeave is downsample's answer for a request it leaves alone: one it
+// cannot parse (the API then answers the error).
+var errLeave = errors.New("promapi: request left as it is")
+
 // downsample rewrites the query of an instant or range query request for
 // the resolution it asks for (max_source_resolution, default auto when
-// d.Auto) and reports the resolutions it reads. It leaves the request
-// alone when it cannot parse it (the API then answers the error).
+// d.Auto) and reports the resolutions it reads. It returns errLeave when
+// it cannot parse the request, which then goes on as it is.
 func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err error) {
 	d := a.opts.Downsampling
 	if err := r.ParseForm(); err != nil {
-		return "", nil
+		return "", errLeave
 	}
 	res := r.Form.Get("max_source_resolution")
 	if d == nil || len(d.Intervals) == 0 {
@@ -81,7 +86,7 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		t := time.Now()
 		if s := r.Form.Get("time"); s != "" {
 			if t, err = parseTime(s); err != nil {
-				return "", nil
+				return "", errLeave
 			}
 		} else {
 			r.Form.Set("time", strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64))
@@ -92,11 +97,11 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		end, err2 := parseTime(r.Form.Get("end"))
 		step, err3 := parseDuration(r.Form.Get("step"))
 		if err1 != nil || err2 != nil || err3 != nil || step <= 0 || end.Before(start) {
-			return "", nil
+			return "", errLeave
 		}
 		rw.start, rw.end, rw.step = start.UnixMilli(), end.UnixMilli(), step.Milliseconds()
 		if rw.step <= 0 || (rw.end-rw.start)/rw.step >= 11000 {
-			return "", nil
+			return "", errLeave
 		}
 	}
 	switch {
@@ -116,7 +121,7 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 	}
 	expr, err := a.parser.ParseExpr(r.Form.Get("query"))
 	if err != nil {
-		return "", nil
+		return "", errLeave
 	}
 	expr = rw.expr(expr, false)
 	r.Form.Set("query", expr.String())

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -243,7 +244,10 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	_ = r.ParseForm()
 	original := r.Form.Get("query")
 	res, err := a.downsample(r, instant)
-	if err != nil {
+	switch {
+	case errors.Is(err, errLeave):
+		res = ""
+	case err != nil:
 		writeError(w, http.StatusBadRequest, "bad_data", err.Error())
 		return
 	}

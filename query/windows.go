@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 
@@ -373,7 +374,7 @@ func (q *Querier) SelectWindows(ctx context.Context, b *Budget, r WindowRequest,
 			continue
 		}
 		if r.Func != WinLast && !r.points() {
-			l = l.DropMetricName()
+			l = l.DropReserved(func(n string) bool { return n == model.MetricNameLabel })
 		}
 		cc := &chunkCutter{}
 		if err := cc.appendMerged(pts, nil); err != nil {

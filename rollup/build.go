@@ -199,7 +199,8 @@ func (b *Builder) buildPrefix(ctx context.Context, prefix []byte, hour int64) (B
 		stop := binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(h+mapping.MaxTimespan))
 		hs := &hourScan{plen: plen, sc: b.st.Scan(ctx, store.ScanRequest{Table: b.opts.DataTable, Start: start, Stop: stop,
 			Family: "t", Packed: cells.PackedFormat})}
-		return hs, hs.next()
+		err := hs.next()
+		return hs, err
 	}
 	cur, err := scan(hour)
 	if cur != nil {
