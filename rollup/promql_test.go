@@ -164,23 +164,32 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 		step       int64
 		start, end int64
 		wantRes    string
+		ask        string // max_source_resolution; "": auto
 	}{
-		{"rate(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"increase(c_total[2h])", rollup.HourMs, H + 3*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"sum by (job) (rate(c_total[3h]))", rollup.HourMs, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"sum_over_time(g[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"count_over_time(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"min_over_time(g[30m])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"max_over_time(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"avg_over_time(g[1h] offset 1h)", rollup.HourMs, H + 3*rollup.HourMs, H + 40*rollup.HourMs, "5m"},
-		{"rate(c_total[5h])", 5 * rollup.HourMs, H + 10*rollup.HourMs, H + 40*rollup.HourMs, "1h"},
+		{"rate(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"increase(c_total[2h])", rollup.HourMs, H + 3*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"sum by (job) (rate(c_total[3h]))", rollup.HourMs, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"sum_over_time(g[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"count_over_time(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"min_over_time(g[30m])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"max_over_time(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"avg_over_time(g[1h] offset 1h)", rollup.HourMs, H + 3*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"rate(c_total[5h])", 5 * rollup.HourMs, H + 10*rollup.HourMs, H + 40*rollup.HourMs, "1h", ""},
 		// Over the hours not built: raw samples for that part.
-		{"rate(c_total[1h])", rollup.HourMs, H + 30*rollup.HourMs, H + 47*rollup.HourMs, "raw,5m"},
-		{"sum_over_time(g[1h])", rollup.HourMs, H + 38*rollup.HourMs, H + 46*rollup.HourMs, "raw,5m"},
+		{"rate(c_total[1h])", rollup.HourMs, H + 30*rollup.HourMs, H + 47*rollup.HourMs, "raw,5m", ""},
+		{"sum_over_time(g[1h])", rollup.HourMs, H + 38*rollup.HourMs, H + 46*rollup.HourMs, "raw,5m", ""},
+		// Ranges longer than the step overlap: each window counts in
+		// several steps.
+		{"rate(c_total[1h])", 5 * 60_000, H + 10*rollup.HourMs, H + 14*rollup.HourMs, "5m", "5m"},
+		{"avg_over_time(g[2h])", 15 * 60_000, H + 10*rollup.HourMs, H + 20*rollup.HourMs, "5m", "5m"},
+		// Not downsampled: a range below the window, a subquery, @.
+		{"rate(c_total[1m])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "raw", ""},
+		{"max_over_time(rate(c_total[1h])[3h:1h])", rollup.HourMs, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "raw", ""},
+		{fmt.Sprintf("rate(c_total[1h] @ %d)", (H+20*rollup.HourMs)/1000), rollup.HourMs, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "raw", ""},
 	} {
 		t.Run(c.q+"/"+c.wantRes, func(t *testing.T) {
 			raw, rawRes := queryRange(t, srv.URL, c.q, c.start, c.end, c.step, "0s")
-			down, res := queryRange(t, srv.URL, c.q, c.start, c.end, c.step, "")
+			down, res := queryRange(t, srv.URL, c.q, c.start, c.end, c.step, c.ask)
 			if rawRes != "raw" || res != c.wantRes {
 				t.Errorf("resolutions %q and %q, want raw and %q", rawRes, res, c.wantRes)
 			}
@@ -212,6 +221,16 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 				t.Error("no point compared")
 			}
 		})
+	}
+	// A resolution that does not parse is refused.
+	resp, err := http.PostForm(srv.URL+"/api/v1/query_range", url.Values{"query": {"g"}, "start": {"0"}, "end": {"3600"}, "step": {"60"},
+		"max_source_resolution": {"fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("max_source_resolution=fast: status %d, want 400", resp.StatusCode)
 	}
 	// The hour before the built span was written after the scheduler
 	// started: it builds it in the background, backwards.
