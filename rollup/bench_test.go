@@ -29,7 +29,7 @@ import (
 func BenchmarkDownsampledQuery(b *testing.B) {
 	series := 20
 	const days = 30
-	st, tb := testbackend.New(b)
+	st, tb := testbackend.NewWithRollups(b)
 	cfg := tb.RollupConfig()
 	H := int64(h0) * 1000
 	end := H + days*24*rollup.HourMs

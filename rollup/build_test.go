@@ -44,7 +44,7 @@ type rig struct {
 
 func newRig(t testing.TB, layout mapping.Layout) *rig {
 	t.Helper()
-	st, tb := testbackend.New(t)
+	st, tb := testbackend.NewWithRollups(t)
 	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func writeSeries(t testing.TB, base string, ts []prompb.TimeSeries) {
 // step, the 1h rollups at a 5h step, and raw samples for the hours the
 // rollups do not cover yet.
 func TestDownsampledQueriesEqualRaw(t *testing.T) {
-	st, tb := testbackend.New(t)
+	st, tb := testbackend.NewWithRollups(t)
 	H := int64(h0) * 1000
 	const hours = 48
 	end := H + hours*rollup.HourMs

@@ -44,21 +44,26 @@ func NewHBaseStore(t testing.TB) *hbase.Store {
 	return st
 }
 
-func newHBase(t testing.TB) (store.Store, Tables) {
+// newHBase creates fresh tables, the rollup tables too when rollups is
+// set (four more tables: only the tests that build rollups pay for them).
+func newHBase(t testing.TB, rollups bool) (store.Store, Tables) {
 	t.Helper()
 	st := NewHBaseStore(t)
 	sfx := uniqueSuffix()
-	tb := Tables{Data: "tsdb_test_" + sfx, UID: "tsdb-uid_test_" + sfx, Exemplar: "tsdb-exemplar_test_" + sfx, Meta: "tsdb-meta_test_" + sfx, Index: "tsdb-index_test_" + sfx,
-		Rollup5m: "tsdb-rollup-5m_test_" + sfx, Rollup1h: "tsdb-rollup-1h_test_" + sfx, RollupAgg5m: "tsdb-rollup-agg-5m_test_" + sfx, RollupAgg1h: "tsdb-rollup-agg-1h_test_" + sfx}
+	tb := Tables{Data: "tsdb_test_" + sfx, UID: "tsdb-uid_test_" + sfx, Exemplar: "tsdb-exemplar_test_" + sfx, Meta: "tsdb-meta_test_" + sfx, Index: "tsdb-index_test_" + sfx}
+	if rollups {
+		tb.Rollup5m, tb.Rollup1h = "tsdb-rollup-5m_test_"+sfx, "tsdb-rollup-1h_test_"+sfx
+		tb.RollupAgg5m, tb.RollupAgg1h = "tsdb-rollup-agg-5m_test_"+sfx, "tsdb-rollup-agg-1h_test_"+sfx
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.RollupTables()}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.rollupTables()}); err != nil {
 		HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...)...); err != nil {
+		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)...); err != nil {
 			t.Logf("drop test tables: %v", err)
 		}
 	})

@@ -11,6 +11,7 @@ package testbackend
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,14 @@ type Tables struct {
 // RollupTables returns the rollup and pre-aggregation tables.
 func (tb Tables) RollupTables() []string {
 	return []string{tb.Rollup5m, tb.RollupAgg5m, tb.Rollup1h, tb.RollupAgg1h}
+}
+
+// rollupTables is RollupTables, or none when tb has no rollup tables.
+func (tb Tables) rollupTables() []string {
+	if tb.Rollup5m == "" {
+		return nil
+	}
+	return tb.RollupTables()
 }
 
 // RollupConfig returns promhbase's default rollup configuration
@@ -68,8 +77,21 @@ func uniqueSuffix() string {
 	return fmt.Sprintf("%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, seq.Add(1))
 }
 
-// New returns a store with fresh data and UID tables.
+// New returns a store with fresh data and UID tables (and, on the
+// embedded store, the rollup tables; on HBase see NewWithRollups).
 func New(t testing.TB) (store.Store, Tables) {
+	t.Helper()
+	return newStore(t, false)
+}
+
+// NewWithRollups is New with the rollup tables of RollupConfig on every
+// backend.
+func NewWithRollups(t testing.TB) (store.Store, Tables) {
+	t.Helper()
+	return newStore(t, true)
+}
+
+func newStore(t testing.TB, rollups bool) (store.Store, Tables) {
 	t.Helper()
 	switch Name() {
 	case "embedded":
@@ -84,7 +106,7 @@ func New(t testing.TB) (store.Store, Tables) {
 		t.Cleanup(func() { s.Close() })
 		return s, tb
 	case "hbase":
-		return newHBase(t)
+		return newHBase(t, rollups)
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil, Tables{}
@@ -99,11 +121,15 @@ func ServeFlags(t testing.TB) []string {
 	case "embedded":
 		return []string{"--storage.embedded.path=" + t.TempDir()}
 	case "hbase":
-		_, tb := newHBase(t)
+		_, tb := newHBase(t, true)
+		// The rollup tables of the test: a configuration naming them.
+		cfg := filepath.Join(t.TempDir(), "rollups.json")
+		if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
 			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar,
-			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index}
-		// The rollup tables: --rollup.config-file names them.
+			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--rollup.config-file=" + cfg}
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil
