@@ -111,6 +111,7 @@ import (
 	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -144,6 +145,10 @@ type Options struct {
 	// IndexWriter, when set, is the series index writer of this process:
 	// it forgets having written the cells of the days the delete pruned.
 	IndexWriter IndexForgetter
+	// Rollups, when set, builds the rollups of the data table: a delete
+	// removes the rollups of the windows that held deleted samples and
+	// builds again those the range cuts (see rollups.go).
+	Rollups *rollup.Builder
 	// BatchRows bounds the rows read and rewritten at once;
 	// query.DefaultRowsBatch when 0.
 	BatchRows int
@@ -238,6 +243,9 @@ type Stats struct {
 	Exemplars, ExemplarRows int64
 	// IndexCells are the series index cells removed.
 	IndexCells int64
+	// RollupCells are the rollup cells removed (the windows that held
+	// deleted samples).
+	RollupCells int64
 	// Malformed are the cells left because they do not decode.
 	Malformed int64
 }
@@ -250,13 +258,14 @@ func (s *Stats) add(o Stats) {
 	s.Exemplars += o.Exemplars
 	s.ExemplarRows += o.ExemplarRows
 	s.IndexCells += o.IndexCells
+	s.RollupCells += o.RollupCells
 	s.Malformed += o.Malformed
 }
 
 // String renders the counts on one line.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d samples and %d histograms deleted (%d rows whole, %d rewritten), %d exemplars (%d rows whole), %d index cells, %d malformed cells left",
-		s.Samples, s.Histograms, s.Rows, s.RowsRewritten, s.Exemplars, s.ExemplarRows, s.IndexCells, s.Malformed)
+	return fmt.Sprintf("%d samples and %d histograms deleted (%d rows whole, %d rewritten), %d exemplars (%d rows whole), %d index cells, %d rollup cells, %d malformed cells left",
+		s.Samples, s.Histograms, s.Rows, s.RowsRewritten, s.Exemplars, s.ExemplarRows, s.IndexCells, s.RollupCells, s.Malformed)
 }
 
 // ErrNoMatchers means a delete was asked without matchers.
@@ -298,7 +307,7 @@ func (d *Deleter) Delete(ctx context.Context, matchers []*labels.Matcher, start,
 	d.runs.Inc()
 	attrs := []any{"matchers", fmt.Sprint(matchers), "start", start, "end", end,
 		"samples", st.Samples, "histograms", st.Histograms, "rows", st.Rows, "rows_rewritten", st.RowsRewritten,
-		"exemplars", st.Exemplars, "index_cells", st.IndexCells, "malformed", st.Malformed,
+		"exemplars", st.Exemplars, "index_cells", st.IndexCells, "rollup_cells", st.RollupCells, "malformed", st.Malformed,
 		"took", time.Since(clock).Round(time.Millisecond)}
 	if err != nil {
 		d.failures.Inc()
@@ -327,6 +336,13 @@ func (d *Deleter) delete(ctx context.Context, matchers []*labels.Matcher, start,
 			return fmt.Errorf("exemplars: %w", err)
 		}
 	}
+	if d.opts.Rollups != nil {
+		err := d.q.Rows(ctx, query.RowsRequest{Start: start, End: end, Matchers: matchers, BatchRows: d.opts.BatchRows},
+			func(batch []query.MatchedRow) error { return d.rollupBatch(ctx, batch, start, end, st) })
+		if err != nil {
+			return fmt.Errorf("rollups: %w", err)
+		}
+	}
 	var pr *pruner
 	if d.opts.IndexTable != "" {
 		pr = &pruner{d: d, lastDay: lastPrunableDay(began)}
@@ -350,6 +366,11 @@ func (d *Deleter) delete(ctx context.Context, matchers []*labels.Matcher, start,
 	if pr != nil {
 		if err := pr.flush(ctx, st); err != nil {
 			return fmt.Errorf("series index: %w", err)
+		}
+	}
+	if d.opts.Rollups != nil && st.RollupCells > 0 {
+		if err := d.rebuildEdges(ctx, start, end); err != nil {
+			return fmt.Errorf("rollups: %w", err)
 		}
 	}
 	return nil

@@ -141,6 +141,7 @@ type Server struct {
 	sched   *compact.Scheduler // nil: no compaction
 	ret     *retention.Retention
 	rollups *rollup.Scheduler // nil: no rollups
+	builder *rollup.Builder   // the rollups' builder
 	logger  *slog.Logger
 }
 
@@ -235,6 +236,9 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if ixw != nil {
 		// The days a delete prunes are indexed again when written anew.
 		dopts.IndexWriter = ixw
+	}
+	if s.builder != nil {
+		dopts.Rollups = s.builder
 	}
 	del, err := deletion.New(st, q, dopts)
 	if err != nil {
@@ -361,6 +365,7 @@ func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qo
 	if err != nil {
 		return err
 	}
+	s.builder = b
 	s.rollups = rollup.NewScheduler(b, st, rollup.SchedulerOptions{Grace: cfg.Rollup.Grace, CheckInterval: cfg.Rollup.CheckInterval,
 		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup")})
 	qopts.Rollups = rc

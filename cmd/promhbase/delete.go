@@ -16,6 +16,7 @@ import (
 
 	"github.com/promhbase/promhbase/deletion"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -72,8 +73,18 @@ func (c *deleteCmd) run(cfg *config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable})
+	rc, err := cfg.rollups()
+	if err != nil {
+		return err
+	}
+	// The rollups of the deleted windows go too (none where the rollup
+	// tables do not exist).
+	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout})
+	if err != nil {
+		return err
+	}
 	d, err := deletion.New(st, q, deletion.Options{DataTable: cfg.dataTable, ExemplarTable: cfg.exemplarTable, IndexTable: cfg.indexTable,
-		Layout: cfg.layout, Logger: logger})
+		Layout: cfg.layout, Logger: logger, Rollups: b})
 	if err != nil {
 		return err
 	}

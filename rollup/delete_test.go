@@ -1,0 +1,87 @@
+package rollup_test
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/server"
+)
+
+// TestDeleteSeriesDropsRollups: delete_series removes the rollups of the
+// windows that held deleted samples and builds again the windows its range
+// cuts, so that downsampled answers stay equal to raw ones after a delete
+// (a range inside one series, and a whole series).
+func TestDeleteSeriesDropsRollups(t *testing.T) {
+	st, tb := testbackend.NewWithRollups(t)
+	H := int64(h0) * 1000
+	const hours = 8
+	end := H + hours*rollup.HourMs
+	mk := func(inst string) prompb.TimeSeries {
+		s := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "g"}, {Name: "instance", Value: inst}}}
+		for ts := H; ts <= end; ts += 15_000 {
+			s.Samples = append(s.Samples, prompb.Sample{Timestamp: ts, Value: float64(ts/15_000%97) + 0.5})
+		}
+		return s
+	}
+	cfg := tb.RollupConfig()
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{EnableAdmin: true, Rollup: &server.RollupConfig{
+		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 50 * time.Millisecond,
+		Now: func() time.Time { return time.UnixMilli(end + 30*60_000) }}})
+	writeSeries(t, srv.URL, []prompb.TimeSeries{mk("a"), mk("b"), mk("c")})
+	// The scheduler builds the hours written before its span.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, res := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, ""); res == "5m" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rollups not built")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	del := func(match string, start, end int64) {
+		t.Helper()
+		resp, err := http.PostForm(srv.URL+"/api/v1/admin/tsdb/delete_series", url.Values{"match[]": {match},
+			"start": {strconv.FormatFloat(float64(start)/1000, 'f', 3, 64)}, "end": {strconv.FormatFloat(float64(end)/1000, 'f', 3, 64)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("delete_series %s: status %d", match, resp.StatusCode)
+		}
+	}
+	del(`g{instance="a"}`, H+rollup.HourMs+7*60_000+3_000, H+3*rollup.HourMs+2*60_000)
+	del(`g{instance="b"}`, 0, end+rollup.HourMs)
+	for _, q := range []string{"sum_over_time(g[1h])", "count_over_time(g[30m])", "max_over_time(g[1h])"} {
+		raw, _ := queryRange(t, srv.URL, q, H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, "0s")
+		down, res := queryRange(t, srv.URL, q, H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, "")
+		if res != "5m" {
+			t.Errorf("%s: resolution %q after the delete, want 5m", q, res)
+		}
+		if len(raw) != 2 || len(down) != len(raw) {
+			t.Errorf("%s: %d series downsampled, %d raw, want 2", q, len(down), len(raw))
+		}
+		for k, rs := range raw {
+			for ts, rv := range rs {
+				if dv, ok := down[k][ts]; !ok || math.Abs(dv-rv) > 1e-9*math.Max(1, math.Abs(rv)) {
+					t.Errorf("%s %s at %d: %v (found %v), raw %v", q, k, ts, dv, ok, rv)
+				}
+			}
+			if len(down[k]) != len(rs) {
+				t.Errorf("%s %s: %d points, raw %d: %v", q, k, len(down[k]), len(rs), fmt.Sprint(down[k]))
+			}
+		}
+	}
+}
