@@ -22,6 +22,8 @@ const CodecFormat byte = 0xA1
 //	u64 BE  the first cell's version
 //	per aggregation id, ascending (the qualifier's first byte as stored):
 //	  u8       the id byte
+//	  uvarint  the length of the rest of the group, so that a reader
+//	           skips the ids it does not need
 //	  uvarint  n, the cells of the id (at least one)
 //	  n × uvarint  index gaps, ascending: the first index, then each
 //	               index minus the one before minus one
@@ -48,6 +50,7 @@ func (Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
 	version := cells[0].Timestamp
 	dst = append(dst, CodecFormat)
 	dst = binary.BigEndian.AppendUint64(dst, version)
+	var g []byte // a group's bytes after its id and length
 	for i := 0; i < len(cells); {
 		id := cells[i].Qualifier
 		if len(id) != mapping.RollupQualifierBytes {
@@ -59,6 +62,7 @@ func (Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
 		}
 		group := cells[i:j]
 		dst = append(dst, id[0])
+		start := len(dst)
 		dst = binary.AppendUvarint(dst, uint64(len(group)))
 		prev := -1
 		for _, c := range group {
@@ -88,6 +92,10 @@ func (Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
 			}
 			dst = append(dst, c.Value...)
 		}
+		// The group's length in front of it.
+		g = append(g[:0], dst[start:]...)
+		dst = binary.AppendUvarint(dst[:start], uint64(len(g)))
+		dst = append(dst, g...)
 		i = j
 	}
 	return dst, true
@@ -112,9 +120,9 @@ type packedGroup struct {
 }
 
 // walkPacked calls fn with each group of v, a packed run (with its
-// format byte); indexes is scratch reused between groups. It returns the
-// version.
-func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64, []int, error) {
+// format byte), but for the ids skip reports (nil: none); indexes is
+// scratch reused between groups. It returns the version.
+func walkPacked(v []byte, indexes []int, skip func(id byte) bool, fn func(g *packedGroup) error) (uint64, []int, error) {
 	if len(v) < codecHeader || v[0] != CodecFormat {
 		return 0, indexes, fmt.Errorf("%w: %d bytes, format %x", errCodec, len(v), v[:min(len(v), 1)])
 	}
@@ -132,6 +140,18 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 		}
 		lastID = int(g.id)
 		p = p[1:]
+		size, k := binary.Uvarint(p)
+		if k <= 0 || k != uvarintLen(size) || size == 0 || size > uint64(len(p)-k) {
+			return 0, indexes, fmt.Errorf("%w: group %#x: length", errCodec, g.id)
+		}
+		p = p[k:]
+		next := p[size:]
+		if skip != nil && skip(g.id) {
+			p = next
+			firstCell = false
+			continue
+		}
+		p = p[:size]
 		n, k := binary.Uvarint(p)
 		if k <= 0 || k != uvarintLen(n) || n == 0 || n > uint64(len(p)) {
 			return 0, indexes, fmt.Errorf("%w: group %#x: count", errCodec, g.id)
@@ -178,10 +198,10 @@ func walkPacked(v []byte, indexes []int, fn func(g *packedGroup) error) (uint64,
 			}
 			total += l
 		}
-		if len(p) < total {
+		if len(p) != total {
 			return 0, indexes, fmt.Errorf("%w: group %#x: values", errCodec, g.id)
 		}
-		g.values, p = p[:total], p[total:]
+		g.values, p = p, next
 		g.indexes = indexes
 		if err := fn(&g); err != nil {
 			return 0, indexes, err
@@ -220,7 +240,7 @@ func (Codec) Decode(dst []store.Cell, buf []byte, _ []byte, v []byte) ([]store.C
 	var deltas []int64
 	fam := len(buf)
 	buf = append(buf, Family...)
-	version, _, err := walkPacked(v, indexes[:0], func(g *packedGroup) error {
+	version, _, err := walkPacked(v, indexes[:0], nil, func(g *packedGroup) error {
 		off := 0
 		vs := g.versions
 		for i, index := range g.indexes {
@@ -262,11 +282,12 @@ func (Codec) Family(v []byte) string {
 func (d *Decoder) decodePacked(iv Interval, base uint32, v []byte, from, to int64) error {
 	width := iv.seconds * 1000
 	var err error
-	_, d.indexes, err = walkPacked(v, d.indexes, func(g *packedGroup) error {
+	skip := func(id byte) bool {
+		bit := d.bit(id & mapping.RollupAggIDMask)
+		return bit == 0 || (d.Want != 0 && d.Want&bit == 0)
+	}
+	_, d.indexes, err = walkPacked(v, d.indexes, skip, func(g *packedGroup) error {
 		bit := d.bit(g.id & mapping.RollupAggIDMask)
-		if bit == 0 || (d.Want != 0 && d.Want&bit == 0) {
-			return nil
-		}
 		off := 0
 		for i, index := range g.indexes {
 			f := flagAt(g.flags, i)

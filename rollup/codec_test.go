@@ -112,6 +112,7 @@ func TestCodecRefuses(t *testing.T) {
 //	a1                  CodecFormat
 //	0000018bcfe5687b    version 1700000000123
 //	00                  aggregation id 0 (sum)
+//	05                  the group's length after this byte
 //	01                  one cell
 //	1a                  index 26
 //	00                  flags 0 (1-byte integer)
@@ -126,7 +127,7 @@ func TestCodecGolden(t *testing.T) {
 	if !ok {
 		t.Fatal("refused")
 	}
-	if want := "a10000018bcfe5687b00011a00002a"; hex.EncodeToString(got) != want {
+	if want := "a10000018bcfe5687b0005011a00002a"; hex.EncodeToString(got) != want {
 		t.Errorf("packed %x, want %s", got, want)
 	}
 }
@@ -137,7 +138,7 @@ func FuzzCodecDecode(f *testing.F) {
 	cells := windowCells(f)
 	v, _ := rollup.Codec{}.Encode(nil, nil, cells)
 	f.Add(v)
-	f.Add([]byte{0xa1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x1a, 0, 0, 42})
+	f.Add([]byte{0xa1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 5, 1, 0x1a, 0, 0, 42})
 	iv, _ := rollup.Default().Interval("1h")
 	f.Fuzz(func(t *testing.T, v []byte) {
 		var codec rollup.Codec
