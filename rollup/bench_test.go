@@ -130,3 +130,46 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildHour times building one hour's rollups (5m and 1h) of
+// 200 series of 15 s samples, settled in the embedded store, beside
+// writing that hour through the write path (ingest): rollup production
+// must take a small fraction of ingest.
+func BenchmarkBuildHour(b *testing.B) {
+	const series = 200
+	mkReq := func(hour int64) []prompb.TimeSeries {
+		var ts []prompb.TimeSeries
+		for i := range series {
+			s := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "node_cpu_seconds_total"}, {Name: "cpu", Value: strconv.Itoa(i)}}}
+			for t := hour * 1000; t <= (hour+3600)*1000; t += 15_000 {
+				s.Samples = append(s.Samples, prompb.Sample{Timestamp: t, Value: float64(t/1000%7919) + float64(i)})
+			}
+			ts = append(ts, s)
+		}
+		return ts
+	}
+	b.Run("ingest", func(b *testing.B) {
+		g := newRig(b, mapping.DefaultLayout())
+		req := mkReq(h0)
+		b.ReportAllocs()
+		for b.Loop() {
+			g.write(req...)
+		}
+	})
+	b.Run("build", func(b *testing.B) {
+		g := newRig(b, mapping.DefaultLayout())
+		g.write(mkReq(h0)...)
+		if rc, ok := g.st.(store.Reclaimer); ok {
+			if err := rc.Reclaim(ctxFor(b)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bl := g.builder()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := bl.BuildHour(ctxFor(b), h0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
