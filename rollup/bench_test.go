@@ -2,6 +2,7 @@ package rollup_test
 
 import (
 	"fmt"
+	"os"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -28,6 +29,9 @@ import (
 // in-process server on the embedded store.
 func BenchmarkDownsampledQuery(b *testing.B) {
 	series := 20
+	if n, err := strconv.Atoi(os.Getenv("BENCH_SERIES")); err == nil && n > 0 {
+		series = n
+	}
 	const days = 30
 	st, tb := testbackend.NewWithRollups(b)
 	cfg := tb.RollupConfig()

@@ -190,6 +190,7 @@ type Scheduler struct {
 	want        int64              // the first hour wanted (Unix s)
 	wantNoted   bool               // want was lowered by NoteRows: record it
 	dirty       map[int64]struct{} // built hours a write changed since
+	building    int64              // the hour being built (-1: none): a write into it makes it stale
 	lastNoted   int64              // the hour NoteRows saw last (-1: none)
 
 	built, rebuilt, failures prometheus.Counter
@@ -213,7 +214,7 @@ func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Scheduler{b: b, st: st, opts: opts, dirty: map[int64]struct{}{}, lastNoted: -1}
+	s := &Scheduler{b: b, st: st, opts: opts, dirty: map[int64]struct{}{}, lastNoted: -1, building: -1}
 	if len(b.intervals) > 0 {
 		s.table = b.intervals[0].Table
 	}
@@ -238,7 +239,9 @@ func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler 
 
 // Span returns the rollups' reach in Unix ms: the windows that end in
 // (from, to] are built and current (to stops at the first stale hour).
-// Before the first check both are 0.
+// When every hour wanted is built (the span reaches back to the oldest
+// data known), from is 0: no raw sample lies before the span. Before the
+// first check both are 0.
 func (s *Scheduler) Span() (from, to int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,7 +252,11 @@ func (s *Scheduler) Span() (from, to int64) {
 	if to < s.first {
 		to = s.first
 	}
-	return s.first * 1000, to * 1000
+	from = s.first * 1000
+	if s.next > 0 && s.first <= s.want && to > s.first {
+		from = 0
+	}
+	return from, to * 1000
 }
 
 // Covered is Span's end.
@@ -274,6 +281,10 @@ func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
 			continue
 		}
 		h := int64(base)
+		if s.building >= 0 && (h == s.building || h-mapping.MaxTimespan == s.building) {
+			// The build may have read the row before the write.
+			s.dirty[s.building] = struct{}{}
+		}
 		if h == s.lastNoted || h >= s.next {
 			continue
 		}
@@ -413,10 +424,15 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 		built++
 	}
 	// Another process (a replica, `promhbase rollup`) may have built
-	// further.
+	// further, or wants earlier hours.
 	if first, n, ok, err := ReadProgress(ctx, s.st, s.table); err == nil && ok {
 		s.mu.Lock()
 		s.first, s.next = min(s.first, first), max(s.next, n)
+		s.mu.Unlock()
+	}
+	if want, ok, err := ReadWant(ctx, s.st, s.table); err == nil && ok {
+		s.mu.Lock()
+		s.want = min(s.want, want)
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -444,6 +460,14 @@ func (s *Scheduler) buildAndRecord(ctx context.Context, h int64) bool {
 
 func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
 	start := time.Now()
+	s.mu.Lock()
+	s.building, s.lastNoted = h, -1
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.building = -1
+		s.mu.Unlock()
+	}()
 	stats, err := s.b.BuildHour(ctx, h)
 	s.cellsWritten.Add(float64(stats.Cells))
 	if err != nil {
