@@ -201,8 +201,6 @@ type Decoder struct {
 	// bits: cells of the others are skipped unread.
 	Want uint16
 	out  []DecodedWindow
-	// indexes is decodePacked's scratch.
-	indexes []int
 	// at maps a cell's index to its window in out, plus one (0: none
 	// yet); reset after each Decode.
 	at []int32

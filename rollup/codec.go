@@ -15,8 +15,8 @@ const CodecFormat byte = 0xA1
 
 // Codec is the embedded store's row codec of the rollup tables
 // (store/embedded.RowCodec): it packs the cells of one run of a rollup row
-// (the cells one flush of the row buffer wrote) column by column, per
-// aggregation id, and unpacks them to OpenTSDB's exact cells:
+// (the cells one flush of the row buffer wrote) per aggregation id, and
+// unpacks them to OpenTSDB's exact cells:
 //
 //	u8      CodecFormat
 //	u64 BE  the first cell's version
@@ -25,16 +25,19 @@ const CodecFormat byte = 0xA1
 //	  uvarint  the length of the rest of the group, so that a reader
 //	           skips the ids it does not need
 //	  uvarint  n, the cells of the id (at least one)
-//	  n × uvarint  index gaps, ascending: the first index, then each
-//	               index minus the one before minus one
-//	  ⌈n/2⌉ bytes the cells' value flags, a nibble each, low nibble first
-//	  n × varint   each cell's version minus the first cell's (zero for
-//	               the cells of one Put)
-//	  the values, each as long as its flags say (mapping.ValueLen)
+//	  per cell, by index:
+//	    uvarint  the index gap: the first index, then each index minus
+//	             the one before minus one
+//	    u8       the value's flags (the qualifier's low nibble)
+//	    the value, as long as its flags say (mapping.ValueLen)
+//	  n × varint  each cell's version minus the first cell's (zero for
+//	              the cells of one Put), last, where a query does not
+//	              read them
 //
 // A run it cannot pack this way (another family, a qualifier that is not
 // three bytes, two cells of one index, a value of another length than its
-// flags say) is left to the generic run format. Codec is stateless and safe for concurrent use.
+// flags say) is left to the generic run format. Codec is stateless and
+// safe for concurrent use.
 type Codec struct{}
 
 // codecHeader is the format byte and the version.
@@ -61,40 +64,30 @@ func (Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
 			j++
 		}
 		group := cells[i:j]
-		dst = append(dst, id[0])
-		start := len(dst)
-		dst = binary.AppendUvarint(dst, uint64(len(group)))
+		g = binary.AppendUvarint(g[:0], uint64(len(group)))
 		prev := -1
 		for _, c := range group {
 			if string(c.Family) != Family {
 				return dst, false
 			}
-			index := int(binary.BigEndian.Uint16(c.Qualifier[1:]) >> 4)
+			u := binary.BigEndian.Uint16(c.Qualifier[1:])
+			index, flags := int(u>>4), byte(u)&mapping.FlagsMask
 			if index <= prev {
 				return dst, false
 			}
-			dst = binary.AppendUvarint(dst, uint64(index-prev-1))
-			prev = index
-		}
-		for k := 0; k < len(group); k += 2 {
-			b := group[k].Qualifier[2] & mapping.FlagsMask
-			if k+1 < len(group) {
-				b |= (group[k+1].Qualifier[2] & mapping.FlagsMask) << 4
-			}
-			dst = append(dst, b)
-		}
-		for _, c := range group {
-			dst = binary.AppendVarint(dst, int64(c.Timestamp-version))
-		}
-		for _, c := range group {
-			if n := mapping.ValueLen(c.Qualifier[2]); !validValueLen(c.Qualifier[2], n) || len(c.Value) != n {
+			if n := mapping.ValueLen(flags); !validValueLen(flags, n) || len(c.Value) != n {
 				return dst, false
 			}
-			dst = append(dst, c.Value...)
+			g = binary.AppendUvarint(g, uint64(index-prev-1))
+			g = append(g, flags)
+			g = append(g, c.Value...)
+			prev = index
 		}
-		// The group's length in front of it.
-		g = append(g[:0], dst[start:]...)
-		dst = binary.AppendUvarint(dst[:start], uint64(len(g)))
+		for _, c := range group {
+			g = binary.AppendVarint(g, int64(c.Timestamp-version))
+		}
+		dst = append(dst, id[0])
+		dst = binary.AppendUvarint(dst, uint64(len(g)))
 		dst = append(dst, g...)
 		i = j
 	}
@@ -110,104 +103,84 @@ func validValueLen(flags byte, n int) bool {
 	return n == 1 || n == 2 || n == 4 || n == 8
 }
 
-// packedGroup is one aggregation id's cells in a packed run.
-type packedGroup struct {
-	id       byte
-	indexes  []int // scratch of the caller
-	flags    []byte
-	versions []byte // n varints
-	values   []byte
+// packedCell is one cell of a packed group.
+type packedCell struct {
+	index int
+	flags byte
+	value []byte
 }
 
-// walkPacked calls fn with each group of v, a packed run (with its
-// format byte), but for the ids skip reports (nil: none); indexes is
-// scratch reused between groups. It returns the version.
-func walkPacked(v []byte, indexes []int, skip func(id byte) bool, fn func(g *packedGroup) error) (uint64, []int, error) {
+// walkPacked calls cell with each cell of each group of v, a packed run
+// (with its format byte), but for the groups of the ids skip reports (nil:
+// none); with versions set it also checks the version deltas and calls
+// version with each (the cells' order). It returns the first version.
+func walkPacked(v []byte, skip func(id byte) bool, cell func(id byte, c packedCell) error, version func(delta int64)) (uint64, error) {
 	if len(v) < codecHeader || v[0] != CodecFormat {
-		return 0, indexes, fmt.Errorf("%w: %d bytes, format %x", errCodec, len(v), v[:min(len(v), 1)])
+		return 0, fmt.Errorf("%w: %d bytes, format %x", errCodec, len(v), v[:min(len(v), 1)])
 	}
-	version := binary.BigEndian.Uint64(v[1:])
+	first := binary.BigEndian.Uint64(v[1:])
 	p := v[codecHeader:]
 	if len(p) == 0 {
-		return 0, indexes, fmt.Errorf("%w: no cell", errCodec)
+		return 0, fmt.Errorf("%w: no cell", errCodec)
 	}
 	lastID := -1
 	firstCell := true
 	for len(p) > 0 {
-		g := packedGroup{id: p[0]}
-		if int(g.id) <= lastID {
-			return 0, indexes, fmt.Errorf("%w: group %#x after %#x", errCodec, g.id, lastID)
+		id := p[0]
+		if int(id) <= lastID {
+			return 0, fmt.Errorf("%w: group %#x after %#x", errCodec, id, lastID)
 		}
-		lastID = int(g.id)
+		lastID = int(id)
 		p = p[1:]
 		size, k := binary.Uvarint(p)
 		if k <= 0 || k != uvarintLen(size) || size == 0 || size > uint64(len(p)-k) {
-			return 0, indexes, fmt.Errorf("%w: group %#x: length", errCodec, g.id)
+			return 0, fmt.Errorf("%w: group %#x: length", errCodec, id)
 		}
-		p = p[k:]
-		next := p[size:]
-		if skip != nil && skip(g.id) {
-			p = next
+		g, next := p[k:k+int(size)], p[k+int(size):]
+		p = next
+		if skip != nil && skip(id) {
 			firstCell = false
 			continue
 		}
-		p = p[:size]
-		n, k := binary.Uvarint(p)
-		if k <= 0 || k != uvarintLen(n) || n == 0 || n > uint64(len(p)) {
-			return 0, indexes, fmt.Errorf("%w: group %#x: count", errCodec, g.id)
+		n, k := binary.Uvarint(g)
+		if k <= 0 || k != uvarintLen(n) || n == 0 || n > uint64(len(g)) {
+			return 0, fmt.Errorf("%w: group %#x: count", errCodec, id)
 		}
-		p = p[k:]
-		indexes = indexes[:0]
-		prev := -1
+		g = g[k:]
+		index := -1
 		for range n {
-			gap, k := binary.Uvarint(p)
-			if k <= 0 || k != uvarintLen(gap) || gap >= 1<<12 {
-				return 0, indexes, fmt.Errorf("%w: group %#x: index", errCodec, g.id)
+			gap, k := binary.Uvarint(g)
+			if k <= 0 || k != uvarintLen(gap) || gap >= 1<<12 || len(g) < k+1 {
+				return 0, fmt.Errorf("%w: group %#x: index", errCodec, id)
 			}
-			p = p[k:]
-			prev += int(gap) + 1
-			if prev >= 1<<12 {
-				return 0, indexes, fmt.Errorf("%w: group %#x: index %d", errCodec, g.id, prev)
+			index += int(gap) + 1
+			flags := g[k]
+			l := mapping.ValueLen(flags)
+			if index >= 1<<12 || flags > mapping.FlagsMask || !validValueLen(flags, l) || len(g) < k+1+l {
+				return 0, fmt.Errorf("%w: group %#x: cell %d", errCodec, id, index)
 			}
-			indexes = append(indexes, prev)
+			if err := cell(id, packedCell{index: index, flags: flags, value: g[k+1 : k+1+l : k+1+l]}); err != nil {
+				return 0, err
+			}
+			g = g[k+1+l:]
 		}
-		nf := (int(n) + 1) / 2
-		if len(p) < nf {
-			return 0, indexes, fmt.Errorf("%w: group %#x: flags", errCodec, g.id)
+		if version == nil {
+			continue
 		}
-		g.flags, p = p[:nf], p[nf:]
-		if n%2 == 1 && g.flags[nf-1]>>4 != 0 {
-			return 0, indexes, fmt.Errorf("%w: group %#x: flags padding", errCodec, g.id)
-		}
-		vs := p
 		for range n {
-			d, k := binary.Varint(p)
+			d, k := binary.Varint(g)
 			if k <= 0 || k != uvarintLen(uint64(d)<<1^uint64(d>>63)) || (firstCell && d != 0) {
-				return 0, indexes, fmt.Errorf("%w: group %#x: version", errCodec, g.id)
+				return 0, fmt.Errorf("%w: group %#x: version", errCodec, id)
 			}
-			p = p[k:]
+			g = g[k:]
 			firstCell = false
+			version(d)
 		}
-		g.versions = vs[:len(vs)-len(p)]
-		total := 0
-		for i := range int(n) {
-			f := flagAt(g.flags, i)
-			l := mapping.ValueLen(f)
-			if !validValueLen(f, l) {
-				return 0, indexes, fmt.Errorf("%w: group %#x: flags %#x", errCodec, g.id, f)
-			}
-			total += l
-		}
-		if len(p) != total {
-			return 0, indexes, fmt.Errorf("%w: group %#x: values", errCodec, g.id)
-		}
-		g.values, p = p, next
-		g.indexes = indexes
-		if err := fn(&g); err != nil {
-			return 0, indexes, err
+		if len(g) != 0 {
+			return 0, fmt.Errorf("%w: group %#x: %d bytes left", errCodec, id, len(g))
 		}
 	}
-	return version, indexes, nil
+	return first, nil
 }
 
 // uvarintLen is the length of x's shortest uvarint, the only form Encode
@@ -221,42 +194,24 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-func flagAt(flags []byte, i int) byte {
-	b := flags[i/2]
-	if i%2 == 1 {
-		b >>= 4
-	}
-	return b & mapping.FlagsMask
-}
-
 // Decode implements the row codec: the cells Encode packed, byte for
 // byte.
 func (Codec) Decode(dst []store.Cell, buf []byte, _ []byte, v []byte) ([]store.Cell, []byte, error) {
 	start := len(dst)
-	var indexes [64]int
 	// The family and the qualifiers go into buf; cells point at them once
 	// buf stops growing.
 	var spots []int // where each cell's qualifier starts in buf
 	var deltas []int64
 	fam := len(buf)
 	buf = append(buf, Family...)
-	version, _, err := walkPacked(v, indexes[:0], nil, func(g *packedGroup) error {
-		off := 0
-		vs := g.versions
-		for i, index := range g.indexes {
-			f := flagAt(g.flags, i)
-			l := mapping.ValueLen(f)
-			q := len(buf)
-			buf = append(buf, g.id, 0, 0)
-			binary.BigEndian.PutUint16(buf[q+1:], uint16(index)<<4|uint16(f))
-			d, k := binary.Varint(vs)
-			vs = vs[k:]
-			spots, deltas = append(spots, q), append(deltas, d)
-			dst = append(dst, store.Cell{Value: g.values[off : off+l : off+l]})
-			off += l
-		}
+	version, err := walkPacked(v, nil, func(id byte, c packedCell) error {
+		q := len(buf)
+		buf = append(buf, id, 0, 0)
+		binary.BigEndian.PutUint16(buf[q+1:], uint16(c.index)<<4|uint16(c.flags))
+		spots = append(spots, q)
+		dst = append(dst, store.Cell{Value: c.value})
 		return nil
-	})
+	}, func(d int64) { deltas = append(deltas, d) })
 	if err != nil {
 		return dst[:start], buf, err
 	}
@@ -278,31 +233,20 @@ func (Codec) Family(v []byte) string {
 }
 
 // decodePacked adds the windows of a packed run v (see Codec) of iv's row
-// with base time base to d.out, as Decode does with cells.
+// with base time base to d.out, as Decode does with cells. The cells'
+// versions are not read: a run holds one cell a column.
 func (d *Decoder) decodePacked(iv Interval, base uint32, v []byte, from, to int64) error {
 	width := iv.seconds * 1000
-	var err error
 	skip := func(id byte) bool {
 		bit := d.bit(id & mapping.RollupAggIDMask)
 		return bit == 0 || (d.Want != 0 && d.Want&bit == 0)
 	}
-	_, d.indexes, err = walkPacked(v, d.indexes, skip, func(g *packedGroup) error {
-		bit := d.bit(g.id & mapping.RollupAggIDMask)
-		off := 0
-		for i, index := range g.indexes {
-			f := flagAt(g.flags, i)
-			l := mapping.ValueLen(f)
-			val := g.values[off : off+l]
-			off += l
-			end := iv.WindowEnd(base, index)
-			if end <= from || end > to {
-				continue
-			}
-			if err := d.set(d.window(index, end), bit, f, val, end, width); err != nil {
-				return err
-			}
+	_, err := walkPacked(v, skip, func(id byte, c packedCell) error {
+		end := iv.WindowEnd(base, c.index)
+		if end <= from || end > to {
+			return nil
 		}
-		return nil
-	})
+		return d.set(d.window(c.index, end), d.bit(id&mapping.RollupAggIDMask), c.flags, c.value, end, width)
+	}, nil)
 	return err
 }
