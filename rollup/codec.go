@@ -233,20 +233,61 @@ func (Codec) Family(v []byte) string {
 }
 
 // decodePacked adds the windows of a packed run v (see Codec) of iv's row
-// with base time base to d.out, as Decode does with cells. The cells'
-// versions are not read: a run holds one cell a column.
+// with base time base to d.out, as Decode does with cells: a walk of its
+// own, without calls per cell, as queries read every window of a range
+// this way. The cells' versions are not read: a run holds one cell a
+// column.
 func (d *Decoder) decodePacked(iv Interval, base uint32, v []byte, from, to int64) error {
-	width := iv.seconds * 1000
-	skip := func(id byte) bool {
-		bit := d.bit(id & mapping.RollupAggIDMask)
-		return bit == 0 || (d.Want != 0 && d.Want&bit == 0)
+	if len(v) <= codecHeader || v[0] != CodecFormat {
+		return fmt.Errorf("%w: %d bytes, format %x", errCodec, len(v), v[:min(len(v), 1)])
 	}
-	_, err := walkPacked(v, skip, func(id byte, c packedCell) error {
-		end := iv.WindowEnd(base, c.index)
-		if end <= from || end > to {
-			return nil
+	width := iv.seconds * 1000
+	firstEnd := (int64(base) + iv.seconds) * 1000 // the end of index 0
+	p := v[codecHeader:]
+	for len(p) > 0 {
+		id := p[0]
+		size, k := binary.Uvarint(p[1:])
+		if k <= 0 || size > uint64(len(p)-1-k) {
+			return fmt.Errorf("%w: group %#x: length", errCodec, id)
 		}
-		return d.set(d.window(c.index, end), d.bit(id&mapping.RollupAggIDMask), c.flags, c.value, end, width)
-	}, nil)
-	return err
+		g := p[1+k : 1+k+int(size)]
+		p = p[1+k+int(size):]
+		bit := d.bit(id & mapping.RollupAggIDMask)
+		if bit == 0 || (d.Want != 0 && d.Want&bit == 0) {
+			continue
+		}
+		n, k := binary.Uvarint(g)
+		if k <= 0 || n > uint64(len(g)) {
+			return fmt.Errorf("%w: group %#x: count", errCodec, id)
+		}
+		g = g[k:]
+		index := -1
+		for range n {
+			var gap uint64
+			if len(g) > 0 && g[0] < 0x80 {
+				gap, k = uint64(g[0]), 1
+			} else if gap, k = binary.Uvarint(g); k <= 0 {
+				return fmt.Errorf("%w: group %#x: index", errCodec, id)
+			}
+			if gap >= 1<<12 || len(g) < k+1 {
+				return fmt.Errorf("%w: group %#x: index", errCodec, id)
+			}
+			index += int(gap) + 1
+			flags := g[k]
+			l := mapping.ValueLen(flags)
+			if index >= 1<<12 || flags > mapping.FlagsMask || !validValueLen(flags, l) || len(g) < k+1+l {
+				return fmt.Errorf("%w: group %#x: cell %d", errCodec, id, index)
+			}
+			val := g[k+1 : k+1+l]
+			g = g[k+1+l:]
+			end := firstEnd + int64(index)*width
+			if end <= from || end > to {
+				continue
+			}
+			if err := d.set(d.window(index, end), bit, flags, val, end, width); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
