@@ -381,10 +381,13 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 		if ctx.Err() != nil {
 			return false
 		}
+		done := s.startBuilding(h)
 		s.mu.Lock()
 		delete(s.dirty, h)
 		s.mu.Unlock()
-		if _, err := s.buildHour(ctx, h); err != nil {
+		_, err := s.buildHour(ctx, h)
+		done()
+		if err != nil {
 			s.mu.Lock()
 			s.dirty[h] = struct{}{}
 			s.mu.Unlock()
@@ -442,6 +445,8 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 
 // buildAndRecord builds hour h and records it as built.
 func (s *Scheduler) buildAndRecord(ctx context.Context, h int64) bool {
+	done := s.startBuilding(h)
+	defer done()
 	if _, err := s.buildHour(ctx, h); err != nil {
 		return false
 	}
@@ -458,16 +463,24 @@ func (s *Scheduler) buildAndRecord(ctx context.Context, h int64) bool {
 	return true
 }
 
-func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
-	start := time.Now()
+// building marks h as the hour being built until done is called: a write
+// into it meanwhile (or into the next hour's first millisecond) makes it
+// stale, since the build may have read its rows before the write; done
+// is called once the hour counts as built (recorded), so that no write
+// falls between.
+func (s *Scheduler) startBuilding(h int64) (done func()) {
 	s.mu.Lock()
 	s.building, s.lastNoted = h, -1
 	s.mu.Unlock()
-	defer func() {
+	return func() {
 		s.mu.Lock()
 		s.building = -1
 		s.mu.Unlock()
-	}()
+	}
+}
+
+func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
+	start := time.Now()
 	stats, err := s.b.BuildHour(ctx, h)
 	s.cellsWritten.Add(float64(stats.Cells))
 	if err != nil {
