@@ -34,7 +34,9 @@ type rollupProgress struct {
 }
 
 // waitRollups waits until promhbase's rollups cover the data (its first
-// hour to its end), at most timeout, polling its /metrics.
+// hour to its end: promhbase_rollup_built_from_timestamp_seconds at or
+// before the first, ..._until_... at or after the end), at most timeout,
+// polling its /metrics.
 func waitRollups(srv *server, g genConfig, timeout time.Duration, label string) (*rollupProgress, error) {
 	const poll = time.Second
 	began := time.Now()
@@ -58,7 +60,10 @@ func waitRollups(srv *server, g genConfig, timeout time.Duration, label string) 
 			built: m["promhbase_rollup_hours_built_total"], rebuilt: m["promhbase_rollup_hours_rebuilt_total"],
 			failures: m["promhbase_rollup_failures_total"], cells: m["promhbase_rollup_cells_written_total"]}
 		now := time.Now()
-		p.covered = p.from > 0 && p.from <= wantFrom && p.until >= wantUntil
+		// Before the scheduler's first check both are 0; once every
+		// wanted hour is built, from is 0 (rollups reach back to the
+		// beginning).
+		p.covered = p.from <= wantFrom && p.until >= wantUntil
 		if p.covered || now.Sub(began) > timeout {
 			cpu1, _ := procCPU(pid)
 			p.took, p.cpu = now.Sub(began), cpu1-cpu0
