@@ -2,11 +2,11 @@ package rollup_test
 
 import (
 	"fmt"
-	"os"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
