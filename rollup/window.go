@@ -142,17 +142,9 @@ func (r *Range) SumValue() float64 {
 	return r.Sum + r.c
 }
 
-// AvgValue is avg_over_time of the range's samples.
-func (r *Range) AvgValue() float64 {
-	s := r.SumValue()
-	if math.IsInf(s, 0) && !math.IsInf(r.Max, 0) && !math.IsInf(r.Min, 0) {
-		// The sum overflowed though no sample is infinite: the mean of
-		// the windows' means, weighted, as PromQL's incremental mean
-		// would find it, is not known here; the extremes bound it.
-		return s
-	}
-	return s / float64(r.Count)
-}
+// AvgValue is avg_over_time of the range's samples: the sum over the
+// count (an infinite sum stays infinite).
+func (r *Range) AvgValue() float64 { return r.SumValue() / float64(r.Count) }
 
 // Rate is PromQL's extrapolated rate (isRate) or increase of the range's
 // samples over the range selector's (start, end] (Unix ms), as
