@@ -118,6 +118,7 @@ type API struct {
 	opts    Options
 	tracker *queryGate
 	parser  parser.Parser
+	gzip    gzipPool
 }
 
 // New returns the API over opts.Queryable.
@@ -242,6 +243,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rollups do not hold, the query is answered again from raw samples.
 func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	_ = r.ParseForm()
+	w, r, done := a.compressQuery(w, r)
+	defer done()
 	original := r.Form.Get("query")
 	res, err := a.downsample(r, instant)
 	switch {

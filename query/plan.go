@@ -51,6 +51,7 @@ func (s *selection) sub() *selection {
 	if s.win != nil {
 		sub.winDec = rollup.NewDecoder(s.win.IDs)
 		sub.winDec.Want = s.win.Func.needs() | rollup.HasHistograms
+		sub.winDec.Every, sub.winDec.Last, sub.winDec.Span = s.win.sparse()
 	}
 	return sub
 }

@@ -149,6 +149,18 @@ func (r *WindowRequest) ends() (lo, hi int64) {
 	return r.aligned(r.Start) - r.span(), r.aligned(last)
 }
 
+// sparse returns the Decoder's Every, Last and Span for r: when the steps
+// are whole windows apart and each reads fewer windows than lie between
+// two steps (a plain selector, or a range shorter than the step), the
+// windows no step reads are not decoded; otherwise zeros (every window).
+func (r *WindowRequest) sparse() (every, last, span int64) {
+	w := r.width()
+	if r.points() || r.Step <= 0 || r.Step%w != 0 || r.span() >= r.Step {
+		return 0, 0, 0
+	}
+	return r.Step, r.aligned(r.Start + int64(r.steps()-1)*r.Step), r.span()
+}
+
 // stepRange returns the steps [from, to) whose range holds the window
 // ending at end.
 func (r *WindowRequest) stepRange(end int64) (from, to int) {

@@ -281,7 +281,7 @@ func (d *Decoder) decodePacked(iv Interval, base uint32, v []byte, from, to int6
 			val := g[k+1 : k+1+l]
 			g = g[k+1+l:]
 			end := firstEnd + int64(index)*width
-			if end <= from || end > to {
+			if end <= from || end > to || !d.keep(end) {
 				continue
 			}
 			if err := d.set(d.window(index, end), bit, flags, val, end, width); err != nil {

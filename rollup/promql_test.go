@@ -174,6 +174,9 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 		{"min_over_time(g[30m])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
 		{"max_over_time(c_total[1h])", rollup.HourMs, H + 2*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
 		{"avg_over_time(g[1h] offset 1h)", rollup.HourMs, H + 3*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		// Ranges shorter than the step: the windows between are not read.
+		{"sum_over_time(g[15m] offset 5m)", 2 * rollup.HourMs, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "5m", ""},
+		{"increase(c_total[10m])", 30 * 60_000, H + 4*rollup.HourMs, H + 40*rollup.HourMs, "5m", "5m"},
 		{"rate(c_total[5h])", 5 * rollup.HourMs, H + 10*rollup.HourMs, H + 40*rollup.HourMs, "1h", ""},
 		// Over the hours not built: raw samples for that part.
 		{"rate(c_total[1h])", rollup.HourMs, H + 30*rollup.HourMs, H + 47*rollup.HourMs, "raw,5m", ""},
@@ -257,14 +260,28 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 			t.Errorf("%s: resolution %q, answer %v, raw %v", q, res, got, raw)
 		}
 	}
-	// A plain selector reads the window average.
+	// A plain selector reads the average of the window that ends at
+	// each step (the windows between the steps are not read).
 	down, res := queryRange(t, srv.URL, "g", H+2*rollup.HourMs, H+40*rollup.HourMs, rollup.HourMs, "")
 	if res != "5m" || len(down) != 1 {
 		t.Errorf("plain selector: resolution %q, %d series", res, len(down))
 	}
-	for k := range down {
+	avg, _ := queryRange(t, srv.URL, "avg_over_time(g[5m])", H+2*rollup.HourMs, H+40*rollup.HourMs, rollup.HourMs, "0s")
+	for k, ds := range down {
 		if !strings.Contains(k, "__name__:g") {
 			t.Errorf("plain selector: series %s, want its name kept", k)
+		}
+		var as map[int64]float64
+		for _, v := range avg {
+			as = v // one series, as g is
+		}
+		if len(ds) != len(as) || len(ds) == 0 {
+			t.Errorf("plain selector: %d points, raw avg_over_time(g[5m]) %d", len(ds), len(as))
+		}
+		for ts, v := range ds {
+			if a, ok := as[ts]; !ok || math.Abs(a-v) > 1e-9*math.Max(math.Abs(a), 1) {
+				t.Errorf("plain selector at %d: %v, raw avg_over_time(g[5m]) %v", ts, v, a)
+			}
 		}
 	}
 }
