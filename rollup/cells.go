@@ -207,6 +207,7 @@ type Decoder struct {
 	// one 5m window in 12.
 	Every, Last, Span int64
 	out               []DecodedWindow
+	sorted            []DecodedWindow // out in index order, when it was not
 	// at maps a cell's index to its window in out, plus one (0: none
 	// yet); reset after each Decode.
 	at []int32
@@ -258,7 +259,15 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 		}
 	}
 	if !slices.IsSortedFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) }) {
-		slices.SortFunc(d.out, func(a, b DecodedWindow) int { return cmp.Compare(a.End, b.End) })
+		// Runs of a row come newest first: put the windows in index
+		// order, which at maps to, without comparing them.
+		d.sorted = d.sorted[:0]
+		for _, i := range d.at {
+			if i > 0 {
+				d.sorted = append(d.sorted, d.out[i-1])
+			}
+		}
+		d.out, d.sorted = d.sorted, d.out
 	}
 	return d.out, nil
 }
