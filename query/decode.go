@@ -55,7 +55,7 @@ func (s *selection) scan(ctx context.Context, req store.ScanRequest) (err error)
 		// Settled rows straight from their packed form into samples.
 		req.Packed = cells.PackedFormat
 	case modeWindows:
-		req.Packed, req.PackedRuns = rollup.CodecFormat, true
+		req.Packed, req.PackedAlso, req.PackedRuns = rollup.CodecFormat, rollup.DenseFormat, true
 	}
 	sc := s.q.st.Scan(ctx, req)
 	defer sc.Close()

@@ -208,6 +208,7 @@ type Decoder struct {
 	Every, Last, Span int64
 	out               []DecodedWindow
 	sorted            []DecodedWindow // out in index order, when it was not
+	dense             denseScratch
 	// at maps a cell's index to its window in out, plus one (0: none
 	// yet); reset after each Decode.
 	at []int32
@@ -234,7 +235,11 @@ func (d *Decoder) Decode(iv Interval, base uint32, cells []store.Cell, from, to 
 	width := iv.seconds * 1000
 	for _, c := range cells {
 		if c.Packed() {
-			if err := d.decodePacked(iv, base, c.Value, from, to); err != nil {
+			decode := d.decodePacked
+			if len(c.Value) > 0 && c.Value[0] == DenseFormat {
+				decode = d.decodeDense
+			}
+			if err := decode(iv, base, c.Value, from, to); err != nil {
 				return nil, fmt.Errorf("%w: %w", mapping.ErrInvalidRollup, err)
 			}
 			continue
@@ -333,6 +338,12 @@ func (d *Decoder) set(w *DecodedWindow, bit uint16, flags byte, v []byte, end, w
 	if err != nil {
 		return err
 	}
+	w.setFloat(bit, f)
+	return nil
+}
+
+// setFloat stores f as the float aggregate bit of w.
+func (w *Window) setFloat(bit uint16, f float64) {
 	switch bit {
 	case HasSum:
 		w.Sum = f
@@ -347,7 +358,6 @@ func (d *Decoder) set(w *DecodedWindow, bit uint16, flags byte, v []byte, end, w
 	case HasResets:
 		w.Resets = f
 	}
-	return nil
 }
 
 // window returns the window of the cell index (ending at end), adding it

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -34,11 +35,21 @@ const CodecFormat byte = 0xA1
 //	              the cells of one Put), last, where a query does not
 //	              read them
 //
-// A run it cannot pack this way (another family, a qualifier that is not
-// three bytes, two cells of one index, a value of another length than its
-// flags say) is left to the generic run format. Codec is stateless and
-// safe for concurrent use.
-type Codec struct{}
+// A run whose cells are all of one version and in their shortest exact
+// form, as promhbase writes them, is packed densely instead (DenseFormat):
+// each aggregate's values a float column. A run it cannot pack either way
+// (another family, a qualifier that is not three bytes, two cells of one
+// index, a value of another length than its flags say) is left to the
+// generic run format. Codec is safe for concurrent use; it must not be
+// copied after first use.
+type Codec struct{ scratch sync.Pool }
+
+func (c *Codec) get() *denseScratch {
+	if s, ok := c.scratch.Get().(*denseScratch); ok {
+		return s
+	}
+	return new(denseScratch)
+}
 
 // codecHeader is the format byte and the version.
 const codecHeader = 1 + 8
@@ -46,9 +57,15 @@ const codecHeader = 1 + 8
 var errCodec = errors.New("rollup: malformed packed run")
 
 // Encode implements the row codec: see Codec.
-func (Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
+func (c *Codec) Encode(dst []byte, _ []byte, cells []store.Cell) ([]byte, bool) {
 	if len(cells) == 0 {
 		return dst, false
+	}
+	s := c.get()
+	out, ok := s.encodeDense(dst, cells)
+	c.scratch.Put(s)
+	if ok {
+		return out, true
 	}
 	version := cells[0].Timestamp
 	dst = append(dst, CodecFormat)
@@ -196,7 +213,12 @@ func uvarintLen(x uint64) int {
 
 // Decode implements the row codec: the cells Encode packed, byte for
 // byte.
-func (Codec) Decode(dst []store.Cell, buf []byte, _ []byte, v []byte) ([]store.Cell, []byte, error) {
+func (c *Codec) Decode(dst []store.Cell, buf []byte, _ []byte, v []byte) ([]store.Cell, []byte, error) {
+	if len(v) > 0 && v[0] == DenseFormat {
+		s := c.get()
+		defer c.scratch.Put(s)
+		return s.decodeDense(dst, buf, v)
+	}
 	start := len(dst)
 	// The family and the qualifiers go into buf; cells point at them once
 	// buf stops growing.
@@ -225,11 +247,12 @@ func (Codec) Decode(dst []store.Cell, buf []byte, _ []byte, v []byte) ([]store.C
 
 // Family implements the row codec: every cell of a packed run is of
 // Family.
-func (Codec) Family(v []byte) string {
-	if len(v) < codecHeader || v[0] != CodecFormat {
-		return ""
+func (*Codec) Family(v []byte) string {
+	switch {
+	case len(v) >= codecHeader && v[0] == CodecFormat, len(v) >= 2 && v[0] == DenseFormat:
+		return Family
 	}
-	return Family
+	return ""
 }
 
 // decodePacked adds the windows of a packed run v (see Codec) of iv's row

@@ -2,6 +2,7 @@ package rollup_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"math"
 	"slices"
@@ -33,12 +34,35 @@ func windowCells(t testing.TB) []store.Cell {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	cells := windowCells(t)
-	cells[3].Timestamp-- // a cell of another Put
+	for _, c := range []struct {
+		name   string
+		mut    func([]store.Cell)
+		format byte
+	}{
+		{"one Put", func([]store.Cell) {}, rollup.DenseFormat},
+		{"two Puts", func(c []store.Cell) { c[3].Timestamp-- }, rollup.DenseFormat},
+		{"not shortest", func(c []store.Cell) {
+			c[0].Qualifier[2] |= mapping.FlagFloat | 0x7
+			c[0].Value = binary.BigEndian.AppendUint64(nil, math.Float64bits(12.5))
+		}, rollup.CodecFormat},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cells := windowCells(t)
+			c.mut(cells)
+			testCodecRoundTrip(t, cells, c.format)
+		})
+	}
+}
+
+func testCodecRoundTrip(t *testing.T, cells []store.Cell, format byte) {
+	t.Helper()
 	var codec rollup.Codec
 	v, ok := codec.Encode(nil, nil, cells)
 	if !ok {
 		t.Fatal("Encode refused the cells of two windows")
+	}
+	if v[0] != format {
+		t.Errorf("format %#x, want %#x", v[0], format)
 	}
 	if codec.Family(v) != rollup.Family {
 		t.Errorf("Family %q", codec.Family(v))
@@ -99,36 +123,70 @@ func TestCodecRefuses(t *testing.T) {
 			for i := range cells {
 				cells[i].Qualifier = bytes.Clone(cells[i].Qualifier)
 			}
-			if _, ok := (rollup.Codec{}).Encode(nil, nil, mut(cells)); ok {
+			if _, ok := (&rollup.Codec{}).Encode(nil, nil, mut(cells)); ok {
 				t.Error("Encode packed it")
 			}
 		})
 	}
 }
 
-// TestCodecGolden pins the packed form of one cell (the byte layout of
-// rollup.Codec):
+// TestCodecGolden pins the two packed forms of one cell, value 42 at
+// index 26 of aggregation id 0 (sum), version 1700000000123.
+//
+// Dense (DenseFormat), as promhbase writes the cell (a 1-byte integer):
+//
+//	a2                  DenseFormat
+//	fbd095ffbc31        uvarint version 1700000000123
+//	00                  aggregation id 0
+//	07                  the group's length after this byte
+//	01                  one cell
+//	1a                  first index 26
+//	00                  indexes consecutive
+//	02                  float column mode 2, XOR
+//	06 4045             control (no leading, 6 trailing zero bytes), the
+//	                    bytes of float64 42 (0x4045000000000000)
+//
+// Generic (CodecFormat), when the cell is not in its shortest form (42 on
+// 4 bytes):
 //
 //	a1                  CodecFormat
 //	0000018bcfe5687b    version 1700000000123
 //	00                  aggregation id 0 (sum)
-//	05                  the group's length after this byte
+//	08                  the group's length after this byte
 //	01                  one cell
 //	1a                  index 26
-//	00                  flags 0 (1-byte integer)
-//	2a                  value 42
+//	03                  flags 3 (4-byte integer)
+//	0000002a            value 42
 //	00                  version delta 0
 func TestCodecGolden(t *testing.T) {
 	q, v, err := mapping.AppendRollupCell(nil, 0, 26, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := rollup.Codec{}.Encode(nil, nil, []store.Cell{{Family: []byte("t"), Qualifier: q, Value: v, Timestamp: 1700000000123}})
-	if !ok {
-		t.Fatal("refused")
-	}
-	if want := "a10000018bcfe5687b0005011a002a00"; hex.EncodeToString(got) != want {
-		t.Errorf("packed %x, want %s", got, want)
+	long := []byte{q[0], q[1], q[2]&0xF0 | mapping.FlagsInt32}
+	for _, c := range []struct {
+		name string
+		q, v []byte
+		want string
+	}{
+		{"dense", q, v, "a2fbd095ffbc310007011a0002064045"},
+		{"generic", long, []byte{0, 0, 0, 42}, "a10000018bcfe5687b0008011a030000002a00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cell := store.Cell{Family: []byte("t"), Qualifier: c.q, Value: c.v, Timestamp: 1700000000123}
+			var codec rollup.Codec
+			got, ok := codec.Encode(nil, nil, []store.Cell{cell})
+			if !ok {
+				t.Fatal("refused")
+			}
+			if hex.EncodeToString(got) != c.want {
+				t.Errorf("packed %x, want %s", got, c.want)
+			}
+			back, _, err := codec.Decode(nil, nil, nil, got)
+			if err != nil || len(back) != 1 || !bytes.Equal(back[0].Qualifier, c.q) || !bytes.Equal(back[0].Value, c.v) || back[0].Timestamp != cell.Timestamp {
+				t.Errorf("decoded %v, %v; want %x=%x", back, err, c.q, c.v)
+			}
+		})
 	}
 }
 
@@ -136,8 +194,12 @@ func TestCodecGolden(t *testing.T) {
 // to the same bytes.
 func FuzzCodecDecode(f *testing.F) {
 	cells := windowCells(f)
-	v, _ := rollup.Codec{}.Encode(nil, nil, cells)
+	v, _ := (&rollup.Codec{}).Encode(nil, nil, cells)
 	f.Add(v)
+	cells[3].Timestamp--
+	v, _ = (&rollup.Codec{}).Encode(nil, nil, cells)
+	f.Add(v)
+	f.Add([]byte{0xa2, 0xfb, 0xd0, 0x95, 0xff, 0xbc, 0x31, 0, 7, 1, 0x1a, 0, 2, 6, 0x40, 0x45})
 	f.Add([]byte{0xa1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 5, 1, 0x1a, 0, 42, 0})
 	iv, _ := rollup.Default().Interval("1h")
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -151,9 +213,21 @@ func FuzzCodecDecode(f *testing.F) {
 		if derr != nil && !containsBadValue(got) {
 			t.Errorf("cells decode, windows do not: %v", derr)
 		}
+		// What decodes packs again (densely when it can be), to the same
+		// cells.
 		again, ok := codec.Encode(nil, nil, got)
-		if !ok || !bytes.Equal(again, v) {
-			t.Errorf("re-encoded %x (ok %v), want %x", again, ok, v)
+		if !ok {
+			t.Fatalf("cells of %x do not pack again", v)
+		}
+		back, _, err := codec.Decode(nil, nil, nil, again)
+		if err != nil || len(back) != len(got) {
+			t.Fatalf("re-encoded %x: %d cells, %v; want %d", again, len(back), err, len(got))
+		}
+		for i := range got {
+			a, b := got[i], back[i]
+			if !bytes.Equal(a.Family, b.Family) || !bytes.Equal(a.Qualifier, b.Qualifier) || !bytes.Equal(a.Value, b.Value) || a.Timestamp != b.Timestamp {
+				t.Errorf("cell %d: %x=%x@%d after re-encoding, was %x=%x@%d", i, b.Qualifier, b.Value, b.Timestamp, a.Qualifier, a.Value, a.Timestamp)
+			}
 		}
 	})
 }

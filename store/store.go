@@ -100,6 +100,9 @@ type ScanRequest struct {
 	// decodes it. Rows it holds otherwise come as cells; backends without
 	// a packed form (HBase) ignore it.
 	Packed byte
+	// PackedAlso is a second format the caller reads packed cells of
+	// (0: none), for a codec that packs in two (package rollup).
+	PackedAlso byte
 	// PackedRuns says the caller also takes a row held as several packed
 	// runs, as one packed cell per run, oldest first: each later one's
 	// cells replace the earlier ones' of the same column (the rollup

@@ -143,7 +143,7 @@ func (c *config) rollupTables() (all, written []string, err error) {
 func rowCodecs(data string, rollups []string) map[string]embedded.RowCodec {
 	m := map[string]embedded.RowCodec{data: &dense.Pool{}}
 	for _, t := range rollups {
-		m[t] = rollup.Codec{}
+		m[t] = &rollup.Codec{}
 	}
 	return m
 }

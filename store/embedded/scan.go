@@ -34,7 +34,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		sc.family = []byte(req.Family)
 	}
 	if sc.codec != nil {
-		sc.packed, sc.packedRuns = req.Packed, req.PackedRuns
+		sc.packed, sc.packedAlso, sc.packedRuns = req.Packed, req.PackedAlso, req.PackedRuns
 	}
 	lower, upper, ok := rowRange(req.Table, req.Start, req.Stop)
 	if !ok {
@@ -106,6 +106,8 @@ type scanner struct {
 	// packed is the format of the packed cells the caller takes
 	// (store.ScanRequest.Packed; 0: none, or no codec).
 	packed byte
+	// packedAlso is a second such format (store.ScanRequest.PackedAlso).
+	packedAlso byte
 	// packedRuns: a row of several such runs comes as a packed cell a run
 	// (store.ScanRequest.PackedRuns).
 	packedRuns bool
@@ -424,7 +426,7 @@ func (sc *scanner) readPebbleRow(cells []store.Cell, packed bool) ([]store.Cell,
 	if packed && len(cells) == 0 && (len(runs) == 1 || (sc.packedRuns && len(runs) > 1)) {
 		all := true
 		for _, v := range runs {
-			if len(v) < 2 || v[0] != runFormatCodec || v[1] != sc.packed {
+			if len(v) < 2 || v[0] != runFormatCodec || (v[1] != sc.packed && (sc.packedAlso == 0 || v[1] != sc.packedAlso)) {
 				all = false
 				break
 			}

@@ -99,7 +99,7 @@ func newStore(t testing.TB, rollups bool) (store.Store, Tables) {
 			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h"}
 		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...),
 			BufferTables: []string{tb.Data, tb.Rollup5m, tb.Rollup1h},
-			RowCodecs:    map[string]embedded.RowCodec{tb.Data: &dense.Pool{}, tb.Rollup5m: rollup.Codec{}, tb.Rollup1h: rollup.Codec{}}})
+			RowCodecs:    map[string]embedded.RowCodec{tb.Data: &dense.Pool{}, tb.Rollup5m: &rollup.Codec{}, tb.Rollup1h: &rollup.Codec{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
