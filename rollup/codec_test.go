@@ -242,3 +242,89 @@ func containsBadValue(cells []store.Cell) bool {
 	}
 	return false
 }
+
+// dayRun returns the cells of one day of 5m windows (288) of a counter
+// sampled every 15 s, as the builder writes them in one Put each hour.
+func dayRun(tb testing.TB) []store.Cell {
+	tb.Helper()
+	c := rollup.NewCells(rollup.IDs{Sum: 0, Count: 1, Max: 2, Min: 3})
+	var cells []store.Cell
+	v := 1000.0
+	for index := range 288 {
+		end := int64(index+1) * 300_000
+		w := rollup.Window{End: end}
+		for t := end - 300_000 + 15_000; t <= end; t += 15_000 {
+			v += float64((t/15_000)%7) * 0.25
+			w.Add(t-int64(t/15_000%3), v)
+		}
+		w.Finish()
+		var err error
+		if cells, err = c.Append(cells, index, 300_000, &w, 1700000000000+uint64(index/12)*3_600_000); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	slices.SortStableFunc(cells, func(a, b store.Cell) int { return bytes.Compare(a.Qualifier[:1], b.Qualifier[:1]) })
+	return cells
+}
+
+// BenchmarkCodec packs a day of 5m windows (288 × 8 cells) and reads
+// them back: as cells (Decode), and as windows the way a rate query reads
+// them (Decoder on the packed run), in the dense form and in the generic
+// one (a cell's value widened, so that the run is not dense).
+func BenchmarkCodec(b *testing.B) {
+	iv, _ := rollup.Default().Interval("5m")
+	for _, form := range []string{"dense", "generic"} {
+		cells := dayRun(b)
+		if form == "generic" {
+			f := mustValue(b, cells[0])
+			cells[0].Qualifier = []byte{cells[0].Qualifier[0], cells[0].Qualifier[1], cells[0].Qualifier[2] | 0xF}
+			cells[0].Value = binary.BigEndian.AppendUint64(nil, math.Float64bits(f))
+		}
+		var codec rollup.Codec
+		v, ok := codec.Encode(nil, nil, cells)
+		if !ok {
+			b.Fatal("refused")
+		}
+		b.Logf("%s: %d cells in %d bytes", form, len(cells), len(v))
+		b.Run(form+"/encode", func(b *testing.B) {
+			b.ReportAllocs()
+			var dst []byte
+			for b.Loop() {
+				dst, _ = codec.Encode(dst[:0], nil, cells)
+			}
+		})
+		b.Run(form+"/decode", func(b *testing.B) {
+			b.ReportAllocs()
+			var dst []store.Cell
+			var buf []byte
+			for b.Loop() {
+				var err error
+				if dst, buf, err = codec.Decode(dst[:0], buf[:0], nil, v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(form+"/windows", func(b *testing.B) {
+			b.ReportAllocs()
+			d := rollup.NewDecoder(rollup.IDs{Sum: 0, Count: 1, Max: 2, Min: 3})
+			d.Want = rollup.HasCount | rollup.HasFirst | rollup.HasLast | rollup.HasResets | rollup.HasTimes
+			packed := []store.Cell{{Value: v}}
+			for b.Loop() {
+				ws, err := d.Decode(iv, 0, packed, math.MinInt64, math.MaxInt64)
+				if err != nil || len(ws) != 288 {
+					b.Fatal(len(ws), err)
+				}
+			}
+		})
+	}
+}
+
+func mustValue(tb testing.TB, c store.Cell) float64 {
+	tb.Helper()
+	_, _, flags, _ := mapping.ParseRollupQualifier(c.Qualifier)
+	f, err := mapping.DecodeValue(flags, c.Value)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}

@@ -59,8 +59,16 @@ type denseScratch struct {
 	// versions are the cells' versions minus the run's, as float64s.
 	versions []uint64
 	indexes  []int32
+	spots    []spot
 	cells    []store.Cell
 	buf      []byte
+}
+
+// spot is where a decoded cell's qualifier, value and end are in the
+// bytes decodeDense appends, and its version.
+type spot struct {
+	q, v, end int
+	ts        uint64
 }
 
 // appendCanonicalInt appends i as an integer value on its fewest bytes
@@ -334,11 +342,7 @@ func (s *denseScratch) decodeDense(dst []store.Cell, buf []byte, v []byte) ([]st
 	start := len(dst)
 	fam := len(buf)
 	buf = append(buf, Family...)
-	type spot struct {
-		q, v, end int
-		ts        uint64
-	}
-	var spots []spot
+	spots := s.spots[:0]
 	prev := -1
 	for len(p) > 0 {
 		id, g, rest, err := nextDenseGroup(p, prev)
@@ -381,6 +385,7 @@ func (s *denseScratch) decodeDense(dst []store.Cell, buf []byte, v []byte) ([]st
 			spots = append(spots, spot{q, q + len(qual), len(buf), ts})
 		}
 	}
+	s.spots = spots
 	family := buf[fam : fam+len(Family) : fam+len(Family)]
 	for _, sp := range spots {
 		dst = append(dst, store.Cell{Family: family, Qualifier: buf[sp.q:sp.v:sp.v], Value: buf[sp.v:sp.end:sp.end], Timestamp: sp.ts})
