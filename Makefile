@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
+.PHONY: all build run test test-unit test-third-party test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
 
 all: build
 
@@ -24,7 +24,7 @@ run:
 ## store contract suite on both stores), then the end-to-end suites again on
 ## HBase, then the fault tests (HBase restarted and split under load), and
 ## stops HBase whatever happened.
-test: vet lint
+test: vet lint test-third-party
 	@scripts/prometheus.sh >/dev/null
 	@scripts/hbase.sh up
 	@status=0; \
@@ -45,6 +45,11 @@ test: vet lint
 vet:
 	$(GO) vet -stdmethods=false $(PKGS)
 	$(GO) vet -stdmethods=false -tags faults $(PKGS)
+
+## test-third-party: the tests of the patch promhbase carries in its fork of
+## gohbase (third_party/README.md), in the fork's own module
+test-third-party:
+	cd third_party/gohbase && $(GO) test -count=1 ./hrpc
 
 ## test-faults: only the fault tests, against a running scripts/hbase.sh HBase
 test-faults:
