@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-third-party test-faults vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
+.PHONY: all build run test test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
 
 all: build
 
@@ -44,12 +44,30 @@ test: vet lint test-third-party
 # has Seek(int64) ValueType, not io.Seeker's signature.
 vet:
 	$(GO) vet -stdmethods=false $(PKGS)
-	$(GO) vet -stdmethods=false -tags faults $(PKGS)
+	$(GO) vet -stdmethods=false -tags faults,cluster $(PKGS)
 
 ## test-third-party: the tests of the patch promhbase carries in its fork of
 ## gohbase (third_party/README.md), in the fork's own module
 test-third-party:
 	cd third_party/gohbase && $(GO) test -count=1 ./hrpc
+
+## test-cluster: the cluster tests (e2e/faults, tags faults and cluster):
+## starts scripts/hbase.sh's cluster (ZooKeeper, a master and three region
+## servers, each its own JVM), kills and restarts its processes under
+## ingest, and stops it
+HBASE_CLUSTER_ZK ?= 127.0.0.1:2182
+test-cluster:
+	@scripts/hbase.sh cluster-up
+	@status=0; \
+	PROMHBASE_HBASE_ZK=$(HBASE_CLUSTER_ZK) $(GO) test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v $(FAULTS_PKGS) || status=$$?; \
+	scripts/hbase.sh cluster-down; \
+	exit $$status
+
+## hbase-cluster-up / hbase-cluster-down: start / stop the test cluster
+hbase-cluster-up:
+	scripts/hbase.sh cluster-up
+hbase-cluster-down:
+	scripts/hbase.sh cluster-down
 
 ## test-faults: only the fault tests, against a running scripts/hbase.sh HBase
 test-faults:
@@ -163,10 +181,11 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' scripts/fuzz.sh $(FUZZPKGS)
 
 ## lint: golangci-lint with .golangci.yml (scripts/golangci-lint.sh installs
-## the pinned version into .run/bin). The faults tag only adds files (the
-## fault tests), so one run with it lints every package.
+## the pinned version into .run/bin). The faults and cluster tags only add
+## files (the fault and cluster tests), so one run with them lints every
+## package.
 lint:
-	GO=$(GO) scripts/golangci-lint.sh run --build-tags faults $(PKGS)
+	GO=$(GO) scripts/golangci-lint.sh run --build-tags faults,cluster $(PKGS)
 
 clean:
 	rm -rf bin .run

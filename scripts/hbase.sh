@@ -18,6 +18,40 @@
 #   scripts/hbase.sh regions TABLE
 #                             print the number of online regions of TABLE
 #
+# Cluster mode: ZooKeeper, an HMaster and HBASE_CLUSTER_REGIONSERVERS
+# region servers (3), each its own JVM, in .run/hbase-cluster/, on ports of
+# their own (the standalone HBase may run beside it):
+#
+#   scripts/hbase.sh cluster-up       start a fresh cluster; return once every
+#                                     region server is live and a table can
+#                                     be created, written, read and dropped;
+#                                     print where everything listens
+#   scripts/hbase.sh cluster-down     stop every process of the cluster
+#   scripts/hbase.sh cluster-status   each process, whether it runs, its port
+#                                     and log (exit 0 all run, 3 not)
+#   scripts/hbase.sh cluster-kill ROLE
+#                                     kill -9 one process: zk, master, rs1..
+#   scripts/hbase.sh cluster-start ROLE
+#                                     start it again (same port and data)
+#   scripts/hbase.sh cluster-servers  the live region servers and their
+#                                     region counts (first line: how many)
+#   scripts/hbase.sh cluster-move TABLE
+#                                     move TABLE's first region to the region
+#                                     server holding the fewest, wait until it
+#                                     serves there, print "FROM TO"
+#   scripts/hbase.sh cluster-split TABLE [SPLITROW_HEX]
+#                                     split, as split does
+#
+# Why an acknowledged write survives kill -9 of a region server on the
+# local filesystem: HBase opens its WAL through HFileSystem, which turns
+# off the checksum layer of Hadoop's LocalFileSystem, so the WAL writes
+# through RawLocalFileSystem, whose hflush is a write(2) into the kernel.
+# A region server acknowledges a mutation only after its WAL sync, so the
+# bytes are then in the page cache, which outlives the process (not a
+# power loss: that needs an fsync, hbase.wal.hsync). The live region
+# servers split the dead one's WALs from the shared rootdir and replay
+# them.
+#
 # The jars come from Maven Central through testdata/hbase/pom.xml and are
 # cached in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/hbase-<version>/lib
 # (Maven's own ~/.m2 is reused as well).
@@ -52,6 +86,15 @@
 #                        for 2.6.x 2.6.1; the module is a thin bridge from
 #                        HBase's codec interface to aircompressor and does
 #                        not depend on the Hadoop flavour)
+#   HBASE_CLUSTER_REGIONSERVERS   the cluster's region servers (default 3)
+#   HBASE_CLUSTER_ZK_PORT         its ZooKeeper client port (default 2182)
+#   HBASE_CLUSTER_MASTER_PORT     its master RPC port (default 16100)
+#   HBASE_CLUSTER_RS_PORT         its first region server's port (default
+#                                 16120; the others follow)
+#   HBASE_CLUSTER_RS_HEAP         each region server's heap (default 512m)
+#   HBASE_CLUSTER_SESSION_TIMEOUT ZooKeeper session timeout (ms), which
+#                                 bounds how soon the master sees a region
+#                                 server die (default 10000)
 #   PROMHBASE_CACHE      cache directory (default $HOME/.cache/promhbase)
 #   MVN                  Maven command (default mvn)
 set -euo pipefail
@@ -628,8 +671,286 @@ cmd_regions() {
 	admin regions "$1"
 }
 
+HBASE_CLUSTER_REGIONSERVERS=${HBASE_CLUSTER_REGIONSERVERS:-3}
+HBASE_CLUSTER_ZK_PORT=${HBASE_CLUSTER_ZK_PORT:-2182}
+HBASE_CLUSTER_MASTER_PORT=${HBASE_CLUSTER_MASTER_PORT:-16100}
+HBASE_CLUSTER_RS_PORT=${HBASE_CLUSTER_RS_PORT:-16120}
+HBASE_CLUSTER_RS_HEAP=${HBASE_CLUSTER_RS_HEAP:-512m}
+HBASE_CLUSTER_SESSION_TIMEOUT=${HBASE_CLUSTER_SESSION_TIMEOUT:-10000}
+
+# cluster_env points the script's paths at the cluster's run directory.
+cluster_env() {
+	RUN=$ROOT/.run/hbase-cluster
+	MARKER="-Dpromhbase.hbase.run=$RUN"
+	HBASE_ZK_PORT=$HBASE_CLUSTER_ZK_PORT
+	LOG=$RUN/logs/master.log
+}
+
+# cluster_roles prints the roles of the cluster, in start order.
+cluster_roles() {
+	local i
+	printf '%s\n' zk master
+	for ((i = 1; i <= HBASE_CLUSTER_REGIONSERVERS; i++)); do
+		printf 'rs%d\n' "$i"
+	done
+}
+
+# role_port prints the port a role listens on.
+role_port() {
+	case $1 in
+	zk) echo "$HBASE_CLUSTER_ZK_PORT" ;;
+	master) echo "$HBASE_CLUSTER_MASTER_PORT" ;;
+	rs[1-9] | rs[1-9][0-9])
+		((${1#rs} <= HBASE_CLUSTER_REGIONSERVERS)) || die "no role $1: the cluster has $HBASE_CLUSTER_REGIONSERVERS region servers"
+		echo $((HBASE_CLUSTER_RS_PORT + ${1#rs} - 1))
+		;;
+	*) die "no role $1: want zk, master or rs1..rs$HBASE_CLUSTER_REGIONSERVERS" ;;
+	esac
+}
+
+# role_pid prints the PID of a role's live process.
+role_pid() {
+	local f=$RUN/pids/$1.pid pid
+	[[ -f $f ]] || return 1
+	pid=$(<"$f")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	{ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qxF -- "-Dpromhbase.hbase.role=$1" || return 1
+	printf '%s\n' "$pid"
+}
+
+write_cluster_config() {
+	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin" "$RUN/pids"
+	cat >"$RUN/conf/hbase-site.xml" <<XML
+<?xml version="1.0"?>
+<!-- Written by scripts/hbase.sh cluster-up; rewritten on every cluster-up. -->
+<configuration>
+  <property><name>hbase.cluster.distributed</name><value>true</value></property>
+  <property><name>hbase.rootdir</name><value>file://$RUN/data</value></property>
+  <property><name>hbase.tmp.dir</name><value>$RUN/tmp</value></property>
+  <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1:$HBASE_CLUSTER_ZK_PORT</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$HBASE_CLUSTER_ZK_PORT</value></property>
+  <!-- See the script's header: the WAL reaches the kernel at each sync. -->
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.port</name><value>$HBASE_CLUSTER_MASTER_PORT</value></property>
+  <property><name>hbase.master.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.handler.count</name><value>30</value></property>
+  <!-- How soon the master declares a killed region server dead. -->
+  <property><name>zookeeper.session.timeout</name><value>$HBASE_CLUSTER_SESSION_TIMEOUT</value></property>
+  <property><name>hbase.balancer.period</name><value>2147483647</value></property>
+  <property><name>hbase.client.scanner.timeout.period</name><value>60000</value></property>
+  <property><name>hbase.hfile.compaction.discharger.interval</name><value>5000</value></property>
+  <!-- Serve once one region server is up; the others join as they come
+       (cluster-up waits for all of them). -->
+  <property><name>hbase.master.wait.on.regionservers.mintostart</name><value>1</value></property>
+  <property><name>hbase.master.wait.on.regionservers.timeout</name><value>1000</value></property>
+$(codec_properties)
+</configuration>
+XML
+	cat >"$RUN/conf/zoo.cfg" <<CFG
+# Written by scripts/hbase.sh cluster-up.
+dataDir=$RUN/zookeeper
+clientPort=$HBASE_CLUSTER_ZK_PORT
+clientPortAddress=127.0.0.1
+tickTime=2000
+maxClientCnxns=0
+admin.enableServer=false
+CFG
+	cat >"$RUN/conf/log4j2.properties" <<PROPS
+# Written by scripts/hbase.sh cluster-up.
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = warn
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = warn
+logger.hbase.name = org.apache.hadoop.hbase
+logger.hbase.level = info
+PROPS
+}
+
+# start_role starts one process of the cluster (same ports and data as
+# before) and returns once its port listens.
+start_role() {
+	local role=$1 java major heap class port pid
+	java=$(java_bin)
+	major=$(java_major "$java")
+	port=$(role_port "$role")
+	if pid=$(role_pid "$role"); then
+		log "$role already runs (pid $pid)"
+		return
+	fi
+	port_busy "$port" && die "port $port on 127.0.0.1 (for $role) is in use by another process"
+	local -a args=()
+	case $role in
+	zk)
+		heap=128m class=org.apache.zookeeper.server.ZooKeeperServerMain
+		args=("$RUN/conf/zoo.cfg")
+		;;
+	master)
+		heap=384m class=org.apache.hadoop.hbase.master.HMaster
+		args=(start)
+		;;
+	*)
+		heap=$HBASE_CLUSTER_RS_HEAP class=org.apache.hadoop.hbase.regionserver.HRegionServer
+		mkdir -p "$RUN/tmp/$role"
+		args=("-Dhbase.regionserver.port=$port" "-Dhbase.tmp.dir=$RUN/tmp/$role" start)
+		;;
+	esac
+	local -a opts=(
+		"-Dproc_$role" "$MARKER" "-Dpromhbase.hbase.role=$role"
+		-Xms64m "-Xmx$heap" -XX:+UseG1GC "-XX:OnOutOfMemoryError=kill -9 %p"
+		-Djava.net.preferIPv4Stack=true
+		-Djava.util.logging.config.class=org.apache.hadoop.hbase.logging.JulToSlf4jInitializer
+		"-Dlog4j2.configurationFile=file:$RUN/conf/log4j2.properties"
+		"-Dhbase.log.dir=$RUN/logs" "-Dhbase.log.file=$role.log" "-Dhbase.home.dir=$RUN"
+		"-Dhbase.id.str=promhbase-$role" -Dzookeeper.admin.enableServer=false
+		"-Djava.io.tmpdir=$RUN/tmp"
+	)
+	local f
+	while IFS= read -r f; do
+		opts+=("$f")
+	done < <(jdk_flags "$major")
+	rm -f "$RUN/pids/$role.pid"
+	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' "hbase-$role" "$RUN/pids/$role.pid" \
+		"$java" "${opts[@]}" -cp "$(classpath)" "$class" "${args[@]}" \
+		</dev/null >>"$RUN/logs/$role.log" 2>&1 &
+	local i
+	for i in $(seq 600); do
+		if ((i > 20)) && ! role_pid "$role" >/dev/null; then
+			tail -n 40 "$RUN/logs/$role.log" >&2 || true
+			die "$role exited during startup (log $RUN/logs/$role.log)"
+		fi
+		port_busy "$port" && break
+		sleep 0.2
+	done
+	port_busy "$port" || die "$role does not listen on $port after 120s (log $RUN/logs/$role.log)"
+	log "$role: pid $(role_pid "$role"), 127.0.0.1:$port, log $RUN/logs/$role.log"
+}
+
+# cluster_wait_ready waits until every region server is live and a table
+# can be created, written, read and dropped.
+cluster_wait_ready() {
+	local start=$1 n= i
+	for i in $(seq 300); do
+		n=$(cluster_admin servers 2>/dev/null | head -n 1 || true)
+		[[ $n == "$HBASE_CLUSTER_REGIONSERVERS" ]] && break
+		sleep 1
+	done
+	[[ $n == "$HBASE_CLUSTER_REGIONSERVERS" ]] ||
+		die "${n:-no} of $HBASE_CLUSTER_REGIONSERVERS region servers live after 300s (logs in $RUN/logs)"
+	"$RUN/bin/hbase-ready" -zk "127.0.0.1:$HBASE_CLUSTER_ZK_PORT" -timeout "$HBASE_READY_TIMEOUT" ||
+		die "the cluster does not serve (logs in $RUN/logs)"
+	log "cluster serves after $((SECONDS - start))s: $n region servers, zk 127.0.0.1:$HBASE_CLUSTER_ZK_PORT"
+}
+
+cmd_cluster_up() {
+	cluster_env
+	local role pid
+	for role in $(cluster_roles); do
+		if pid=$(role_pid "$role"); then
+			die "the cluster runs already ($role pid $pid); stop it with scripts/hbase.sh cluster-down"
+		fi
+		port_busy "$(role_port "$role")" && die "port $(role_port "$role") (for $role) is in use by another process"
+	done
+	fetch_jars
+	fetch_codecs
+	local start=$SECONDS
+	rm -rf "$RUN"
+	write_cluster_config
+	build_ready
+	for role in $(cluster_roles); do
+		start_role "$role"
+	done
+	cluster_wait_ready "$start"
+	cmd_cluster_status
+}
+
+cmd_cluster_down() {
+	cluster_env
+	local role pid p stopped=0
+	# Region servers first, then the master, then ZooKeeper.
+	for role in $(cluster_roles | tac); do
+		if pid=$(role_pid "$role"); then
+			log "stopping $role (pid $pid)"
+			stop_pid "$pid" || die "could not stop $role (pid $pid)"
+			stopped=1
+		fi
+	done
+	for p in $(our_pids); do
+		log "killing stray cluster process $p"
+		kill -KILL "$p" 2>/dev/null || true
+		stopped=1
+	done
+	rm -f "$RUN"/pids/*.pid 2>/dev/null || true
+	sleep 0.5
+	[[ -z $(our_pids) ]] || die "cluster processes remain: $(our_pids | tr '\n' ' ')"
+	if ((stopped)); then
+		log "cluster stopped"
+	else
+		log "the cluster was not running"
+	fi
+}
+
+cmd_cluster_status() {
+	cluster_env
+	local role pid all=0
+	for role in $(cluster_roles); do
+		if pid=$(role_pid "$role"); then
+			echo "$role running pid $pid 127.0.0.1:$(role_port "$role") log $RUN/logs/$role.log"
+		else
+			echo "$role stopped 127.0.0.1:$(role_port "$role") log $RUN/logs/$role.log"
+			all=3
+		fi
+	done
+	echo "zookeeper quorum 127.0.0.1:$HBASE_CLUSTER_ZK_PORT, configuration $RUN/conf"
+	return $all
+}
+
+cmd_cluster_kill() {
+	[[ $# -eq 1 ]] || usage
+	cluster_env
+	role_port "$1" >/dev/null
+	local pid i
+	pid=$(role_pid "$1") || die "$1 does not run"
+	kill -KILL "$pid"
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	log "$1 (pid $pid) killed with SIGKILL"
+}
+
+cmd_cluster_start() {
+	[[ $# -eq 1 ]] || usage
+	cluster_env
+	[[ -f $RUN/conf/hbase-site.xml ]] || die "no cluster in $RUN; start one with scripts/hbase.sh cluster-up"
+	start_role "$1"
+}
+
+# cluster_admin runs an admin command (testdata/hbase/Split.java) against
+# the cluster.
+cluster_admin() {
+	cluster_env
+	PIDFILE=$RUN/pids/master.pid
+	admin "$@"
+}
+
 usage() {
 	echo "usage: $0 up|down|restart|status|split TABLE [SPLITROW_HEX]|regions TABLE" >&2
+	echo "       $0 cluster-up|cluster-down|cluster-status|cluster-servers|cluster-kill ROLE|cluster-start ROLE|cluster-move TABLE|cluster-split TABLE [SPLITROW_HEX]" >&2
 	exit 2
 }
 
@@ -642,5 +963,24 @@ up | down | restart | status)
 	;;
 split) cmd_split "$@" ;;
 regions) cmd_regions "$@" ;;
+cluster-up | cluster-down | cluster-status)
+	[[ $# -eq 0 ]] || usage
+	"cmd_${cmd//-/_}"
+	;;
+cluster-kill | cluster-start) "cmd_${cmd//-/_}" "$@" ;;
+cluster-servers)
+	[[ $# -eq 0 ]] || usage
+	cluster_admin servers
+	;;
+cluster-move)
+	[[ $# -eq 1 ]] || usage
+	cluster_admin move "$1" "$HBASE_SPLIT_TIMEOUT"
+	;;
+cluster-split)
+	[[ $# -ge 1 && $# -le 2 ]] || usage
+	cluster_env
+	PIDFILE=$RUN/pids/master.pid
+	cmd_split "$@"
+	;;
 *) usage ;;
 esac

@@ -240,6 +240,8 @@ type writer struct {
 	url    string
 	client *http.Client
 	stats  writeStats
+	// onAttempt, when set, is told of each attempt: acknowledged or not.
+	onAttempt func(ok bool)
 }
 
 func newWriter(base string) *writer {
@@ -267,6 +269,9 @@ func (w *writer) send(ctx context.Context, req *prompb.WriteRequest) error {
 		}
 		w.stats.attempts.Add(1)
 		code, msg, err := w.post(ctx, body)
+		if w.onAttempt != nil && ctx.Err() == nil {
+			w.onAttempt(err == nil && code/100 == 2)
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("write request of %d series: %w (last error: %w)", len(req.Timeseries), ctx.Err(), err)

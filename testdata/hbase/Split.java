@@ -4,14 +4,20 @@
 //
 //   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java split TABLE TIMEOUT_SECONDS [SPLITROW_HEX]
 //   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java regions TABLE
+//   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java servers
+//   java -cp "$RUN/conf:$LIB/*" testdata/hbase/Split.java move TABLE TIMEOUT_SECONDS
 //
 // split asks the master to split every region of TABLE at the split point
 // the region server picks (the middle key of the largest store file), or,
 // with SPLITROW_HEX, the region that holds that row at that row. It then
 // waits until TABLE has more online regions than before and none of them is
 // in transition, and prints the new region count on stdout. regions prints
-// the number of online regions of TABLE. Progress goes to stderr. Exit
-// status: 0 done, 1 failed, 2 usage.
+// the number of online regions of TABLE. servers prints the number of live
+// region servers, one per line after it: host,port,startcode and the
+// number of regions each holds. move moves TABLE's first region to another
+// live region server (the one holding the fewest regions), waits until it
+// serves there, and prints "FROM TO" (host,port,startcode each). Progress
+// goes to stderr. Exit status: 0 done, 1 failed, 2 usage.
 
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -22,6 +28,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
@@ -36,13 +43,31 @@ import org.apache.hadoop.hbase.util.Bytes;
 @SuppressWarnings("deprecation")
 public class Split {
   public static void main(String[] args) {
-    if (args.length < 2) {
+    if (args.length < 1 || (args.length < 2 && !args[0].equals("servers"))) {
       usage();
     }
     String mode = args[0];
-    TableName table = TableName.valueOf(args[1]);
+    TableName table = args.length > 1 ? TableName.valueOf(args[1]) : null;
     try {
       switch (mode) {
+        case "servers":
+          if (args.length != 1) {
+            usage();
+          }
+          try (Connection c = connect(); Admin admin = c.getAdmin()) {
+            ClusterMetrics m = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS));
+            System.out.println(m.getLiveServerMetrics().size());
+            for (var e : m.getLiveServerMetrics().entrySet()) {
+              System.out.println(e.getKey() + " " + e.getValue().getRegionMetrics().size());
+            }
+          }
+          break;
+        case "move":
+          if (args.length != 3) {
+            usage();
+          }
+          System.out.println(move(table, Long.parseLong(args[2])));
+          break;
         case "split":
           if (args.length < 3 || args.length > 4) {
             usage();
@@ -71,7 +96,7 @@ public class Split {
 
   private static void usage() {
     System.err.println(
-        "usage: Split.java split TABLE TIMEOUT_SECONDS [SPLITROW_HEX] | regions TABLE");
+        "usage: Split.java split TABLE TIMEOUT_SECONDS [SPLITROW_HEX] | regions TABLE | servers | move TABLE TIMEOUT_SECONDS");
     System.exit(2);
   }
 
@@ -134,6 +159,50 @@ public class Split {
               String.format(
                   "%s still has %d online regions (%d before, %d in transition) after %d s",
                   table, online.size(), before, inTransition, timeoutSec));
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /** Moves the table's first region to the live server with the fewest regions. */
+  private static String move(TableName table, long timeoutSec) throws Exception {
+    try (Connection c = connect(); Admin admin = c.getAdmin()) {
+      mustExist(admin, table);
+      HRegionLocation first;
+      try (RegionLocator loc = c.getRegionLocator(table)) {
+        first = loc.getAllRegionLocations().get(0);
+      }
+      ServerName from = first.getServerName();
+      ClusterMetrics m = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS));
+      ServerName to = null;
+      int fewest = Integer.MAX_VALUE;
+      for (var e : m.getLiveServerMetrics().entrySet()) {
+        int n = e.getValue().getRegionMetrics().size();
+        if (!e.getKey().equals(from) && n < fewest) {
+          to = e.getKey();
+          fewest = n;
+        }
+      }
+      if (to == null) {
+        throw new IllegalStateException("no other live region server than " + from);
+      }
+      byte[] name = first.getRegion().getEncodedNameAsBytes();
+      long start = System.nanoTime();
+      long deadline = start + TimeUnit.SECONDS.toNanos(timeoutSec);
+      System.err.printf("Split.java: moving %s from %s to %s%n", first.getRegion().getEncodedName(), from, to);
+      admin.move(name, to);
+      while (true) {
+        HRegionLocation now;
+        try (RegionLocator loc = c.getRegionLocator(table)) {
+          now = loc.getRegionLocation(first.getRegion().getStartKey(), true);
+        }
+        if (to.equals(now.getServerName()) && inTransition(admin, table) == 0) {
+          System.err.printf("Split.java: moved after %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+          return from + " " + to;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("region still on " + now.getServerName() + " after " + timeoutSec + " s");
         }
         Thread.sleep(200);
       }

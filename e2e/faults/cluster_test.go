@@ -1,0 +1,303 @@
+//go:build faults && cluster
+
+package faults
+
+// The cluster tests run against the cluster of scripts/hbase.sh
+// cluster-up (ZooKeeper, a master and three region servers, each its own
+// JVM) and kill its processes with SIGKILL:
+//
+//	scripts/hbase.sh cluster-up
+//	PROMHBASE_HBASE_ZK=127.0.0.1:2182 go test -tags 'faults cluster' -run Cluster ./e2e/faults
+//
+// make test-cluster does both. Under CI=true a missing cluster fails them.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/uid"
+)
+
+// clusterSalt is the salting of the cluster tests' tables: the data table
+// is pre-split at each bucket, so that every region server holds some.
+const clusterSaltBuckets = 6
+
+// clusterScript runs scripts/hbase.sh with a cluster command against the
+// cluster whose ZooKeeper the tests use.
+func clusterScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(testbackend.ZKQuorum())
+	if err != nil {
+		return "", fmt.Errorf("zookeeper quorum %q: want host:port: %w", testbackend.ZKQuorum(), err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "hbase.sh"), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "HBASE_CLUSTER_ZK_PORT="+port)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	t.Logf("scripts/hbase.sh %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), strings.TrimRight(stderr.String(), "\n"))
+	if err != nil {
+		return stdout.String(), fmt.Errorf("scripts/hbase.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return stdout.String(), nil
+}
+
+// requireCluster makes sure every process of the cluster runs.
+func requireCluster(t *testing.T) {
+	t.Helper()
+	if _, err := clusterScript(t.Context(), t, "cluster-status"); err != nil {
+		testbackend.HBaseMissing(t, err)
+	}
+}
+
+// clusterTables creates data and UID tables, the data table pre-split at
+// the salt buckets, and drops them when the test ends.
+func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Tables {
+	t.Helper()
+	sfx := fmt.Sprintf("%s_%d_%d", name, os.Getpid(), time.Now().UnixNano()%1e9)
+	tb := testbackend.Tables{Data: "cluster_tsdb_" + sfx, UID: "cluster_tsdb-uid_" + sfx}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
+		testbackend.HBaseMissing(t, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.DropTables(ctx, tb.Data, tb.UID); err != nil {
+			t.Errorf("drop test tables: %v", err)
+		}
+	})
+	return tb
+}
+
+// startReplica starts `promhbase serve` on the cluster with the tables'
+// salting.
+func startReplica(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
+	t.Helper()
+	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
+		Name:   name,
+		LogDir: t.TempDir(),
+		Command: func(listen string) *exec.Cmd {
+			return exec.Command(bin, "serve",
+				"--storage.backend=hbase",
+				"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
+				"--hbase.table.data="+tb.Data,
+				"--hbase.table.uid="+tb.UID,
+				"--storage.salt.width=1",
+				"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
+				"--no-rollup.enabled",
+				"--web.listen-address="+listen,
+			)
+		},
+		ReadyPath:    "/-/ready",
+		ReadyTimeout: 2 * time.Minute,
+		LogTail:      40,
+	})
+	p := &promhbaseProcess{name: name, base: "http://" + listen, proc: proc}
+	p.writer = newWriter(p.base)
+	return p
+}
+
+// ingest is what the cluster tests' writers acknowledged and saw.
+type ingest struct {
+	mu    sync.Mutex
+	model map[string]*modelSeries
+	// okAt and failedAt are the Unix ns of each writer's last
+	// acknowledged request and of its first failed attempt since then.
+	okAt, failedAt []atomic.Int64
+	requests       atomic.Int64
+	samples        atomic.Int64
+	writers        []*writer
+}
+
+// runWriters sends new series and new samples of the series before
+// through the replicas, writers goroutines per replica, until stop is
+// closed (each finishes the request it is sending: every request it
+// built is acknowledged, so the model holds exactly what was written).
+func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica int, stop <-chan struct{}) (*ingest, <-chan error) {
+	n := len(replicas) * perReplica
+	in := &ingest{model: map[string]*modelSeries{}, okAt: make([]atomic.Int64, n), failedAt: make([]atomic.Int64, n)}
+	for w := range n {
+		in.writers = append(in.writers, newWriter(replicas[w%len(replicas)].base))
+	}
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		rep := replicas[w%len(replicas)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wr := in.writers[w]
+			wr.onAttempt = func(ok bool) {
+				now := time.Now().UnixNano()
+				if ok {
+					in.okAt[w].Store(now)
+					in.failedAt[w].Store(0)
+				} else {
+					in.failedAt[w].CompareAndSwap(0, now)
+				}
+			}
+			for round := 0; ; round++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				// 50 series a request: 25 new ones, and the 25 of the
+				// round before again, a sample later.
+				req := &prompb.WriteRequest{}
+				for i := range 50 {
+					r, k := round, i
+					if i >= 25 {
+						r, k = round-1, i-25
+					}
+					if r < 0 {
+						continue
+					}
+					ts := series([]prompb.Sample{{Timestamp: t0 + int64(round)*1000, Value: float64(round*100 + i)}},
+						"__name__", fmt.Sprintf("cluster_w%d", w), "round", strconv.Itoa(r), "k", strconv.Itoa(k))
+					req.Timeseries = append(req.Timeseries, ts)
+				}
+				if err := wr.send(ctx, req); err != nil {
+					errs <- fmt.Errorf("writer %d to %s, round %d: %w", w, rep.name, round, err)
+					return
+				}
+				in.requests.Add(1)
+				in.mu.Lock()
+				for _, ts := range req.Timeseries {
+					lbls := labelsOf(ts)
+					m := in.model[lbls.String()]
+					if m == nil {
+						m = &modelSeries{labels: lbls}
+						in.model[lbls.String()] = m
+					}
+					m.samples = append(m.samples, sample{ts.Samples[0].Timestamp, ts.Samples[0].Value})
+					in.samples.Add(1)
+				}
+				in.mu.Unlock()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(errs) }()
+	return in, errs
+}
+
+// TestClusterRegionServerKill: two promhbase replicas take writes of new
+// series from Prometheus-like writers while a region server is killed with
+// SIGKILL. Every acknowledged sample reads back through both replicas,
+// writes resume by themselves once HBase has reassigned the dead server's
+// regions (the time it took is logged), and the UID table is consistent.
+func TestClusterRegionServerKill(t *testing.T) {
+	requireCluster(t)
+	st := newStore(t)
+	tb := clusterTables(t, st, "rskill")
+	out, err := clusterScript(t.Context(), t, "cluster-servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("region servers (live count, then each with its regions):\n%s", out)
+	bin := testproc.BuildBinary(t, filepath.Join(repoRoot(t), "cmd", "promhbase"))
+	replicas := []*promhbaseProcess{startReplica(t, bin, "a", tb), startReplica(t, bin, "b", tb)}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+
+	stop := make(chan struct{})
+	in, errs := runWriters(ctx, replicas, 2, stop)
+	time.Sleep(8 * time.Second)
+	before := in.samples.Load()
+	killed := time.Now()
+	t.Cleanup(func() {
+		// Whatever happened, the next test finds the whole cluster.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if _, err := clusterScript(ctx, t, "cluster-start", "rs1"); err != nil {
+			t.Errorf("restart rs1: %v", err)
+		}
+	})
+	if _, err := clusterScript(ctx, t, "cluster-kill", "rs1"); err != nil {
+		close(stop)
+		t.Fatal(err)
+	}
+	// Writes resume when every writer has had a request acknowledged after
+	// the kill and none is failing.
+	var resumed time.Duration
+	var firstFailure time.Duration
+	deadline := time.Now().Add(5 * time.Minute)
+	for resumed == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		all := true
+		for w := range in.okAt {
+			if f := in.failedAt[w].Load(); f > 0 && firstFailure == 0 {
+				firstFailure = time.Duration(f - killed.UnixNano())
+			}
+			if in.okAt[w].Load() < killed.UnixNano()+int64(2*time.Second) || in.failedAt[w].Load() != 0 {
+				all = false
+			}
+		}
+		if all && firstFailure > 0 {
+			resumed = time.Since(killed)
+		}
+	}
+	time.Sleep(5 * time.Second) // and go on writing a while
+	close(stop)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if resumed == 0 {
+		t.Fatalf("writes had not resumed 5 minutes after the kill (first failure %s after it)", firstFailure)
+	}
+	t.Logf("kill -9 of rs1: first failed write %s after it, every writer acknowledged again %s after it; %d requests, %d samples acknowledged (%d before the kill)",
+		firstFailure.Round(time.Millisecond), resumed.Round(time.Millisecond), in.requests.Load(), in.samples.Load(), before)
+	for w, wr := range in.writers {
+		t.Logf("writer %d to %s: %s", w, replicas[w%len(replicas)].name, &wr.stats)
+	}
+
+	t.Run("every acknowledged sample through both replicas", func(t *testing.T) {
+		client := &http.Client{Timeout: 2 * time.Minute}
+		for w := range len(in.okAt) {
+			ms := []*labels.Matcher{eq("__name__", fmt.Sprintf("cluster_w%d", w))}
+			exp := filterModel(in.model, ms)
+			for _, p := range replicas {
+				got, err := remoteRead(ctx, client, p.base, t0, t0+24*3600_000, ms...)
+				if err != nil {
+					t.Fatalf("%s: %v: %v", p.name, ms, err)
+				}
+				problems, _ := compareExact(got, exp, 10)
+				for _, pr := range problems {
+					t.Errorf("%s: %v: %s", p.name, ms, pr)
+				}
+			}
+		}
+	})
+	t.Run("uid fsck", func(t *testing.T) {
+		rep, err := uid.UIDFsck(ctx, st, tb.UID, mapping.Layout{SaltWidth: 1, SaltBuckets: clusterSaltBuckets, MetricWidth: 3, TagKWidth: 3, TagVWidth: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logFsck(t, rep)
+	})
+}
