@@ -25,7 +25,7 @@ func TestFloatColumnRoundTrip(t *testing.T) {
 		{"decimals", floatWords(45.988, 45.99, 46.001, 45.97, 46.5), 16},
 		{"times", floatWords(295001, 295003, 295000, 295004, 295002, 295001), 14},
 		{"raw floats", floatWords(math.Pi, math.E, math.Sqrt2, 1/3.0), 40},
-		{"NaN and Inf", floatWords(math.NaN(), math.Inf(1), -0.0, 0, math.Inf(-1), 1e300), 60},
+		{"NaN and Inf", floatWords(math.NaN(), math.Inf(1), math.Copysign(0, -1), 0, math.Inf(-1), 1e300), 60},
 		{"stale NaN", []uint64{0x7ff0000000000002, 0x7ff8000000000001}, 20},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -255,7 +255,7 @@ func dayRun(tb testing.TB) []store.Cell {
 		w := rollup.Window{End: end}
 		for t := end - 300_000 + 15_000; t <= end; t += 15_000 {
 			v += float64((t/15_000)%7) * 0.25
-			w.Add(t-int64(t/15_000%3), v)
+			w.Add(t-t/15_000%3, v)
 		}
 		w.Finish()
 		var err error
