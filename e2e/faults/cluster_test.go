@@ -83,16 +83,18 @@ func requireCluster(t *testing.T) {
 func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Tables {
 	t.Helper()
 	sfx := fmt.Sprintf("%s_%d_%d", name, os.Getpid(), time.Now().UnixNano()%1e9)
-	tb := testbackend.Tables{Data: "cluster_tsdb_" + sfx, UID: "cluster_tsdb-uid_" + sfx}
+	tb := testbackend.Tables{Data: "cluster_tsdb_" + sfx, UID: "cluster_tsdb-uid_" + sfx, Exemplar: "cluster_tsdb-exemplar_" + sfx,
+		Meta: "cluster_tsdb-meta_" + sfx, Index: "cluster_tsdb-index_" + sfx}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
+		MetaTable: tb.Meta, IndexTable: tb.Index, SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
 		testbackend.HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, tb.Data, tb.UID); err != nil {
+		if err := st.DropTables(ctx, tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index); err != nil {
 			t.Errorf("drop test tables: %v", err)
 		}
 	})
@@ -112,6 +114,9 @@ func startReplica(t *testing.T, bin, name string, tb testbackend.Tables) *promhb
 				"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
 				"--hbase.table.data="+tb.Data,
 				"--hbase.table.uid="+tb.UID,
+				"--hbase.table.exemplar="+tb.Exemplar,
+				"--hbase.table.meta="+tb.Meta,
+				"--hbase.table.index="+tb.Index,
 				"--storage.salt.width=1",
 				"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
 				"--no-rollup.enabled",
