@@ -220,15 +220,19 @@ func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica in
 	return in, errs
 }
 
-// TestClusterRegionServerKill: two promhbase replicas take writes of new
-// series from Prometheus-like writers while a region server is killed with
-// SIGKILL. Every acknowledged sample reads back through both replicas,
-// writes resume by themselves once HBase has reassigned the dead server's
-// regions (the time it took is logged), and the UID table is consistent.
-func TestClusterRegionServerKill(t *testing.T) {
+// clusterScenario runs two promhbase replicas on fresh tables with
+// Prometheus-like writers, calls fault once the writers have run a while
+// (it returns what to log of it, and heal, nil or what to do once the
+// writers stopped, before anything is read), lets the writers go on for
+// recovery, then checks that every acknowledged sample reads back through both
+// replicas and that the UID table is consistent. It logs each writer's
+// longest wait for an acknowledgement after the fault began, and fails
+// when a writer had none in the last 20 s.
+func clusterScenario(t *testing.T, name string, recovery time.Duration, fault func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables) (what string, heal func())) {
+	t.Helper()
 	requireCluster(t)
 	st := newStore(t)
-	tb := clusterTables(t, st, "rskill")
+	tb := clusterTables(t, st, name)
 	out, err := clusterScript(t.Context(), t, "cluster-servers")
 	if err != nil {
 		t.Fatal(err)
@@ -243,23 +247,9 @@ func TestClusterRegionServerKill(t *testing.T) {
 	in, errs := runWriters(ctx, replicas, 2, stop)
 	time.Sleep(8 * time.Second)
 	before := in.samples.Load()
-	killed := time.Now()
-	t.Cleanup(func() {
-		// Whatever happened, the next test finds the whole cluster.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if _, err := clusterScript(ctx, t, "cluster-start", "rs1"); err != nil {
-			t.Errorf("restart rs1: %v", err)
-		}
-	})
-	if _, err := clusterScript(ctx, t, "cluster-kill", "rs1"); err != nil {
-		close(stop)
-		t.Fatal(err)
-	}
-	// HBase needs the ZooKeeper session timeout to see the region server
-	// dead, then splits its WALs and reopens its regions elsewhere; the
-	// writers go on meanwhile, as Prometheus's would.
-	time.Sleep(clusterRecovery)
+	began := time.Now()
+	what, heal := fault(ctx, replicas, tb)
+	time.Sleep(recovery)
 	close(stop)
 	for err := range errs {
 		if err != nil {
@@ -267,16 +257,19 @@ func TestClusterRegionServerKill(t *testing.T) {
 		}
 	}
 	end := time.Now()
-	// Each writer's longest wait between two acknowledgements around the
-	// kill, and when the longest of them ended: when writes resumed.
+	if heal != nil {
+		heal()
+	}
+	// Each writer's longest wait between two acknowledgements from the
+	// fault on, and when the longest of them ended: when writes resumed.
 	in.mu.Lock()
 	var stall time.Duration
 	var resumedAt time.Time
 	fails := 0
 	for w, acks := range in.acks {
-		prev := killed
+		prev := began
 		for _, a := range acks {
-			if a.Before(killed) {
+			if a.Before(began) {
 				continue
 			}
 			if gap := a.Sub(prev); gap > stall {
@@ -285,17 +278,17 @@ func TestClusterRegionServerKill(t *testing.T) {
 			prev = a
 		}
 		if end.Sub(prev) > 20*time.Second {
-			t.Errorf("writer %d: no acknowledgement in the last %s of the run (the last %s after the kill)", w, end.Sub(prev).Round(time.Second), prev.Sub(killed).Round(time.Millisecond))
+			t.Errorf("writer %d: no acknowledgement in the last %s of the run (the last %s after the fault)", w, end.Sub(prev).Round(time.Second), prev.Sub(began).Round(time.Millisecond))
 		}
 		for _, f := range in.fails[w] {
-			if !f.Before(killed) {
+			if !f.Before(began) {
 				fails++
 			}
 		}
 	}
 	in.mu.Unlock()
-	t.Logf("kill -9 of rs1: the longest wait of a writer for an acknowledgement was %s; writes resumed %s after the kill; %d failed attempts after it; %d requests, %d samples acknowledged in all (%d before the kill)",
-		stall.Round(time.Millisecond), resumedAt.Sub(killed).Round(time.Millisecond), fails, in.requests.Load(), in.samples.Load(), before)
+	t.Logf("%s: the longest wait of a writer for an acknowledgement was %s, ending %s after the fault began; %d failed attempts after it; %d requests, %d samples acknowledged in all (%d before the fault)",
+		what, stall.Round(time.Millisecond), resumedAt.Sub(began).Round(time.Millisecond), fails, in.requests.Load(), in.samples.Load(), before)
 	for w, wr := range in.writers {
 		t.Logf("writer %d to %s: %s", w, replicas[w%len(replicas)].name, &wr.stats)
 	}
@@ -323,5 +316,94 @@ func TestClusterRegionServerKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		logFsck(t, rep)
+	})
+}
+
+// restartAtEnd starts role again when the test ends, whatever happened,
+// so that the next test finds the whole cluster.
+func restartAtEnd(t *testing.T, role string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if _, err := clusterScript(ctx, t, "cluster-start", role); err != nil {
+			t.Errorf("restart %s: %v", role, err)
+		}
+	})
+}
+
+// TestClusterRegionServerKill: a region server killed with SIGKILL under
+// ingest. HBase needs the ZooKeeper session timeout to see it dead, then
+// splits its WALs and reopens its regions on the others; the writers go
+// on meanwhile, as Prometheus's would, and nothing acknowledged is lost.
+func TestClusterRegionServerKill(t *testing.T) {
+	restartAtEnd(t, "rs1")
+	clusterScenario(t, "rskill", clusterRecovery, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables) (string, func()) {
+		if _, err := clusterScript(ctx, t, "cluster-kill", "rs1"); err != nil {
+			t.Fatal(err)
+		}
+		return "kill -9 of rs1", nil
+	})
+}
+
+// TestClusterMasterKill: the HMaster killed with SIGKILL under ingest.
+// The region servers go on serving their regions, so writes go on; the
+// master is started again once the writers stopped (the test's tables are
+// dropped through it).
+func TestClusterMasterKill(t *testing.T) {
+	restartAtEnd(t, "master")
+	clusterScenario(t, "masterkill", 20*time.Second, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables) (string, func()) {
+		if _, err := clusterScript(ctx, t, "cluster-kill", "master"); err != nil {
+			t.Fatal(err)
+		}
+		return "kill -9 of the master", func() {
+			if _, err := clusterScript(ctx, t, "cluster-start", "master"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// TestClusterRegionMoveAndSplit: a region of the data table moved to
+// another region server, then the data table split, under ingest and
+// while a reader reads a metric through remote read over and over: the
+// clients see no error beyond retries, and nothing is lost.
+func TestClusterRegionMoveAndSplit(t *testing.T) {
+	clusterScenario(t, "move", 20*time.Second, func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables) (string, func()) {
+		table := tb.Data
+		stopRead := make(chan struct{})
+		readDone := make(chan string, 1)
+		go func() {
+			// The long read: the first writer's metric, through replica b,
+			// again and again while the regions move.
+			client := &http.Client{Timeout: 2 * time.Minute}
+			n, retried := 0, 0
+			for {
+				select {
+				case <-stopRead:
+					readDone <- fmt.Sprintf("%d remote reads of cluster_w0 during the move and split, %d retried", n, retried)
+					return
+				default:
+				}
+				if _, err := remoteRead(ctx, client, replicas[1].base, t0, t0+24*3600_000, eq("__name__", "cluster_w0")); err != nil {
+					if !retryable(err) {
+						t.Errorf("remote read during the move: %v", err)
+					}
+					retried++
+					time.Sleep(minBackoff)
+					continue
+				}
+				n++
+			}
+		}()
+		out, err := clusterScript(ctx, t, "cluster-move", table)
+		if err != nil {
+			t.Error(err)
+		}
+		if _, err := clusterScript(ctx, t, "cluster-split", table); err != nil {
+			t.Error(err)
+		}
+		close(stopRead)
+		return fmt.Sprintf("a region of %s moved (%s) and the table split; %s", table, strings.TrimSpace(out), <-readDone), nil
 	})
 }
