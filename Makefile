@@ -23,7 +23,7 @@ run:
 ## once), runs all packages (end-to-end suites on the embedded store, the
 ## store contract suite on both stores), then the end-to-end suites again on
 ## HBase, then the fault tests (HBase restarted and split under load), and
-## stops HBase whatever happened.
+## stops HBase whatever happened; then the cluster tests (test-cluster).
 test: vet lint test-third-party
 	@scripts/prometheus.sh >/dev/null
 	@scripts/hbase.sh up
@@ -38,6 +38,9 @@ test: vet lint test-third-party
 			$(GO) test -tags faults -count=1 -timeout 20m $(FAULTS_PKGS) || status=$$?; \
 	fi; \
 	scripts/hbase.sh down; \
+	if [ $$status -eq 0 ]; then \
+		$(MAKE) --no-print-directory test-cluster || status=$$?; \
+	fi; \
 	exit $$status
 
 # stdmethods is off: Prometheus's chunkenc.Iterator, which query implements,
@@ -54,7 +57,7 @@ test-third-party:
 ## test-cluster: the cluster tests (e2e/faults, tags faults and cluster):
 ## starts scripts/hbase.sh's cluster (ZooKeeper, a master and three region
 ## servers, each its own JVM), kills and restarts its processes under
-## ingest, and stops it
+## ingest, and stops it. make test runs it last.
 HBASE_CLUSTER_ZK ?= 127.0.0.1:2182
 test-cluster:
 	@scripts/hbase.sh cluster-up

@@ -163,8 +163,8 @@ func TestStoreErrorIs5xx(t *testing.T) {
 		Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},
 	})
 	fs.fail = true
-	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable {
-		t.Fatalf("write with the store down: %d %s, want 503", rec.Code, rec.Body)
+	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("write with the store down: %d (Retry-After %q) %s, want 503 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
 	fs.fail = false
 	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {

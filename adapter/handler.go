@@ -195,6 +195,9 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// retryAfterUnavailable is the Retry-After (seconds) of a 503 answer.
+const retryAfterUnavailable = 1
+
 // statusFor maps an error to its HTTP status code. It is the one place that
 // decides between "never retry" (4xx) and "retry" (5xx).
 func statusFor(err error) int {
@@ -322,6 +325,12 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 				sw.Header().Set("Allow", http.MethodPost)
 			case errors.As(err, &rate):
 				sw.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
+			case code == http.StatusServiceUnavailable:
+				// The store, or promhbase, is busy or out of reach for now
+				// (a region moving, a region server being replaced):
+				// Prometheus's remote write waits this long before it sends
+				// the request again, instead of its shortest backoff.
+				sw.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
 			}
 			http.Error(sw, err.Error(), code)
 		} else if sw.code == 0 {
