@@ -242,6 +242,10 @@ type writer struct {
 	stats  writeStats
 	// onAttempt, when set, is told of each attempt: acknowledged or not.
 	onAttempt func(ok bool)
+	// others are the write URLs of other replicas, which the writer moves
+	// on to, in turn, after an attempt without an answer, as a load
+	// balancer takes a dead backend out.
+	others []string
 }
 
 func newWriter(base string) *writer {
@@ -277,6 +281,9 @@ func (w *writer) send(ctx context.Context, req *prompb.WriteRequest) error {
 			return fmt.Errorf("write request of %d series: %w (last error: %w)", len(req.Timeseries), ctx.Err(), err)
 		case err != nil:
 			w.stats.connErrors.Add(1)
+			if len(w.others) > 0 {
+				w.url, w.others = w.others[0], append(w.others[1:], w.url)
+			}
 		case code/100 == 2:
 			w.stats.requests.Add(1)
 			return nil

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -390,6 +391,8 @@ type promhbaseProcess struct {
 	base   string // http://127.0.0.1:port
 	proc   *testproc.Process
 	writer *writer
+	// killed is set by a test that killed the process on purpose.
+	killed atomic.Bool
 }
 
 // startPromhbase starts `promhbase serve` on the HBase backend and the
