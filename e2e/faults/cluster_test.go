@@ -13,9 +13,11 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,6 +320,28 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 			}
 		}
 	})
+	t.Run("sample counts through the query API of every live replica", func(t *testing.T) {
+		client := &http.Client{Timeout: 2 * time.Minute}
+		for w := range len(in.acks) {
+			metric := fmt.Sprintf("cluster_w%d", w)
+			want := 0
+			for _, m := range filterModel(in.model, []*labels.Matcher{eq("__name__", metric)}) {
+				want += len(m)
+			}
+			for _, p := range replicas {
+				if p.killed.Load() {
+					continue
+				}
+				got, err := instantCount(ctx, client, p.base, fmt.Sprintf("sum(count_over_time(%s[2h]))", metric), t0+3600_000)
+				if err != nil {
+					t.Fatalf("%s: %v", p.name, err)
+				}
+				if got != want {
+					t.Errorf("%s: %s has %d samples through the query API, %d acknowledged", p.name, metric, got, want)
+				}
+			}
+		}
+	})
 	t.Run("uid fsck", func(t *testing.T) {
 		rep, err := uid.UIDFsck(ctx, st, tb.UID, mapping.Layout{SaltWidth: 1, SaltBuckets: clusterSaltBuckets, MetricWidth: 3, TagKWidth: 3, TagVWidth: 3})
 		if err != nil {
@@ -430,4 +454,41 @@ func TestClusterReplicaKill(t *testing.T) {
 		<-a.proc.Exited()
 		return "kill -9 of replica a", nil
 	})
+}
+
+// instantCount runs an instant query whose answer is one number and
+// returns it as an integer.
+func instantCount(ctx context.Context, client *http.Client, base, q string, at int64) (int, error) {
+	v := url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at)/1000, 'f', 3, 64)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/query", strings.NewReader(v.Encode()))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, fmt.Errorf("%s: status %d: %w", q, resp.StatusCode, err)
+	}
+	if r.Status != "success" || len(r.Data.Result) != 1 {
+		return 0, fmt.Errorf("%s: status %d %q %s, %d results", q, resp.StatusCode, r.Status, r.Error, len(r.Data.Result))
+	}
+	s, _ := r.Data.Result[0].Value[1].(string)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: value %q: %w", q, s, err)
+	}
+	return n, nil
 }
