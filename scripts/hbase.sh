@@ -327,6 +327,29 @@ codec_properties() {
 	done
 }
 
+# write_log_config writes the log4j2 configuration of HBase's JVMs:
+# warnings of ZooKeeper and Hadoop, HBase's info lines, to stderr (the log
+# file of each JVM).
+write_log_config() {
+	cat >"$RUN/conf/log4j2.properties" <<EOF
+# Written by scripts/hbase.sh; rewritten on every up and cluster-up.
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = warn
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = warn
+logger.hbase.name = org.apache.hadoop.hbase
+logger.hbase.level = info
+EOF
+}
+
 write_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin"
 	cat >"$RUN/conf/hbase-site.xml" <<EOF
@@ -375,23 +398,7 @@ write_config() {
 $(codec_properties)
 </configuration>
 EOF
-	cat >"$RUN/conf/log4j2.properties" <<EOF
-# Written by scripts/hbase.sh; rewritten on every up.
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger.level = info
-rootLogger.appenderRef.console.ref = console
-logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = warn
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = warn
-logger.hbase.name = org.apache.hadoop.hbase
-logger.hbase.level = info
-EOF
+	write_log_config
 }
 
 tail_log() {
@@ -762,23 +769,7 @@ tickTime=2000
 maxClientCnxns=0
 admin.enableServer=false
 CFG
-	cat >"$RUN/conf/log4j2.properties" <<PROPS
-# Written by scripts/hbase.sh cluster-up.
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger.level = info
-rootLogger.appenderRef.console.ref = console
-logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = warn
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = warn
-logger.hbase.name = org.apache.hadoop.hbase
-logger.hbase.level = info
-PROPS
+	write_log_config
 }
 
 # start_role starts one process of the cluster (same ports and data as

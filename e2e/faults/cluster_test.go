@@ -15,11 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,22 +53,7 @@ const clusterSaltBuckets = 6
 // cluster whose ZooKeeper the tests use.
 func clusterScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	_, port, err := net.SplitHostPort(testbackend.ZKQuorum())
-	if err != nil {
-		return "", fmt.Errorf("zookeeper quorum %q: want host:port: %w", testbackend.ZKQuorum(), err)
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "hbase.sh"), args...)
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "HBASE_CLUSTER_ZK_PORT="+port)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("scripts/hbase.sh %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), strings.TrimRight(stderr.String(), "\n"))
-	if err != nil {
-		return stdout.String(), fmt.Errorf("scripts/hbase.sh %s: %w", strings.Join(args, " "), err)
-	}
-	return stdout.String(), nil
+	return runHBaseScript(ctx, t, "HBASE_CLUSTER_ZK_PORT", args...)
 }
 
 // requireCluster makes sure every process of the cluster runs.
@@ -104,35 +87,18 @@ func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Table
 	return tb
 }
 
-// startReplica starts `promhbase serve` on the cluster with the tables'
-// salting.
+// startReplica starts `promhbase serve` on the cluster with all the
+// tables and their salting, rollups off.
 func startReplica(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
 	t.Helper()
-	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
-		Name:   name,
-		LogDir: t.TempDir(),
-		Command: func(listen string) *exec.Cmd {
-			return exec.Command(bin, "serve",
-				"--storage.backend=hbase",
-				"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
-				"--hbase.table.data="+tb.Data,
-				"--hbase.table.uid="+tb.UID,
-				"--hbase.table.exemplar="+tb.Exemplar,
-				"--hbase.table.meta="+tb.Meta,
-				"--hbase.table.index="+tb.Index,
-				"--storage.salt.width=1",
-				"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
-				"--no-rollup.enabled",
-				"--web.listen-address="+listen,
-			)
-		},
-		ReadyPath:    "/-/ready",
-		ReadyTimeout: 2 * time.Minute,
-		LogTail:      40,
-	})
-	p := &promhbaseProcess{name: name, base: "http://" + listen, proc: proc}
-	p.writer = newWriter(p.base)
-	return p
+	return startPromhbase(t, bin, name, tb,
+		"--hbase.table.exemplar="+tb.Exemplar,
+		"--hbase.table.meta="+tb.Meta,
+		"--hbase.table.index="+tb.Index,
+		"--storage.salt.width=1",
+		"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
+		"--no-rollup.enabled",
+	)
 }
 
 // ingest is what the cluster tests' writers acknowledged and saw.

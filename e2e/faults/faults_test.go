@@ -84,13 +84,20 @@ func repoRoot(t testing.TB) string {
 // error is logged.
 func hbaseScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
 	t.Helper()
+	return runHBaseScript(ctx, t, "HBASE_ZK_PORT", args...)
+}
+
+// runHBaseScript runs scripts/hbase.sh with args, its environment
+// variable portVar set to the port of the tests' ZooKeeper.
+func runHBaseScript(ctx context.Context, t testing.TB, portVar string, args ...string) (string, error) {
+	t.Helper()
 	_, port, err := net.SplitHostPort(testbackend.ZKQuorum())
 	if err != nil {
-		return "", fmt.Errorf("zookeeper quorum %q: scripts/hbase.sh runs one loopback HBase, want host:port: %w", testbackend.ZKQuorum(), err)
+		return "", fmt.Errorf("zookeeper quorum %q: scripts/hbase.sh runs loopback HBases, want host:port: %w", testbackend.ZKQuorum(), err)
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "hbase.sh"), args...)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "HBASE_ZK_PORT="+port)
+	cmd.Env = append(os.Environ(), portVar+"="+port)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -396,22 +396,23 @@ type promhbaseProcess struct {
 }
 
 // startPromhbase starts `promhbase serve` on the HBase backend and the
-// tables tb, waits until /-/ready answers 200, and stops the process when
+// tables tb (with extra flags), waits until /-/ready answers 200, and stops the process when
 // the test ends (TERM, then KILL after 15 s); on failure it prints the
 // tail of its log.
-func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
+func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables, extra ...string) *promhbaseProcess {
 	t.Helper()
 	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
 		Name:   name,
 		LogDir: t.TempDir(),
 		Command: func(listen string) *exec.Cmd {
-			return exec.Command(bin, "serve",
+			args := []string{"serve",
 				"--storage.backend=hbase",
-				"--hbase.zookeeper.quorum="+testbackend.ZKQuorum(),
-				"--hbase.table.data="+tb.Data,
-				"--hbase.table.uid="+tb.UID,
-				"--web.listen-address="+listen,
-			)
+				"--hbase.zookeeper.quorum=" + testbackend.ZKQuorum(),
+				"--hbase.table.data=" + tb.Data,
+				"--hbase.table.uid=" + tb.UID,
+				"--web.listen-address=" + listen,
+			}
+			return exec.Command(bin, append(args, extra...)...)
 		},
 		ReadyPath:    "/-/ready",
 		ReadyTimeout: 2 * time.Minute,
