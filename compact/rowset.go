@@ -89,3 +89,15 @@ func insert(slots []uint64, h uint64) bool {
 		}
 	}
 }
+
+// each calls f with every hash in the set.
+func (s *rowSet) each(f func(h uint64)) {
+	if s.zero {
+		f(0)
+	}
+	for _, h := range s.slots {
+		if h != 0 {
+			f(h)
+		}
+	}
+}

@@ -94,7 +94,16 @@ type hourRows struct {
 	rows    rowSet // keyed hashes of the row keys
 	metrics map[string]struct{}
 	full    bool // the cap was hit (logged once)
+	// tries is how many times the hour's rows were handed to the
+	// compactor already: rows that failed (a region server died, a
+	// region moved for too long) are handed again at the next check, up
+	// to maxTries times in all.
+	tries int
 }
+
+// maxTries is how many times the scheduler tries a row whose compaction
+// failed before it leaves it to `promhbase compact`.
+const maxTries = 5
 
 type schedulerMetrics struct {
 	compacted    prometheus.Counter
@@ -317,9 +326,10 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 	slices.Sort(metrics) // neighbouring rows share regions
 	work := make(chan []byte)
 	var (
-		mu    sync.Mutex
-		stats Stats
-		wg    sync.WaitGroup
+		mu     sync.Mutex
+		stats  Stats
+		wg     sync.WaitGroup
+		failed [][]byte
 	)
 	for range s.opts.Concurrency {
 		wg.Add(1)
@@ -334,6 +344,13 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 				s.record(res, err)
 				mu.Lock()
 				stats.Add(res, err)
+				if err != nil {
+					// A compaction that failed between its put and its
+					// delete leaves the row with both (reads are
+					// unchanged; OpenTSDB's fsck counts duplicates):
+					// try the row again.
+					failed = append(failed, k)
+				}
 				mu.Unlock()
 			}
 		}()
@@ -379,6 +396,16 @@ feed:
 		}
 	}
 
+	retry := ""
+	if ctx.Err() == nil && (scanErr != nil || len(failed) > 0) {
+		if hr.tries+1 < maxTries {
+			retry = "at the next check"
+			s.retry(hr, scanErr != nil, failed)
+		} else {
+			retry = "no more: left for `promhbase compact`"
+		}
+	}
+
 	s.m.batches.Inc()
 	level := slog.LevelInfo
 	if stats.Errors > 0 || left > 0 {
@@ -392,7 +419,39 @@ feed:
 	if stats.FirstError != nil {
 		attrs = append(attrs, "first_error", stats.FirstError)
 	}
+	if retry != "" {
+		attrs = append(attrs, "try", hr.tries+1, "retry", retry)
+	}
 	s.opts.Logger.Log(ctx, level, "compacted hour", attrs...)
+}
+
+// retry hands rows of hr to the next check again: all of them when the
+// scans failed (the rows not reached are not known), else the failed
+// ones, merged with the rows written into the hour since.
+func (s *Scheduler) retry(hr *hourRows, all bool, failed [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.hours[hr.hour]
+	if next == nil {
+		next = &hourRows{hour: hr.hour, metrics: map[string]struct{}{}}
+		s.hours[hr.hour] = next
+	}
+	next.tries = max(next.tries, hr.tries+1)
+	before := next.rows.len()
+	if all {
+		hr.rows.each(func(h uint64) { next.rows.add(h) })
+		for m := range hr.metrics {
+			next.metrics[m] = struct{}{}
+		}
+	} else {
+		for _, k := range failed {
+			next.rows.add(maphash.Bytes(s.seed, k))
+			if metric := s.c.opts.Layout.MetricOf(k); !hasKey(next.metrics, metric) {
+				next.metrics[string(metric)] = struct{}{}
+			}
+		}
+	}
+	s.pending += next.rows.len() - before
 }
 
 // record counts one row's outcome in the metrics.

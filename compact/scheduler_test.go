@@ -235,3 +235,66 @@ func TestNoteRowsIgnoresShortKeys(t *testing.T) {
 		t.Errorf("pending %v, want 0", got)
 	}
 }
+
+// failingDeletes is a store whose first fails Deletes fail, as they do
+// when a region server dies between a compaction's put and its delete.
+type failingDeletes struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *failingDeletes) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return store.ErrUnavailable
+	}
+	return f.Store.Delete(ctx, table, row, columns)
+}
+
+// TestSchedulerRetriesFailedRows: rows whose compaction failed half way
+// (the compacted cell put, the replaced cells not deleted) are tried again
+// at the next checks until they are compacted, and given up after
+// maxTries.
+func TestSchedulerRetriesFailedRows(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fails     int
+		compacted bool
+	}{
+		{"once", 3, true},
+		{"every try", 1 << 30, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mapping.DefaultLayout())
+			fd := &failingDeletes{Store: e.st, fails: tc.fails}
+			e.c = New(fd, Options{DataTable: e.tables.Data, UIDTable: e.tables.UID, Layout: e.layout, Now: func() time.Time { return e.now }})
+			s, logs := newScheduler(t, e, SchedulerOptions{Grace: 10 * time.Minute})
+			e.now = time.Unix(t0+3600+15*60, 0) // hour t0 ended 15 minutes ago
+			e.writeBySample(hostSeries("retry", 3, 1, 20*time.Minute, func(i, j int) float64 { return float64(i + j) }))
+			read := e.read()
+			for range maxTries + 2 {
+				s.CompactDue(ctxFor(t))
+			}
+			byHour := e.cellsByHour()
+			if allOne(byHour[t0]) != tc.compacted {
+				t.Fatalf("cells per row %v; compacted %v, want %v", byHour[t0], allOne(byHour[t0]), tc.compacted)
+			}
+			if got := e.read(); got != read {
+				t.Errorf("reads changed:\n%s\nwant\n%s", got, read)
+			}
+			if n := logs.count("retry=\"at the next check\""); tc.compacted && n != 1 || !tc.compacted && n != maxTries-1 {
+				t.Errorf("%d batches retried:\n%s", n, logs.b.String())
+			}
+			if !tc.compacted && logs.count("left for `promhbase compact`") != 1 {
+				t.Errorf("the last try does not say the rows are left:\n%s", logs.b.String())
+			}
+			if got := testutil.ToFloat64(s.m.pending); got != 0 {
+				t.Errorf("pending %v, want 0", got)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -27,6 +28,9 @@ type Options struct {
 	Concurrency int
 	// PutBatch is how many rows one Put writes; 0 means 512.
 	PutBatch int
+	// LeaseTTL is how long the build lease lasts unless renewed (see
+	// lease.go); 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Builder computes the rollups of hours of the data table: for every
@@ -34,7 +38,8 @@ type Options struct {
 // (H, H+1h], from the samples in (H, H+1h] (the rows of hour H and the
 // sample at exactly H+1h, the first of the next hour's row), written as
 // OpenTSDB rollup cells into the interval's table. Building an hour again
-// rewrites its cells. It is safe for concurrent use.
+// rewrites its cells. It is safe for concurrent use; builds of every
+// process sharing the tables run one at a time (the build lease, lease.go).
 //
 // Only intervals whose width divides an hour are built (5m and 1h by
 // default); longer ones are left to other writers.
@@ -90,6 +95,9 @@ type BuildStats struct {
 	Series int64 // series with a sample in an hour, summed over the hours
 	Cells  int64 // rollup cells written
 	Rows   int64 // rollup rows written to (a row a series, interval and hour)
+	// LeaseWait is how long the builds waited for the build lease while
+	// other processes built.
+	LeaseWait time.Duration
 }
 
 // Add adds o to s.
@@ -97,10 +105,13 @@ func (s *BuildStats) Add(o BuildStats) {
 	s.Series += o.Series
 	s.Cells += o.Cells
 	s.Rows += o.Rows
+	s.LeaseWait += o.LeaseWait
 }
 
 // BuildHour builds the rollups of the hour starting at hour (Unix s, a
-// multiple of 3600) for every metric of the UID table.
+// multiple of 3600) for every metric of the UID table, holding the build
+// lease of the shortest interval's table (waiting for it while another
+// build, of this or another process, holds it).
 func (b *Builder) BuildHour(ctx context.Context, hour int64) (BuildStats, error) {
 	if hour%mapping.MaxTimespan != 0 || hour < 0 || hour+mapping.MaxTimespan > 0xFFFFFFFF {
 		return BuildStats{}, fmt.Errorf("rollup: hour %d is not the start of an hour a row key can hold", hour)
@@ -108,6 +119,19 @@ func (b *Builder) BuildHour(ctx context.Context, hour int64) (BuildStats, error)
 	if len(b.intervals) == 0 {
 		return BuildStats{}, nil
 	}
+	var stats BuildStats
+	l := newLease(b.st, b.intervals[0].Table, cmp.Or(b.opts.LeaseTTL, DefaultLeaseTTL), time.Now)
+	waited, err := l.holding(ctx, func(ctx context.Context) error {
+		var err error
+		stats, err = b.buildHour(ctx, hour)
+		return err
+	})
+	stats.LeaseWait = waited
+	return stats, err
+}
+
+// buildHour is BuildHour with the lease held.
+func (b *Builder) buildHour(ctx context.Context, hour int64) (BuildStats, error) {
 	metrics, err := uid.MetricUIDs(ctx, b.st, b.opts.UIDTable, b.opts.Layout.MetricWidth)
 	if err != nil {
 		return BuildStats{}, fmt.Errorf("rollup: list metrics: %w", err)

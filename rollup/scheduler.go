@@ -195,6 +195,7 @@ type Scheduler struct {
 
 	built, rebuilt, failures prometheus.Counter
 	cellsWritten             prometheus.Counter
+	leaseWait                prometheus.Counter
 }
 
 // NewScheduler returns a Scheduler building with b over st.
@@ -222,8 +223,10 @@ func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler 
 	s.rebuilt = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_rebuilt_total", Help: "Hours whose rollups were built again after late writes."})
 	s.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_failures_total", Help: "Builds of an hour's rollups that failed (retried at the next check)."})
 	s.cellsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_cells_written_total", Help: "Rollup cells written."})
+	s.leaseWait = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_lease_wait_seconds_total",
+		Help: "Time builds waited for the build lease while another process (a replica, promhbase rollup, a deletion) built."})
 	if opts.Registerer != nil {
-		opts.Registerer.MustRegister(s.built, s.rebuilt, s.failures, s.cellsWritten,
+		opts.Registerer.MustRegister(s.built, s.rebuilt, s.failures, s.cellsWritten, s.leaseWait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_built_until_timestamp_seconds",
 				Help: "End of the span of hours whose rollups are built (queries read raw samples after it)."},
 				func() float64 { return float64(s.Covered() / 1000) }),
@@ -483,6 +486,7 @@ func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) 
 	start := time.Now()
 	stats, err := s.b.BuildHour(ctx, h)
 	s.cellsWritten.Add(float64(stats.Cells))
+	s.leaseWait.Add(stats.LeaseWait.Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
 			s.failures.Inc()
@@ -491,6 +495,6 @@ func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) 
 		return stats, err
 	}
 	s.opts.Logger.Info("built rollups", "hour", time.Unix(h, 0).UTC(), "series", stats.Series, "cells", stats.Cells,
-		"duration", time.Since(start).Round(time.Millisecond))
+		"duration", time.Since(start).Round(time.Millisecond), "lease_wait", stats.LeaseWait.Round(time.Millisecond))
 	return stats, nil
 }

@@ -3,6 +3,9 @@
 #
 #   scripts/opentsdb.sh up      fetch the jars if needed, start a TSD on a
 #                               fresh .run/opentsdb/, return once it serves
+#   scripts/opentsdb.sh conf    fetch the jars if needed and write the
+#                               configuration only (for the tools below,
+#                               without a TSD)
 #   scripts/opentsdb.sh down    stop it
 #   scripts/opentsdb.sh status  say whether it runs (exit 0 yes, 3 no)
 #   scripts/opentsdb.sh fsck [ARGS]      OpenTSDB's `tsdb fsck` on the TSD's tables
@@ -68,9 +71,8 @@ fetch() {
 
 pid_alive() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
-up() {
-	pid_alive && die "already running (pid $(cat "$PIDFILE"))"
-	fetch
+# write_conf writes a fresh $RUN with opentsdb.conf and logback.xml.
+write_conf() {
 	rm -rf "$RUN"
 	mkdir -p "$RUN/static" "$RUN/cache"
 	cat >"$RUN/logback.xml" <<'XML'
@@ -98,6 +100,12 @@ tsd.http.request.enable_chunked = true
 tsd.http.request.max_chunk = 1048576
 ${OPENTSDB_CONF_EXTRA:-}
 CONF
+}
+
+up() {
+	pid_alive && die "already running (pid $(cat "$PIDFILE"))"
+	fetch
+	write_conf
 	local java
 	java=$(java_bin)
 	"$java" "$MARKER" -Xmx512m -cp "$LIB/*:$RUN" net.opentsdb.tools.TSDMain \
@@ -144,6 +152,12 @@ tool() {
 
 case ${1:-} in
 up) up ;;
+conf)
+	pid_alive && die "a TSD runs (pid $(cat "$PIDFILE")): its configuration stays"
+	fetch
+	write_conf
+	log "wrote $RUN/opentsdb.conf (no TSD started): fsck, uid-fsck and scan use it"
+	;;
 fsck)
 	shift
 	tool net.opentsdb.tools.Fsck --config "$RUN/opentsdb.conf" "$@"
@@ -165,7 +179,7 @@ status)
 	fi
 	;;
 *)
-	echo "usage: $0 up|down|status|fsck|uid-fsck|scan" >&2
+	echo "usage: $0 up|conf|down|status|fsck|uid-fsck|scan" >&2
 	exit 2
 	;;
 esac

@@ -15,10 +15,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,23 +68,26 @@ func requireCluster(t *testing.T) {
 	}
 }
 
-// clusterTables creates data and UID tables, the data table pre-split at
-// the salt buckets, and drops them when the test ends.
+// clusterTables creates the data, UID, exemplar, series index and rollup
+// tables, the data table pre-split at the salt buckets, and drops them
+// when the test ends.
 func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Tables {
 	t.Helper()
 	sfx := fmt.Sprintf("%s_%d_%d", name, os.Getpid(), time.Now().UnixNano()%1e9)
 	tb := testbackend.Tables{Data: "cluster_tsdb_" + sfx, UID: "cluster_tsdb-uid_" + sfx, Exemplar: "cluster_tsdb-exemplar_" + sfx,
-		Meta: "cluster_tsdb-meta_" + sfx, Index: "cluster_tsdb-index_" + sfx}
+		Meta: "cluster_tsdb-meta_" + sfx, Index: "cluster_tsdb-index_" + sfx,
+		Rollup5m: "cluster_tsdb-rollup-5m_" + sfx, Rollup1h: "cluster_tsdb-rollup-1h_" + sfx,
+		RollupAgg5m: "cluster_tsdb-rollup-agg-5m_" + sfx, RollupAgg1h: "cluster_tsdb-rollup-agg-1h_" + sfx}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
-		MetaTable: tb.Meta, IndexTable: tb.Index, SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
+		MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.RollupTables(), SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
 		testbackend.HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index); err != nil {
+		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...)...); err != nil {
 			t.Errorf("drop test tables: %v", err)
 		}
 	})
@@ -88,21 +95,29 @@ func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Table
 }
 
 // startReplica starts `promhbase serve` on the cluster with all the
-// tables and their salting, rollups off.
+// tables and their salting: it compacts the rows it writes and builds
+// rollups in the background, as every replica does.
 func startReplica(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
 	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "rollups.json")
+	if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return startPromhbase(t, bin, name, tb,
 		"--hbase.table.exemplar="+tb.Exemplar,
 		"--hbase.table.meta="+tb.Meta,
 		"--hbase.table.index="+tb.Index,
 		"--storage.salt.width=1",
 		"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
-		"--no-rollup.enabled",
+		"--rollup.config-file="+cfg,
 	)
 }
 
 // ingest is what the cluster tests' writers acknowledged and saw.
 type ingest struct {
+	// base is the hour (Unix ms) the writers write into: round r's
+	// samples are at base + r s.
+	base  int64
 	mu    sync.Mutex
 	model map[string]*modelSeries
 	// acks are the times of each writer's acknowledged attempts, fails
@@ -117,9 +132,9 @@ type ingest struct {
 // through the replicas, writers goroutines per replica, until stop is
 // closed (each finishes the request it is sending: every request it
 // built is acknowledged, so the model holds exactly what was written).
-func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica int, stop <-chan struct{}) (*ingest, <-chan error) {
+func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica int, base int64, stop <-chan struct{}) (*ingest, <-chan error) {
 	n := len(replicas) * perReplica
-	in := &ingest{model: map[string]*modelSeries{}, acks: make([][]time.Time, n), fails: make([][]time.Time, n)}
+	in := &ingest{base: base, model: map[string]*modelSeries{}, acks: make([][]time.Time, n), fails: make([][]time.Time, n)}
 	for w := range n {
 		wr := newWriter(replicas[w%len(replicas)].base)
 		for k := 1; k < len(replicas); k++ {
@@ -165,7 +180,7 @@ func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica in
 					if r < 0 {
 						continue
 					}
-					ts := series([]prompb.Sample{{Timestamp: t0 + int64(round)*1000, Value: float64(round*100 + i)}},
+					ts := series([]prompb.Sample{{Timestamp: base + int64(round)*1000, Value: float64(round*100 + i)}},
 						"__name__", fmt.Sprintf("cluster_w%d", w), "round", strconv.Itoa(r), "k", strconv.Itoa(k))
 					req.Timeseries = append(req.Timeseries, ts)
 				}
@@ -197,11 +212,18 @@ func runWriters(ctx context.Context, replicas []*promhbaseProcess, perReplica in
 // Prometheus-like writers, calls fault once the writers have run a while
 // (it returns what to log of it, and heal, nil or what to do once the
 // writers stopped, before anything is read), lets the writers go on for
-// recovery, then checks that every acknowledged sample reads back through both
-// replicas and that the UID table is consistent. It logs each writer's
+// recovery, then checks that every acknowledged sample reads back through
+// both replicas (remote read and the query API, raw and from the rollups
+// the replicas built), that the UID table is consistent, and that
+// OpenTSDB's fsck and uid fsck find nothing wrong. It logs each writer's
 // longest wait for an acknowledgement after the fault began, and fails
 // when a writer had none in the last 20 s.
-func clusterScenario(t *testing.T, name string, recovery time.Duration, fault func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables) (what string, heal func())) {
+//
+// The writers write into the hour that began two hours ago: an hour that
+// has ended, so that both replicas compact its rows and build its rollups
+// (and build them again, one at a time through the build lease, as late
+// writes keep coming) while the writes go on.
+func clusterScenario(t *testing.T, name string, recovery time.Duration, fault func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables, in *ingest) (what string, heal func())) {
 	t.Helper()
 	requireCluster(t)
 	st := newStore(t)
@@ -216,12 +238,13 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 
+	base := (time.Now().Unix()/3600 - 2) * 3600 * 1000
 	stop := make(chan struct{})
-	in, errs := runWriters(ctx, replicas, 2, stop)
+	in, errs := runWriters(ctx, replicas, 2, base, stop)
 	time.Sleep(8 * time.Second)
 	before := in.samples.Load()
 	began := time.Now()
-	what, heal := fault(ctx, replicas, tb)
+	what, heal := fault(ctx, replicas, tb, in)
 	time.Sleep(recovery)
 	close(stop)
 	for err := range errs {
@@ -265,17 +288,41 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 	for w, wr := range in.writers {
 		t.Logf("writer %d to %s: %s", w, replicas[w%len(replicas)].name, &wr.stats)
 	}
+	live := func() []*promhbaseProcess {
+		var out []*promhbaseProcess
+		for _, p := range replicas {
+			if !p.killed.Load() {
+				out = append(out, p)
+			}
+		}
+		return out
+	}()
+	// What the model holds of metric in (from, to]: its sample count and
+	// largest value, as the query API prints them.
+	inRange := func(metric string, from, to int64) (count, maxV string) {
+		n, best := 0, math.Inf(-1)
+		for _, m := range filterModel(in.model, []*labels.Matcher{eq("__name__", metric)}) {
+			for _, s := range m {
+				if s.t > from && s.t <= to {
+					n++
+					best = max(best, s.v)
+				}
+			}
+		}
+		return strconv.Itoa(n), strconv.FormatFloat(best, 'f', -1, 64)
+	}
+	wantCount := func(metric string) string {
+		n, _ := inRange(metric, math.MinInt64, math.MaxInt64)
+		return n
+	}
 
 	t.Run("every acknowledged sample through every live replica", func(t *testing.T) {
 		client := &http.Client{Timeout: 2 * time.Minute}
 		for w := range len(in.acks) {
 			ms := []*labels.Matcher{eq("__name__", fmt.Sprintf("cluster_w%d", w))}
 			exp := filterModel(in.model, ms)
-			for _, p := range replicas {
-				if p.killed.Load() {
-					continue
-				}
-				got, err := remoteRead(ctx, client, p.base, t0, t0+24*3600_000, ms...)
+			for _, p := range live {
+				got, err := remoteRead(ctx, client, p.base, base, base+24*3600_000, ms...)
 				if err != nil {
 					t.Fatalf("%s: %v: %v", p.name, ms, err)
 				}
@@ -290,23 +337,55 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 		client := &http.Client{Timeout: 2 * time.Minute}
 		for w := range len(in.acks) {
 			metric := fmt.Sprintf("cluster_w%d", w)
-			want := 0
-			for _, m := range filterModel(in.model, []*labels.Matcher{eq("__name__", metric)}) {
-				want += len(m)
-			}
-			for _, p := range replicas {
-				if p.killed.Load() {
-					continue
-				}
-				got, err := instantCount(ctx, client, p.base, fmt.Sprintf("sum(count_over_time(%s[2h]))", metric), t0+3600_000)
+			for _, p := range live {
+				got, res, err := instantQuery(ctx, client, p.base, fmt.Sprintf("sum(count_over_time(%s[2h]))", metric), base+3600_000, "raw")
 				if err != nil {
 					t.Fatalf("%s: %v", p.name, err)
 				}
-				if got != want {
-					t.Errorf("%s: %s has %d samples through the query API, %d acknowledged", p.name, metric, got, want)
+				if got != wantCount(metric) || res != "raw" {
+					t.Errorf("%s: %s has %s samples through the query API (resolution %q), %s acknowledged", p.name, metric, got, res, wantCount(metric))
 				}
 			}
 		}
+	})
+	t.Run("rollups built by the replicas", func(t *testing.T) {
+		// Each replica builds again the hours it took late writes into
+		// at its next check (every 30 s): the answers from the 5m
+		// rollups settle on the raw ones within a check or two, and
+		// stay there.
+		client := &http.Client{Timeout: 2 * time.Minute}
+		start := time.Now()
+		deadline := start.Add(3 * time.Minute)
+		for _, p := range live {
+			for w := range len(in.acks) {
+				metric := fmt.Sprintf("cluster_w%d", w)
+				// The hour's windows: (base, base+1h], so not the
+				// first round's samples, at base itself.
+				count, maxV := inRange(metric, base, base+3600_000)
+				for _, q := range []struct{ expr, want string }{
+					{fmt.Sprintf("sum(count_over_time(%s[1h]))", metric), count},
+					{fmt.Sprintf("max(max_over_time(%s[1h]))", metric), maxV},
+				} {
+					var got, res string
+					for {
+						got, res, err = instantQuery(ctx, client, p.base, q.expr, base+3600_000, "5m")
+						if err == nil && got == q.want && res == "5m" {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("%s: %s from the rollups: %s (resolution %q, %v), raw %s", p.name, q.expr, got, res, err, q.want)
+						}
+						time.Sleep(2 * time.Second)
+					}
+				}
+			}
+			built, _ := metricValue(ctx, p.base, "promhbase_rollup_hours_built_total")
+			rebuilt, _ := metricValue(ctx, p.base, "promhbase_rollup_hours_rebuilt_total")
+			waited, _ := metricValue(ctx, p.base, "promhbase_rollup_lease_wait_seconds_total")
+			compacted, _ := metricValue(ctx, p.base, "promhbase_compaction_rows_compacted_total")
+			t.Logf("%s: hours built %v, built again %v, waited %.3fs for the build lease; rows compacted %v", p.name, built, rebuilt, waited, compacted)
+		}
+		t.Logf("the rollups answered as the raw samples %s after the writers stopped", time.Since(end).Round(time.Second))
 	})
 	t.Run("uid fsck", func(t *testing.T) {
 		rep, err := uid.UIDFsck(ctx, st, tb.UID, mapping.Layout{SaltWidth: 1, SaltBuckets: clusterSaltBuckets, MetricWidth: 3, TagKWidth: 3, TagVWidth: 3})
@@ -315,6 +394,98 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 		}
 		logFsck(t, rep)
 	})
+	t.Run("OpenTSDB fsck", func(t *testing.T) {
+		// The replicas first compact every row they wrote (trying again
+		// the rows a fault interrupted half way) and stop, finishing the
+		// rows under way: fsck reads the tables at rest.
+		for _, p := range live {
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				n, err := metricValue(ctx, p.base, "promhbase_compaction_pending_rows")
+				if err == nil && n == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %v rows still wait for compaction (%v)", p.name, n, err)
+				}
+				time.Sleep(time.Second)
+			}
+			errs, _ := metricValue(ctx, p.base, "promhbase_compaction_errors_total")
+			t.Logf("%s: %v rows whose compaction failed (tried again)", p.name, errs)
+			p.proc.Stop()
+		}
+		opentsdbFsck(ctx, t, tb)
+	})
+}
+
+// opentsdbFsck runs OpenTSDB 2.4.1's `tsdb fsck --full-scan` and `tsdb uid
+// fsck` (scripts/opentsdb.sh, no TSD started) on tb, salted as the
+// cluster tests salt, and fails on any error they report.
+func opentsdbFsck(ctx context.Context, t *testing.T, tb testbackend.Tables) {
+	t.Helper()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "opentsdb.sh"), args...)
+		cmd.Env = append(os.Environ(),
+			"OPENTSDB_ZK="+testbackend.ZKQuorum(),
+			"OPENTSDB_DATA_TABLE="+tb.Data,
+			"OPENTSDB_UID_TABLE="+tb.UID,
+			"OPENTSDB_SALT_WIDTH=1",
+			"OPENTSDB_SALT_BUCKETS="+strconv.Itoa(clusterSaltBuckets),
+			"OPENTSDB_CONF_EXTRA=tsd.storage.hbase.meta_table = "+tb.Meta)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("opentsdb.sh %s: %v\n%s", strings.Join(args, " "), err, tail(string(out), 40))
+		}
+		return string(out)
+	}
+	run("conf")
+	out := run("fsck", "--full-scan", "--threads=1")
+	fields := map[string]string{}
+	for _, k := range []string{"Total Errors", "Rows Processed", "Valid Datapoints", "Unknown Objects"} {
+		m := regexp.MustCompile(regexp.QuoteMeta(k) + `: (\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("OpenTSDB fsck printed no %q:\n%s", k, tail(out, 40))
+		}
+		fields[k] = m[1]
+	}
+	if fields["Total Errors"] != "0" || fields["Unknown Objects"] != "0" || fields["Rows Processed"] == "0" || strings.Contains(out, "Shouldn't be here") {
+		t.Errorf("OpenTSDB fsck:\n%s", tail(out, 40))
+	}
+	t.Logf("OpenTSDB fsck: %v", fields)
+	if out := run("uid-fsck"); !strings.Contains(out, "No errors found") {
+		t.Errorf("OpenTSDB uid fsck:\n%s", tail(out, 40))
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// metricValue returns the value of an unlabelled metric on base's
+// /metrics.
+func metricValue(ctx context.Context, base, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("%s/metrics has no %s", base, name)
 }
 
 // restartAtEnd starts role again when the test ends, whatever happened,
@@ -336,7 +507,7 @@ func restartAtEnd(t *testing.T, role string) {
 // on meanwhile, as Prometheus's would, and nothing acknowledged is lost.
 func TestClusterRegionServerKill(t *testing.T) {
 	restartAtEnd(t, "rs1")
-	clusterScenario(t, "rskill", clusterRecovery, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables) (string, func()) {
+	clusterScenario(t, "rskill", clusterRecovery, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables, _ *ingest) (string, func()) {
 		if _, err := clusterScript(ctx, t, "cluster-kill", "rs1"); err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +521,7 @@ func TestClusterRegionServerKill(t *testing.T) {
 // dropped through it).
 func TestClusterMasterKill(t *testing.T) {
 	restartAtEnd(t, "master")
-	clusterScenario(t, "masterkill", 20*time.Second, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables) (string, func()) {
+	clusterScenario(t, "masterkill", 20*time.Second, func(ctx context.Context, _ []*promhbaseProcess, _ testbackend.Tables, _ *ingest) (string, func()) {
 		if _, err := clusterScript(ctx, t, "cluster-kill", "master"); err != nil {
 			t.Fatal(err)
 		}
@@ -364,46 +535,132 @@ func TestClusterMasterKill(t *testing.T) {
 
 // TestClusterRegionMoveAndSplit: a region of the data table moved to
 // another region server, then the data table split, under ingest and
-// while a reader reads a metric through remote read over and over: the
-// clients see no error beyond retries, and nothing is lost.
+// during long reads: a reader reads every writer's metric through remote
+// read (streamed chunks, Prometheus's own client, consuming the answer
+// slowly) from replica b, read after read, through the move and the
+// split. The clients see no error beyond retries, every read holds every
+// sample acknowledged before it began and nothing that was not written,
+// and nothing is lost.
 func TestClusterRegionMoveAndSplit(t *testing.T) {
-	clusterScenario(t, "move", 20*time.Second, func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables) (string, func()) {
+	clusterScenario(t, "move", 20*time.Second, func(ctx context.Context, replicas []*promhbaseProcess, tb testbackend.Tables, in *ingest) (string, func()) {
 		table := tb.Data
 		stopRead := make(chan struct{})
 		readDone := make(chan string, 1)
+		type span struct{ from, to time.Time }
+		var moveAt, splitAt span
+		var mu sync.Mutex
 		go func() {
-			// The long read: the first writer's metric, through replica b,
-			// again and again while the regions move.
-			client := &http.Client{Timeout: 2 * time.Minute}
-			n, retried := 0, 0
+			var (
+				reads, retried, overlapMove, overlapSplit int
+				longest                                   time.Duration
+				problems                                  []string
+			)
+			defer func() {
+				for _, p := range problems {
+					t.Error(p)
+				}
+				readDone <- fmt.Sprintf("%d long reads of every writer's metric during the move and split (the longest %s; %d spanned the move, %d the split), %d retried",
+					reads, longest.Round(time.Millisecond), overlapMove, overlapSplit, retried)
+			}()
 			for {
 				select {
 				case <-stopRead:
-					readDone <- fmt.Sprintf("%d remote reads of cluster_w0 during the move and split, %d retried", n, retried)
 					return
 				default:
 				}
-				if _, err := remoteRead(ctx, client, replicas[1].base, t0, t0+24*3600_000, eq("__name__", "cluster_w0")); err != nil {
+				// What was acknowledged before the read began.
+				in.mu.Lock()
+				acked := make(map[string]int, len(in.model))
+				for k, m := range in.model {
+					acked[k] = len(m.samples)
+				}
+				in.mu.Unlock()
+				began := time.Now()
+				got, err := slowStreamedRead(ctx, replicas[1].base, in.base, in.base+24*3600_000, re("__name__", "cluster_w.+"))
+				if err != nil {
 					if !retryable(err) {
-						t.Errorf("remote read during the move: %v", err)
+						problems = append(problems, fmt.Sprintf("remote read during the move: %v", err))
 					}
 					retried++
 					time.Sleep(minBackoff)
 					continue
 				}
-				n++
+				ended := time.Now()
+				reads++
+				longest = max(longest, ended.Sub(began))
+				mu.Lock()
+				if !moveAt.from.IsZero() && began.Before(moveAt.to) && ended.After(moveAt.from) {
+					overlapMove++
+				}
+				if !splitAt.from.IsZero() && began.Before(splitAt.to) && ended.After(splitAt.from) {
+					overlapSplit++
+				}
+				mu.Unlock()
+				// Every sample acknowledged before, each bit for bit as
+				// the model holds it, and at most the one sample a
+				// series' writer is sending beyond what the model holds
+				// now.
+				in.mu.Lock()
+				seen := map[string]bool{}
+				for _, s := range got {
+					k := s.labels.String()
+					seen[k] = true
+					m := in.model[k]
+					n := 0
+					if m != nil {
+						n = min(len(m.samples), len(s.samples))
+						if msg := sampleProblems(s.samples[:n], m.samples[:n]); len(msg) > 0 {
+							problems = append(problems, fmt.Sprintf("read %d: %s: %v", reads, k, msg))
+						}
+					}
+					if len(s.samples) < acked[k] {
+						problems = append(problems, fmt.Sprintf("read %d: %s: %d samples, %d acknowledged before the read", reads, k, len(s.samples), acked[k]))
+					}
+					if len(s.samples) > n+1 {
+						// A series' one sample in flight may be read
+						// before its writer saw the acknowledgement.
+						problems = append(problems, fmt.Sprintf("read %d: %s: %d samples, %d written", reads, k, len(s.samples), n))
+					}
+				}
+				for k, n := range acked {
+					if n > 0 && !seen[k] {
+						problems = append(problems, fmt.Sprintf("read %d: %s missing, %d samples acknowledged before the read", reads, k, n))
+					}
+				}
+				in.mu.Unlock()
+				if len(problems) > 20 {
+					problems = problems[:20]
+				}
 			}
 		}()
+		time.Sleep(2 * time.Second) // a read under way
+		from := time.Now()
 		out, err := clusterScript(ctx, t, "cluster-move", table)
 		if err != nil {
 			t.Error(err)
 		}
+		mu.Lock()
+		moveAt = span{from, time.Now()}
+		mu.Unlock()
+		from = time.Now()
 		if _, err := clusterScript(ctx, t, "cluster-split", table); err != nil {
 			t.Error(err)
 		}
+		mu.Lock()
+		splitAt = span{from, time.Now()}
+		mu.Unlock()
+		time.Sleep(5 * time.Second) // reads after the split
 		close(stopRead)
-		return fmt.Sprintf("a region of %s moved (%s) and the table split; %s", table, strings.TrimSpace(out), <-readDone), nil
+		return fmt.Sprintf("a region of %s moved (%s, %s) and the table split (%s); %s", table, strings.TrimSpace(out),
+			moveAt.to.Sub(moveAt.from).Round(time.Millisecond), splitAt.to.Sub(splitAt.from).Round(time.Millisecond), <-readDone), nil
 	})
+}
+
+// slowStreamedRead is remoteReadStreamed consuming the answer slowly, a
+// millisecond a series, as a busy client does: the read stays under way
+// for seconds.
+func slowStreamedRead(ctx context.Context, base string, start, end int64, ms ...*labels.Matcher) ([]readSeries, error) {
+	return remoteReadStreamedEach(ctx, base, start, end, func() { time.Sleep(time.Millisecond) }, ms...)
 }
 
 // TestClusterReplicaKill: one of the two promhbase replicas killed with
@@ -411,7 +668,7 @@ func TestClusterRegionMoveAndSplit(t *testing.T) {
 // behind a load balancer, and send again what it had not acknowledged;
 // nothing acknowledged is lost.
 func TestClusterReplicaKill(t *testing.T) {
-	clusterScenario(t, "replicakill", 20*time.Second, func(ctx context.Context, replicas []*promhbaseProcess, _ testbackend.Tables) (string, func()) {
+	clusterScenario(t, "replicakill", 20*time.Second, func(ctx context.Context, replicas []*promhbaseProcess, _ testbackend.Tables, _ *ingest) (string, func()) {
 		a := replicas[0]
 		a.killed.Store(true)
 		if err := syscall.Kill(-a.proc.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
@@ -422,18 +679,19 @@ func TestClusterReplicaKill(t *testing.T) {
 	})
 }
 
-// instantCount runs an instant query whose answer is one number and
-// returns it as an integer.
-func instantCount(ctx context.Context, client *http.Client, base, q string, at int64) (int, error) {
-	v := url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at)/1000, 'f', 3, 64)}}
+// instantQuery runs an instant query whose answer is one number at the
+// given max_source_resolution, and returns the number as the API prints it
+// and the resolution the answer says it read.
+func instantQuery(ctx context.Context, client *http.Client, base, q string, at int64, resolution string) (value, read string, err error) {
+	v := url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at)/1000, 'f', 3, 64)}, "max_source_resolution": {resolution}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/query", strings.NewReader(v.Encode()))
 	if err != nil {
-		return 0, err
+		return "", "", err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return "", "", err
 	}
 	defer resp.Body.Close()
 	var r struct {
@@ -446,15 +704,11 @@ func instantCount(ctx context.Context, client *http.Client, base, q string, at i
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, fmt.Errorf("%s: status %d: %w", q, resp.StatusCode, err)
+		return "", "", fmt.Errorf("%s: status %d: %w", q, resp.StatusCode, err)
 	}
 	if r.Status != "success" || len(r.Data.Result) != 1 {
-		return 0, fmt.Errorf("%s: status %d %q %s, %d results", q, resp.StatusCode, r.Status, r.Error, len(r.Data.Result))
+		return "", "", fmt.Errorf("%s: status %d %q %s, %d results", q, resp.StatusCode, r.Status, r.Error, len(r.Data.Result))
 	}
 	s, _ := r.Data.Result[0].Value[1].(string)
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: value %q: %w", q, s, err)
-	}
-	return n, nil
+	return s, resp.Header.Get("X-Promhbase-Resolution"), nil
 }

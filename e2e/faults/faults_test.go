@@ -427,6 +427,12 @@ func remoteRead(ctx context.Context, client *http.Client, base string, start, en
 // remoteReadStreamed runs one query through Prometheus's own remote-read
 // client, asking for STREAMED_XOR_CHUNKS as Prometheus does.
 func remoteReadStreamed(ctx context.Context, base string, start, end int64, ms ...*labels.Matcher) ([]readSeries, error) {
+	return remoteReadStreamedEach(ctx, base, start, end, nil, ms...)
+}
+
+// remoteReadStreamedEach is remoteReadStreamed calling each (when not nil)
+// before it takes each series from the answer.
+func remoteReadStreamedEach(ctx context.Context, base string, start, end int64, each func(), ms ...*labels.Matcher) ([]readSeries, error) {
 	u, err := url.Parse(base + "/api/v1/read")
 	if err != nil {
 		return nil, fmt.Errorf("read url: %w", err)
@@ -447,7 +453,13 @@ func remoteReadStreamed(ctx context.Context, base string, start, end int64, ms .
 		return nil, fmt.Errorf("remote read (streamed): %w", err)
 	}
 	var out []readSeries
-	for ss.Next() {
+	for {
+		if each != nil {
+			each()
+		}
+		if !ss.Next() {
+			break
+		}
 		s := ss.At()
 		rs := readSeries{labels: s.Labels()}
 		it := s.Iterator(nil)
