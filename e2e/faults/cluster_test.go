@@ -288,6 +288,14 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 	for w, wr := range in.writers {
 		t.Logf("writer %d to %s: %s", w, replicas[w%len(replicas)].name, &wr.stats)
 	}
+	for _, p := range replicas {
+		if p.killed.Load() {
+			continue
+		}
+		retries, _ := metricValue(ctx, p.base, "promhbase_hbase_retries_total")
+		failures, _ := metricValue(ctx, p.base, "promhbase_hbase_failures_total")
+		t.Logf("%s: %v HBase operations retried, %v failed after their retries", p.name, retries, failures)
+	}
 	live := func() []*promhbaseProcess {
 		var out []*promhbaseProcess
 		for _, p := range replicas {
@@ -464,8 +472,8 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// metricValue returns the value of an unlabelled metric on base's
-// /metrics.
+// metricValue returns the value of a metric on base's /metrics: the sum
+// of its series.
 func metricValue(ctx context.Context, base, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -480,12 +488,22 @@ func metricValue(ctx context.Context, base, name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	sum, found := 0.0, false
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
 		}
+		v, err := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/metrics: %q: %w", base, line, err)
+		}
+		sum, found = sum+v, true
 	}
-	return 0, fmt.Errorf("%s/metrics has no %s", base, name)
+	if !found {
+		return 0, fmt.Errorf("%s/metrics has no %s", base, name)
+	}
+	return sum, nil
 }
 
 // restartAtEnd starts role again when the test ends, whatever happened,

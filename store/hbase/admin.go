@@ -51,6 +51,9 @@ type TablesConfig struct {
 	// MetaTable (OpenTSDB's tsdb-meta) and IndexTable are the tables of
 	// the series index; empty creates none.
 	MetaTable, IndexTable string
+	// HATable is promhbase's table of HA pair elections (family h,
+	// package hatracker); empty creates none.
+	HATable string
 	// RollupTables are OpenTSDB rollup and pre-aggregation tables (family
 	// t, pre-split by salt as the data table): those of the rollup
 	// configuration (package rollup); empty creates none.
@@ -141,10 +144,10 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
 	}
 	names := map[string]bool{}
-	for _, n := range append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable}, tc.RollupTables...) {
+	for _, n := range append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable}, tc.RollupTables...) {
 		if n != "" && names[n] {
-			return nil, fmt.Errorf("tables %q, %q, %q, %q, %q and the rollup tables %q must have distinct names: %w",
-				tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.RollupTables, store.ErrInvalid)
+			return nil, fmt.Errorf("tables %q, %q, %q, %q, %q, %q and the rollup tables %q must have distinct names: %w",
+				tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable, tc.RollupTables, store.ErrInvalid)
 		}
 		names[n] = true
 	}
@@ -182,6 +185,9 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	}
 	if tc.IndexTable != "" {
 		specs = append(specs, TableSpec{Name: tc.IndexTable, Families: map[string]map[string]string{"i": family()}})
+	}
+	if tc.HATable != "" {
+		specs = append(specs, TableSpec{Name: tc.HATable, Families: map[string]map[string]string{"h": family()}})
 	}
 	for _, n := range tc.RollupTables {
 		if n != "" {

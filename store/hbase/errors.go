@@ -163,7 +163,8 @@ func classify(err error, timedOut bool) error {
 // Config.RPCTimeout, until one succeeds, an error that will not pass comes
 // back, the retries are spent or ctx ends. Non-idempotent operations are
 // retried only when the failed attempt cannot have reached a region server.
-func (s *Store) do(ctx context.Context, op, table string, idempotent bool, f func(ctx context.Context) error) error {
+func (s *Store) do(ctx context.Context, op, table string, idempotent bool, f func(ctx context.Context) error) (err error) {
+	defer func() { s.failed(op, err) }()
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
 		err := f(actx)
@@ -191,6 +192,19 @@ func (s *Store) shouldRetry(ctx context.Context, err error, attempt int, idempot
 		return false
 	}
 	return idempotent || errors.Is(err, gohbase.ErrCannotFindRegion)
+}
+
+// failed counts an operation that failed in the end (not one its caller
+// canceled) in promhbase_hbase_failures_total.
+func (s *Store) failed(op string, err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	kind := "other"
+	if errors.Is(err, store.ErrUnavailable) {
+		kind = "unavailable"
+	}
+	s.metrics.failures.WithLabelValues(op, kind).Inc()
 }
 
 func (s *Store) retried(op, table string, attempt int, err error) {

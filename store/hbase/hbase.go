@@ -308,7 +308,8 @@ type newMutate func(ctx context.Context, table, key []byte, values map[string]ma
 // failed with an error that may pass, up to Config.Retries times: the
 // mutations must be idempotent. It returns how many failed in the end and
 // the most telling error.
-func (s *Store) sendMutations(ctx context.Context, op, table string, muts []mutation, build newMutate) (int, error) {
+func (s *Store) sendMutations(ctx context.Context, op, table string, muts []mutation, build newMutate) (n int, err error) {
+	defer func() { s.failed(op, err) }()
 	pending := muts
 	for attempt := 0; ; attempt++ {
 		failed, err := s.sendOnce(ctx, table, pending, build)
@@ -414,7 +415,8 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, family string
 // would otherwise send): values[i] and found[i] answer rows[i] (both of
 // len(rows)). Gets that failed with an error that may pass are sent
 // again, up to Config.Retries times; an error fails the whole call.
-func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+func (s *Store) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) (err error) {
+	defer func() { s.failed("get", err) }()
 	if err := checkTable(table); err != nil {
 		return fmt.Errorf("get cells of %d rows in %s: %w", len(rows), table, err)
 	}

@@ -18,6 +18,7 @@ type metrics struct {
 	reg        prometheus.Registerer
 	registered []prometheus.Collector
 	retries    *prometheus.CounterVec
+	failures   *prometheus.CounterVec
 	casOps     *prometheus.CounterVec
 }
 
@@ -31,6 +32,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "promhbase_hbase_retries_total",
 			Help: "HBase operations attempted again after a failure that may pass, by operation.",
 		}, []string{"op"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_hbase_failures_total",
+			Help: "HBase operations that failed after their retries, by operation and kind: unavailable (a region or server that did not answer in time: the caller answers 503 and the sender retries) or other.",
+		}, []string{"op", "kind"}),
 		casOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_hbase_check_and_puts_total",
 			Help: "Check-and-puts of batches answered by the region server, by how: batched (many in one Multi RPC, HBase 2.4+) or single (an RPC each: an older server, or an op a batch left unanswered).",
@@ -44,6 +49,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	m.retries = retries.(*prometheus.CounterVec)
+	failures, err := m.register(m.failures)
+	if err != nil {
+		m.unregister()
+		return nil, err
+	}
+	m.failures = failures.(*prometheus.CounterVec)
 	casOps, err := m.register(m.casOps)
 	if err != nil {
 		m.unregister()

@@ -360,4 +360,5 @@ func (sc *scanner) finish() {
 func (sc *scanner) fail(err error) {
 	sc.finish()
 	sc.err = err
+	sc.s.failed("scan", err)
 }
