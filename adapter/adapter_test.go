@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/internal/wire"
@@ -93,11 +94,15 @@ func newTestHandler(t testing.TB, st store.Store) *Handler {
 
 // newTestHandlerPut is newTestHandler whose writer puts data and
 // exemplars through put, with limits lim (nil: none).
-func newTestHandlerPut(t testing.TB, st store.Store, put ingest.Putter, lim *limits.Limits) *Handler {
+func newTestHandlerPut(t testing.TB, st store.Store, put ingest.Putter, lim *limits.Limits, ha ...ingest.HA) *Handler {
 	t.Helper()
 	m := newTestMapper(t, st)
-	w := ingest.New(m, put, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar", ExemplarSlots: ingest.DefaultExemplarSlots,
-		Metadata: metadata.NewMetas(m.UIDs(), st, 0), Limits: lim})
+	opts := ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar", ExemplarSlots: ingest.DefaultExemplarSlots,
+		Metadata: metadata.NewMetas(m.UIDs(), st, 0), Limits: lim}
+	if len(ha) > 0 {
+		opts.HA = ha[0]
+	}
+	w := ingest.New(m, put, opts)
 	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
 }
 
@@ -127,7 +132,7 @@ func newHandler(t testing.TB, w *ingest.Writer, q *query.Querier, opts Options, 
 
 func openEmbedded(t testing.TB) store.Store {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar"}})
+	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-exemplar", "tsdb-ha"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +278,12 @@ func BenchmarkWriteHistograms(b *testing.B) {
 // benchWrite posts body again and again to a handler with the default
 // limits whose caches are warm and whose store discards the Puts, and
 // reports ns per sample (or histogram).
-func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
+func benchWrite(b *testing.B, body []byte, ct string, n int, unit string, ha ...func(store.Store) ingest.HA) {
 	st := openEmbedded(b)
+	var haOpts []ingest.HA
+	for _, f := range ha {
+		haOpts = append(haOpts, f(st))
+	}
 	// With the default limits, as serve runs: every series is marked in
 	// the active-series sketch.
 	lim, err := limits.New(limits.DefaultConfig(), mapping.DefaultLayout(), nil, nil)
@@ -283,7 +292,7 @@ func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
 	}
 	put := &swapPutter{st}
 	// Warm the caches through the real store once.
-	warm := newTestHandlerPut(b, st, put, lim)
+	warm := newTestHandlerPut(b, st, put, lim, haOpts...)
 	if rec := postCT(warm, ct, body); rec.Code != 204 {
 		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
 	}
@@ -310,6 +319,39 @@ func benchWrite(b *testing.B, body []byte, ct string, n int, unit string) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit+"s/s")
 	if np.cells != b.N*n {
 		b.Fatalf("%d cells put, want %d", np.cells, b.N*n)
+	}
+}
+
+// BenchmarkWriteHA: the series of BenchmarkWritePath with an HA pair's
+// labels (cluster and __replica__), written by the elected replica, with
+// the HA tracker off (stored with both labels) and on (the election
+// checked from the cache, the replica label dropped from every series),
+// for both protocols: the cost of HA deduplication on the write path.
+func BenchmarkWriteHA(b *testing.B) {
+	series := benchdata.Series()
+	for i := range series {
+		// Sorted, as Prometheus sends them (external labels merged in).
+		series[i].Labels = append(series[i].Labels, prompb.Label{Name: "__replica__", Value: "replica-a"}, prompb.Label{Name: "cluster", Value: "pair"})
+		slices.SortFunc(series[i].Labels, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	}
+	v2, err := benchdata.V2Request(series)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tracker := func(st store.Store) ingest.HA {
+		tr, err := hatracker.New(st, hatracker.Config{Table: "tsdb-ha", ClusterLabel: "cluster", ReplicaLabel: "__replica__",
+			FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, UpdateTimeoutJitterMax: 5 * time.Second}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return ingest.HA{Tracker: tr, ClusterLabel: "cluster", ReplicaLabel: "__replica__", Tenant: hatracker.DefaultTenant}
+	}
+	for _, p := range []struct {
+		name, ct string
+		body     []byte
+	}{{"v1", "application/x-protobuf", writeBody(b, series...)}, {"v2", ctV2, snappy.Encode(nil, v2)}} {
+		b.Run(p.name+"/off", func(b *testing.B) { benchWrite(b, p.body, p.ct, 2000, "sample") })
+		b.Run(p.name+"/on", func(b *testing.B) { benchWrite(b, p.body, p.ct, 2000, "sample", tracker) })
 	}
 }
 
@@ -385,4 +427,82 @@ func TestSnappyClaimBounded(t *testing.T) {
 	if n := 4 << 20; n > maxSnappyExpansion(len(dense)) {
 		t.Errorf("4 MiB of zeros compress to %d bytes, whose bound %d is below 4 MiB", len(dense), maxSnappyExpansion(len(dense)))
 	}
+}
+
+// TestHADedup: with the HA tracker on, the first replica of a cluster is
+// elected and stored without its replica label (204); the other replica's
+// writes are answered 202 and dropped; a write with only one of the two
+// labels is stored as it is; a cluster beyond the limit gets 400.
+func TestHADedup(t *testing.T) {
+	st := openEmbedded(t)
+	tr, err := hatracker.New(st, hatracker.Config{Table: "tsdb-ha", ClusterLabel: "cluster", ReplicaLabel: "__replica__",
+		FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, MaxClusters: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newTestHandlerPut(t, st, st, nil, ingest.HA{Tracker: tr, ClusterLabel: "cluster", ReplicaLabel: "__replica__", Tenant: hatracker.DefaultTenant})
+	write := func(v float64, kv ...string) *httptest.ResponseRecorder {
+		var ls []prompb.Label
+		for i := 0; i+1 < len(kv); i += 2 {
+			ls = append(ls, prompb.Label{Name: kv[i], Value: kv[i+1]})
+		}
+		return post(h, "/api/v1/write", writeBody(t, prompb.TimeSeries{Labels: ls, Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000 + int64(v), Value: v}}}))
+	}
+	for _, tc := range []struct {
+		name string
+		v    float64
+		kv   []string
+		code int
+	}{
+		{"first replica: elected", 1, []string{"__name__", "m", "__replica__", "a", "cluster", "c", "job", "j"}, 204},
+		{"other replica: dropped", 2, []string{"__name__", "m", "__replica__", "b", "cluster", "c", "job", "j"}, 202},
+		{"elected again", 3, []string{"__name__", "m", "__replica__", "a", "cluster", "c", "job", "j"}, 204},
+		{"replica label only: as it is", 4, []string{"__name__", "m", "__replica__", "b", "job", "j"}, 204},
+		{"cluster label only: as it is", 5, []string{"__name__", "m", "cluster", "d", "job", "j"}, 204},
+		{"a second cluster: over the limit", 6, []string{"__name__", "m", "__replica__", "a", "cluster", "e", "job", "j"}, 400},
+	} {
+		rec := write(tc.v, tc.kv...)
+		if rec.Code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.code)
+		}
+		if tc.code == 202 && !strings.Contains(rec.Body.String(), "replicas did not match") {
+			t.Errorf("%s: body %q", tc.name, rec.Body)
+		}
+	}
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 2_000_000_000_000,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "m"}}}}}
+	data, _ := proto.Marshal(rr)
+	rec := post(h, "/api/v1/read", snappy.Encode(nil, data))
+	dec, err := snappy.Decode(nil, rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(rec.Code, err)
+	}
+	var resp prompb.ReadResponse
+	if err := proto.Unmarshal(dec, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ts := range resp.Results[0].Timeseries {
+		var vs []string
+		for _, s := range ts.Samples {
+			vs = append(vs, fmt.Sprint(s.Value))
+		}
+		got = append(got, fmt.Sprintf("%v %v", labelsString(ts.Labels), vs))
+	}
+	want := []string{
+		`{__name__="m", __replica__="b", job="j"} [4]`,
+		`{__name__="m", cluster="c", job="j"} [1 3]`,
+		`{__name__="m", cluster="d", job="j"} [5]`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func labelsString(ls []prompb.Label) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s=%q", l.Name, l.Value)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/wire"
 	"github.com/promhbase/promhbase/limits"
@@ -208,13 +209,19 @@ func statusFor(err error) int {
 		return http.StatusNoContent
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed
+	case errors.Is(err, hatracker.ErrNotElected):
+		// A write of an HA pair's replica that is not the elected one:
+		// dropped, and answered as Mimir answers it, so that the sender
+		// does not retry it.
+		return http.StatusAccepted
 	case errors.As(err, &rate):
 		return http.StatusTooManyRequests
 	case errors.Is(err, errTooLarge), errors.Is(err, query.ErrTooManySamples), errors.Is(err, query.ErrTooManyBytes), errors.Is(err, limits.ErrTooManySeries):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
-	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, wire.ErrMalformed), errors.Is(err, store.ErrInvalid):
+	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, wire.ErrMalformed), errors.Is(err, store.ErrInvalid),
+		errors.Is(err, hatracker.ErrTooManyClusters):
 		return http.StatusBadRequest
 	case errors.Is(err, errBusy), errors.Is(err, errBodyTimeout), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
@@ -340,7 +347,9 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 		h.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
 		h.duration.WithLabelValues(name).Observe(d.Seconds())
 		switch {
-		case err == nil:
+		case err == nil, sw.code == http.StatusAccepted:
+			// 202: an HA pair's replica that is not elected, every one of
+			// its requests while the other is.
 			h.logger.Debug("request", "handler", name, "code", sw.code, "duration", d)
 		case sw.code >= 500:
 			h.logger.Error("request failed", "handler", name, "code", sw.code, "duration", d, "err", err)

@@ -74,6 +74,30 @@ type Writer struct {
 	indexer SeriesIndexer
 	forgot  DayForgetter   // the indexer's forgotten days; nil: none
 	limits  *limits.Limits // nil: only the row key's bound applies
+	ha      HA             // ha.Tracker nil: HA pairs are not deduplicated
+	replica []byte         // ha.ReplicaLabel
+}
+
+// HADeduper decides the writes of HA Prometheus pairs (hatracker.Tracker).
+type HADeduper interface {
+	// Decide tells whether a write whose first series carries cluster
+	// and replica is dropped (drop, with err saying why), refused (err)
+	// or stored (both zero).
+	Decide(ctx context.Context, tenant, cluster, replica string) (drop bool, err error)
+	// Deduped counts n samples of cluster dropped.
+	Deduped(tenant, cluster string, n int)
+}
+
+// HA configures the deduplication of HA pairs: a request whose first
+// series carries both labels is decided by Tracker; stored, every series
+// of it loses the replica label; dropped, nothing of it is stored.
+// Requests without both labels in their first series are stored as they
+// are, as Mimir does.
+type HA struct {
+	Tracker                    HADeduper
+	ClusterLabel, ReplicaLabel string
+	// Tenant is the tenant the elections are kept for.
+	Tenant string
 }
 
 // SeriesIndexer keeps the series index of the series the Writer writes
@@ -119,12 +143,14 @@ type Options struct {
 	// RowNoter is told the rows of every request written; nil tells
 	// nobody.
 	RowNoter RowNoter
+	// HA deduplicates HA Prometheus pairs; a nil Tracker turns it off.
+	HA HA
 }
 
 // New returns a Writer into st configured by opts.
 func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(),
-		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter}
+		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
 	w.forgot, _ = opts.Indexer.(DayForgetter)
 	if opts.ExemplarTable != "" {
 		w.exTable, w.exSlots = opts.ExemplarTable, min(max(opts.ExemplarSlots, 1), mapping.MaxExemplarSlots)
@@ -143,6 +169,9 @@ type Result struct {
 	Histograms int            // native histograms acknowledged
 	Exemplars  int            // exemplars acknowledged (distinct slots)
 	Rejected   map[string]int // samples and histograms rejected, by reason
+	// Deduped counts the samples and histograms of a request dropped as
+	// coming from a replica of an HA pair that is not the elected one.
+	Deduped int
 }
 
 // RejectError is a partial write: the valid series were written, these
@@ -258,11 +287,36 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
+	var dropReplica []byte // the replica label of an HA pair's write
+	var dedup haDrop
 	err := parse(&b.metas, func(s *wire.Series) error {
 		ordinal++
+		if ordinal == 0 && w.ha.Tracker != nil {
+			var err error
+			if dropReplica, dedup, err = w.decideHA(ctx, s); err != nil {
+				return err
+			}
+		}
+		if dropReplica != nil {
+			if _, err := s.DropLabel(dropReplica); err != nil {
+				return err
+			}
+		}
 		return w.addSeries(b, s, ordinal, v2)
 	})
 	b.cache.Release()
+	if dedup.err != nil {
+		// Nothing of the request is stored; count what it held.
+		n := 0
+		if err := parse(nil, func(s *wire.Series) error {
+			n += len(s.Samples) + len(s.Hists)
+			return nil
+		}); err != nil {
+			return Result{}, err
+		}
+		w.ha.Tracker.Deduped(w.ha.Tenant, dedup.cluster, n)
+		return Result{Deduped: n}, dedup.err
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -282,6 +336,11 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 			ordinal++
 			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
 				return nil
+			}
+			if dropReplica != nil {
+				if _, err := s.DropLabel(dropReplica); err != nil {
+					return err
+				}
 			}
 			m := &b.missed[next]
 			next++
@@ -460,6 +519,49 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 	m.labels = b.labelBuf[len(b.labelBuf)-len(lbls) : len(b.labelBuf) : len(b.labelBuf)]
 	b.missed = append(b.missed, m)
 	return nil
+}
+
+// haDrop is a request dropped as an HA pair's: the error that says so and
+// the cluster.
+type haDrop struct {
+	err     error
+	cluster string
+}
+
+// errHADrop stops the parse of a dropped request.
+var errHADrop = errors.New("dropped HA write")
+
+// decideHA decides an HA pair's write from its first series s: the label
+// to drop from every series when it is stored (nil: no HA write, stored as
+// it is), or the drop (parse stops with errHADrop).
+func (w *Writer) decideHA(ctx context.Context, s *wire.Series) (replicaLabel []byte, drop haDrop, err error) {
+	if s.Invalid != "" || s.Key == nil {
+		return nil, drop, nil
+	}
+	lbls, err := s.Labels()
+	if err != nil {
+		return nil, drop, err
+	}
+	var cluster, replica []byte
+	for _, l := range lbls {
+		switch string(l.Name) {
+		case w.ha.ClusterLabel:
+			cluster = l.Value
+		case w.ha.ReplicaLabel:
+			replica = l.Value
+		}
+	}
+	if len(cluster) == 0 || len(replica) == 0 {
+		return nil, drop, nil
+	}
+	dropped, err := w.ha.Tracker.Decide(ctx, w.ha.Tenant, string(cluster), string(replica))
+	switch {
+	case dropped:
+		return nil, haDrop{err: err, cluster: string(cluster)}, errHADrop
+	case err != nil:
+		return nil, drop, err
+	}
+	return w.replica, drop, nil
 }
 
 // resolveMissed resolves the missed series in one batch (their new names

@@ -22,6 +22,7 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
@@ -41,6 +42,15 @@ import (
 // empty: exemplars, TSMeta rows or the series index are then not kept.
 type Tables struct {
 	Data, UID, Exemplar, Meta, Index string
+	// HA is the HA tracker's table of elections.
+	HA string
+}
+
+// HAConfig configures the deduplication of HA Prometheus pairs (package
+// hatracker); its Table is Tables.HA.
+type HAConfig struct {
+	Enabled bool
+	hatracker.Config
 }
 
 // IndexConfig configures the series index.
@@ -112,6 +122,7 @@ type Config struct {
 	Compaction    CompactionConfig
 	Retention     RetentionConfig
 	Rollup        RollupConfig
+	HA            HAConfig
 	// EnableAdmin serves the TSDB admin API (delete_series,
 	// clean_tombstones) over package deletion.
 	EnableAdmin bool
@@ -217,6 +228,20 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	var haPage http.Handler
+	if cfg.HA.Enabled {
+		if err := checkTable(ctx, st, cfg.Tables.HA, hatracker.Family, "or turn --ha-tracker.enable off"); err != nil {
+			return nil, fmt.Errorf("HA tracker %w", err)
+		}
+		hc := cfg.HA.Config
+		hc.Table = cfg.Tables.HA
+		tr, err := hatracker.New(st, hc, reg)
+		if err != nil {
+			return nil, err
+		}
+		wopts.HA = ingest.HA{Tracker: tr, ClusterLabel: hc.ClusterLabel, ReplicaLabel: hc.ReplicaLabel, Tenant: hatracker.DefaultTenant}
+		haPage = tr.Handler(logger)
+	}
 	w := ingest.New(cfg.Mapper, st, wopts)
 	q := query.New(st, readMapper, qopts)
 	aopts := cfg.Adapter
@@ -283,7 +308,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info})
+	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info, HATracker: haPage})
 	return s, nil
 }
 

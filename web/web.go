@@ -36,7 +36,10 @@ type Options struct {
 	API http.Handler
 	// Pprof exposes /debug/pprof/.
 	Pprof bool
-	Info  Info
+	// HATracker serves /distributor/ha_tracker (nil: the HA tracker is
+	// off).
+	HATracker http.Handler
+	Info      Info
 }
 
 // New returns the handler of every promhbase endpoint; other paths get 404.
@@ -47,6 +50,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.API != nil {
 		mux.Handle("/api/v1/", opts.API)
+	}
+	if opts.HATracker != nil {
+		mux.Handle("GET /distributor/ha_tracker", opts.HATracker)
 	}
 	if opts.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -82,7 +82,7 @@ func compressionHint(err error, compression string) error {
 }
 
 func registerCreateTables(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
-	cmd := app.Command("create-tables", "Create the data, UID and meta tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar and series index tables (idempotent: existing tables are reported and left alone).")
+	cmd := app.Command("create-tables", "Create the data, UID and meta tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar, series index and HA tracker tables (idempotent: existing tables are reported and left alone).")
 	cmd.Flag("hbase.compression", "Compression of every family: NONE, GZ, SNAPPY, LZ4, ZSTD, LZO, BZIP2. GZ, the default, works on every HBase 2.x with no native library (HBase's own codec over the JDK's deflate); ZSTD (usually smaller and faster than GZ), SNAPPY, LZ4 and LZO need a codec on every region server, e.g. HBase's pure-Java hbase-compression-aircompressor module (see docs/disk.md).").Default(defaultCompression).StringVar(&cfg.hbase.compression)
 	cmd.Flag("hbase.data-ttl", "TTL of the data table's cells; 0 keeps them forever.").Default("0s").DurationVar(&cfg.hbase.dataTTL)
 	return cmd
@@ -106,7 +106,7 @@ func runCreateTables(cfg *config) error {
 	defer cancel()
 	rep, err := st.CreateTables(ctx, hbase.TablesConfig{
 		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable,
-		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, RollupTables: rollupTables,
+		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, HATable: cfg.haTable, RollupTables: rollupTables,
 		Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
 		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
 	})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/gctune"
@@ -75,6 +76,7 @@ type serveFlags struct {
 	maxConcurrent   int
 	exemplarSlots   int
 	compaction      compactionFlags
+	ha              haFlags
 	queryTimeout    time.Duration
 	lookbackDelta   time.Duration
 	queryMaxConc    int
@@ -118,6 +120,14 @@ type indexFlags struct {
 	enabled    bool
 	query      bool
 	cacheBytes int
+}
+
+// haFlags are the --ha-tracker.* flags of serve.
+type haFlags struct {
+	enabled                bool
+	clusterLabel, replica  string
+	failover, update, jitt time.Duration
+	maxClusters            int
 }
 
 // compactionFlags are the --storage.compaction.* flags of serve.
@@ -179,6 +189,14 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
 	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (11 to 21 bytes each: a hash, not the key); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
 	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
+	ha := &serveOpts.ha
+	cmd.Flag("ha-tracker.enable", "Deduplicate HA Prometheus pairs as Mimir's HA tracker does: of the writes whose first series carries both the cluster and the replica label, only the elected replica's of each cluster are stored (without the replica label); the others are answered 202 and dropped, until the elected replica has sent nothing for --ha-tracker.failover-timeout. Elections are kept in the HA table (--hbase.table.ha), shared by every promhbase process.").Default("false").BoolVar(&ha.enabled)
+	cmd.Flag("ha-tracker.cluster-label", "Label naming a Prometheus HA pair (Mimir's -distributor.ha-tracker.cluster); kept in storage.").Default("cluster").StringVar(&ha.clusterLabel)
+	cmd.Flag("ha-tracker.replica-label", "Label naming a replica of an HA pair (Mimir's -distributor.ha-tracker.replica); dropped before storage.").Default("__replica__").StringVar(&ha.replica)
+	cmd.Flag("ha-tracker.failover-timeout", "How long the elected replica may send nothing before another replica of its cluster is elected; must exceed --ha-tracker.update-timeout plus --ha-tracker.update-timeout-jitter-max.").Default("30s").DurationVar(&ha.failover)
+	cmd.Flag("ha-tracker.update-timeout", "How often, at most, the elected replica's last-seen time is written to the HA table.").Default("15s").DurationVar(&ha.update)
+	cmd.Flag("ha-tracker.update-timeout-jitter-max", "Most random time added to --ha-tracker.update-timeout, per cluster, so that the clusters' updates spread.").Default("5s").DurationVar(&ha.jitt)
+	cmd.Flag("ha-tracker.max-clusters", "Most HA clusters a tenant may have; a write that would start one more gets 400. 0: no limit.").Default("100").IntVar(&ha.maxClusters)
 	return cmd
 }
 
@@ -217,7 +235,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}
 	srvCfg := server.Config{
 		Layout: cfg.layout,
-		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable},
+		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable},
 		Mapper: mapper, Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
 		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
@@ -227,7 +245,9 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			Resolutions: map[string]time.Duration{"5m": time.Duration(serveOpts.retention.res5m), "1h": time.Duration(serveOpts.retention.res1h)}},
 		EnableAdmin: serveOpts.enableAdmin,
 		Rollup:      server.RollupConfig{Enabled: serveOpts.rollup.enabled, Config: rollupCfg, Grace: serveOpts.rollup.grace, AutoDownsampling: serveOpts.rollup.auto},
-		Query:       query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
+		HA: server.HAConfig{Enabled: serveOpts.ha.enabled, Config: hatracker.Config{ClusterLabel: serveOpts.ha.clusterLabel, ReplicaLabel: serveOpts.ha.replica,
+			FailoverTimeout: serveOpts.ha.failover, UpdateTimeout: serveOpts.ha.update, UpdateTimeoutJitterMax: serveOpts.ha.jitt, MaxClusters: serveOpts.ha.maxClusters}},
+		Query: query.Options{MaxSamples: serveOpts.maxSamples, MaxBytes: serveOpts.maxBytes, ScanConcurrency: serveOpts.scanConc},
 		Adapter: adapter.Options{
 			MaxRequestBytes:       serveOpts.maxRequestBytes,
 			WriteTimeout:          serveOpts.writeTimeout,

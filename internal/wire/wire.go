@@ -34,7 +34,13 @@ type Series struct {
 	exLabels []mapping.Label
 
 	keyBuf []byte
-	labels []mapping.Label
+	// dropBuf holds Key after DropLabel; dropNames, dropName and dropID
+	// memoise the id of the name it drops.
+	dropBuf   []byte
+	dropNames *LabelNames
+	dropName  []byte
+	dropID    uint32
+	labels    []mapping.Label
 	// names decodes the label-name ids of a 2.0 Key (see keyFormV2).
 	names *LabelNames
 	// While Key aliases the message, it is msg[keyStart:keyEnd]; copied
@@ -73,8 +79,11 @@ func (s *Series) Labels() ([]mapping.Label, error) {
 	}
 	for len(buf) > 0 {
 		_, _, n := readTag(buf)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: label field", ErrMalformed)
+		}
 		msg, rest, err := readBytes(buf[n:])
-		if n <= 0 || err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%w: label field", ErrMalformed)
 		}
 		l, err := parseLabel(msg)

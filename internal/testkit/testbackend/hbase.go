@@ -45,8 +45,9 @@ func NewHBaseStore(t testing.TB) *hbase.Store {
 }
 
 // newHBase creates fresh tables, the rollup tables too when rollups is
-// set (four more tables: only the tests that build rollups pay for them).
-func newHBase(t testing.TB, rollups bool) (store.Store, Tables) {
+// set (four more tables: only the tests that build rollups pay for them),
+// the HA table when ha is.
+func newHBase(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	t.Helper()
 	st := NewHBaseStore(t)
 	sfx := uniqueSuffix()
@@ -55,15 +56,22 @@ func newHBase(t testing.TB, rollups bool) (store.Store, Tables) {
 		tb.Rollup5m, tb.Rollup1h = "tsdb-rollup-5m_test_"+sfx, "tsdb-rollup-1h_test_"+sfx
 		tb.RollupAgg5m, tb.RollupAgg1h = "tsdb-rollup-agg-5m_test_"+sfx, "tsdb-rollup-agg-1h_test_"+sfx
 	}
+	if ha {
+		tb.HA = "tsdb-ha_test_" + sfx
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.rollupTables()}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RollupTables: tb.rollupTables()}); err != nil {
 		HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)...); err != nil {
+		drop := append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)
+		if tb.HA != "" {
+			drop = append(drop, tb.HA)
+		}
+		if err := st.DropTables(ctx, drop...); err != nil {
 			t.Logf("drop test tables: %v", err)
 		}
 	})

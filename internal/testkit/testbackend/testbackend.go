@@ -31,6 +31,9 @@ type Tables struct {
 	// Rollup5m, Rollup1h and their pre-aggregation tables are the tables
 	// of RollupConfig.
 	Rollup5m, Rollup1h, RollupAgg5m, RollupAgg1h string
+	// HA is the HA tracker's table (NewWithHA; always on the embedded
+	// store).
+	HA string
 }
 
 // RollupTables returns the rollup and pre-aggregation tables.
@@ -81,23 +84,29 @@ func uniqueSuffix() string {
 // embedded store, the rollup tables; on HBase see NewWithRollups).
 func New(t testing.TB) (store.Store, Tables) {
 	t.Helper()
-	return newStore(t, false)
+	return newStore(t, false, false)
+}
+
+// NewWithHA is New with the HA tracker's table on every backend.
+func NewWithHA(t testing.TB) (store.Store, Tables) {
+	t.Helper()
+	return newStore(t, false, true)
 }
 
 // NewWithRollups is New with the rollup tables of RollupConfig on every
 // backend.
 func NewWithRollups(t testing.TB) (store.Store, Tables) {
 	t.Helper()
-	return newStore(t, true)
+	return newStore(t, true, false)
 }
 
-func newStore(t testing.TB, rollups bool) (store.Store, Tables) {
+func newStore(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	t.Helper()
 	switch Name() {
 	case "embedded":
 		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index",
-			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...),
+			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h", HA: "tsdb-ha"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index, tb.HA}, tb.RollupTables()...),
 			BufferTables: []string{tb.Data, tb.Rollup5m, tb.Rollup1h},
 			RowCodecs:    map[string]embedded.RowCodec{tb.Data: &dense.Pool{}, tb.Rollup5m: &rollup.Codec{}, tb.Rollup1h: &rollup.Codec{}}})
 		if err != nil {
@@ -106,7 +115,7 @@ func newStore(t testing.TB, rollups bool) (store.Store, Tables) {
 		t.Cleanup(func() { s.Close() })
 		return s, tb
 	case "hbase":
-		return newHBase(t, rollups)
+		return newHBase(t, rollups, ha)
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil, Tables{}
@@ -121,7 +130,7 @@ func ServeFlags(t testing.TB) []string {
 	case "embedded":
 		return []string{"--storage.embedded.path=" + t.TempDir()}
 	case "hbase":
-		_, tb := newHBase(t, true)
+		_, tb := newHBase(t, true, true)
 		// The rollup tables of the test: a configuration naming them.
 		cfg := filepath.Join(t.TempDir(), "rollups.json")
 		if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
@@ -129,7 +138,7 @@ func ServeFlags(t testing.TB) []string {
 		}
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
 			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar,
-			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--rollup.config-file=" + cfg}
+			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--hbase.table.ha=" + tb.HA, "--rollup.config-file=" + cfg}
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil

@@ -49,6 +49,8 @@ type Options struct {
 	// Rollup, when set, builds and reads rollups (its Config defaults to
 	// the tables' testbackend.Tables.RollupConfig).
 	Rollup *server.RollupConfig
+	// HA, when set, deduplicates HA pairs over the tables' HA table.
+	HA *server.HAConfig
 }
 
 // Server is a running in-process promhbase.
@@ -85,7 +87,7 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	// As serve wires it, with serve's defaults.
 	cfg := server.Config{
 		Layout: layout,
-		Tables: server.Tables{Data: tables.Data, UID: tables.UID, Exemplar: tables.Exemplar, Meta: tables.Meta, Index: tables.Index},
+		Tables: server.Tables{Data: tables.Data, UID: tables.UID, Exemplar: tables.Exemplar, Meta: tables.Meta, Index: tables.Index, HA: tables.HA},
 		Mapper: m, ReadMapper: readMapper, Limits: lcfg, ExemplarSlots: ingest.DefaultExemplarSlots,
 		Index: server.IndexConfig{Enabled: true, Query: true, CacheBytes: index.DefaultCacheBytes},
 		Compaction: server.CompactionConfig{Enabled: true, Grace: compact.DefaultGrace,
@@ -100,6 +102,9 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 		if cfg.Rollup.Config == nil {
 			cfg.Rollup.Config = tables.RollupConfig()
 		}
+	}
+	if opts.HA != nil {
+		cfg.HA = *opts.HA
 	}
 	s, err := server.New(t.Context(), st, cfg)
 	if err != nil {
