@@ -1,11 +1,13 @@
 package ingest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -209,6 +211,9 @@ type writeBatch struct {
 	labelsOf wire.Series
 	labelBuf []mapping.Label
 	sketch   *limits.Sketch // active series; nil without limits
+	// dropLabel is the replica label of an HA pair's request, left out
+	// of the labels its new series are resolved with; nil: none.
+	dropLabel []byte
 
 	samples, histograms int
 	hist                wire.Histogram
@@ -222,6 +227,7 @@ type writeBatch struct {
 }
 
 func (b *writeBatch) reset() {
+	b.dropLabel = nil
 	b.puts = b.puts[:0]
 	b.starts = b.starts[:0]
 	b.cells = b.cells[:0]
@@ -287,18 +293,12 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
-	var dropReplica []byte // the replica label of an HA pair's write
 	var dedup haDrop
 	err := parse(&b.metas, func(s *wire.Series) error {
 		ordinal++
 		if ordinal == 0 && w.ha.Tracker != nil {
 			var err error
-			if dropReplica, dedup, err = w.decideHA(ctx, s); err != nil {
-				return err
-			}
-		}
-		if dropReplica != nil {
-			if _, err := s.DropLabel(dropReplica); err != nil {
+			if b.dropLabel, dedup, err = w.decideHA(ctx, s); err != nil {
 				return err
 			}
 		}
@@ -336,11 +336,6 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 			ordinal++
 			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
 				return nil
-			}
-			if dropReplica != nil {
-				if _, err := s.DropLabel(dropReplica); err != nil {
-					return err
-				}
 			}
 			m := &b.missed[next]
 			next++
@@ -508,6 +503,12 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 	lbls, err := b.labelsOf.KeyLabels(m.key, s.Names())
 	if err != nil {
 		return err
+	}
+	if b.dropLabel != nil {
+		// An HA pair's series: resolved without the replica label, and
+		// cached under the key as sent, so that the elected replica's
+		// series are found in the cache as they come.
+		lbls = slices.DeleteFunc(lbls, func(l mapping.Label) bool { return bytes.Equal(l.Name, b.dropLabel) })
 	}
 	if w.limits != nil {
 		if reason, err := w.limits.CheckSeries(lbls); err != nil {

@@ -34,13 +34,7 @@ type Series struct {
 	exLabels []mapping.Label
 
 	keyBuf []byte
-	// dropBuf holds Key after DropLabel; dropNames, dropName and dropID
-	// memoise the id of the name it drops.
-	dropBuf   []byte
-	dropNames *LabelNames
-	dropName  []byte
-	dropID    uint32
-	labels    []mapping.Label
+	labels []mapping.Label
 	// names decodes the label-name ids of a 2.0 Key (see keyFormV2).
 	names *LabelNames
 	// While Key aliases the message, it is msg[keyStart:keyEnd]; copied

@@ -118,3 +118,14 @@ func TestParseInterleavedLabels(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// TestLabelsOfBadKey: Labels of a key that does not parse (a tag that
+// never ends, a length past the end) is an error, never a panic.
+func TestLabelsOfBadKey(t *testing.T) {
+	for _, key := range [][]byte{{0x80}, {0x0A, 0x05, 0x0A}, {0x0A}, {0xFF, 0x80}} {
+		s := &Series{Key: key}
+		if _, err := s.Labels(); err == nil {
+			t.Errorf("key %x: no error", key)
+		}
+	}
+}
