@@ -94,8 +94,8 @@ func (g *rig) windows(iv rollup.Interval) map[string][]rollup.DecodedWindow {
 	out := map[string][]rollup.DecodedWindow{}
 	for sc.Next() {
 		row := sc.Row()
-		if len(row.Key) == 1 {
-			continue // the progress row (builds hold their lease in it)
+		if rollup.IsProgressRow(row.Key) {
+			continue // the builds' progress and lease
 		}
 		_, metric, base, tags, err := g.layout.ParseRowKey(row.Key)
 		if err != nil {

@@ -1,6 +1,7 @@
 package rollup
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -32,6 +33,11 @@ import (
 // late write made stale since (which only the process that took the
 // write knows: see Scheduler.NoteRows).
 var progressRow = []byte{0x00}
+
+// IsProgressRow reports whether key is the progress row (which also holds
+// the build lease): a scan over a whole rollup table meets it first, and
+// it is no rollup row.
+func IsProgressRow(key []byte) bool { return bytes.Equal(key, progressRow) }
 
 const (
 	progressFirst = "promhbase.first"
