@@ -141,7 +141,9 @@ type Tracker struct {
 	changes  *prometheus.CounterVec
 	deduped  *prometheus.CounterVec
 	lastSeen *prometheus.GaugeVec
+	elected  *prometheus.GaugeVec
 	writes   *prometheus.CounterVec
+	shown    map[string]string // the replica elected shows for each row key
 }
 
 // New returns a Tracker over st. It registers its metrics on reg (nil:
@@ -153,18 +155,20 @@ func New(st trackerStore, cfg Config, reg prometheus.Registerer) (*Tracker, erro
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Tracker{st: st, cfg: cfg, entries: map[string]*entry{},
+	t := &Tracker{st: st, cfg: cfg, entries: map[string]*entry{}, shown: map[string]string{},
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "promhbase_ha_tracker_elected_replica_changes_total",
 			Help: "Times the elected replica of an HA cluster changed, as this process decided or learnt it."}, []string{"tenant", "cluster"}),
 		deduped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "promhbase_ha_tracker_deduped_samples_total",
 			Help: "Samples (floats and histograms) dropped because they came from a replica that is not the elected one of their cluster."}, []string{"tenant", "cluster"}),
 		lastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "promhbase_ha_tracker_elected_replica_timestamp_seconds",
 			Help: "When the elected replica of an HA cluster was last seen, as stored."}, []string{"tenant", "cluster"}),
+		elected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "promhbase_ha_tracker_elected_replica",
+			Help: "1 for the elected replica of each HA cluster, as this process last read or wrote it (as Mimir's cortex_ha_tracker_elected_replica_status)."}, []string{"tenant", "cluster", "replica"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "promhbase_ha_tracker_store_writes_total",
 			Help: "Check-and-puts of elections, by outcome: written, or lost to another process."}, []string{"outcome"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{t.changes, t.deduped, t.lastSeen, t.writes} {
+		for _, c := range []prometheus.Collector{t.changes, t.deduped, t.lastSeen, t.elected, t.writes} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("ha tracker: register metrics: %w", err)
 			}
@@ -342,6 +346,15 @@ func (t *Tracker) swap(ctx context.Context, en *entry, key []byte, next Election
 func (t *Tracker) seen(key []byte, e Election) {
 	tenant, cluster, _ := bytes.Cut(key, []byte{0})
 	t.lastSeen.WithLabelValues(string(tenant), string(cluster)).Set(float64(e.ReceivedAt) / 1000)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.shown[string(key)]; ok && old == e.Replica {
+		return
+	} else if ok {
+		t.elected.DeleteLabelValues(string(tenant), string(cluster), old)
+	}
+	t.shown[string(key)] = e.Replica
+	t.elected.WithLabelValues(string(tenant), string(cluster), e.Replica).Set(1)
 }
 
 // checkClusters refuses a new cluster beyond MaxClusters for tenant,

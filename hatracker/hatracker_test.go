@@ -65,7 +65,7 @@ func expect(t *testing.T, tr *hatracker.Tracker, cluster, replica string, ok boo
 func TestElectionAndFailover(t *testing.T) {
 	st, tb := testbackend.NewWithHA(t)
 	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	tr, _ := newTracker(t, st, cfg(tb, c))
+	tr, reg := newTracker(t, st, cfg(tb, c))
 	expect(t, tr, "prod", "a", true)
 	expect(t, tr, "prod", "b", false)
 	expect(t, tr, "other", "b", true) // clusters are independent
@@ -79,6 +79,14 @@ func TestElectionAndFailover(t *testing.T) {
 	c.Add(16 * time.Second) // a's last stored time is now 30 s old or more
 	expect(t, tr, "prod", "b", true)
 	expect(t, tr, "prod", "a", false)
+	want := `# HELP promhbase_ha_tracker_elected_replica 1 for the elected replica of each HA cluster, as this process last read or wrote it (as Mimir's cortex_ha_tracker_elected_replica_status).
+# TYPE promhbase_ha_tracker_elected_replica gauge
+promhbase_ha_tracker_elected_replica{cluster="other",replica="b",tenant="anonymous"} 1
+promhbase_ha_tracker_elected_replica{cluster="prod",replica="b",tenant="anonymous"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "promhbase_ha_tracker_elected_replica"); err != nil {
+		t.Error(err)
+	}
 	es, err := tr.Elections(t.Context())
 	if err != nil {
 		t.Fatal(err)
