@@ -469,6 +469,20 @@ func TestHADedup(t *testing.T) {
 			t.Errorf("%s: body %q", tc.name, rec.Body)
 		}
 	}
+	// Remote write 2.0: the elected replica's series (a 1.0 one's label
+	// set) is written, the other's answered 202 saying nothing was.
+	for _, tc := range []struct {
+		replica string
+		v       float64
+		code    int
+		written string
+	}{{"a", 7, 204, "1"}, {"b", 8, 202, "0"}} {
+		rec := postCT(h, ctV2, v2Body(t, v2Series{lbls: []string{"__name__", "m", "__replica__", tc.replica, "cluster", "c", "job", "j"},
+			smps: []writev2.Sample{{Value: tc.v, Timestamp: 1_700_000_000_000 + int64(tc.v)}}}))
+		if rec.Code != tc.code || rec.Header().Get("X-Prometheus-Remote-Write-Samples-Written") != tc.written {
+			t.Errorf("2.0 from %s: %d (written %q) %s, want %d and %s", tc.replica, rec.Code, rec.Header().Get("X-Prometheus-Remote-Write-Samples-Written"), rec.Body, tc.code, tc.written)
+		}
+	}
 	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 2_000_000_000_000,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "m"}}}}}
 	data, _ := proto.Marshal(rr)
@@ -491,7 +505,7 @@ func TestHADedup(t *testing.T) {
 	}
 	want := []string{
 		`{__name__="m", __replica__="b", job="j"} [4]`,
-		`{__name__="m", cluster="c", job="j"} [1 3]`,
+		`{__name__="m", cluster="c", job="j"} [1 3 7]`,
 		`{__name__="m", cluster="d", job="j"} [5]`,
 	}
 	if !slices.Equal(got, want) {
