@@ -83,6 +83,11 @@ type Options struct {
 	// ReadWait is how long a remote read waits for a read slot; zero
 	// means 10s.
 	ReadWait time.Duration
+	// Slots and ReadSlots, when set, are the decoding and remote-read
+	// slots instead of MaxConcurrentRequests' and MaxConcurrentReads'
+	// own: handlers given the same channels (one per tenant) share their
+	// capacity, and so their bound on memory.
+	Slots, ReadSlots chan struct{}
 }
 
 // Handler serves promhbase's HTTP endpoints.
@@ -154,7 +159,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 			Name: "promhbase_exemplars_written_total", Help: "Exemplars acknowledged by the store (one per series, hour and slot).",
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, new_series_rate).",
+			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, ingestion_rate, new_series_rate).",
 		}, []string{"reason"}),
 		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
@@ -177,8 +182,13 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 			gatherer = g
 		}
 	}
-	h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
-	h.readSlots = make(chan struct{}, opts.MaxConcurrentReads)
+	h.slots, h.readSlots = opts.Slots, opts.ReadSlots
+	if h.slots == nil {
+		h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
+	}
+	if h.readSlots == nil {
+		h.readSlots = make(chan struct{}, opts.MaxConcurrentReads)
+	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.receive(h.serveWrite)))
 	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.receive(h.serveRead)))

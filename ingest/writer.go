@@ -136,8 +136,8 @@ type Options struct {
 	// Limits applies to every request: the per-series limits to series
 	// not in the series cache (a 400 naming each, the rest written), the
 	// series-per-request limit (413), the active-series limit (400 for
-	// new series) and the new-series rate (429, nothing written). nil:
-	// only the row key's bound applies.
+	// new series), the ingestion rate and the new-series rate (429,
+	// nothing written). nil: only the row key's bound applies.
 	Limits *limits.Limits
 	// Indexer keeps the series index of the series written; nil keeps
 	// none.
@@ -426,22 +426,34 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 }
 
 // checkRequestLimits applies the limits that concern the request as a
-// whole, after pass 1: series per request, then, for the new series, the
-// active-series limit (each refused) and the new-series rate. An error
-// means nothing is to be written; reason says why.
+// whole, after pass 1 and before anything is written (UIDs included):
+// series per request, then the active-series limit (each new series
+// refused), the ingestion rate (the samples and histograms left to write)
+// and the new-series rate. An error means nothing is to be written; reason
+// says why. Tokens taken by a request a later check refuses are not given
+// back, as in Mimir, where the distributor's ingestion rate is taken
+// before the ingesters' limits.
 func (w *Writer) checkRequestLimits(b *writeBatch, series int) (reason string, err error) {
 	if err := w.limits.CheckRequest(series); err != nil {
 		return limits.ReasonSeriesPerRequest, err
 	}
-	if len(b.missed) == 0 {
-		return "", nil
-	}
-	if err := w.limits.CheckActive(); err != nil {
-		for i := range b.missed {
-			m := &b.missed[i]
-			b.rejectSeries(limits.ReasonActiveSeries, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabelsMax(m.labels, 10), err))
+	if len(b.missed) > 0 {
+		if err := w.limits.CheckActive(); err != nil {
+			for i := range b.missed {
+				m := &b.missed[i]
+				b.rejectSeries(limits.ReasonActiveSeries, m.samples, fmt.Sprintf("%s: %v", mapping.FormatLabelsMax(m.labels, 10), err))
+			}
+			b.missed = b.missed[:0]
 		}
-		b.missed = b.missed[:0]
+	}
+	n := b.samples + b.histograms
+	for i := range b.missed {
+		n += b.missed[i].samples
+	}
+	if err := w.limits.AdmitSamples(n); err != nil {
+		return limits.ReasonIngestionRate, err
+	}
+	if len(b.missed) == 0 {
 		return "", nil
 	}
 	if err := w.limits.AdmitNew(len(b.missed)); err != nil {

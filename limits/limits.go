@@ -1,10 +1,13 @@
 // Package limits bounds what clients may store, the way Mimir's
 // distributor does: per-series limits (label names per series, label name
 // and value length, the row key within HBase's bound), series per request,
-// the rate of new series (a token bucket) and the number of active series
-// (estimated). The write path asks it about the series it has not seen
-// before (those missing from the series cache), so series already admitted
-// cost nothing but one sketch update each.
+// the rate of samples (a token bucket, Mimir's ingestion rate), the rate of
+// new series (a token bucket) and the number of active series (estimated).
+// The write path asks it about the series it has not seen before (those
+// missing from the series cache), so series already admitted cost nothing
+// but one sketch update each, and about each request's samples once. The
+// limits may be changed while they are applied (SetConfig), for overrides
+// reloaded without a restart.
 package limits
 
 import (
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +30,7 @@ const (
 	ReasonLabelValueLength = "label_value_too_long"
 	ReasonRowKey           = "row_key_too_long"
 	ReasonSeriesPerRequest = "max_series_per_request"
+	ReasonIngestionRate    = "ingestion_rate"
 	ReasonNewSeriesRate    = "new_series_rate"
 	ReasonActiveSeries     = "max_active_series"
 )
@@ -33,7 +38,7 @@ const (
 // Reasons lists every reason, for the metrics' label values.
 func Reasons() []string {
 	return []string{ReasonLabelNames, ReasonLabelNameLength, ReasonLabelValueLength, ReasonRowKey,
-		ReasonSeriesPerRequest, ReasonNewSeriesRate, ReasonActiveSeries}
+		ReasonSeriesPerRequest, ReasonIngestionRate, ReasonNewSeriesRate, ReasonActiveSeries}
 }
 
 var (
@@ -46,15 +51,24 @@ var (
 	ErrTooManySeries = errors.New("too many series in one request")
 )
 
-// RateLimitError is returned when new series come faster than
-// NewSeriesRate allows: nothing of the request was written, and it may be
-// sent again after RetryAfter (429).
+// RateLimitError is returned when a token bucket is empty: samples come
+// faster than IngestionRate allows (Samples is set), or new series faster
+// than NewSeriesRate (NewSeries is set). Nothing of the request was
+// written, and it may be sent again after RetryAfter (429).
 type RateLimitError struct {
-	NewSeries  int
+	// NewSeries are the new series of a request refused by the new-series
+	// rate; 0 when Samples is set.
+	NewSeries int
+	// Samples are the samples and histograms of a request refused by the
+	// ingestion rate; 0 when NewSeries is set.
+	Samples    int
 	RetryAfter time.Duration
 }
 
 func (e *RateLimitError) Error() string {
+	if e.Samples > 0 {
+		return fmt.Sprintf("%d samples exceed --limits.ingestion-rate (token bucket empty); retry after %s", e.Samples, e.RetryAfter)
+	}
 	return fmt.Sprintf("%d new series exceed --limits.new-series-rate (token bucket empty); retry after %s", e.NewSeries, e.RetryAfter)
 }
 
@@ -68,6 +82,13 @@ type Config struct {
 	MaxLabelNameLength, MaxLabelValueLength int
 	// MaxSeriesPerRequest bounds the series of one write request.
 	MaxSeriesPerRequest int
+	// IngestionRate is the rate (per second) at which samples are
+	// admitted, IngestionBurst the bucket's size: Mimir's ingestion_rate
+	// and ingestion_burst_size. Float samples and native histogram samples
+	// count, one each; exemplars and metadata do not (Mimir counts them
+	// too).
+	IngestionRate  float64
+	IngestionBurst int
 	// NewSeriesRate is the rate (per second) at which series this process
 	// has not seen recently are admitted, NewSeriesBurst the bucket's
 	// size.
@@ -80,65 +101,170 @@ type Config struct {
 
 // DefaultConfig returns the default limits: Mimir's for labels (30
 // names, 1024-byte names, 2048-byte values); 50 000 series per request
-// (Prometheus sends at most 2000 by default); new series at 10 000/s with
-// a burst of 200 000 (Mimir's ingestion rate and burst, counted in new
-// series); 1 000 000 active series (as many as one generation of the
-// series cache holds by default).
+// (Prometheus sends at most 2000 by default); no ingestion rate (its
+// bucket, when a rate is set, of Mimir's 200 000 samples); new series at
+// 50 000/s with a burst of 2 000 000 and 10 000 000 active series (above
+// Mimir's, sized for one tenant of millions of series whose every series
+// is new to a restarted process; see docs/limits.md).
 func DefaultConfig() Config {
 	return Config{
 		MaxLabelNamesPerSeries: 30, MaxLabelNameLength: 1024, MaxLabelValueLength: 2048,
-		MaxSeriesPerRequest: 50_000, NewSeriesRate: 50_000, NewSeriesBurst: 2_000_000, MaxActiveSeries: 10_000_000,
+		MaxSeriesPerRequest: 50_000, IngestionBurst: 200_000, NewSeriesRate: 50_000, NewSeriesBurst: 2_000_000, MaxActiveSeries: 10_000_000,
 	}
 }
 
-// Limits applies a Config. It is safe for concurrent use.
+// Validate reports whether cfg can be applied: each rate 0 (no limit), or
+// positive and finite with a positive burst.
+func (cfg Config) Validate() error {
+	for _, b := range []struct {
+		name  string
+		rate  float64
+		burst int
+	}{{"ingestion", cfg.IngestionRate, cfg.IngestionBurst}, {"new-series", cfg.NewSeriesRate, cfg.NewSeriesBurst}} {
+		if b.rate < 0 || math.IsNaN(b.rate) || math.IsInf(b.rate, 0) || b.burst < 0 || (b.rate > 0 && b.burst == 0) {
+			return fmt.Errorf("%s rate %g/s with burst %d: want both positive, or rate 0 (no limit)", b.name, b.rate, b.burst)
+		}
+	}
+	return nil
+}
+
+// Limits applies a Config, which SetConfig may replace. It is safe for
+// concurrent use.
 type Limits struct {
-	cfg    Config
+	cfg    atomic.Pointer[Config]
 	layout mapping.Layout
 	now    func() time.Time
 
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	mu        sync.Mutex // the buckets, and the config as they last saw it
+	samples   bucket
+	newSeries bucket
 
 	active *activeSeries
 }
 
+// bucket is a token bucket's state; its rate and size come from the
+// Config in force.
+type bucket struct {
+	tokens float64 // negative: in debt
+	last   time.Time
+}
+
+// refill adds the tokens of the time since the last refill, up to burst.
+func (b *bucket) refill(now time.Time, rate float64, burst int) {
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = math.Min(float64(burst), b.tokens+el*rate)
+		b.last = now
+	}
+}
+
+// take takes n tokens. The bucket may go into debt, so that n beyond the
+// burst still passes once the bucket is full; while it is empty or in
+// debt nothing is taken and take returns how long until it holds a token
+// again, in whole seconds, at least one.
+func (b *bucket) take(now time.Time, rate float64, burst, n int) (retryAfter time.Duration) {
+	b.refill(now, rate, burst)
+	if b.tokens <= 0 {
+		wait := time.Duration((1 - b.tokens) / rate * float64(time.Second))
+		return max(wait.Round(time.Second), time.Second)
+	}
+	b.tokens -= float64(n)
+	return 0
+}
+
+// reconfigure carries the bucket over from one rate and size to another:
+// the tokens of the time until now at the old rate, then at most the new
+// burst (debt is kept). A bucket that was off (rate 0) starts full.
+func (b *bucket) reconfigure(now time.Time, oldRate float64, oldBurst int, rate float64, burst int) {
+	if oldRate <= 0 {
+		b.tokens, b.last = float64(burst), now
+		return
+	}
+	b.refill(now, oldRate, oldBurst)
+	if rate > 0 {
+		b.tokens = math.Min(b.tokens, float64(burst))
+	}
+}
+
 // New returns the Limits of cfg for series stored with layout. Its gauges
-// (the limits and the active-series estimate) are registered on reg; nil
-// skips them. now is the clock; nil means time.Now.
+// (the limits in force and the active-series estimate) are registered on
+// reg; nil skips them. now is the clock; nil means time.Now.
 func New(cfg Config, layout mapping.Layout, reg prometheus.Registerer, now func() time.Time) (*Limits, error) {
 	if now == nil {
 		now = time.Now
 	}
-	if cfg.NewSeriesRate < 0 || cfg.NewSeriesBurst < 0 || (cfg.NewSeriesRate > 0 && cfg.NewSeriesBurst == 0) {
-		return nil, fmt.Errorf("new-series rate %g/s with burst %d: want both positive, or rate 0 (no limit)", cfg.NewSeriesRate, cfg.NewSeriesBurst)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	l := &Limits{cfg: cfg, layout: layout, now: now, tokens: float64(cfg.NewSeriesBurst), last: now(), active: newActiveSeries(now())}
+	t := now()
+	l := &Limits{layout: layout, now: now, active: newActiveSeries(t),
+		samples: bucket{tokens: float64(cfg.IngestionBurst), last: t}, newSeries: bucket{tokens: float64(cfg.NewSeriesBurst), last: t}}
+	l.cfg.Store(&cfg)
 	if reg == nil {
 		return l, nil
-	}
-	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "promhbase_limits", Help: "The write limits in force, by limit (0: none).",
-	}, []string{"limit"})
-	for name, v := range map[string]float64{
-		"max_label_names_per_series": float64(cfg.MaxLabelNamesPerSeries), "max_label_name_length": float64(cfg.MaxLabelNameLength),
-		"max_label_value_length": float64(cfg.MaxLabelValueLength), "max_series_per_request": float64(cfg.MaxSeriesPerRequest),
-		"new_series_rate": cfg.NewSeriesRate, "new_series_burst": float64(cfg.NewSeriesBurst), "max_active_series": float64(cfg.MaxActiveSeries),
-		"max_row_key_bytes": mapping.MaxRowKeyBytes,
-	} {
-		limit.WithLabelValues(name).Set(v)
 	}
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "promhbase_active_series",
 		Help: "Estimated series written in the last 10 to 20 minutes (a HyperLogLog sketch, within about 1.5%), what --limits.max-active-series bounds.",
 	}, func() float64 { return float64(l.active.estimate(l.now())) })
-	for _, c := range []prometheus.Collector{limit, active} {
+	for _, c := range []prometheus.Collector{configCollector{l}, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register limits metrics: %w", err)
 		}
 	}
 	return l, nil
+}
+
+// Config returns the limits in force.
+func (l *Limits) Config() Config { return *l.cfg.Load() }
+
+// SetConfig replaces the limits in force by cfg, validated as New
+// validates it; on an error the limits are unchanged. It is safe to call
+// while the limits are applied: each check sees the old config or the new
+// one. The token buckets keep their tokens (or debt), refilled at the old
+// rate until now, then cut to a smaller new burst; a bucket whose limit was
+// off starts full. The active series are kept.
+func (l *Limits) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.cfg.Load()
+	l.samples.reconfigure(now, old.IngestionRate, old.IngestionBurst, cfg.IngestionRate, cfg.IngestionBurst)
+	l.newSeries.reconfigure(now, old.NewSeriesRate, old.NewSeriesBurst, cfg.NewSeriesRate, cfg.NewSeriesBurst)
+	l.cfg.Store(&cfg)
+	return nil
+}
+
+// configDesc describes promhbase_limits.
+var configDesc = prometheus.NewDesc("promhbase_limits", "The write limits in force, by limit (0: none).", []string{"limit"}, nil)
+
+// configCollector exports the limits in force as promhbase_limits, read
+// from the current config at each scrape.
+type configCollector struct{ l *Limits }
+
+func (c configCollector) Describe(ch chan<- *prometheus.Desc) { ch <- configDesc }
+
+func (c configCollector) Collect(ch chan<- prometheus.Metric) {
+	cfg := c.l.cfg.Load()
+	for _, v := range []struct {
+		limit string
+		value float64
+	}{
+		{"max_label_names_per_series", float64(cfg.MaxLabelNamesPerSeries)},
+		{"max_label_name_length", float64(cfg.MaxLabelNameLength)},
+		{"max_label_value_length", float64(cfg.MaxLabelValueLength)},
+		{"max_series_per_request", float64(cfg.MaxSeriesPerRequest)},
+		{"ingestion_rate", cfg.IngestionRate},
+		{"ingestion_burst_size", float64(cfg.IngestionBurst)},
+		{"new_series_rate", cfg.NewSeriesRate},
+		{"new_series_burst", float64(cfg.NewSeriesBurst)},
+		{"max_active_series", float64(cfg.MaxActiveSeries)},
+		{"max_row_key_bytes", mapping.MaxRowKeyBytes},
+	} {
+		ch <- prometheus.MustNewConstMetric(configDesc, prometheus.GaugeValue, v.value, v.limit)
+	}
 }
 
 // CheckSeries checks a series seen for the first time (a series cache
@@ -151,16 +277,17 @@ func (l *Limits) CheckSeries(lbls []mapping.Label) (reason string, err error) {
 	if err := mapping.CheckRowKey(l.layout, lbls); err != nil {
 		return ReasonRowKey, err
 	}
-	if m := l.cfg.MaxLabelNamesPerSeries; m > 0 && len(lbls) > m {
+	cfg := l.cfg.Load()
+	if m := cfg.MaxLabelNamesPerSeries; m > 0 && len(lbls) > m {
 		return ReasonLabelNames, fmt.Errorf("%w: %s has %d labels, more than --limits.max-label-names-per-series=%d",
 			ErrSeriesLimit, describe(lbls), len(lbls), m)
 	}
 	for _, lb := range lbls {
-		if m := l.cfg.MaxLabelNameLength; m > 0 && len(lb.Name) > m {
+		if m := cfg.MaxLabelNameLength; m > 0 && len(lb.Name) > m {
 			return ReasonLabelNameLength, fmt.Errorf("%w: %s has a label name of %d bytes (%.40q...), more than --limits.max-label-name-length=%d",
 				ErrSeriesLimit, describe(lbls), len(lb.Name), lb.Name, m)
 		}
-		if m := l.cfg.MaxLabelValueLength; m > 0 && len(lb.Value) > m {
+		if m := cfg.MaxLabelValueLength; m > 0 && len(lb.Value) > m {
 			return ReasonLabelValueLength, fmt.Errorf("%w: %s has a value of %d bytes for label %.40q, more than --limits.max-label-value-length=%d",
 				ErrSeriesLimit, describe(lbls), len(lb.Value), lb.Name, m)
 		}
@@ -173,7 +300,7 @@ func describe(lbls []mapping.Label) string { return "series " + mapping.FormatLa
 
 // CheckRequest checks the number of series of one request.
 func (l *Limits) CheckRequest(series int) error {
-	if m := l.cfg.MaxSeriesPerRequest; m > 0 && series > m {
+	if m := l.cfg.Load().MaxSeriesPerRequest; m > 0 && series > m {
 		return fmt.Errorf("%w: %d series, more than --limits.max-series-per-request=%d; lower max_samples_per_send", ErrTooManySeries, series, m)
 	}
 	return nil
@@ -182,7 +309,7 @@ func (l *Limits) CheckRequest(series int) error {
 // CheckActive returns an error wrapping ErrSeriesLimit when the estimated
 // active series are at MaxActiveSeries: new series are then refused.
 func (l *Limits) CheckActive() error {
-	m := l.cfg.MaxActiveSeries
+	m := l.cfg.Load().MaxActiveSeries
 	if m <= 0 {
 		return nil
 	}
@@ -192,26 +319,49 @@ func (l *Limits) CheckActive() error {
 	return nil
 }
 
-// AdmitNew takes n new series from the token bucket. The bucket may go
-// into debt, so that a request of more new series than the burst still
-// passes once the bucket is full; while it is empty or in debt, requests
-// with new series get a *RateLimitError saying when to retry.
-func (l *Limits) AdmitNew(n int) error {
-	if l.cfg.NewSeriesRate <= 0 || n == 0 {
+// AdmitSamples takes the n samples of a request (float samples and
+// native histogram samples, see Config.IngestionRate) from the ingestion
+// token bucket, as AdmitNew takes new series: the bucket may go into debt,
+// so that a request of more samples than the burst still passes once the
+// bucket is full; while it is empty or in debt, requests with samples get
+// a *RateLimitError (Samples set) saying when to retry. Call it once per
+// request, before anything of it is written.
+func (l *Limits) AdmitSamples(n int) error {
+	if n <= 0 || l.cfg.Load().IngestionRate <= 0 {
 		return nil
 	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if el := now.Sub(l.last).Seconds(); el > 0 {
-		l.tokens = math.Min(float64(l.cfg.NewSeriesBurst), l.tokens+el*l.cfg.NewSeriesRate)
-		l.last = now
+	cfg := l.cfg.Load() // as the buckets last saw it: SetConfig changes it under l.mu
+	if cfg.IngestionRate <= 0 {
+		return nil
 	}
-	if l.tokens <= 0 {
-		wait := time.Duration((1 - l.tokens) / l.cfg.NewSeriesRate * float64(time.Second))
-		return &RateLimitError{NewSeries: n, RetryAfter: max(wait.Round(time.Second), time.Second)}
+	if wait := l.samples.take(now, cfg.IngestionRate, cfg.IngestionBurst, n); wait > 0 {
+		return &RateLimitError{Samples: n, RetryAfter: wait}
 	}
-	l.tokens -= float64(n)
+	return nil
+}
+
+// AdmitNew takes n new series from the token bucket. The bucket may go
+// into debt, so that a request of more new series than the burst still
+// passes once the bucket is full; while it is empty or in debt, requests
+// with new series get a *RateLimitError (NewSeries set) saying when to
+// retry.
+func (l *Limits) AdmitNew(n int) error {
+	if n <= 0 || l.cfg.Load().NewSeriesRate <= 0 {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cfg := l.cfg.Load() // as the buckets last saw it: SetConfig changes it under l.mu
+	if cfg.NewSeriesRate <= 0 {
+		return nil
+	}
+	if wait := l.newSeries.take(now, cfg.NewSeriesRate, cfg.NewSeriesBurst, n); wait > 0 {
+		return &RateLimitError{NewSeries: n, RetryAfter: wait}
+	}
 	return nil
 }
 

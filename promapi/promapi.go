@@ -71,6 +71,10 @@ type Options struct {
 	MaxSamples     int           // --query.max-samples: 50,000,000
 	LookbackDelta  time.Duration // --query.lookback-delta: 5m
 	MaxConcurrency int           // --query.max-concurrency: 20
+	// Slots, when set, are the query slots instead of MaxConcurrency's
+	// own: APIs given the same channel (one per tenant) share its
+	// capacity.
+	Slots chan struct{}
 	// Features are Prometheus's --enable-feature names of PromQL features
 	// to turn on (see Features); Prometheus's defaults otherwise.
 	Features []string
@@ -169,6 +173,9 @@ func New(opts Options) (*API, error) {
 	}
 	promqlParser := parser.NewParser(popts)
 	gate := newQueryGate(opts.MaxConcurrency)
+	if opts.Slots != nil {
+		gate = &queryGate{slots: opts.Slots}
+	}
 	engine := promql.NewEngine(promql.EngineOpts{
 		Logger:             opts.Logger.With("component", "query engine"),
 		Reg:                opts.Registerer,

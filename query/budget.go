@@ -43,7 +43,7 @@ func NewBudget(maxSamples, maxBytes int64) *Budget {
 // NewBudget returns a budget with q's limits (Options.MaxSamples,
 // Options.MaxBytes).
 func (q *Querier) NewBudget() *Budget {
-	return NewBudget(int64(q.opts.MaxSamples), q.opts.MaxBytes)
+	return NewBudget(q.maxSamples.Load(), q.opts.MaxBytes)
 }
 
 // Held is the number of bytes held now.

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -148,7 +149,22 @@ type Querier struct {
 	opts   Options
 
 	names metricNameSource // of the UID table
+	// maxSamples is Options.MaxSamples, or what SetMaxSamples set.
+	maxSamples atomic.Int64
 }
+
+// SetMaxSamples sets the samples one request may load from now on
+// (Options.MaxSamples; 0 means its default), for a tenant's limits
+// changed at runtime. Requests under way keep theirs.
+func (q *Querier) SetMaxSamples(n int) {
+	if n <= 0 {
+		n = defaultMaxSamples
+	}
+	q.maxSamples.Store(int64(n))
+}
+
+// defaultMaxSamples is Options.MaxSamples' default.
+const defaultMaxSamples = 50_000_000
 
 // New returns a Querier over st.
 func New(st scanner, m *series.Mapper, opts Options) *Querier {
@@ -159,7 +175,7 @@ func New(st scanner, m *series.Mapper, opts Options) *Querier {
 		opts.UIDTable = "tsdb-uid"
 	}
 	if opts.MaxSamples <= 0 {
-		opts.MaxSamples = 50_000_000
+		opts.MaxSamples = defaultMaxSamples
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
@@ -170,7 +186,9 @@ func New(st scanner, m *series.Mapper, opts Options) *Querier {
 	if opts.MetricNamesTTL <= 0 {
 		opts.MetricNamesTTL = 10 * time.Second
 	}
-	return &Querier{st: st, mapper: m, opts: opts, names: uid.NewListing(st, opts.UIDTable, m.UIDs())}
+	q := &Querier{st: st, mapper: m, opts: opts, names: uid.NewListing(st, opts.UIDTable, m.UIDs())}
+	q.maxSamples.Store(int64(opts.MaxSamples))
+	return q
 }
 
 // Select returns the series that the matchers select, with their samples in

@@ -107,6 +107,10 @@ type RollupConfig struct {
 
 // Config is everything New needs besides the store.
 type Config struct {
+	// Tenant is the tenant the server serves (its HA elections are
+	// kept under it); empty: the one implicit tenant of a server without
+	// tenants (hatracker.DefaultTenant).
+	Tenant string
 	Layout mapping.Layout
 	Tables Tables
 	// Mapper is the write path's series mapper, over the UID table.
@@ -148,6 +152,8 @@ type Config struct {
 // background work.
 type Server struct {
 	handler http.Handler
+	lim     *limits.Limits
+	q       *query.Querier
 	uids    *uid.UIDs
 	sched   *compact.Scheduler // nil: no compaction
 	ret     *retention.Retention
@@ -239,11 +245,16 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		wopts.HA = ingest.HA{Tracker: tr, ClusterLabel: hc.ClusterLabel, ReplicaLabel: hc.ReplicaLabel, Tenant: hatracker.DefaultTenant}
+		haTenant := cfg.Tenant
+		if haTenant == "" {
+			haTenant = hatracker.DefaultTenant
+		}
+		wopts.HA = ingest.HA{Tracker: tr, ClusterLabel: hc.ClusterLabel, ReplicaLabel: hc.ReplicaLabel, Tenant: haTenant}
 		haPage = tr.Handler(logger)
 	}
 	w := ingest.New(cfg.Mapper, st, wopts)
 	q := query.New(st, readMapper, qopts)
+	s.lim, s.q = lim, q
 	aopts := cfg.Adapter
 	aopts.Ready = func(ctx context.Context) error {
 		_, err := st.Get(ctx, cfg.Tables.UID, []byte{0}, uid.FamilyID)
@@ -315,6 +326,19 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 // Handler serves every endpoint: remote write and read, the query API,
 // the web pages, health and readiness.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetLimits puts new write limits and a new query sample limit (0: the
+// default) in force, for requests that start from now on.
+func (s *Server) SetLimits(l limits.Config, maxQuerySamples int) error {
+	if err := s.lim.SetConfig(l); err != nil {
+		return err
+	}
+	s.q.SetMaxSamples(maxQuerySamples)
+	return nil
+}
+
+// Queryable is the server's read path for PromQL.
+func (s *Server) Queryable() *query.Storage { return s.q.Storage() }
 
 // uidRefreshInterval is how often a server reads the UID counters, which
 // other writers move too.

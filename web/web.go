@@ -25,6 +25,10 @@ type Info struct {
 	// ExternalURL is how clients reach promhbase, for the config
 	// snippets; empty means http://<the request's host>.
 	ExternalURL string
+	// Tenants says that requests name their tenant (X-Scope-OrgID);
+	// Tenant is the tenant of a page served for one.
+	Tenants bool
+	Tenant  string
 }
 
 // Options are the handlers the layout routes to.
@@ -84,6 +88,8 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <h2>Storage</h2>
 <table>
 <tr><td>backend</td><td>{{.Backend}}</td></tr>
+{{if .Tenants}}<tr><td>tenants</td><td>on: each request names its tenant in X-Scope-OrgID (or by its login); its tables are those below in the tenant's namespace</td></tr>{{end}}
+{{if .Tenant}}<tr><td>tenant</td><td>{{.Tenant}}</td></tr>{{end}}
 <tr><td>data table</td><td>{{.DataTable}}</td></tr>
 <tr><td>UID table</td><td>{{.UIDTable}}</td></tr>
 <tr><td>exemplar table</td><td>{{if .ExemplarTable}}{{.ExemplarTable}}{{else}}(exemplars not kept){{end}}</td></tr>

@@ -46,6 +46,8 @@ type config struct {
 	logLevel            string
 	logFormat           string
 	hbase               hbaseFlags
+	// createTenants are create-tables' --tenant IDs.
+	createTenants []string
 }
 
 func (c *config) registerCommon(app *kingpin.Application) {
@@ -194,21 +196,31 @@ func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (st
 	if err != nil {
 		return nil, nil, err
 	}
+	m, err := c.newMapper(st, reg, logger)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, m, nil
+}
+
+// newMapper returns the series mapper over the UID table of st (a
+// tenant's view of the store, or the store), its cache metrics
+// registered on reg.
+func (c *config) newMapper(st store.Store, reg prometheus.Registerer, logger *slog.Logger) (*series.Mapper, error) {
 	uids, err := uid.NewUIDs(st, c.layout, uid.UIDOptions{Table: c.uidTable, CacheSize: c.uidCacheSize, CacheBytes: c.cacheBytes * 35 / 100, Registerer: reg, Logger: logger,
 		// Pebble locks the embedded store to this process, which has
 		// these UIDs only.
 		SoleWriter: c.backend == "embedded"})
 	if err != nil {
-		st.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	m := series.NewMapper(uids, c.layout, c.uidCacheSize)
 	m.SetCacheBytes(c.cacheBytes*50/100, c.cacheBytes*15/100)
 	if err := reg.Register(m.Collector()); err != nil {
-		st.Close()
-		return nil, nil, fmt.Errorf("register cache metrics: %w", err)
+		return nil, fmt.Errorf("register cache metrics: %w", err)
 	}
-	return st, m, nil
+	return m, nil
 }
 
 func cmdContext() (context.Context, context.CancelFunc) {

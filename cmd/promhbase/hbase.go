@@ -85,12 +85,16 @@ func registerCreateTables(app *kingpin.Application, cfg *config) *kingpin.CmdCla
 	cmd := app.Command("create-tables", "Create the data, UID and meta tables in HBase as OpenTSDB's create_table.sh does, and promhbase's exemplar, series index and HA tracker tables (idempotent: existing tables are reported and left alone).")
 	cmd.Flag("hbase.compression", "Compression of every family: NONE, GZ, SNAPPY, LZ4, ZSTD, LZO, BZIP2. GZ, the default, works on every HBase 2.x with no native library (HBase's own codec over the JDK's deflate); ZSTD (usually smaller and faster than GZ), SNAPPY, LZ4 and LZO need a codec on every region server, e.g. HBase's pure-Java hbase-compression-aircompressor module (see docs/disk.md).").Default(defaultCompression).StringVar(&cfg.hbase.compression)
 	cmd.Flag("hbase.data-ttl", "TTL of the data table's cells; 0 keeps them forever.").Default("0s").DurationVar(&cfg.hbase.dataTTL)
+	cmd.Flag("tenant", "Create the tables of this tenant (--auth.multitenancy-enabled) instead of the default namespace's: its HBase namespace t_<ID> and every table in it (the embedded store: its namespace). Repeat it for several tenants.").StringsVar(&cfg.createTenants)
 	return cmd
 }
 
 func runCreateTables(cfg *config) error {
 	if err := cfg.layout.Validate(); err != nil {
 		return err
+	}
+	if len(cfg.createTenants) > 0 {
+		return cfg.createTenantTables(cfg.createTenants)
 	}
 	rollupTables, _, err := cfg.rollupTables()
 	if err != nil {

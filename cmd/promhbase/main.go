@@ -10,6 +10,7 @@
 //	promhbase delete         delete the samples of selected series in a time range
 //	promhbase rollup         build the rollups of a time range
 //	promhbase rollup-config  print the rollup configuration (OpenTSDB's tsd.rollups.config JSON)
+//	promhbase tenants        list the tenants and their HBase namespaces
 //
 // docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main
@@ -34,6 +35,7 @@ type commands struct {
 	delete  *deleteCmd
 	rollup  *rollupCmd
 	rollupC *kingpin.CmdClause
+	tenants *tenantsCmd
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -53,6 +55,7 @@ func newApp() (*kingpin.Application, *commands) {
 	c.delete = registerDelete(app)
 	c.rollup = registerRollup(app)
 	c.rollupC = registerRollupConfig(app)
+	c.tenants = registerTenants(app)
 	return app, c
 }
 
@@ -81,6 +84,8 @@ func main() {
 		err = c.rollup.run(cfg)
 	case c.rollupC.FullCommand():
 		err = runRollupConfig(cfg)
+	case c.tenants.cmd.FullCommand():
+		err = c.tenants.run(cfg)
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

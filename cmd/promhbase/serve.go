@@ -98,6 +98,7 @@ type serveFlags struct {
 	retention       retentionFlags
 	rollup          rollupFlags
 	enableAdmin     bool
+	tenants         tenantFlags
 }
 
 // rollupFlags are the --rollup.* flags of serve and --query.auto-downsampling.
@@ -180,6 +181,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	registerLimits(cmd, &serveOpts.limits)
+	registerTenantFlags(cmd, &serveOpts.tenants)
 	r := &serveOpts.rollup
 	cmd.Flag("rollup.enabled", "Build the rollups of every hour in the background once it has ended (plus --rollup.grace), into the tables of the rollup configuration (--rollup.config-file), and let queries read them (see --query.auto-downsampling). Hours written before are built by `promhbase rollup`.").Default("true").BoolVar(&r.enabled)
 	cmd.Flag("rollup.grace", "How long after an hour ends its rollups are built, so that late samples land first; a sample that arrives later makes its hour's rollups stale until they are built again.").Default("10m").DurationVar(&r.grace)
@@ -208,6 +210,8 @@ func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
 	cmd.Flag("limits.max-label-name-length", "Longest label name in bytes; a series with a longer one gets 400. 0 means no limit.").Default(fmt.Sprint(d.MaxLabelNameLength)).IntVar(&l.MaxLabelNameLength)
 	cmd.Flag("limits.max-label-value-length", "Longest label value (metric name included) in bytes; a series with a longer one gets 400. 0 means no limit.").Default(fmt.Sprint(d.MaxLabelValueLength)).IntVar(&l.MaxLabelValueLength)
 	cmd.Flag("limits.max-series-per-request", "Most series in one remote write; a larger request gets 413. 0 means no limit.").Default(fmt.Sprint(d.MaxSeriesPerRequest)).IntVar(&l.MaxSeriesPerRequest)
+	cmd.Flag("limits.ingestion-rate", "Samples (floats and native histograms; not exemplars) admitted per second, a token bucket (Mimir's -distributor.ingestion-rate-limit); a request that finds it empty gets 429 with Retry-After. 0 means no limit.").Default(fmt.Sprint(d.IngestionRate)).Float64Var(&l.IngestionRate)
+	cmd.Flag("limits.ingestion-burst-size", "Size of the ingestion token bucket in samples (Mimir's -distributor.ingestion-burst-size); a request of more samples still passes when the bucket is full, leaving it in debt. Must be positive when --limits.ingestion-rate is set.").Default(fmt.Sprint(d.IngestionBurst)).IntVar(&l.IngestionBurst)
 	cmd.Flag("limits.new-series-rate", "New series (not seen by this process recently) admitted per second, a token bucket; a request that finds it empty gets 429 with Retry-After. 0 means no limit.").Default(fmt.Sprint(d.NewSeriesRate)).Float64Var(&l.NewSeriesRate)
 	cmd.Flag("limits.new-series-burst", "Size of the new-series token bucket.").Default(fmt.Sprint(d.NewSeriesBurst)).IntVar(&l.NewSeriesBurst)
 	cmd.Flag("limits.max-active-series", "Most series written in the last 10-20 minutes (estimated); at the limit new series get 400. 0 means no limit.").Default(fmt.Sprint(d.MaxActiveSeries)).IntVar(&l.MaxActiveSeries)
@@ -220,7 +224,10 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st, mapper, err := cfg.openMapping(reg, logger)
+	if serveOpts.tenants.runtimeFile != "" && !serveOpts.tenants.enabled {
+		return errors.New("--runtime-config.file holds per-tenant limits: it needs --auth.multitenancy-enabled")
+	}
+	st, err := cfg.openStore(reg, logger)
 	if err != nil {
 		return err
 	}
@@ -236,7 +243,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	srvCfg := server.Config{
 		Layout: cfg.layout,
 		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable},
-		Mapper: mapper, Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
+		Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
 		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
 			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency},
@@ -263,11 +270,24 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Registerer: reg,
 		Logger:     logger,
 	}
-	srvp, err := server.New(context.Background(), st, srvCfg)
-	if err != nil {
-		return err
+	var handler http.Handler
+	var stopBackground func()
+	if serveOpts.tenants.enabled {
+		ts, err := cfg.newTenants(st, srvCfg, serveOpts.tenants, reg, logger)
+		if err != nil {
+			return err
+		}
+		handler, stopBackground = ts, ts.Start()
+	} else {
+		if srvCfg.Mapper, err = cfg.newMapper(st, reg, logger); err != nil {
+			return err
+		}
+		srvp, err := server.New(context.Background(), st, srvCfg)
+		if err != nil {
+			return err
+		}
+		handler, stopBackground = srvp.Handler(), srvp.Start()
 	}
-	stopBackground := srvp.Start()
 	// Stop the background work, letting the rows in flight finish, before
 	// the store closes (that defer was registered first, so it runs last).
 	defer stopBackground()
@@ -289,10 +309,10 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if serveOpts.maxConnections > 0 {
 		ln = netutil.LimitListener(ln, serveOpts.maxConnections)
 	}
-	srv := &http.Server{Handler: srvp.Handler(), ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
-		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace)
+		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace, "tenants", serveOpts.tenants.enabled)
 
 	// Signals are caught before the first request can be answered: a
 	// SIGTERM right after /-/ready answered shuts down cleanly, never by

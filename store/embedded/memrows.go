@@ -67,13 +67,15 @@ type memRow struct {
 }
 
 const (
-	memChunk     = 1 << 20
-	cellHeader   = 8 + 1 + 2 + 4 + 1
-	cellDeadByte = 15
-	blockHeader  = 16
-	minBlock     = 128
-	maxBlock     = 16 << 10
-	rowSize      = 32 // a memRow
+	memChunk = 1 << 20
+	// memChunkFirst is the size of a buffer's first chunk.
+	memChunkFirst = 16 << 10
+	cellHeader    = 8 + 1 + 2 + 4 + 1
+	cellDeadByte  = 15
+	blockHeader   = 16
+	minBlock      = 128
+	maxBlock      = 16 << 10
+	rowSize       = 32 // a memRow
 )
 
 // newMemRows returns an empty buffer of table, whose rows hash with seed;
@@ -114,7 +116,13 @@ func (m *memRows) alloc(n int) (uint64, []byte) {
 		m.used += n
 		return uint64(k-1)<<32 | uint64(off), m.chunks[k-1][off : off+n : off+n]
 	}
-	c := make([]byte, max(memChunk, n))
+	// Chunks start small and double up to memChunk, so that a table
+	// written little between flushes (one of many tenants') holds little.
+	size := memChunkFirst
+	if k := len(m.chunks); k > 0 {
+		size = min(2*len(m.chunks[k-1]), memChunk)
+	}
+	c := make([]byte, max(size, n))
 	m.chunks = append(m.chunks, c)
 	m.account(len(c))
 	m.used = n

@@ -258,11 +258,13 @@ func (rb *rowBuffer) replay(payload []byte) error {
 }
 
 // buffered reports whether table's puts go to the buffer.
-func (rb *rowBuffer) buffered(table string) bool { return rb.tables[table] }
+func (rb *rowBuffer) buffered(table string) bool { return rb.tables[baseTable(table)] }
 
 // writesRuns reports whether a flush writes table's rows as runs: a
 // buffered table, or one that holds runs already.
-func (rb *rowBuffer) writesRuns(table string) bool { return rb.tables[table] || rb.marked[table] }
+func (rb *rowBuffer) writesRuns(table string) bool {
+	return rb.tables[baseTable(table)] || rb.marked[table]
+}
 
 // checkColumn checks what a cell record can hold: a family of 1 to 255
 // bytes without 0x00 (the Pebble key's separator), a qualifier of at most
@@ -300,7 +302,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 		rb.signal()
 		rb.cond.Wait()
 	}
-	m := rb.active[table]
+	m := rb.activeFor(table)
 	start := rb.wal.begin()
 	w := rb.wal.pending
 	w = append(w, walOpPut)
@@ -366,7 +368,7 @@ func (rb *rowBuffer) signal() {
 func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
-	m := rb.active[table]
+	m := rb.activeFor(table)
 	start := rb.wal.begin()
 	w := rb.wal.pending
 	w = append(w, walOpDelete)
@@ -432,11 +434,31 @@ func (rb *rowBuffer) layers(table string) []*memRows {
 
 // layersLocked is layers for a caller that holds mu.
 func (rb *rowBuffer) layersLocked(table string) []*memRows {
-	ls := []*memRows{rb.active[table]}
-	if rb.flushing != nil {
-		ls = append(ls, rb.flushing[table])
+	ls := make([]*memRows, 0, 2)
+	if m := rb.active[table]; m != nil {
+		ls = append(ls, m)
+	}
+	if m := rb.flushing[table]; m != nil {
+		ls = append(ls, m)
 	}
 	return ls
+}
+
+// activeFor returns the active buffer of table, made for a table of a
+// namespace (Store.CreateNamespace) at its first write since the last
+// flush: fresh makes those of Options.BufferTables only. The caller holds
+// mu.
+func (rb *rowBuffer) activeFor(table string) *memRows {
+	m := rb.active[table]
+	if m == nil {
+		var reserve func(int) func()
+		if rb.cache != nil {
+			reserve = rb.cache.Reserve
+		}
+		m = newMemRows(table, rb.seed, reserve)
+		rb.active[table] = m
+	}
+	return m
 }
 
 // lookup returns the newest record of a cell in the buffers: found false

@@ -167,7 +167,7 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	for _, table := range tables {
 		m := bufs[table]
 		runs := rb.writesRuns(table)
-		codec := rb.codecs[table]
+		codec := codecFor(rb.codecs, table)
 		order, rows, chunks := m.sortedRows()
 		m.mu.RLock()
 		for _, i := range order {

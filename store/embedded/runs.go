@@ -298,7 +298,7 @@ func runBounds(table string, row []byte) (lower, upper []byte) {
 // from the newest run that has it, else from its cell key.
 func (s *Store) pebbleCell(table string, row, family, qualifier []byte) (value []byte, ts uint64, found bool, err error) {
 	if s.buffered(table) {
-		codec := s.codecs[table]
+		codec := codecFor(s.codecs, table)
 		lower, upper := runBounds(table, row)
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
@@ -341,7 +341,7 @@ func (s *Store) deleteFromRuns(b *pebble.Batch, table string, row []byte, kill f
 		return fmt.Errorf("read runs of row %x in %s: %w", row, table, err)
 	}
 	defer it.Close()
-	codec := s.codecs[table]
+	codec := codecFor(s.codecs, table)
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {

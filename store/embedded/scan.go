@@ -20,7 +20,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if err := s.checkTable(req.Table); err != nil {
 		return &scanner{err: err}
 	}
-	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}, codec: s.codecs[req.Table]}
+	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}, codec: codecFor(s.codecs, req.Table)}
 	if req.RowMatch != nil {
 		sc.match = req.RowMatch
 	} else if req.RowRegex != "" {

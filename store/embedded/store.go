@@ -84,6 +84,10 @@ type Store struct {
 	// committed counts batches committed to Pebble, synced the count the
 	// last sync of Pebble's WAL covered: a sync with nothing new skips it.
 	committed, synced atomic.Uint64
+	// namespaces are those CreateNamespace made (copied on write; nsMu
+	// serializes the writers).
+	namespaces atomic.Pointer[map[string]bool]
+	nsMu       sync.Mutex
 }
 
 var _ store.Store = (*Store)(nil)
@@ -124,6 +128,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		for _, t := range opts.Tables {
 			s.tables[t] = true
 		}
+	}
+	if err := s.loadNamespaces(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 	}
 	// A table that holds runs stays buffered: its runs are newer than its
 	// cell keys only while every put goes through the buffer (runs.go).
@@ -254,7 +262,11 @@ func (s *Store) checkTable(table string) error {
 	if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
 		return fmt.Errorf("table name %q: %w", table, store.ErrInvalid)
 	}
-	if s.tables != nil && !s.tables[table] {
+	if s.tables == nil {
+		return nil
+	}
+	ns, base := store.SplitNamespace(table)
+	if !s.tables[base] || ns != "" && !(*s.namespaces.Load())[ns] {
 		return fmt.Errorf("table %q: %w", table, store.ErrTableNotFound)
 	}
 	return nil

@@ -41,6 +41,10 @@ const (
 //
 // The zero value of every field selects its default.
 type TablesConfig struct {
+	// Namespace is the HBase namespace of the tables: when set,
+	// CreateTables creates it first (CreateNamespace) and each table as
+	// Namespace:name. Empty (or "default") is HBase's default namespace.
+	Namespace string
 	// DataTable is the name of the data table. Default DefaultDataTable.
 	DataTable string
 	// UIDTable is the name of the UID table. Default DefaultUIDTable.
@@ -94,7 +98,8 @@ func (c TablesConfig) withDefaults() TablesConfig {
 
 // TableSpec describes one table for CreateTable.
 type TableSpec struct {
-	// Name is the table's name, in the default namespace.
+	// Name is the table's name: qualifier, in the default namespace, or
+	// ns:qualifier, in namespace ns, which must exist (CreateNamespace).
 	Name string
 	// Families maps each column family to its HBase attributes (VERSIONS,
 	// COMPRESSION, BLOOMFILTER, TTL, DATA_BLOCK_ENCODING, ...). Attributes
@@ -108,23 +113,31 @@ type TableSpec struct {
 }
 
 // TablesReport says which tables CreateTables created and which already
-// existed (those were left as they were).
+// existed (those were left as they were), by their full names
+// (namespace:qualifier when TablesConfig.Namespace is set).
 type TablesReport struct {
 	Created []string
 	Existed []string
 }
 
-// CreateTables creates the OpenTSDB data and UID tables that tc describes.
-// Tables that exist already are reported and left alone, so it can run any
-// number of times.
+// CreateTables creates the OpenTSDB data and UID tables that tc describes,
+// and first tc.Namespace when it is set and does not exist. Tables that
+// exist already are reported and left alone, so it can run any number of
+// times.
 func (s *Store) CreateTables(ctx context.Context, tc TablesConfig) (TablesReport, error) {
 	tc = tc.withDefaults()
 	specs, err := tablesSpecs(tc)
 	if err != nil {
 		return TablesReport{}, fmt.Errorf("create tables: %w", err)
 	}
+	if tc.Namespace != "" {
+		if _, err := s.CreateNamespace(ctx, tc.Namespace); err != nil {
+			return TablesReport{}, fmt.Errorf("create tables: %w", err)
+		}
+	}
 	var rep TablesReport
 	for _, spec := range specs {
+		spec.Name = qualifiedName(tc.Namespace, spec.Name)
 		created, err := s.CreateTable(ctx, spec)
 		if err != nil {
 			return rep, fmt.Errorf("create tables: %w", err)
@@ -297,8 +310,13 @@ func (s *Store) tableExists(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("list tables: %w", classify(err, actx.Err() != nil && ctx.Err() == nil))
 	}
+	ns, qualifier := splitTableName(name)
 	for _, n := range names {
-		if string(n.GetQualifier()) == name && (len(n.GetNamespace()) == 0 || string(n.GetNamespace()) == "default") {
+		got := string(n.GetNamespace())
+		if got == "" {
+			got = "default"
+		}
+		if string(n.GetQualifier()) == qualifier && got == ns {
 			return true, nil
 		}
 	}
@@ -327,7 +345,7 @@ func (s *Store) dropTable(ctx context.Context, name string) error {
 		if err == nil {
 			return nil
 		}
-		if re := parseRemote(err); re != nil && (strings.HasSuffix(re.class, "."+class) || strings.HasSuffix(re.class, ".TableNotFoundException")) {
+		if remoteClass(err, class) || remoteClass(err, "TableNotFoundException") || remoteClass(err, "NamespaceNotFoundException") {
 			return nil
 		}
 		return classify(err, actx.Err() != nil && ctx.Err() == nil)
@@ -341,25 +359,46 @@ func (s *Store) dropTable(ctx context.Context, name string) error {
 	return nil
 }
 
-// checkTableName accepts HBase's table names in the default namespace:
+// checkTableName accepts HBase's table names: [namespace:]qualifier, the
+// namespace as checkNamespaceName accepts it but not "default" (whose
+// tables are named without it, see qualifiedName), the qualifier of
 // letters, digits, '_', '-' and '.', not starting with '.' or '-'.
 func checkTableName(name string) error {
-	if name == "" {
-		return fmt.Errorf("empty table name: %w", store.ErrInvalid)
+	qualifier := name
+	if ns, q, ok := strings.Cut(name, ":"); ok {
+		if err := checkNamespaceName(ns); err != nil {
+			return fmt.Errorf("table name %q: %w", name, err)
+		}
+		if ns == "default" {
+			return fmt.Errorf("table name %q: name the tables of the default namespace without it: %w", name, store.ErrInvalid)
+		}
+		qualifier = q
 	}
-	for i, r := range name {
+	if qualifier == "" {
+		return fmt.Errorf("empty table name %q: %w", name, store.ErrInvalid)
+	}
+	for i, r := range qualifier {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' ||
 			(i > 0 && (r == '-' || r == '.'))
 		if !ok {
-			return fmt.Errorf("table name %q: only letters, digits, '_', '-' and '.' (not first) are allowed: %w", name, store.ErrInvalid)
+			return fmt.Errorf("table name %q: only letters, digits, '_', '-' and '.' (not first) are allowed in a qualifier: %w", name, store.ErrInvalid)
 		}
 	}
 	return nil
 }
 
+// splitTableName splits a table name that checkTableName accepted into its
+// namespace ("default" when it names none) and qualifier.
+func splitTableName(name string) (ns, qualifier string) {
+	if ns, qualifier, ok := strings.Cut(name, ":"); ok {
+		return ns, qualifier
+	}
+	return "default", name
+}
+
 // quoteJavaRegex quotes a table name (see checkTableName) for
-// java.util.regex: only '.' and '-' need care, and '-' is literal outside
-// brackets.
+// java.util.regex: only '.' and '-' need care, '-' is literal outside
+// brackets, and so is ':'.
 func quoteJavaRegex(name string) string {
 	return strings.ReplaceAll(name, ".", `\.`)
 }

@@ -661,7 +661,9 @@ func TestTablesSpecs(t *testing.T) {
 func TestCheckTableName(t *testing.T) {
 	for name, ok := range map[string]bool{
 		"tsdb": true, "tsdb-uid": true, "a.b_c-1": true, "_x": true,
-		"": false, "-x": false, ".x": false, "a b": false, "ns:t": false, "tä": false,
+		"": false, "-x": false, ".x": false, "a b": false, "tä": false,
+		"ns:t": true, "t_a:tsdb-uid": true,
+		"default:t": false, ":t": false, "ns:": false, "n-s:t": false, "ns:a:b": false, "ns:-t": false,
 	} {
 		if err := checkTableName(name); (err == nil) != ok {
 			t.Errorf("checkTableName(%q) = %v, want ok=%v", name, err, ok)

@@ -9,6 +9,7 @@
 package testbackend
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // Tables names the tables a test got.
@@ -141,5 +143,45 @@ func ServeFlags(t testing.TB) []string {
 			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--hbase.table.ha=" + tb.HA, "--rollup.config-file=" + cfg}
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
+	return nil
+}
+
+// ProvisionTenant returns the function that creates a tenant's
+// namespace in st (New's store), with the tables of tb in it on HBase;
+// what it creates is dropped when the test ends.
+func ProvisionTenant(t testing.TB, st store.Store, tb Tables) func(ctx context.Context, ns string) error {
+	t.Helper()
+	switch s := st.(type) {
+	case *embedded.Store:
+		return func(ctx context.Context, ns string) error {
+			_, err := s.CreateNamespace(ctx, ns)
+			return err
+		}
+	case *hbase.Store:
+		return func(ctx context.Context, ns string) error {
+			tables := append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)
+			if tb.HA != "" {
+				tables = append(tables, tb.HA)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				drop := make([]string, len(tables))
+				for i, n := range tables {
+					drop[i] = store.NamespacedTable(ns, n)
+				}
+				if err := s.DropTables(ctx, drop...); err != nil {
+					t.Logf("drop tenant tables: %v", err)
+				}
+				if err := s.DropNamespace(ctx, ns); err != nil {
+					t.Logf("drop namespace %s: %v", ns, err)
+				}
+			})
+			_, err := s.CreateTables(ctx, hbase.TablesConfig{Namespace: ns, DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
+				MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RollupTables: tb.rollupTables()})
+			return err
+		}
+	}
+	t.Fatalf("no tenants on a %T", st)
 	return nil
 }

@@ -5,7 +5,9 @@
 package testserver
 
 import (
+	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series"
@@ -51,21 +54,99 @@ type Options struct {
 	Rollup *server.RollupConfig
 	// HA, when set, deduplicates HA pairs over the tables' HA table.
 	HA *server.HAConfig
+	// Tenants, when set, serves tenants (server.Tenants), each in its
+	// namespace of st's tables.
+	Tenants *TenantOptions
+}
+
+// TenantOptions configure a multi-tenant test server.
+type TenantOptions struct {
+	Federation, AutoCreate bool
+	// RuntimeFile is the runtime configuration (overrides and logins);
+	// empty: none.
+	RuntimeFile string
+	// ReloadPeriod is how often it is read again; 0: overrides' default.
+	ReloadPeriod time.Duration
+	// BasicAuthUsers maps logins to passwords, checked before a request
+	// reaches the server (as --web.config.file's basic_auth_users); nil:
+	// no logins.
+	BasicAuthUsers map[string]string
+}
+
+// startTenants serves tenants with cfg as every tenant's configuration.
+func startTenants(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping.Layout, cfg server.Config, to TenantOptions) *Server {
+	t.Helper()
+	reg := cfg.Registerer.(*prometheus.Registry)
+	rt, err := overrides.New(overrides.Options{Path: to.RuntimeFile, Period: to.ReloadPeriod,
+		Defaults: overrides.FromConfig(cfg.Limits, cfg.Query.MaxSamples), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := server.TenantsConfig{Federation: to.Federation, AutoCreate: to.AutoCreate, Runtime: rt, Gatherer: reg,
+		BasicAuth: to.BasicAuthUsers != nil, Provision: testbackend.ProvisionTenant(t, st, tables),
+		NewMapper: func(view store.Store, r prometheus.Registerer) (*series.Mapper, error) {
+			uids, err := uid.NewUIDs(view, layout, uid.UIDOptions{Table: tables.UID, Registerer: r})
+			if err != nil {
+				return nil, err
+			}
+			return series.NewMapper(uids, layout, 0), nil
+		}}
+	cfg.Mapper, cfg.ReadMapper = nil, nil
+	ts, err := server.NewTenants(st, cfg, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Start())
+	var h http.Handler = ts
+	if users := to.BasicAuthUsers; users != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); ok && (users[u] != p) {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+			ts.ServeHTTP(w, r)
+		})
+	}
+	return &Server{Handler: h, Tenants: ts, Provision: tc.Provision}
 }
 
 // Server is a running in-process promhbase.
 type Server struct {
-	// URL is the server's base URL, http://127.0.0.1:port.
+	// URL is the server's base URL, http://127.0.0.1:port (Start).
 	URL string
-	// Mapper is the write path's mapper (its UIDs, its caches).
+	// Handler serves every endpoint.
+	Handler http.Handler
+	// Mapper is the write path's mapper (its UIDs, its caches); nil
+	// with tenants.
 	Mapper *series.Mapper
+	// Tenants is the multi-tenant server (TenantOptions), Provision how
+	// it creates a tenant's tables.
+	Tenants   *server.Tenants
+	Provision func(ctx context.Context, ns string) error
 }
 
-// Start serves promhbase over st's tables until the test ends.
+// Start serves promhbase over st's tables on a loopback HTTP server
+// until the test ends.
 func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping.Layout, opts Options) *Server {
 	t.Helper()
+	s := New(t, st, tables, layout, opts)
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// New wires promhbase over st's tables, its background work running
+// until the test ends, without an HTTP server: Server.Handler serves it
+// (benchmarks call it directly).
+func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping.Layout, opts Options) *Server {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tables.UID, Registerer: reg})
+	uidReg := prometheus.Registerer(reg)
+	if opts.Tenants != nil {
+		uidReg = nil // each tenant's metrics carry its label
+	}
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tables.UID, Registerer: uidReg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +187,13 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	if opts.HA != nil {
 		cfg.HA = *opts.HA
 	}
+	if opts.Tenants != nil {
+		return startTenants(t, st, tables, layout, cfg, *opts.Tenants)
+	}
 	s, err := server.New(t.Context(), st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Start())
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, Mapper: m}
+	return &Server{Handler: s.Handler(), Mapper: m}
 }

@@ -6,6 +6,7 @@
 package hrpc
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/tsuna/gohbase/pb"
@@ -116,16 +117,22 @@ func (ct *CreateTable) ToProto() proto.Message {
 
 	return &pb.CreateTableRequest{
 		TableSchema: &pb.TableSchema{
-			TableName: &pb.TableName{
-				// TODO: handle namespaces
-				Namespace: []byte("default"),
-				Qualifier: ct.table,
-			},
+			TableName:      tableNameProto(ct.table),
 			Attributes:     pbAttributes,
 			ColumnFamilies: pbFamilies,
 		},
 		SplitKeys: ct.splitKeys,
 	}
+}
+
+// tableNameProto splits a table name as HBase does: "ns:qualifier" is the
+// table qualifier in namespace ns, and a name without a colon is in the
+// namespace "default".
+func tableNameProto(table []byte) *pb.TableName {
+	if i := bytes.LastIndexByte(table, ':'); i >= 0 {
+		return &pb.TableName{Namespace: table[:i], Qualifier: table[i+1:]}
+	}
+	return &pb.TableName{Namespace: []byte("default"), Qualifier: table}
 }
 
 // NewResponse creates an empty protobuf message to read the response of this

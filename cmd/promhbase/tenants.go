@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/promhbase/promhbase/overrides"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/tenant"
+)
+
+// tenantFlags are serve's flags of tenants and the runtime
+// configuration.
+type tenantFlags struct {
+	enabled      bool
+	federation   bool
+	autoCreate   bool
+	runtimeFile  string
+	reloadPeriod time.Duration
+}
+
+func registerTenantFlags(cmd *kingpin.CmdClause, f *tenantFlags) {
+	cmd.Flag("auth.multitenancy-enabled", "Serve several tenants, as Mimir's flag of this name: every request but health, readiness, /metrics and pprof names its tenant in the X-Scope-OrgID header (none: 401; an invalid ID: 400), or by its basic-auth login (--web.config.file; --runtime-config.file's users map logins to tenants, a login not mapped is its own tenant). Each tenant's tables are those of the --hbase.table.* flags in the HBase namespace t_<ID> (docs/tenants.md); off, one implicit tenant uses the tables themselves.").Default("false").BoolVar(&f.enabled)
+	cmd.Flag("tenant-federation.enabled", "Let a read name several tenants, X-Scope-OrgID: a|b, as Mimir's flag of this name: the query API reads all of them and adds __tenant_id__ to every series. Writes always name one tenant.").Default("false").BoolVar(&f.federation)
+	cmd.Flag("tenant.create-on-first-write", "Create a tenant's namespace and tables at its first write. Off, tenants are created with `promhbase create-tables --tenant ID` and a write of a tenant not created gets 400; reads of it answer as of a tenant with no data.").Default("false").BoolVar(&f.autoCreate)
+	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* flags and max_samples_per_query, by their snake_case names), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. With --auth.multitenancy-enabled only.").Default("").StringVar(&f.runtimeFile)
+	cmd.Flag("runtime-config.reload-period", "How often --runtime-config.file is read again.").Default("10s").DurationVar(&f.reloadPeriod)
+}
+
+// provisioner returns the function that creates a tenant's namespace
+// and tables in st: HBase's namespace and the tables create-tables
+// makes, or the embedded store's namespace.
+func (c *config) provisioner(st store.Store, logger *slog.Logger) (func(ctx context.Context, ns string) error, error) {
+	switch s := st.(type) {
+	case *embedded.Store:
+		return func(ctx context.Context, ns string) error {
+			_, err := s.CreateNamespace(ctx, ns)
+			return err
+		}, nil
+	case *hbase.Store:
+		return func(ctx context.Context, ns string) error {
+			tc, err := c.tablesConfig(ns)
+			if err != nil {
+				return err
+			}
+			rep, err := s.CreateTables(ctx, tc)
+			if len(rep.Created) > 0 {
+				logger.Info("tables created", "namespace", ns, "tables", strings.Join(rep.Created, ","))
+			}
+			return compressionHint(err, tc.Compression)
+		}, nil
+	}
+	return nil, fmt.Errorf("the %s store cannot create tenants", c.backend)
+}
+
+// tablesConfig is what create-tables creates, in namespace ns (empty:
+// the default namespace).
+func (c *config) tablesConfig(ns string) (hbase.TablesConfig, error) {
+	rollupTables, _, err := c.rollupTables()
+	if err != nil {
+		return hbase.TablesConfig{}, err
+	}
+	compression := c.hbase.compression
+	if compression == "" {
+		compression = defaultCompression
+	}
+	return hbase.TablesConfig{
+		Namespace: ns,
+		DataTable: c.dataTable, UIDTable: c.uidTable, ExemplarTable: c.exemplarTable,
+		MetaTable: c.metaTable, IndexTable: c.indexTable, HATable: c.haTable, RollupTables: rollupTables,
+		Compression: compression, DataTTL: c.hbase.dataTTL,
+		SaltWidth: c.layout.SaltWidth, SaltBuckets: c.layout.SaltBuckets,
+	}, nil
+}
+
+// basicAuthUsers reports whether the web configuration file checks
+// basic-auth logins (basic_auth_users), so that a request's login can be
+// trusted to name its tenant.
+func basicAuthUsers(path string) (bool, error) {
+	if path == "" {
+		return false, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("--web.config.file=%s: %w", path, err)
+	}
+	var wc struct {
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(b, &wc); err != nil {
+		return false, fmt.Errorf("--web.config.file=%s: %w", path, err)
+	}
+	return len(wc.Users) > 0, nil
+}
+
+// newTenants wires the multi-tenant server over st from base, every
+// tenant's server configuration.
+func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, reg *prometheus.Registry, logger *slog.Logger) (*server.Tenants, error) {
+	rt, err := overrides.New(overrides.Options{Path: f.runtimeFile, Period: f.reloadPeriod,
+		Defaults: overrides.FromConfig(base.Limits, base.Query.MaxSamples), Registerer: reg, Logger: logger.With("component", "runtime-config")})
+	if err != nil {
+		return nil, err
+	}
+	auth, err := basicAuthUsers(serveOpts.webConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	tc := server.TenantsConfig{Federation: f.federation, AutoCreate: f.autoCreate, Runtime: rt, BasicAuth: auth, Gatherer: reg,
+		NewMapper: func(view store.Store, r prometheus.Registerer) (*series.Mapper, error) {
+			return c.newMapper(view, r, logger)
+		}}
+	if f.autoCreate {
+		if tc.Provision, err = c.provisioner(st, logger); err != nil {
+			return nil, err
+		}
+	}
+	return server.NewTenants(st, base, tc)
+}
+
+// createTenants creates the namespaces and tables of the tenants ids.
+func (c *config) createTenantTables(ids []string) error {
+	for _, id := range ids {
+		if err := tenant.ValidateID(id); err != nil {
+			return fmt.Errorf("--tenant=%q: %w", id, err)
+		}
+	}
+	logger := c.logger()
+	st, err := c.openStore(prometheus.NewRegistry(), logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		ns := tenant.Namespace(id)
+		switch s := st.(type) {
+		case *embedded.Store:
+			created, err := s.CreateNamespace(ctx, ns)
+			if err != nil {
+				return fmt.Errorf("tenant %q: %w", id, err)
+			}
+			fmt.Printf("tenant %s (namespace %s): %s\n", id, ns, map[bool]string{true: "created", false: "already there, left alone"}[created])
+		case *hbase.Store:
+			tc, err := c.tablesConfig(ns)
+			if err != nil {
+				return err
+			}
+			rep, err := s.CreateTables(ctx, tc)
+			fmt.Printf("tenant %s (namespace %s):", id, ns)
+			if len(rep.Created) > 0 {
+				fmt.Printf(" created: %s;", strings.Join(rep.Created, ", "))
+			}
+			if len(rep.Existed) > 0 {
+				fmt.Printf(" already there, left alone: %s;", strings.Join(rep.Existed, ", "))
+			}
+			fmt.Println()
+			if err != nil {
+				return fmt.Errorf("tenant %q: %w", id, compressionHint(err, tc.Compression))
+			}
+		}
+	}
+	return nil
+}
+
+// tenantsCmd is `promhbase tenants`.
+type tenantsCmd struct {
+	cmd *kingpin.CmdClause
+}
+
+func registerTenants(app *kingpin.Application) *tenantsCmd {
+	t := &tenantsCmd{}
+	t.cmd = app.Command("tenants", "List the tenants (--auth.multitenancy-enabled): each tenant's ID and HBase namespace, one per line, sorted. On HBase a tenant is a namespace t_... that holds the data and UID tables.")
+	return t
+}
+
+func (t *tenantsCmd) run(c *config) error {
+	logger := c.logger()
+	st, err := c.openStore(prometheus.NewRegistry(), logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nss []string
+	switch s := st.(type) {
+	case *embedded.Store:
+		nss = s.Namespaces()
+	case *hbase.Store:
+		m, err := s.ListNamespaceTables(ctx, tenant.NamespacePrefix)
+		if err != nil {
+			return err
+		}
+		for ns, tables := range m {
+			if slices.Contains(tables, c.dataTable) && slices.Contains(tables, c.uidTable) {
+				nss = append(nss, ns)
+			}
+		}
+	default:
+		return errors.New("this store has no tenants")
+	}
+	var lines []string
+	for _, ns := range nss {
+		id, err := tenant.IDFromNamespace(ns)
+		if err != nil {
+			continue // a namespace of someone else's
+		}
+		lines = append(lines, id+"\t"+ns)
+	}
+	slices.Sort(lines)
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+// Package overrides reads the runtime configuration of a multi-tenant
+// promhbase, as Mimir's runtime configuration file: per-tenant limits
+// that override the flags' defaults, and the tenants each basic-auth
+// login may use. The file is read again every reload period; a change
+// takes effect without a restart, and a file that does not load leaves
+// the configuration in force unchanged.
+//
+// Format (YAML; unknown keys are errors):
+//
+//	overrides:
+//	  team-a:                      # a tenant ID (X-Scope-OrgID)
+//	    max_active_series: 200000  # any field of Limits; the rest keep the flags' values
+//	    ingestion_rate: 50000
+//	users:
+//	  alice: [team-a]              # login -> the tenants it may name
+//	  grafana: [team-a, team-b]
+package overrides
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/tenant"
+)
+
+// Limits are one tenant's limits: every write limit flag (--limits.*)
+// and the query sample limit (--query.max-samples). A zero field means
+// no limit, as the flags.
+type Limits struct {
+	MaxLabelNamesPerSeries int     `yaml:"max_label_names_per_series"`
+	MaxLabelNameLength     int     `yaml:"max_label_name_length"`
+	MaxLabelValueLength    int     `yaml:"max_label_value_length"`
+	MaxSeriesPerRequest    int     `yaml:"max_series_per_request"`
+	IngestionRate          float64 `yaml:"ingestion_rate"`
+	IngestionBurst         int     `yaml:"ingestion_burst_size"`
+	NewSeriesRate          float64 `yaml:"new_series_rate"`
+	NewSeriesBurst         int     `yaml:"new_series_burst"`
+	MaxActiveSeries        int     `yaml:"max_active_series"`
+	MaxSamplesPerQuery     int     `yaml:"max_samples_per_query"`
+}
+
+// FromConfig returns the Limits of the write limits c and the query
+// sample limit maxSamples.
+func FromConfig(c limits.Config, maxSamples int) Limits {
+	return Limits{
+		MaxLabelNamesPerSeries: c.MaxLabelNamesPerSeries, MaxLabelNameLength: c.MaxLabelNameLength,
+		MaxLabelValueLength: c.MaxLabelValueLength, MaxSeriesPerRequest: c.MaxSeriesPerRequest,
+		IngestionRate: c.IngestionRate, IngestionBurst: c.IngestionBurst,
+		NewSeriesRate: c.NewSeriesRate, NewSeriesBurst: c.NewSeriesBurst,
+		MaxActiveSeries: c.MaxActiveSeries, MaxSamplesPerQuery: maxSamples,
+	}
+}
+
+// Write returns the write limits of l.
+func (l Limits) Write() limits.Config {
+	return limits.Config{
+		MaxLabelNamesPerSeries: l.MaxLabelNamesPerSeries, MaxLabelNameLength: l.MaxLabelNameLength,
+		MaxLabelValueLength: l.MaxLabelValueLength, MaxSeriesPerRequest: l.MaxSeriesPerRequest,
+		IngestionRate: l.IngestionRate, IngestionBurst: l.IngestionBurst,
+		NewSeriesRate: l.NewSeriesRate, NewSeriesBurst: l.NewSeriesBurst,
+		MaxActiveSeries: l.MaxActiveSeries,
+	}
+}
+
+// validate checks what limits.New would refuse, and negative limits.
+func (l Limits) validate() error {
+	for name, v := range map[string]float64{
+		"max_label_names_per_series": float64(l.MaxLabelNamesPerSeries), "max_label_name_length": float64(l.MaxLabelNameLength),
+		"max_label_value_length": float64(l.MaxLabelValueLength), "max_series_per_request": float64(l.MaxSeriesPerRequest),
+		"ingestion_rate": l.IngestionRate, "ingestion_burst_size": float64(l.IngestionBurst),
+		"new_series_rate": l.NewSeriesRate, "new_series_burst": float64(l.NewSeriesBurst),
+		"max_active_series": float64(l.MaxActiveSeries), "max_samples_per_query": float64(l.MaxSamplesPerQuery),
+	} {
+		if v < 0 {
+			return fmt.Errorf("%s is %g: limits are 0 (none) or positive", name, v)
+		}
+	}
+	if l.NewSeriesRate > 0 && l.NewSeriesBurst == 0 {
+		return fmt.Errorf("new_series_rate %g with new_series_burst 0: a rate needs a burst", l.NewSeriesRate)
+	}
+	if l.IngestionRate > 0 && l.IngestionBurst == 0 {
+		return fmt.Errorf("ingestion_rate %g with ingestion_burst_size 0: a rate needs a burst", l.IngestionRate)
+	}
+	return nil
+}
+
+// Config is the runtime configuration: the limits of the tenants that
+// have overrides, and the tenants of each login.
+type Config struct {
+	// Overrides are the tenants' limits, every field set (the defaults
+	// where the file names none).
+	Overrides map[string]Limits
+	// Users maps a basic-auth login to the tenants it may name.
+	Users map[string][]string
+}
+
+// file is the YAML of the runtime configuration.
+type file struct {
+	Overrides map[string]yaml.Node `yaml:"overrides"`
+	Users     map[string][]string  `yaml:"users"`
+}
+
+// Parse parses a runtime configuration; fields a tenant's overrides do
+// not name keep defaults'. Tenant IDs are checked by Mimir's rules
+// (tenant.ValidateID).
+func Parse(b []byte, defaults Limits) (*Config, error) {
+	var f file
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // an empty file: no overrides
+		return nil, err
+	}
+	c := &Config{Overrides: make(map[string]Limits, len(f.Overrides)), Users: f.Users}
+	for id, node := range f.Overrides {
+		if err := tenant.ValidateID(id); err != nil {
+			return nil, fmt.Errorf("overrides: %w", err)
+		}
+		l := defaults
+		if err := node.Decode(&l); err != nil {
+			return nil, fmt.Errorf("overrides of tenant %q: %w", id, err)
+		}
+		if err := l.validate(); err != nil {
+			return nil, fmt.Errorf("overrides of tenant %q: %w", id, err)
+		}
+		c.Overrides[id] = l
+	}
+	for user, ids := range f.Users {
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("users: login %q names no tenant", user)
+		}
+		for _, id := range ids {
+			if err := tenant.ValidateID(id); err != nil {
+				return nil, fmt.Errorf("users: login %q: %w", user, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Runtime holds the runtime configuration in force and reloads its file.
+// Its methods are safe for concurrent use.
+type Runtime struct {
+	path     string
+	period   time.Duration
+	defaults Limits
+	logger   *slog.Logger
+
+	cur  atomic.Pointer[Config]
+	hash [32]byte
+
+	mu        sync.Mutex
+	listeners []func()
+
+	reloads *prometheus.CounterVec
+	success prometheus.Gauge
+}
+
+// Options configure a Runtime.
+type Options struct {
+	// Path is the file; empty: no file, every tenant has Defaults and no
+	// login maps to tenants.
+	Path string
+	// Period is how often the file is read again; 0 means 10s.
+	Period time.Duration
+	// Defaults are the limits of every tenant without overrides, and of
+	// the fields an override does not name: the flags'.
+	Defaults   Limits
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// New reads the file once: an error when it does not load, so that a
+// bad file stops the server at start, not at its first reload.
+func New(opts Options) (*Runtime, error) {
+	if err := opts.Defaults.validate(); err != nil {
+		return nil, fmt.Errorf("default limits: %w", err)
+	}
+	if opts.Period <= 0 {
+		opts.Period = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Runtime{path: opts.Path, period: opts.Period, defaults: opts.Defaults, logger: opts.Logger,
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_runtime_config_reloads_total", Help: "Reads of the runtime configuration file (--runtime-config.file), by result (success, failure, unchanged).",
+		}, []string{"result"}),
+		success: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "promhbase_runtime_config_last_reload_successful", Help: "1 when the last read of the runtime configuration file loaded, 0 when it failed (the configuration in force is the last that loaded).",
+		}),
+	}
+	r.cur.Store(&Config{Overrides: map[string]Limits{}})
+	if opts.Registerer != nil {
+		for _, c := range []prometheus.Collector{r.reloads, r.success} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("register runtime configuration metrics: %w", err)
+			}
+		}
+	}
+	if r.path != "" {
+		if _, err := r.Reload(); err != nil {
+			return nil, err
+		}
+	} else {
+		r.success.Set(1)
+	}
+	return r, nil
+}
+
+// Reload reads the file now; changed reports whether the configuration
+// in force changed. On error the configuration in force stays.
+func (r *Runtime) Reload() (changed bool, err error) {
+	if r.path == "" {
+		return false, nil
+	}
+	b, err := os.ReadFile(r.path)
+	if err != nil {
+		r.failed()
+		return false, fmt.Errorf("runtime configuration: %w", err)
+	}
+	h := sha256.Sum256(b)
+	r.mu.Lock()
+	same := h == r.hash
+	r.mu.Unlock()
+	if same {
+		r.reloads.WithLabelValues("unchanged").Inc()
+		r.success.Set(1)
+		return false, nil
+	}
+	c, err := Parse(b, r.defaults)
+	if err != nil {
+		r.failed()
+		return false, fmt.Errorf("runtime configuration %s: %w", r.path, err)
+	}
+	r.mu.Lock()
+	r.hash = h
+	r.cur.Store(c)
+	listeners := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	r.reloads.WithLabelValues("success").Inc()
+	r.success.Set(1)
+	for _, fn := range listeners {
+		fn()
+	}
+	return true, nil
+}
+
+func (r *Runtime) failed() {
+	r.reloads.WithLabelValues("failure").Inc()
+	r.success.Set(0)
+}
+
+// Run reloads the file every period until ctx ends, logging a file that
+// does not load (once per change of the error).
+func (r *Runtime) Run(ctx context.Context) {
+	if r.path == "" {
+		return
+	}
+	t := time.NewTicker(r.period)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := r.Reload()
+		switch {
+		case err != nil && err.Error() != last:
+			r.logger.Error("runtime configuration not reloaded; the last one that loaded stays in force", "file", r.path, "err", err)
+			last = err.Error()
+		case err == nil && changed:
+			r.logger.Info("runtime configuration reloaded", "file", r.path, "tenants_with_overrides", len(r.cur.Load().Overrides))
+			last = ""
+		case err == nil:
+			last = ""
+		}
+	}
+}
+
+// OnChange calls fn after every reload that changed the configuration.
+func (r *Runtime) OnChange(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, fn)
+}
+
+// Limits returns tenant id's limits: its overrides, or the defaults.
+func (r *Runtime) Limits(id string) Limits {
+	if l, ok := r.cur.Load().Overrides[id]; ok {
+		return l
+	}
+	return r.defaults
+}
+
+// Tenants returns the tenants login may name, and whether the file maps
+// it at all.
+func (r *Runtime) Tenants(login string) ([]string, bool) {
+	ids, ok := r.cur.Load().Users[login]
+	return ids, ok
+}

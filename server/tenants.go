@@ -1,0 +1,477 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/promhbase/promhbase/federation"
+	"github.com/promhbase/promhbase/overrides"
+	"github.com/promhbase/promhbase/promapi"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/web"
+)
+
+// TenantsConfig configures a multi-tenant server (NewTenants).
+type TenantsConfig struct {
+	// Federation answers reads that name several tenants (a|b) over
+	// all of them (package federation); off, such reads get 400.
+	Federation bool
+	// AutoCreate provisions a tenant at its first write; off, a write
+	// of a tenant not created gets 400 naming it.
+	AutoCreate bool
+	// Provision makes the tables of a tenant's namespace (HBase: the
+	// namespace and its tables; the embedded store: the namespace);
+	// AutoCreate needs it.
+	Provision func(ctx context.Context, ns string) error
+	// NewMapper returns a tenant's series mapper over its view of the
+	// store, its metrics registered on reg.
+	NewMapper func(st store.Store, reg prometheus.Registerer) (*series.Mapper, error)
+	// Runtime holds the per-tenant limits and the logins' tenants.
+	Runtime *overrides.Runtime
+	// BasicAuth says that the logins of requests were checked (the web
+	// configuration's basic_auth_users): a login's tenants (Runtime, or
+	// the login itself when the file does not map it) are then the only
+	// ones its requests may name.
+	BasicAuth bool
+	// Gatherer serves /metrics.
+	Gatherer prometheus.Gatherer
+}
+
+// Tenants serves every tenant from one process: each has its own Server
+// over its namespace of the store (store.Namespaced, tenant.Namespace),
+// opened at its first request and kept. Health, readiness, /metrics,
+// pprof and the landing page need no tenant; every other request names
+// one (X-Scope-OrgID, or the login), or several for a federated read.
+type Tenants struct {
+	st     store.Store
+	base   Config
+	tc     TenantsConfig
+	logger *slog.Logger
+	root   http.Handler
+
+	// slots are shared by every tenant's remote endpoints and query
+	// API, so that their bounds on memory hold for the process.
+	slots, readSlots, querySlots chan struct{}
+
+	ctx    context.Context // the background work's
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.RWMutex
+	servers map[string]*Server
+	opening map[string]*sync.Mutex
+	empty   *Server // reads of tenants not created
+	fed     map[string]http.Handler
+}
+
+// maxFederations bounds the federated query APIs kept (one per set of
+// tenants); past it the oldest are built again when asked.
+const maxFederations = 64
+
+// NewTenants returns the multi-tenant server over st: base is every
+// tenant's Config (Tenant, Mapper, Limits and Registerer are set per
+// tenant; its Registerer takes every tenant's metrics with a label
+// tenant). Start runs the background work.
+func NewTenants(st store.Store, base Config, tc TenantsConfig) (*Tenants, error) {
+	if tc.NewMapper == nil || tc.Runtime == nil {
+		return nil, errors.New("tenants: NewMapper and Runtime are required")
+	}
+	if tc.AutoCreate && tc.Provision == nil {
+		return nil, errors.New("tenants: creating tenants on first write needs a way to provision them")
+	}
+	logger := base.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if base.Registerer == nil {
+		base.Registerer = prometheus.NewRegistry()
+	}
+	t := &Tenants{st: st, base: base, tc: tc, logger: logger,
+		servers: map[string]*Server{}, opening: map[string]*sync.Mutex{}, fed: map[string]http.Handler{}}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	// The defaults are adapter's and promapi's.
+	t.slots = make(chan struct{}, orDefault(base.Adapter.MaxConcurrentRequests, 2*runtime.GOMAXPROCS(0)+8))
+	t.readSlots = make(chan struct{}, orDefault(base.Adapter.MaxConcurrentReads, 10))
+	t.querySlots = make(chan struct{}, orDefault(base.API.MaxConcurrency, 20))
+	t.root = t.rootHandler()
+	tc.Runtime.OnChange(t.applyLimits)
+	return t, nil
+}
+
+// orDefault returns n, or d when n is not positive.
+func orDefault(n, d int) int {
+	if n > 0 {
+		return n
+	}
+	return d
+}
+
+// rootHandler serves what needs no tenant: health, readiness (the store
+// answers), /metrics, pprof and the landing page.
+func (t *Tenants) rootHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("promhbase is healthy.\n"))
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		// Any answer of the store will do: a missing table is one.
+		if _, err := t.st.Get(ctx, t.base.Tables.UID, []byte{0}, "id"); err != nil && !errors.Is(err, store.ErrTableNotFound) {
+			http.Error(w, "promhbase is not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("promhbase is ready.\n"))
+	})
+	if g := t.tc.Gatherer; g != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+	info := t.base.Web
+	info.Tenants = true
+	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info})
+}
+
+// tenantFree reports whether path is served without a tenant.
+func tenantFree(path string) bool {
+	switch path {
+	case "/", "/-/healthy", "/-/ready", "/metrics":
+		return true
+	}
+	return strings.HasPrefix(path, "/debug/pprof/")
+}
+
+// writePath reports whether a request to path writes (or deletes): it
+// names exactly one tenant.
+func writePath(path string) bool {
+	return path == "/api/v1/write" || strings.HasPrefix(path, "/api/v1/admin/")
+}
+
+// Errors of naming tenants; identify's callers map them to statuses.
+var (
+	errForbidden   = errors.New("forbidden")
+	errMultiple    = errors.New("multiple org IDs present")
+	errNotCreated  = errors.New("tenant not created")
+	errUnavailable = errors.New("tenant unavailable")
+)
+
+// statusOf is the status code of an error of naming a tenant, as Mimir
+// answers: 401 without one, 400 for an invalid one or several where one
+// is needed, 403 for a tenant the login may not use.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, tenant.ErrNoID):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, errUnavailable):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusBadRequest
+	}
+}
+
+// identify returns the tenants a request names: those of X-Scope-OrgID,
+// which its login (when logins are checked) must allow, or the login's
+// one tenant.
+func (t *Tenants) identify(r *http.Request) ([]string, error) {
+	hdrs := r.Header.Values(tenant.Header)
+	if len(hdrs) > 1 {
+		return nil, fmt.Errorf("%w: %d %s headers; send one", tenant.ErrInvalidID, len(hdrs), tenant.Header)
+	}
+	hdr := ""
+	if len(hdrs) == 1 {
+		hdr = hdrs[0]
+	}
+	var allowed []string
+	login, _, hasLogin := r.BasicAuth()
+	if t.tc.BasicAuth && hasLogin {
+		var mapped bool
+		if allowed, mapped = t.tc.Runtime.Tenants(login); !mapped && tenant.ValidateID(login) == nil {
+			allowed = []string{login}
+		}
+		if hdr == "" {
+			if len(allowed) == 1 {
+				return allowed, nil
+			}
+			return nil, fmt.Errorf("%w: login %q may use %d tenants; name one in %s", tenant.ErrNoID, login, len(allowed), tenant.Header)
+		}
+	}
+	ids, err := tenant.ParseOrgID(hdr)
+	if err != nil {
+		return nil, err
+	}
+	if t.tc.BasicAuth && hasLogin {
+		for _, id := range ids {
+			if !slices.Contains(allowed, id) {
+				return nil, fmt.Errorf("%w: login %q may not use tenant %q", errForbidden, login, id)
+			}
+		}
+	}
+	return ids, nil
+}
+
+// ServeHTTP serves a request: tenant-free paths at once; others by the
+// server of the tenant they name, or a federated query API.
+func (t *Tenants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tenantFree(r.URL.Path) {
+		t.root.ServeHTTP(w, r)
+		return
+	}
+	ids, err := t.identify(r)
+	if err != nil {
+		http.Error(w, err.Error(), statusOf(err))
+		return
+	}
+	write := writePath(r.URL.Path)
+	if len(ids) > 1 {
+		if write || !t.tc.Federation || !strings.HasPrefix(r.URL.Path, "/api/v1/") || r.URL.Path == "/api/v1/read" {
+			http.Error(w, fmt.Sprintf("%v: %s names %d tenants; %s", errMultiple, tenant.Header, len(ids), t.multipleHint(write)), http.StatusBadRequest)
+			return
+		}
+		h, err := t.federated(r.Context(), ids)
+		if err != nil {
+			http.Error(w, err.Error(), statusOf(err))
+			return
+		}
+		h.ServeHTTP(w, r)
+		return
+	}
+	s, err := t.server(r.Context(), ids[0], write && t.tc.AutoCreate)
+	switch {
+	case errors.Is(err, errNotCreated) && !write:
+		s, err = t.emptyServer()
+	case errors.Is(err, errNotCreated):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), statusOf(err))
+		return
+	}
+	s.Handler().ServeHTTP(w, r)
+}
+
+// multipleHint says why a request may not name several tenants.
+func (t *Tenants) multipleHint(write bool) string {
+	switch {
+	case write:
+		return "a write or delete names exactly one"
+	case !t.tc.Federation:
+		return "reading several at once needs --tenant-federation.enabled"
+	default:
+		return "only the query API reads several at once"
+	}
+}
+
+// Server returns the server of tenant id, opening it at its first use:
+// a tenant not created is errNotCreated unless create, which provisions
+// it. ctx bounds the opening.
+func (t *Tenants) server(ctx context.Context, id string, create bool) (*Server, error) {
+	t.mu.RLock()
+	s := t.servers[id]
+	t.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	t.mu.Lock()
+	m := t.opening[id]
+	if m == nil {
+		m = &sync.Mutex{}
+		t.opening[id] = m
+	}
+	t.mu.Unlock()
+	m.Lock()
+	defer m.Unlock()
+	t.mu.RLock()
+	s = t.servers[id]
+	t.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	ns := tenant.Namespace(id)
+	view := store.Namespaced(t.st, ns)
+	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	exists, err := t.exists(octx, view)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		if !create {
+			return nil, fmt.Errorf("%w: tenant %q has no tables (namespace %s): create them with `promhbase create-tables --tenant %s`, or let writes create them with --tenant.create-on-first-write", errNotCreated, id, ns, id)
+		}
+		if err := t.tc.Provision(octx, ns); err != nil {
+			return nil, fmt.Errorf("%w: create tenant %q (namespace %s): %w", errUnavailable, id, ns, err)
+		}
+		t.logger.Info("tenant created", "tenant", id, "namespace", ns)
+	}
+	s, err = t.open(octx, id, view)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open tenant %q (namespace %s): %w", errUnavailable, id, ns, err)
+	}
+	t.mu.Lock()
+	t.servers[id] = s
+	delete(t.opening, id)
+	t.mu.Unlock()
+	t.wg.Go(func() { s.Run(t.ctx) })
+	return s, nil
+}
+
+// exists reports whether a tenant's tables exist: its UID table answers.
+func (t *Tenants) exists(ctx context.Context, view store.Store) (bool, error) {
+	_, err := view.Get(ctx, t.base.Tables.UID, []byte{0}, "id")
+	switch {
+	case errors.Is(err, store.ErrTableNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	return true, nil
+}
+
+// open wires the server of tenant id over its view of the store.
+func (t *Tenants) open(ctx context.Context, id string, view store.Store) (*Server, error) {
+	cfg := t.base
+	cfg.Tenant = id
+	cfg.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": id}, t.base.Registerer)
+	cfg.Logger = t.logger.With("tenant", id)
+	m, err := t.tc.NewMapper(view, cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Mapper, cfg.ReadMapper = m, nil
+	lim := t.tc.Runtime.Limits(id)
+	cfg.Limits, cfg.Query.MaxSamples = lim.Write(), lim.MaxSamplesPerQuery
+	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
+	cfg.Web.Tenant = id
+	return New(ctx, view, cfg)
+}
+
+// emptyServer returns the server that answers the reads of a tenant
+// not created: it has no data (an empty store), so that such a tenant
+// reads as one created that has nothing yet.
+func (t *Tenants) emptyServer() (*Server, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.empty != nil {
+		return t.empty, nil
+	}
+	cfg := t.base
+	cfg.Registerer, cfg.Logger = nil, t.logger
+	cfg.Index, cfg.Compaction, cfg.Rollup, cfg.HA = IndexConfig{}, CompactionConfig{}, RollupConfig{}, HAConfig{}
+	cfg.ExemplarSlots, cfg.Retention, cfg.EnableAdmin = 0, RetentionConfig{}, false
+	m, err := t.tc.NewMapper(emptyStore{}, prometheus.NewRegistry())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	cfg.Mapper, cfg.ReadMapper = m, nil
+	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
+	s, err := New(context.Background(), emptyStore{}, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	t.empty = s
+	return s, nil
+}
+
+// federated returns the query API over the tenants ids (sorted,
+// distinct), those not created reading as empty.
+func (t *Tenants) federated(ctx context.Context, ids []string) (http.Handler, error) {
+	key := strings.Join(ids, tenant.Separator)
+	t.mu.RLock()
+	h := t.fed[key]
+	t.mu.RUnlock()
+	if h != nil {
+		return h, nil
+	}
+	ts := make([]federation.Tenant, 0, len(ids))
+	for _, id := range ids {
+		s, err := t.server(ctx, id, false)
+		switch {
+		case errors.Is(err, errNotCreated):
+			ts = append(ts, federation.Tenant{ID: id})
+		case err != nil:
+			return nil, err
+		default:
+			ts = append(ts, federation.Tenant{ID: id, Queryable: s.Queryable()})
+		}
+	}
+	popts := t.base.API
+	popts.Queryable = federation.New(ts)
+	popts.Logger, popts.Registerer = t.logger, nil
+	popts.Slots = t.querySlots
+	popts.Retention = retentionString(t.base.Retention)
+	api, err := promapi.New(popts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	t.mu.Lock()
+	if len(t.fed) >= maxFederations {
+		clear(t.fed)
+	}
+	// A tenant created since reads as created from its next federation.
+	if len(ts) == countCreated(ts) {
+		t.fed[key] = api
+	}
+	t.mu.Unlock()
+	return api, nil
+}
+
+func countCreated(ts []federation.Tenant) int {
+	n := 0
+	for _, t := range ts {
+		if t.Queryable != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// applyLimits puts every open tenant's limits from the runtime
+// configuration in force.
+func (t *Tenants) applyLimits() {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for id, s := range t.servers {
+		l := t.tc.Runtime.Limits(id)
+		if err := s.SetLimits(l.Write(), l.MaxSamplesPerQuery); err != nil {
+			t.logger.Error("tenant limits not changed", "tenant", id, "err", err)
+		}
+	}
+}
+
+// Start runs the background work (the runtime configuration's reloads,
+// each open tenant's compaction, rollups, retention) until stop is
+// called; stop returns once it has ended.
+func (t *Tenants) Start() (stop func()) {
+	t.wg.Go(func() { t.tc.Runtime.Run(t.ctx) })
+	return func() {
+		t.cancel()
+		t.wg.Wait()
+	}
+}
+
+// Open returns the IDs of the tenants opened so far, sorted.
+func (t *Tenants) Open() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ids := make([]string, 0, len(t.servers))
+	for id := range t.servers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

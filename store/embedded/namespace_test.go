@@ -1,0 +1,94 @@
+package embedded
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// TestNamespaces checks that the tables of a namespace exist only once it
+// is made, hold their own rows (buffered, packed by the codec of their
+// name), and that namespaces and their runs outlive a reopening.
+func TestNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Store {
+		t.Helper()
+		s, err := Open(dir, Options{NoSync: true, Tables: []string{"d", "u"}, BufferTables: []string{"d"},
+			RowCodecs: map[string]RowCodec{"d": toyCodec{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	ctx := t.Context()
+	put := func(s *Store, table, row, val string) error {
+		return s.Put(ctx, table, []store.Put{{Row: []byte(row), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q"), Value: []byte(val), Timestamp: 1}}}})
+	}
+	if err := put(s, "a:d", "r", "x"); !errors.Is(err, store.ErrTableNotFound) {
+		t.Fatalf("put into a namespace not made: %v, want ErrTableNotFound", err)
+	}
+	for _, ns := range []string{"", "a:b", "a\x00"} {
+		if _, err := s.CreateNamespace(ctx, ns); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateNamespace(%q): %v, want ErrInvalid", ns, err)
+		}
+	}
+	for _, want := range []bool{true, false} {
+		if created, err := s.CreateNamespace(ctx, "a"); err != nil || created != want {
+			t.Fatalf("CreateNamespace(a) = %v, %v; want %v", created, err, want)
+		}
+	}
+	if _, err := s.CreateNamespace(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(s, "a:x", "r", "x"); !errors.Is(err, store.ErrTableNotFound) {
+		t.Fatalf("put into a table not among Options.Tables: %v", err)
+	}
+	for _, w := range []struct{ table, row, val string }{{"d", "r1", "plain"}, {"a:d", "r1", "A"}, {"a:d", "r2", "A2"}, {"b:d", "r1", "B"}, {"a:u", "r1", "AU"}} {
+		if err := put(s, w.table, w.row, w.val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.buffered("a:d") || s.buffered("a:u") {
+		t.Fatal("a:d should be buffered as d, a:u not")
+	}
+	want := map[string]string{
+		"d":   "7231: t:71=706c61696e@1\n",
+		"a:d": "7231: t:71=41@1\n7232: t:71=4132@1\n",
+		"b:d": "7231: t:71=42@1\n",
+		"a:u": "7231: t:71=4155@1\n",
+		"b:u": "",
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for table, w := range want {
+			if got := dump(t, s, table); got != w {
+				t.Errorf("%s: %s holds\n%s\nwant\n%s", when, table, got, w)
+			}
+		}
+	}
+	check(s, "buffered")
+	if err := s.rb.flush(); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "flushed")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	check(s, "reopened")
+	if got := s.Namespaces(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("Namespaces() = %q, want [a b]", got)
+	}
+	// A namespaced view reads its own.
+	v := store.Namespaced(s, "b")
+	if _, ok := v.(store.RowRangeDeleter); !ok {
+		t.Error("the view of the embedded store lost its optional interfaces")
+	}
+	r, err := v.Get(ctx, "d", []byte("r1"), "t")
+	if err != nil || len(r.Cells) != 1 || string(r.Cells[0].Value) != "B" {
+		t.Errorf("view b: Get(d, r1) = %v, %v; want B", r, err)
+	}
+}
