@@ -18,9 +18,11 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
@@ -462,5 +464,44 @@ func TestTenantLimits(t *testing.T) {
 	code, got := cf.api("/api/v1/query", url.Values{"query": {"count(lim_metric)"}, "time": {apiTime(t0 + 1000)}})
 	if code != http.StatusOK || !strings.Contains(got, `"1600"`) {
 		t.Errorf("the other tenant's series: %d %s, want 1600", code, got)
+	}
+}
+
+// TestTenantHA: HA pairs of two tenants with the same cluster name have
+// elections of their own, and the tracker's metrics carry each tenant.
+func TestTenantHA(t *testing.T) {
+	st, tb := testbackend.NewWithHA(t)
+	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
+	a, b := "ha-a-"+sfx, "ha-b-"+sfx
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{
+		HA: &server.HAConfig{Enabled: true, Config: hatracker.Config{ClusterLabel: "cluster", ReplicaLabel: "__replica__",
+			FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, UpdateTimeoutJitterMax: time.Second, MaxClusters: 10}},
+		Tenants: &testserver.TenantOptions{AutoCreate: true}})
+	write := func(org, replica string, v float64) int {
+		t.Helper()
+		c := tenantClient{t: t, base: srv.URL, org: org}
+		code, msg := c.write(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+			Labels: lbl("__name__", "ha_metric", "__replica__", replica, "cluster", "pair"), Samples: []prompb.Sample{{Timestamp: t0, Value: v}}}}})
+		if code != http.StatusNoContent && code != http.StatusAccepted {
+			t.Fatalf("write as %s from %s: %d %s", org, replica, code, msg)
+		}
+		return code
+	}
+	for _, tc := range []struct {
+		org, replica string
+		want         int
+	}{{a, "r1", 204}, {b, "r2", 204}, {a, "r2", 202}, {b, "r1", 202}, {a, "r1", 204}} {
+		if got := write(tc.org, tc.replica, 1); got != tc.want {
+			t.Errorf("tenant %s, replica %s: %d, want %d", tc.org, tc.replica, got, tc.want)
+		}
+	}
+	_, m := tenantClient{t: t, base: srv.URL}.do("GET", "/metrics", nil, nil)
+	for _, want := range []string{
+		fmt.Sprintf(`promhbase_ha_tracker_elected_replica{cluster="pair",replica="r1",tenant=%q} 1`, a),
+		fmt.Sprintf(`promhbase_ha_tracker_elected_replica{cluster="pair",replica="r2",tenant=%q} 1`, b),
+	} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -168,13 +168,38 @@ func New(st trackerStore, cfg Config, reg prometheus.Registerer) (*Tracker, erro
 			Help: "Check-and-puts of elections, by outcome: written, or lost to another process."}, []string{"outcome"}),
 	}
 	if reg != nil {
+		// The trackers of several tenants share reg: the first registers
+		// the metrics (labelled by tenant), the others use its.
+		t.changes = register(reg, t.changes)
+		t.deduped = register(reg, t.deduped)
+		t.lastSeen = register(reg, t.lastSeen)
+		t.elected = register(reg, t.elected)
+		t.writes = register(reg, t.writes)
 		for _, c := range []prometheus.Collector{t.changes, t.deduped, t.lastSeen, t.elected, t.writes} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("ha tracker: register metrics: %w", err)
+			if c == nil {
+				return nil, fmt.Errorf("ha tracker: register metrics: %w", errRegister)
 			}
 		}
 	}
 	return t, nil
+}
+
+var errRegister = errors.New("a metric of another kind has the name")
+
+// register registers c on reg and returns it, or the collector of the
+// same description registered before; nil when reg refuses c otherwise.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if ex, ok := are.ExistingCollector.(C); ok {
+			return ex
+		}
+	}
+	var zero C
+	return zero
 }
 
 // Config returns the tracker's configuration.

@@ -94,7 +94,7 @@ func (l Limits) validate() error {
 	if l.IngestionRate > 0 && l.IngestionBurst == 0 {
 		return fmt.Errorf("ingestion_rate %g with ingestion_burst_size 0: a rate needs a burst", l.IngestionRate)
 	}
-	return nil
+	return l.Write().Validate() // what else limits refuses (NaN, infinities)
 }
 
 // Config is the runtime configuration: the limits of the tenants that
@@ -128,8 +128,8 @@ func Parse(b []byte, defaults Limits) (*Config, error) {
 		if err := tenant.ValidateID(id); err != nil {
 			return nil, fmt.Errorf("overrides: %w", err)
 		}
-		l := defaults
-		if err := node.Decode(&l); err != nil {
+		l, err := decodeLimits(&node, defaults)
+		if err != nil {
 			return nil, fmt.Errorf("overrides of tenant %q: %w", id, err)
 		}
 		if err := l.validate(); err != nil {
@@ -148,6 +148,22 @@ func Parse(b []byte, defaults Limits) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// decodeLimits decodes a tenant's overrides over defaults, refusing
+// keys that name no limit.
+func decodeLimits(node *yaml.Node, defaults Limits) (Limits, error) {
+	var buf bytes.Buffer
+	if err := yaml.NewEncoder(&buf).Encode(node); err != nil {
+		return Limits{}, err
+	}
+	l := defaults
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	if err := dec.Decode(&l); err != nil && !errors.Is(err, io.EOF) {
+		return Limits{}, err
+	}
+	return l, nil
 }
 
 // Runtime holds the runtime configuration in force and reloads its file.

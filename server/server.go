@@ -144,6 +144,10 @@ type Config struct {
 	Pprof bool
 	// Registerer takes the server's metrics; nil: none are registered.
 	Registerer prometheus.Registerer
+	// SharedRegisterer takes the metrics that carry a tenant label of
+	// their own (the HA tracker's), shared by the servers of every
+	// tenant; nil: Registerer.
+	SharedRegisterer prometheus.Registerer
 	// Logger takes its logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -241,7 +245,11 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		}
 		hc := cfg.HA.Config
 		hc.Table = cfg.Tables.HA
-		tr, err := hatracker.New(st, hc, reg)
+		haReg := cfg.SharedRegisterer
+		if haReg == nil {
+			haReg = reg
+		}
+		tr, err := hatracker.New(st, hc, haReg)
 		if err != nil {
 			return nil, err
 		}
@@ -315,12 +323,36 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
 	}
-	api, err := promapi.New(popts)
-	if err != nil {
-		return nil, err
+	var api http.Handler
+	if cfg.Tenant == "" {
+		if api, err = promapi.New(popts); err != nil {
+			return nil, err
+		}
+	} else {
+		// A tenant's query API is built at its first query: building
+		// one costs about a third of a CPU second (Prometheus's OpenAPI
+		// document), which tenants that only write never pay.
+		api = &lazyAPI{opts: popts}
 	}
 	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info, HATracker: haPage})
 	return s, nil
+}
+
+// lazyAPI is a query API built at its first request.
+type lazyAPI struct {
+	opts promapi.Options
+	once sync.Once
+	api  *promapi.API
+	err  error
+}
+
+func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.once.Do(func() { l.api, l.err = promapi.New(l.opts) })
+	if l.err != nil {
+		http.Error(w, "query API: "+l.err.Error(), http.StatusInternalServerError)
+		return
+	}
+	l.api.ServeHTTP(w, r)
 }
 
 // Handler serves every endpoint: remote write and read, the query API,

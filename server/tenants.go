@@ -347,6 +347,7 @@ func (t *Tenants) open(ctx context.Context, id string, view store.Store) (*Serve
 	cfg := t.base
 	cfg.Tenant = id
 	cfg.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": id}, t.base.Registerer)
+	cfg.SharedRegisterer = t.base.Registerer
 	cfg.Logger = t.logger.With("tenant", id)
 	m, err := t.tc.NewMapper(view, cfg.Registerer)
 	if err != nil {

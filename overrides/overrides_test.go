@@ -1,0 +1,132 @@
+package overrides
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+var defaults = Limits{MaxLabelNamesPerSeries: 30, MaxSeriesPerRequest: 50000, NewSeriesRate: 100, NewSeriesBurst: 1000, MaxActiveSeries: 1000, MaxSamplesPerQuery: 5000}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		check      func(t *testing.T, c *Config)
+		err        string
+	}{
+		{name: "empty file", yaml: "", check: func(t *testing.T, c *Config) {
+			if len(c.Overrides) != 0 || len(c.Users) != 0 {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "overrides keep the defaults they do not name", yaml: "overrides:\n  team-a:\n    max_active_series: 7\n    ingestion_rate: 10\n    ingestion_burst_size: 20\n",
+			check: func(t *testing.T, c *Config) {
+				want := defaults
+				want.MaxActiveSeries, want.IngestionRate, want.IngestionBurst = 7, 10, 20
+				if got := c.Overrides["team-a"]; got != want {
+					t.Errorf("team-a: %+v, want %+v", got, want)
+				}
+			}},
+		{name: "a limit set to 0 turns it off", yaml: "overrides:\n  b:\n    max_active_series: 0\n", check: func(t *testing.T, c *Config) {
+			if c.Overrides["b"].MaxActiveSeries != 0 || c.Overrides["b"].MaxLabelNamesPerSeries != 30 {
+				t.Errorf("b: %+v", c.Overrides["b"])
+			}
+		}},
+		{name: "users", yaml: "users:\n  alice: [team-a]\n  grafana: [team-a, team-b]\n", check: func(t *testing.T, c *Config) {
+			if len(c.Users["grafana"]) != 2 || c.Users["alice"][0] != "team-a" {
+				t.Errorf("users: %v", c.Users)
+			}
+		}},
+		{name: "unknown limit", yaml: "overrides:\n  a:\n    max_series: 1\n", err: "max_series"},
+		{name: "unknown key", yaml: "limits:\n  a: 1\n", err: "limits"},
+		{name: "invalid tenant", yaml: "overrides:\n  \"a/b\":\n    max_active_series: 1\n", err: "a/b"},
+		{name: "reserved tenant", yaml: "overrides:\n  \"..\":\n    max_active_series: 1\n", err: ".."},
+		{name: "invalid tenant of a login", yaml: "users:\n  alice: [\"a b\"]\n", err: "alice"},
+		{name: "login without tenants", yaml: "users:\n  alice: []\n", err: "alice"},
+		{name: "negative limit", yaml: "overrides:\n  a:\n    max_active_series: -1\n", err: "max_active_series"},
+		{name: "rate without burst", yaml: "overrides:\n  a:\n    ingestion_rate: 5\n", err: "ingestion_burst_size"},
+		{name: "not YAML", yaml: "overrides: [\n", err: "yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml), defaults)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one naming %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+// TestReload: a changed file applies and tells the listeners; a broken
+// one keeps the last good configuration and says so in the metrics.
+func TestReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runtime.yaml")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("overrides:\n  a:\n    max_active_series: 5\n")
+	reg := prometheus.NewRegistry()
+	r, err := New(Options{Path: path, Defaults: defaults, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	r.OnChange(func() { changes++ })
+	if got := r.Limits("a").MaxActiveSeries; got != 5 {
+		t.Fatalf("a: %d, want 5", got)
+	}
+	if got := r.Limits("other"); got != defaults {
+		t.Fatalf("a tenant without overrides: %+v, want the defaults", got)
+	}
+	if changed, err := r.Reload(); changed || err != nil {
+		t.Fatalf("unchanged file: changed %v, %v", changed, err)
+	}
+	write("overrides:\n  a:\n    max_active_series: 9\n")
+	if changed, err := r.Reload(); !changed || err != nil || changes != 1 || r.Limits("a").MaxActiveSeries != 9 {
+		t.Fatalf("changed file: changed %v, %v, %d listener calls, a=%d", changed, err, changes, r.Limits("a").MaxActiveSeries)
+	}
+	write("overrides:\n  a:\n    max_active_series: -3\n")
+	if _, err := r.Reload(); err == nil {
+		t.Fatal("a broken file reloaded")
+	}
+	if r.Limits("a").MaxActiveSeries != 9 || changes != 1 {
+		t.Errorf("after a broken file: a=%d, %d listener calls; want the last good one", r.Limits("a").MaxActiveSeries, changes)
+	}
+	if v := testutil.ToFloat64(r.success); v != 0 {
+		t.Errorf("last_reload_successful = %v after a broken file", v)
+	}
+	if _, err := New(Options{Path: path, Defaults: defaults}); err == nil {
+		t.Error("New with a broken file succeeded")
+	}
+}
+
+// FuzzParse: no input panics Parse, and what it accepts has valid limits.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"", "overrides:\n  a:\n    max_active_series: 5\n", "users:\n  u: [a, b]\n", "overrides: {a: {ingestion_rate: 1e309}}", "overrides: {\"\": {}}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b, defaults)
+		if err != nil {
+			return
+		}
+		for id, l := range c.Overrides {
+			if err := l.validate(); err != nil {
+				t.Errorf("tenant %q accepted with invalid limits: %v", id, err)
+			}
+		}
+	})
+}
