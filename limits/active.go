@@ -19,10 +19,12 @@ const ActiveSeriesWindow = 10 * time.Minute
 // limit.
 const sketchBits = 16
 
-// Sketch is a HyperLogLog sketch of series (256 KiB). Add is safe for
-// concurrent use and does not allocate.
+// Sketch is a HyperLogLog sketch of series (64 KiB: a register is a
+// byte, four to a word; a rank is at most 64-sketchBits+1). Add is safe
+// for concurrent use and does not allocate. Small, so that many tenants'
+// sketches stay in the CPU's caches.
 type Sketch struct {
-	reg [1 << sketchBits]atomic.Uint32
+	reg [1 << sketchBits / 4]atomic.Uint32
 }
 
 // Add marks the series of hash (series.Series.Hash, a well-mixed 64-bit
@@ -30,14 +32,17 @@ type Sketch struct {
 func (s *Sketch) Add(hash uint64) {
 	idx := hash >> (64 - sketchBits)
 	rank := uint32(bits.LeadingZeros64(hash<<sketchBits|1<<(sketchBits-1))) + 1
-	r := &s.reg[idx]
+	w, shift := &s.reg[idx/4], 8*(idx%4)
 	for {
-		old := r.Load()
-		if rank <= old || r.CompareAndSwap(old, rank) {
+		old := w.Load()
+		if rank <= old>>shift&0xff || w.CompareAndSwap(old, old&^(0xff<<shift)|rank<<shift) {
 			return
 		}
 	}
 }
+
+// rank returns register i.
+func (s *Sketch) rank(i int) uint32 { return s.reg[i/4].Load() >> (8 * (i % 4)) & 0xff }
 
 // activeSeries keeps two sketches, the current period's and the one
 // before; the estimate is that of their union.
@@ -98,7 +103,7 @@ func (a *activeSeries) estimate(now time.Time) int64 {
 	var sum float64
 	zeros := 0
 	for i := range m {
-		r := max(cur.reg[i].Load(), a.prev.reg[i].Load())
+		r := max(cur.rank(i), a.prev.rank(i))
 		if r == 0 {
 			zeros++
 		}

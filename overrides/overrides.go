@@ -117,10 +117,19 @@ type file struct {
 // not name keep defaults'. Tenant IDs are checked by Mimir's rules
 // (tenant.ValidateID).
 func Parse(b []byte, defaults Limits) (*Config, error) {
-	var f file
+	// First strictly, for errors that name the file's lines; then each
+	// tenant's overrides over the defaults.
+	var strict struct {
+		Overrides map[string]Limits   `yaml:"overrides"`
+		Users     map[string][]string `yaml:"users"`
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // an empty file: no overrides
+	if err := dec.Decode(&strict); err != nil && !errors.Is(err, io.EOF) { // an empty file: no overrides
+		return nil, err
+	}
+	var f file
+	if err := yaml.Unmarshal(b, &f); err != nil {
 		return nil, err
 	}
 	c := &Config{Overrides: make(map[string]Limits, len(f.Overrides)), Users: f.Users}

@@ -249,7 +249,9 @@ func (t *Tenants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		return
 	}
-	s, err := t.server(r.Context(), ids[0], write && t.tc.AutoCreate)
+	// Only a remote write creates a tenant; a delete of one not created
+	// is refused as its write would be.
+	s, err := t.server(r.Context(), ids[0], r.URL.Path == "/api/v1/write" && t.tc.AutoCreate)
 	switch {
 	case errors.Is(err, errNotCreated) && !write:
 		s, err = t.emptyServer()

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/promhbase/promhbase/internal/keysort"
 	"github.com/promhbase/promhbase/store"
@@ -50,6 +51,7 @@ type memRows struct {
 	slots  []uint32 // open addressing over rows: index+1, 0 empty
 	cells  int
 	bytes  int64
+	total  *atomic.Int64 // the generation's bytes (newMemRows); may be nil
 
 	sortMu sync.Mutex
 	sorted []uint32 // rows[:len(sorted)] in key order; replaced, never changed
@@ -81,8 +83,11 @@ const (
 // newMemRows returns an empty buffer of table, whose rows hash with seed;
 // reserve, when not nil, takes the bytes it allocates from the block
 // cache (see memRows.reserve).
-func newMemRows(table string, seed maphash.Seed, reserve func(int) func()) *memRows {
-	m := &memRows{table: table, seed: seed, reserve: reserve, slots: make([]uint32, 1024)}
+// newMemRows returns an empty buffer of table; total, when not nil,
+// counts its bytes too (with those of the other tables' buffers of the
+// same generation).
+func newMemRows(table string, seed maphash.Seed, reserve func(int) func(), total *atomic.Int64) *memRows {
+	m := &memRows{table: table, seed: seed, reserve: reserve, total: total, slots: make([]uint32, 1024)}
 	m.account(4 * len(m.slots))
 	return m
 }
@@ -91,6 +96,9 @@ func newMemRows(table string, seed maphash.Seed, reserve func(int) func()) *memR
 // exclusively (or owns m alone).
 func (m *memRows) account(n int) {
 	m.bytes += int64(n)
+	if m.total != nil {
+		m.total.Add(int64(n))
+	}
 	if m.reserve != nil {
 		m.releases = append(m.releases, m.reserve(n))
 	}

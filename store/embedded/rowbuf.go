@@ -51,14 +51,17 @@ type rowBuffer struct {
 	// codecs pack the runs of the tables that have one (Options.RowCodecs).
 	codecs map[string]RowCodec
 
-	mu       sync.Mutex
-	cond     *sync.Cond // flush finished
-	active   map[string]*memRows
-	flushing map[string]*memRows
-	flushSeg uint64 // last log segment covered by flushing
-	wal      *rowWAL
-	flushErr error
-	closed   bool
+	mu     sync.Mutex
+	cond   *sync.Cond // flush finished
+	active map[string]*memRows
+	// activeBytes counts the bytes of active's buffers (newMemRows); a
+	// new one comes with each fresh active buffer. Replaced under mu.
+	activeBytes *atomic.Int64
+	flushing    map[string]*memRows
+	flushSeg    uint64 // last log segment covered by flushing
+	wal         *rowWAL
+	flushErr    error
+	closed      bool
 
 	flushMu sync.Mutex
 	kick    chan struct{}
@@ -174,12 +177,13 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 // fresh returns an empty active buffer: a memRows per buffered table.
 func (rb *rowBuffer) fresh() map[string]*memRows {
 	m := make(map[string]*memRows, len(rb.tables))
+	rb.activeBytes = new(atomic.Int64)
 	var reserve func(int) func()
 	if rb.cache != nil {
 		reserve = rb.cache.Reserve
 	}
 	for t := range rb.tables {
-		m[t] = newMemRows(t, rb.seed, reserve)
+		m[t] = newMemRows(t, rb.seed, reserve, rb.activeBytes)
 	}
 	return m
 }
@@ -203,7 +207,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 		if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
 			return fmt.Errorf("row buffer log record names table %q", table)
 		}
-		m = newMemRows(table, rb.seed, nil)
+		m = newMemRows(table, rb.seed, nil, rb.activeBytes)
 		rb.active[table] = m
 	}
 	switch op {
@@ -344,16 +348,9 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	return pos, nil
 }
 
-// size returns the bytes of the active buffer. The caller holds mu.
-func (rb *rowBuffer) size() int64 {
-	var n int64
-	for _, m := range rb.active {
-		m.mu.RLock()
-		n += m.bytes
-		m.mu.RUnlock()
-	}
-	return n
-}
+// size returns the bytes of the active buffer (of every table: tenants'
+// too, without visiting each). The caller holds mu.
+func (rb *rowBuffer) size() int64 { return rb.activeBytes.Load() }
 
 // signal wakes the flusher, unless it has a wake-up pending.
 func (rb *rowBuffer) signal() {
@@ -455,7 +452,7 @@ func (rb *rowBuffer) activeFor(table string) *memRows {
 		if rb.cache != nil {
 			reserve = rb.cache.Reserve
 		}
-		m = newMemRows(table, rb.seed, reserve)
+		m = newMemRows(table, rb.seed, reserve, rb.activeBytes)
 		rb.active[table] = m
 	}
 	return m
