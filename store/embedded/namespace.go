@@ -17,7 +17,10 @@ import (
 // that CreateNamespace made is a table of its own, whose keys start with
 // "ns:name" 0x00 (keys.go): the tenants' key prefixes. It exists when name
 // is among Options.Tables, is buffered when name is among
-// Options.BufferTables and has the row codec of name.
+// Options.BufferTables and has the row codec of name. A table named in
+// full among Options.Tables ("t_acme:tsdb", as the commands' table flags
+// name a tenant's) exists, is buffered and has a codec as named, whether
+// or not its namespace was made.
 //
 // nsKeyPrefix ‖ ns marks a namespace (an empty value). It starts with
 // 0x00, as the store's other state keys (runs.go).

@@ -92,3 +92,42 @@ func TestNamespaces(t *testing.T) {
 		t.Errorf("view b: Get(d, r1) = %v, %v; want B", r, err)
 	}
 }
+
+// TestNamespacedTablesNamedInFull: tables named "ns:name" in the
+// options, as a command's table flags name a tenant's, exist and are
+// buffered as named, and read what a server wrote through the namespace.
+func TestNamespacedTablesNamedInFull(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateNamespace(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	v := store.Namespaced(s, "a")
+	if err := v.Put(ctx, "d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q"), Value: []byte("v"), Timestamp: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{NoSync: true, Tables: []string{"a:d", "b:d"}, BufferTables: []string{"a:d", "b:d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.buffered("a:d") || !s.buffered("b:d") {
+		t.Error("tables named in full are not buffered")
+	}
+	if got := dump(t, s, "a:d"); got != "72: t:71=76@1\n" {
+		t.Errorf("a:d holds %q", got)
+	}
+	if err := s.Put(ctx, "b:d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q"), Value: []byte("w"), Timestamp: 1}}}}); err != nil {
+		t.Errorf("put into b:d, named in full, its namespace not made: %v", err)
+	}
+	if err := s.Put(ctx, "d", nil); !errors.Is(err, store.ErrTableNotFound) {
+		t.Errorf("put into d, not among the tables: %v", err)
+	}
+}

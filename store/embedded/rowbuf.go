@@ -262,12 +262,14 @@ func (rb *rowBuffer) replay(payload []byte) error {
 }
 
 // buffered reports whether table's puts go to the buffer.
-func (rb *rowBuffer) buffered(table string) bool { return rb.tables[baseTable(table)] }
+func (rb *rowBuffer) buffered(table string) bool {
+	return rb.tables[table] || rb.tables[baseTable(table)]
+}
 
 // writesRuns reports whether a flush writes table's rows as runs: a
 // buffered table, or one that holds runs already.
 func (rb *rowBuffer) writesRuns(table string) bool {
-	return rb.tables[baseTable(table)] || rb.marked[table]
+	return rb.buffered(table) || rb.marked[table]
 }
 
 // checkColumn checks what a cell record can hold: a family of 1 to 255

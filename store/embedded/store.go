@@ -265,8 +265,11 @@ func (s *Store) checkTable(table string) error {
 	if s.tables == nil {
 		return nil
 	}
+	if s.tables[table] {
+		return nil
+	}
 	ns, base := store.SplitNamespace(table)
-	if !s.tables[base] || ns != "" && !(*s.namespaces.Load())[ns] {
+	if ns == "" || !s.tables[base] || !(*s.namespaces.Load())[ns] {
 		return fmt.Errorf("table %q: %w", table, store.ErrTableNotFound)
 	}
 	return nil
