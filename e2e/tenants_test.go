@@ -405,11 +405,11 @@ func namespaces(t *testing.T, st store.Store) []string {
 func TestTenantLimits(t *testing.T) {
 	st, tb := testbackend.New(t)
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
-	limited, free := "limited-"+sfx, "free-"+sfx
+	limited, free, slow := "limited-"+sfx, "free-"+sfx, "slow-"+sfx
 	runtime := filepath.Join(t.TempDir(), "runtime.yaml")
 	writeRuntime := func(maxActive int) {
 		t.Helper()
-		body := fmt.Sprintf("overrides:\n  %q:\n    max_active_series: %d\n    max_series_per_request: 500\n", limited, maxActive)
+		body := fmt.Sprintf("overrides:\n  %q:\n    max_active_series: %d\n    max_series_per_request: 500\n  %q:\n    ingestion_rate: 1\n    ingestion_burst_size: 1\n", limited, maxActive, slow)
 		// Renamed into place, as a config manager writes it.
 		tmp := runtime + ".tmp"
 		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
@@ -448,6 +448,17 @@ func TestTenantLimits(t *testing.T) {
 	}
 	if code, msg := cf.write(batch("g", 0, 600)); code != http.StatusNoContent {
 		t.Errorf("the other tenant's request of 600 series: %d %s, want 204", code, msg)
+	}
+	// A tenant past its ingestion rate gets 429; the others do not.
+	cs := tenantClient{t: t, base: srv.URL, org: slow}
+	if code, msg := cs.write(batch("s", 0, 10)); code != http.StatusNoContent {
+		t.Fatalf("slow tenant's first request (the bucket full): %d %s", code, msg)
+	}
+	if code, msg := cs.write(batch("s", 0, 10)); code != http.StatusTooManyRequests || !strings.Contains(msg, "ingestion") {
+		t.Errorf("slow tenant past its ingestion rate: %d %s, want 429", code, msg)
+	}
+	if code, msg := cf.write(batch("f", 0, 200)); code != http.StatusNoContent {
+		t.Errorf("the other tenant meanwhile: %d %s, want 204", code, msg)
 	}
 	writeRuntime(1000)
 	deadline := time.Now().Add(10 * time.Second)
