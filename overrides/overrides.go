@@ -125,8 +125,9 @@ func Parse(b []byte, defaults Limits) (*Config, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&strict); err != nil && !errors.Is(err, io.EOF) { // an empty file: no overrides
-		return nil, err
+	strictErr := dec.Decode(&strict)
+	if errors.Is(strictErr, io.EOF) { // an empty file: no overrides
+		strictErr = nil
 	}
 	var f file
 	if err := yaml.Unmarshal(b, &f); err != nil {
@@ -139,12 +140,18 @@ func Parse(b []byte, defaults Limits) (*Config, error) {
 		}
 		l, err := decodeLimits(&node, defaults)
 		if err != nil {
+			if strictErr != nil {
+				err = strictErr // the same error, with the file's line
+			}
 			return nil, fmt.Errorf("overrides of tenant %q: %w", id, err)
 		}
 		if err := l.validate(); err != nil {
 			return nil, fmt.Errorf("overrides of tenant %q: %w", id, err)
 		}
 		c.Overrides[id] = l
+	}
+	if strictErr != nil {
+		return nil, strictErr
 	}
 	for user, ids := range f.Users {
 		if len(ids) == 0 {
