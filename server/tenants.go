@@ -29,6 +29,9 @@ type TenantsConfig struct {
 	// Federation answers reads that name several tenants (a|b) over
 	// all of them (package federation); off, such reads get 400.
 	Federation bool
+	// MaxFederated bounds the tenants one federated read may name (0:
+	// no bound), as Mimir's -tenant-federation.max-tenants.
+	MaxFederated int
 	// AutoCreate provisions a tenant at its first write; off, a write
 	// of a tenant not created gets 400 naming it.
 	AutoCreate bool
@@ -241,6 +244,10 @@ func (t *Tenants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("%v: %s names %d tenants; %s", errMultiple, tenant.Header, len(ids), t.multipleHint(write)), http.StatusBadRequest)
 			return
 		}
+		if m := t.tc.MaxFederated; m > 0 && len(ids) > m {
+			http.Error(w, fmt.Sprintf("%v: %s names %d tenants, more than --tenant-federation.max-tenants=%d", errMultiple, tenant.Header, len(ids), m), http.StatusBadRequest)
+			return
+		}
 		h, err := t.federated(r.Context(), ids)
 		if err != nil {
 			http.Error(w, err.Error(), statusOf(err))
@@ -288,21 +295,39 @@ func (t *Tenants) server(ctx context.Context, id string, create bool) (*Server, 
 	if s != nil {
 		return s, nil
 	}
-	t.mu.Lock()
-	m := t.opening[id]
-	if m == nil {
-		m = &sync.Mutex{}
-		t.opening[id] = m
+	// One opening at a time per tenant, under its mutex in opening,
+	// which the opener removes (so that asking for tenants that do not
+	// exist leaves nothing behind); a waiter that finds its mutex
+	// removed takes the current one.
+	var m *sync.Mutex
+	for {
+		t.mu.Lock()
+		if m = t.opening[id]; m == nil {
+			m = &sync.Mutex{}
+			t.opening[id] = m
+		}
+		t.mu.Unlock()
+		m.Lock()
+		t.mu.RLock()
+		s, cur := t.servers[id], t.opening[id]
+		t.mu.RUnlock()
+		if s != nil {
+			m.Unlock()
+			return s, nil
+		}
+		if cur == m {
+			break
+		}
+		m.Unlock()
 	}
-	t.mu.Unlock()
-	m.Lock()
-	defer m.Unlock()
-	t.mu.RLock()
-	s = t.servers[id]
-	t.mu.RUnlock()
-	if s != nil {
-		return s, nil
-	}
+	defer func() {
+		t.mu.Lock()
+		if t.opening[id] == m {
+			delete(t.opening, id)
+		}
+		t.mu.Unlock()
+		m.Unlock()
+	}()
 	ns := tenant.Namespace(id)
 	view := store.Namespaced(t.st, ns)
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -326,7 +351,6 @@ func (t *Tenants) server(ctx context.Context, id string, create bool) (*Server, 
 	}
 	t.mu.Lock()
 	t.servers[id] = s
-	delete(t.opening, id)
 	t.mu.Unlock()
 	t.wg.Go(func() { s.Run(t.ctx) })
 	return s, nil
@@ -348,9 +372,22 @@ func (t *Tenants) exists(ctx context.Context, view store.Store) (bool, error) {
 func (t *Tenants) open(ctx context.Context, id string, view store.Store) (*Server, error) {
 	cfg := t.base
 	cfg.Tenant = id
-	cfg.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": id}, t.base.Registerer)
+	// An opening that fails takes its metrics back, so that the next
+	// one (the store answers again) can register them.
+	reg := &undoRegisterer{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"tenant": id}, t.base.Registerer)}
+	cfg.Registerer = reg
 	cfg.SharedRegisterer = t.base.Registerer
 	cfg.Logger = t.logger.With("tenant", id)
+	s, err := t.openWith(ctx, cfg, view)
+	if err != nil {
+		reg.undo()
+	}
+	return s, err
+}
+
+// openWith opens a tenant's server with cfg, its mapper made here.
+func (t *Tenants) openWith(ctx context.Context, cfg Config, view store.Store) (*Server, error) {
+	id := cfg.Tenant
 	m, err := t.tc.NewMapper(view, cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -361,6 +398,41 @@ func (t *Tenants) open(ctx context.Context, id string, view store.Store) (*Serve
 	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
 	cfg.Web.Tenant = id
 	return New(ctx, view, cfg)
+}
+
+// undoRegisterer remembers what it registered, to unregister it all.
+type undoRegisterer struct {
+	prometheus.Registerer
+	mu   sync.Mutex
+	done []prometheus.Collector
+}
+
+func (r *undoRegisterer) Register(c prometheus.Collector) error {
+	if err := r.Registerer.Register(c); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.done = append(r.done, c)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *undoRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// undo unregisters every collector registered through r.
+func (r *undoRegisterer) undo() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.done {
+		r.Registerer.Unregister(c)
+	}
+	r.done = nil
 }
 
 // emptyServer returns the server that answers the reads of a tenant

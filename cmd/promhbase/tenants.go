@@ -28,6 +28,7 @@ import (
 type tenantFlags struct {
 	enabled      bool
 	federation   bool
+	maxFederated int
 	autoCreate   bool
 	runtimeFile  string
 	reloadPeriod time.Duration
@@ -36,6 +37,7 @@ type tenantFlags struct {
 func registerTenantFlags(cmd *kingpin.CmdClause, f *tenantFlags) {
 	cmd.Flag("auth.multitenancy-enabled", "Serve several tenants, as Mimir's flag of this name: every request but health, readiness, /metrics and pprof names its tenant in the X-Scope-OrgID header (none: 401; an invalid ID: 400), or by its basic-auth login (--web.config.file; --runtime-config.file's users map logins to tenants, a login not mapped is its own tenant). Each tenant's tables are those of the --hbase.table.* flags in the HBase namespace t_<ID> (docs/tenants.md); off, one implicit tenant uses the tables themselves.").Default("false").BoolVar(&f.enabled)
 	cmd.Flag("tenant-federation.enabled", "Let a read name several tenants, X-Scope-OrgID: a|b, as Mimir's flag of this name: the query API reads all of them and adds __tenant_id__ to every series. Writes always name one tenant.").Default("false").BoolVar(&f.federation)
+	cmd.Flag("tenant-federation.max-tenants", "Most tenants one federated read may name (then 400), as Mimir's flag of this name. 0 means no limit.").Default("0").IntVar(&f.maxFederated)
 	cmd.Flag("tenant.create-on-first-write", "Create a tenant's namespace and tables at its first write. Off, tenants are created with `promhbase create-tables --tenant ID` and a write of a tenant not created gets 400; reads of it answer as of a tenant with no data.").Default("false").BoolVar(&f.autoCreate)
 	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* flags and max_samples_per_query, by their snake_case names), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. With --auth.multitenancy-enabled only.").Default("").StringVar(&f.runtimeFile)
 	cmd.Flag("runtime-config.reload-period", "How often --runtime-config.file is read again.").Default("10s").DurationVar(&f.reloadPeriod)
@@ -119,7 +121,7 @@ func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, r
 	if err != nil {
 		return nil, err
 	}
-	tc := server.TenantsConfig{Federation: f.federation, AutoCreate: f.autoCreate, Runtime: rt, BasicAuth: auth, Gatherer: reg,
+	tc := server.TenantsConfig{Federation: f.federation, MaxFederated: f.maxFederated, AutoCreate: f.autoCreate, Runtime: rt, BasicAuth: auth, Gatherer: reg,
 		NewMapper: func(view store.Store, r prometheus.Registerer) (*series.Mapper, error) {
 			return c.newMapper(view, r, logger)
 		}}
