@@ -327,20 +327,28 @@ func (l *Limits) CheckActive() error {
 // a *RateLimitError (Samples set) saying when to retry. Call it once per
 // request, before anything of it is written.
 func (l *Limits) AdmitSamples(n int) error {
-	if n <= 0 || l.cfg.Load().IngestionRate <= 0 {
-		return nil
+	if wait := l.admit(n, &l.samples, func(c *Config) (float64, int) { return c.IngestionRate, c.IngestionBurst }); wait > 0 {
+		return &RateLimitError{Samples: n, RetryAfter: wait}
+	}
+	return nil
+}
+
+// admit takes n tokens from b, whose rate and burst limit gives from
+// the configuration in force (rate 0: no limit), and returns how long
+// to wait when b is empty or in debt; 0 when admitted.
+func (l *Limits) admit(n int, b *bucket, limit func(*Config) (float64, int)) time.Duration {
+	if rate, _ := limit(l.cfg.Load()); n <= 0 || rate <= 0 {
+		return 0
 	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cfg := l.cfg.Load() // as the buckets last saw it: SetConfig changes it under l.mu
-	if cfg.IngestionRate <= 0 {
-		return nil
+	// As the buckets last saw it: SetConfig changes it under l.mu.
+	rate, burst := limit(l.cfg.Load())
+	if rate <= 0 {
+		return 0
 	}
-	if wait := l.samples.take(now, cfg.IngestionRate, cfg.IngestionBurst, n); wait > 0 {
-		return &RateLimitError{Samples: n, RetryAfter: wait}
-	}
-	return nil
+	return b.take(now, rate, burst, n)
 }
 
 // AdmitNew takes n new series from the token bucket. The bucket may go
@@ -349,17 +357,7 @@ func (l *Limits) AdmitSamples(n int) error {
 // with new series get a *RateLimitError (NewSeries set) saying when to
 // retry.
 func (l *Limits) AdmitNew(n int) error {
-	if n <= 0 || l.cfg.Load().NewSeriesRate <= 0 {
-		return nil
-	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cfg := l.cfg.Load() // as the buckets last saw it: SetConfig changes it under l.mu
-	if cfg.NewSeriesRate <= 0 {
-		return nil
-	}
-	if wait := l.newSeries.take(now, cfg.NewSeriesRate, cfg.NewSeriesBurst, n); wait > 0 {
+	if wait := l.admit(n, &l.newSeries, func(c *Config) (float64, int) { return c.NewSeriesRate, c.NewSeriesBurst }); wait > 0 {
 		return &RateLimitError{NewSeries: n, RetryAfter: wait}
 	}
 	return nil
