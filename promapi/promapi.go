@@ -41,6 +41,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/promhbase/promhbase/engine"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -100,7 +101,21 @@ type Options struct {
 	// Downsampling, when set, lets queries read rollups
 	// (max_source_resolution); nil: every query reads raw samples.
 	Downsampling *Downsampling
+	// Engine is the PromQL evaluator of /api/v1/query and query_range:
+	// EnginePromhbase (the default: package engine, with Prometheus's
+	// engine for what it does not evaluate) or EnginePrometheus
+	// (Prometheus's engine for every query).
+	Engine string
+	// EngineWorkers are the goroutines promhbase's evaluator runs one
+	// query on: GOMAXPROCS when 0.
+	EngineWorkers int
 }
+
+// The evaluators Options.Engine names (--query.engine).
+const (
+	EnginePromhbase  = engine.PathPromhbase
+	EnginePrometheus = engine.PathPrometheus
+)
 
 // Features are the --enable-feature names of Prometheus's PromQL features
 // that promhbase takes.
@@ -176,7 +191,14 @@ func New(opts Options) (*API, error) {
 	if opts.Slots != nil {
 		gate = &queryGate{slots: opts.Slots}
 	}
-	engine := promql.NewEngine(promql.EngineOpts{
+	switch opts.Engine {
+	case "":
+		opts.Engine = EnginePromhbase
+	case EnginePromhbase, EnginePrometheus:
+	default:
+		return nil, fmt.Errorf("unknown query engine %q; promhbase knows %s and %s", opts.Engine, EnginePromhbase, EnginePrometheus)
+	}
+	promEngine := promql.NewEngine(promql.EngineOpts{
 		Logger:             opts.Logger.With("component", "query engine"),
 		Reg:                opts.Registerer,
 		MaxSamples:         opts.MaxSamples,
@@ -191,6 +213,11 @@ func New(opts Options) (*API, error) {
 		EnableDelayedNameRemoval: delayedNameRemoval,
 		Parser:                   promqlParser,
 	})
+	qe := engine.New(engine.Options{
+		Fallback: promEngine, Parser: promqlParser, LookbackDelta: opts.LookbackDelta, Timeout: opts.Timeout,
+		Tracker: gate, MaxSamples: opts.MaxSamples, Workers: opts.EngineWorkers,
+		Disabled: opts.Engine == EnginePrometheus, Registerer: opts.Registerer,
+	})
 	start := time.Now()
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
 		return v1.RuntimeInfo{
@@ -198,7 +225,7 @@ func New(opts Options) (*API, error) {
 			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: opts.Retention,
 		}, nil
 	}
-	api := v1.NewAPI(engine, opts.Queryable, nil, nil, opts.Queryable,
+	api := v1.NewAPI(qe, opts.Queryable, nil, nil, opts.Queryable,
 		nil, nil, nil,
 		func() config.Config { return config.DefaultConfig },
 		opts.Flags,

@@ -80,6 +80,7 @@ type serveFlags struct {
 	queryTimeout    time.Duration
 	lookbackDelta   time.Duration
 	queryMaxConc    int
+	queryEngine     string
 	enablePprof     bool
 	features        []string
 	scanConc        int
@@ -151,6 +152,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
+	cmd.Flag("query.engine", "The PromQL evaluator of /api/v1/query and query_range: promhbase (its own, on every core, for selectors, range functions, aggregations, classic histogram_quantile and simple binary operations, with Prometheus's engine for every other expression) or prometheus (Prometheus's engine for every query). Both give Prometheus's answers; see docs/query-engine.md.").Default(promapi.EnginePromhbase).EnumVar(&serveOpts.queryEngine, promapi.EnginePromhbase, promapi.EnginePrometheus)
 	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
 	cmd.Flag("web.cors.origin", `Regex of the origins allowed cross-origin query API requests, fully anchored, as Prometheus's flag.`).Default(".*").StringVar(&serveOpts.corsOrigin)
 	cmd.Flag("enable-feature", "PromQL features to enable, as Prometheus's flag of this name: "+strings.Join(promapi.Features, ", ")+". Repeat it or separate with commas.").StringsVar(&serveOpts.features)
@@ -264,7 +266,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			MaxConcurrentReads:    serveOpts.readConcurrent,
 		},
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
-			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features)},
+			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features),
+			Engine: serveOpts.queryEngine},
 		Web:        web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
 		Pprof:      serveOpts.enablePprof,
 		Registerer: reg,
