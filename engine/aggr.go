@@ -351,7 +351,7 @@ func (h *kHeap) Less(i, j int) bool {
 	return vi < vj
 }
 func (h *kHeap) Swap(i, j int) { h.e[i], h.e[j] = h.e[j], h.e[i] }
-func (h *kHeap) Push(x any)   { h.e = append(h.e, x.(kEntry)) }
+func (h *kHeap) Push(x any)    { h.e = append(h.e, x.(kEntry)) }
 func (h *kHeap) Pop() any {
 	old := h.e[len(h.e)-1]
 	h.e = h.e[:len(h.e)-1]

@@ -2,23 +2,23 @@ package engine
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
 )
@@ -42,11 +42,11 @@ func prometheusEngine(t testing.TB, p parser.Parser) *promql.Engine {
 
 // suiteEval is one eval command of a promqltest script.
 type suiteEval struct {
-	line             int
-	expr             string
-	start, end       time.Time
-	step             time.Duration // 0: instant
-	loads            string        // the script's load commands before it
+	line       int
+	expr       string
+	start, end time.Time
+	step       time.Duration // 0: instant
+	loads      string        // the script's load commands before it
 }
 
 // parseScript reads the load and eval commands of a promqltest script
@@ -54,8 +54,8 @@ type suiteEval struct {
 // engine itself).
 func parseScript(script string) []suiteEval {
 	var (
-		out   []suiteEval
-		loads strings.Builder
+		out    []suiteEval
+		loads  strings.Builder
 		inLoad bool
 	)
 	at := func(s string) (time.Time, bool) {
