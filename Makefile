@@ -134,7 +134,14 @@ bench-e2e:
 ## BENCH_DISK_CONFIGS: the data of each run, flags joined by commas
 ## (default 2000 series x 24 h over 20 targets, then 200 series x 7 days
 ## over 2 targets); BENCH_DISK_FLAGS: flags added to every run (e.g.
-## --keep, --query.repeats=9, --dir=/var/tmp).
+## --keep, --query.repeats=9, --dir=/var/tmp). The queries (10 dashboard
+## shapes by default: rates over 5m and 1h, histogram_quantile of classic
+## buckets, topk, avg by instance, a ratio, increase, *_over_time, a plain
+## selector) also run on promhbase restarted as further rows, each its own
+## process at once with the others (peak RSS and CPU s of each reported):
+## --promhbase.gomaxprocs=N (GOMAXPROCS=N in its environment) and
+## --promhbase.variant=[NAME:]FLAGS (serve flags, comma-separated), e.g.
+##   make bench-disk BENCH_DISK_FLAGS='--promhbase.gomaxprocs=1 --promhbase.gomaxprocs=2 --promhbase.variant=--query.engine=prometheus'
 BENCH_DISK_CONFIGS ?= --data.series=2000,--data.targets=20,--data.span=24h --data.series=200,--data.targets=2,--data.span=7d
 BENCH_DISK_FLAGS ?=
 bench-disk:

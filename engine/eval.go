@@ -257,8 +257,7 @@ type seriesNode struct {
 
 // scratch is a worker's reusable memory.
 type scratch struct {
-	ts     []int64
-	vs     []float64
+	pts    []query.Sample
 	resets []int32
 	counts []int32
 	sorted []float64

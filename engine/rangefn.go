@@ -3,7 +3,6 @@ package engine
 import (
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -22,35 +21,38 @@ import (
 // series are found once, so rate, increase, resets and changes take O(1)
 // per step (and a step over the resets inside its window).
 func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) bool {
-	ts, vs := sc.ts[:0], sc.vs[:0]
-	for _, s := range samples {
-		if !value.IsStaleNaN(s.V) {
-			ts = append(ts, s.T)
-			vs = append(vs, s.V)
+	pts := samples
+	if slices.ContainsFunc(samples, func(s query.Sample) bool { return value.IsStaleNaN(s.V) }) {
+		pts = sc.pts[:0]
+		for _, s := range samples {
+			if !value.IsStaleNaN(s.V) {
+				pts = append(pts, s)
+			}
 		}
+		sc.pts = pts
 	}
-	sc.ts, sc.vs = ts, vs
-	if len(ts) == 0 {
+	if len(pts) == 0 {
 		return false
 	}
-	var resets []int32 // indices i with vs[i] < vs[i-1]
+	var resets []int32 // indices i with pts[i].V < pts[i-1].V
 	var counts []int32 // counts[i]: resets or changes at indices <= i
 	switch fn.name {
 	case "rate", "increase":
 		resets = sc.resets[:0]
-		for i := 1; i < len(vs); i++ {
-			if vs[i] < vs[i-1] {
+		for i := 1; i < len(pts); i++ {
+			if pts[i].V < pts[i-1].V {
 				resets = append(resets, int32(i))
 			}
 		}
 		sc.resets = resets
 	case "resets", "changes":
-		counts = slices.Grow(sc.counts[:0], len(vs))[:len(vs)]
+		counts = slices.Grow(sc.counts[:0], len(pts))[:len(pts)]
 		counts[0] = 0
-		for i := 1; i < len(vs); i++ {
+		for i := 1; i < len(pts); i++ {
 			c := counts[i-1]
-			if fn.name == "resets" && vs[i] < vs[i-1] ||
-				fn.name == "changes" && vs[i] != vs[i-1] && !(math.IsNaN(vs[i]) && math.IsNaN(vs[i-1])) {
+			cur, prev := pts[i].V, pts[i-1].V
+			if fn.name == "resets" && cur < prev ||
+				fn.name == "changes" && cur != prev && !(math.IsNaN(cur) && math.IsNaN(prev)) {
 				c++
 			}
 			counts[i] = c
@@ -60,7 +62,7 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	rangeSeconds := (time.Duration(fn.rng) * time.Millisecond).Seconds()
 	fixed := sel.at != nil || sel.startOrEnd != 0
 	found := false
-	lo, hi := 0, 0
+	lo, hi, ri := 0, 0, 0
 	for i := range ev.steps {
 		if fixed && i > 0 {
 			out.vals[i], out.has[i] = out.vals[0], out.has[0]
@@ -72,10 +74,10 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 		}
 		maxt := t - sel.offset
 		mint := maxt - fn.rng
-		for hi < len(ts) && ts[hi] <= maxt {
+		for hi < len(pts) && pts[hi].T <= maxt {
 			hi++
 		}
-		for lo < len(ts) && ts[lo] <= mint {
+		for lo < len(pts) && pts[lo].T <= mint {
 			lo++
 		}
 		if lo >= hi {
@@ -85,49 +87,58 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 			v  float64
 			ok = true
 		)
-		wt, wv := ts[lo:hi], vs[lo:hi]
+		w := pts[lo:hi]
 		switch fn.name {
 		case "rate", "increase", "delta":
-			var add float64
-			counter := fn.name != "delta"
-			v, ok = extrapolatedRate(wt, wv, mint, maxt, rangeSeconds, counter, fn.name == "rate", func(result float64) float64 {
-				add = result
-				r := sort.Search(len(resets), func(k int) bool { return int(resets[k]) > lo })
-				for ; r < len(resets) && int(resets[r]) < hi; r++ {
-					add += vs[resets[r]-1]
-				}
-				return add
-			})
-		case "irate", "idelta":
-			v, ok = instantValue(wt, wv, fn.name == "irate")
-		case "deriv":
-			if len(wt) < 2 {
+			if len(w) < 2 {
 				ok = false
 				break
 			}
-			v, _ = linearRegression(wt, wv, wt[0])
+			result := w[len(w)-1].V - w[0].V
+			if fn.name != "delta" {
+				// The window's counter resets, in order: each adds the
+				// value before it.
+				for ri < len(resets) && int(resets[ri]) <= lo {
+					ri++
+				}
+				for r := ri; r < len(resets) && int(resets[r]) < hi; r++ {
+					result += pts[resets[r]-1].V
+				}
+			}
+			v = extrapolatedRate(w, result, mint, maxt, rangeSeconds, fn.name != "delta", fn.name == "rate")
+		case "irate", "idelta":
+			v, ok = instantValue(w, fn.name == "irate")
+		case "deriv":
+			if len(w) < 2 {
+				ok = false
+				break
+			}
+			v, _ = linearRegression(w, w[0].T)
 		case "resets", "changes":
 			v = float64(counts[hi-1] - counts[lo])
 		case "sum_over_time":
-			v = sumOverTime(wv)
+			v = sumOverTime(w)
 		case "avg_over_time":
-			v = avgOverTime(wv)
+			v = avgOverTime(w)
 		case "min_over_time":
-			v = compareOverTime(wv, func(cur, m float64) bool { return cur < m || math.IsNaN(m) })
+			v = compareOverTime(w, func(cur, m float64) bool { return cur < m || math.IsNaN(m) })
 		case "max_over_time":
-			v = compareOverTime(wv, func(cur, m float64) bool { return cur > m || math.IsNaN(m) })
+			v = compareOverTime(w, func(cur, m float64) bool { return cur > m || math.IsNaN(m) })
 		case "count_over_time":
-			v = float64(len(wv))
+			v = float64(len(w))
 		case "last_over_time":
-			v = wv[len(wv)-1]
+			v = w[len(w)-1].V
 		case "present_over_time":
 			v = 1
 		case "stddev_over_time":
-			v = math.Sqrt(varianceOverTime(wv))
+			v = math.Sqrt(varianceOverTime(w))
 		case "stdvar_over_time":
-			v = varianceOverTime(wv)
+			v = varianceOverTime(w)
 		case "quantile_over_time":
-			sc.sorted = append(sc.sorted[:0], wv...)
+			sc.sorted = sc.sorted[:0]
+			for _, p := range w {
+				sc.sorted = append(sc.sorted, p.V)
+			}
 			v = quantile(fn.param, sc.sorted)
 		}
 		if ok {
@@ -152,20 +163,13 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	return true
 }
 
-// extrapolatedRate is rate, increase and delta of one window (ts, vs),
-// extrapolated towards the window's ends (mint, maxt] as Prometheus's
-// engine does. withResets adds the window's counter-reset corrections,
-// in order, to the difference of its last and first values.
-func extrapolatedRate(ts []int64, vs []float64, mint, maxt int64, rangeSeconds float64, counter, rate bool, withResets func(float64) float64) (float64, bool) {
-	n := len(ts)
-	if n < 2 {
-		return 0, false
-	}
-	firstT, lastT := ts[0], ts[n-1]
-	result := vs[n-1] - vs[0]
-	if counter {
-		result = withResets(result)
-	}
+// extrapolatedRate is rate, increase and delta of one window of at
+// least two samples, whose difference of last and first values (counter
+// resets corrected) is result, extrapolated towards the window's ends
+// (mint, maxt] as Prometheus's engine does.
+func extrapolatedRate(w []query.Sample, result float64, mint, maxt int64, rangeSeconds float64, counter, rate bool) float64 {
+	n := len(w)
+	firstT, lastT := w[0].T, w[n-1].T
 	durationToStart := float64(firstT-mint) / 1000
 	durationToEnd := float64(maxt-lastT) / 1000
 	sampledInterval := float64(lastT-firstT) / 1000
@@ -178,8 +182,8 @@ func extrapolatedRate(ts []int64, vs []float64, mint, maxt int64, rangeSeconds f
 		// A counter does not go below zero: extrapolate no further back
 		// than where it would have been zero.
 		durationToZero := durationToStart
-		if result > 0 && vs[0] >= 0 {
-			durationToZero = sampledInterval * (vs[0] / result)
+		if result > 0 && w[0].V >= 0 {
+			durationToZero = sampledInterval * (w[0].V / result)
 		}
 		if durationToZero < durationToStart {
 			durationToStart = durationToZero
@@ -195,17 +199,17 @@ func extrapolatedRate(ts []int64, vs []float64, mint, maxt int64, rangeSeconds f
 	if rate {
 		factor /= rangeSeconds
 	}
-	return result * factor, true
+	return result * factor
 }
 
 // instantValue is irate (rate: true) and idelta of a window: from its
 // last two samples.
-func instantValue(ts []int64, vs []float64, rate bool) (float64, bool) {
-	n := len(ts)
+func instantValue(w []query.Sample, rate bool) (float64, bool) {
+	n := len(w)
 	if n < 2 {
 		return 0, false
 	}
-	t0, v0, t1, v1 := ts[n-2], vs[n-2], ts[n-1], vs[n-1]
+	t0, v0, t1, v1 := w[n-2].T, w[n-2].V, w[n-1].T, w[n-1].V
 	interval := t1 - t0
 	if interval == 0 {
 		return 0, false
@@ -222,7 +226,7 @@ func instantValue(ts []int64, vs []float64, rate bool) (float64, bool) {
 
 // linearRegression is the least-squares line through the window, with
 // Kahan sums, as deriv computes it.
-func linearRegression(ts []int64, vs []float64, interceptTime int64) (slope, intercept float64) {
+func linearRegression(w []query.Sample, interceptTime int64) (slope, intercept float64) {
 	var (
 		n          float64
 		sumX, cX   float64
@@ -230,14 +234,15 @@ func linearRegression(ts []int64, vs []float64, interceptTime int64) (slope, int
 		sumXY, cXY float64
 		sumX2, cX2 float64
 	)
-	initY := vs[0]
+	initY := w[0].V
 	constY := true
-	for i, y := range vs {
+	for i, p := range w {
+		y := p.V
 		if constY && i > 0 && y != initY {
 			constY = false
 		}
 		n += 1.0
-		x := float64(ts[i]-interceptTime) / 1e3
+		x := float64(p.T-interceptTime) / 1e3
 		sumX, cX = kahansum.Inc(x, sumX, cX)
 		sumY, cY = kahansum.Inc(y, sumY, cY)
 		sumXY, cXY = kahansum.Inc(x*y, sumXY, cXY)
@@ -260,10 +265,10 @@ func linearRegression(ts []int64, vs []float64, interceptTime int64) (slope, int
 	return slope, intercept
 }
 
-func sumOverTime(vs []float64) float64 {
+func sumOverTime(w []query.Sample) float64 {
 	var sum, c float64
-	for _, v := range vs {
-		sum, c = kahansum.Inc(v, sum, c)
+	for _, p := range w {
+		sum, c = kahansum.Inc(p.V, sum, c)
 	}
 	if math.IsInf(sum, 0) {
 		return sum
@@ -273,13 +278,14 @@ func sumOverTime(vs []float64) float64 {
 
 // avgOverTime is the mean with Kahan sums, turning to an incremental mean
 // once the sum would overflow, as avg_over_time computes it.
-func avgOverTime(vs []float64) float64 {
+func avgOverTime(w []query.Sample) float64 {
 	var (
-		sum, count      = vs[0], 1.
+		sum, count      = w[0].V, 1.
 		mean, kahanC    float64
 		incrementalMean bool
 	)
-	for i, v := range vs[1:] {
+	for i, p := range w[1:] {
+		v := p.V
 		count = float64(i + 2)
 		if !incrementalMean {
 			newSum, newC := kahansum.Inc(v, sum, kahanC)
@@ -300,11 +306,11 @@ func avgOverTime(vs []float64) float64 {
 	return sum/count + kahanC/count
 }
 
-func compareOverTime(vs []float64, better func(cur, best float64) bool) float64 {
-	best := vs[0]
-	for _, v := range vs {
-		if better(v, best) {
-			best = v
+func compareOverTime(w []query.Sample, better func(cur, best float64) bool) float64 {
+	best := w[0].V
+	for _, p := range w {
+		if better(p.V, best) {
+			best = p.V
 		}
 	}
 	return best
@@ -312,9 +318,10 @@ func compareOverTime(vs []float64, better func(cur, best float64) bool) float64 
 
 // varianceOverTime is the population variance by Welford's method with
 // Kahan sums, as stdvar_over_time computes it.
-func varianceOverTime(vs []float64) float64 {
+func varianceOverTime(w []query.Sample) float64 {
 	var count, mean, cMean, aux, cAux float64
-	for _, v := range vs {
+	for _, p := range w {
+		v := p.V
 		count++
 		delta := v - (mean + cMean)
 		mean, cMean = kahansum.Inc(delta/count, mean, cMean)

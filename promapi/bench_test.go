@@ -14,6 +14,7 @@ import (
 
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/dense"
+	"github.com/promhbase/promhbase/engine"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
@@ -156,6 +157,9 @@ func BenchmarkQueryRange(b *testing.B) {
 	queries := []struct{ name, expr string }{
 		{"sum_rate", `sum by (zone) (rate(bench_requests_total[5m]))`},
 		{"one_series", `bench_requests_total{instance="host-0007:9100"}`},
+		{"sum_rate_1h", `sum by (zone) (rate(bench_requests_total[1h]))`},
+		{"max_over_time", `max_over_time(bench_requests_total[5m])`},
+		{"topk", `topk(5, increase(bench_requests_total[10m]))`},
 	}
 	for _, src := range []struct {
 		name string
@@ -169,27 +173,41 @@ func BenchmarkQueryRange(b *testing.B) {
 	} {
 		b.Run(src.name, func(b *testing.B) {
 			q := src.q(b)
-			engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: 10 * time.Minute, LookbackDelta: 5 * time.Minute, EnableAtModifier: true, EnableNegativeOffset: true})
+			prom := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: 10 * time.Minute, LookbackDelta: 5 * time.Minute, EnableAtModifier: true, EnableNegativeOffset: true})
+			engines := []struct {
+				name string
+				qe   promql.QueryEngine
+			}{
+				{"prometheus_engine", prom},
+				{"promhbase_engine", engine.New(engine.Options{Fallback: prom, Timeout: 10 * time.Minute})},
+			}
 			for _, qc := range queries {
-				b.Run(qc.name, func(b *testing.B) {
-					ctx := context.Background()
-					b.ReportAllocs()
-					for b.Loop() {
-						qry, err := engine.NewRangeQuery(ctx, q, nil, qc.expr, benchStart, benchStart.Add(benchHours*time.Hour-time.Minute), benchStep)
-						if err != nil {
-							b.Fatal(err)
-						}
-						res := qry.Exec(ctx)
-						if res.Err != nil {
-							b.Fatal(res.Err)
-						}
-						if m, err := res.Matrix(); err != nil || len(m) == 0 {
-							b.Fatalf("empty answer: %v", err)
-						}
-						qry.Close()
-					}
-				})
+				for _, eng := range engines {
+					b.Run(qc.name+"/"+eng.name, func(b *testing.B) {
+						benchQuery(b, eng.qe, q, qc.expr)
+					})
+				}
 			}
 		})
+	}
+}
+
+// benchQuery runs expr over the benchmark's day, one query an iteration.
+func benchQuery(b *testing.B, qe promql.QueryEngine, q storage.Queryable, expr string) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		qry, err := qe.NewRangeQuery(ctx, q, nil, expr, benchStart, benchStart.Add(benchHours*time.Hour-time.Minute), benchStep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res := qry.Exec(ctx)
+		if res.Err != nil {
+			b.Fatal(res.Err)
+		}
+		if m, err := res.Matrix(); err != nil || len(m) == 0 {
+			b.Fatalf("empty answer: %v", err)
+		}
+		qry.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +51,13 @@ type diskOptions struct {
 
 	promhbaseFlags, vmFlags []string
 
+	// promhbase's processes started for the queries, each a row of its
+	// own (--promhbase.gomaxprocs, --promhbase.variant); none: one, as
+	// the load's.
+	gomaxprocs   []int
+	variantSpecs []string
+	variants     []promhbaseVariant
+
 	// promhbase-hbase
 	hbaseQuorum, hbaseConf, hbaseJars, java string
 	hbaseCompressions                       []string
@@ -64,12 +72,113 @@ const (
 	sysPrometheus     = "prometheus"
 )
 
-// defaultDiskQueries are the long-range queries timed on every system;
-// $step is replaced by the step in seconds ("288s").
+// defaultDiskQueries are the long-range queries timed on every system,
+// dashboard shapes; $step is replaced by the step in seconds ("288s" for
+// 24 h, "2016s" for 7 days: span / --query.points). The fixed ranges
+// (5m, 1h) stay as dashboards write them whatever the step: [1h] at a
+// 288 s step is a window several steps long.
 var defaultDiskQueries = []string{
 	`sum by (mode) (rate(node_cpu_seconds_total[5m]))`,
 	`max_over_time(node_load1[$step])`,
 	`node_memory_MemFree_bytes`,
+	`sum by (mode) (rate(node_cpu_seconds_total[1h]))`,
+	`histogram_quantile(0.9, sum by (le) (rate(node_http_request_duration_seconds_bucket[5m])))`,
+	`topk(5, max_over_time(node_load1[1h]))`,
+	`avg by (instance) (node_hwmon_temp_celsius)`,
+	`100 * node_memory_MemFree_bytes / node_memory_MemTotal_bytes`,
+	`sum by (instance) (increase(node_network_receive_bytes_total[1h]))`,
+	`quantile_over_time(0.95, node_load1[1h])`,
+}
+
+// promhbaseVariant is one promhbase process started for the queries over
+// the loaded data: its name in the report (added to the system's:
+// "promhbase (embedded, GOMAXPROCS=1)"), extra serve flags and the
+// GOMAXPROCS of its environment (0: inherited).
+type promhbaseVariant struct {
+	name       string
+	flags      []string
+	gomaxprocs int
+}
+
+// env is the variant's process environment (nil: inherited).
+func (v promhbaseVariant) env() []string {
+	if v.gomaxprocs == 0 {
+		return nil
+	}
+	return append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", v.gomaxprocs))
+}
+
+// parseVariants makes the variants of --promhbase.gomaxprocs (each
+// named GOMAXPROCS=N), then of --promhbase.variant, in order. A
+// variant is NAME:ITEMS, or ITEMS alone (then named by them), where
+// ITEMS are comma-separated serve flags (--query.engine=prometheus) and
+// GOMAXPROCS=N. No variants: nil.
+func parseVariants(gomaxprocs []int, specs []string) ([]promhbaseVariant, error) {
+	var vs []promhbaseVariant
+	for _, n := range gomaxprocs {
+		if n < 1 {
+			return nil, fmt.Errorf("--promhbase.gomaxprocs=%d: want at least 1", n)
+		}
+		vs = append(vs, promhbaseVariant{name: fmt.Sprintf("GOMAXPROCS=%d", n), gomaxprocs: n})
+	}
+	for _, spec := range specs {
+		name, items := "", spec
+		if !strings.HasPrefix(spec, "--") && !strings.HasPrefix(spec, "GOMAXPROCS=") {
+			var ok bool
+			if name, items, ok = strings.Cut(spec, ":"); !ok || strings.TrimSpace(name) == "" {
+				return nil, fmt.Errorf("--promhbase.variant=%q: want NAME:FLAGS or FLAGS (serve flags starting with --, or GOMAXPROCS=N, separated by commas)", spec)
+			}
+			name = strings.TrimSpace(name)
+		}
+		var v promhbaseVariant
+		var named []string
+		for _, it := range strings.Split(items, ",") {
+			it = strings.TrimSpace(it)
+			switch {
+			case it == "":
+				continue
+			case strings.HasPrefix(it, "GOMAXPROCS="):
+				n, err := strconv.Atoi(strings.TrimPrefix(it, "GOMAXPROCS="))
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("--promhbase.variant=%q: %q: want GOMAXPROCS=N, N at least 1", spec, it)
+				}
+				v.gomaxprocs = n
+			case strings.HasPrefix(it, "--") && len(it) > 2:
+				v.flags = append(v.flags, it)
+			default:
+				return nil, fmt.Errorf("--promhbase.variant=%q: %q is neither a flag (--name=value) nor GOMAXPROCS=N", spec, it)
+			}
+			named = append(named, it)
+		}
+		v.name = name
+		if v.name == "" {
+			if len(named) == 0 {
+				return nil, fmt.Errorf("--promhbase.variant=%q: empty", spec)
+			}
+			v.name = strings.Join(named, " ")
+		}
+		vs = append(vs, v)
+	}
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if seen[v.name] {
+			return nil, fmt.Errorf("two promhbase variants named %q", v.name)
+		}
+		seen[v.name] = true
+	}
+	return vs, nil
+}
+
+// variantName names a variant's row: the system's name with the
+// variant's inside its parentheses ("promhbase (embedded, GOMAXPROCS=1)").
+func variantName(system string, v promhbaseVariant) string {
+	if v.name == "" {
+		return system
+	}
+	if base, ok := strings.CutSuffix(system, ")"); ok && strings.Contains(base, "(") {
+		return base + ", " + v.name + ")"
+	}
+	return system + " (" + v.name + ")"
 }
 
 func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
@@ -95,7 +204,7 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 	cmd.Flag("settle.quiet", "promhbase: when its store exports no settle metric, how long its compaction metrics and CPU must stay quiet before its directory is measured.").Default("90s").DurationVar(&d.settleQuiet)
 	cmd.Flag("settle.timeout", "Longest wait for a system to settle after its load; then it is measured anyway, with a warning.").Default("15m").DurationVar(&d.settleTimeout)
 	cmd.Flag("prometheus.block-duration", "Longest block promtool writes (it takes the largest of 2h × 3^n not above it). 18h is the largest block Prometheus's own compaction makes at its default 15d retention.").Default("18h").SetValue(&d.blockDuration)
-	cmd.Flag("query", "A query_range expression to time ($step: the step, e.g. 288s); repeatable (default: a summed rate of counters, a max_over_time of a gauge and a plain selector).").StringsVar(&d.queries)
+	cmd.Flag("query", "A query_range expression to time ($step: the step, e.g. 288s); repeatable (default: dashboard shapes: summed rates over 5m and 1h, a histogram_quantile of classic buckets, topk, avg by instance, a ratio of two gauges, increase, max_over_time and quantile_over_time, a plain selector).").StringsVar(&d.queries)
 	cmd.Flag("query.repeats", "Timed runs of each query on each system.").Default("5").IntVar(&d.repeats)
 	cmd.Flag("query.warmups", "Untimed runs of each query on each system before the timed ones.").Default("1").IntVar(&d.warmups)
 	cmd.Flag("query.points", "Points a query answers per series: step = span / this.").Default("300").IntVar(&d.queryParts)
@@ -106,7 +215,13 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 		"the time it took is reported. 0: no wait. Nothing is waited for when promhbase exports no rollup metrics (--promhbase.flag=--no-rollup.enabled).").Default("30m").DurationVar(&d.rollupTimeout)
 	cmd.Flag("rollup.after-load", "Load promhbase with --no-rollup.enabled: its rollups are built at its restart for the queries (the first start with rollups on), backwards over the data already stored, and that build is timed; "+
 		"default: rollups on during the load, as serve runs by default, and the time they take to cover the data after the load ends is reported.").BoolVar(&d.rollupAfterLoad)
-	cmd.Flag("promhbase.flag", "Extra flag for promhbase serve; repeatable.").StringsVar(&d.promhbaseFlags)
+	cmd.Flag("promhbase.flag", "Extra flag for every promhbase serve (the load's and the queries'); repeatable.").StringsVar(&d.promhbaseFlags)
+	cmd.Flag("promhbase.gomaxprocs", "Time the queries on promhbase restarted with this GOMAXPROCS in its environment, a row of its own (\"promhbase (embedded, GOMAXPROCS=1)\"); repeatable, before the --promhbase.variant rows. "+
+		"Any of these or --promhbase.variant: only those rows for promhbase (add --promhbase.variant=default: for one as the load's).").IntsVar(&d.gomaxprocs)
+	cmd.Flag("promhbase.variant", "Time the queries on promhbase restarted with these serve flags, a row of its own: NAME:ITEMS or ITEMS (then named by them), ITEMS comma-separated serve flags and GOMAXPROCS=N, "+
+		"e.g. --promhbase.variant=--query.engine=prometheus or --promhbase.variant='Prometheus engine at 1 proc:--query.engine=prometheus,GOMAXPROCS=1'; repeatable; "+
+		"with any variant promhbase has only the variants' rows (--promhbase.variant=default: adds one as the load's). "+
+		"Every variant's process runs at once with the others, over a copy of the embedded store's directory (on HBase: the same tables), and takes its turn in each round of the queries; the flags are added after --promhbase.flag's (a flag serve takes once must not be in both).").StringsVar(&d.variantSpecs)
 	cmd.Flag("victoria-metrics.flag", "Extra flag for VictoriaMetrics; repeatable.").StringsVar(&d.vmFlags)
 	cmd.Flag("hbase.zookeeper.quorum", "promhbase-hbase: ZooKeeper quorum of the HBase.").Default("127.0.0.1:2181").StringVar(&d.hbaseQuorum)
 	cmd.Flag("hbase.compression", "promhbase-hbase: compression of the tables (create-tables --hbase.compression); repeatable: the tables are created with the first, "+
@@ -177,6 +292,11 @@ func runDisk(o options, d diskOptions) error {
 	if o.batch < 1 || o.concurrency < 1 {
 		return errors.New("--batch and --concurrency must be at least 1")
 	}
+	variants, err := parseVariants(d.gomaxprocs, d.variantSpecs)
+	if err != nil {
+		return err
+	}
+	d.variants = variants
 	g := genConfig{
 		series: d.series, targets: d.targets, span: time.Duration(d.span), interval: d.interval, jitter: d.jitter, seed: d.seed,
 		end: time.Now().Add(-15 * time.Minute).Truncate(time.Hour),
@@ -250,7 +370,7 @@ func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun
 	if d.rollupAfterLoad {
 		extra = append(extra, "--no-rollup.enabled")
 	}
-	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-load.log"), extra...)
+	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-load.log"), nil, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -288,12 +408,16 @@ func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun
 	return r, err
 }
 
-func startPromhbase(d diskOptions, data, logPath string, extra ...string) (*server, error) {
+// startPromhbase starts promhbase serve on the embedded store in data,
+// with --promhbase.flag's flags and extra, in env (nil: this process's).
+func startPromhbase(d diskOptions, data, logPath string, env []string, extra ...string) (*server, error) {
 	return startServer(sysPromhbase, logPath, syscall.SIGTERM, "/-/ready", func(addr string) *exec.Cmd {
 		args := []string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0"}
 		args = append(args, d.promhbaseFlags...)
-		return exec.Command(d.promhbase, append(args, extra...)...)
+		cmd := exec.Command(d.promhbase, append(args, extra...)...)
+		cmd.Env = env
+		return cmd
 	})
 }
 

@@ -33,7 +33,10 @@ import (
 //   - gauges (a third): a random walk, either in steps of 0.01 (load,
 //     temperatures, clock offset: 2-decimal values) or of whole units
 //     (bytes in pages, processes, sockets);
-//   - constants (the rest): sizes, info metrics, link speeds.
+//   - constants (the rest): sizes, info metrics, link speeds;
+//   - one classic histogram (node_http_request_duration_seconds: 8
+//     cumulative le buckets, _sum and _count), log-normal observations,
+//     reset as a whole with the target's counters or on its own rarely.
 
 // genConfig is what the data looks like.
 type genConfig struct {
@@ -73,6 +76,9 @@ const (
 	kindCounter seriesKind = iota
 	kindGauge
 	kindConst
+	// kindHistogram: a classic histogram, one series per bucket (le), its
+	// _sum and its _count.
+	kindHistogram
 )
 
 // family is one metric of nodeCatalog with its label sets.
@@ -91,23 +97,29 @@ type family struct {
 	inc                 float64
 	start, lo, hi, step float64
 	constant            float64
+	// histograms: the buckets' upper bounds (ascending, +Inf last), and
+	// the observations' log-normal distribution (median in seconds and
+	// sigma of its logarithm); inc bounds the observations of a scrape.
+	buckets       []float64
+	median, sigma float64
 }
 
-// nodeCatalog is one target's series: 50 counters, 35 gauges and 15
-// constants, named after node_exporter's.
+// nodeCatalog is one target's series: 45 counters, 32 gauges, 13
+// constants and a classic histogram of 10 series (8 buckets, _sum and
+// _count), named after node_exporter's; 100 series in all.
 var nodeCatalog = expandCatalog([]family{
 	{name: "node_cpu_seconds_total", kind: kindCounter, label: "cpu", values: []string{"0", "1", "2", "3"},
 		label2: "mode", values2: []string{"idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user"}, inc: 15},
 	{name: "node_network_receive_bytes_total", kind: kindCounter, label: "device", values: []string{"eth0", "eth1"}, inc: 2_000_000},
 	{name: "node_network_transmit_bytes_total", kind: kindCounter, label: "device", values: []string{"eth0", "eth1"}, inc: 1_000_000},
-	{name: "node_network_receive_packets_total", kind: kindCounter, label: "device", values: []string{"eth0", "eth1"}, inc: 2000},
-	{name: "node_network_transmit_packets_total", kind: kindCounter, label: "device", values: []string{"eth0", "eth1"}, inc: 1500},
 	{name: "node_disk_reads_completed_total", kind: kindCounter, label: "device", values: []string{"sda", "sdb"}, inc: 300},
 	{name: "node_disk_writes_completed_total", kind: kindCounter, label: "device", values: []string{"sda", "sdb"}, inc: 600},
 	{name: "node_disk_read_bytes_total", kind: kindCounter, label: "device", values: []string{"sda", "sdb"}, inc: 4_000_000},
 	{name: "node_disk_written_bytes_total", kind: kindCounter, label: "device", values: []string{"sda", "sdb"}, inc: 8_000_000},
 	{name: "node_context_switches_total", kind: kindCounter, inc: 60_000},
-	{name: "node_intr_total", kind: kindCounter, inc: 40_000},
+
+	{name: "node_http_request_duration_seconds", kind: kindHistogram, buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, math.Inf(1)},
+		median: 0.03, sigma: 1, inc: 40},
 
 	{name: "node_load1", kind: kindGauge, start: 0.8, lo: 0, hi: 16, step: 0.01},
 	{name: "node_load5", kind: kindGauge, start: 0.7, lo: 0, hi: 16, step: 0.01},
@@ -125,11 +137,8 @@ var nodeCatalog = expandCatalog([]family{
 	{name: "node_hwmon_temp_celsius", kind: kindGauge, label: "sensor", values: []string{"temp1", "temp2", "temp3", "temp4"}, start: 45, lo: 20, hi: 95, step: 0.01},
 	{name: "node_procs_running", kind: kindGauge, start: 3, lo: 0, hi: 64, step: 1},
 	{name: "node_procs_blocked", kind: kindGauge, start: 0, lo: 0, hi: 16, step: 1},
-	{name: "node_entropy_available_bits", kind: kindGauge, start: 3500, lo: 200, hi: 4096, step: 1},
 	{name: "node_filefd_allocated", kind: kindGauge, start: 5000, lo: 1000, hi: 60000, step: 1},
 	{name: "node_sockstat_TCP_inuse", kind: kindGauge, start: 120, lo: 0, hi: 5000, step: 1},
-	{name: "node_sockstat_TCP_tw", kind: kindGauge, start: 40, lo: 0, hi: 5000, step: 1},
-	{name: "node_sockstat_UDP_inuse", kind: kindGauge, start: 8, lo: 0, hi: 200, step: 1},
 	{name: "node_netstat_Tcp_CurrEstab", kind: kindGauge, start: 90, lo: 0, hi: 5000, step: 1},
 	{name: "node_nf_conntrack_entries", kind: kindGauge, start: 700, lo: 0, hi: 65536, step: 1},
 	{name: "node_timex_offset_seconds", kind: kindGauge, start: 0, lo: -0.5, hi: 0.5, step: 0.01},
@@ -142,7 +151,6 @@ var nodeCatalog = expandCatalog([]family{
 	{name: "node_filesystem_size_bytes", kind: kindConst, label: "mountpoint", values: []string{"/", "/var", "/home", "/boot"}, constant: 100 << 30},
 	{name: "node_filesystem_files", kind: kindConst, label: "mountpoint", values: []string{"/", "/var", "/home", "/boot"}, constant: 6_553_600},
 	{name: "node_uname_info", kind: kindConst, label: "release", values: []string{"6.1.0-18-amd64"}, constant: 1},
-	{name: "node_network_speed_bytes", kind: kindConst, label: "device", values: []string{"eth0", "eth1"}, constant: 125_000_000},
 	{name: "node_exporter_build_info", kind: kindConst, label: "version", values: []string{"1.8.2"}, constant: 1},
 	{name: "node_boot_time_seconds", kind: kindConst, constant: 1_767_225_600},
 })
@@ -151,6 +159,23 @@ var nodeCatalog = expandCatalog([]family{
 type catalogSeries struct {
 	fam    *family
 	labels [][2]string // besides __name__, job and instance
+	// histograms: which series of the family (part < len(buckets): that
+	// bucket; then _sum, then _count) and its metric name.
+	part int
+	name string
+}
+
+// The series of a histogram family after its buckets.
+func (f *family) sumPart() int   { return len(f.buckets) }
+func (f *family) countPart() int { return len(f.buckets) + 1 }
+
+// formatLe writes a bucket's upper bound as the le label's value, as
+// Prometheus's client libraries do ("0.005", "+Inf").
+func formatLe(le float64) string {
+	if math.IsInf(le, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(le, 'g', -1, 64)
 }
 
 // expandCatalog lists every series of fams, interleaved (a stride through
@@ -182,6 +207,12 @@ func listCatalog(fams []family) []catalogSeries {
 	for i := range fams {
 		f := &fams[i]
 		switch {
+		case f.kind == kindHistogram:
+			for i, le := range f.buckets {
+				out = append(out, catalogSeries{fam: f, part: i, name: f.name + "_bucket", labels: [][2]string{{"le", formatLe(le)}}})
+			}
+			out = append(out, catalogSeries{fam: f, part: f.sumPart(), name: f.name + "_sum"},
+				catalogSeries{fam: f, part: f.countPart(), name: f.name + "_count"})
 		case f.label == "":
 			out = append(out, catalogSeries{fam: f})
 		case f.label2 == "":
@@ -210,6 +241,73 @@ type genSeries struct {
 	pbLabels []byte
 	omPrefix string
 	value    float64
+	// hist and part: a histogram's series (part as catalogSeries'), its
+	// value taken from the histogram's state.
+	hist *genHist
+	part int
+}
+
+// genHist is the state of one classic histogram of a target: the
+// cumulative count of each bucket (the last, +Inf, is the _count) and
+// the sum of the observations.
+type genHist struct {
+	fam *family
+	cum []float64
+	sum float64
+}
+
+// value is the current value of the histogram's series part.
+func (h *genHist) value(part int) float64 {
+	switch part {
+	case h.fam.sumPart():
+		return h.sum
+	case h.fam.countPart():
+		return h.cum[len(h.cum)-1]
+	}
+	return h.cum[part]
+}
+
+// newGenHist starts a histogram as if it had already counted a random
+// number of observations, spread over the buckets as the distribution
+// spreads them.
+func newGenHist(f *family, rng *rand.Rand) *genHist {
+	h := &genHist{fam: f, cum: make([]float64, len(f.buckets))}
+	n := float64(rng.Int64N(200_000))
+	for i, le := range f.buckets {
+		h.cum[i] = math.Floor(n * f.cdf(le))
+	}
+	h.cum[len(h.cum)-1] = n
+	h.sum = math.Round(n*f.median*math.Exp(f.sigma*f.sigma/2)*1000) / 1000
+	return h
+}
+
+// cdf is the share of a histogram family's observations at or below x.
+func (f *family) cdf(x float64) float64 {
+	if math.IsInf(x, 1) {
+		return 1
+	}
+	return 0.5 * math.Erfc(-math.Log(x/f.median)/(f.sigma*math.Sqrt2))
+}
+
+// advance adds one scrape's observations (up to inc of them), counting
+// from zero again first when reset.
+func (h *genHist) advance(rng *rand.Rand, reset bool) {
+	if reset {
+		clear(h.cum)
+		h.sum = 0
+	}
+	f := h.fam
+	for range rng.Int64N(int64(f.inc) + 1) {
+		x := f.median * math.Exp(f.sigma*rng.NormFloat64())
+		i := 0
+		for i < len(f.buckets)-1 && x > f.buckets[i] {
+			i++
+		}
+		for ; i < len(h.cum); i++ {
+			h.cum[i]++
+		}
+		h.sum += x
+	}
 }
 
 // genTarget is one scraped target: its series and random source.
@@ -218,6 +316,7 @@ type genTarget struct {
 	phase  int64 // ms into each interval
 	rng    *rand.Rand
 	series []genSeries
+	hists  []*genHist // in the order their first series came
 }
 
 // generator streams the samples of g round by round, each round in
@@ -252,9 +351,19 @@ func newGenerator(g genConfig) *generator {
 			n++
 		}
 		instance := fmt.Sprintf("host-%03d:9100", t)
+		// A target's histograms by family and copy.
+		type histKey struct {
+			fam  *family
+			copy int
+		}
+		hists := map[histKey]*genHist{}
 		for j := range n {
 			cs := nodeCatalog[j%len(nodeCatalog)]
-			ls := []prompb.Label{{Name: "__name__", Value: cs.fam.name}, {Name: "instance", Value: instance}, {Name: "job", Value: "node"}}
+			name := cs.fam.name
+			if cs.name != "" {
+				name = cs.name
+			}
+			ls := []prompb.Label{{Name: "__name__", Value: name}, {Name: "instance", Value: instance}, {Name: "job", Value: "node"}}
 			for _, l := range cs.labels {
 				ls = append(ls, prompb.Label{Name: l[0], Value: l[1]})
 			}
@@ -270,6 +379,16 @@ func newGenerator(g genConfig) *generator {
 				s.value = cs.fam.start
 			case kindConst:
 				s.value = cs.fam.constant
+			case kindHistogram:
+				k := histKey{cs.fam, j / len(nodeCatalog)}
+				h := hists[k]
+				if h == nil {
+					h = newGenHist(cs.fam, rng)
+					hists[k] = h
+					tg.hists = append(tg.hists, h)
+				}
+				s.hist, s.part = h, cs.part
+				s.value = h.value(cs.part)
 			}
 			tg.series = append(tg.series, s)
 			id++
@@ -328,6 +447,11 @@ func (gen *generator) next(sc *scrape, ti *int) bool {
 // advance moves every series of the target one scrape on.
 func (tg *genTarget) advance(g genConfig) {
 	restart := tg.rng.Float64() < g.restartProb()
+	// A histogram's series move together: its state first.
+	for _, h := range tg.hists {
+		reset := tg.rng.Float64() < counterResetProb
+		h.advance(tg.rng, restart || reset)
+	}
 	for i := range tg.series {
 		s := &tg.series[i]
 		f := s.fam
@@ -355,6 +479,8 @@ func (tg *genTarget) advance(g genConfig) {
 				v = s.value
 			}
 			s.value = v
+		case kindHistogram:
+			s.value = s.hist.value(s.part)
 		}
 	}
 }

@@ -189,11 +189,16 @@ func (e *hbaseEnv) admin(args ...string) (string, error) {
 	return string(out), nil
 }
 
-func startPromhbaseHBase(d diskOptions, ts hbaseTables, logPath string) (*server, error) {
+// startPromhbaseHBase starts promhbase serve on the tables ts, with
+// --promhbase.flag's flags and extra, in env (nil: this process's).
+func startPromhbaseHBase(d diskOptions, ts hbaseTables, logPath string, env []string, extra ...string) (*server, error) {
 	return startServer(sysPromhbaseHBase, logPath, syscall.SIGTERM, "/-/ready", func(addr string) *exec.Cmd {
 		args := append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase", "--hbase.zookeeper.quorum=" + d.hbaseQuorum,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, ts.flags()...)
-		return exec.Command(d.promhbase, append(args, d.promhbaseFlags...)...)
+		args = append(args, d.promhbaseFlags...)
+		cmd := exec.Command(d.promhbase, append(args, extra...)...)
+		cmd.Env = env
+		return cmd
 	})
 }
 
@@ -230,7 +235,7 @@ func diskPromhbaseHBase(o options, d diskOptions, g genConfig, work string, atEn
 	}
 
 	first := &diskRun{system: sysPromhbaseHBase, codec: strings.ToUpper(codecs[0]), tables: ts}
-	srv, err := startPromhbaseHBase(d, ts, filepath.Join(work, "promhbase-hbase-load.log"))
+	srv, err := startPromhbaseHBase(d, ts, filepath.Join(work, "promhbase-hbase-load.log"), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,9 +37,24 @@ type querySystem struct {
 	extra     url.Values
 }
 
+// queryProc is a process serving the queries (one or more query
+// systems): its peak resident set and its CPU seconds over the queries'
+// runs (warm-ups included).
+type queryProc struct {
+	name string
+	srv  *server
+	// hwmReset: VmHWM was reset (/proc/<pid>/clear_refs) before the
+	// warm-ups, so hwm is the peak over the queries; else since start.
+	hwmReset  bool
+	hwm       int64
+	cpu0, cpu float64
+	err       error
+}
+
 // queryReport is what the queries found.
 type queryReport struct {
 	systems []*querySystem
+	procs   []*queryProc
 	timings []*queryTiming
 	// rollups: promhbase's rollups' progress at its restart for the
 	// queries, by system.
@@ -73,13 +89,17 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 		if r.noQuery {
 			continue
 		}
+		if r.system == sysPromhbase || r.system == sysPromhbaseHBase {
+			ss, err := startPromhbaseQueries(d, g, work, r, rep)
+			servers = append(servers, ss...)
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var s *server
 		var err error
 		switch r.system {
-		case sysPromhbase:
-			s, err = startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-query.log"))
-		case sysPromhbaseHBase:
-			s, err = startPromhbaseHBase(d, r.tables, filepath.Join(work, "promhbase-hbase-query.log"))
 		case sysVM:
 			s, err = startVM(d, r.dataDir, filepath.Join(work, "victoriametrics-query.log"))
 		case sysPrometheus:
@@ -89,38 +109,12 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 			return nil, err
 		}
 		servers = append(servers, s)
-		isPromhbase := r.system == sysPromhbase || r.system == sysPromhbaseHBase
-		if isPromhbase && d.rollupTimeout > 0 {
-			// Before the others start: the build has the machine.
-			rp, err := waitRollups(s, g, d.rollupTimeout, r.name()+" (restarted for the queries)")
-			if err != nil {
-				return nil, s.withLog(err)
-			}
-			rep.rollups[r.system] = rp
-			if rp.built+rp.rebuilt > 0 {
-				// Rollups written now: let the store settle, as after the
-				// load, before the queries are timed.
-				began := time.Now()
-				how, err := settlePromhbase(s, d.settleQuiet, d.settleTimeout)
-				if err != nil {
-					return nil, s.withLog(err)
-				}
-				rp.settle, rp.settleNote = time.Since(began), how
-				fmt.Fprintf(os.Stderr, "%s: %s after %s\n", r.name(), how, rp.settle.Round(time.Second))
-			}
-		}
-		if isPromhbase && len(d.resolutions) > 0 {
-			for _, res := range d.resolutions {
-				rep.systems = append(rep.systems, &querySystem{sys: r.system, name: r.name() + " " + resolutionName(res), res: res, srv: s,
-					extra: url.Values{"max_source_resolution": {res}}})
-			}
-			continue
-		}
 		qs := &querySystem{sys: r.system, name: r.name(), srv: s, extra: url.Values{}}
 		if r.system == sysVM {
 			qs.extra.Set("nocache", "1")
 		}
 		rep.systems = append(rep.systems, qs)
+		rep.procs = append(rep.procs, &queryProc{name: r.name(), srv: s})
 	}
 	step := stepOf(g, d)
 	start, end := queryWindow(g)
@@ -138,6 +132,11 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 	}
 	n := len(rep.systems)
 	fmt.Fprintf(os.Stderr, "queries: %d × %d systems, %d warm-up and %d timed runs each, step %s...\n", len(queries), n, d.warmups, d.repeats, promDuration(step))
+	for _, p := range rep.procs {
+		pid := p.srv.cmd.Process.Pid
+		p.cpu0, _ = procCPU(pid)
+		p.hwmReset = resetHWM(pid) == nil
+	}
 	for r := range d.warmups + d.repeats {
 		for qi := range queries {
 			// The systems take turns, each first in turn.
@@ -162,6 +161,12 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 			}
 		}
 	}
+	for _, p := range rep.procs {
+		pid := p.srv.cmd.Process.Pid
+		cpu1, _ := procCPU(pid)
+		p.cpu = cpu1 - p.cpu0
+		p.hwm, p.err = procHWM(pid)
+	}
 	for qi := range queries {
 		var ts []*queryTiming
 		for si := range rep.systems {
@@ -170,6 +175,144 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 		rep.agreements = append(rep.agreements, compareAnswers(ts, start, end, step)...)
 	}
 	return rep, nil
+}
+
+// startPromhbaseQueries starts the processes of r, promhbase (embedded
+// or on HBase), for the queries: one per --promhbase.gomaxprocs and
+// --promhbase.variant, else one, all at once. On the embedded store each
+// after the first gets a copy of the data directory, made before any of
+// them starts (and writes rollups into it). Each waits for its rollups
+// (--rollup.timeout) before the next starts. It returns the servers
+// started, also when it fails.
+func startPromhbaseQueries(d diskOptions, g genConfig, work string, r *diskRun, rep *queryReport) ([]*server, error) {
+	variants := d.variants
+	if len(variants) == 0 {
+		variants = []promhbaseVariant{{}}
+	}
+	dirs := make([]string, len(variants))
+	for i := range variants {
+		dirs[i] = r.dataDir
+		if i > 0 && r.system == sysPromhbase {
+			dirs[i] = fmt.Sprintf("%s-query%d", r.dataDir, i)
+			if err := copyDir(r.dataDir, dirs[i]); err != nil {
+				return nil, fmt.Errorf("copying %s for %s: %w", r.dataDir, variantName(r.name(), variants[i]), err)
+			}
+		}
+	}
+	var servers []*server
+	for i, v := range variants {
+		name := variantName(r.name(), v)
+		logName := r.system + "-query.log"
+		if i > 0 {
+			logName = fmt.Sprintf("%s-query-%d.log", r.system, i)
+		}
+		var s *server
+		var err error
+		if r.system == sysPromhbase {
+			s, err = startPromhbase(d, dirs[i], filepath.Join(work, logName), v.env(), v.flags...)
+		} else {
+			s, err = startPromhbaseHBase(d, r.tables, filepath.Join(work, logName), v.env(), v.flags...)
+		}
+		if err != nil {
+			return servers, fmt.Errorf("%s: %w", name, err)
+		}
+		servers = append(servers, s)
+		if d.rollupTimeout > 0 {
+			// Before the others start: the build has the machine.
+			rp, err := waitRollups(s, g, d.rollupTimeout, name+" (restarted for the queries)")
+			if err != nil {
+				return servers, s.withLog(err)
+			}
+			if rp.built+rp.rebuilt > 0 {
+				// Rollups written now: let the store settle, as after the
+				// load, before the queries are timed.
+				began := time.Now()
+				how, err := settlePromhbase(s, d.settleQuiet, d.settleTimeout)
+				if err != nil {
+					return servers, s.withLog(err)
+				}
+				rp.settle, rp.settleNote = time.Since(began), how
+				fmt.Fprintf(os.Stderr, "%s: %s after %s\n", name, how, rp.settle.Round(time.Second))
+			}
+			if rep.rollups[r.system] == nil {
+				rep.rollups[r.system] = rp
+			}
+		}
+		rep.procs = append(rep.procs, &queryProc{name: name, srv: s})
+		if len(d.resolutions) > 0 {
+			for _, res := range d.resolutions {
+				rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name + " " + resolutionName(res), res: res, srv: s,
+					extra: url.Values{"max_source_resolution": {res}}})
+			}
+			continue
+		}
+		rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name, srv: s, extra: url.Values{}})
+	}
+	return servers, nil
+}
+
+// copyDir copies the directory tree src to dst (which must not exist):
+// directories, regular files and symbolic links.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.IsDir():
+			return os.Mkdir(to, fi.Mode().Perm())
+		case fi.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, to)
+		case fi.Mode().IsRegular():
+			return copyFile(path, to, fi.Mode().Perm())
+		}
+		return fmt.Errorf("%s: not a regular file, directory or link", path)
+	})
+}
+
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// resetHWM resets the peak resident set (VmHWM) of pid to its current
+// resident set (/proc/<pid>/clear_refs, Linux 4.0 on; the process must be
+// this user's).
+func resetHWM(pid int) error {
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/clear_refs", pid), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString("5"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // stepOf is the step of the queries: --query.step, else span / points,
@@ -344,15 +487,13 @@ func printQueries(w io.Writer, g genConfig, d diskOptions, rep *queryReport) {
 			roundDur(med), roundDur(ts[0]), roundDur(ts[len(ts)-1]), spread, t.series, t.points, hdr)
 	}
 
-	// Ratios to promhbase's auto resolution, when it was timed.
-	var ref *querySystem
-	for _, qs := range rep.systems {
-		if qs.res == "auto" {
-			ref = qs
-			break
-		}
-	}
-	if ref == nil {
+	printProcs(w, rep.procs)
+
+	// Ratios to promhbase's auto resolution when it was timed, else to
+	// promhbase's first row.
+	ref := ratioReference(rep.systems)
+	if ref == nil || len(rep.systems) < 2 {
+		printAgreements(w, rep.agreements)
 		return
 	}
 	var others []*querySystem
@@ -389,6 +530,46 @@ func printQueries(w io.Writer, g genConfig, d diskOptions, rep *queryReport) {
 		fmt.Fprintln(w)
 	}
 	printAgreements(w, rep.agreements)
+}
+
+// ratioReference is the query system the medians are divided by:
+// promhbase's auto resolution, else the first promhbase row; nil when
+// promhbase was not queried.
+func ratioReference(systems []*querySystem) *querySystem {
+	var first *querySystem
+	for _, qs := range systems {
+		if qs.sys != sysPromhbase && qs.sys != sysPromhbaseHBase {
+			continue
+		}
+		if qs.res == "auto" {
+			return qs
+		}
+		if first == nil {
+			first = qs
+		}
+	}
+	return first
+}
+
+// printProcs prints the peak resident set and the CPU seconds of each
+// process serving the queries.
+func printProcs(w io.Writer, procs []*queryProc) {
+	if len(procs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nThe processes serving the queries (each restarted for them, all running at once): peak resident set (VmHWM of /proc/<pid>/status, read after the timed runs) and CPU seconds over all the queries' runs, warm-ups included:\n\n")
+	fmt.Fprintf(w, "| process | peak RSS | peak since | CPU s |\n| --- | --- | --- | --- |\n")
+	for _, p := range procs {
+		since := "reset before the warm-ups"
+		if !p.hwmReset {
+			since = "the process's start"
+		}
+		if p.err != nil {
+			fmt.Fprintf(w, "| %s | error: %s | %s | %.2f |\n", p.name, strings.ReplaceAll(p.err.Error(), "|", `\|`), since, p.cpu)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.1f MiB | %s | %.2f |\n", p.name, float64(p.hwm)/(1<<20), since, p.cpu)
+	}
 }
 
 func roundDur(d time.Duration) time.Duration {

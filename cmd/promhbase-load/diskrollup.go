@@ -290,7 +290,9 @@ func compareMatrices(ref, other matrix) *agreement {
 // system: each promhbase resolution's answer with the raw one of the
 // same system, and Prometheus's with promhbase's raw one. For each
 // resolution other than raw it also asks again starting a step later,
-// and records the resolution header of that answer.
+// and records the resolution header of that answer. Without a raw
+// resolution, each promhbase row asked without max_source_resolution
+// (each --promhbase.variant's) is compared with Prometheus's answer.
 func compareAnswers(ts []*queryTiming, start, end int64, step time.Duration) []*agreement {
 	answers := map[*queryTiming]matrix{}
 	errs := map[*queryTiming]error{}
@@ -340,6 +342,22 @@ func compareAnswers(ts []*queryTiming, start, end int64, step time.Duration) []*
 			if t.err == nil && t.qs.sys == sysPrometheus {
 				out = append(out, compare(firstRaw, t))
 			}
+		}
+		return out
+	}
+	var prom *queryTiming
+	for _, t := range ts {
+		if t.err == nil && t.qs.sys == sysPrometheus {
+			prom = t
+			break
+		}
+	}
+	if prom == nil {
+		return out
+	}
+	for _, t := range ts {
+		if t.err == nil && (t.qs.sys == sysPromhbase || t.qs.sys == sysPromhbaseHBase) && t.qs.res == "" {
+			out = append(out, compare(prom, t))
 		}
 	}
 	return out
