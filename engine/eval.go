@@ -124,12 +124,13 @@ func (ev *evaluator) evalTimes(sel *selector) (int64, int64) {
 	return ev.start, ev.end
 }
 
-// job is one series handed to a worker.
+// job is one series handed to a worker: its rows as stored (a
+// FloatSelection's), or its samples.
 type job struct {
 	idx     int
+	rows    *query.RowSeries
 	labels  labels.Labels
 	samples []query.Sample
-	release func()
 }
 
 // each reads the series of sel and calls fn with each on Options.Workers
@@ -160,27 +161,49 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	}
 	for w := range ev.workers {
 		wg.Go(func() {
+			var (
+				dec query.RowDecoder
+				buf []query.Sample
+			)
 			for j := range jobs {
-				if ctx.Err() == nil {
-					if err := fn(w, j.idx, j.labels, j.samples); err != nil {
-						fail(err)
+				if ctx.Err() != nil {
+					if j.rows != nil {
+						j.rows.Release()
 					}
+					continue
 				}
-				j.release()
+				samples, ls := j.samples, j.labels
+				if j.rows != nil {
+					var err error
+					buf, err = dec.Decode(buf[:0], j.rows)
+					j.rows.Release()
+					if err != nil {
+						fail(handOver("storage", "%v", err))
+						continue
+					}
+					samples, ls = buf, j.rows.Labels
+				}
+				if err := fn(w, j.idx, ls, samples); err != nil {
+					fail(err)
+				}
 			}
 		})
 	}
 	idx := 0
-	err := ev.read(ctx, sel, mint, maxt, func(ls labels.Labels, samples []query.Sample, release func()) error {
+	send := func(j job) error {
+		j.idx = idx
 		select {
-		case jobs <- job{idx: idx, labels: ls, samples: samples, release: release}:
+		case jobs <- j:
 			idx++
 			return nil
 		case <-ctx.Done():
-			release()
+			if j.rows != nil {
+				j.rows.Release()
+			}
 			return ctx.Err()
 		}
-	})
+	}
+	err := ev.read(ctx, sel, mint, maxt, send)
 	close(jobs)
 	wg.Wait()
 	if firstErr != nil {
@@ -196,10 +219,12 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 }
 
 // read selects the series of sel with their samples in [mint, maxt].
-func (ev *evaluator) read(ctx context.Context, sel *selector, mint, maxt int64, emit func(labels.Labels, []query.Sample, func()) error) error {
+func (ev *evaluator) read(ctx context.Context, sel *selector, mint, maxt int64, send func(job) error) error {
 	downsampled := slices.ContainsFunc(sel.matchers, func(m *labels.Matcher) bool { return m.Name == query.DownsampleLabel })
 	if ev.fs != nil && !downsampled {
-		return ev.fs.Select(ctx, mint, maxt, sel.matchers, emit)
+		return ev.fs.Select(ctx, mint, maxt, sel.matchers, func(rs *query.RowSeries) error {
+			return send(job{rows: rs})
+		})
 	}
 	q, err := ev.q.queryable.Querier(mint, maxt)
 	if err != nil {
@@ -232,7 +257,7 @@ func (ev *evaluator) read(ctx context.Context, sel *selector, mint, maxt int64, 
 		if over {
 			return fmt.Errorf("more than %d samples", ev.q.e.opts.MaxSamples)
 		}
-		if err := emit(s.Labels(), pts, func() {}); err != nil {
+		if err := send(job{labels: s.Labels(), samples: pts}); err != nil {
 			return err
 		}
 	}

@@ -55,6 +55,9 @@ type ChunkSeries struct {
 	// series comes from Querier.StreamFloats. At most one of Chunks and
 	// Floats is not empty.
 	Floats []Sample
+	// rows are, instead of Chunks and Floats, the rows of the series as
+	// stored, for a FloatSelection (RowSeries).
+	rows []rawRow
 	// Samples is the number of samples in Chunks or Floats.
 	Samples int
 	// Bytes is what the series was charged in its Budget: Release it

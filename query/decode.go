@@ -223,6 +223,9 @@ func (s *selection) matches(lbls labels.Labels) bool {
 // appends the samples in [start, end] to the series' chunks, charging the
 // budget for what they grow by.
 func (s *selection) addRow(ctx context.Context, ser *Series, base uint32, row store.Row) error {
+	if s.rawRows {
+		return s.addRawRow(ctx, ser, base, row)
+	}
 	pts, err := s.merger.Merge(base, row.Cells, s.start, s.end)
 	if err != nil {
 		return fmt.Errorf("row %x: %w", row.Key, err)

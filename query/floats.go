@@ -1,15 +1,21 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/cells"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 )
 
-// ErrHistograms means a float selection (SelectFloats) met a series with
-// native histograms: its caller evaluates the query another way.
+// ErrHistograms means a float selection (FloatSelection) met a series
+// with native histograms: its caller evaluates the query another way.
 var ErrHistograms = errors.New("series has native histograms")
 
 // FloatSelection is one PromQL query's reads of float samples for an
@@ -26,27 +32,156 @@ func (s *Storage) FloatSelection() *FloatSelection {
 	return &FloatSelection{q: s.q, b: s.q.NewBudget()}
 }
 
+// RowSeries is one series of a FloatSelection: its labels and its rows as
+// the store holds them (a settled row's packed cell, a compacted column:
+// the cells' bytes copied; a row of many single cells, not yet compacted:
+// its samples already merged), charged to the query's budget until
+// Release. A RowDecoder turns them into samples; the rows of a series are
+// kept in this compact form, not as samples, so that a query holds about
+// the bytes the store holds for what it selects.
+type RowSeries struct {
+	Labels     labels.Labels
+	rows       []rawRow
+	start, end int64
+	b          *Budget
+	bytes      int64
+}
+
+// rawRow is one data row of a series: its hour and its cells, or its
+// merged samples.
+type rawRow struct {
+	base    uint32
+	cells   []store.Cell
+	samples []Sample
+}
+
+// rawRowOverhead and cellOverhead are what a kept row and cell cost
+// besides their bytes.
+const (
+	rawRowOverhead = 80
+	cellOverhead   = 80
+)
+
+// mergedCells is the number of cells from which a row is merged into
+// samples at once rather than kept as cells (a cell of one sample costs
+// more than its 16-byte sample).
+const mergedCells = 3
+
+// Release gives back what s was charged; s's rows are not read after.
+func (s *RowSeries) Release() {
+	s.b.Release(s.bytes)
+	s.rows, s.bytes = nil, 0
+}
+
 // Select calls emit with each series that the matchers select, in label
-// order, with its float samples in [start, end] (Unix ms, inclusive) in
-// time order, one per timestamp (staleness markers included): samples
-// decoded from the rows straight into the slice, never through chunks.
-// emit runs in the caller's goroutine; the samples are emit's, charged to
-// the query's budget until it calls release (at most once, from any
-// goroutine). A series with native histograms ends the selection with
-// ErrHistograms; a DownsampleLabel matcher is not taken here (use the
-// storage.Querier).
-func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*labels.Matcher, emit func(ls labels.Labels, samples []Sample, release func()) error) error {
+// order, holding its rows with samples in [start, end] (Unix ms,
+// inclusive). emit runs in the caller's goroutine; the series is emit's,
+// which must Release it (from any goroutine) once decoded. A series with
+// native histograms ends the selection with ErrHistograms; a
+// DownsampleLabel matcher is not taken here (use the storage.Querier).
+func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*labels.Matcher, emit func(*RowSeries) error) error {
 	for _, m := range ms {
 		if m.Name == DownsampleLabel {
 			return fmt.Errorf("float selection of a downsampled selector %q", m.Value)
 		}
 	}
-	return f.q.StreamFloats(ctx, f.b, start, end, ms, func(cs *ChunkSeries) error {
-		if len(cs.Chunks) > 0 {
-			f.b.Release(cs.Bytes)
-			return fmt.Errorf("%w: %s", ErrHistograms, cs.Labels)
-		}
-		n := cs.Bytes
-		return emit(cs.Labels, cs.Floats, func() { f.b.Release(n) })
+	return f.q.streamRows(ctx, f.b, start, end, ms, func(cs *ChunkSeries) error {
+		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes})
 	})
+}
+
+// RowDecoder decodes the rows of RowSeries into samples. Its zero value
+// is ready; it keeps buffers between calls and is for one goroutine.
+type RowDecoder struct {
+	m cells.Merger
+}
+
+// Decode appends the float samples of s in its range to dst, in time
+// order, one per timestamp (of one timestamp in two rows of one hour, a
+// label set stored under two row keys, the first row's), counting them
+// against the query's sample limit.
+func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
+	rows := s.rows
+	slices.SortStableFunc(rows, func(a, b rawRow) int { return cmp.Compare(a.base, b.base) })
+	n0, counted := len(dst), 0
+	for _, r := range rows {
+		if r.cells == nil {
+			dst = append(dst, r.samples...)
+			counted += len(r.samples)
+			continue
+		}
+		pts, err := d.m.Merge(r.base, r.cells, s.start, s.end)
+		if err != nil {
+			return dst, fmt.Errorf("row of %s at %d: %w", s.Labels, r.base, err)
+		}
+		dst = append(dst, pts...)
+	}
+	if !ascending(dst[n0:]) {
+		// Rows of one hour under two row keys, or offsets past the hour.
+		out := dst[n0:]
+		slices.SortStableFunc(out, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+		dst = append(dst[:n0], slices.CompactFunc(out, func(a, b Sample) bool { return a.T == b.T })...)
+	}
+	if err := s.b.addSamples(len(dst) - n0 - counted); err != nil {
+		return dst, err
+	}
+	return dst, nil
+}
+
+// addRawRow keeps a row of ser for a FloatSelection, charging its bytes.
+func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row store.Row) error {
+	for _, c := range row.Cells {
+		if _, ok := mapping.ParseHistogramQualifier(c.Qualifier); ok {
+			return fmt.Errorf("%w: row %x", ErrHistograms, row.Key)
+		}
+	}
+	r := rawRow{base: base}
+	var n int64
+	if len(row.Cells) >= mergedCells {
+		pts, err := s.merger.Merge(base, row.Cells, s.start, s.end)
+		if err != nil {
+			return fmt.Errorf("row %x: %w", row.Key, err)
+		}
+		if len(pts) == 0 {
+			return nil
+		}
+		if err := s.budget.addSamples(len(pts)); err != nil {
+			return err
+		}
+		r.samples = slices.Clone(pts)
+		n = int64(len(pts))*16 + rawRowOverhead
+	} else {
+		size := 0
+		for _, c := range row.Cells {
+			size += len(c.Qualifier) + len(c.Value)
+		}
+		if size == 0 {
+			return nil
+		}
+		buf := make([]byte, 0, size)
+		r.cells = make([]store.Cell, len(row.Cells))
+		for i, c := range row.Cells {
+			buf = append(buf, c.Qualifier...)
+			q := buf[len(buf)-len(c.Qualifier) : len(buf) : len(buf)]
+			buf = append(buf, c.Value...)
+			v := buf[len(buf)-len(c.Value) : len(buf) : len(buf)]
+			r.cells[i] = store.Cell{Qualifier: q, Value: v, Timestamp: c.Timestamp}
+		}
+		n = int64(size) + int64(len(row.Cells))*cellOverhead + rawRowOverhead
+	}
+	if err := s.budget.reserve(ctx, n, s.ahead); err != nil {
+		return err
+	}
+	ser.charged += n
+	ser.rows = append(ser.rows, r)
+	return nil
+}
+
+// rowSeriesOf is collect's take for a FloatSelection: ser's rows as a
+// ChunkSeries; false when it has none.
+func rowSeriesOf(ser *Series) (*ChunkSeries, bool) {
+	if len(ser.rows) == 0 {
+		return nil, false
+	}
+	return &ChunkSeries{Labels: ser.Labels, rows: ser.rows, Bytes: ser.charged}, true
 }

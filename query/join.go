@@ -176,6 +176,12 @@ func (s *ChunkSeries) labelSet() labels.Labels { return s.Labels }
 
 func (s *ChunkSeries) firstT() int64 {
 	switch {
+	case len(s.rows) > 0:
+		first := s.rows[0].base
+		for _, r := range s.rows[1:] {
+			first = min(first, r.base)
+		}
+		return int64(first) * 1000
 	case len(s.Floats) > 0:
 		return s.Floats[0].T
 	case len(s.Chunks) > 0:
@@ -192,6 +198,11 @@ func (s *ChunkSeries) firstT() int64 {
 // timestamp, later's sample dropped) and encoded again.
 func (s *ChunkSeries) join(later *ChunkSeries) error {
 	switch {
+	case len(s.rows) > 0 || len(later.rows) > 0:
+		// Rows are put in time order when decoded (RowDecoder).
+		s.rows = append(s.rows, later.rows...)
+		s.Bytes += later.Bytes
+		return nil
 	case len(s.Chunks) > 0 && len(later.Chunks) > 0 && s.Chunks[len(s.Chunks)-1].MaxT < later.Chunks[0].MinT:
 		s.Chunks = append(s.Chunks, later.Chunks...)
 		s.Samples += later.Samples

@@ -25,7 +25,9 @@ type selection struct {
 	mode mode
 	// rawFloats keeps the floats of series without histograms raw
 	// (StreamFloats).
-	rawFloats  bool
+	rawFloats bool
+	// rawRows keeps the rows of series as stored (FloatSelection).
+	rawRows    bool
 	start, end int64
 	matchers   []*labels.Matcher
 	series     map[string]*Series // metric ‖ tags -> series
@@ -47,7 +49,7 @@ type selection struct {
 
 // sub returns a selection of s's query for one scan.
 func (s *selection) sub() *selection {
-	sub := &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget, win: s.win}
+	sub := &selection{q: s.q, mode: s.mode, rawFloats: s.rawFloats, rawRows: s.rawRows, start: s.start, end: s.end, matchers: s.matchers, series: map[string]*Series{}, budget: s.budget, win: s.win}
 	if s.win != nil {
 		sub.winDec = rollup.NewDecoder(s.win.IDs)
 		sub.winDec.Want = s.win.Func.needs() | rollup.HasHistograms

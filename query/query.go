@@ -81,6 +81,7 @@ type Series struct {
 	inRange bool         // SelectLabels: a sample in the range was seen
 	cc      *chunkCutter // Stream: the chunks so far
 	acc     *winAcc      // SelectWindows: the windows so far
+	rows    []rawRow     // FloatSelection: the rows as stored
 	charged int64        // Stream: bytes charged to the budget so far
 }
 
@@ -240,7 +241,17 @@ func (q *Querier) StreamFloats(ctx context.Context, b *Budget, start, end int64,
 	return q.stream(ctx, b, start, end, matchers, true, emit)
 }
 
+// streamRows is Stream for a FloatSelection: each series with its rows
+// as stored (ChunkSeries.rows), decoded by the caller.
+func (q *Querier) streamRows(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
+	return q.streamMode(ctx, b, start, end, matchers, false, true, emit)
+}
+
 func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats bool, emit func(*ChunkSeries) error) error {
+	return q.streamMode(ctx, b, start, end, matchers, rawFloats, false, emit)
+}
+
+func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats, rawRows bool, emit func(*ChunkSeries) error) error {
 	if start > end || end < 0 || start/1000 > math.MaxUint32 {
 		return nil
 	}
@@ -249,7 +260,11 @@ func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, match
 	if err != nil || len(metrics) == 0 {
 		return err
 	}
-	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, start: start, end: end, matchers: matchers, budget: b}
+	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, rawRows: rawRows, start: start, end: end, matchers: matchers, budget: b}
+	take := chunkSeriesOf
+	if rawRows {
+		take = rowSeriesOf
+	}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
 		return err
@@ -283,7 +298,7 @@ func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, match
 		}
 	}
 	return sel.schedule(ctx, groups, func(subs []*selection) error {
-		css, err := collect(subs, chunkSeriesOf)
+		css, err := collect(subs, take)
 		if err != nil {
 			return err
 		}
