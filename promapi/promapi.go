@@ -216,7 +216,9 @@ func New(opts Options) (*API, error) {
 	qe := engine.New(engine.Options{
 		Fallback: promEngine, Parser: promqlParser, LookbackDelta: opts.LookbackDelta, Timeout: opts.Timeout,
 		Tracker: gate, MaxSamples: opts.MaxSamples, Workers: opts.EngineWorkers,
-		Disabled: opts.Engine == EnginePrometheus, Registerer: opts.Registerer,
+		// Delayed name removal changes where names go: Prometheus's engine
+		// answers every query then.
+		Disabled: opts.Engine == EnginePrometheus || delayedNameRemoval, Registerer: opts.Registerer,
 	})
 	start := time.Now()
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
