@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
+.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
 
 all: build
 
@@ -75,6 +75,14 @@ hbase-cluster-down:
 ## test-faults: only the fault tests, against a running scripts/hbase.sh HBase
 test-faults:
 	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -tags faults -count=1 -timeout 20m -v $(FAULTS_PKGS)
+
+## test-engine: the query engine's differential tests, long: ENGINE_QUERIES
+## random queries on promhbase's evaluator and on Prometheus's engine over
+## the same generated data (make test runs a few thousand), and every eval
+## of Prometheus's promqltest scripts (docs/query-engine.md)
+ENGINE_QUERIES ?= 50000
+test-engine:
+	PROMHBASE_DIFF_QUERIES=$(ENGINE_QUERIES) $(GO) test -count=1 -timeout 90m -run 'TestDifferential|TestPrometheusSuite' -v ./engine
 
 ## test-unit: the tests that need neither HBase nor Prometheus
 test-unit:
