@@ -95,6 +95,7 @@ func compileCall(e *parser.Call, instant bool) (node, string) {
 		if !ok {
 			return nil, "selector"
 		}
+		sel.fn = name
 		fn := &rangeFn{name: name, rng: ms.Range.Milliseconds(), argPos: e.Args[0].PositionRange(), matrixPos: arg.PositionRange()}
 		if name == "quantile_over_time" {
 			phi, ok := numberOf(e.Args[0])
@@ -231,7 +232,8 @@ type selector struct {
 	offset     int64  // ms, the query's offset
 	at         *int64 // ms, @'s time
 	startOrEnd parser.ItemType
-	rng        int64 // ms
+	rng        int64  // ms
+	fn         string // the function of a range selector, for storage hints
 }
 
 // rangeFn is a function of a range selector.

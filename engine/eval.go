@@ -142,7 +142,8 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	if window == 0 {
 		window = ev.lookback
 	}
-	mint, maxt := first-sel.offset-window, last-sel.offset
+	// As Prometheus's engine selects: the window's start is exclusive.
+	mint, maxt := first-sel.offset-window+1, last-sel.offset
 	ctx, cancel := context.WithCancel(ev.ctx)
 	defer cancel()
 	jobs := make(chan job, 2*ev.workers)
@@ -233,7 +234,7 @@ func (ev *evaluator) read(ctx context.Context, sel *selector, mint, maxt int64, 
 	ev.mu.Lock()
 	ev.queriers = append(ev.queriers, q)
 	ev.mu.Unlock()
-	hints := &storage.SelectHints{Start: mint, End: maxt, Step: ev.interval, Range: sel.rng}
+	hints := &storage.SelectHints{Start: mint, End: maxt, Step: ev.interval, Range: sel.rng, Func: sel.fn}
 	set := q.Select(ctx, true, hints, sel.matchers...)
 	var it chunkenc.Iterator
 	for set.Next() {
