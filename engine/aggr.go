@@ -61,16 +61,15 @@ func (n *aggrNode) fold(ev *evaluator, sn *seriesNode) ([]*stepSeries, error) {
 	}
 	err := ev.each(sn.sel, func(w, _ int, ls labels.Labels, samples []query.Sample) error {
 		wk := &ws[w]
-		ok, err := sn.series(ev, &wk.sc, ls, samples, wk.s)
-		if err != nil || !ok {
-			return err
-		}
-		if wk.seen != nil {
-			k := string(wk.s.labels.Bytes(nil))
-			if _, dup := wk.seen[k]; dup {
+		ok, key := sn.series(ev, &wk.sc, ls, samples, wk.s)
+		if key != "" {
+			if _, dup := wk.seen[key]; dup {
 				return handOver("duplicate labels", "%s", wk.s.labels)
 			}
-			wk.seen[k] = struct{}{}
+			wk.seen[key] = struct{}{}
+		}
+		if !ok {
+			return nil
 		}
 		wk.g.add(wk.s)
 		return nil

@@ -146,7 +146,13 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	mint, maxt := first-sel.offset-window+1, last-sel.offset
 	ctx, cancel := context.WithCancel(ev.ctx)
 	defer cancel()
-	jobs := make(chan job, 2*ev.workers)
+	// Series go to the workers in turn (series i to worker i mod
+	// workers), so that what a worker folds, and so the order of sums,
+	// does not change from one run to the next.
+	jobs := make([]chan job, ev.workers)
+	for w := range jobs {
+		jobs[w] = make(chan job, 2)
+	}
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
@@ -166,7 +172,7 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 				dec query.RowDecoder
 				buf []query.Sample
 			)
-			for j := range jobs {
+			for j := range jobs[w] {
 				if ctx.Err() != nil {
 					if j.rows != nil {
 						j.rows.Release()
@@ -194,7 +200,7 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	send := func(j job) error {
 		j.idx = idx
 		select {
-		case jobs <- j:
+		case jobs[idx%len(jobs)] <- j:
 			idx++
 			return nil
 		case <-ctx.Done():
@@ -205,7 +211,9 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 		}
 	}
 	err := ev.read(ctx, sel, mint, maxt, send)
-	close(jobs)
+	for _, c := range jobs {
+		close(c)
+	}
 	wg.Wait()
 	if firstErr != nil {
 		return firstErr
@@ -290,58 +298,77 @@ type scratch struct {
 }
 
 // series evaluates the series ls with samples into out (len steps), and
-// returns out's labels; ok is false when it has no value at any step.
-func (n *seriesNode) series(ev *evaluator, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) (bool, error) {
+// returns whether out has a value at some step. dupKey is, when n drops
+// the metric name and the series had a value when it did, the key of its
+// labels from then on: two series with one dupKey have the same labels
+// in Prometheus's engine, which answers that with an error (or a merge),
+// even when a comparison filters one out later; the caller hands the
+// query over.
+func (n *seriesNode) series(ev *evaluator, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) (found bool, dupKey string) {
 	clear(out.has)
-	found := false
 	if n.fn == nil {
 		found = ev.instantSeries(n.sel, samples, out)
 	} else {
 		found = ev.rangeSeries(n.sel, n.fn, sc, ls, samples, out)
 	}
 	out.labels = ls
+	dropped := false
 	if n.dropName {
 		out.labels = dropMetadata(ls)
+		dropped = true
+		if found {
+			dupKey = string(out.labels.Bytes(nil))
+		}
 	}
 	for _, t := range n.ops {
 		if !found {
 			break
 		}
 		found = t.apply(out)
+		if !dropped && t.dropsName() {
+			// A transform that drops the name filters nothing.
+			dropped = true
+			dupKey = string(out.labels.Bytes(nil))
+		}
 	}
-	return found, nil
+	return found, dupKey
 }
 
 func (n *seriesNode) eval(ev *evaluator) ([]*stepSeries, error) {
 	var (
-		mu  sync.Mutex
-		out []*stepSeries
+		mu   sync.Mutex
+		out  []*stepSeries
+		seen = map[string]struct{}{}
+		dup  error
 	)
 	scs := make([]scratch, ev.workers)
 	err := ev.each(n.sel, func(w, idx int, ls labels.Labels, samples []query.Sample) error {
 		s := newStepSeries(labels.EmptyLabels(), ev.steps)
-		ok, err := n.series(ev, &scs[w], ls, samples, s)
-		if err != nil || !ok {
-			return err
-		}
+		ok, key := n.series(ev, &scs[w], ls, samples, s)
 		mu.Lock()
+		defer mu.Unlock()
+		if key != "" {
+			if _, d := seen[key]; d && dup == nil {
+				dup = handOver("duplicate labels", "%s", s.labels)
+			}
+			seen[key] = struct{}{}
+		}
+		if !ok {
+			return nil
+		}
 		for len(out) <= idx {
 			out = append(out, nil)
 		}
 		out[idx] = s
-		mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out = slices.DeleteFunc(out, func(s *stepSeries) bool { return s == nil })
-	if n.dropsName() {
-		if err := checkUnique(out); err != nil {
-			return nil, err
-		}
+	if dup != nil {
+		return nil, dup
 	}
-	return out, nil
+	return slices.DeleteFunc(out, func(s *stepSeries) bool { return s == nil }), nil
 }
 
 // dropsName reports whether n's output may have lost the metric name, so

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -363,6 +364,12 @@ func genData(seed uint64) []prompb.TimeSeries {
 	// A metric renamed at 02:00 (a deploy), with the same other labels:
 	// functions dropping the name give one label set twice, at different
 	// times (or the same, within a window).
+	// Label values with spaces, regex metacharacters and non-ASCII
+	// letters.
+	odd := newTarget(rng, "web", "i0")
+	for _, path := range []string{"/a b", "ü-ß", "x.y", "xzy", "a|b", "(p)", `q"t\`} {
+		add(odd, "odd_labels", []string{"path", path}, gaugeGen(rng, 10, 3, true, 0), 0, 0, false)
+	}
 	for _, inst := range []string{"i0", "i1"} {
 		tg := newTarget(rng, "api", inst)
 		cut := diffStart + 2*3600_000 + int64(rng.IntN(3))*5*60_000
@@ -391,6 +398,7 @@ var genMetrics = []metricInfo{
 	{"latency_seconds_bucket", true, map[string][]string{"job": {"api", "web", "batch"}, "instance": {"i0", "i1"}, "le": {"0.1", "0.5", "1", "+Inf", "1.0"}}},
 	{"jobs_done_total", true, map[string][]string{"job": {"batch"}, "instance": {"i2"}}},
 	{"renamed_.+_total", true, map[string][]string{"job": {"api"}, "instance": {"i0", "i1"}}},
+	{"odd_labels", false, map[string][]string{"job": {"web"}, "instance": {"i0"}, "path": {"/a b", "ü-ß", "x.y", "xzy", "a|b", "(p)", `q"t\`}}},
 	{"temperature_celsius", false, map[string][]string{"job": {"api", "node"}, "instance": {"i0", "i1", "i2"}, "zone": {"z0", "z1", "z2"}}},
 	{"queue_depth", false, map[string][]string{"job": {"web"}, "instance": {"i0", "i1", "i2"}}},
 	{"big_gauge", false, map[string][]string{"job": {"batch"}, "instance": {"i0", "i1"}}},
@@ -428,7 +436,7 @@ func (g *queryGen) metric(counter int) metricInfo {
 func (g *queryGen) selector(m metricInfo) string {
 	var ms []string
 	names := make([]string, 0, len(m.labels))
-	for _, n := range []string{"job", "instance", "code", "mode", "le", "zone"} {
+	for _, n := range []string{"job", "instance", "code", "mode", "le", "zone", "path"} {
 		if _, ok := m.labels[n]; ok {
 			names = append(names, n)
 		}
@@ -453,9 +461,19 @@ func (g *queryGen) selector(m metricInfo) string {
 		case 6:
 			ms = append(ms, fmt.Sprintf("%s!~%q", n, regexpQuote(v)))
 		case 7:
-			ms = append(ms, fmt.Sprintf("%s=~%q", n, v[:1]+".*"))
+			switch g.rng.IntN(4) {
+			case 0:
+				ms = append(ms, fmt.Sprintf("%s=~%q", n, "(?i)"+regexpQuote(strings.ToUpper(v))))
+			case 1:
+				r := []rune(v)
+				ms = append(ms, fmt.Sprintf("%s=~%q", n, "["+regexpQuote(string(r[:1]))+"x]"+regexpQuote(string(r[1:]))+"|zz"))
+			default:
+				ms = append(ms, fmt.Sprintf("%s=~%q", n, regexpQuote(string([]rune(v)[:1]))+".*"))
+			}
 		case 8:
-			if g.chance(3) {
+			if n == "path" {
+				ms = append(ms, fmt.Sprintf("%s%s%q", n, g.pick("=~", "!~"), g.pick("x.y", "(?i)Ü-SS|ü.*", `a\|b`, `\(p\)`, "[/(].*", "x.y|", `q".*`, ".*ß")))
+			} else if g.chance(3) {
 				ms = append(ms, fmt.Sprintf("%s=%q", n, g.pick("", "zz")))
 			} else {
 				ms = append(ms, fmt.Sprintf("%s=~%q", n, g.pick(".*", ".+", "i0|.*2|web|api|idle")))
@@ -463,6 +481,13 @@ func (g *queryGen) selector(m metricInfo) string {
 		case 9:
 			ms = append(ms, fmt.Sprintf("%s!~%q", n, g.pick("", ".+", "z.*")))
 		}
+	}
+	if g.chance(40) {
+		// No metric name: every metric of the labels.
+		if len(ms) == 0 {
+			ms = append(ms, `job="batch"`)
+		}
+		return "{" + strings.Join(ms, ", ") + g.pick("", `, __name__!="up"`, `, __name__!~"up|big.*"`) + "}"
 	}
 	if strings.ContainsAny(m.name, ".+") {
 		return fmt.Sprintf("{__name__=~%q%s}", m.name, prefixComma(ms))
@@ -489,7 +514,7 @@ func prefixComma(ms []string) string {
 	return ", " + strings.Join(ms, ", ")
 }
 
-func regexpQuote(s string) string { return strings.ReplaceAll(s, "+", `\+`) }
+func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
 
 // modifiers returns an offset and @ modifier (or none).
 func (g *queryGen) modifiers() string {
@@ -726,7 +751,7 @@ func (g *queryGen) unsupported(depth int) string {
 	case 14:
 		return fmt.Sprintf("predict_linear(%s[%s], 600)", g.selector(g.metric(0)), g.rangeDur())
 	case 15:
-		return fmt.Sprintf("sum by (job, instance) (%s) / on (job) group_left %s", g.rangeFunc(), g.paren("sum by (job) ("+g.rangeFunc()+")"))
+		return fmt.Sprintf("sum by (job, instance) (%s) / on (job) group_left () %s", g.rangeFunc(), g.paren("sum by (job) ("+g.rangeFunc()+")"))
 	case 16:
 		return fmt.Sprintf("round(%s, 0.5)", v())
 	default:

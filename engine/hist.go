@@ -57,6 +57,7 @@ func (n *histNode) eval(ev *evaluator) ([]*stepSeries, error) {
 		g.members = append(g.members, member{s: s, upper: upper})
 	}
 	var buckets promql.Buckets
+	invariant := stepInvariant(n.inner)
 	out := make([]*stepSeries, 0, len(groups))
 	for _, g := range groups {
 		found := false
@@ -71,7 +72,9 @@ func (n *histNode) eval(ev *evaluator) ([]*stepSeries, error) {
 				continue
 			}
 			q, forced, _, minBucket, maxBucket, maxDiff := promql.BucketQuantile(n.phi, buckets)
-			if forced {
+			if forced && (!invariant || step == 0) {
+				// A step-invariant input (@) is evaluated once, at the
+				// start, by Prometheus's engine.
 				ev.addAnnotation(annotations.NewHistogramQuantileForcedMonotonicityInfo("", n.argPos, ev.stepTime(step), minBucket, maxBucket, maxDiff))
 			}
 			g.out.vals[step], g.out.has[step] = q, true
@@ -85,4 +88,22 @@ func (n *histNode) eval(ev *evaluator) ([]*stepSeries, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// stepInvariant reports whether every selector under n has an @: the
+// same value at every step.
+func stepInvariant(n node) bool {
+	switch n := n.(type) {
+	case *seriesNode:
+		return n.sel.at != nil || n.sel.startOrEnd != 0
+	case *aggrNode:
+		return stepInvariant(n.inner)
+	case *transformNode:
+		return stepInvariant(n.inner)
+	case *histNode:
+		return stepInvariant(n.inner)
+	case *binNode:
+		return stepInvariant(n.lhs) && stepInvariant(n.rhs)
+	}
+	return false
 }
