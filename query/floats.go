@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/cells"
+	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -93,7 +94,8 @@ func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*lab
 // RowDecoder decodes the rows of RowSeries into samples. Its zero value
 // is ready; it keeps buffers between calls and is for one goroutine.
 type RowDecoder struct {
-	m cells.Merger
+	m     cells.Merger
+	dense dense.Codec
 }
 
 // Decode appends the float samples of s in its range to dst, in time
@@ -102,21 +104,35 @@ type RowDecoder struct {
 // against the query's sample limit.
 func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
 	rows := s.rows
-	slices.SortStableFunc(rows, func(a, b rawRow) int { return cmp.Compare(a.base, b.base) })
-	n0, counted := len(dst), 0
+	if !slices.IsSortedFunc(rows, cmpRawRows) {
+		slices.SortStableFunc(rows, cmpRawRows)
+	}
+	n0, counted, sorted := len(dst), 0, true
 	for _, r := range rows {
-		if r.cells == nil {
+		n := len(dst)
+		switch {
+		case r.cells == nil:
 			dst = append(dst, r.samples...)
 			counted += len(r.samples)
-			continue
+		case len(r.cells) == 1 && r.cells[0].Packed():
+			// A settled row: decoded straight into dst, kept when its
+			// points ascend (else merged as any row is).
+			var err error
+			if dst, err = d.appendPacked(dst, r, s.start, s.end); err != nil {
+				return dst[:n], fmt.Errorf("row of %s at %d: %w", s.Labels, r.base, err)
+			}
+		default:
+			pts, err := d.m.Merge(r.base, r.cells, s.start, s.end)
+			if err != nil {
+				return dst, fmt.Errorf("row of %s at %d: %w", s.Labels, r.base, err)
+			}
+			dst = append(dst, pts...)
 		}
-		pts, err := d.m.Merge(r.base, r.cells, s.start, s.end)
-		if err != nil {
-			return dst, fmt.Errorf("row of %s at %d: %w", s.Labels, r.base, err)
+		if n > n0 && n < len(dst) && dst[n].T <= dst[n-1].T {
+			sorted = false
 		}
-		dst = append(dst, pts...)
 	}
-	if !ascending(dst[n0:]) {
+	if !sorted {
 		// Rows of one hour under two row keys, or offsets past the hour.
 		out := dst[n0:]
 		slices.SortStableFunc(out, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
@@ -127,6 +143,47 @@ func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
 	}
 	return dst, nil
 }
+
+// appendPacked appends the points of a row's packed cell in [start, end].
+func (d *RowDecoder) appendPacked(dst []Sample, r rawRow, start, end int64) ([]Sample, error) {
+	n := len(dst)
+	dst, _, err := d.dense.AppendPoints(dst, r.base, r.cells[0].Value)
+	if err != nil {
+		return dst[:n], fmt.Errorf("packed cell: %w: %w", mapping.ErrMalformedCell, err)
+	}
+	// Points not ascending take the merger's rule for the row.
+	merge := func() ([]Sample, error) {
+		pts, err := d.m.Merge(r.base, r.cells, start, end)
+		if err != nil {
+			return dst[:n], err
+		}
+		return append(dst[:n], pts...), nil
+	}
+	if first := int64(r.base) * 1000; first >= start && first+mapping.MaxOffsetMs-1 <= end {
+		// A row inside the range: nothing to cut, only the order to check.
+		for i := n + 1; i < len(dst); i++ {
+			if dst[i].T <= dst[i-1].T {
+				return merge()
+			}
+		}
+		return dst, nil
+	}
+	k := n
+	for i := n; i < len(dst); i++ {
+		p := dst[i]
+		if p.T < start || p.T > end {
+			continue
+		}
+		if k > n && p.T <= dst[k-1].T {
+			return merge()
+		}
+		dst[k] = p
+		k++
+	}
+	return dst[:k], nil
+}
+
+func cmpRawRows(a, b rawRow) int { return cmp.Compare(a.base, b.base) }
 
 // addRawRow keeps a row of ser for a FloatSelection, charging its bytes.
 func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row store.Row) error {
@@ -153,7 +210,7 @@ func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row
 	} else {
 		size := 0
 		for _, c := range row.Cells {
-			size += len(c.Qualifier) + len(c.Value)
+			size += len(c.Family) + len(c.Qualifier) + len(c.Value)
 		}
 		if size == 0 {
 			return nil
@@ -165,7 +222,9 @@ func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row
 			q := buf[len(buf)-len(c.Qualifier) : len(buf) : len(buf)]
 			buf = append(buf, c.Value...)
 			v := buf[len(buf)-len(c.Value) : len(buf) : len(buf)]
-			r.cells[i] = store.Cell{Qualifier: q, Value: v, Timestamp: c.Timestamp}
+			buf = append(buf, c.Family...)
+			f := buf[len(buf)-len(c.Family) : len(buf) : len(buf)]
+			r.cells[i] = store.Cell{Family: f, Qualifier: q, Value: v, Timestamp: c.Timestamp}
 		}
 		n = int64(size) + int64(len(row.Cells))*cellOverhead + rawRowOverhead
 	}
