@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/parser/posrange"
@@ -101,7 +102,6 @@ type groups struct {
 	steps  int
 	names  []string // grouping labels (and __name__ for without), sorted
 	byKey  map[string]*group
-	buf    []byte
 	lb     *labels.Builder
 	inf    bool // avg met an infinite sum: Prometheus turns to an incremental mean
 	keyBuf []byte
@@ -118,7 +118,7 @@ type group struct {
 func newGroups(n *aggrNode, steps int) *groups {
 	names := n.grouping
 	if n.without {
-		names = append(slices.Clone(n.grouping), labels.MetricName)
+		names = append(slices.Clone(n.grouping), model.MetricNameLabel)
 		slices.Sort(names)
 	}
 	return &groups{n: n, steps: steps, names: names, byKey: map[string]*group{}, lb: labels.NewBuilder(labels.EmptyLabels())}
@@ -139,7 +139,7 @@ func (g *groups) groupOf(ls labels.Labels) *group {
 	case g.n.without:
 		g.lb.Reset(ls)
 		g.lb.Del(g.n.grouping...)
-		g.lb.Del(labels.MetricName)
+		g.lb.Del(model.MetricNameLabel)
 		gl = g.lb.Labels()
 	case len(g.n.grouping) > 0:
 		g.lb.Reset(ls)

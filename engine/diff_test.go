@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql"
@@ -380,7 +381,7 @@ func tieEqual(expr string, ref, own parser.Value) (ok, applies bool) {
 	}
 	key := func(l labels.Labels) string {
 		if without {
-			return labels.NewBuilder(l).Del(grouping...).Del(labels.MetricName).Labels().String()
+			return labels.NewBuilder(l).Del(grouping...).Del(model.MetricNameLabel).Labels().String()
 		}
 		return labels.NewBuilder(l).Keep(grouping...).Labels().String()
 	}
@@ -1020,7 +1021,7 @@ func smallerExprs(expr string) []string {
 		case *parser.VectorSelector:
 			ms := n.LabelMatchers
 			for i, m := range ms {
-				if m.Name == labels.MetricName && n.Name != "" {
+				if m.Name == model.MetricNameLabel && n.Name != "" {
 					continue
 				}
 				n.LabelMatchers = slices.Delete(slices.Clone(ms), i, i+1)

@@ -165,7 +165,7 @@ func builtinScripts() (map[string]string, error) {
 	}
 	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "promql", "promqltest", "testdata", "*.test"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no promqltest scripts in %s: %v", dir, err)
+		return nil, fmt.Errorf("no promqltest scripts in %s: %w", dir, err)
 	}
 	out := map[string]string{}
 	for _, f := range files {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -151,7 +152,7 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	}
 	switch fn.name {
 	case "rate", "increase":
-		if name := ls.Get(labels.MetricName); name != "" && !strings.HasSuffix(name, "_total") &&
+		if name := ls.Get(model.MetricNameLabel); name != "" && !strings.HasSuffix(name, "_total") &&
 			!strings.HasSuffix(name, "_sum") && !strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
 			ev.addAnnotation(annotations.NewPossibleNonCounterInfo(name, fn.argPos))
 		}
