@@ -136,5 +136,6 @@ func TestSelectSettledPacked(t *testing.T) {
 		if st.packed == 0 {
 			t.Errorf("range %v: no packed cell read: the test does not test the packed path", rng)
 		}
+		checkFloatSelection(t, q, rng[0], rng[1], labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
 	}
 }

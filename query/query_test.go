@@ -132,12 +132,12 @@ func TestMergeCompactedAndSingleCells(t *testing.T) {
 	if s := fmt.Sprint(got[0].Samples); s != "[{1700002801000 1} {1700002802000 20} {1700002802500 25} {1700002803000 3}]" {
 		t.Errorf("samples = %s", s)
 	}
+	checkFloatSelection(t, q, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
 }
 
-// BenchmarkSelect reads 1000 series × 1 hour of 10 s samples (360 000
-// samples) through Select on the embedded store.
-func BenchmarkSelect(b *testing.B) {
-	q, m, st := newQuerier(b)
+// benchRows writes 1000 series × 1 hour of 10 s samples (360 000
+// samples), one cell a sample, and returns the hour's start.
+func benchRows(b *testing.B, m *series.Mapper, st store.Store) uint32 {
 	ctx := context.Background()
 	base := uint32(1700002800)
 	for i := range 1000 {
@@ -155,6 +155,14 @@ func BenchmarkSelect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return base
+}
+
+// BenchmarkSelect reads benchRows through Select on the embedded store.
+func BenchmarkSelect(b *testing.B) {
+	q, m, st := newQuerier(b)
+	ctx := context.Background()
+	base := benchRows(b, m, st)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var n int
@@ -166,6 +174,38 @@ func BenchmarkSelect(b *testing.B) {
 		n = 0
 		for _, s := range got {
 			n += len(s.Samples)
+		}
+	}
+	if n != 360000 {
+		b.Fatalf("%d samples", n)
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkFloatSelection reads benchRows as the engine does: a
+// FloatSelection, each series' rows decoded by one RowDecoder.
+func BenchmarkFloatSelection(b *testing.B) {
+	q, m, st := newQuerier(b)
+	ctx := context.Background()
+	base := benchRows(b, m, st)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var (
+		n   int
+		dec RowDecoder
+		buf []Sample
+	)
+	for b.Loop() {
+		n = 0
+		err := q.Storage().FloatSelection().Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench")}, func(rs *RowSeries) error {
+			var err error
+			buf, err = dec.Decode(buf[:0], rs)
+			rs.Release()
+			n += len(buf)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 	if n != 360000 {
@@ -268,7 +308,9 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].Labels.String() != `{__name__="temp", city="zürich"}` || fmt.Sprint(got[0].Samples) != "[{1700002801000 10} {1700002802000 20}]" {
 			t.Errorf("%s: %v, %v", mt, got, err)
 		}
+		checkFloatSelection(t, q, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "temp"), mt)
 	}
+	checkFloatSelection(t, q, 0, 1<<42, labels.MustNewMatcher(labels.MatchEqual, "__name__", "scalar_result"))
 }
 
 // TestParallelScans: a salted layout spreads one metric over 20 buckets,
