@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -156,7 +157,7 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 		e.queries.WithLabelValues(PathPrometheus, reason).Inc()
 		return fallback()
 	}
-	return &ownQuery{e: e, queryable: q, qopts: opts, qs: qs, stmt: st, root: n, ctx: ctx, fallback: fallback,
+	return &ownQuery{e: e, queryable: q, qs: qs, stmt: st, root: n, fallback: fallback,
 		stats: &stats.Statistics{Timers: stats.NewQueryTimers(), Samples: stats.NewQuerySamples(false)}}, nil
 }
 
@@ -166,21 +167,23 @@ func (e *Engine) newQuery(ctx context.Context, q storage.Queryable, opts promql.
 type ownQuery struct {
 	e         *Engine
 	queryable storage.Queryable
-	qopts     promql.QueryOpts
 	qs        string
 	stmt      *parser.EvalStmt
 	root      node
-	ctx       context.Context
 	fallback  func() (promql.Query, error)
 
-	path   string
-	fq     promql.Query // the fallback's query, once made
-	cancel context.CancelFunc
-	stats  *stats.Statistics
+	path  string
+	fq    promql.Query // the fallback's query, once made
+	stats *stats.Statistics
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	canceled bool
 }
 
 // Path reports which evaluator answered q's Exec: PathPromhbase or
-// PathPrometheus ("" before Exec, or for a query the engine did not make).
+// PathPrometheus ("" before the Exec of a query the engine took from the
+// parse; PathPrometheus for one it gave the fallback at once).
 func Path(q promql.Query) string {
 	if q, ok := q.(*ownQuery); ok {
 		return q.path
@@ -192,9 +195,18 @@ func Path(q promql.Query) string {
 // fallback's when the evaluation is handed over.
 func (q *ownQuery) Exec(ctx context.Context) *promql.Result {
 	ctx, cancel := context.WithTimeout(ctx, q.e.opts.Timeout)
-	q.cancel = cancel
 	defer cancel()
+	q.mu.Lock()
+	q.cancel = cancel
+	if q.canceled {
+		cancel()
+	}
+	q.mu.Unlock()
 	val, annos, err := q.evalInSlot(ctx)
+	var qe *queueError
+	if errors.As(err, &qe) {
+		return &promql.Result{Err: contextErr(qe.err, "query queue")}
+	}
 	if err == nil {
 		q.path = PathPromhbase
 		q.e.queries.WithLabelValues(PathPromhbase, "").Inc()
@@ -217,16 +229,23 @@ func (q *ownQuery) Exec(ctx context.Context) *promql.Result {
 	if ferr != nil {
 		return &promql.Result{Err: ferr}
 	}
+	q.mu.Lock()
 	q.fq = fq
-	return q.fq.Exec(ctx)
+	q.mu.Unlock()
+	return fq.Exec(ctx)
 }
+
+// queueError is a query that got no query slot.
+type queueError struct{ err error }
+
+func (e *queueError) Error() string { return "query queue: " + e.err.Error() }
 
 // evalInSlot evaluates the query in a query slot of Options.Tracker.
 func (q *ownQuery) evalInSlot(ctx context.Context) (parser.Value, annotations.Annotations, error) {
 	if t := q.e.opts.Tracker; t != nil {
 		idx, err := t.Insert(ctx, q.qs)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &queueError{err}
 		}
 		defer t.Delete(idx)
 	}
@@ -266,6 +285,9 @@ func (q *ownQuery) Stats() *stats.Statistics {
 
 // Cancel implements promql.Query.
 func (q *ownQuery) Cancel() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.canceled = true
 	if q.cancel != nil {
 		q.cancel()
 	}
