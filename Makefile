@@ -106,7 +106,7 @@ prometheus:
 
 ## bench: the hot-path benchmarks recorded in BENCHMARKS.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query ./engine
 
 ## bench-e2e: promhbase (embedded) side by side with Prometheus's own
 ## remote-write receiver (the project's Prometheus 3.15): the same

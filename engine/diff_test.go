@@ -140,7 +140,7 @@ func TestDifferential(t *testing.T) {
 // diffQueryable writes data through the write path into a fresh store,
 // leaves the rows as v says, and returns the query package's Queryable
 // over them.
-func diffQueryable(t *testing.T, data []prompb.TimeSeries, v dataVariant) storage.Queryable {
+func diffQueryable(t testing.TB, data []prompb.TimeSeries, v dataVariant) storage.Queryable {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
