@@ -148,10 +148,12 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	defer cancel()
 	// Series go to the workers in turn (series i to worker i mod
 	// workers), so that what a worker folds, and so the order of sums,
-	// does not change from one run to the next.
+	// does not change from one run to the next; a queue of 16 each
+	// evens out series of different sizes. Queued series hold their rows
+	// as stored, a few bytes a sample.
 	jobs := make([]chan job, ev.workers)
 	for w := range jobs {
-		jobs[w] = make(chan job, 2)
+		jobs[w] = make(chan job, 16)
 	}
 	var (
 		wg       sync.WaitGroup
