@@ -163,6 +163,19 @@ func (g *groups) groupOf(ls labels.Labels) *group {
 // add folds one series into its group, as Prometheus's aggregation does.
 func (g *groups) add(s *stepSeries) {
 	gr := g.groupOf(s.labels)
+	if g.n.op == parser.SUM {
+		// fold's sum, without its switch at every step.
+		for i, ok := range s.has {
+			switch {
+			case !ok:
+			case !gr.has[i]:
+				gr.has[i], gr.vals[i], gr.comp[i] = true, s.vals[i], 0
+			default:
+				gr.vals[i], gr.comp[i] = kahansum.Inc(s.vals[i], gr.vals[i], gr.comp[i])
+			}
+		}
+		return
+	}
 	for i, ok := range s.has {
 		if ok {
 			g.fold(gr, i, s.vals[i], 0, 1)

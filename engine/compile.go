@@ -96,7 +96,7 @@ func compileCall(e *parser.Call, instant bool) (node, string) {
 			return nil, "selector"
 		}
 		sel.fn = name
-		fn := &rangeFn{name: name, rng: ms.Range.Milliseconds(), argPos: e.Args[0].PositionRange(), matrixPos: arg.PositionRange()}
+		fn := &rangeFn{name: name, kind: fnKinds()[name], rng: ms.Range.Milliseconds(), argPos: e.Args[0].PositionRange(), matrixPos: arg.PositionRange()}
 		if name == "quantile_over_time" {
 			phi, ok := numberOf(e.Args[0])
 			if !ok {
@@ -239,6 +239,7 @@ type selector struct {
 // rangeFn is a function of a range selector.
 type rangeFn struct {
 	name      string
+	kind      fnKind
 	rng       int64   // ms
 	param     float64 // quantile_over_time's φ
 	argPos    posrange.PositionRange

@@ -15,6 +15,55 @@ import (
 	"github.com/promhbase/promhbase/query"
 )
 
+// fnKind is a range function, switched on once a step.
+type fnKind int
+
+// The range functions, in rangeFuncs.
+const (
+	fnRate fnKind = iota
+	fnIncrease
+	fnDelta
+	fnIrate
+	fnIdelta
+	fnDeriv
+	fnResets
+	fnChanges
+	fnSumOverTime
+	fnAvgOverTime
+	fnMinOverTime
+	fnMaxOverTime
+	fnCountOverTime
+	fnLastOverTime
+	fnPresentOverTime
+	fnStddevOverTime
+	fnStdvarOverTime
+	fnQuantileOverTime
+)
+
+// fnKinds are the kinds of the range functions by name.
+func fnKinds() map[string]fnKind {
+	return map[string]fnKind{
+		"rate":               fnRate,
+		"increase":           fnIncrease,
+		"delta":              fnDelta,
+		"irate":              fnIrate,
+		"idelta":             fnIdelta,
+		"deriv":              fnDeriv,
+		"resets":             fnResets,
+		"changes":            fnChanges,
+		"sum_over_time":      fnSumOverTime,
+		"avg_over_time":      fnAvgOverTime,
+		"min_over_time":      fnMinOverTime,
+		"max_over_time":      fnMaxOverTime,
+		"count_over_time":    fnCountOverTime,
+		"last_over_time":     fnLastOverTime,
+		"present_over_time":  fnPresentOverTime,
+		"stddev_over_time":   fnStddevOverTime,
+		"stdvar_over_time":   fnStdvarOverTime,
+		"quantile_over_time": fnQuantileOverTime,
+	}
+}
+
 // rangeSeries evaluates fn over one series: at each step, the samples in
 // the window (t - offset - range, t - offset], staleness markers left
 // out, as Prometheus's engine selects them. The window's two ends move
@@ -89,14 +138,14 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 			ok = true
 		)
 		w := pts[lo:hi]
-		switch fn.name {
-		case "rate", "increase", "delta":
+		switch fn.kind {
+		case fnRate, fnIncrease, fnDelta:
 			if len(w) < 2 {
 				ok = false
 				break
 			}
 			result := w[len(w)-1].V - w[0].V
-			if fn.name != "delta" {
+			if fn.kind != fnDelta {
 				// The window's counter resets, in order: each adds the
 				// value before it.
 				for ri < len(resets) && int(resets[ri]) <= lo {
@@ -106,36 +155,36 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 					result += pts[resets[r]-1].V
 				}
 			}
-			v = extrapolatedRate(w, result, mint, maxt, rangeSeconds, fn.name != "delta", fn.name == "rate")
-		case "irate", "idelta":
-			v, ok = instantValue(w, fn.name == "irate")
-		case "deriv":
+			v = extrapolatedRate(w, result, mint, maxt, rangeSeconds, fn.kind != fnDelta, fn.kind == fnRate)
+		case fnIrate, fnIdelta:
+			v, ok = instantValue(w, fn.kind == fnIrate)
+		case fnDeriv:
 			if len(w) < 2 {
 				ok = false
 				break
 			}
 			v, _ = linearRegression(w, w[0].T)
-		case "resets", "changes":
+		case fnResets, fnChanges:
 			v = float64(counts[hi-1] - counts[lo])
-		case "sum_over_time":
+		case fnSumOverTime:
 			v = sumOverTime(w)
-		case "avg_over_time":
+		case fnAvgOverTime:
 			v = avgOverTime(w)
-		case "min_over_time":
+		case fnMinOverTime:
 			v = compareOverTime(w, func(cur, m float64) bool { return cur < m || math.IsNaN(m) })
-		case "max_over_time":
+		case fnMaxOverTime:
 			v = compareOverTime(w, func(cur, m float64) bool { return cur > m || math.IsNaN(m) })
-		case "count_over_time":
+		case fnCountOverTime:
 			v = float64(len(w))
-		case "last_over_time":
+		case fnLastOverTime:
 			v = w[len(w)-1].V
-		case "present_over_time":
+		case fnPresentOverTime:
 			v = 1
-		case "stddev_over_time":
+		case fnStddevOverTime:
 			v = math.Sqrt(varianceOverTime(w))
-		case "stdvar_over_time":
+		case fnStdvarOverTime:
 			v = varianceOverTime(w)
-		case "quantile_over_time":
+		case fnQuantileOverTime:
 			sc.sorted = sc.sorted[:0]
 			for _, p := range w {
 				sc.sorted = append(sc.sorted, p.V)
