@@ -71,8 +71,30 @@ func fnKinds() map[string]fnKind {
 // series are found once, so rate, increase, resets and changes take O(1)
 // per step (and a step over the resets inside its window).
 func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) bool {
+	// Staleness markers are left out; the counter resets of rate and
+	// increase are found in the same pass when there is none.
+	var resets []int32 // indices i with pts[i].V < pts[i-1].V
+	counter := fn.kind == fnRate || fn.kind == fnIncrease
+	findResets := func(pts []query.Sample) (bool, []int32) {
+		rs := sc.resets[:0]
+		for i, p := range pts {
+			if value.IsStaleNaN(p.V) {
+				return true, rs
+			}
+			if i > 0 && p.V < pts[i-1].V {
+				rs = append(rs, int32(i))
+			}
+		}
+		return false, rs
+	}
 	pts := samples
-	if slices.ContainsFunc(samples, func(s query.Sample) bool { return value.IsStaleNaN(s.V) }) {
+	var stale bool
+	if counter {
+		stale, resets = findResets(samples)
+	} else {
+		stale = slices.ContainsFunc(samples, func(s query.Sample) bool { return value.IsStaleNaN(s.V) })
+	}
+	if stale {
 		pts = sc.pts[:0]
 		for _, s := range samples {
 			if !value.IsStaleNaN(s.V) {
@@ -80,21 +102,16 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 			}
 		}
 		sc.pts = pts
+		if counter {
+			_, resets = findResets(pts)
+		}
 	}
+	sc.resets = resets
 	if len(pts) == 0 {
 		return false
 	}
-	var resets []int32 // indices i with pts[i].V < pts[i-1].V
 	var counts []int32 // counts[i]: resets or changes at indices <= i
 	switch fn.name {
-	case "rate", "increase":
-		resets = sc.resets[:0]
-		for i := 1; i < len(pts); i++ {
-			if pts[i].V < pts[i-1].V {
-				resets = append(resets, int32(i))
-			}
-		}
-		sc.resets = resets
 	case "resets", "changes":
 		counts = slices.Grow(sc.counts[:0], len(pts))[:len(pts)]
 		counts[0] = 0
