@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/util/kahansum"
 
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/rollup"
 )
 
 // fnKind is a range function, switched on once a step.
@@ -172,7 +173,7 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 					result += pts[resets[r]-1].V
 				}
 			}
-			v = extrapolatedRate(w, result, mint, maxt, rangeSeconds, fn.kind != fnDelta, fn.kind == fnRate)
+			v = rollup.Extrapolate(result, w[0].V, w[0].T, w[len(w)-1].T, len(w), mint, maxt, rangeSeconds, fn.kind != fnDelta, fn.kind == fnRate)
 		case fnIrate, fnIdelta:
 			v, ok = instantValue(w, fn.kind == fnIrate)
 		case fnDeriv:
@@ -228,45 +229,6 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 		}
 	}
 	return true
-}
-
-// extrapolatedRate is rate, increase and delta of one window of at
-// least two samples, whose difference of last and first values (counter
-// resets corrected) is result, extrapolated towards the window's ends
-// (mint, maxt] as Prometheus's engine does.
-func extrapolatedRate(w []query.Sample, result float64, mint, maxt int64, rangeSeconds float64, counter, rate bool) float64 {
-	n := len(w)
-	firstT, lastT := w[0].T, w[n-1].T
-	durationToStart := float64(firstT-mint) / 1000
-	durationToEnd := float64(maxt-lastT) / 1000
-	sampledInterval := float64(lastT-firstT) / 1000
-	avg := sampledInterval / float64(n-1)
-	threshold := avg * 1.1
-	if durationToStart >= threshold {
-		durationToStart = avg / 2
-	}
-	if counter {
-		// A counter does not go below zero: extrapolate no further back
-		// than where it would have been zero.
-		durationToZero := durationToStart
-		if result > 0 && w[0].V >= 0 {
-			durationToZero = sampledInterval * (w[0].V / result)
-		}
-		if durationToZero < durationToStart {
-			durationToStart = durationToZero
-		}
-	}
-	if durationToEnd >= threshold {
-		durationToEnd = avg / 2
-	}
-	factor := 1.0
-	if sampledInterval != 0 {
-		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
-	}
-	if rate {
-		factor /= rangeSeconds
-	}
-	return result * factor
 }
 
 // instantValue is irate (rate: true) and idelta of a window: from its

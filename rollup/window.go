@@ -160,19 +160,30 @@ func (r *Range) Rate(start, end int64, isCounter, isRate bool) (v float64, ok bo
 	if isCounter {
 		result += r.Resets
 	}
-	durationToStart := float64(r.FirstT-start) / 1000
-	durationToEnd := float64(end-r.LastT) / 1000
-	sampledInterval := float64(r.LastT-r.FirstT) / 1000
-	averageDurationBetweenSamples := sampledInterval / float64(r.Count-1)
+	return Extrapolate(result, r.First, r.FirstT, r.LastT, int(r.Count), start, end, float64(end-start)/1000, isCounter, isRate), true
+}
+
+// Extrapolate is Prometheus's extrapolation of rate (isRate), increase
+// and delta (not isCounter) over a range selector's (start, end] (Unix
+// ms) of rangeSeconds: result is the difference of the last and the
+// first of count >= 2 samples (the first valued first, at firstT; the
+// last at lastT), counter resets corrected, extrapolated towards the
+// range's ends as Prometheus's extrapolatedRate does. The rollup windows
+// (Range.Rate) and promhbase's evaluator (package engine) share it.
+func Extrapolate(result, first float64, firstT, lastT int64, count int, start, end int64, rangeSeconds float64, isCounter, isRate bool) float64 {
+	durationToStart := float64(firstT-start) / 1000
+	durationToEnd := float64(end-lastT) / 1000
+	sampledInterval := float64(lastT-firstT) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(count-1)
 
 	extrapolationThreshold := averageDurationBetweenSamples * 1.1
 	if durationToStart >= extrapolationThreshold {
 		durationToStart = averageDurationBetweenSamples / 2
 	}
-	if isCounter && result > 0 && r.First >= 0 {
+	if isCounter && result > 0 && first >= 0 {
 		// A counter does not go below zero: extrapolate to the start at
 		// most as far as it would reach zero.
-		durationToZero := sampledInterval * (r.First / result)
+		durationToZero := sampledInterval * (first / result)
 		if durationToZero < durationToStart {
 			durationToStart = durationToZero
 		}
@@ -185,7 +196,7 @@ func (r *Range) Rate(start, end int64, isCounter, isRate bool) (v float64, ok bo
 		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
 	}
 	if isRate {
-		factor /= float64(end-start) / 1000
+		factor /= rangeSeconds
 	}
-	return result * factor, true
+	return result * factor
 }
