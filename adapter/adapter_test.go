@@ -27,7 +27,7 @@ import (
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/benchdata"
-	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"

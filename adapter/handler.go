@@ -28,7 +28,7 @@ import (
 
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/series"

@@ -1,7 +1,7 @@
 package ingest
 
 import (
-	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/arena"
-	"github.com/promhbase/promhbase/internal/wire"
+	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"

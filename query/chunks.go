@@ -9,8 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/promhbase/promhbase/internal/histchunk"
-	"github.com/promhbase/promhbase/internal/xorchunk"
+	chunkw "github.com/promhbase/promhbase/internal/chunkenc"
 )
 
 // MaxSamplesPerChunk is the number of float samples per XOR chunk, as in
@@ -78,12 +77,12 @@ type chunkCutter struct {
 	floats []Sample
 	// xor builds the current chunk when it is an XOR chunk (xorOpen);
 	// cur and app, when it is a histogram chunk.
-	xor     xorchunk.Builder
+	xor     chunkw.XORBuilder
 	xorOpen bool
 	// hist builds the current chunk when it is an integer histogram
 	// chunk whose samples all kept its layout (histOpen); such a chunk
 	// goes to cur and app once a sample does not (handOver).
-	hist       histchunk.Builder
+	hist       chunkw.HistogramBuilder
 	histOpen   bool
 	cur        chunkenc.Chunk
 	app        chunkenc.Appender
@@ -197,14 +196,14 @@ func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 		if c.hist.Appendable(s.H) {
 			if histogramChunkFull(c.hist.NumSamples(), c.hist.Len()) {
 				// The next chunk goes on from this one without a reset.
-				return c.startHist(histchunk.NotCounterReset, s)
+				return c.startHist(chunkw.NotCounterReset, s)
 			}
 			c.hist.Append(s.T, s.H)
 			c.maxT, c.last = s.T, s.T
 			c.n++
 			return nil
 		}
-		if header, cut := c.hist.CutHeader(s.H); cut && histchunk.Startable(s.H) {
+		if header, cut := c.hist.CutHeader(s.H); cut && chunkw.HistogramStartable(s.H) {
 			return c.startHist(header, s)
 		}
 		// Prometheus's appender decides: a new bucket layout, a
@@ -224,11 +223,11 @@ func (c *chunkCutter) appendHistogram(s HistogramSample) error {
 		}
 		prev = c.app
 	}
-	if s.FH == nil && histchunk.Startable(s.H) {
-		header := histchunk.UnknownCounterReset
+	if s.FH == nil && chunkw.HistogramStartable(s.H) {
+		header := chunkw.UnknownCounterReset
 		switch {
 		case s.H.CounterResetHint == histogram.CounterReset:
-			header = histchunk.CounterReset
+			header = chunkw.CounterReset
 		case prev != nil:
 			var err error
 			if header, err = headerAfter(prev, s); err != nil {
@@ -256,7 +255,7 @@ func histogramChunkFull(n, size int) bool {
 
 // startHist closes the current chunk and starts one of c.hist with the
 // counter reset header and s, an integer histogram that is
-// histchunk.Startable.
+// chunkw.HistogramStartable.
 func (c *chunkCutter) startHist(header byte, s HistogramSample) error {
 	c.finish()
 	c.hist.Start(make([]byte, 0, histChunkCap), header, s.T, s.H)

@@ -1,4 +1,4 @@
-// Package xorchunk encodes float samples in Prometheus's XOR chunk format
+// XORBuilder: float samples in Prometheus's XOR chunk format
 // (chunkenc.EncXOR, "Gorilla" compression), producing the same bytes as
 // Prometheus's own appender, but writing its bit stream through a 64-bit
 // accumulator instead of a bit or a byte at a time.
@@ -19,18 +19,17 @@
 // meaningful bit count (64 written as 0) + those bits. The last byte is
 // padded with zero bits. Both varints are byte-aligned: they follow the
 // header and the first value's 64 bits.
-package xorchunk
+
+package chunkenc
 
 import (
 	"encoding/binary"
 	"math"
-
-	"github.com/promhbase/promhbase/internal/bitstream"
 )
 
-// Builder builds one chunk. The zero Builder is not ready: call Reset.
-type Builder struct {
-	w        bitstream.Writer // the 2-byte header first
+// XORBuilder builds one chunk. The zero XORBuilder is not ready: call Reset.
+type XORBuilder struct {
+	w        bitWriter // the 2-byte header first
 	n        int
 	t        int64
 	tDelta   uint64
@@ -41,20 +40,20 @@ type Builder struct {
 
 // Reset starts a new chunk in buf (its capacity is reused; its contents
 // are overwritten).
-func (b *Builder) Reset(buf []byte) {
-	*b = Builder{leading: 0xff}
+func (b *XORBuilder) Reset(buf []byte) {
+	*b = XORBuilder{leading: 0xff}
 	b.w.Reset(append(buf[:0], 0, 0))
 }
 
 // NumSamples returns the samples appended.
-func (b *Builder) NumSamples() int { return b.n }
+func (b *XORBuilder) NumSamples() int { return b.n }
 
 // Cap returns the capacity of the chunk's buffer.
-func (b *Builder) Cap() int { return cap(b.w.Buf) }
+func (b *XORBuilder) Cap() int { return cap(b.w.Buf) }
 
 // Append adds the sample (t, v); t must be after the previous sample's.
 // At most 65535 samples fit in a chunk.
-func (b *Builder) Append(t int64, v float64) {
+func (b *XORBuilder) Append(t int64, v float64) {
 	vb := math.Float64bits(v)
 	switch b.n {
 	case 0:
@@ -71,11 +70,11 @@ func (b *Builder) Append(t int64, v float64) {
 		switch {
 		case dod == 0:
 			b.w.Write(0, 1)
-		case bitstream.Fits(dod, 14):
+		case fitsBits(dod, 14):
 			b.w.Write(0b10<<14|uint64(dod)&(1<<14-1), 16)
-		case bitstream.Fits(dod, 17):
+		case fitsBits(dod, 17):
 			b.w.Write(0b110<<17|uint64(dod)&(1<<17-1), 20)
-		case bitstream.Fits(dod, 20):
+		case fitsBits(dod, 20):
 			b.w.Write(0b1110<<20|uint64(dod)&(1<<20-1), 24)
 		default:
 			b.w.Write(0b1111, 4)
@@ -89,9 +88,9 @@ func (b *Builder) Append(t int64, v float64) {
 }
 
 // Bytes returns the chunk: the bytes so far, the pending bits padded to a
-// byte, and the sample count in the header. The Builder is done with the
+// byte, and the sample count in the header. The XORBuilder is done with the
 // chunk; Reset it for the next.
-func (b *Builder) Bytes() []byte {
+func (b *XORBuilder) Bytes() []byte {
 	buf := b.w.Bytes()
 	binary.BigEndian.PutUint16(buf, uint16(b.n))
 	return buf

@@ -1,4 +1,4 @@
-// Package histchunk encodes integer native histograms in Prometheus's
+// HistogramBuilder: integer native histograms in Prometheus's
 // histogram chunk format (chunkenc.EncHistogram), producing the same bytes
 // as Prometheus's own appender for the samples it takes: those that keep
 // the chunk's bucket layout and do not reset its counters, which are most
@@ -38,7 +38,8 @@
 // complement value of 3, 6, 9, 12, 18, 25, 56 or 64 bits; a varbit uint
 // the same with unsigned values. Everything after the header is one bit
 // stream, the last byte padded with zero bits.
-package histchunk
+
+package chunkenc
 
 import (
 	"encoding/binary"
@@ -46,8 +47,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
-
-	"github.com/promhbase/promhbase/internal/bitstream"
 )
 
 // The counter reset headers, as chunkenc.CounterResetHeader.
@@ -60,9 +59,9 @@ const (
 // headerSize is the bytes before the layout: sample count and flags.
 const headerSize = 3
 
-// Builder builds one chunk. The zero Builder is not ready: call Start.
-type Builder struct {
-	w                   bitstream.Writer
+// HistogramBuilder builds one chunk. The zero HistogramBuilder is not ready: call Start.
+type HistogramBuilder struct {
+	w                   bitWriter
 	n                   int
 	schema              int32
 	zeroThreshold       float64
@@ -78,10 +77,10 @@ type Builder struct {
 	pBuckets, pDeltas, nBuckets, nDeltas []int64
 }
 
-// Startable reports whether a chunk may start with h: a counter
+// HistogramStartable reports whether a chunk may start with h: a counter
 // histogram (not a gauge) that is not a staleness marker, with as many
 // buckets as its spans say.
-func Startable(h *histogram.Histogram) bool {
+func HistogramStartable(h *histogram.Histogram) bool {
 	return h.CounterResetHint != histogram.GaugeType && !value.IsStaleNaN(h.Sum) &&
 		len(h.PositiveBuckets) == spanned(h.PositiveSpans) && len(h.NegativeBuckets) == spanned(h.NegativeSpans)
 }
@@ -96,9 +95,9 @@ func spanned(spans []histogram.Span) int {
 }
 
 // Start begins a chunk in buf (its capacity is reused) with the counter
-// reset header and the first sample (t, h), which must be Startable.
-func (b *Builder) Start(buf []byte, header byte, t int64, h *histogram.Histogram) {
-	*b = Builder{
+// reset header and the first sample (t, h), which must be HistogramStartable.
+func (b *HistogramBuilder) Start(buf []byte, header byte, t int64, h *histogram.Histogram) {
+	*b = HistogramBuilder{
 		schema: h.Schema, zeroThreshold: h.ZeroThreshold,
 		pSpans: append(b.pSpans[:0], h.PositiveSpans...), nSpans: append(b.nSpans[:0], h.NegativeSpans...),
 		custom:   append(b.custom[:0], h.CustomValues...),
@@ -137,13 +136,13 @@ func zeroed(s []int64, n int) []int64 {
 }
 
 // NumSamples returns the samples in the chunk.
-func (b *Builder) NumSamples() int { return b.n }
+func (b *HistogramBuilder) NumSamples() int { return b.n }
 
 // Len returns the length of the chunk's bytes.
-func (b *Builder) Len() int { return b.w.Len() }
+func (b *HistogramBuilder) Len() int { return b.w.Len() }
 
 // Cap returns the capacity of the chunk's buffer.
-func (b *Builder) Cap() int { return cap(b.w.Buf) }
+func (b *HistogramBuilder) Cap() int { return cap(b.w.Buf) }
 
 // Appendable reports whether h may follow the chunk's last sample as
 // Prometheus's appender would append it, without a new chunk or a
@@ -152,7 +151,7 @@ func (b *Builder) Cap() int { return cap(b.w.Buf) }
 // none), and it has the same
 // schema, zero threshold, custom bounds and spans, and none of its
 // counts (count, zero count, each bucket) is below the last sample's.
-func (b *Builder) Appendable(h *histogram.Histogram) bool {
+func (b *HistogramBuilder) Appendable(h *histogram.Histogram) bool {
 	if h.CounterResetHint == histogram.CounterReset || h.CounterResetHint == histogram.GaugeType ||
 		value.IsStaleNaN(h.Sum) ||
 		h.Count < b.count || h.ZeroCount < b.zeroCount ||
@@ -173,7 +172,7 @@ func (b *Builder) Appendable(h *histogram.Histogram) bool {
 // gauge or a staleness marker is never cut here. When CutHeader is false
 // and Appendable too, only Prometheus's appender can tell: h changes the
 // bucket layout, which it either recodes the chunk for or cuts on.
-func (b *Builder) CutHeader(h *histogram.Histogram) (byte, bool) {
+func (b *HistogramBuilder) CutHeader(h *histogram.Histogram) (byte, bool) {
 	if h.CounterResetHint == histogram.GaugeType || value.IsStaleNaN(h.Sum) {
 		return 0, false
 	}
@@ -225,7 +224,7 @@ func noneBelow(h, last []int64) bool {
 
 // Append adds the sample (t, h), for which Appendable must be true, at a t
 // after the last sample's. At most 65535 samples fit in a chunk.
-func (b *Builder) Append(t int64, h *histogram.Histogram) {
+func (b *HistogramBuilder) Append(t int64, h *histogram.Histogram) {
 	w := &b.w
 	tDelta := t - b.t
 	countDelta := int64(h.Count) - int64(b.count)
@@ -246,7 +245,7 @@ func (b *Builder) Append(t int64, h *histogram.Histogram) {
 
 // appendBuckets writes the dod of each bucket and makes last and deltas
 // the new bucket's. A run of zero dods (a '0' bit each) is written at once.
-func appendBuckets(w *bitstream.Writer, h, last, deltas []int64) {
+func appendBuckets(w *bitWriter, h, last, deltas []int64) {
 	last, deltas = last[:len(h)], deltas[:len(h)]
 	zeros := uint(0)
 	for i, v := range h {
@@ -271,15 +270,15 @@ func appendBuckets(w *bitstream.Writer, h, last, deltas []int64) {
 }
 
 // Bytes returns the chunk: the bytes so far, padded to a byte, with the
-// sample count in the header. The Builder is done with the chunk; Start
+// sample count in the header. The HistogramBuilder is done with the chunk; Start
 // the next.
-func (b *Builder) Bytes() []byte {
+func (b *HistogramBuilder) Bytes() []byte {
 	buf := b.w.Bytes()
 	binary.BigEndian.PutUint16(buf, uint16(b.n))
 	return buf
 }
 
-func (b *Builder) putZeroThreshold(zt float64) {
+func (b *HistogramBuilder) putZeroThreshold(zt float64) {
 	if zt == 0 {
 		b.w.Write(0, 8)
 		return
@@ -293,7 +292,7 @@ func (b *Builder) putZeroThreshold(zt float64) {
 	b.w.Write(uint64(exp+243), 8)
 }
 
-func putSpans(w *bitstream.Writer, spans []histogram.Span) {
+func putSpans(w *bitWriter, spans []histogram.Span) {
 	putUint(w, uint64(len(spans)))
 	for _, s := range spans {
 		putUint(w, uint64(s.Length))
@@ -303,7 +302,7 @@ func putSpans(w *bitstream.Writer, spans []histogram.Span) {
 
 // putCustomBound writes a custom bucket bound: 1000·v + 1 as a varbit
 // uint when 1000·v is whole and in 0..33554430, else bit 0 and the float.
-func putCustomBound(w *bitstream.Writer, v float64) {
+func putCustomBound(w *bitWriter, v float64) {
 	m := v * 1000
 	if m < 0 || m > 33554430 || float64(uint(math.Round(m)))/1000 != v {
 		w.Write(0, 1)
@@ -329,13 +328,13 @@ func varbitWidth(k int) uint {
 }
 
 // putInt writes v as a varbit int.
-func putInt(w *bitstream.Writer, v int64) {
+func putInt(w *bitWriter, v int64) {
 	if v == 0 {
 		w.Write(0, 1)
 		return
 	}
 	for k := 1; k <= 7; k++ {
-		if n := varbitWidth(k); bitstream.Fits(v, n) {
+		if n := varbitWidth(k); fitsBits(v, n) {
 			putVarbit(w, k, n, uint64(v))
 			return
 		}
@@ -345,7 +344,7 @@ func putInt(w *bitstream.Writer, v int64) {
 }
 
 // putUint writes v as a varbit uint.
-func putUint(w *bitstream.Writer, v uint64) {
+func putUint(w *bitWriter, v uint64) {
 	if v == 0 {
 		w.Write(0, 1)
 		return
@@ -361,7 +360,7 @@ func putUint(w *bitstream.Writer, v uint64) {
 }
 
 // putVarbit writes k one bits, a zero bit and the low n bits of v.
-func putVarbit(w *bitstream.Writer, k int, n uint, v uint64) {
+func putVarbit(w *bitWriter, k int, n uint, v uint64) {
 	prefix := uint64(1)<<(k+1) - 2
 	if n+uint(k)+1 <= 64 {
 		w.Write(prefix<<n|v&(1<<n-1), n+uint(k)+1)

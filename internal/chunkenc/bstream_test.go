@@ -1,4 +1,4 @@
-package bitstream
+package chunkenc
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 )
 
 // errEnd is what reader returns when a field runs past the stream's end.
-var errEnd = errors.New("bitstream: read past the end")
+var errEnd = errors.New("bit stream: read past the end")
 
 // reader reads a stream bit by bit, the slow and obvious way, to check
-// what Writer wrote through its accumulator. The package has no reader of
+// what bitWriter wrote through its accumulator. The package has no reader of
 // its own: Prometheus's chunk iterators read its streams.
 type reader struct {
 	buf []byte
@@ -53,7 +53,7 @@ func mask(x uint64, n uint) uint64 {
 // writeAll writes fs after prefix and returns the padded stream.
 func writeAll(t *testing.T, prefix []byte, fs []field) []byte {
 	t.Helper()
-	var w Writer
+	var w bitWriter
 	w.Reset(append([]byte(nil), prefix...))
 	total := uint(0)
 	for _, f := range fs {
@@ -115,8 +115,8 @@ func TestWriteWidths(t *testing.T) {
 	}
 }
 
-// TestWriter: the Writer's edge cases, each read back bit by bit.
-func TestWriter(t *testing.T) {
+// TestBitWriter: the bitWriter's edge cases, each read back bit by bit.
+func TestBitWriter(t *testing.T) {
 	cases := []struct {
 		name   string
 		prefix []byte
@@ -147,7 +147,7 @@ func TestWriter(t *testing.T) {
 // TestBytesThenWrite: Bytes pads to a byte; what is written after it,
 // and whole bytes appended to Buf in between, start at a byte boundary.
 func TestBytesThenWrite(t *testing.T) {
-	var w Writer
+	var w bitWriter
 	w.Write(0b1, 1)
 	if got := w.Bytes(); !bytes.Equal(got, []byte{0x80}) {
 		t.Fatalf("Bytes %x, want 80", got)
@@ -197,7 +197,7 @@ func TestReaderPastEnd(t *testing.T) {
 	}
 }
 
-// readXOR reads what Writer.XOR wrote, as Prometheus's XOR chunk iterator
+// readXOR reads what bitWriter.XOR wrote, as Prometheus's XOR chunk iterator
 // does (a sig of 0 means 64).
 func readXOR(r *reader, leading, trailing *uint8) (uint64, error) {
 	ctl, err := r.read(1)
@@ -246,7 +246,7 @@ func TestXOR(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var w Writer
+			var w bitWriter
 			leading, trailing := uint8(0xff), uint8(0)
 			for _, d := range c.deltas {
 				w.XOR(d, &leading, &trailing)
@@ -263,9 +263,9 @@ func TestXOR(t *testing.T) {
 	}
 }
 
-// TestFits: the range of an n-bit field, −(2^(n−1)−1)..2^(n−1), at its
+// TestFitsBits: the range of an n-bit field, −(2^(n−1)−1)..2^(n−1), at its
 // edges.
-func TestFits(t *testing.T) {
+func TestFitsBits(t *testing.T) {
 	cases := []struct {
 		x    int64
 		n    uint
@@ -279,8 +279,8 @@ func TestFits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d in %d bits", c.x, c.n), func(t *testing.T) {
-			if got := Fits(c.x, c.n); got != c.want {
-				t.Errorf("Fits(%d, %d) = %v, want %v", c.x, c.n, got, c.want)
+			if got := fitsBits(c.x, c.n); got != c.want {
+				t.Errorf("fitsBits(%d, %d) = %v, want %v", c.x, c.n, got, c.want)
 			}
 		})
 	}
@@ -297,10 +297,10 @@ func fieldsFrom(data []byte) []field {
 	return fs
 }
 
-// FuzzWriter: any sequence of fields after any prefix reads back bit by
+// FuzzBitWriter: any sequence of fields after any prefix reads back bit by
 // bit as written, the prefix kept, the padding zero; the fields as XOR
 // deltas read back too.
-func FuzzWriter(f *testing.F) {
+func FuzzBitWriter(f *testing.F) {
 	f.Add([]byte{}, []byte{})
 	f.Add([]byte{0xab}, []byte{64, 1, 2, 3, 4, 5, 6, 7, 8, 1, 0xff, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte(nil), bytes.Repeat([]byte{63, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 1, 0, 0, 0, 0, 0, 0, 0}, 5))
@@ -309,7 +309,7 @@ func FuzzWriter(f *testing.F) {
 		fs := fieldsFrom(data)
 		checkFields(t, writeAll(t, prefix, fs), prefix, fs)
 
-		var w Writer
+		var w bitWriter
 		w.Reset(append([]byte(nil), prefix...))
 		leading, trailing := uint8(0xff), uint8(0)
 		for _, f := range fs {
@@ -342,7 +342,7 @@ func FuzzReadBits(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0x55}, 17), []byte{64, 64, 7, 1, 0})
 	f.Fuzz(func(t *testing.T, stream, widths []byte) {
 		r := reader{buf: stream}
-		var w Writer
+		var w bitWriter
 		for _, wb := range widths {
 			n := uint(wb) % 65
 			before := r.pos

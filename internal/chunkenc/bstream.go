@@ -1,17 +1,18 @@
-// Package bitstream writes the bit streams of Prometheus's chunk
+// The bit streams of Prometheus's chunk
 // encodings: bits most significant first, through a 64-bit accumulator
 // rather than a bit or a byte at a time, the last byte padded with zero
 // bits.
-package bitstream
+
+package chunkenc
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// Writer appends bits to a byte slice. The zero Writer writes into a nil
+// bitWriter appends bits to a byte slice. The zero bitWriter writes into a nil
 // slice.
-type Writer struct {
+type bitWriter struct {
 	// Buf holds the complete bytes. A caller may append whole bytes to it
 	// directly only while Pending is 0.
 	Buf  []byte
@@ -19,17 +20,17 @@ type Writer struct {
 	nacc uint   // pending bits in acc, < 64
 }
 
-// Reset makes the Writer append after the bytes of buf.
-func (w *Writer) Reset(buf []byte) { *w = Writer{Buf: buf} }
+// Reset makes the bitWriter append after the bytes of buf.
+func (w *bitWriter) Reset(buf []byte) { *w = bitWriter{Buf: buf} }
 
 // Pending returns the bits written but not yet in Buf.
-func (w *Writer) Pending() uint { return w.nacc }
+func (w *bitWriter) Pending() uint { return w.nacc }
 
 // Len returns the length the stream's bytes have once padded.
-func (w *Writer) Len() int { return len(w.Buf) + int(w.nacc+7)/8 }
+func (w *bitWriter) Len() int { return len(w.Buf) + int(w.nacc+7)/8 }
 
 // Write appends the low n bits of x (1 ≤ n ≤ 64), most significant first.
-func (w *Writer) Write(x uint64, n uint) {
+func (w *bitWriter) Write(x uint64, n uint) {
 	if n < 64 {
 		x &= 1<<n - 1
 	}
@@ -51,7 +52,7 @@ func (w *Writer) Write(x uint64, n uint) {
 
 // Bytes moves the pending bits into Buf, padding the last byte with zero
 // bits, and returns Buf. Writing after Bytes starts at a byte boundary.
-func (w *Writer) Bytes() []byte {
+func (w *bitWriter) Bytes() []byte {
 	for i := uint(0); i < w.nacc; i += 8 {
 		w.Buf = append(w.Buf, byte(w.acc>>(56-i)))
 	}
@@ -65,7 +66,7 @@ func (w *Writer) Bytes() []byte {
 // *trailing zero bits (0xff *leading: no window yet); else '11', 5 bits
 // of leading zeros (at most 31), 6 bits of the meaningful bit count (64
 // written as 0) and those bits, which then become the window.
-func (w *Writer) XOR(delta uint64, leading, trailing *uint8) {
+func (w *bitWriter) XOR(delta uint64, leading, trailing *uint8) {
 	if delta == 0 {
 		w.Write(0, 1)
 		return
@@ -86,8 +87,8 @@ func (w *Writer) XOR(delta uint64, leading, trailing *uint8) {
 	w.Write(delta>>trail, uint(sig))
 }
 
-// Fits reports whether x is in −(2^(n−1)−1)..2^(n−1), the range of the
+// fitsBits reports whether x is in −(2^(n−1)−1)..2^(n−1), the range of the
 // n-bit two's complement fields of Prometheus's chunk encodings.
-func Fits(x int64, n uint) bool {
+func fitsBits(x int64, n uint) bool {
 	return -(int64(1)<<(n-1)-1) <= x && x <= int64(1)<<(n-1)
 }

@@ -1,4 +1,4 @@
-package histchunk
+package chunkenc
 
 import (
 	"errors"
@@ -18,13 +18,13 @@ const maxFuzzBuckets = 1 << 12
 
 var errShort = errors.New("chunk ends in its layout")
 
-// bits reads a chunk's bit stream, most significant bit first.
-type bits struct {
+// bitReader reads a chunk's bit stream, most significant bit first.
+type bitReader struct {
 	b   []byte
 	pos int
 }
 
-func (r *bits) read(n int) (uint64, error) {
+func (r *bitReader) read(n int) (uint64, error) {
 	if r.pos+n > len(r.b)*8 {
 		return 0, errShort
 	}
@@ -36,8 +36,8 @@ func (r *bits) read(n int) (uint64, error) {
 	return x, nil
 }
 
-// varbit reads a varbit uint (the bits of a varbit int alike).
-func (r *bits) varbit() (uint64, error) {
+// varbit reads a varbit uint (the bitReader of a varbit int alike).
+func (r *bitReader) varbit() (uint64, error) {
 	k := 0
 	for k < 8 {
 		bit, err := r.read(1)
@@ -66,7 +66,7 @@ func layoutBuckets(chunk []byte) (schema int32, buckets int, err error) {
 	if len(chunk) < headerSize {
 		return 0, 0, errShort
 	}
-	r := bits{b: chunk[headerSize:]}
+	r := bitReader{b: chunk[headerSize:]}
 	zt, err := r.read(8)
 	if err != nil {
 		return 0, 0, err
@@ -106,31 +106,31 @@ func layoutBuckets(chunk []byte) (schema int32, buckets int, err error) {
 
 // decode returns the samples of a histogram chunk that Prometheus's
 // iterator reads before it ends or fails.
-func decode(chunk []byte) []sample {
+func decode(chunk []byte) []histSample {
 	c, err := chunkenc.FromData(chunkenc.EncHistogram, chunk)
 	if err != nil {
 		return nil
 	}
-	var ss []sample
+	var ss []histSample
 	it := c.Iterator(nil)
 	for it.Next() == chunkenc.ValHistogram {
 		// Not AtHistogram(nil), whose buckets are the iterator's own.
 		t, h := it.AtHistogram(&histogram.Histogram{})
-		ss = append(ss, sample{t, h})
+		ss = append(ss, histSample{t, h})
 	}
 	return ss
 }
 
-// buildable returns the longest prefix of ss that a Builder takes: a
+// buildable returns the longest prefix of ss that a HistogramBuilder takes: a
 // Startable first sample, then samples Appendable after the one before at
 // later times; all of them histograms that Copy keeps whole (so that
 // check's reference sees them): custom buckets without a zero bucket or
 // negative buckets, which only an invalid histogram has.
-func buildable(ss []sample) []sample {
-	if len(ss) == 0 || !Startable(ss[0].h) || !copyKeeps(ss[0].h) {
+func buildable(ss []histSample) []histSample {
+	if len(ss) == 0 || !HistogramStartable(ss[0].h) || !copyKeeps(ss[0].h) {
 		return nil
 	}
-	var b Builder
+	var b HistogramBuilder
 	b.Start(nil, UnknownCounterReset, ss[0].t, ss[0].h)
 	for i, s := range ss[1:] {
 		if s.t <= ss[i].t || !b.Appendable(s.h) || !copyKeeps(s.h) {
@@ -155,7 +155,7 @@ func sameBound(u, v float64) bool {
 
 // sameSample reports how a and b differ, bit for bit in the other
 // floats; the counter reset hint is the chunk header's, not the sample's.
-func sameSample(a, b sample) error {
+func sameSample(a, b histSample) error {
 	x, y := a.h, b.h
 	switch {
 	case a.t != b.t:
@@ -175,15 +175,15 @@ func sameSample(a, b sample) error {
 }
 
 // FuzzDecodeReencode: Prometheus's iterator reads arbitrary bytes as a
-// histogram chunk without panicking. The samples it reads that a Builder
+// histogram chunk without panicking. The samples it reads that a HistogramBuilder
 // takes re-encode to the bytes Prometheus's appender writes for them
 // (check), and those bytes decode to the same samples. The input's own
-// bytes need not come back: a chunk may spend more bits than needed on a
+// bytes need not come back: a chunk may spend more bitReader than needed on a
 // varbit value or a zero threshold, claim fewer samples than it holds,
-// or pad with ones; the Builder writes the one canonical chunk.
+// or pad with ones; the HistogramBuilder writes the one canonical chunk.
 func FuzzDecodeReencode(f *testing.F) {
-	seed := func(header byte, ss []sample) {
-		var b Builder
+	seed := func(header byte, ss []histSample) {
+		var b HistogramBuilder
 		b.Start(nil, header, ss[0].t, ss[0].h)
 		for _, s := range ss[1:] {
 			b.Append(s.t, s.h)
@@ -195,12 +195,12 @@ func FuzzDecodeReencode(f *testing.F) {
 		NegativeSpans: []histogram.Span{{Offset: 1, Length: 1}}, NegativeBuckets: []int64{3}}
 	h2 := h.Copy()
 	h2.Count, h2.Sum, h2.PositiveBuckets = 1<<40, 1e9, []int64{3, 1 << 39}
-	seed(UnknownCounterReset, []sample{{1000, h}, {2000, h}, {3005, h2}})
-	seed(CounterReset, []sample{{-5, &histogram.Histogram{Schema: -4}}})
+	seed(UnknownCounterReset, []histSample{{1000, h}, {2000, h}, {3005, h2}})
+	seed(CounterReset, []histSample{{-5, &histogram.Histogram{Schema: -4}}})
 	custom := &histogram.Histogram{Schema: histogram.CustomBucketsSchema, Count: 3, Sum: math.NaN(),
 		PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{1, 0, 0},
 		CustomValues: []float64{0.25, 33554.431, math.Inf(1)}}
-	seed(NotCounterReset, []sample{{0, custom}, {math.MaxInt64 / 2, custom}})
+	seed(NotCounterReset, []histSample{{0, custom}, {math.MaxInt64 / 2, custom}})
 	f.Add([]byte{0, 1, 0})
 	f.Add([]byte{0xff, 0xff, 0x40, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 1, 0, 0x74, 0x7f, 0xff, 0xff, 0xff}) // a span claiming 2^32-ish buckets
@@ -216,8 +216,8 @@ func FuzzDecodeReencode(f *testing.F) {
 		switch {
 		case err != nil:
 			// Prometheus's reader does not always fail where the
-			// stream ends: a read of several bits across its last
-			// buffer returns made-up bits (testdata keeps a layout
+			// stream ends: a read of several bitReader across its last
+			// buffer returns made-up bitReader (testdata keeps a layout
 			// that claims 2^32 buckets that way), so a layout cut
 			// short may claim any number of buckets.
 			t.Skip(err)
@@ -233,8 +233,8 @@ func FuzzDecodeReencode(f *testing.F) {
 			return
 		}
 		header := chunk[2] & chunkenc.CounterResetHeaderMask
-		check(t, header, ss) // the Builder's bytes are Prometheus's appender's
-		var b Builder
+		checkHist(t, header, ss) // the HistogramBuilder's bytes are Prometheus's appender's
+		var b HistogramBuilder
 		b.Start(nil, header, ss[0].t, ss[0].h)
 		for _, s := range ss[1:] {
 			b.Append(s.t, s.h)
@@ -245,7 +245,7 @@ func FuzzDecodeReencode(f *testing.F) {
 		}
 		for i := range ss {
 			if err := sameSample(again[i], ss[i]); err != nil {
-				t.Fatalf("sample %d: %v", i, err)
+				t.Fatalf("histSample %d: %v", i, err)
 			}
 		}
 	})

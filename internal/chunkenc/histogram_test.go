@@ -1,4 +1,4 @@
-package histchunk
+package chunkenc
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
-type sample struct {
+type histSample struct {
 	t int64
 	h *histogram.Histogram
 }
 
-// reference encodes ss with Prometheus's own appender, the first sample
+// histReference encodes ss with Prometheus's own appender, the first sample
 // after a chunk whose header becomes header.
-func reference(t *testing.T, header byte, ss []sample) []byte {
+func histReference(t *testing.T, header byte, ss []histSample) []byte {
 	t.Helper()
 	c := chunkenc.NewHistogramChunk()
 	app, err := c.Appender()
@@ -28,7 +28,7 @@ func reference(t *testing.T, header byte, ss []sample) []byte {
 	for i, s := range ss {
 		ch, _, next, err := app.AppendHistogram(nil, 0, s.t, s.h.Copy(), true)
 		if err != nil || ch != nil {
-			t.Fatalf("sample %d: chunkenc cut or failed (%v): not appendable", i, err)
+			t.Fatalf("histSample %d: chunkenc cut or failed (%v): not appendable", i, err)
 		}
 		app = next
 	}
@@ -39,23 +39,23 @@ func reference(t *testing.T, header byte, ss []sample) []byte {
 
 // check builds ss, which must each be Appendable after the one before,
 // and compares the chunk with Prometheus's.
-func check(t *testing.T, header byte, ss []sample) {
+func checkHist(t *testing.T, header byte, ss []histSample) {
 	t.Helper()
-	var b Builder
-	if !Startable(ss[0].h) {
-		t.Fatalf("first sample not startable: %v", ss[0].h)
+	var b HistogramBuilder
+	if !HistogramStartable(ss[0].h) {
+		t.Fatalf("first histSample not startable: %v", ss[0].h)
 	}
 	b.Start(nil, header, ss[0].t, ss[0].h)
 	for i, s := range ss[1:] {
 		if !b.Appendable(s.h) {
-			t.Fatalf("sample %d not appendable: count %d, buckets %v", i+1, s.h.Count, s.h.PositiveBuckets)
+			t.Fatalf("histSample %d not appendable: count %d, buckets %v", i+1, s.h.Count, s.h.PositiveBuckets)
 		}
 		b.Append(s.t, s.h)
 	}
 	if b.NumSamples() != len(ss) || b.Len() != len(b.Bytes()) {
 		t.Fatalf("NumSamples %d, Len %d of %d bytes", b.NumSamples(), b.Len(), len(b.Bytes()))
 	}
-	if got, want := b.Bytes(), reference(t, header, ss); !bytes.Equal(got, want) {
+	if got, want := b.Bytes(), histReference(t, header, ss); !bytes.Equal(got, want) {
 		i := 0
 		for i < min(len(got), len(want)) && got[i] == want[i] {
 			i++
@@ -68,12 +68,12 @@ func check(t *testing.T, header byte, ss []sample) {
 // growing returns n histograms of the layout, 1 s apart with jitter,
 // whose counts grow by steps drawn from steps (each step's dod then
 // spans every varbit width).
-func growing(rng *rand.Rand, n int, base histogram.Histogram, steps []int64) []sample {
+func growing(rng *rand.Rand, n int, base histogram.Histogram, steps []int64) []histSample {
 	pos := make([]int64, spanned(base.PositiveSpans))
 	neg := make([]int64, spanned(base.NegativeSpans))
 	var zero uint64
 	t := int64(1_700_000_000_000)
-	var out []sample
+	var out []histSample
 	deltas := func(abs []int64) []int64 {
 		d := make([]int64, len(abs))
 		prev := int64(0)
@@ -101,7 +101,7 @@ func growing(rng *rand.Rand, n int, base histogram.Histogram, steps []int64) []s
 			h.Sum = -h.Sum
 		}
 		h.PositiveBuckets, h.NegativeBuckets = deltas(pos), deltas(neg)
-		out = append(out, sample{t: t, h: h})
+		out = append(out, histSample{t: t, h: h})
 		t += 1000 + int64(rng.IntN(3))*rng.Int64N(1<<uint(rng.IntN(40)))
 	}
 	return out
@@ -146,21 +146,21 @@ func TestBuilderAsPrometheus(t *testing.T) {
 					if i == len(stepSets)-1 {
 						n = 8
 					}
-					check(t, header, growing(rng, n, c.base, steps))
+					checkHist(t, header, growing(rng, n, c.base, steps))
 				})
 			}
 		}
 	}
 }
 
-// TestAppendable: the samples Appendable refuses, each of which
+// TestHistogramAppendable: the samples Appendable refuses, each of which
 // Prometheus's appender would put in a new chunk, recode the chunk for,
 // or treat as a gauge or a staleness marker.
-func TestAppendable(t *testing.T) {
+func TestHistogramAppendable(t *testing.T) {
 	base := histogram.Histogram{Schema: 3, Count: 10, ZeroCount: 2, Sum: 5, ZeroThreshold: 0.001,
 		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{3, 2},
 		NegativeSpans: []histogram.Span{{Offset: 1, Length: 1}}, NegativeBuckets: []int64{0}}
-	var b Builder
+	var b HistogramBuilder
 	b.Start(nil, UnknownCounterReset, 1000, &base)
 	same := base.Copy()
 	if !b.Appendable(same) {
@@ -210,15 +210,15 @@ func TestAppendable(t *testing.T) {
 	}
 }
 
-// BenchmarkAppend: appending 120 histograms of 20 buckets that keep their
-// layout, with the Builder and with Prometheus's appender.
-func BenchmarkAppend(b *testing.B) {
+// BenchmarkHistogramAppend: appending 120 histograms of 20 buckets that keep their
+// layout, with the HistogramBuilder and with Prometheus's appender.
+func BenchmarkHistogramAppend(b *testing.B) {
 	base := histogram.Histogram{Schema: 3, ZeroThreshold: math.Ldexp(0.5, -127),
 		PositiveSpans: []histogram.Span{{Offset: 5, Length: 12}, {Offset: 4, Length: 8}}}
 	ss := growing(rand.New(rand.NewPCG(1, 2)), 120, base, []int64{0, 1, 2, 3})
-	b.Run("histchunk", func(b *testing.B) {
+	b.Run("promhbase", func(b *testing.B) {
 		b.ReportAllocs()
-		var bl Builder
+		var bl HistogramBuilder
 		buf := make([]byte, 0, 2048)
 		for b.Loop() {
 			bl.Start(buf, UnknownCounterReset, ss[0].t, ss[0].h)
@@ -249,10 +249,10 @@ func BenchmarkAppend(b *testing.B) {
 	})
 }
 
-// TestCutHeader: the samples after which Prometheus's appender starts a
+// TestHistogramCutHeader: the samples after which Prometheus's appender starts a
 // new chunk, and the header it gives it, as CutHeader tells them; and
 // those it leaves to the appender.
-func TestCutHeader(t *testing.T) {
+func TestHistogramCutHeader(t *testing.T) {
 	base := histogram.Histogram{Schema: 3, Count: 10, ZeroCount: 2, Sum: 5, ZeroThreshold: 0.001,
 		PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{3, 2},
 		NegativeSpans: []histogram.Span{{Offset: 1, Length: 1}}, NegativeBuckets: []int64{3}}
@@ -279,7 +279,7 @@ func TestCutHeader(t *testing.T) {
 		{"gauge", func(h *histogram.Histogram) { h.CounterResetHint, h.Count = histogram.GaugeType, 1 }, 0, false},
 		{"staleness marker", func(h *histogram.Histogram) { h.Sum, h.Count = math.Float64frombits(0x7ff0000000000002), 0 }, 0, false},
 	}
-	var b Builder
+	var b HistogramBuilder
 	b.Start(nil, UnknownCounterReset, 1000, &base)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
