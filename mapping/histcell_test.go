@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
+
 	"github.com/promhbase/promhbase/internal/testkit/fixture"
 )
 
