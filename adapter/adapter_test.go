@@ -27,7 +27,6 @@ import (
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/benchdata"
-	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
@@ -36,6 +35,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/wire"
 )
 
 func TestStatusFor(t *testing.T) {
@@ -158,6 +158,29 @@ func post(h http.Handler, path string, body []byte) *httptest.ResponseRecorder {
 	return rec
 }
 
+// readSamples sends rr to h's /api/v1/read (samples, snappy) and returns
+// the answer; a status other than 200 fails the test.
+func readSamples(t testing.TB, h http.Handler, rr *prompb.ReadRequest) *prompb.ReadResponse {
+	t.Helper()
+	data, err := proto.Marshal(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := post(h, "/api/v1/read", snappy.Encode(nil, data))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("read: %d %s", rec.Code, rec.Body)
+	}
+	dec, err := snappy.Decode(nil, rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp prompb.ReadResponse
+	if err := proto.Unmarshal(dec, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return &resp
+}
+
 // TestStoreErrorIs5xx: a write the store did not acknowledge answers 5xx so
 // that Prometheus retries, and the retry lands.
 func TestStoreErrorIs5xx(t *testing.T) {
@@ -177,19 +200,7 @@ func TestStoreErrorIs5xx(t *testing.T) {
 	}
 	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 2_000_000_000_000,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "m"}}}}}
-	data, _ := proto.Marshal(rr)
-	rec := post(h, "/api/v1/read", snappy.Encode(nil, data))
-	if rec.Code != 200 {
-		t.Fatalf("read: %d %s", rec.Code, rec.Body)
-	}
-	dec, err := snappy.Decode(nil, rec.Body.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(dec, &resp); err != nil {
-		t.Fatal(err)
-	}
+	resp := readSamples(t, h, rr)
 	if len(resp.Results) != 1 || len(resp.Results[0].Timeseries) != 1 || len(resp.Results[0].Timeseries[0].Samples) != 1 {
 		t.Fatalf("read after retry = %v, want one series with one sample", resp.Results)
 	}
@@ -485,16 +496,7 @@ func TestHADedup(t *testing.T) {
 	}
 	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: 2_000_000_000_000,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "m"}}}}}
-	data, _ := proto.Marshal(rr)
-	rec := post(h, "/api/v1/read", snappy.Encode(nil, data))
-	dec, err := snappy.Decode(nil, rec.Body.Bytes())
-	if err != nil {
-		t.Fatal(rec.Code, err)
-	}
-	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(dec, &resp); err != nil {
-		t.Fatal(err)
-	}
+	resp := readSamples(t, h, rr)
 	var got []string
 	for _, ts := range resp.Results[0].Timeseries {
 		var vs []string

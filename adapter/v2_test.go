@@ -26,12 +26,12 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/wire"
 )
 
 const ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
@@ -218,16 +218,7 @@ func TestRemoteWriteV2RoundTrip(t *testing.T) {
 	// answers (read from its TSDB's chunks).
 	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: t0 + 7_200_000,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "job", Value: "x"}}}}}
-	data, _ := proto.Marshal(rr)
-	rec = post(h, "/api/v1/read", snappy.Encode(nil, data))
-	dec, err := snappy.Decode(nil, rec.Body.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(dec, &resp); err != nil {
-		t.Fatal(err)
-	}
+	resp := readSamples(t, h, rr)
 	for _, ts := range resp.Results[0].Timeseries {
 		var name string
 		for _, l := range ts.Labels {
@@ -251,12 +242,9 @@ func TestRemoteWriteV2RoundTrip(t *testing.T) {
 
 	// The float series, its labels sorted, the staleness marker kept.
 	rr.Queries[0].Matchers = []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "f"}}
-	data, _ = proto.Marshal(rr)
-	rec = post(h, "/api/v1/read", snappy.Encode(nil, data))
-	dec, _ = snappy.Decode(nil, rec.Body.Bytes())
-	resp = prompb.ReadResponse{}
-	if err := proto.Unmarshal(dec, &resp); err != nil || len(resp.Results[0].Timeseries) != 1 {
-		t.Fatalf("read f: %v %v", resp.Results, err)
+	resp = readSamples(t, h, rr)
+	if len(resp.Results[0].Timeseries) != 1 {
+		t.Fatalf("read f: %v", resp.Results)
 	}
 	fs := resp.Results[0].Timeseries[0]
 	if len(fs.Samples) != 2 || math.Float64bits(fs.Samples[1].Value) != value.StaleNaN || labelsOf(fs.Labels) != `__name__=f a=first z=last` {

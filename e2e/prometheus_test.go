@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,7 +22,6 @@ import (
 	"github.com/golang/snappy"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -217,12 +214,12 @@ func TestPrometheus(t *testing.T) {
 		p          *promProcess
 		used, none string
 	}{{bStreamed, "chunked", "sampled"}, {bSamples, "sampled", "chunked"}} {
-		ms, err := fetchMetrics(ctx, tc.p.base)
+		ms, err := testproc.FetchMetrics(ctx, tc.p.base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		used := ms.sum("prometheus_remote_read_client_queries_total", "response_type", tc.used)
-		none := ms.sum("prometheus_remote_read_client_queries_total", "response_type", tc.none)
+		used := ms.Sum("prometheus_remote_read_client_queries_total", "response_type", tc.used)
+		none := ms.Sum("prometheus_remote_read_client_queries_total", "response_type", tc.none)
 		t.Logf("%s: %v remote reads answered %s, %v %s", tc.p.name, used, tc.used, none, tc.none)
 		if used == 0 || none != 0 {
 			t.Errorf("%s: %v remote reads answered %s and %v %s; want only %s", tc.p.name, used, tc.used, none, tc.none, tc.used)
@@ -236,15 +233,15 @@ func TestPrometheus(t *testing.T) {
 	a.reload(t, "NoScrape", "true")
 	time.Sleep(3 * time.Second)
 	checkQueueHealthy(t, a)
-	ms, err := fetchMetrics(ctx, h.url)
+	ms, err := testproc.FetchMetrics(ctx, h.url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := ms.sum("promhbase_samples_rejected_total"); n != 0 {
+	if n := ms.Sum("promhbase_samples_rejected_total"); n != 0 {
 		t.Errorf("promhbase rejected %v samples", n)
 	}
 	t.Logf("promhbase: %v samples written, %v series and %v samples read",
-		ms.sum("promhbase_samples_written_total"), ms.sum("promhbase_read_series_total"), ms.sum("promhbase_read_samples_total"))
+		ms.Sum("promhbase_samples_written_total"), ms.Sum("promhbase_read_series_total"), ms.Sum("promhbase_read_samples_total"))
 	t.Logf("total %s", time.Since(began).Round(time.Second))
 }
 
@@ -630,12 +627,12 @@ func (p *promProcess) reload(t *testing.T, kv ...string) {
 		t.Fatalf("%s: SIGHUP: %v", p.name, err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		ms, err := fetchMetrics(t.Context(), p.base)
+		ms, err := testproc.FetchMetrics(t.Context(), p.base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ms.sum("prometheus_config_last_reload_successful") == 1 &&
-			ms.sum("prometheus_config_last_reload_success_timestamp_seconds") >= float64(before.Unix()) {
+		if ms.Sum("prometheus_config_last_reload_successful") == 1 &&
+			ms.Sum("prometheus_config_last_reload_success_timestamp_seconds") >= float64(before.Unix()) {
 			return
 		}
 	}
@@ -674,79 +671,6 @@ func startPrometheus(t *testing.T, bin, name string, tmpl *template.Template, va
 	return p
 }
 
-// metricSample is one sample of a /metrics page.
-type metricSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// metricPage is a parsed /metrics page, by metric name.
-type metricPage map[string][]metricSample
-
-// fetchMetrics reads and parses base/metrics.
-func fetchMetrics(ctx context.Context, base string) (metricPage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil, fmt.Errorf("metrics request: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("get %s/metrics: %w", base, err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
-	if err != nil {
-		return nil, fmt.Errorf("parse %s/metrics: %w", base, err)
-	}
-	page := metricPage{}
-	for name, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			s := metricSample{labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				s.value = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				s.value = m.GetGauge().GetValue()
-			case m.Untyped != nil:
-				s.value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			page[name] = append(page[name], s)
-		}
-	}
-	return page, nil
-}
-
-// sum adds the samples of a metric whose labels have the given values
-// (name, value pairs).
-func (p metricPage) sum(name string, match ...string) float64 {
-	var total float64
-	for _, s := range p[name] {
-		ok := true
-		for i := 0; i+1 < len(match); i += 2 {
-			ok = ok && s.labels[match[i]] == match[i+1]
-		}
-		if ok {
-			total += s.value
-		}
-	}
-	return total
-}
-
-// maxOf returns the largest sample of a metric, and whether there is one.
-func (p metricPage) maxOf(name string) (float64, bool) {
-	v, ok := math.Inf(-1), false
-	for _, s := range p[name] {
-		v, ok = max(v, s.value), true
-	}
-	return v, ok
-}
-
 // Remote-write queue metrics of Prometheus 3.15.
 const (
 	mPending     = "prometheus_remote_storage_samples_pending"
@@ -765,13 +689,13 @@ func waitDrained(t *testing.T, a *promProcess, after time.Time) time.Time {
 	deadline := time.Now().Add(3 * time.Minute)
 	var last string
 	for time.Now().Before(deadline) {
-		ms, err := fetchMetrics(t.Context(), a.base)
+		ms, err := testproc.FetchMetrics(t.Context(), a.base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pending := ms.sum(mPending)
-		in, okIn := ms.maxOf(mHighestIn)
-		sent, okSent := ms.maxOf(mHighestSent)
+		pending := ms.Sum(mPending)
+		in, okIn := ms.MaxOf(mHighestIn)
+		sent, okSent := ms.MaxOf(mHighestSent)
 		last = fmt.Sprintf("pending %v, highest in %v, highest sent %v", pending, in, sent)
 		if okIn && okSent && pending == 0 && sent >= in-1 && sent >= float64(after.Unix()) {
 			return time.Unix(int64(sent), 0)
@@ -786,20 +710,20 @@ func waitDrained(t *testing.T, a *promProcess, after time.Time) time.Time {
 // samples, sends all it has and has failed and dropped nothing.
 func checkQueueHealthy(t *testing.T, a *promProcess) {
 	t.Helper()
-	var ms metricPage
+	var ms testproc.MetricPage
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		if ms, err = fetchMetrics(t.Context(), a.base); err != nil {
+		if ms, err = testproc.FetchMetrics(t.Context(), a.base); err != nil {
 			t.Fatal(err)
 		}
-		in, _ := ms.maxOf(mHighestIn)
-		sent, _ := ms.maxOf(mHighestSent)
-		if ms.sum(mPending) == 0 && sent >= in {
+		in, _ := ms.MaxOf(mHighestIn)
+		sent, _ := ms.MaxOf(mHighestSent)
+		if ms.Sum(mPending) == 0 && sent >= in {
 			t.Logf("A: highest sample timestamp taken in and sent: %s", time.Unix(int64(sent), 0).UTC().Format(time.TimeOnly))
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("A: remote-write queue not caught up: %v pending, highest in %v, highest sent %v", ms.sum(mPending), in, sent)
+			t.Errorf("A: remote-write queue not caught up: %v pending, highest in %v, highest sent %v", ms.Sum(mPending), in, sent)
 			break
 		}
 	}
@@ -818,11 +742,11 @@ func checkQueueHealthy(t *testing.T, a *promProcess) {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		v := ms.sum(name)
+		v := ms.Sum(name)
 		if name == "prometheus_remote_storage_histograms_dropped_total" {
 			// Prometheus's 1.0 queue drops custom-bucket histograms itself
 			// (1.0 cannot carry them); the 2.0 queue sends them.
-			nhcb := ms.sum(name, "remote_name", "promhbase-v1", "reason", "nhcb_in_rw1_not_supported")
+			nhcb := ms.Sum(name, "remote_name", "promhbase-v1", "reason", "nhcb_in_rw1_not_supported")
 			t.Logf("A: %v custom-bucket histograms dropped by the 1.0 queue itself", nhcb)
 			v -= nhcb
 		}
@@ -837,7 +761,7 @@ func checkQueueHealthy(t *testing.T, a *promProcess) {
 			t.Logf("A: %s = %v", name, v)
 		}
 	}
-	if ms.sum("prometheus_remote_storage_samples_total") == 0 {
+	if ms.Sum("prometheus_remote_storage_samples_total") == 0 {
 		t.Errorf("A: prometheus_remote_storage_samples_total is 0: nothing was sent")
 	}
 }

@@ -238,28 +238,28 @@ http_server_config:
 
 	// Wait until A's good queue has sent samples and its wrong-password
 	// queue has failed some.
-	var page metricPage
+	var page testproc.MetricPage
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
-		page, err = fetchMetrics(t.Context(), a.base)
+		page, err = testproc.FetchMetrics(t.Context(), a.base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if page.sum("prometheus_remote_storage_samples_total", "remote_name", "good") > 0 &&
-			page.sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password") > 0 {
+		if page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good") > 0 &&
+			page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password") > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("A's queues after 90 s: good sent %v, wrong-password failed %v\n%s", page.sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
-				page.sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password"), testproc.Tail(a.proc.LogPath, 20))
+			t.Fatalf("A's queues after 90 s: good sent %v, wrong-password failed %v\n%s", page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
+				page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password"), testproc.Tail(a.proc.LogPath, 20))
 		}
 	}
 	t.Logf("A: good queue sent %v samples (failed %v, retried %v); wrong-password queue failed %v (sent %v)",
-		page.sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
-		page.sum("prometheus_remote_storage_samples_failed_total", "remote_name", "good"),
-		page.sum("prometheus_remote_storage_samples_retried_total", "remote_name", "good"),
-		page.sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password"),
-		page.sum("prometheus_remote_storage_samples_total", "remote_name", "wrong-password"))
-	if f := page.sum("prometheus_remote_storage_samples_failed_total", "remote_name", "good"); f != 0 {
+		page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
+		page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "good"),
+		page.Sum("prometheus_remote_storage_samples_retried_total", "remote_name", "good"),
+		page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password"),
+		page.Sum("prometheus_remote_storage_samples_total", "remote_name", "wrong-password"))
+	if f := page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "good"); f != 0 {
 		t.Errorf("good queue: %v samples failed", f)
 	}
 

@@ -45,27 +45,45 @@ func New(tenants []Tenant) *Queryable { return &Queryable{tenants: tenants} }
 
 // Querier implements storage.Queryable.
 func (f *Queryable) Querier(mint, maxt int64) (storage.Querier, error) {
-	q := &querier{}
-	for _, t := range f.tenants {
-		var tq storage.Querier
-		if t.Queryable != nil {
-			var err error
-			if tq, err = t.Queryable.Querier(mint, maxt); err != nil {
-				q.Close()
-				return nil, err
-			}
+	p, err := openEach(f.tenants, func(t Tenant) (storage.Querier, error) {
+		if t.Queryable == nil {
+			return nil, nil
 		}
-		q.ids = append(q.ids, t.ID)
-		q.qs = append(q.qs, tq)
+		return t.Queryable.Querier(mint, maxt)
+	})
+	q := &querier{p}
+	if err != nil {
+		q.Close()
+		return nil, err
 	}
 	return q, nil
 }
 
-// querier is the federated storage.Querier: one querier a tenant (nil:
-// no data).
-type querier struct {
+// perTenant holds a querier of each tenant, in the tenants' order (nil:
+// the tenant has none).
+type perTenant[Q any] struct {
 	ids []string
-	qs  []storage.Querier
+	qs  []Q
+}
+
+// openEach opens open's querier of each tenant. On an error it returns
+// it with those it opened before.
+func openEach[Q any](tenants []Tenant, open func(Tenant) (Q, error)) (perTenant[Q], error) {
+	var p perTenant[Q]
+	for _, t := range tenants {
+		q, err := open(t)
+		if err != nil {
+			return p, err
+		}
+		p.ids = append(p.ids, t.ID)
+		p.qs = append(p.qs, q)
+	}
+	return p, nil
+}
+
+// querier is the federated storage.Querier.
+type querier struct {
+	perTenant[storage.Querier]
 }
 
 // choose splits matchers into the tenants they select (by
@@ -241,25 +259,21 @@ func (s *seriesSet) Warnings() annotations.Annotations { return s.ws }
 // ExemplarQuerier implements storage.ExemplarQueryable: the exemplars of
 // the chosen tenants, their series labels federated.
 func (f *Queryable) ExemplarQuerier(ctx context.Context) (storage.ExemplarQuerier, error) {
-	eq := &exemplarQuerier{}
-	for _, t := range f.tenants {
-		var q storage.ExemplarQuerier
+	p, err := openEach(f.tenants, func(t Tenant) (storage.ExemplarQuerier, error) {
 		if e, ok := t.Queryable.(storage.ExemplarQueryable); ok {
-			var err error
-			if q, err = e.ExemplarQuerier(ctx); err != nil {
-				return nil, err
-			}
+			return e.ExemplarQuerier(ctx)
 		}
-		eq.ids = append(eq.ids, t.ID)
-		eq.qs = append(eq.qs, q)
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return eq, nil
+	return &exemplarQuerier{p}, nil
 }
 
 // exemplarQuerier is the federated storage.ExemplarQuerier.
 type exemplarQuerier struct {
-	ids []string
-	qs  []storage.ExemplarQuerier
+	perTenant[storage.ExemplarQuerier]
 }
 
 // Select returns each chosen tenant's exemplars; a tenant is chosen by
@@ -273,7 +287,7 @@ func (e *exemplarQuerier) Select(start, end int64, sets ...[]*labels.Matcher) ([
 		}
 		var mine [][]*labels.Matcher
 		for _, ms := range sets {
-			chosen, rest := (&querier{ids: []string{id}}).choose(ms)
+			chosen, rest := (&querier{perTenant[storage.Querier]{ids: []string{id}}}).choose(ms)
 			if len(chosen) == 1 {
 				mine = append(mine, rest)
 			}

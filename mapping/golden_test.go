@@ -1,17 +1,16 @@
 package mapping
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/promhbase/promhbase/internal/testkit/fixture"
 )
 
 // The golden files in testdata/ pin the byte layout. A failure here means
@@ -30,29 +29,16 @@ type goldenEntry struct {
 // maxFields fields.
 func readGolden(t *testing.T, file string, minFields, maxFields int) []goldenEntry {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []goldenEntry
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		fields := strings.Split(text, "|")
+	for _, l := range fixture.Lines(t, file) {
+		fields := strings.Split(l.Text, "|")
 		for i := range fields {
 			fields[i] = strings.TrimSpace(fields[i])
 		}
 		if len(fields) < minFields || len(fields) > maxFields {
-			t.Fatalf("%s:%d: %d fields, want %d..%d", file, line, len(fields), minFields, maxFields)
+			t.Fatalf("%s:%d: %d fields, want %d..%d", file, l.N, len(fields), minFields, maxFields)
 		}
-		out = append(out, goldenEntry{name: fmt.Sprintf("%s:%d", file, line), fields: fields})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		out = append(out, goldenEntry{name: fmt.Sprintf("%s:%d", file, l.N), fields: fields})
 	}
 	if len(out) == 0 {
 		t.Fatalf("%s: no entries", file)

@@ -1,18 +1,17 @@
 package mapping
 
 import (
-	"bufio"
 	"encoding/hex"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
+
+	"github.com/promhbase/promhbase/internal/testkit/fixture"
 )
 
 // goldenHistograms are the histograms of testdata/histograms.txt, by name.
@@ -114,17 +113,10 @@ func decodeAny(t testing.TB, b []byte) any {
 // TestHistogramGolden pins the histogram cell's value bytes: each entry of
 // testdata/histograms.txt is `name | hex`, with a comment per field.
 func TestHistogramGolden(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "histograms.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	want := goldenHistograms()
 	seen := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		name, hx, ok := strings.Cut(line, "|")
+	for _, l := range fixture.Lines(t, "histograms.txt") {
+		name, hx, ok := strings.Cut(l.Text, "|")
 		if !ok {
 			continue
 		}

@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -165,10 +166,7 @@ func TestParseRowSpan(t *testing.T) {
 	} {
 		t.Run(c.in, func(t *testing.T) {
 			span, err := ParseRowSpan(c.in)
-			if c.errSub != "" {
-				if !errors.Is(err, ErrInvalidRollup) || !strings.Contains(err.Error(), c.errSub) {
-					t.Fatalf("err = %v, want ErrInvalidRollup with %q", err, c.errSub)
-				}
+			if wantRollupErr(t, err, c.errSub) {
 				return
 			}
 			if err != nil {
@@ -281,10 +279,7 @@ func TestParseRollupInterval(t *testing.T) {
 	} {
 		t.Run(c.in, func(t *testing.T) {
 			got, err := ParseRollupInterval(c.in)
-			if c.errSub != "" {
-				if !errors.Is(err, ErrInvalidRollup) || !strings.Contains(err.Error(), c.errSub) {
-					t.Fatalf("err = %v, want ErrInvalidRollup with %q", err, c.errSub)
-				}
+			if wantRollupErr(t, err, c.errSub) {
 				return
 			}
 			if err != nil || got != c.want {
@@ -336,10 +331,7 @@ func TestCheckRollupInterval(t *testing.T) {
 	} {
 		t.Run(c.span+"/"+time.Duration(c.interval*int64(time.Second)).String(), func(t *testing.T) {
 			got, err := CheckRollupInterval(mustRowSpan(t, c.span), c.interval)
-			if c.errSub != "" {
-				if !errors.Is(err, ErrInvalidRollup) || !strings.Contains(err.Error(), c.errSub) {
-					t.Fatalf("err = %v, want ErrInvalidRollup with %q", err, c.errSub)
-				}
+			if wantRollupErr(t, err, c.errSub) {
 				return
 			}
 			if err != nil || got != c.want {
@@ -543,4 +535,18 @@ func FuzzRollupSpan(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// wantRollupErr reports whether a case expects an error (errSub is not
+// ""), and then fails the test unless err wraps ErrInvalidRollup and its
+// message holds errSub.
+func wantRollupErr(t *testing.T, err error, errSub string) bool {
+	t.Helper()
+	if errSub == "" {
+		return false
+	}
+	if !errors.Is(err, ErrInvalidRollup) || !strings.Contains(fmt.Sprint(err), errSub) {
+		t.Errorf("err = %v, want ErrInvalidRollup with %q", err, errSub)
+	}
+	return true
 }

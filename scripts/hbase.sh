@@ -127,25 +127,9 @@ DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 # find exactly our processes and nobody else's.
 MARKER="-Dpromhbase.hbase.run=$RUN"
 
-log() { printf 'hbase.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-java_bin() {
-	if [[ -z ${JAVA_HOME:-} ]]; then
-		if [[ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]]; then
-			JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-		else
-			local j
-			j=$(command -v java) || die "no java: set JAVA_HOME"
-			JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$j")")")
-		fi
-	fi
-	[[ -x $JAVA_HOME/bin/java ]] || die "JAVA_HOME=$JAVA_HOME has no bin/java"
-	printf '%s\n' "$JAVA_HOME/bin/java"
-}
+SCRIPT=hbase.sh
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # java_major prints the major version of the given java binary.
 java_major() {
@@ -327,22 +311,34 @@ codec_properties() {
 	done
 }
 
-# write_log_config writes the log4j2 configuration of HBase's JVMs:
-# warnings of ZooKeeper and Hadoop, HBase's info lines, to stderr (the log
-# file of each JVM).
-write_log_config() {
-	cat >"$RUN/conf/log4j2.properties" <<EOF
-# Written by scripts/hbase.sh; rewritten on every up and cluster-up.
+# log4j_config FILE HEADER ROOT_LEVEL ZK_LEVEL writes a log4j2
+# configuration to FILE: HEADER as its first comment, everything to
+# stderr at ROOT_LEVEL, ZooKeeper at ZK_LEVEL, then stdin's lines (more
+# loggers).
+log4j_config() {
+	{
+		cat <<EOF
+# $2
 status = warn
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger.level = info
+rootLogger.level = $3
 rootLogger.appenderRef.console.ref = console
 logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = warn
+logger.zookeeper.level = $4
+EOF
+		cat
+	} >"$1"
+}
+
+# write_log_config writes the log4j2 configuration of HBase's JVMs:
+# warnings of ZooKeeper and Hadoop, HBase's info lines, to stderr (the log
+# file of each JVM).
+write_log_config() {
+	log4j_config "$RUN/conf/log4j2.properties" "Written by scripts/hbase.sh; rewritten on every up and cluster-up." info warn <<EOF
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = warn
 logger.hbase.name = org.apache.hadoop.hbase
@@ -494,10 +490,7 @@ start_hbase() {
 		-Dhbase.security.logger=INFO,console
 		"-Djava.io.tmpdir=$RUN/tmp"
 	)
-	local f
-	while IFS= read -r f; do
-		opts+=("$f")
-	done < <(jdk_flags "$major")
+	mapfile -t -O "${#opts[@]}" opts < <(jdk_flags "$major")
 
 	log "starting HBase $HBASE_VERSION on JDK $major (heap $HBASE_HEAP, zk 127.0.0.1:$HBASE_ZK_PORT) in $RUN"
 	local start=$SECONDS
@@ -627,18 +620,7 @@ admin() {
 	((major >= 11)) || die "$java is JDK $major; the admin commands need JDK 11 or later (single-file source launch)"
 	# The client logs warnings and errors only, to stderr.
 	local logconf=$RUN/conf/log4j2-client.properties
-	cat >"$logconf" <<EOF
-# Written by scripts/hbase.sh for its admin commands.
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger.level = warn
-rootLogger.appenderRef.console.ref = console
-logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = error
+	log4j_config "$logconf" "Written by scripts/hbase.sh for its admin commands." warn error <<EOF
 # "Unable to load native-hadoop library" and "ZKConnectionRegistry is
 # deprecated": true, and no news.
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
@@ -652,10 +634,7 @@ EOF
 		"-Dlog4j2.configurationFile=file:$logconf"
 		"-Djava.io.tmpdir=$RUN/tmp"
 	)
-	local f
-	while IFS= read -r f; do
-		opts+=("$f")
-	done < <(jdk_flags "$major")
+	mapfile -t -O "${#opts[@]}" opts < <(jdk_flags "$major")
 	"$java" "${opts[@]}" -cp "$(classpath)" "$ROOT/testdata/hbase/Split.java" "$@"
 }
 
@@ -810,10 +789,7 @@ start_role() {
 		"-Dhbase.id.str=promhbase-$role" -Dzookeeper.admin.enableServer=false
 		"-Djava.io.tmpdir=$RUN/tmp"
 	)
-	local f
-	while IFS= read -r f; do
-		opts+=("$f")
-	done < <(jdk_flags "$major")
+	mapfile -t -O "${#opts[@]}" opts < <(jdk_flags "$major")
 	rm -f "$RUN/pids/$role.pid"
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' "hbase-$role" "$RUN/pids/$role.pid" \
 		"$java" "${opts[@]}" -cp "$(classpath)" "$class" "${args[@]}" \

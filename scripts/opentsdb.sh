@@ -37,23 +37,9 @@ LIB=$CACHE/opentsdb-2.4.1/lib
 PORT=${OPENTSDB_PORT:-14242}
 MARKER="-Dpromhbase.opentsdb.run=$RUN"
 
-log() { printf 'opentsdb.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-java_bin() {
-	local home=${JAVA_HOME:-}
-	if [[ -z $home && -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]]; then
-		home=/usr/lib/jvm/java-17-openjdk-amd64
-	fi
-	if [[ -n $home ]]; then
-		printf '%s\n' "$home/bin/java"
-	else
-		command -v java || die "no java: set JAVA_HOME"
-	fi
-}
+SCRIPT=opentsdb.sh
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 fetch() {
 	local sum

@@ -18,46 +18,20 @@ set -euo pipefail
 readonly prom_module=github.com/prometheus/prometheus
 readonly prom_module_version=v0.315.0
 
-log() { printf 'prometheus.sh: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+SCRIPT=prometheus.sh
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/prometheus" && pwd)"
 cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
 bin="$cache_dir/prometheus"
 
-if [[ -x "$bin" ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
-
-mkdir -p "$cache_dir"
-
 # Serialise concurrent callers so that only one of them builds.
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$cache_dir/.lock"
-	flock 9
-	if [[ -x "$bin" ]]; then
-		printf '%s\n' "$bin"
-		exit 0
-	fi
-	# Left behind by a build that was killed; nobody else holds the lock.
-	rm -rf "$cache_dir"/.build.*
-fi
+cached_bin "$bin"
 
 export GOWORK=off CGO_ENABLED=0
 
-got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$prom_module")"
-[[ "$got" == "$prom_module_version" ]] ||
-	die "tools/prometheus/go.mod has $prom_module $got, this script expects $prom_module_version"
-
-# The module zip carries no VCS data, so set what a release build (promu) sets.
-(cd "$tools_dir" && go mod download "$prom_module") >&2
-mod_dir="$(cd "$tools_dir" && go list -m -f '{{.Dir}}' "$prom_module")"
-version="$(<"$mod_dir/VERSION")"
-pkg=github.com/prometheus/common/version
-ldflags="-X $pkg.Version=$version"
-ldflags+=" -X $pkg.BuildUser=$(id -un)@$(uname -n)"
-ldflags+=" -X $pkg.BuildDate=$(date -u +%Y%m%d-%H:%M:%S)"
+prom_build_flags "$tools_dir"
 
 # Build into a temporary directory next to the cache entry and rename, so a
 # killed build never leaves a partial binary at $bin.

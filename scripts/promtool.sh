@@ -16,11 +16,9 @@
 # Only the path goes to stdout; build output goes to stderr.
 set -euo pipefail
 
-log() { printf 'promtool.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+SCRIPT=promtool.sh
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_dir="$root/tools/prometheus"
@@ -31,39 +29,16 @@ prom_module_version="$(sed -n 's/^readonly prom_module_version=//p' "$root/scrip
 cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
 bin="$cache_dir/promtool"
 
-if [[ -x $bin ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
-mkdir -p "$cache_dir"
-
 # Serialise concurrent callers (the same lock as scripts/prometheus.sh, so
 # that the two builds do not share the cores).
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$cache_dir/.lock"
-	flock 9
-	if [[ -x $bin ]]; then
-		printf '%s\n' "$bin"
-		exit 0
-	fi
-fi
+cached_bin "$bin"
 
 export GOWORK=off CGO_ENABLED=0
-got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$prom_module")"
-[[ $got == "$prom_module_version" ]] ||
-	die "tools/prometheus/go.mod has $prom_module $got, scripts/prometheus.sh pins $prom_module_version"
-
 build_dir="$(mktemp -d "$cache_dir/.promtool.XXXXXX")"
 trap 'rm -rf "$build_dir"' EXIT
 cp "$tools_dir/go.mod" "$tools_dir/go.sum" "$build_dir/"
 
-(cd "$build_dir" && go mod download "$prom_module") >&2
-mod_dir="$(cd "$build_dir" && go list -m -f '{{.Dir}}' "$prom_module")"
-version="$(<"$mod_dir/VERSION")"
-pkg=github.com/prometheus/common/version
-ldflags="-X $pkg.Version=$version"
-ldflags+=" -X $pkg.BuildUser=$(id -un)@$(uname -n)"
-ldflags+=" -X $pkg.BuildDate=$(date -u +%Y%m%d-%H:%M:%S)"
+prom_build_flags "$build_dir"
 
 log "building promtool $version ($prom_module@$prom_module_version) into $bin"
 start=$SECONDS

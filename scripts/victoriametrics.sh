@@ -13,30 +13,16 @@
 # Only the path goes to stdout; build output goes to stderr.
 set -euo pipefail
 
-log() { printf 'victoriametrics.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+SCRIPT=victoriametrics.sh
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VM_VERSION=${VM_VERSION:-v1.151.0}
 readonly pkg=github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics
 cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/victoriametrics-$VM_VERSION"
 bin="$cache_dir/victoria-metrics"
 
-if [[ -x $bin ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
-mkdir -p "$cache_dir"
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$cache_dir/.lock"
-	flock 9
-	if [[ -x $bin ]]; then
-		printf '%s\n' "$bin"
-		exit 0
-	fi
-fi
+cached_bin "$bin"
 
 command -v "${CC:-cc}" >/dev/null || die "VictoriaMetrics builds with cgo: install a C compiler (gcc)"
 build_dir="$(mktemp -d "$cache_dir/.build.XXXXXX")"

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/compact"
 )
@@ -36,19 +32,16 @@ func (c *compactCmd) run(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	logger := cfg.logger()
-	st, err := cfg.openStore(prometheus.NewRegistry(), logger)
+	j, err := cfg.openJob(0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	comp := compact.New(st, compact.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
+	defer j.close()
+	comp := compact.New(j.st, compact.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
 	bar := newProgressBar(os.Stderr)
 	bar.scanning()
 	start := time.Now()
-	stats, err := comp.CompactRange(ctx, time.UnixMilli(from), time.UnixMilli(to), bar.update)
+	stats, err := comp.CompactRange(j.ctx, time.UnixMilli(from), time.UnixMilli(to), bar.update)
 	bar.finish()
 	fmt.Printf("compacted %s in %s\n", stats, time.Since(start).Round(time.Millisecond))
 	if err != nil {

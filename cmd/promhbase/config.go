@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -190,20 +189,6 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 	return nil, fmt.Errorf("unknown storage backend %q", c.backend)
 }
 
-// openMapping opens the store, the UID table and the mapper.
-func (c *config) openMapping(reg prometheus.Registerer, logger *slog.Logger) (store.Store, *series.Mapper, error) {
-	st, err := c.openStore(reg, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := c.newMapper(st, reg, logger)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	return st, m, nil
-}
-
 // newMapper returns the series mapper over the UID table of st (a
 // tenant's view of the store, or the store), its cache metrics
 // registered on reg.
@@ -223,6 +208,5 @@ func (c *config) newMapper(st store.Store, reg prometheus.Registerer, logger *sl
 	return m, nil
 }
 
-func cmdContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Minute)
-}
+// cmdTimeout bounds the commands that look things up (scan, uid).
+const cmdTimeout = 10 * time.Minute

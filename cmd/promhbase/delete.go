@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -63,16 +58,13 @@ func (c *deleteCmd) run(cfg *config) error {
 		}
 		sets = append(sets, ms)
 	}
-	reg := prometheus.NewRegistry()
-	logger := cfg.logger()
-	st, mapper, err := cfg.openMapping(reg, logger)
+	j, err := cfg.openMappingJob(0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	q := query.New(st, mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable})
+	defer j.close()
+	ctx, st := j.ctx, j.st
+	q := query.New(st, j.mapper, query.Options{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable})
 	rc, err := cfg.rollups()
 	if err != nil {
 		return err
@@ -84,7 +76,7 @@ func (c *deleteCmd) run(cfg *config) error {
 		return err
 	}
 	d, err := deletion.New(st, q, deletion.Options{DataTable: cfg.dataTable, ExemplarTable: cfg.exemplarTable, IndexTable: cfg.indexTable,
-		Layout: cfg.layout, Logger: logger, Rollups: b})
+		Layout: cfg.layout, Logger: j.logger, Rollups: b})
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/index"
 )
@@ -36,21 +31,18 @@ func (c *reindexCmd) run(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	st, err := cfg.openStore(reg, cfg.logger())
+	j, err := cfg.openJob(0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer j.close()
 	// Reindexed series carry no mark of the series cache, so every one asks
 	// the written-keys set; a batch job can afford more of it than serve's
 	// default.
-	w := index.NewWriter(st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
-		CacheBytes: reindexCacheBytes, SkipTSMeta: cfg.skipTSMeta()}, reg)
+	w := index.NewWriter(j.st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
+		CacheBytes: reindexCacheBytes, SkipTSMeta: cfg.skipTSMeta()}, j.reg)
 	start := time.Now()
-	stats, err := index.Reindex(ctx, st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
+	stats, err := index.Reindex(j.ctx, j.st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
 		time.UnixMilli(from), time.UnixMilli(to))
 	fmt.Printf("reindexed %d rows (%d series-days) in %s\n", stats.Rows, stats.Entries, time.Since(start).Round(time.Millisecond))
 	return err

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
@@ -52,14 +48,12 @@ func (c *rollupCmd) run(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	logger := cfg.logger()
-	st, err := cfg.openStore(prometheus.NewRegistry(), logger)
+	j, err := cfg.openJob(0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer j.close()
+	ctx, st := j.ctx, j.st
 	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout, Concurrency: c.concurrency})
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -71,13 +70,12 @@ func (s *scanCmd) run(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	st, mapper, err := cfg.openMapping(prometheus.NewRegistry(), cfg.logger())
+	j, err := cfg.openMappingJob(cmdTimeout)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
+	defer j.close()
+	ctx, st, mapper := j.ctx, j.st, j.mapper
 	metric, err := mapper.UIDs().ID(ctx, uid.KindMetric, s.metric)
 	if err != nil {
 		return err

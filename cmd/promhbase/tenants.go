@@ -140,14 +140,12 @@ func (c *config) createTenantTables(ids []string) error {
 			return fmt.Errorf("--tenant=%q: %w", id, err)
 		}
 	}
-	logger := c.logger()
-	st, err := c.openStore(prometheus.NewRegistry(), logger)
+	j, err := c.openJob(5 * time.Minute)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	defer j.close()
+	ctx, st := j.ctx, j.st
 	for _, id := range ids {
 		ns := tenant.Namespace(id)
 		switch s := st.(type) {
@@ -191,14 +189,12 @@ func registerTenants(app *kingpin.Application) *tenantsCmd {
 }
 
 func (t *tenantsCmd) run(c *config) error {
-	logger := c.logger()
-	st, err := c.openStore(prometheus.NewRegistry(), logger)
+	j, err := c.openJob(time.Minute)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	defer j.close()
+	ctx, st := j.ctx, j.st
 	var nss []string
 	switch s := st.(type) {
 	case *embedded.Store:

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/uid"
 )
@@ -40,48 +40,20 @@ func (u *uidCmd) run(cmd string, cfg *config) error {
 	if err != nil {
 		return err
 	}
-	st, mapper, err := cfg.openMapping(prometheus.NewRegistry(), cfg.logger())
+	j, err := cfg.openMappingJob(cmdTimeout)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	uids := mapper.UIDs()
+	defer j.close()
 	failed := 0
 	for _, a := range u.args {
-		switch cmd {
-		case u.get.FullCommand():
-			id, err := uids.ID(ctx, kind, a)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				failed++
-				continue
-			}
-			fmt.Printf("%s %s: %X\n", kind, a, id)
-		case u.assign.FullCommand():
-			id, err := uids.GetOrCreate(ctx, kind, []byte(a))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				failed++
-				continue
-			}
-			fmt.Printf("%s %s: %X\n", kind, a, id)
-		case u.name.FullCommand():
-			id, err := hex.DecodeString(strings.TrimPrefix(a, "0x"))
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "uid %q is not hex: %v\n", a, err)
-				failed++
-				continue
-			}
-			n, err := uids.Name(ctx, kind, id)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				failed++
-				continue
-			}
-			fmt.Printf("%s %X: %s\n", kind, id, n)
+		line, err := u.one(j.ctx, cmd, j.mapper.UIDs(), kind, a)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			failed++
+			continue
 		}
+		fmt.Println(line)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d failed", failed, len(u.args))
@@ -89,15 +61,32 @@ func (u *uidCmd) run(cmd string, cfg *config) error {
 	return nil
 }
 
+// one runs the subcommand cmd (grep, assign or name) on one argument a,
+// and returns the line it prints.
+func (u *uidCmd) one(ctx context.Context, cmd string, uids *uid.UIDs, kind uid.Kind, a string) (string, error) {
+	switch cmd {
+	case u.get.FullCommand():
+		id, err := uids.ID(ctx, kind, a)
+		return fmt.Sprintf("%s %s: %X", kind, a, id), err
+	case u.assign.FullCommand():
+		id, err := uids.GetOrCreate(ctx, kind, []byte(a))
+		return fmt.Sprintf("%s %s: %X", kind, a, id), err
+	}
+	id, err := hex.DecodeString(strings.TrimPrefix(a, "0x"))
+	if err != nil {
+		return "", fmt.Errorf("uid %q is not hex: %w", a, err)
+	}
+	n, err := uids.Name(ctx, kind, id)
+	return fmt.Sprintf("%s %X: %s", kind, id, n), err
+}
+
 func runUIDFsck(cfg *config) error {
-	st, err := cfg.openStore(prometheus.NewRegistry(), cfg.logger())
+	j, err := cfg.openJob(cmdTimeout)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ctx, cancel := cmdContext()
-	defer cancel()
-	rep, err := uid.UIDFsck(ctx, st, cfg.uidTable, cfg.layout)
+	defer j.close()
+	rep, err := uid.UIDFsck(j.ctx, j.st, cfg.uidTable, cfg.layout)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -15,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -356,30 +353,14 @@ func sendAll(ctx context.Context, procs []*promhbaseProcess, reqs [2][]*prompb.W
 // uidsAssigned reads promhbase_uid_assigned_total by kind from a process's
 // /metrics.
 func uidsAssigned(ctx context.Context, base string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	page, err := testproc.FetchMetrics(ctx, base)
 	if err != nil {
-		return nil, fmt.Errorf("metrics request: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("get %s/metrics: %w", base, err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
-	if err != nil {
-		return nil, fmt.Errorf("parse %s/metrics: %w", base, err)
+		return nil, err
 	}
 	out := map[string]float64{}
-	mf := mfs["promhbase_uid_assigned_total"]
-	if mf == nil {
-		return out, nil
-	}
-	for _, m := range mf.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "kind" {
-				out[l.GetValue()] += m.GetCounter().GetValue()
-			}
+	for _, s := range page["promhbase_uid_assigned_total"] {
+		if kind, ok := s.Labels["kind"]; ok {
+			out[kind] += s.Value
 		}
 	}
 	return out, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -242,21 +241,7 @@ func fsckAll(t *testing.T, d *tsd, st store.Store, table string) {
 // are in HBase.
 func (d *tsd) putSync(t *testing.T, body string) {
 	t.Helper()
-	resp, err := http.Post(d.url+"/api/put?details&sync&sync_timeout=30000", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("/api/put: %d %s", resp.StatusCode, raw)
-	}
-}
-
-type tsdResult struct {
-	Metric string                     `json:"metric"`
-	Tags   map[string]string          `json:"tags"`
-	DPS    map[string]json.RawMessage `json:"dps"`
+	d.put(t, "details&sync&sync_timeout=30000", body)
 }
 
 // queryFull asks /api/query for a metric (aggregator none, ms resolution).
@@ -265,22 +250,7 @@ func (d *tsd) queryFull(t *testing.T, start, end int64, metric string, tags map[
 	if tags == nil {
 		tags = map[string]string{} // OpenTSDB fails on "tags":null
 	}
-	q := map[string]any{"aggregator": "none", "metric": metric, "tags": tags}
-	body, _ := json.Marshal(map[string]any{"start": start, "end": end, "msResolution": true, "queries": []map[string]any{q}})
-	resp, err := http.Post(d.url+"/api/query", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, raw)
-	}
-	var res []tsdResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatalf("/api/query answer %s: %v", raw, err)
-	}
-	return res
+	return d.queryAPI(t, start, end, map[string]any{"aggregator": "none", "metric": metric, "tags": tags})
 }
 
 // queryRaw returns the values of one series as OpenTSDB prints them, in

@@ -178,33 +178,41 @@ func (p *promhbase) readSeries(t *testing.T, start, end int64, ms ...*labels.Mat
 	return out
 }
 
-// queryTSD asks OpenTSDB's /api/query for one series (aggregator none,
+// query asks OpenTSDB's /api/query for one series (aggregator none,
 // millisecond resolution) and returns its points sorted by time.
 func (d *tsd) query(t *testing.T, start, end int64, metric string, tags map[string]string) []point {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"start": start, "end": end, "msResolution": true,
-		"queries": []map[string]any{{"aggregator": "none", "metric": metric, "tags": tags}},
-	})
-	resp, err := http.Post(d.url+"/api/query", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	return onePoints(t, metric, d.queryAPI(t, start, end, map[string]any{"aggregator": "none", "metric": metric, "tags": tags}))
+}
+
+type tsdResult struct {
+	Metric string                     `json:"metric"`
+	Tags   map[string]string          `json:"tags"`
+	DPS    map[string]json.RawMessage `json:"dps"`
+}
+
+// queryAPI asks OpenTSDB's /api/query for the queries over [start, end]
+// at millisecond resolution, and returns its results.
+func (d *tsd) queryAPI(t *testing.T, start, end int64, queries ...map[string]any) []tsdResult {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"start": start, "end": end, "msResolution": true, "queries": queries})
+	code, raw := d.post(t, "/api/query", string(body))
+	if code != http.StatusOK {
+		t.Fatalf("/api/query %s: %d %s", body, code, tail(raw, 20))
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, raw)
-	}
-	var res []struct {
-		Metric string                     `json:"metric"`
-		Tags   map[string]string          `json:"tags"`
-		DPS    map[string]json.RawMessage `json:"dps"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
+	var res []tsdResult
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
 		t.Fatalf("/api/query answer %s: %v", raw, err)
 	}
+	return res
+}
+
+// onePoints returns the points of the one result res holds (what names
+// the query), sorted by time.
+func onePoints(t *testing.T, what string, res []tsdResult) []point {
+	t.Helper()
 	if len(res) != 1 {
-		t.Fatalf("/api/query %s: %d results, want 1: %s", body, len(res), raw)
+		t.Fatalf("/api/query %s: %d results, want 1: %v", what, len(res), res)
 	}
 	var pts []point
 	for ts, v := range res[0].DPS {
@@ -222,17 +230,25 @@ func (d *tsd) query(t *testing.T, start, end int64, metric string, tags map[stri
 	return pts
 }
 
-func (d *tsd) put(t *testing.T, body string) {
+// put writes through OpenTSDB's /api/put; query is the URL's query
+// ("details", and "&sync..." to wait for HBase).
+func (d *tsd) put(t *testing.T, query, body string) {
 	t.Helper()
-	resp, err := http.Post(d.url+"/api/put?details", "application/json", strings.NewReader(body))
+	if code, raw := d.post(t, "/api/put?"+query, body); code/100 != 2 {
+		t.Fatalf("/api/put: %d %s", code, raw)
+	}
+}
+
+// post sends a JSON body to the TSD and returns the status and answer.
+func (d *tsd) post(t *testing.T, path, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(d.url+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("/api/put: %d %s", resp.StatusCode, raw)
-	}
+	return resp.StatusCode, string(raw)
 }
 
 func samePoints(t *testing.T, what string, got, want []point) {
@@ -346,7 +362,7 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	// avoided as first points of a row: OpenTSDB's own fsck misreads such
 	// compacted columns as append columns (its issue #2186).
 	s0 := h0 / 1000
-	d.put(t, fmt.Sprintf(`[
+	d.put(t, "details", fmt.Sprintf(`[
 	  {"metric":"otsdb_put","timestamp":%d,"value":42,"tags":{"host":"a"}},
 	  {"metric":"otsdb_put","timestamp":%d,"value":"0.5","tags":{"host":"a"}},
 	  {"metric":"otsdb_put","timestamp":%d,"value":1.1,"tags":{"host":"a"}},

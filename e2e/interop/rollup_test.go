@@ -3,15 +3,11 @@ package interop
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -334,38 +330,6 @@ func checkWindows(t *testing.T, what string, got []rollup.DecodedWindow, samples
 // from rollups only, and returns its points (ms) in time order.
 func (d *tsd) queryRollup(t *testing.T, start, end int64, metric string, tags map[string]string, ds string) []point {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"start": start, "end": end, "msResolution": true,
-		"queries": []map[string]any{{"aggregator": "sum", "metric": metric, "tags": tags, "downsample": ds, "rollupUsage": "ROLLUP_NOFALLBACK"}},
-	})
-	resp, err := http.Post(d.url+"/api/query", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/api/query %s: %d %s", body, resp.StatusCode, tail(string(raw), 20))
-	}
-	var res []tsdResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatalf("/api/query answer %s: %v", raw, err)
-	}
-	if len(res) != 1 {
-		t.Fatalf("/api/query %s: %d results, want 1: %s", body, len(res), raw)
-	}
-	var pts []point
-	for ts, v := range res[0].DPS {
-		ms, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil {
-			t.Fatalf("value %s: %v", v, err)
-		}
-		pts = append(pts, point{ms, f})
-	}
-	slices.SortFunc(pts, func(a, b point) int { return int(a.t - b.t) })
-	return pts
+	return onePoints(t, metric, d.queryAPI(t, start, end,
+		map[string]any{"aggregator": "sum", "metric": metric, "tags": tags, "downsample": ds, "rollupUsage": "ROLLUP_NOFALLBACK"}))
 }

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -211,18 +210,6 @@ func tenantPromhbase(t *testing.T, base, id string) *promhbase {
 		t.Fatal(err)
 	}
 	return &promhbase{url: base, write: wc, read: rc}
-}
-
-// post sends a JSON body to the TSD and returns the status and answer.
-func (d *tsd) post(t *testing.T, path, body string) (int, string) {
-	t.Helper()
-	resp, err := http.Post(d.url+path, "application/json", bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
 }
 
 // get GETs path of the TSD and returns the status and answer.

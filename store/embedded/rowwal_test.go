@@ -1,17 +1,15 @@
 package embedded
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/promhbase/promhbase/internal/testkit/fixture"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -20,29 +18,14 @@ import (
 // bytes before it give.
 func readHexFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []byte
 	var crcs []int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		for _, tok := range strings.Fields(text) {
-			if tok == "@crc" {
-				crcs = append(crcs, len(out))
-				out = append(out, 0, 0, 0, 0)
-				continue
-			}
-			b, err := hex.DecodeString(tok)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", name, tok, err)
-			}
-			out = append(out, b...)
+	out := fixture.Hex(t, name, func(out []byte, tok string) ([]byte, bool) {
+		if tok != "@crc" {
+			return out, false
 		}
-	}
+		crcs = append(crcs, len(out))
+		return append(out, 0, 0, 0, 0), true
+	})
 	for _, p := range crcs {
 		n := int(binary.LittleEndian.Uint32(out[p-4:]))
 		if p+4+n > len(out) {

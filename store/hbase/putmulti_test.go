@@ -1,15 +1,11 @@
 package hbase
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,34 +15,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/promhbase/promhbase/internal/testkit/fixture"
 	"github.com/promhbase/promhbase/store"
 )
-
-// readHex reads testdata/name: hex bytes, text after '#' a comment.
-func readHex(t *testing.T, name string) []byte {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []byte
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		for _, tok := range strings.Fields(text) {
-			b, err := hex.DecodeString(tok)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", name, tok, err)
-			}
-			out = append(out, b...)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func goldenPuts() []store.Put {
 	c := func(fam, q, v string, ts uint64) store.Cell {
@@ -73,7 +44,7 @@ func TestPutCallGolden(t *testing.T) {
 	call := &putCall{multiCall: newMultiCall(context.Background(), []byte("t")), enc: &enc, want: []int{0, 1}}
 	call.SetRegion(region.NewInfo(1, nil, []byte("t"), []byte("t,,1.abc."), nil, nil))
 	got := call.ToProto().(*emptypb.Empty).ProtoReflect().GetUnknown()
-	if want := readHex(t, "putmulti.hex"); !bytes.Equal(got, want) {
+	if want := fixture.Hex(t, "putmulti.hex", nil); !bytes.Equal(got, want) {
 		t.Errorf("request\n got %x\nwant %x", got, want)
 	}
 	var req pb.MultiRequest

@@ -1,0 +1,87 @@
+package testproc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// MetricSample is one sample of a /metrics page: a counter's, gauge's or
+// untyped metric's (histograms and summaries are left out).
+type MetricSample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricPage is a parsed /metrics page, by metric name.
+type MetricPage map[string][]MetricSample
+
+// FetchMetrics reads and parses the /metrics page of the process serving
+// at base (http://host:port).
+func FetchMetrics(ctx context.Context, base string) (MetricPage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("metrics request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("get %s/metrics: %w", base, err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
+	if err != nil {
+		return nil, fmt.Errorf("parse %s/metrics: %w", base, err)
+	}
+	page := MetricPage{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			s := MetricSample{Labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.Labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				s.Value = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.Value = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				s.Value = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			page[name] = append(page[name], s)
+		}
+	}
+	return page, nil
+}
+
+// Sum adds the samples of a metric whose labels have the given values
+// (name, value pairs).
+func (p MetricPage) Sum(name string, match ...string) float64 {
+	var total float64
+	for _, s := range p[name] {
+		ok := true
+		for i := 0; i+1 < len(match); i += 2 {
+			ok = ok && s.Labels[match[i]] == match[i+1]
+		}
+		if ok {
+			total += s.Value
+		}
+	}
+	return total
+}
+
+// MaxOf returns the largest sample of a metric, and whether there is one.
+func (p MetricPage) MaxOf(name string) (float64, bool) {
+	v, ok := math.Inf(-1), false
+	for _, s := range p[name] {
+		v, ok = max(v, s.Value), true
+	}
+	return v, ok
+}
