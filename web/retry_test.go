@@ -6,6 +6,11 @@ import (
 	"testing"
 )
 
+// unavailable answers 503 as most handlers do, naming no Retry-After.
+var unavailable = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, "unavailable", http.StatusServiceUnavailable)
+})
+
 // TestRetryUnavailable: a 503 gets Retry-After unless its handler named
 // one; other answers are left as they are.
 func TestRetryUnavailable(t *testing.T) {
@@ -15,9 +20,7 @@ func TestRetryUnavailable(t *testing.T) {
 		code  int
 		want  string // Retry-After
 	}{
-		{"503 by http.Error", func(w http.ResponseWriter, _ *http.Request) {
-			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
-		}, http.StatusServiceUnavailable, "1"},
+		{"503 by http.Error", unavailable, http.StatusServiceUnavailable, "1"},
 		{"503 with its own Retry-After", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "30")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -71,9 +74,6 @@ func TestRetryUnavailableWriter(t *testing.T) {
 // Retry-After: the remote endpoints' (readiness), the query API's and the
 // HA tracker page's.
 func TestNewRetryAfter(t *testing.T) {
-	unavailable := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "unavailable", http.StatusServiceUnavailable)
-	})
 	h := New(Options{Remote: unavailable, API: unavailable, HATracker: unavailable})
 	for _, path := range []string{"/-/ready", "/api/v1/write", "/api/v1/query", "/distributor/ha_tracker"} {
 		t.Run(path, func(t *testing.T) {
