@@ -49,8 +49,8 @@ vet:
 	$(GO) vet -stdmethods=false $(PKGS)
 	$(GO) vet -stdmethods=false -tags faults,cluster $(PKGS)
 
-## test-third-party: the tests of the patch promhbase carries in its fork of
-## gohbase (third_party/README.md), in the fork's own module
+## test-third-party: the tests of the two patches promhbase carries in its
+## fork of gohbase (third_party/README.md), in the fork's own module
 test-third-party:
 	cd third_party/gohbase && $(GO) test -count=1 ./hrpc
 

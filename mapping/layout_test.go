@@ -90,7 +90,7 @@ func TestValidate(t *testing.T) {
 }
 
 // TestSalt checks the salt against Java's Arrays.hashCode ground truth
-// (notes/opentsdb-format.md §5).
+// (OpenTSDB 2.4's src/core/RowKey.java, prefixKeyWithSalt; docs/storage-format.md).
 func TestSalt(t *testing.T) {
 	for _, c := range []struct {
 		name         string

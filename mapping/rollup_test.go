@@ -31,7 +31,8 @@ func mustRowSpan(t testing.TB, s string) RowSpan {
 	return span
 }
 
-// TestRollupGolden pins the rollup vectors of notes/opentsdb-meta.md §5:
+// TestRollupGolden pins rollup vectors of OpenTSDB 2.4's format (its
+// src/rollup/RollupUtils.java and user_guide/rollups; docs/storage-format.md):
 // OpenTSDB 2.4's rollup rows of metric 000001 with tags 000001=000002 and
 // 000003=000004, unsalted, under aggregation ids sum 0 and count 1. A
 // failure means promhbase no longer writes or reads what a TSD does.

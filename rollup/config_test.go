@@ -153,10 +153,14 @@ func TestDefaultRowSpans(t *testing.T) {
 	}
 }
 
-// The example of notes/opentsdb-meta.md §5, and that of issue 43's brief.
+// Two configurations in tsd.rollups.config's JSON (OpenTSDB 2.4's
+// documentation, user_guide/rollups): hourly has a 1h interval in day
+// rows beside the raw 1m one, as the documentation's example; fiveMinute
+// a 5m interval in day rows, the shape of promhbase's default
+// (docs/downsampling.md).
 const (
-	notesExample = `{"aggregationIds":{"sum":0,"count":1,"max":2,"min":3},"intervals":[{"table":"tsdb","preAggregationTable":"tsdb-agg","interval":"1m","rowSpan":"1h","defaultInterval":true},{"table":"tsdb-rollup-1h","preAggregationTable":"tsdb-rollup-agg-1h","interval":"1h","rowSpan":"1d"}]}`
-	briefExample = `{"aggregationIds":{"sum":0,"count":1,"max":2,"min":3},"intervals":[{"table":"tsdb","preAggregationTable":"tsdb-agg","interval":"1m","rowSpan":"1h","defaultInterval":true},{"table":"tsdb-rollup-5m","preAggregationTable":"tsdb-rollup-agg-5m","interval":"5m","rowSpan":"1d"}]}`
+	hourlyExample     = `{"aggregationIds":{"sum":0,"count":1,"max":2,"min":3},"intervals":[{"table":"tsdb","preAggregationTable":"tsdb-agg","interval":"1m","rowSpan":"1h","defaultInterval":true},{"table":"tsdb-rollup-1h","preAggregationTable":"tsdb-rollup-agg-1h","interval":"1h","rowSpan":"1d"}]}`
+	fiveMinuteExample = `{"aggregationIds":{"sum":0,"count":1,"max":2,"min":3},"intervals":[{"table":"tsdb","preAggregationTable":"tsdb-agg","interval":"1m","rowSpan":"1h","defaultInterval":true},{"table":"tsdb-rollup-5m","preAggregationTable":"tsdb-rollup-agg-5m","interval":"5m","rowSpan":"1d"}]}`
 )
 
 // config builds a configuration file from its aggregationIds and
@@ -182,8 +186,8 @@ func TestParse(t *testing.T) {
 		in     string
 		errSub string // "" = valid
 	}{
-		{"notes' example", notesExample, ""},
-		{"brief's example", briefExample, ""},
+		{"hourly", hourlyExample, ""},
+		{"five minute", fiveMinuteExample, ""},
 		{"default only", config(sumCount, raw), ""},
 		{"unknown keys ignored", `{"x":[1,{"y":null}],"aggregationIds":{"sum":0},"intervals":[` +
 			`{"table":"tsdb","preAggregationTable":"tsdb-agg","interval":"1m","rowSpan":"1h","defaultInterval":true,"delaySla":"2h"}]}`, ""},
@@ -199,11 +203,11 @@ func TestParse(t *testing.T) {
 		{"empty", ``, "unexpected EOF"},
 		{"null", `null`, "null, want an object"},
 		{"array", `[]`, `"[", want an object`},
-		{"cut", notesExample[:40], "unexpected EOF"},
-		{"trailing data", notesExample + `{}`, "data after the object"},
-		{"trailing garbage", notesExample + `x`, "data after the object"},
+		{"cut", hourlyExample[:40], "unexpected EOF"},
+		{"trailing data", hourlyExample + `{}`, "data after the object"},
+		{"trailing garbage", hourlyExample + `x`, "data after the object"},
 		{"syntax", `{"aggregationIds" {}}`, "invalid character"},
-		{"key twice", `{"intervals":[],` + notesExample[1:], `key "intervals" given twice`},
+		{"key twice", `{"intervals":[],` + hourlyExample[1:], `key "intervals" given twice`},
 		{"no aggregationIds", `{"intervals":[` + raw + `]}`, "no aggregation ids"},
 		{"empty aggregationIds", config(``, raw), "no aggregation ids"},
 		{"aggregationIds null", `{"aggregationIds":null,"intervals":[` + raw + `]}`, "null, want an object"},
@@ -276,7 +280,7 @@ func TestParse(t *testing.T) {
 func TestParseSize(t *testing.T) {
 	// Valid JSON padded with whitespace to just past the limit: refused
 	// by its size alone.
-	in := []byte(briefExample)
+	in := []byte(fiveMinuteExample)
 	over := append(bytes.Clone(in), bytes.Repeat([]byte(" "), MaxConfigBytes+1-len(in))...)
 	if _, err := Parse(over); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "more than 1048576 bytes") {
 		t.Errorf("Parse of %d bytes: err = %v", len(over), err)
@@ -289,7 +293,7 @@ func TestParseSize(t *testing.T) {
 		t.Errorf("Parse of %d bytes: %v", len(at), err)
 	}
 	c, err := Read(bytes.NewReader(at))
-	if err != nil || !reflect.DeepEqual(c, mustParse(t, briefExample)) {
+	if err != nil || !reflect.DeepEqual(c, mustParse(t, fiveMinuteExample)) {
 		t.Errorf("Read of %d bytes = %+v, %v", len(at), c, err)
 	}
 	if _, err := Read(errReader{}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "reading: disk on fire") {
@@ -377,7 +381,8 @@ func TestLocate(t *testing.T) {
 		base     uint32
 		index    int
 	}{
-		// The vectors of notes/opentsdb-meta.md §5 (1h in 1n rows) and
+		// 1h windows in 1n (month) rows, as OpenTSDB 2.4 bases and indexes them
+		// (src/rollup/RollupUtils.java, docs/storage-format.md), and
 		// their 5m and 1m counterparts.
 		{"1h", "2013-01-02T02:00:00Z", 0x50E22700, 26},
 		{"1h", "2013-01-01T05:00:00Z", 0x50E22700, 5},
@@ -408,9 +413,9 @@ func TestLocate(t *testing.T) {
 // back to it, and its intervals place points at indexes below their count.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		notesExample, briefExample, string(Default().AppendJSON(nil)), "", "null", "{}", `{"intervals":[]}`,
+		hourlyExample, fiveMinuteExample, string(Default().AppendJSON(nil)), "", "null", "{}", `{"intervals":[]}`,
 		config(`"SUM":0`, raw, rollupOf("10m", "1n")), config(sumCount, raw, `{"a":[{"b":{}}]}`),
-		config(`"sum":1.0`, raw), notesExample + "{}",
+		config(`"sum":1.0`, raw), hourlyExample + "{}",
 	} {
 		f.Add([]byte(s), uint32(1357092000))
 	}

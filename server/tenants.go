@@ -64,6 +64,8 @@ type Tenants struct {
 	tc     TenantsConfig
 	logger *slog.Logger
 	root   http.Handler
+	// handler is serve with Retry-After on every 503 (web.RetryUnavailable).
+	handler http.Handler
 
 	// slots are shared by every tenant's remote endpoints and query
 	// API, so that their bounds on memory hold for the process.
@@ -110,6 +112,7 @@ func NewTenants(st store.Store, base Config, tc TenantsConfig) (*Tenants, error)
 	t.readSlots = make(chan struct{}, orDefault(base.Adapter.MaxConcurrentReads, 10))
 	t.querySlots = make(chan struct{}, orDefault(base.API.MaxConcurrency, 20))
 	t.root = t.rootHandler()
+	t.handler = web.RetryUnavailable(http.HandlerFunc(t.serve))
 	tc.Runtime.OnChange(t.applyLimits)
 	return t, nil
 }
@@ -227,8 +230,12 @@ func (t *Tenants) identify(r *http.Request) ([]string, error) {
 }
 
 // ServeHTTP serves a request: tenant-free paths at once; others by the
-// server of the tenant they name, or a federated query API.
-func (t *Tenants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// server of the tenant they name, or a federated query API. Every 503
+// carries Retry-After, its own (a tenant that cannot be opened) as its
+// servers'.
+func (t *Tenants) ServeHTTP(w http.ResponseWriter, r *http.Request) { t.handler.ServeHTTP(w, r) }
+
+func (t *Tenants) serve(w http.ResponseWriter, r *http.Request) {
 	if tenantFree(r.URL.Path) {
 		t.root.ServeHTTP(w, r)
 		return

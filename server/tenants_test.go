@@ -100,12 +100,12 @@ func get(h http.Handler, org, path string) *httptest.ResponseRecorder {
 }
 
 // TestTenantOpenRetried: an opening that failed (the store unavailable)
-// answers 503 and leaves nothing that stops the next one: its metrics
-// are registered again.
+// answers 503 with Retry-After and leaves nothing that stops the next
+// one: its metrics are registered again.
 func TestTenantOpenRetried(t *testing.T) {
 	ts, _ := newTenants(t, 1, "acme")
-	if rec := get(ts, "acme", "/api/v1/labels"); rec.Code != http.StatusServiceUnavailable {
-		t.Fatalf("first request, the store failing: %d %s, want 503", rec.Code, rec.Body)
+	if rec := get(ts, "acme", "/api/v1/labels"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("first request, the store failing: %d %v %s, want 503 with Retry-After", rec.Code, rec.Header(), rec.Body)
 	}
 	if rec := get(ts, "acme", "/api/v1/labels"); rec.Code != http.StatusOK {
 		t.Fatalf("second request: %d %s, want 200", rec.Code, rec.Body)

@@ -1,6 +1,8 @@
 // Package web lays out promhbase's HTTP surface: the remote write and read
-// endpoints, health and metrics (adapter), the Prometheus query API
-// (promapi) and the landing page at /.
+// endpoints, health, readiness and metrics (adapter's handler, or with
+// tenants server.Tenants'), the Prometheus query API (promapi), the HA
+// tracker's page and the landing page at /; and it puts Retry-After on
+// every 503 answer (RetryUnavailable).
 package web
 
 import (
@@ -47,6 +49,7 @@ type Options struct {
 }
 
 // New returns the handler of every promhbase endpoint; other paths get 404.
+// Every 503 it answers carries Retry-After (RetryUnavailable).
 func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready"} {
@@ -76,7 +79,7 @@ func New(opts Options) http.Handler {
 			Pprof bool
 		}{opts.Info, base, opts.Pprof})
 	})
-	return mux
+	return RetryUnavailable(mux)
 }
 
 var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>

@@ -14,21 +14,21 @@ import (
 
 type compactCmd struct {
 	cmd         *kingpin.CmdClause
-	from, to    string
+	start, end  string
 	concurrency int
 }
 
 func registerCompact(app *kingpin.Application) *compactCmd {
 	c := &compactCmd{}
 	c.cmd = app.Command("compact", "Rewrite the rows of every metric in a time range into OpenTSDB's compacted column, as serve does in the background for the rows it writes: for rows written by other processes, before a restart, or beyond --storage.compaction.max-rows-per-hour. Only hours that have ended are touched; safe while writers and other compactions run.")
-	c.cmd.Flag("from", "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first compacted.").Required().StringVar(&c.from)
-	c.cmd.Flag("to", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.").StringVar(&c.to)
+	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first compacted.",
+		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.", true)
 	c.cmd.Flag("concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
 	return c
 }
 
 func (c *compactCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.from, c.to)
+	from, to, err := parseRange(c.start, c.end)
 	if err != nil {
 		return err
 	}

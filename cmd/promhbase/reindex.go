@@ -10,15 +10,15 @@ import (
 )
 
 type reindexCmd struct {
-	cmd      *kingpin.CmdClause
-	from, to string
+	cmd        *kingpin.CmdClause
+	start, end string
 }
 
 func registerReindex(app *kingpin.Application) *reindexCmd {
 	c := &reindexCmd{}
 	c.cmd = app.Command("reindex", "Build the series index (TSMeta rows and label lookups) for the rows of every metric in a time range: data written before the index was kept, or by OpenTSDB. Reads only row keys; safe while writers run. When the range reaches the day the index already covers, queries use the index from the first whole day of the range on.")
-	c.cmd.Flag("from", "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first indexed.").Required().StringVar(&c.from)
-	c.cmd.Flag("to", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.").StringVar(&c.to)
+	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first indexed.",
+		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.", true)
 	return c
 }
 
@@ -27,7 +27,7 @@ func registerReindex(app *kingpin.Application) *reindexCmd {
 const reindexCacheBytes = 64 << 20
 
 func (c *reindexCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.from, c.to)
+	from, to, err := parseRange(c.start, c.end)
 	if err != nil {
 		return err
 	}

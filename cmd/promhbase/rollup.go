@@ -13,15 +13,15 @@ import (
 
 type rollupCmd struct {
 	cmd         *kingpin.CmdClause
-	from, to    string
+	start, end  string
 	concurrency int
 }
 
 func registerRollup(app *kingpin.Application) *rollupCmd {
 	c := &rollupCmd{}
 	c.cmd = app.Command("rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.")
-	c.cmd.Flag("from", "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first built.").Required().StringVar(&c.from)
-	c.cmd.Flag("to", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.").StringVar(&c.to)
+	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first built.",
+		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.", true)
 	c.cmd.Flag("concurrency", "Metric and salt-bucket scans run at once.").Default("2").IntVar(&c.concurrency)
 	return c
 }
@@ -40,7 +40,7 @@ func runRollupConfig(cfg *config) error {
 }
 
 func (c *rollupCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.from, c.to)
+	from, to, err := parseRange(c.start, c.end)
 	if err != nil {
 		return err
 	}

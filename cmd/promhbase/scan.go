@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,8 +25,8 @@ func registerScan(app *kingpin.Application, cfg *config) *scanCmd {
 	s := &scanCmd{}
 	s.cmd = app.Command("scan", "Print the decoded rows of a metric in a time range, like OpenTSDB's `tsdb scan`.")
 	s.cmd.Arg("metric", "Metric name.").Required().StringVar(&s.metric)
-	s.cmd.Flag("start", "Start: RFC 3339, or Unix seconds or milliseconds.").Default("0").StringVar(&s.start)
-	s.cmd.Flag("end", "End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.").StringVar(&s.end)
+	rangeFlags(s.cmd, &s.start, &s.end, "Start: RFC 3339, or Unix seconds or milliseconds.",
+		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.", false).Default("0")
 	return s
 }
 
@@ -48,7 +49,34 @@ func parseTime(s string, def time.Time) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-// parseRange parses a --from/--to pair (to defaults to now) and checks
+// rangeFlags defines a command's time range flags into start and end:
+// --start and --end, as Prometheus's HTTP API (and its admin API's
+// delete_series) and promtool name a range, and as hidden aliases --from
+// and --to, the names compact, rollup and reindex took before, so that
+// scripts written for them keep working. Each pair writes the same
+// variable (kingpin sets the defaults first, then the flags given; of two
+// given, the last wins). With required, the command fails at parse time
+// without --start or --from (kingpin's Required would refuse --from). It
+// returns the --start flag, for a default.
+func rangeFlags(cmd *kingpin.CmdClause, start, end *string, startHelp, endHelp string, required bool) *kingpin.FlagClause {
+	if required {
+		startHelp += " Required."
+		cmd.Validate(func(*kingpin.CmdClause) error {
+			if *start == "" {
+				return errors.New("required flag '--start' not provided")
+			}
+			return nil
+		})
+	}
+	f := cmd.Flag("start", startHelp)
+	f.StringVar(start)
+	cmd.Flag("from", "Alias of --start.").Hidden().StringVar(start)
+	cmd.Flag("end", endHelp).StringVar(end)
+	cmd.Flag("to", "Alias of --end.").Hidden().StringVar(end)
+	return f
+}
+
+// parseRange parses a --start/--end pair (end defaults to now) and checks
 // their order.
 func parseRange(from, to string) (int64, int64, error) {
 	f, err := parseTime(from, time.Time{})
