@@ -28,10 +28,10 @@ import (
 
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // Errors of request decoding, mapped to status codes by statusFor.

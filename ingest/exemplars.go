@@ -1,10 +1,10 @@
 package ingest
 
 import (
-	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // addExemplars adds one exemplar-table Put per exemplar: the cell of the
