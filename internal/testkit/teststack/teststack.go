@@ -203,25 +203,24 @@ var all = labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")
 // none) at any time, through Querier.
 func (s *Stack) Select(ms ...*labels.Matcher) []query.Series {
 	s.T.Helper()
-	if len(ms) == 0 {
-		ms = []*labels.Matcher{all}
-	}
-	got, err := s.Querier.Select(s.Ctx(), 0, math.MaxUint32*1000, ms...)
-	if err != nil {
-		s.T.Fatalf("select: %v", err)
-	}
-	return got
+	return s.selectAll("select", s.Querier.Select, ms)
 }
 
 // SelectExemplars is Select of the exemplars.
 func (s *Stack) SelectExemplars(ms ...*labels.Matcher) []query.Series {
 	s.T.Helper()
+	return s.selectAll("select exemplars", s.Querier.SelectExemplars, ms)
+}
+
+// selectAll calls sel over all time with ms, or all when ms is empty.
+func (s *Stack) selectAll(what string, sel func(context.Context, int64, int64, ...*labels.Matcher) ([]query.Series, error), ms []*labels.Matcher) []query.Series {
+	s.T.Helper()
 	if len(ms) == 0 {
 		ms = []*labels.Matcher{all}
 	}
-	got, err := s.Querier.SelectExemplars(s.Ctx(), 0, math.MaxUint32*1000, ms...)
+	got, err := sel(s.Ctx(), 0, math.MaxUint32*1000, ms...)
 	if err != nil {
-		s.T.Fatalf("select exemplars: %v", err)
+		s.T.Fatalf("%s: %v", what, err)
 	}
 	return got
 }
