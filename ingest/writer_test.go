@@ -1,28 +1,21 @@
 package ingest_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/testleak"
 	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/uid"
 )
-
-// TestMain fails the package's tests when they leave goroutines behind.
-func TestMain(m *testing.M) { testleak.VerifyTestMain(m) }
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.
 const t0 = 1700002800_000
@@ -56,7 +49,7 @@ func TestRejectedSeries(t *testing.T) {
 	noName := prompb.TimeSeries{Labels: []prompb.Label{{Name: "job", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 9}}}
 	repeated := at(3, "rep", "job", "a", "job", "b")
 	farFuture := at(4, "late")
-	farFuture.Samples = append(farFuture.Samples, prompb.Sample{Timestamp: (math.MaxUint32 + 1) * 1000, Value: 5})
+	farFuture.Samples = append(farFuture.Samples, prompb.Sample{Timestamp: (1 << 32) * 1000, Value: 5}) // past the row key's 2^32-1 s
 	res, err := s.TryWrite(at(1, "fine", "job", "a"), noName, repeated, farFuture)
 	var rej *ingest.RejectError
 	if !errors.As(err, &rej) {
@@ -98,80 +91,6 @@ func TestSecondPass(t *testing.T) {
 		t.Errorf("another writer: result %+v, want 2 samples written", res)
 	}
 	want := "{__name__=\"m\", job=\"cached\"} 1 3\n{__name__=\"m\", job=\"new1\"} 2 5 6\n{__name__=\"other\", job=\"new2\"} 4\n{__name__=\"third\", job=\"new3\"} 7\n"
-	if got := stored(s); got != want {
-		t.Errorf("stored:\n%swant\n%s", got, want)
-	}
-}
-
-// fakeHA elects the first replica it is asked about in each cluster; it
-// refuses cluster "refused".
-type fakeHA struct {
-	mu      sync.Mutex
-	elected map[string]string
-	deduped map[string]int
-}
-
-var errNotElected = errors.New("replicas did not match")
-
-func (f *fakeHA) Decide(_ context.Context, tenant, cluster, replica string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if cluster == "refused" {
-		return false, fmt.Errorf("too many clusters for tenant %s", tenant)
-	}
-	if e, ok := f.elected[cluster]; ok && e != replica {
-		return true, errNotElected
-	}
-	f.elected[cluster] = replica
-	return false, nil
-}
-
-func (f *fakeHA) Deduped(_, cluster string, n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deduped[cluster] += n
-}
-
-// TestHAPairs: the first series of a request decides it: the elected
-// replica's series are stored without the replica label; the other
-// replica's request stores nothing, answers the tracker's error and
-// counts its samples as deduplicated; requests whose first series lacks
-// either label are stored as they are; a refused decision fails the
-// request.
-func TestHAPairs(t *testing.T) {
-	ha := &fakeHA{elected: map[string]string{}, deduped: map[string]int{}}
-	s := teststack.New(t, teststack.Options{Ingest: func(o *ingest.Options) {
-		o.HA = ingest.HA{Tracker: ha, ClusterLabel: "cluster", ReplicaLabel: "__replica__", Tenant: "t1"}
-	}})
-	for _, tc := range []struct {
-		name    string
-		series  []prompb.TimeSeries
-		err     error // the error wanted (errors.Is), or none
-		deduped int
-	}{
-		{"elected", []prompb.TimeSeries{at(1, "m", "__replica__", "a", "cluster", "c"), at(2, "n", "__replica__", "a", "cluster", "c")}, nil, 0},
-		{"not elected", []prompb.TimeSeries{at(3, "m", "__replica__", "b", "cluster", "c"), at(4, "n", "__replica__", "b", "cluster", "c")}, errNotElected, 2},
-		{"elected again", []prompb.TimeSeries{at(5, "m", "__replica__", "a", "cluster", "c")}, nil, 0},
-		{"replica label only", []prompb.TimeSeries{at(6, "m", "__replica__", "b")}, nil, 0},
-		{"cluster label only", []prompb.TimeSeries{at(7, "m", "cluster", "d")}, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := s.TryWrite(tc.series...)
-			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
-				t.Fatalf("write: %v, want %v", err, tc.err)
-			}
-			if res.Deduped != tc.deduped {
-				t.Errorf("deduped %d, want %d", res.Deduped, tc.deduped)
-			}
-		})
-	}
-	if _, err := s.TryWrite(at(8, "m", "__replica__", "a", "cluster", "refused")); err == nil || !strings.Contains(err.Error(), "too many clusters for tenant t1") {
-		t.Errorf("refused decision: %v", err)
-	}
-	if ha.deduped["c"] != 2 {
-		t.Errorf("tracker told of %v deduplicated, want 2 of cluster c", ha.deduped)
-	}
-	want := "{__name__=\"m\", __replica__=\"b\"} 6\n{__name__=\"m\", cluster=\"c\"} 1 5\n{__name__=\"m\", cluster=\"d\"} 7\n{__name__=\"n\", cluster=\"c\"} 2\n"
 	if got := stored(s); got != want {
 		t.Errorf("stored:\n%swant\n%s", got, want)
 	}
