@@ -9,13 +9,9 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testleak"
 	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/mapping"
 )
-
-// TestMain fails the package's tests when they leave goroutines behind.
-func TestMain(m *testing.M) { testleak.VerifyTestMain(m) }
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.
 const t0 = 1700002800
