@@ -54,6 +54,10 @@ type Options struct {
 	// (testbackend.Tables.RollupConfig), which the querier's downsampled
 	// selections name.
 	Rollups bool
+	// Open, when set, opens the store and names its tables instead of
+	// testbackend (a store of options of its own, say); it registers its
+	// own cleanups. With Rollups, the store must have the rollup tables.
+	Open func(testing.TB) (store.Store, testbackend.Tables)
 	// Ingest, when set, edits the writer's options (Limits, RowNoter, HA,
 	// Metadata) before the writer is made.
 	Ingest func(*ingest.Options)
@@ -92,9 +96,15 @@ func New(t testing.TB, opts Options) *Stack {
 	if opts.Layout == (mapping.Layout{}) {
 		opts.Layout = mapping.DefaultLayout()
 	}
-	st, tb := testbackend.New(t)
-	if opts.Rollups {
+	var st store.Store
+	var tb testbackend.Tables
+	switch {
+	case opts.Open != nil:
+		st, tb = opts.Open(t)
+	case opts.Rollups:
 		st, tb = testbackend.NewWithRollups(t)
+	default:
+		st, tb = testbackend.New(t)
 	}
 	s := &Stack{T: t, Store: st, Tables: tb, Layout: opts.Layout, opts: opts}
 	uids, err := uid.NewUIDs(st, opts.Layout, uid.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
