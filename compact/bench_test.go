@@ -51,7 +51,7 @@ func BenchmarkWritePathNoted(b *testing.B) {
 	e.write(series...) // assigns the UIDs, warms the series cache
 	for _, noted := range []bool{false, true} {
 		b.Run(fmt.Sprintf("noted=%v", noted), func(b *testing.B) {
-			opts := ingest.Options{Table: e.tables.Data}
+			opts := ingest.Options{Table: e.Tables.Data}
 			if noted {
 				s, err := NewScheduler(e.c, SchedulerOptions{Now: func() time.Time { return e.now }})
 				if err != nil {
@@ -59,7 +59,7 @@ func BenchmarkWritePathNoted(b *testing.B) {
 				}
 				opts.RowNoter = s
 			}
-			w := ingest.New(e.mapper, nopPutter{}, opts)
+			w := ingest.New(e.Mapper, nopPutter{}, opts)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -143,7 +143,7 @@ func BenchmarkCompaction(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			got, err := e.q.Select(context.Background(), int64(t0)*1000, int64(t0+hours*3600)*1000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench_compaction"))
+			got, err := e.Querier.Select(context.Background(), int64(t0)*1000, int64(t0+hours*3600)*1000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench_compaction"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -186,8 +186,8 @@ func BenchmarkCompaction(b *testing.B) {
 // kvBytes returns the size of the data table's cells in HBase's KeyValue
 // format, and their number.
 func (e *env) kvBytes() (int, int) {
-	e.t.Helper()
-	sc := e.st.Scan(context.Background(), store.ScanRequest{Table: e.tables.Data})
+	e.T.Helper()
+	sc := e.Store.Scan(context.Background(), store.ScanRequest{Table: e.Tables.Data})
 	defer sc.Close()
 	total, cells := 0, 0
 	for sc.Next() {
@@ -199,15 +199,15 @@ func (e *env) kvBytes() (int, int) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return total, cells
 }
 
 // sstBytes returns the embedded store's sstable bytes once settled.
 func (e *env) sstBytes() (uint64, bool) {
-	e.t.Helper()
-	d, ok := e.st.(interface {
+	e.T.Helper()
+	d, ok := e.Store.(interface {
 		CompactAll(context.Context) error
 		SSTableBytes() uint64
 	})
@@ -215,7 +215,7 @@ func (e *env) sstBytes() (uint64, bool) {
 		return 0, false
 	}
 	if err := d.CompactAll(context.Background()); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return d.SSTableBytes(), true
 }
@@ -227,7 +227,7 @@ func (e *env) sstBytes() (uint64, bool) {
 // version checked), a bounded delete of the sample cells.
 func BenchmarkCompactRows(b *testing.B) {
 	e := newEnv(b, mapping.DefaultLayout())
-	flusher, ok := e.st.(interface{ CompactAll(context.Context) error })
+	flusher, ok := e.Store.(interface{ CompactAll(context.Context) error })
 	if !ok {
 		b.Skip("the store cannot flush its buffer; the benchmark is the embedded store's")
 	}

@@ -34,7 +34,7 @@ func hostSeries(metric string, n, hours int, step time.Duration, val func(i, j i
 // writeBySample writes series as Prometheus does: each request carries the
 // next sample of every series, so every cell gets its own version.
 func (e *env) writeBySample(ss []prompb.TimeSeries) {
-	e.t.Helper()
+	e.T.Helper()
 	for j := 0; ; j++ {
 		var req []prompb.TimeSeries
 		for _, s := range ss {
@@ -151,7 +151,7 @@ func checkCompactedRow(t *testing.T, e *env, before, after store.Row) {
 	}
 	c := after.Cells[0]
 	want := e.merged(before)
-	_, _, base, _, _ := e.layout.ParseRowKey(after.Key)
+	_, _, base, _, _ := e.Layout.ParseRowKey(after.Key)
 	got, err := mapping.AppendPoints(nil, base, c.Qualifier, c.Value)
 	if err != nil {
 		t.Fatalf("row %x: compacted cell %X=%X does not decode: %v", after.Key, c.Qualifier, c.Value, err)
@@ -510,9 +510,9 @@ func TestCompactRow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, mapping.DefaultLayout())
-			key := e.layout.AppendRowKey(nil, []byte{0, 0, 1}, t0, []byte{0, 0, 1, 0, 0, 2})
+			key := e.Layout.AppendRowKey(nil, []byte{0, 0, 1}, t0, []byte{0, 0, 1, 0, 0, 2})
 			if len(tc.cells) > 0 {
-				if err := e.st.Put(ctxFor(t), e.tables.Data, []store.Put{{Row: key, Cells: tc.cells}}); err != nil {
+				if err := e.Store.Put(ctxFor(t), e.Tables.Data, []store.Put{{Row: key, Cells: tc.cells}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -623,8 +623,8 @@ func TestCompactKeepsBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, mapping.DefaultLayout())
-			key := e.layout.AppendRowKey(nil, []byte{0, 0, 1}, t0, []byte{0, 0, 1, 0, 0, 2})
-			if err := e.st.Put(ctxFor(t), e.tables.Data, []store.Put{{Row: key, Cells: tc.cells}}); err != nil {
+			key := e.Layout.AppendRowKey(nil, []byte{0, 0, 1}, t0, []byte{0, 0, 1, 0, 0, 2})
+			if err := e.Store.Put(ctxFor(t), e.Tables.Data, []store.Put{{Row: key, Cells: tc.cells}}); err != nil {
 				t.Fatal(err)
 			}
 			res, err := e.c.CompactRow(ctxFor(t), key)

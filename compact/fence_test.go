@@ -184,11 +184,11 @@ func TestDeleteDuringCompaction(t *testing.T) {
 				}
 			}()
 			<-reading
-			opts := deletion.Options{DataTable: e.tables.Data, Layout: e.layout}
+			opts := deletion.Options{DataTable: e.Tables.Data, Layout: e.Layout}
 			if fenced {
 				opts.Fence = c
 			}
-			d, err := deletion.New(e.st, e.q, opts)
+			d, err := deletion.New(e.Store, e.Querier, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

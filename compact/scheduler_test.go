@@ -48,18 +48,18 @@ func newScheduler(t *testing.T, e *env, opts SchedulerOptions) (*Scheduler, *syn
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.w = ingest.New(e.mapper, e.st, ingest.Options{Table: e.tables.Data, RowNoter: s})
+	e.Writer = ingest.New(e.Mapper, e.Store, ingest.Options{Table: e.Tables.Data, RowNoter: s})
 	return s, logs
 }
 
 // cellsByHour returns, per base hour, the cell counts of its rows.
 func (e *env) cellsByHour() map[uint32][]int {
-	e.t.Helper()
+	e.T.Helper()
 	out := map[uint32][]int{}
 	for _, r := range e.rows() {
-		_, _, base, _, err := e.layout.ParseRowKey(r.Key)
+		_, _, base, _, err := e.Layout.ParseRowKey(r.Key)
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		out[base] = append(out[base], len(r.Cells))
 	}
@@ -270,8 +270,8 @@ func TestSchedulerRetriesFailedRows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, mapping.DefaultLayout())
-			fd := &failingDeletes{Store: e.st, fails: tc.fails}
-			e.c = New(fd, Options{DataTable: e.tables.Data, UIDTable: e.tables.UID, Layout: e.layout, Now: func() time.Time { return e.now }})
+			fd := &failingDeletes{Store: e.Store, fails: tc.fails}
+			e.c = New(fd, Options{DataTable: e.Tables.Data, UIDTable: e.Tables.UID, Layout: e.Layout, Now: func() time.Time { return e.now }})
 			s, logs := newScheduler(t, e, SchedulerOptions{Grace: 10 * time.Minute})
 			e.now = time.Unix(t0+3600+15*60, 0) // hour t0 ended 15 minutes ago
 			e.writeBySample(hostSeries("retry", 3, 1, 20*time.Minute, func(i, j int) float64 { return float64(i + j) }))

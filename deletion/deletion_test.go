@@ -22,9 +22,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // without renders what rendered (rig.data or rig.exemplars) shows once
@@ -67,7 +65,7 @@ const (
 // sample and an exemplar every 10 minutes plus at each of extra, H with
 // a native histogram every 20 minutes plus at each of extra.
 func (g *rig) writeSet(extra ...int64) {
-	g.t.Helper()
+	g.T.Helper()
 	lo, hi := int64(t0)*1000, int64(t0)*1000+4*hourMs-1
 	ts := every(lo, hi, 10*60*1000)
 	hs := every(lo, hi, 20*60*1000)
@@ -233,22 +231,22 @@ func TestCutCompactedColumnKeepsExactBytes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newRig(t, mapping.DefaultLayout())
 			ls := labelsOf("old", "host", "tsd")
-			key := g.rowKey(ls, t0)
+			key := g.RowKey(ls, t0)
 			q, v := column(0, 1, 2, 3, 4)
 			annotation := store.Cell{Qualifier: []byte{0x01, 0x00, 0x0A}, Value: []byte(`{"description":"d"}`)}
 			g.putCells(key, store.Cell{Qualifier: q, Value: v}, annotation)
 			// Another hour of the series, untouched.
-			other := g.rowKey(ls, t0+3600)
+			other := g.RowKey(ls, t0+3600)
 			g.putCells(other, store.Cell{Qualifier: q, Value: v})
 			if _, err := g.deleter(Options{}).Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "host", "tsd")}, tc.start, tc.end); err != nil {
 				t.Fatal(err)
 			}
 			kq, kv := column(tc.kept...)
 			want := renderCells([]store.Cell{{Qualifier: kq, Value: kv}, annotation})
-			if got := renderCells(g.row(g.tables.Data, key).Cells); got != want {
+			if got := renderCells(g.row(g.Tables.Data, key).Cells); got != want {
 				t.Errorf("row after the delete:\n%s\nwant\n%s", got, want)
 			}
-			if got, want := renderCells(g.row(g.tables.Data, other).Cells), renderCells([]store.Cell{{Qualifier: q, Value: v}}); got != want {
+			if got, want := renderCells(g.row(g.Tables.Data, other).Cells), renderCells([]store.Cell{{Qualifier: q, Value: v}}); got != want {
 				t.Errorf("other hour:\n%s\nwant\n%s", got, want)
 			}
 		})
@@ -271,7 +269,7 @@ func TestCutAppendColumn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newRig(t, mapping.DefaultLayout())
-			key := g.rowKey(labelsOf("appended", "host", "tsd"), t0)
+			key := g.RowKey(labelsOf("appended", "host", "tsd"), t0)
 			g.putCells(key, store.Cell{Qualifier: mapping.AppendColumnQualifier(), Value: val}, store.Cell{Qualifier: mapping.AppendMsQualifier(nil, 3_599_999, 0), Value: []byte{9}})
 			if _, err := g.deleter(Options{}).Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "host", "tsd")}, tc.start, tc.end); err != nil {
 				t.Fatal(err)
@@ -280,7 +278,7 @@ func TestCutAppendColumn(t *testing.T) {
 			if tc.want != nil {
 				cells = append(cells, store.Cell{Qualifier: mapping.AppendColumnQualifier(), Value: tc.want})
 			}
-			if got, want := renderCells(g.row(g.tables.Data, key).Cells), renderCells(cells); got != want {
+			if got, want := renderCells(g.row(g.Tables.Data, key).Cells), renderCells(cells); got != want {
 				t.Errorf("row:\n%s\nwant\n%s", got, want)
 			}
 		})
@@ -295,23 +293,23 @@ func TestWholeRows(t *testing.T) {
 	lsA, lsN := labelsOf("m", "job", "a"), labelsOf("m", "job", "n")
 	g.write(floats(lsA, every(h, h+2*hourMs-1, 60_000)...), floats(lsN, every(h, h+2*hourMs-1, 60_000)...))
 	annotation := store.Cell{Qualifier: []byte{0x01, 0x00, 0x0A}, Value: []byte(`{"description":"d"}`)}
-	keyN := g.rowKey(lsN, t0)
+	keyN := g.RowKey(lsN, t0)
 	g.putCells(keyN, annotation)
 	st, err := g.deleter(Options{}).Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "job", "a|n")}, h, h+hourMs-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := g.row(g.tables.Data, g.rowKey(lsA, t0)); len(r.Cells) != 0 {
+	if r := g.row(g.Tables.Data, g.RowKey(lsA, t0)); len(r.Cells) != 0 {
 		t.Errorf("row of job=a: %d cells left, want none", len(r.Cells))
 	}
-	if got, want := renderCells(g.row(g.tables.Data, keyN).Cells), renderCells([]store.Cell{annotation}); got != want {
+	if got, want := renderCells(g.row(g.Tables.Data, keyN).Cells), renderCells([]store.Cell{annotation}); got != want {
 		t.Errorf("row of job=n: %s, want the annotation alone: %s", got, want)
 	}
 	if st.Rows != 1 || st.RowsRewritten != 1 || st.Samples != 120 {
 		t.Errorf("stats %s: want 1 row whole, 1 rewritten, 120 samples", st)
 	}
 	for _, ls := range [][]prompb.Label{lsA, lsN} {
-		if r := g.row(g.tables.Data, g.rowKey(ls, t0+3600)); len(r.Cells) != 60 {
+		if r := g.row(g.Tables.Data, g.RowKey(ls, t0+3600)); len(r.Cells) != 60 {
 			t.Errorf("next hour of %v: %d cells, want 60", ls, len(r.Cells))
 		}
 	}
@@ -352,14 +350,14 @@ func TestDeletedSamplesStayDeletedAfterCompaction(t *testing.T) {
 			late := h + 57*60*1000 + 1
 			g.write(floats(ls, late))
 			g.compactAll()
-			want = strings.Replace(want, "\n", fmt.Sprintf(" %d=%x\n", late, math.Float64bits(0.5)), 1)
+			want = strings.Replace(want, "\n", fmt.Sprintf(" %d=%016x\n", late, math.Float64bits(0.5)), 1)
 			if tc.start == h {
-				want = fmt.Sprintf("{__name__=\"m\", job=\"a\"}: %d=%x\n", late, math.Float64bits(0.5))
+				want = fmt.Sprintf("{__name__=\"m\", job=\"a\"}: %d=%016x\n", late, math.Float64bits(0.5))
 			}
 			if got := g.data(); got != sortTokens(want) {
 				t.Errorf("after a late sample and compaction:\n%s\nwant\n%s", got, sortTokens(want))
 			}
-			r := g.row(g.tables.Data, g.rowKey(ls, t0))
+			r := g.row(g.Tables.Data, g.RowKey(ls, t0))
 			if dataCells := len(r.Cells); dataCells != 1 && tc.start != h {
 				t.Errorf("row compacted into %d cells, want 1", dataCells)
 			}
@@ -415,9 +413,9 @@ func TestInterruptedDeleteCompletes(t *testing.T) {
 			g.writeSet(start, end)
 			data, ex := g.data(), g.exemplars()
 			ctx, cancel := context.WithCancel(ctxFor(t))
-			cs := &cancelling{Store: g.st, cancel: cancel, after: after}
-			d, err := New(cs, g.q, Options{DataTable: g.tables.Data, ExemplarTable: g.tables.Exemplar, IndexTable: g.tables.Index,
-				Layout: g.layout, Fence: g.c, BatchRows: 2, Concurrency: 1})
+			cs := &cancelling{Store: g.Store, cancel: cancel, after: after}
+			d, err := New(cs, g.Querier, Options{DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index,
+				Layout: g.Layout, Fence: g.c, BatchRows: 2, Concurrency: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,8 +493,8 @@ func TestRowsRewrittenUnderAHold(t *testing.T) {
 	h := int64(t0) * 1000
 	g.writeSet()
 	g.compactAll()
-	fc := &fenceCheck{Store: g.st, t: t, table: g.tables.Data}
-	d, err := New(fc, g.q, Options{DataTable: g.tables.Data, Layout: g.layout, Fence: fc, BatchRows: 2})
+	fc := &fenceCheck{Store: g.Store, t: t, table: g.Tables.Data}
+	d, err := New(fc, g.Querier, Options{DataTable: g.Tables.Data, Layout: g.Layout, Fence: fc, BatchRows: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +520,7 @@ func TestIndexPruned(t *testing.T) {
 	g.now = time.UnixMilli(d0 + dayMs + 5*hourMs) // day+1 is today: its cells stay
 	values := func(name string, from, to int64) []string {
 		t.Helper()
-		v, err := g.ix.LabelValues(ctxFor(t), name, from, to)
+		v, err := g.Index.LabelValues(ctxFor(t), name, from, to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,7 +546,7 @@ func TestIndexPruned(t *testing.T) {
 	}
 	// The series left is still found by a selector without a name, which
 	// the index plans.
-	got, err := g.q.Select(ctxFor(t), d0, d0+dayMs-1, labels.MustNewMatcher(labels.MatchEqual, "job", "a"))
+	got, err := g.Querier.Select(ctxFor(t), d0, d0+dayMs-1, labels.MustNewMatcher(labels.MatchEqual, "job", "a"))
 	if err != nil || len(got) != 1 || got[0].Labels.Get("instance") != "y" {
 		t.Errorf("select job=a: %v %v, want the series of y", got, err)
 	}
@@ -565,7 +563,7 @@ func TestIndexPruned(t *testing.T) {
 	if got, want := values("__name__", d0, d0+dayMs-1), []string{"z"}; !slices.Equal(got, want) {
 		t.Errorf("metric names of the day: %v, want %v", got, want)
 	}
-	names, err := g.ix.LabelNames(ctxFor(t), d0, d0+dayMs-1)
+	names, err := g.Index.LabelNames(ctxFor(t), d0, d0+dayMs-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,14 +591,14 @@ func TestReimportIndexed(t *testing.T) {
 			g.write(floats(lsX, ts...), floats(lsY, ts...))
 			opts := Options{}
 			if forget {
-				opts.IndexWriter = g.ixw
+				opts.IndexWriter = g.IndexWriter
 			}
 			if _, err := g.deleter(opts).Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "shard", "x")}, d0, dayEnd); err != nil {
 				t.Fatal(err)
 			}
 			values := func() []string {
 				t.Helper()
-				v, err := g.ix.LabelValues(ctxFor(t), "shard", d0, dayEnd)
+				v, err := g.Index.LabelValues(ctxFor(t), "shard", d0, dayEnd)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -617,7 +615,7 @@ func TestReimportIndexed(t *testing.T) {
 			if got := values(); !slices.Equal(got, want) {
 				t.Errorf("shard values after writing x again: %v, want %v", got, want)
 			}
-			got, err := g.q.Select(ctxFor(t), d0, dayEnd, labels.MustNewMatcher(labels.MatchEqual, "shard", "x"))
+			got, err := g.Querier.Select(ctxFor(t), d0, dayEnd, labels.MustNewMatcher(labels.MatchEqual, "shard", "x"))
 			if n := len(got); err != nil || forget && n != 1 {
 				t.Errorf("select shard=x: %d series, %v; want 1", n, err)
 			}
@@ -635,7 +633,7 @@ func TestRejects(t *testing.T) {
 	if _, err := d.DeleteSeries(ctxFor(t), nil, 0, 1); !errors.Is(err, ErrNoMatchers) {
 		t.Errorf("DeleteSeries without matchers: %v, want ErrNoMatchers", err)
 	}
-	if _, err := New(g.st, g.q, Options{}); err == nil {
+	if _, err := New(g.Store, g.Querier, Options{}); err == nil {
 		t.Error("New with an invalid layout: no error")
 	}
 }
@@ -646,19 +644,15 @@ func TestMissingOptionalTables(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	h := int64(t0) * 1000
 	g.write(floats(labelsOf("m", "job", "a"), h, h+1), floats(labelsOf("m", "job", "b"), h))
-	readUIDs, err := uid.NewUIDs(g.st, g.layout, uid.UIDOptions{Table: g.tables.UID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := query.New(g.st, series.NewMapper(readUIDs, g.layout, 0), query.Options{DataTable: g.tables.Data, UIDTable: g.tables.UID, ExemplarTable: "no-such-exemplars"})
-	d, err := New(g.st, q, Options{DataTable: g.tables.Data, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index", Layout: g.layout})
+	q := g.NewQuerier(func(o *query.Options) { o.ExemplarTable, o.Index = "no-such-exemplars", nil })
+	d, err := New(g.Store, q, Options{DataTable: g.Tables.Data, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index", Layout: g.Layout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Delete(ctxFor(t), []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "a")}, h, h); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%s: %d=%x\n%s: %d=%x\n", `{__name__="m", job="a"}`, h+1, math.Float64bits(1.5), `{__name__="m", job="b"}`, h, math.Float64bits(0.5))
+	want := fmt.Sprintf("%s: %d=%016x\n%s: %d=%016x\n", `{__name__="m", job="a"}`, h+1, math.Float64bits(1.5), `{__name__="m", job="b"}`, h, math.Float64bits(0.5))
 	if got := g.data(); got != want {
 		t.Errorf("data:\n%s\nwant\n%s", got, want)
 	}

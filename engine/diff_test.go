@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -34,14 +33,11 @@ import (
 
 	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // The PromQL options promhbase serves with by default (promapi.New
@@ -144,13 +140,8 @@ func diffQueryable(t testing.TB, data []prompb.TimeSeries, v dataVariant) storag
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	st, tb := testbackend.New(t)
-	layout := mapping.DefaultLayout()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := ingest.New(series.NewMapper(uids, layout, 0), st, ingest.Options{Table: tb.Data})
+	stk := teststack.New(t, teststack.Options{})
+	st, tb, layout := stk.Store, stk.Tables, stk.Layout
 	// Several requests, each with an hour of every series, as a sender
 	// catching up would send them.
 	for h := int64(0); h <= diffHours; h++ {
@@ -169,14 +160,7 @@ func diffQueryable(t testing.TB, data []prompb.TimeSeries, v dataVariant) storag
 		if len(req.Timeseries) == 0 {
 			continue
 		}
-		body, err := proto.Marshal(&req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := w.Write(ctx, body, false)
-		if err != nil {
-			t.Fatalf("write: %v", err)
-		}
+		res := stk.Write(req.Timeseries...)
 		if len(res.Rejected) > 0 {
 			t.Fatalf("write rejected %v", res.Rejected)
 		}
@@ -219,7 +203,7 @@ func diffQueryable(t testing.TB, data []prompb.TimeSeries, v dataVariant) storag
 			}
 		}
 	}
-	err = sc.Err()
+	err := sc.Err()
 	sc.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -231,13 +215,9 @@ func diffQueryable(t testing.TB, data []prompb.TimeSeries, v dataVariant) storag
 	if v.compact && !v.settle && cells > rows {
 		t.Errorf("%d cells in %d rows after compaction", cells, rows)
 	}
-	// A reader with its own UID caches, as another process would be.
-	readUIDs, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := query.New(st, series.NewMapper(readUIDs, layout, 0), query.Options{DataTable: tb.Data, UIDTable: tb.UID})
-	return q.Storage()
+	// A reader with its own UID caches, as another process would be,
+	// listing metric names at most every 10 s (the default).
+	return stk.NewQuerier(func(o *query.Options) { o.MetricNamesTTL = 0 }).Storage()
 }
 
 // plainQueryable is a storage.Queryable and nothing more.

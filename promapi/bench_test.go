@@ -15,13 +15,11 @@ import (
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/engine"
-	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // Query-range benchmark: 1000 series × 24 h of samples every 60 s (1.44 M
@@ -63,27 +61,24 @@ const (
 func promhbaseQueryable(b *testing.B, s settle) storage.Queryable {
 	b.Helper()
 	ctx := context.Background()
-	st, tb := testbackend.New(b)
+	var opts teststack.Options
 	if s >= settledGeneric {
-		tb = testbackend.Tables{Data: "tsdb", UID: "tsdb-uid"}
-		opts := embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID}, BufferTables: []string{tb.Data}}
-		if s == settledDense {
-			opts.RowCodecs = map[string]embedded.RowCodec{tb.Data: &dense.Pool{}}
+		opts.Open = func(t testing.TB) (store.Store, testbackend.Tables) {
+			tb := testbackend.Tables{Data: "tsdb", UID: "tsdb-uid"}
+			eo := embedded.Options{NoSync: true, Tables: []string{tb.Data, tb.UID}, BufferTables: []string{tb.Data}}
+			if s == settledDense {
+				eo.RowCodecs = map[string]embedded.RowCodec{tb.Data: &dense.Pool{}}
+			}
+			es, err := embedded.Open(t.TempDir(), eo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { es.Close() })
+			return es, tb
 		}
-		es, err := embedded.Open(b.TempDir(), opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { es.Close() })
-		st = es
 	}
-	layout := mapping.DefaultLayout()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := series.NewMapper(uids, layout, 0)
-	w := ingest.New(m, st, ingest.Options{Table: tb.Data})
+	stk := teststack.New(b, opts)
+	st, tb, layout := stk.Store, stk.Tables, stk.Layout
 	rounds := int(benchHours * time.Hour / benchStep)
 	// One request per 100 series, each with its whole day: 144 000 samples.
 	for lo := 0; lo < benchSeries; lo += 100 {
@@ -96,13 +91,7 @@ func promhbaseQueryable(b *testing.B, s settle) storage.Queryable {
 			}
 			req.Timeseries = append(req.Timeseries, ts)
 		}
-		body, err := req.Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := w.Write(ctx, body, false); err != nil {
-			b.Fatal(err)
-		}
+		stk.Write(req.Timeseries...)
 	}
 	if s >= compacted {
 		c := compact.New(st, compact.Options{DataTable: tb.Data, UIDTable: tb.UID, Layout: layout, Concurrency: 2})
@@ -122,7 +111,8 @@ func promhbaseQueryable(b *testing.B, s settle) storage.Queryable {
 		}
 		b.Logf("settled: %d sstable bytes, %.2f bytes per sample", es.SSTableBytes(), float64(es.SSTableBytes())/float64(benchSeries*int(benchHours*time.Hour/benchStep)))
 	}
-	return query.New(st, m, query.Options{DataTable: tb.Data, UIDTable: tb.UID}).Storage()
+	// The writer's mapper and caches, as one process would have.
+	return query.New(st, stk.Mapper, query.Options{DataTable: tb.Data, UIDTable: tb.UID}).Storage()
 }
 
 // prometheusQueryable fills a Prometheus TSDB with the same data.

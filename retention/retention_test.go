@@ -18,12 +18,12 @@ import (
 )
 
 func (g *rig) retention(opts Options) *Retention {
-	g.t.Helper()
-	opts.DataTable, opts.ExemplarTable, opts.IndexTable = g.tables.Data, g.tables.Exemplar, g.tables.Index
-	opts.Layout = g.layout
-	r, err := New(g.st, opts)
+	g.T.Helper()
+	opts.DataTable, opts.ExemplarTable, opts.IndexTable = g.Tables.Data, g.Tables.Exemplar, g.Tables.Index
+	opts.Layout = g.Layout
+	r, err := New(g.Store, opts)
 	if err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	return r
 }
@@ -64,7 +64,7 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 			if got := g.exemplars(); got != want {
 				t.Errorf("exemplars after the cycle:\n%s\nwant\n%s", got, want)
 			}
-			for _, table := range []string{g.tables.Data, g.tables.Exemplar} {
+			for _, table := range []string{g.Tables.Data, g.Tables.Exemplar} {
 				if got, want := g.hours(table), []int64{t0 + 5*3600, t0 + 9*3600}; !slices.Equal(got, want) {
 					t.Errorf("%s: hours %v, want %v", table, got, want)
 				}
@@ -160,13 +160,13 @@ func TestIndexDaysGo(t *testing.T) {
 	g.write(promSeries("m", []string{"job", "a"}, at(day-3, 1), at(day-2, 23), at(day-1, 5), at(day, 1)))
 	// Cutoff: day-1 at 03:00, so day-2 is entirely before it.
 	_, now := clock(time.Unix((day-1)*mapping.DaySeconds+3*3600+100, 0).Add(24 * time.Hour))
-	r := g.retention(Options{Time: 24 * time.Hour, Now: now, IndexWriter: g.ixw})
+	r := g.retention(Options{Time: 24 * time.Hour, Now: now, IndexWriter: g.IndexWriter})
 	if _, err := r.Cycle(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
-	if !g.ixw.Forgotten(uint32(day-2)) || !g.ixw.Forgotten(0) || g.ixw.Forgotten(uint32(day-1)) {
+	if !g.IndexWriter.Forgotten(uint32(day-2)) || !g.IndexWriter.Forgotten(0) || g.IndexWriter.Forgotten(uint32(day-1)) {
 		t.Errorf("days forgotten: day-2 %v, 0 %v, day-1 %v; want true, true, false",
-			g.ixw.Forgotten(uint32(day-2)), g.ixw.Forgotten(0), g.ixw.Forgotten(uint32(day-1)))
+			g.IndexWriter.Forgotten(uint32(day-2)), g.IndexWriter.Forgotten(0), g.IndexWriter.Forgotten(uint32(day-1)))
 	}
 	var want []string
 	for _, k := range []string{"K", "N", "V"} {
@@ -179,7 +179,7 @@ func TestIndexDaysGo(t *testing.T) {
 	if got := g.indexRows(); !slices.Equal(got, want) {
 		t.Errorf("index rows %v, want %v", got, want)
 	}
-	if got, want := g.hours(g.tables.Data), []int64{(day-1)*mapping.DaySeconds + 5*3600, day*mapping.DaySeconds + 3600}; !slices.Equal(got, want) {
+	if got, want := g.hours(g.Tables.Data), []int64{(day-1)*mapping.DaySeconds + 5*3600, day*mapping.DaySeconds + 3600}; !slices.Equal(got, want) {
 		t.Errorf("data hours %v, want %v", got, want)
 	}
 	g.write(promSeries("m", []string{"job", "a"}, at(day-2, 23)))
@@ -251,16 +251,16 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 		}
 		g.write(promSeries("m", []string{"job", "a"}, ts...), promSeries("m", []string{"job", "b"}, ts...))
 	}
-	sized := sizedStore{g.st}
-	full, err := (&Retention{st: sized, opts: Options{DataTable: g.tables.Data, ExemplarTable: g.tables.Exemplar, IndexTable: g.tables.Index}}).tableBytes(ctxFor(t))
+	sized := sizedStore{g.Store}
+	full, err := (&Retention{st: sized, opts: Options{DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index}}).tableBytes(ctxFor(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	limit := full * 4 / 10 // about 4 of the 12 hours
 	_, now := clock(time.Unix(t0+(hours-1)*3600+1800, 0))
 	reg := prometheus.NewRegistry()
-	r, err := New(sized, Options{Size: limit, Now: now, Registerer: reg, Layout: g.layout, Logger: slog.New(slog.DiscardHandler),
-		DataTable: g.tables.Data, ExemplarTable: g.tables.Exemplar, IndexTable: g.tables.Index})
+	r, err := New(sized, Options{Size: limit, Now: now, Registerer: reg, Layout: g.Layout, Logger: slog.New(slog.DiscardHandler),
+		DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 	if res.Bytes > limit || !res.BySize {
 		t.Errorf("after the cycle: %d bytes (by size %v), limit %d", res.Bytes, res.BySize, limit)
 	}
-	got := g.hours(g.tables.Data)
+	got := g.hours(g.Tables.Data)
 	if len(got) < 2 || len(got) >= hours {
 		t.Fatalf("hours left %v: want the newest few", got)
 	}
@@ -285,7 +285,7 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 	}
 
 	// A limit below the current hour's size keeps the current hour.
-	r2, err := New(sized, Options{Size: 1, Now: now, Layout: g.layout, DataTable: g.tables.Data, ExemplarTable: g.tables.Exemplar, IndexTable: g.tables.Index})
+	r2, err := New(sized, Options{Size: 1, Now: now, Layout: g.Layout, DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := g.hours(g.tables.Data), []int64{t0 + (hours-1)*3600}; !slices.Equal(got, want) {
+	if got, want := g.hours(g.Tables.Data), []int64{t0 + (hours-1)*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left under a 1-byte limit %v, want %v (the current hour)", got, want)
 	}
 }
@@ -307,10 +307,10 @@ func TestNewRejects(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"negative time", g.st, Options{Time: -time.Hour, Layout: g.layout}, "negative"},
-		{"negative size", g.st, Options{Size: -1, Layout: g.layout}, "negative"},
-		{"size without a sizer", struct{ store.Store }{g.st}, Options{Size: 1 << 30, Layout: g.layout}, "cannot tell its size"},
-		{"bad layout", g.st, Options{Time: time.Hour}, "layout"},
+		{"negative time", g.Store, Options{Time: -time.Hour, Layout: g.Layout}, "negative"},
+		{"negative size", g.Store, Options{Size: -1, Layout: g.Layout}, "negative"},
+		{"size without a sizer", struct{ store.Store }{g.Store}, Options{Size: 1 << 30, Layout: g.Layout}, "cannot tell its size"},
+		{"bad layout", g.Store, Options{Time: time.Hour}, "layout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.st, tc.opts)
@@ -367,10 +367,10 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 	g := newRig(t, salted())
 	g.write(promSeries("m1", []string{"job", "a"}, t0*1000, (t0+10*3600)*1000), promSeries("m1", []string{"job", "b"}, t0*1000),
 		promSeries("m2", nil, t0*1000))
-	rs := &rangeStore{Store: g.st}
+	rs := &rangeStore{Store: g.Store}
 	_, now := clock(time.Unix(t0+10*3600+1800, 0))
-	r, err := New(rs, Options{Time: 5 * time.Hour, Now: now, Layout: g.layout,
-		DataTable: g.tables.Data, ExemplarTable: g.tables.Exemplar, IndexTable: g.tables.Index})
+	r, err := New(rs, Options{Time: 5 * time.Hour, Now: now, Layout: g.Layout,
+		DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 	}
 	// m1 and m2 of the data and exemplar tables (one salt bucket each, or
 	// more), and the index's three kinds of day rows.
-	if n := rs.ranges.Load(); n < 2*2+3 || int(n) != res.Ranges[g.tables.Data]+res.Ranges[g.tables.Exemplar]+res.Ranges[g.tables.Index] {
+	if n := rs.ranges.Load(); n < 2*2+3 || int(n) != res.Ranges[g.Tables.Data]+res.Ranges[g.Tables.Exemplar]+res.Ranges[g.Tables.Index] {
 		t.Errorf("%d range deletes, result %v", n, res.Ranges)
 	}
 	if len(res.RowsDeleted) != 0 {
@@ -389,7 +389,7 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 	if got := rs.reclaims.Load(); got != 1 {
 		t.Errorf("%d reclaims, want 1", got)
 	}
-	if got, want := g.hours(g.tables.Data), []int64{t0 + 10*3600}; !slices.Equal(got, want) {
+	if got, want := g.hours(g.Tables.Data), []int64{t0 + 10*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left %v, want %v", got, want)
 	}
 	if _, err := r.Cycle(ctxFor(t)); err != nil {
@@ -406,15 +406,15 @@ func TestMissingOptionalTables(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, t0*1000, (t0+48*3600)*1000))
 	_, now := clock(time.Unix(t0+48*3600, 0))
-	r, err := New(g.st, Options{Time: 24 * time.Hour, Now: now, Layout: g.layout,
-		DataTable: g.tables.Data, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index"})
+	r, err := New(g.Store, Options{Time: 24 * time.Hour, Now: now, Layout: g.Layout,
+		DataTable: g.Tables.Data, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Cycle(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := g.hours(g.tables.Data), []int64{t0 + 48*3600}; !slices.Equal(got, want) {
+	if got, want := g.hours(g.Tables.Data), []int64{t0 + 48*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left %v, want %v", got, want)
 	}
 }

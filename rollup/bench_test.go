@@ -163,7 +163,7 @@ func BenchmarkBuildHour(b *testing.B) {
 	b.Run("build", func(b *testing.B) {
 		g := newRig(b, mapping.DefaultLayout())
 		g.write(mkReq(h0)...)
-		if rc, ok := g.st.(store.Reclaimer); ok {
+		if rc, ok := g.Store.(store.Reclaimer); ok {
 			if err := rc.Reclaim(ctxFor(b)); err != nil {
 				b.Fatal(err)
 			}

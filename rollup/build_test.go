@@ -5,91 +5,45 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
-	"go.uber.org/goleak"
 
-	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
-
-// TestMain fails the package's tests when they leave goroutines behind.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// See retention's TestMain: gohbase's admin client's reader stays.
-		goleak.IgnoreAnyFunction("github.com/tsuna/gohbase/region.(*client).receiveRPCs"),
-	)
-}
 
 // h0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.
 const h0 = 1700002800
 
-type rig struct {
-	t      testing.TB
-	st     store.Store
-	tables testbackend.Tables
-	layout mapping.Layout
-	w      *ingest.Writer
-	cfg    *rollup.Config
-}
+// rig is the test stack (teststack) with the rollup tables.
+type rig struct{ *teststack.Stack }
 
 func newRig(t testing.TB, layout mapping.Layout) *rig {
 	t.Helper()
-	st, tb := testbackend.NewWithRollups(t)
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{Table: tb.UID, Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := ingest.New(series.NewMapper(uids, layout, 0), st, ingest.Options{Table: tb.Data})
-	return &rig{t: t, st: st, tables: tb, layout: layout, w: w, cfg: tb.RollupConfig()}
+	return &rig{teststack.New(t, teststack.Options{Layout: layout, Rollups: true})}
 }
 
-func ctxFor(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxFor(t testing.TB) context.Context { return teststack.Context(t) }
 
-func (g *rig) write(ts ...prompb.TimeSeries) {
-	g.t.Helper()
-	body, err := proto.Marshal(&prompb.WriteRequest{Timeseries: ts})
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	if _, err := g.w.Write(ctxFor(g.t), body, false); err != nil {
-		g.t.Fatalf("write: %v", err)
-	}
-}
+func (g *rig) write(ts ...prompb.TimeSeries) { g.T.Helper(); g.Write(ts...) }
 
-func (g *rig) builder() *rollup.Builder {
-	g.t.Helper()
-	b, err := rollup.NewBuilder(g.st, rollup.Options{Config: g.cfg, DataTable: g.tables.Data, UIDTable: g.tables.UID, Layout: g.layout, PutBatch: 3})
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return b
-}
+// builder returns a Builder of the rig's rollups putting 3 rows at a
+// time.
+func (g *rig) builder() *rollup.Builder { g.T.Helper(); return g.Builder(rollup.Options{PutBatch: 3}) }
 
 // windows reads back every window of iv in table order (series by
 // series).
 func (g *rig) windows(iv rollup.Interval) map[string][]rollup.DecodedWindow {
-	g.t.Helper()
-	ids, err := g.cfg.IDs()
+	g.T.Helper()
+	ids, err := g.Rollups.IDs()
 	if err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	d := rollup.NewDecoder(ids)
-	sc := g.st.Scan(ctxFor(g.t), store.ScanRequest{Table: iv.Table})
+	sc := g.Store.Scan(ctxFor(g.T), store.ScanRequest{Table: iv.Table})
 	defer sc.Close()
 	out := map[string][]rollup.DecodedWindow{}
 	for sc.Next() {
@@ -97,19 +51,19 @@ func (g *rig) windows(iv rollup.Interval) map[string][]rollup.DecodedWindow {
 		if rollup.IsProgressRow(row.Key) {
 			continue // the builds' progress and lease
 		}
-		_, metric, base, tags, err := g.layout.ParseRowKey(row.Key)
+		_, metric, base, tags, err := g.Layout.ParseRowKey(row.Key)
 		if err != nil {
-			g.t.Fatalf("rollup row %x: %v", row.Key, err)
+			g.T.Fatalf("rollup row %x: %v", row.Key, err)
 		}
 		ws, err := d.Decode(iv, base, row.Cells, math.MinInt64, math.MaxInt64)
 		if err != nil {
-			g.t.Fatalf("rollup row %x: %v", row.Key, err)
+			g.T.Fatalf("rollup row %x: %v", row.Key, err)
 		}
 		k := fmt.Sprintf("%x/%x", metric, tags)
 		out[k] = append(out[k], ws...)
 	}
 	if err := sc.Err(); err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	return out
 }

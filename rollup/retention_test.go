@@ -33,13 +33,13 @@ func TestRetentionPerResolution(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := rollup.RecordProgress(ctxFor(t), g.st, g.tables.Rollup5m, d0, d0+4*day-3600); err != nil {
+	if _, _, err := rollup.RecordProgress(ctxFor(t), g.Store, g.Tables.Rollup5m, d0, d0+4*day-3600); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(d0+4*day-1800, 0) // late on the fourth day
-	iv5, _ := g.cfg.Interval("5m")
-	iv1, _ := g.cfg.Interval("1h")
-	r, err := retention.New(g.st, retention.Options{RawTime: 24 * time.Hour, DataTable: g.tables.Data, Layout: g.layout,
+	iv5, _ := g.Rollups.Interval("5m")
+	iv1, _ := g.Rollups.Interval("1h")
+	r, err := retention.New(g.Store, retention.Options{RawTime: 24 * time.Hour, DataTable: g.Tables.Data, Layout: g.Layout,
 		Rollups: []retention.RollupTable{{Table: iv5.Table, Span: iv5.Span(), Time: 48 * time.Hour}, {Table: iv1.Table, Span: iv1.Span()}},
 		Now:     func() time.Time { return now }})
 	if err != nil {
@@ -49,11 +49,11 @@ func TestRetentionPerResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	bases := func(table string) []int64 {
-		sc := g.st.Scan(ctxFor(t), store.ScanRequest{Table: table, KeysOnly: true})
+		sc := g.Store.Scan(ctxFor(t), store.ScanRequest{Table: table, KeysOnly: true})
 		defer sc.Close()
 		var out []int64
 		for sc.Next() {
-			if base, ok := g.layout.BaseTimeOf(sc.Row().Key); ok {
+			if base, ok := g.Layout.BaseTimeOf(sc.Row().Key); ok {
 				out = append(out, int64(base))
 			}
 		}
@@ -61,7 +61,7 @@ func TestRetentionPerResolution(t *testing.T) {
 		return slices.Compact(out)
 	}
 	rawCut := (now.Unix() - day) / 3600 * 3600
-	if got := bases(g.tables.Data); len(got) == 0 || got[0] != rawCut {
+	if got := bases(g.Tables.Data); len(got) == 0 || got[0] != rawCut {
 		t.Errorf("raw hours from %v, want from %d", got[:min(len(got), 2)], rawCut)
 	}
 	if got, want := bases(iv5.Table), []int64{d0 + day, d0 + 2*day, d0 + 3*day}; !slices.Equal(got, want) {
@@ -70,7 +70,7 @@ func TestRetentionPerResolution(t *testing.T) {
 	if got := bases(iv1.Table); len(got) == 0 || got[0] > d0 {
 		t.Errorf("1h rollup rows %v, want them all", got)
 	}
-	if _, _, ok, err := rollup.ReadProgress(ctxFor(t), g.st, iv5.Table); err != nil || !ok {
+	if _, _, ok, err := rollup.ReadProgress(ctxFor(t), g.Store, iv5.Table); err != nil || !ok {
 		t.Errorf("progress after retention: ok %v, err %v", ok, err)
 	}
 }

@@ -1,0 +1,192 @@
+package ingest_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/internal/testkit/teststack"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/uid"
+)
+
+// t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.
+const t0 = 1700002800_000
+
+// at is a series of one sample (value v, time t0+v ms) with labels
+// {__name__=name, kv...}.
+func at(v float64, name string, kv ...string) prompb.TimeSeries {
+	return prompb.TimeSeries{Labels: teststack.Labels(name, kv...), Samples: []prompb.Sample{{Timestamp: t0 + int64(v), Value: v}}}
+}
+
+// stored renders what the stack reads back: each series and its sample
+// values.
+func stored(s *teststack.Stack) string {
+	s.T.Helper()
+	var sb strings.Builder
+	for _, sr := range s.Select() {
+		fmt.Fprintf(&sb, "%s", sr.Labels)
+		for _, p := range sr.Samples {
+			fmt.Fprintf(&sb, " %g", p.V)
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// TestRejectedSeries: the series that can never be stored are rejected
+// with a *RejectError naming each (the 400 of the HTTP layer), counted by
+// reason, while the valid series of the same request are written.
+func TestRejectedSeries(t *testing.T) {
+	s := teststack.New(t, teststack.Options{})
+	noName := prompb.TimeSeries{Labels: []prompb.Label{{Name: "job", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 9}}}
+	repeated := at(3, "rep", "job", "a", "job", "b")
+	farFuture := at(4, "late")
+	farFuture.Samples = append(farFuture.Samples, prompb.Sample{Timestamp: (1 << 32) * 1000, Value: 5}) // past the row key's 2^32-1 s
+	res, err := s.TryWrite(at(1, "fine", "job", "a"), noName, repeated, farFuture)
+	var rej *ingest.RejectError
+	if !errors.As(err, &rej) {
+		t.Fatalf("write: %v, want a *ingest.RejectError", err)
+	}
+	for _, want := range []string{"3 samples or histograms rejected", `job="x"`, `"job" repeated`, `__name__="late"`, "timestamps outside"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if res.Samples != 2 || res.Rejected["invalid_labels"] != 2 || res.Rejected["timestamp_out_of_range"] != 1 {
+		t.Errorf("result %+v, want 2 samples written, 2 invalid_labels and 1 timestamp_out_of_range rejected", res)
+	}
+	if got, want := stored(s), "{__name__=\"fine\", job=\"a\"} 1\n{__name__=\"late\"} 4\n"; got != want {
+		t.Errorf("stored:\n%swant\n%s", got, want)
+	}
+}
+
+// TestSecondPass: series missing from the series cache are resolved
+// after the first pass (their UIDs assigned in one batch) and written in
+// the second, interleaved with cached series and each other in request
+// order, the same new series twice in one request included; a writer
+// with a cache of its own (another process) finds the UIDs assigned.
+func TestSecondPass(t *testing.T) {
+	s := teststack.New(t, teststack.Options{})
+	s.Write(at(1, "m", "job", "cached"))
+	res := s.Write(at(2, "m", "job", "new1"), at(3, "m", "job", "cached"), at(4, "other", "job", "new2"), at(5, "m", "job", "new1"))
+	if res.Samples != 4 || len(res.Rejected) != 0 {
+		t.Errorf("result %+v, want 4 samples written", res)
+	}
+	// A writer of another process: UID and series caches of its own.
+	uids, err := uid.NewUIDs(s.Store, s.Layout, uid.UIDOptions{Table: s.Tables.UID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Mapper = series.NewMapper(uids, s.Layout, 0)
+	s.Writer = s.NewWriter(nil)
+	if res := s.Write(at(6, "m", "job", "new1"), at(7, "third", "job", "new3")); res.Samples != 2 {
+		t.Errorf("another writer: result %+v, want 2 samples written", res)
+	}
+	want := "{__name__=\"m\", job=\"cached\"} 1 3\n{__name__=\"m\", job=\"new1\"} 2 5 6\n{__name__=\"other\", job=\"new2\"} 4\n{__name__=\"third\", job=\"new3\"} 7\n"
+	if got := stored(s); got != want {
+		t.Errorf("stored:\n%swant\n%s", got, want)
+	}
+}
+
+// TestExemplars: an exemplar takes the slot of its time in its series'
+// hour (720 slots of 5 s), or the next free one when an earlier exemplar
+// of the same request holds it; a later request replaces the exemplar of
+// a slot. Result counts the exemplars written. A writer without an
+// exemplar table drops them and counts none.
+func TestExemplars(t *testing.T) {
+	ex := func(ts ...int64) prompb.TimeSeries {
+		s := at(1, "m", "job", "a")
+		for _, t := range ts {
+			s.Exemplars = append(s.Exemplars, prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: fmt.Sprint(t)}}, Value: 1, Timestamp: t})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name          string
+		exemplars     bool
+		first, second int
+		read1, read2  string
+	}{
+		{"kept", true, 3, 1, "{__name__=\"m\", job=\"a\"}: 1700002800000 1700002800001 1700002805000\n",
+			"{__name__=\"m\", job=\"a\"}: 1700002800001 1700002800002 1700002805000\n"},
+		{"dropped", false, 0, 0, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := teststack.New(t, teststack.Options{Exemplars: tc.exemplars})
+			// Slot 0, then 0 taken: 1, then 1 taken: 2.
+			if res := s.Write(ex(t0, t0+1, t0+5000)); res.Exemplars != tc.first {
+				t.Errorf("%d exemplars written, want %d", res.Exemplars, tc.first)
+			}
+			if got := teststack.RenderTimes(s.SelectExemplars()); got != tc.read1 {
+				t.Errorf("exemplars read:\n%swant\n%s", got, tc.read1)
+			}
+			// Slot 0 again, in a request of its own: replaced.
+			if res := s.Write(ex(t0 + 2)); res.Exemplars != tc.second {
+				t.Errorf("second request: %d exemplars written, want %d", res.Exemplars, tc.second)
+			}
+			if got := teststack.RenderTimes(s.SelectExemplars()); got != tc.read2 {
+				t.Errorf("exemplars read after the second request:\n%swant\n%s", got, tc.read2)
+			}
+		})
+	}
+}
+
+// TestLimits: a series breaking a per-series limit is rejected by name
+// and the rest written; a request over the series-per-request limit or
+// the new-series rate is refused whole, nothing of it written, every
+// sample counted as rejected.
+func TestLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     func(*limits.Config)
+		first   []prompb.TimeSeries // written before, whole
+		series  []prompb.TimeSeries
+		errHas  string
+		written int
+		reason  string
+		stored  string
+	}{
+		{"label value too long", func(*limits.Config) {}, nil, []prompb.TimeSeries{at(1, "m", "job", "a"), at(2, "m", "job", strings.Repeat("v", 2049))},
+			"--limits.max-label-value-length=2048", 1, limits.ReasonLabelValueLength, "{__name__=\"m\", job=\"a\"} 1\n"},
+		{"series per request", func(c *limits.Config) { c.MaxSeriesPerRequest = 1 }, nil, []prompb.TimeSeries{at(1, "m", "job", "a"), at(2, "m", "job", "b")},
+			"max-series-per-request", 0, limits.ReasonSeriesPerRequest, ""},
+		// The first request takes the bucket into debt; the next new series
+		// waits (about 1000 s).
+		{"new series rate", func(c *limits.Config) { c.NewSeriesRate, c.NewSeriesBurst = 1e-3, 1 }, []prompb.TimeSeries{at(1, "m", "job", "a"), at(2, "m", "job", "b")},
+			[]prompb.TimeSeries{at(3, "m", "job", "a"), at(4, "m", "job", "c")}, "--limits.new-series-rate", 0, limits.ReasonNewSeriesRate,
+			"{__name__=\"m\", job=\"a\"} 1\n{__name__=\"m\", job=\"b\"} 2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := limits.DefaultConfig()
+			tc.cfg(&cfg)
+			s := teststack.New(t, teststack.Options{Ingest: func(o *ingest.Options) {
+				l, err := limits.New(cfg, mapping.DefaultLayout(), prometheus.NewRegistry(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Limits = l
+			}})
+			if len(tc.first) > 0 {
+				s.Write(tc.first...)
+			}
+			res, err := s.TryWrite(tc.series...)
+			if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("write: %v, want an error naming %q", err, tc.errHas)
+			}
+			if res.Samples != tc.written || res.Rejected[tc.reason] != len(tc.series)-tc.written {
+				t.Errorf("result %+v, want %d written and %d rejected for %s", res, tc.written, len(tc.series)-tc.written, tc.reason)
+			}
+			if got := stored(s); got != tc.stored {
+				t.Errorf("stored:\n%swant\n%s", got, tc.stored)
+			}
+		})
+	}
+}
