@@ -79,7 +79,7 @@ type cellCounter struct {
 func (c *cellCounter) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
 	c.calls++
 	c.rows += len(rows)
-	return c.Store.(cellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
+	return c.Store.(store.CellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
 }
 
 // TestLoadIDs: LoadIDs fills the forward cache with the UIDs of the names
