@@ -89,25 +89,13 @@ type only struct {
 }
 
 func (o only) As(target any) bool {
-	v := reflect.ValueOf(target).Elem()
-	if v.Type() != o.typ {
-		return false
-	}
-	v.Set(reflect.ValueOf(o.f))
-	return true
+	return reflect.TypeOf(target).Elem() == o.typ && Forward(o.f, target)
 }
 
-// find is As for an optional interface named by its reflect.Type: st's
-// implementation of it, or nil.
+// find is Lookup without the ok.
 func find(st Store, typ reflect.Type) any {
-	if reflect.TypeOf(st).Implements(typ) {
-		return st
-	}
-	target := reflect.New(typ)
-	if w, ok := st.(Wrapper); ok && w.As(target.Interface()) {
-		return target.Elem().Interface()
-	}
-	return nil
+	impl, _ := Lookup(st, typ)
+	return impl
 }
 
 // callAll calls every method of impl's interface typ with zero arguments

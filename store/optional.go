@@ -68,6 +68,33 @@ func As[T any](st any) (T, bool) {
 	return t, false
 }
 
+// Lookup is As for the optional interface typ (one of Optional), named
+// by its reflect.Type: st's implementation of it, and whether st has one.
+func Lookup(st any, typ reflect.Type) (any, bool) {
+	if reflect.TypeOf(st).Implements(typ) {
+		return st, true
+	}
+	target := reflect.New(typ)
+	if w, ok := st.(Wrapper); ok && w.As(target.Interface()) {
+		return target.Elem().Interface(), true
+	}
+	return nil, false
+}
+
+// Forward is the As of a wrapper that passes st's optional interfaces on
+// as they are (one that changes nothing of their calls, as a test's
+// wrapper failing some scans): it sets *target, a pointer to a variable
+// of an optional interface, to st's implementation of it (Lookup) and
+// reports whether st has one.
+func Forward(st any, target any) bool {
+	v := reflect.ValueOf(target).Elem()
+	impl, ok := Lookup(st, v.Type())
+	if ok {
+		v.Set(reflect.ValueOf(impl))
+	}
+	return ok
+}
+
 // forward sets *target to wrap of st's T (As) when st has one and
 // reports whether it did: a Wrapper's As of one optional interface.
 func forward[T any](st Store, target *T, wrap func(T) T) bool {
