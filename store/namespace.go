@@ -131,65 +131,47 @@ func (v *nsView) As(target any) bool {
 	return false
 }
 
-type nsDeferred struct {
+// nsOf is a forwarding type of As: the view, and the store underneath's
+// implementation of one optional interface.
+type nsOf[T any] struct {
 	v *nsView
-	d DeferredPutter
+	x T
 }
+
+type (
+	nsDeferred     nsOf[DeferredPutter]
+	nsSplitter     nsOf[RangeSplitter]
+	nsBatchCAS     nsOf[BatchCheckAndPutter]
+	nsCell         nsOf[CellGetter]
+	nsCells        nsOf[CellsGetter]
+	nsRangeDeleter nsOf[RowRangeDeleter]
+	nsSizer        nsOf[TableSizer]
+)
 
 func (n nsDeferred) PutDeferred(ctx context.Context, table string, puts []Put) error {
-	return n.d.PutDeferred(ctx, n.v.table(table), puts)
-}
-
-type nsSplitter struct {
-	v *nsView
-	r RangeSplitter
+	return n.x.PutDeferred(ctx, n.v.table(table), puts)
 }
 
 func (n nsSplitter) SplitRange(ctx context.Context, table string, start, stop []byte, parts int) ([][]byte, error) {
-	return n.r.SplitRange(ctx, n.v.table(table), start, stop, parts)
-}
-
-type nsBatchCAS struct {
-	v *nsView
-	b BatchCheckAndPutter
+	return n.x.SplitRange(ctx, n.v.table(table), start, stop, parts)
 }
 
 func (n nsBatchCAS) CheckAndPutBatch(ctx context.Context, table string, ops []CondPut, written []bool) error {
-	return n.b.CheckAndPutBatch(ctx, n.v.table(table), ops, written)
-}
-
-type nsCell struct {
-	v *nsView
-	g CellGetter
+	return n.x.CheckAndPutBatch(ctx, n.v.table(table), ops, written)
 }
 
 func (n nsCell) GetCell(ctx context.Context, table string, row []byte, family, qualifier string) ([]byte, bool, error) {
-	return n.g.GetCell(ctx, n.v.table(table), row, family, qualifier)
-}
-
-type nsCells struct {
-	v *nsView
-	g CellsGetter
+	return n.x.GetCell(ctx, n.v.table(table), row, family, qualifier)
 }
 
 func (n nsCells) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
-	return n.g.GetCells(ctx, n.v.table(table), rows, family, qualifier, values, found)
-}
-
-type nsRangeDeleter struct {
-	v *nsView
-	d RowRangeDeleter
+	return n.x.GetCells(ctx, n.v.table(table), rows, family, qualifier, values, found)
 }
 
 func (n nsRangeDeleter) DeleteRows(ctx context.Context, table string, start, stop []byte) error {
-	return n.d.DeleteRows(ctx, n.v.table(table), start, stop)
-}
-
-type nsSizer struct {
-	v *nsView
-	t TableSizer
+	return n.x.DeleteRows(ctx, n.v.table(table), start, stop)
 }
 
 func (n nsSizer) TableBytes(ctx context.Context, table string) (int64, error) {
-	return n.t.TableBytes(ctx, n.v.table(table))
+	return n.x.TableBytes(ctx, n.v.table(table))
 }
