@@ -354,7 +354,7 @@ func (t *Tracker) swap(ctx context.Context, en *entry, key []byte, next Election
 	if ok {
 		// An election acknowledged only once it is durable, so that a
 		// restart keeps it.
-		if s, isSyncer := t.st.(store.Syncer); isSyncer {
+		if s, isSyncer := store.As[store.Syncer](t.st); isSyncer {
 			if err := s.Sync(ctx); err != nil {
 				return false, fmt.Errorf("ha tracker: write the election of %q: %w", key, err)
 			}

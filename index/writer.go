@@ -157,7 +157,7 @@ func (w *Writer) WriteDeferred(ctx context.Context, entries []Entry) error {
 // put writes puts into table, deferring their durability when asked and
 // the store can.
 func (w *Writer) put(ctx context.Context, table string, puts []store.Put, deferred bool) error {
-	if dp, ok := w.st.(store.DeferredPutter); ok && deferred {
+	if dp, ok := store.As[store.DeferredPutter](w.st); ok && deferred {
 		return dp.PutDeferred(ctx, table, puts)
 	}
 	return w.st.Put(ctx, table, puts)

@@ -364,7 +364,7 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	var ixErr error
 	var ixDone chan struct{}
 	if len(b.index) > 0 {
-		_, deferrable := w.st.(store.DeferredPutter)
+		_, deferrable := store.As[store.DeferredPutter](w.st)
 		switch {
 		case len(b.puts) == 0:
 			ixErr = w.indexer.Write(ctx, b.index) // no durable write follows

@@ -259,7 +259,7 @@ func (s *selection) hourParts() []hourPart {
 // chunk), so such a query may reach --query.max-bytes-per-query with
 // fewer series than one scan would.
 func (s *selection) split(ctx context.Context, reqs []store.ScanRequest) ([]store.ScanRequest, error) {
-	sp, ok := s.q.st.(store.RangeSplitter)
+	sp, ok := store.As[store.RangeSplitter](s.q.st)
 	par := min(s.q.opts.ScanConcurrency, runtime.GOMAXPROCS(0))
 	if !ok || len(reqs) == 0 || par/len(reqs) < 2 {
 		return reqs, nil

@@ -164,7 +164,7 @@ func New(st store.Store, opts Options) (*Retention, error) {
 		return nil, fmt.Errorf("retention size %d bytes is negative", opts.Size)
 	}
 	if opts.Size > 0 {
-		if _, ok := st.(store.TableSizer); !ok {
+		if _, ok := store.As[store.TableSizer](st); !ok {
 			return nil, fmt.Errorf("retention size %d bytes: the store cannot tell its size (only the embedded store can)", opts.Size)
 		}
 	}
@@ -359,7 +359,7 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 		}
 		rollupRanges += res.Ranges[rt.Table] - before
 	}
-	if rc, ok := r.st.(store.Reclaimer); ok && rollupRanges > 0 {
+	if rc, ok := store.As[store.Reclaimer](r.st); ok && rollupRanges > 0 {
 		if err := rc.Reclaim(ctx); err != nil {
 			return res, fmt.Errorf("reclaim the space of expired rollups: %w", err)
 		}
@@ -437,7 +437,7 @@ func (r *Retention) cut(ctx context.Context, cutoff, indexCutoff int64, res *Res
 		after += n
 	}
 	if after > before {
-		if rc, ok := r.st.(store.Reclaimer); ok {
+		if rc, ok := store.As[store.Reclaimer](r.st); ok {
 			if err := rc.Reclaim(ctx); err != nil {
 				return oldest, fmt.Errorf("reclaim the space of expired rows: %w", err)
 			}
@@ -576,7 +576,7 @@ func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error
 
 // tableBytes returns what the tables retention shrinks take on disk.
 func (r *Retention) tableBytes(ctx context.Context) (int64, error) {
-	ts, ok := r.st.(store.TableSizer)
+	ts, ok := store.As[store.TableSizer](r.st)
 	if !ok {
 		return 0, errors.New("the store cannot tell its size")
 	}

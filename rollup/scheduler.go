@@ -154,7 +154,7 @@ func RecordProgress(ctx context.Context, st store.Store, table string, from, to 
 			}
 		}
 		if done {
-			if sy, ok := st.(store.Syncer); ok {
+			if sy, ok := store.As[store.Syncer](st); ok {
 				if err := sy.Sync(ctx); err != nil {
 					return 0, 0, err
 				}

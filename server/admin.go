@@ -24,7 +24,7 @@ func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels
 }
 
 func (a admin) CleanTombstones(ctx context.Context) error {
-	r, ok := a.st.(store.Reclaimer)
+	r, ok := store.As[store.Reclaimer](a.st)
 	if !ok {
 		return nil // HBase gives the space back at its next major compaction
 	}

@@ -27,6 +27,10 @@ type flakyScans struct {
 	fail atomic.Int32
 }
 
+// As passes the optional interfaces of the store underneath on, so that
+// the tenants' stacks take the paths they take in serve.
+func (f *flakyScans) As(target any) bool { return store.Forward(f.Store, target) }
+
 func (f *flakyScans) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if strings.Contains(req.Table, ":") && f.fail.Add(-1) >= 0 {
 		return failedScan{}
@@ -65,6 +69,12 @@ func newTenantsWith(t *testing.T, fail int32, set func(*TenantsConfig), ids ...s
 	}
 	st := &flakyScans{Store: emb}
 	st.fail.Store(fail)
+	for _, typ := range store.Optional() {
+		_, want := store.Lookup(emb, typ)
+		if _, got := store.Lookup(st, typ); got != want {
+			t.Fatalf("flakyScans over the embedded store has %v: %v, the store: %v", typ, got, want)
+		}
+	}
 	_, cfg := newConfig(t, all...)
 	cfg.Mapper = nil
 	cfg.Registerer = prometheus.NewRegistry()

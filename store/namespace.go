@@ -32,32 +32,16 @@ func SplitNamespace(table string) (ns, name string) {
 
 // Namespaced returns a view of st in which every table is that of the
 // same name in namespace ns: an operation on table t is st's on ns:t
-// (NamespacedTable). It has the optional interfaces of this package that
-// st has (Syncer, DeferredPutter, RangeSplitter, CellGetter,
-// RowRangeDeleter, Reclaimer, TableSizer when st has all of them; always
-// BatchCheckAndPutter, one check-and-put after the other when st is not
-// one). Close does nothing: st stays open for its owner, who closes it
-// once. ns must not be empty.
-func Namespaced(st Store, ns string) Store {
+// (NamespacedTable). The view is a Wrapper: As finds each optional
+// interface of this package that st has (As of st), exactly those, their
+// tables namespaced too; Sync and Reclaim are st's own, for the whole
+// store (its log and its deleted ranges are not the namespace's alone).
+// Close does nothing: st stays open for its owner, who closes it once. ns
+// must not be empty.
+func Namespaced(st Store, ns string) Wrapper {
 	v := &nsView{st: st, ns: ns}
 	v.names.Store(&map[string]string{})
-	if f, ok := st.(fullStore); ok {
-		return &nsFullView{nsView: v, full: f}
-	}
 	return v
-}
-
-// fullStore is a Store with every optional interface (the embedded
-// store).
-type fullStore interface {
-	Store
-	Syncer
-	DeferredPutter
-	RangeSplitter
-	CellGetter
-	RowRangeDeleter
-	Reclaimer
-	TableSizer
 }
 
 // nsView is Namespaced's view of a store.
@@ -112,24 +96,6 @@ func (v *nsView) CheckAndPut(ctx context.Context, table string, put Put, family,
 	return v.st.CheckAndPut(ctx, v.table(table), put, family, qualifier, expected)
 }
 
-// CheckAndPutBatch is st's when st is a BatchCheckAndPutter; otherwise
-// the check-and-puts run one after the other, each seeing those before.
-func (v *nsView) CheckAndPutBatch(ctx context.Context, table string, ops []CondPut, written []bool) error {
-	t := v.table(table)
-	if b, ok := v.st.(BatchCheckAndPutter); ok {
-		return b.CheckAndPutBatch(ctx, t, ops, written)
-	}
-	for i, op := range ops {
-		ok, err := v.st.CheckAndPut(ctx, t, op.Put, op.Family, op.Qualifier, op.Expected)
-		if err != nil {
-			clear(written)
-			return err
-		}
-		written[i] = ok
-	}
-	return nil
-}
-
 func (v *nsView) Delete(ctx context.Context, table string, row []byte, columns []Column) error {
 	return v.st.Delete(ctx, v.table(table), row, columns)
 }
@@ -137,34 +103,75 @@ func (v *nsView) Delete(ctx context.Context, table string, row []byte, columns [
 // Close does nothing: the store underneath belongs to its opener.
 func (v *nsView) Close() error { return nil }
 
-// nsFullView is the view of a store with every optional interface.
-type nsFullView struct {
-	*nsView
-	full fullStore
+// As forwards the optional interfaces of the store underneath: one small
+// type each, which namespaces the tables of its calls.
+func (v *nsView) As(target any) bool {
+	switch p := target.(type) {
+	case *Syncer:
+		return forward(v.st, p, func(s Syncer) Syncer { return s })
+	case *Reclaimer:
+		return forward(v.st, p, func(r Reclaimer) Reclaimer { return r })
+	case *CheckAndPutSyncer:
+		return forward(v.st, p, func(c CheckAndPutSyncer) CheckAndPutSyncer { return c })
+	case *DeferredPutter:
+		return forward(v.st, p, func(d DeferredPutter) DeferredPutter { return nsDeferred{v, d} })
+	case *RangeSplitter:
+		return forward(v.st, p, func(r RangeSplitter) RangeSplitter { return nsSplitter{v, r} })
+	case *BatchCheckAndPutter:
+		return forward(v.st, p, func(b BatchCheckAndPutter) BatchCheckAndPutter { return nsBatchCAS{v, b} })
+	case *CellGetter:
+		return forward(v.st, p, func(g CellGetter) CellGetter { return nsCell{v, g} })
+	case *CellsGetter:
+		return forward(v.st, p, func(g CellsGetter) CellsGetter { return nsCells{v, g} })
+	case *RowRangeDeleter:
+		return forward(v.st, p, func(d RowRangeDeleter) RowRangeDeleter { return nsRangeDeleter{v, d} })
+	case *TableSizer:
+		return forward(v.st, p, func(t TableSizer) TableSizer { return nsSizer{v, t} })
+	}
+	return false
 }
 
-func (v *nsFullView) Sync(ctx context.Context) error { return v.full.Sync(ctx) }
-
-func (v *nsFullView) PutDeferred(ctx context.Context, table string, puts []Put) error {
-	return v.full.PutDeferred(ctx, v.table(table), puts)
+// nsOf is a forwarding type of As: the view, and the store underneath's
+// implementation of one optional interface.
+type nsOf[T any] struct {
+	v *nsView
+	x T
 }
 
-func (v *nsFullView) SplitRange(ctx context.Context, table string, start, stop []byte, n int) ([][]byte, error) {
-	return v.full.SplitRange(ctx, v.table(table), start, stop, n)
+type (
+	nsDeferred     nsOf[DeferredPutter]
+	nsSplitter     nsOf[RangeSplitter]
+	nsBatchCAS     nsOf[BatchCheckAndPutter]
+	nsCell         nsOf[CellGetter]
+	nsCells        nsOf[CellsGetter]
+	nsRangeDeleter nsOf[RowRangeDeleter]
+	nsSizer        nsOf[TableSizer]
+)
+
+func (n nsDeferred) PutDeferred(ctx context.Context, table string, puts []Put) error {
+	return n.x.PutDeferred(ctx, n.v.table(table), puts)
 }
 
-func (v *nsFullView) GetCell(ctx context.Context, table string, row []byte, family, qualifier string) ([]byte, bool, error) {
-	return v.full.GetCell(ctx, v.table(table), row, family, qualifier)
+func (n nsSplitter) SplitRange(ctx context.Context, table string, start, stop []byte, parts int) ([][]byte, error) {
+	return n.x.SplitRange(ctx, n.v.table(table), start, stop, parts)
 }
 
-func (v *nsFullView) DeleteRows(ctx context.Context, table string, start, stop []byte) error {
-	return v.full.DeleteRows(ctx, v.table(table), start, stop)
+func (n nsBatchCAS) CheckAndPutBatch(ctx context.Context, table string, ops []CondPut, written []bool) error {
+	return n.x.CheckAndPutBatch(ctx, n.v.table(table), ops, written)
 }
 
-// Reclaim reclaims the space of the whole store: its deleted ranges are
-// not the namespace's alone.
-func (v *nsFullView) Reclaim(ctx context.Context) error { return v.full.Reclaim(ctx) }
+func (n nsCell) GetCell(ctx context.Context, table string, row []byte, family, qualifier string) ([]byte, bool, error) {
+	return n.x.GetCell(ctx, n.v.table(table), row, family, qualifier)
+}
 
-func (v *nsFullView) TableBytes(ctx context.Context, table string) (int64, error) {
-	return v.full.TableBytes(ctx, v.table(table))
+func (n nsCells) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
+	return n.x.GetCells(ctx, n.v.table(table), rows, family, qualifier, values, found)
+}
+
+func (n nsRangeDeleter) DeleteRows(ctx context.Context, table string, start, stop []byte) error {
+	return n.x.DeleteRows(ctx, n.v.table(table), start, stop)
+}
+
+func (n nsSizer) TableBytes(ctx context.Context, table string) (int64, error) {
+	return n.x.TableBytes(ctx, n.v.table(table))
 }

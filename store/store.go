@@ -157,35 +157,6 @@ type Store interface {
 	Close() error
 }
 
-// Syncer is a Store whose Increment and CheckAndPut become durable only
-// with a later write: Sync makes everything so far durable. Callers that
-// acknowledge an Increment or CheckAndPut with no Put after it call Sync.
-type Syncer interface {
-	Sync(ctx context.Context) error
-}
-
-// DeferredPutter is a Store that can apply puts without waiting until they
-// are durable: they are visible at once and become durable with the next
-// Put, Sync or Close (the embedded store, whose log keeps the order of
-// writes). A caller acknowledges nothing that depends on them before such
-// a write.
-type DeferredPutter interface {
-	PutDeferred(ctx context.Context, table string, puts []Put) error
-}
-
-// RangeSplitter is a Store that can cut a row range into parts holding
-// about the same data, so that one large scan can run as several at once
-// (on more cores, or more servers). SplitRange returns at most n-1 row keys
-// k1 < k2 < ... strictly inside [start, stop) (stop empty: the table's
-// end), each the key of a row the table held (it may have been deleted
-// since; the cut is an estimate either way): the parts are [start, k1),
-// [k1, k2), ... [kN, stop), every row in exactly one. It returns none
-// when the range holds too little to be worth cutting; an estimate, never
-// a promise of balance.
-type RangeSplitter interface {
-	SplitRange(ctx context.Context, table string, start, stop []byte, n int) ([][]byte, error)
-}
-
 // CondPut is one check-and-put of a batch: Put is written only if the
 // cell (Family, Qualifier) of Put.Row holds exactly Expected (absent when
 // Expected is empty), as Store.CheckAndPut does.
@@ -193,15 +164,6 @@ type CondPut struct {
 	Put               Put
 	Family, Qualifier string
 	Expected          []byte
-}
-
-// BatchCheckAndPutter is a Store that runs many check-and-puts in one call
-// cheaper than one by one (the embedded store: one lock round and one
-// commit). Each check-and-put is atomic on its own and sees the ones
-// before it in the batch; the batch as a whole is not atomic. written[i]
-// reports whether ops[i] was written; on error none is reported written.
-type BatchCheckAndPutter interface {
-	CheckAndPutBatch(ctx context.Context, table string, ops []CondPut, written []bool) error
 }
 
 // CheckAndPutAll runs ops against st: in one call when st is a
@@ -213,7 +175,7 @@ type BatchCheckAndPutter interface {
 func CheckAndPutAll(ctx context.Context, st interface {
 	CheckAndPut(ctx context.Context, table string, put Put, family, qualifier string, expected []byte) (bool, error)
 }, table string, ops []CondPut, written []bool, errs []error, concurrency int) {
-	if b, ok := st.(BatchCheckAndPutter); ok {
+	if b, ok := As[BatchCheckAndPutter](st); ok {
 		err := b.CheckAndPutBatch(ctx, table, ops, written)
 		for i := range errs {
 			errs[i] = err
@@ -287,12 +249,6 @@ func Parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Conte
 	return first
 }
 
-// CellGetter is a Store that reads one cell cheaper than its row (the
-// embedded store: a point read its bloom filters can answer).
-type CellGetter interface {
-	GetCell(ctx context.Context, table string, row []byte, family, qualifier string) (value []byte, found bool, err error)
-}
-
 // Errors that backends wrap with %w so that callers can classify them.
 var (
 	// ErrTableNotFound means the table does not exist.
@@ -320,28 +276,6 @@ func PrefixEnd(p []byte) []byte {
 	return nil
 }
 
-// RowRangeDeleter is a Store that removes every row of a key range in one
-// step (the embedded store: a range tombstone over its keys and the row
-// buffer), cheaper than reading the rows and deleting them one by one.
-// Rows written after DeleteRows returned are kept.
-type RowRangeDeleter interface {
-	DeleteRows(ctx context.Context, table string, start, stop []byte) error
-}
-
-// Reclaimer is a Store that can give the space of deleted data back to the
-// filesystem on request (the embedded store: compact the ranges deletes
-// touched). Stores that reclaim on their own schedule (HBase: at the next
-// major compaction) need not implement it.
-type Reclaimer interface {
-	Reclaim(ctx context.Context) error
-}
-
-// TableSizer is a Store that can tell how many bytes a table takes on disk
-// (an estimate: compressed files, logs excluded).
-type TableSizer interface {
-	TableBytes(ctx context.Context, table string) (int64, error)
-}
-
 // deleteBatch is how many rows DeleteRows deletes between scans when the
 // store has no range delete.
 const deleteBatch = 512
@@ -353,7 +287,7 @@ const deleteBatch = 512
 // deletes each row, so memory stays bounded and a cancelled call can
 // simply be run again.
 func DeleteRows(ctx context.Context, st Store, table string, start, stop []byte) (int64, error) {
-	if d, ok := st.(RowRangeDeleter); ok {
+	if d, ok := As[RowRangeDeleter](st); ok {
 		if err := d.DeleteRows(ctx, table, start, stop); err != nil {
 			return 0, fmt.Errorf("delete rows [%x, %x) of %s: %w", start, stop, table, err)
 		}

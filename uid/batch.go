@@ -233,16 +233,10 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	}
 }
 
-// cellsGetter reads one cell of many rows in one pass (the embedded
-// store: sorted seeks of one iterator).
-type cellsGetter interface {
-	GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error
-}
-
 // lookupAll looks the names of work up as lookup does, each kind's forward
 // rows in one GetCells, then the legacy forms of the names not found.
 // An error fails the names of its call.
-func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
+func (u *UIDs) lookupAll(ctx context.Context, cg store.CellsGetter, work []uidWork) {
 	var idx []int
 	var rows [][]byte
 	var rowBuf []byte // the rows' bytes (a row stays valid as it grows)
@@ -298,11 +292,11 @@ func (u *UIDs) lookupAll(ctx context.Context, cg cellsGetter, work []uidWork) {
 // ones, setting each one's uid, created and err.
 func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 	// Lookups: an error is the name's own, the others go on.
-	if cg, ok := u.st.(cellsGetter); ok {
+	if cg, ok := store.As[store.CellsGetter](u.st); ok {
 		u.lookupAll(ctx, cg, work)
 	} else {
 		conc := batchConcurrency
-		if _, ok := u.st.(store.CellGetter); ok {
+		if _, ok := store.As[store.CellGetter](u.st); ok {
 			conc = 1 // in-process point reads: goroutines would only add cost
 		}
 		_ = store.Parallel(ctx, len(work), conc, func(ctx context.Context, i int) error {
@@ -489,7 +483,7 @@ func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPu
 		puts = append(puts, ops[j].Put, store.Put{Row: rows[len(rows)-len(w.stored) : len(rows) : len(rows)], Cells: cells[len(cells)-1 : len(cells) : len(cells)]})
 	}
 	var err error
-	if dp, ok := u.st.(store.DeferredPutter); ok {
+	if dp, ok := store.As[store.DeferredPutter](u.st); ok {
 		err = dp.PutDeferred(ctx, u.table, puts)
 	} else {
 		err = u.st.Put(ctx, u.table, puts)
@@ -518,19 +512,11 @@ func (u *UIDs) dropReverse(ctx context.Context, kind Kind, uid []byte) {
 	_ = u.st.Delete(ctx, u.table, uid, []store.Column{{Family: []byte(FamilyName), Qualifier: []byte(kind.Qualifier())}})
 }
 
-// syncEach is a store whose check-and-puts are each made durable on
-// their own, batched or not (HBase: a region-server WAL sync each), while
-// the rows of one Put share one: many rows are cheaper read in one batch
-// and written blind in one Put than checked and put one by one.
-type syncEach interface {
-	CheckAndPutSyncsEach() bool
-}
-
 // writeReverse writes the reverse rows of ops where the cell is absent,
 // reporting each one's outcome in written and errs. Where a batch of
 // check-and-puts is cheap (the embedded store: one lock round and one
 // commit) they are check-and-puts. Where each check-and-put is made
-// durable on its own (HBase, syncEach) the rows of tag names and values
+// durable on its own (HBase, store.CheckAndPutSyncer) the rows of tag names and values
 // are read in batched Gets and the absent ones written with one multi-row
 // Put: their UIDs come from this call's Increment of the counter, which no
 // other writer is given, so a reverse row there can only predate the
@@ -542,7 +528,7 @@ type syncEach interface {
 // forward rows, which writers of the same name race for, are always
 // check-and-puts.
 func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []bool, errs []error) {
-	if se, ok := u.st.(syncEach); !ok || !se.CheckAndPutSyncsEach() {
+	if se, ok := store.As[store.CheckAndPutSyncer](u.st); !ok || !se.CheckAndPutSyncsEach() {
 		store.CheckAndPutAll(ctx, u.st, u.table, ops, written, errs, batchConcurrency)
 		return
 	}
@@ -569,7 +555,7 @@ func (u *UIDs) writeReverse(ctx context.Context, ops []store.CondPut, written []
 		return
 	}
 	taken := make([]bool, len(ops))
-	if cg, ok := u.st.(cellsGetter); ok {
+	if cg, ok := store.As[store.CellsGetter](u.st); ok {
 		// One batch per qualifier (kind) of the cells read.
 		byQual := map[string][]int{}
 		for _, i := range blind {

@@ -47,7 +47,7 @@ func (s syncEachLike) CheckAndPutBatch(ctx context.Context, table string, ops []
 	return s.Store.(store.BatchCheckAndPutter).CheckAndPutBatch(ctx, table, ops, written)
 }
 func (s syncEachLike) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
-	return s.Store.(cellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
+	return s.Store.(store.CellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
 }
 
 // syncEachGetLike is syncEachLike without the reads of many rows.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 )
 
 // Reading many UIDs' names at once, for a query that meets series whose
@@ -31,7 +32,7 @@ func (u *UIDs) NameCached(kind Kind, uid []byte) bool {
 // without a name is left out, for Name to report. Duplicates are read
 // once.
 func (u *UIDs) LoadNames(ctx context.Context, kind Kind, uids [][]byte) error {
-	cg, ok := u.st.(cellsGetter)
+	cg, ok := store.As[store.CellsGetter](u.st)
 	if !ok {
 		return nil
 	}
@@ -75,7 +76,7 @@ func (u *UIDs) LoadNames(ctx context.Context, kind Kind, uids [][]byte) error {
 // to a remote store instead of one a name. Names that also have a legacy
 // stored form, and names without a UID, are left to ID and IDs.
 func (u *UIDs) LoadIDs(ctx context.Context, kind Kind, names []string) error {
-	cg, ok := u.st.(cellsGetter)
+	cg, ok := store.As[store.CellsGetter](u.st)
 	if !ok {
 		return nil
 	}

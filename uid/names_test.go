@@ -8,6 +8,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
 )
 
 // TestLoadNames: LoadNames fills the reverse cache with the names of the
@@ -79,7 +80,7 @@ type cellCounter struct {
 func (c *cellCounter) GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error {
 	c.calls++
 	c.rows += len(rows)
-	return c.Store.(cellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
+	return c.Store.(store.CellsGetter).GetCells(ctx, table, rows, family, qualifier, values, found)
 }
 
 // TestLoadIDs: LoadIDs fills the forward cache with the UIDs of the names
@@ -122,5 +123,42 @@ func TestLoadIDs(t *testing.T) {
 	}
 	if _, err := u.ID(ctx, KindTagV, "nope"); !errors.Is(err, ErrNoSuchName) {
 		t.Errorf("ID(nope): %v, want ErrNoSuchName", err)
+	}
+}
+
+// TestNamespacedBatches: through a tenant's view of the store
+// (store.Namespaced) the UIDs read many cells at once as over the store
+// itself: new names are looked up in batches, names loaded in batches.
+func TestNamespacedBatches(t *testing.T) {
+	ctx := context.Background()
+	emb, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb-uid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { emb.Close() })
+	if _, err := emb.CreateNamespace(ctx, "t_a"); err != nil {
+		t.Fatal(err)
+	}
+	cs := &cellCounter{Store: emb}
+	u := newTestUIDs(t, store.Namespaced(cs, "t_a"), mapping.DefaultLayout())
+	reqs := make([]UIDRequest, 100)
+	for i := range reqs {
+		reqs[i] = UIDRequest{Kind: KindTagV, Name: fmt.Appendf(nil, "v%03d", i)}
+	}
+	u.GetOrCreateBatch(ctx, reqs)
+	var uids [][]byte
+	for _, r := range reqs {
+		if r.Err != nil || !r.Created {
+			t.Fatalf("%s: created %v, %v", r.Name, r.Created, r.Err)
+		}
+		uids = append(uids, r.UID)
+	}
+	if cs.calls == 0 || cs.rows < len(reqs) {
+		t.Errorf("new names looked up with %d GetCells of %d rows, want batches of all %d", cs.calls, cs.rows, len(reqs))
+	}
+	before := cs.calls
+	fresh := newTestUIDs(t, store.Namespaced(cs, "t_a"), mapping.DefaultLayout())
+	if err := fresh.LoadNames(ctx, KindTagV, uids); err != nil || cs.calls != before+1 || !fresh.NameCached(KindTagV, uids[0]) {
+		t.Errorf("LoadNames through the view: %d GetCells, %v, cached %v; want 1", cs.calls-before, err, fresh.NameCached(KindTagV, uids[0]))
 	}
 }

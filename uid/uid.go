@@ -412,7 +412,7 @@ func (u *UIDs) MetricGeneration() uint64 { return u.metricGen.Load() }
 // bytes of a name as tsdb-uid holds it.
 func (u *UIDs) readForward(ctx context.Context, kind Kind, stored string) ([]byte, error) {
 	var value []byte
-	if cg, ok := u.st.(store.CellGetter); ok {
+	if cg, ok := store.As[store.CellGetter](u.st); ok {
 		v, found, err := cg.GetCell(ctx, u.table, []byte(stored), FamilyID, kind.Qualifier())
 		if err != nil {
 			return nil, fmt.Errorf("read uid of %s %q: %w", kind, mapping.NameFromStored([]byte(stored)), err)

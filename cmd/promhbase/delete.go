@@ -86,7 +86,7 @@ func (c *deleteCmd) run(cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("%w (run the same command again to finish)", err)
 	}
-	if r, ok := st.(store.Reclaimer); ok && c.reclaim {
+	if r, ok := store.As[store.Reclaimer](st); ok && c.reclaim {
 		if err := r.Reclaim(ctx); err != nil {
 			return fmt.Errorf("reclaim the space of the deleted data: %w", err)
 		}

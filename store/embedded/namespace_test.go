@@ -84,7 +84,9 @@ func TestNamespaces(t *testing.T) {
 	}
 	// A namespaced view reads its own.
 	v := store.Namespaced(s, "b")
-	if _, ok := v.(store.RowRangeDeleter); !ok {
+	_, ranges := store.As[store.RowRangeDeleter](v)
+	_, cells := store.As[store.CellsGetter](v)
+	if !ranges || !cells {
 		t.Error("the view of the embedded store lost its optional interfaces")
 	}
 	r, err := v.Get(ctx, "d", []byte("r1"), "t")

@@ -90,7 +90,16 @@ type Store struct {
 	nsMu       sync.Mutex
 }
 
-var _ store.Store = (*Store)(nil)
+// The optional interfaces the store has: every one but
+// store.CheckAndPutSyncer.
+var (
+	_ store.Store               = (*Store)(nil)
+	_ store.Syncer              = (*Store)(nil)
+	_ store.DeferredPutter      = (*Store)(nil)
+	_ store.BatchCheckAndPutter = (*Store)(nil)
+	_ store.CellGetter          = (*Store)(nil)
+	_ store.CellsGetter         = (*Store)(nil)
+)
 
 // Open opens (creating when needed) the store in dir. A table that holds
 // runs (it was buffered before) is buffered whatever opts says; a row

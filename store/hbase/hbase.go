@@ -138,6 +138,8 @@ type Store struct {
 var (
 	_ store.Store               = (*Store)(nil)
 	_ store.BatchCheckAndPutter = (*Store)(nil)
+	_ store.CellsGetter         = (*Store)(nil)
+	_ store.CheckAndPutSyncer   = (*Store)(nil)
 )
 
 // New returns a Store for the cluster cfg names. It does not connect: the

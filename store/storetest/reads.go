@@ -11,7 +11,7 @@ import (
 // (both backends).
 type CellsStore interface {
 	store.Store
-	GetCells(ctx context.Context, table string, rows [][]byte, family, qualifier string, values [][]byte, found []bool) error
+	store.CellsGetter
 }
 
 // ReadCounter counts the reads of family in table through it: Gets (one a
