@@ -3,6 +3,8 @@ package wire
 import (
 	"fmt"
 	"math"
+
+	"github.com/promhbase/promhbase/mapping"
 )
 
 // Protobuf wire types.
@@ -160,19 +162,21 @@ func readLenBytes(b []byte) ([]byte, int) {
 	return b[n:end:end], end
 }
 
-// shortSample reads, at the start of b, a Sample field as Prometheus
-// encodes it: 0x12 len 0x09 value(8) 0x10 timestamp-varint, the length
-// under 128. n is 0 when b does not start with one.
-func shortSample(b []byte) (v float64, t int64, n int) {
+// addShortSample adds to s.Samples the Sample field at the start of b if
+// it is one as Prometheus encodes it: 0x12 len 0x09 value(8) 0x10
+// timestamp-varint, the length under 128. It returns the field's length, 0
+// when b does not start with one.
+func (s *Series) addShortSample(b []byte) int {
 	if len(b) > 12 && b[0] == 0x12 && b[1] < 0x80 && b[2] == 0x09 && b[11] == 0x10 {
 		n := 2 + int(b[1])
 		if n <= len(b) && n > 12 {
 			if t, m := readVarint(b[12:n]); m == n-12 {
-				return math.Float64frombits(le64(b[3:11])), int64(t), n
+				s.Samples = append(s.Samples, mapping.Point{T: int64(t), V: math.Float64frombits(le64(b[3:11]))})
+				return n
 			}
 		}
 	}
-	return 0, 0, 0
+	return 0
 }
 
 func le64(b []byte) uint64 {

@@ -274,8 +274,7 @@ func parseTimeSeries(buf []byte, s *Series) error {
 			buf = buf[n:]
 			continue
 		}
-		if v, t, n := shortSample(buf); n > 0 {
-			s.Samples = append(s.Samples, mapping.Point{T: t, V: v})
+		if n := s.addShortSample(buf); n > 0 {
 			buf = buf[n:]
 			continue
 		}

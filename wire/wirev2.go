@@ -252,8 +252,7 @@ func parseTimeSeriesV2(buf []byte, st *V2State, s *Series) error {
 	st.refs = st.refs[:0]
 	for len(buf) > 0 {
 		// Fast path for a sample as Prometheus encodes it.
-		if v, t, n := shortSample(buf); n > 0 {
-			s.Samples = append(s.Samples, mapping.Point{T: t, V: v})
+		if n := s.addShortSample(buf); n > 0 {
 			buf = buf[n:]
 			continue
 		}
