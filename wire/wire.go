@@ -3,7 +3,6 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -71,48 +70,39 @@ func (s *Series) Labels() ([]mapping.Label, error) {
 	if len(buf) > 0 && buf[0] == keyFormV2 {
 		return s.labelsV2(buf[1:])
 	}
-	for len(buf) > 0 {
-		_, _, n := readTag(buf)
-		if n <= 0 {
-			return nil, fmt.Errorf("%w: label field", ErrMalformed)
-		}
-		msg, rest, err := readBytes(buf[n:])
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "series key")
 		if err != nil {
-			return nil, fmt.Errorf("%w: label field", ErrMalformed)
+			return nil, err
 		}
-		l, err := parseLabel(msg)
+		rest = rest[n:]
+		if f.wt() != wireBytes {
+			return nil, fmt.Errorf("%w: series key field %d of wire type %d", ErrMalformed, f.num(), f.wt())
+		}
+		l, err := parseLabel(f.b)
 		if err != nil {
 			return nil, err
 		}
 		s.labels = append(s.labels, l)
-		buf = rest
 	}
 	return s.labels, nil
 }
 
 // labelsV2 decodes the labels of a 2.0 key (after its form byte).
 func (s *Series) labelsV2(buf []byte) ([]mapping.Label, error) {
-	bytesField := func() ([]byte, error) {
-		n, m := readVarint(buf)
-		if m <= 0 || n > uint64(len(buf)-m) {
-			return nil, fmt.Errorf("%w: 2.0 series key", ErrMalformed)
-		}
-		b := buf[m : m+int(n) : m+int(n)]
-		buf = buf[m+int(n):]
-		return b, nil
-	}
+	errKey := func() error { return fmt.Errorf("%w: 2.0 series key", ErrMalformed) }
 	for len(buf) > 0 {
 		var l mapping.Label
-		id, m := readVarint(buf)
-		if m <= 0 {
-			return nil, fmt.Errorf("%w: 2.0 series key", ErrMalformed)
+		id, n := readVarint(buf)
+		if n <= 0 {
+			return nil, errKey()
 		}
-		buf = buf[m:]
-		var err error
+		buf = buf[n:]
 		if id == 0 {
-			if l.Name, err = bytesField(); err != nil {
-				return nil, err
+			if l.Name, n = readLenBytes(buf); n <= 0 {
+				return nil, errKey()
 			}
+			buf = buf[n:]
 		} else if s.names == nil {
 			return nil, fmt.Errorf("%w: 2.0 series key without its label names", ErrMalformed)
 		} else if name, ok := s.names.name(id); ok {
@@ -120,9 +110,10 @@ func (s *Series) labelsV2(buf []byte) ([]mapping.Label, error) {
 		} else {
 			return nil, fmt.Errorf("%w: 2.0 series key names label name id %d", ErrMalformed, id)
 		}
-		if l.Value, err = bytesField(); err != nil {
-			return nil, err
+		if l.Value, n = readLenBytes(buf); n <= 0 {
+			return nil, errKey()
 		}
+		buf = buf[n:]
 		s.labels = append(s.labels, l)
 	}
 	return s.labels, nil
@@ -140,44 +131,27 @@ func (s *Series) labelsV2(buf []byte) ([]mapping.Label, error) {
 // between calls. Unknown fields are skipped; every length is checked before
 // slicing.
 func ParseWriteRequest(buf []byte, s *Series, metas *[]Meta, fn func(*Series) error) error {
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in WriteRequest", ErrMalformed)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "WriteRequest")
+		if err != nil {
+			return err
 		}
-		buf = buf[n:]
-		if field == 1 && wt == wireBytes {
-			msg, rest, err := readBytes(buf)
-			if err != nil {
-				return fmt.Errorf("%w: timeseries: %w", ErrMalformed, err)
-			}
-			buf = rest
-			if err := parseTimeSeries(msg, s); err != nil {
+		rest = rest[n:]
+		switch {
+		case f.is(1, wireBytes):
+			if err := parseTimeSeries(f.b, s); err != nil {
 				return err
 			}
 			if err := fn(s); err != nil {
 				return err
 			}
-			continue
-		}
-		if field == 3 && wt == wireBytes && metas != nil {
-			msg, rest, err := readBytes(buf)
-			if err != nil {
-				return fmt.Errorf("%w: metadata: %w", ErrMalformed, err)
-			}
-			buf = rest
-			md, err := parseMetricMetadata(msg)
+		case f.is(3, wireBytes) && metas != nil:
+			md, err := parseMetricMetadata(f.b)
 			if err != nil {
 				return err
 			}
 			*metas = append(*metas, md)
-			continue
 		}
-		rest, err := skipField(buf, wt)
-		if err != nil {
-			return fmt.Errorf("%w: WriteRequest field %d: %w", ErrMalformed, field, err)
-		}
-		buf = rest
 	}
 	return nil
 }
@@ -194,40 +168,22 @@ type Meta struct {
 // string metric_family_name = 2; string help = 4; string unit = 5; }.
 func parseMetricMetadata(buf []byte) (Meta, error) {
 	md := Meta{Set: true}
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return md, fmt.Errorf("%w: bad tag in MetricMetadata", ErrMalformed)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "MetricMetadata")
+		if err != nil {
+			return md, err
 		}
-		buf = buf[n:]
+		rest = rest[n:]
 		switch {
-		case field == 1 && wt == wireVarint:
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return md, fmt.Errorf("%w: MetricMetadata type", ErrMalformed)
-			}
+		case f.is(1, wireVarint):
 			// An enum is an int32: a longer varint keeps its low 32 bits.
-			md.Type, buf = uint64(uint32(v)), buf[n:]
-		case (field == 2 || field == 4 || field == 5) && wt == wireBytes:
-			b, rest, err := readBytes(buf)
-			if err != nil {
-				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
-			switch field {
-			case 2:
-				md.Family = b
-			case 4:
-				md.Help = b
-			case 5:
-				md.Unit = b
-			}
-		default:
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return md, fmt.Errorf("%w: MetricMetadata field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
+			md.Type = uint64(uint32(f.uint()))
+		case f.is(2, wireBytes):
+			md.Family = f.b
+		case f.is(4, wireBytes):
+			md.Help = f.b
+		case f.is(5, wireBytes):
+			md.Unit = f.b
 		}
 	}
 	return md, nil
@@ -248,20 +204,16 @@ func (s *Series) ExemplarLabels(e Exemplar) []mapping.Label { return s.exLabels[
 // value = 2; int64 timestamp = 3; } into s.
 func (s *Series) parseExemplarV1(buf []byte) error {
 	e := Exemplar{lo: len(s.exLabels)}
-	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
-		if wt != wireBytes {
-			return skipField(b, wt)
+	err := parseExemplar(buf, &e, func(f field) error {
+		if f.wt() != wireBytes {
+			return nil
 		}
-		msg, rest, err := readBytes(b)
+		l, err := parseLabel(f.b)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Exemplar label: %w", ErrMalformed, err)
-		}
-		l, err := parseLabel(msg)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		s.exLabels = append(s.exLabels, l)
-		return rest, nil
+		return nil
 	})
 	if err != nil {
 		return err
@@ -272,37 +224,23 @@ func (s *Series) parseExemplarV1(buf []byte) error {
 }
 
 // parseExemplar walks an Exemplar of either protocol: its value (field 2)
-// and timestamp (field 3) into e; field 1, the labels, goes to labels,
-// which returns what follows it.
-func parseExemplar(buf []byte, e *Exemplar, labels func(wt int, b []byte) ([]byte, error)) error {
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Exemplar", ErrMalformed)
+// and timestamp (field 3) into e; field 1, the labels, goes to labels.
+func parseExemplar(buf []byte, e *Exemplar, labels func(field) error) error {
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "Exemplar")
+		if err != nil {
+			return err
 		}
-		buf = buf[n:]
-		var err error
+		rest = rest[n:]
 		switch {
-		case field == 1:
-			buf, err = labels(wt, buf)
-			if err != nil {
+		case f.num() == 1:
+			if err := labels(f); err != nil {
 				return err
 			}
-		case field == 2 && wt == wireFixed64:
-			if len(buf) < 8 {
-				return fmt.Errorf("%w: Exemplar value cut", ErrMalformed)
-			}
-			e.V, buf = math.Float64frombits(le64(buf)), buf[8:]
-		case field == 3 && wt == wireVarint:
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return fmt.Errorf("%w: Exemplar timestamp", ErrMalformed)
-			}
-			e.T, buf = int64(v), buf[n:]
-		default:
-			if buf, err = skipField(buf, wt); err != nil {
-				return fmt.Errorf("%w: Exemplar field %d: %w", ErrMalformed, field, err)
-			}
+		case f.is(2, wireFixed64):
+			e.V = f.float64()
+		case f.is(3, wireVarint):
+			e.T = int64(f.uint())
 		}
 	}
 	return nil
@@ -336,52 +274,34 @@ func parseTimeSeries(buf []byte, s *Series) error {
 			buf = buf[n:]
 			continue
 		}
-		// Fast path for a short sample: 0x12 len 0x09 value(8) 0x10 varint.
-		if buf[0] == 0x12 && len(buf) > 12 && buf[1] < 0x80 && buf[2] == 0x09 && buf[11] == 0x10 {
-			n := 2 + int(buf[1])
-			if n <= len(buf) && n > 12 {
-				if t, m := readVarint(buf[12:n]); m == n-12 {
-					s.Samples = append(s.Samples, mapping.Point{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
-					buf = buf[n:]
-					continue
-				}
-			}
-		}
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in TimeSeries", ErrMalformed)
-		}
-		start := buf
-		buf = buf[n:]
-		if wt != wireBytes {
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
+		if n := s.addShortSample(buf); n > 0 {
+			buf = buf[n:]
 			continue
 		}
-		msg, rest, err := readBytes(buf)
+		f, n, err := readField(buf, "TimeSeries")
 		if err != nil {
-			return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
+			return err
 		}
-		buf = rest
-		switch field {
+		off := len(whole) - len(buf)
+		buf = buf[n:]
+		if f.wt() != wireBytes {
+			continue
+		}
+		switch f.num() {
 		case 1:
-			s.addKeyField(whole, len(whole)-len(start), len(start)-len(rest))
-			_ = msg
+			s.addKeyField(whole, off, n)
 		case 2:
-			smp, err := parseSample(msg)
+			smp, err := parseSample(f.b)
 			if err != nil {
 				return err
 			}
 			s.Samples = append(s.Samples, smp)
 		case 3:
-			if err := s.parseExemplarV1(msg); err != nil {
+			if err := s.parseExemplarV1(f.b); err != nil {
 				return err
 			}
 		case 4:
-			s.Hists = append(s.Hists, msg)
+			s.Hists = append(s.Hists, f.b)
 		}
 	}
 	return nil
@@ -389,154 +309,38 @@ func parseTimeSeries(buf []byte, s *Series) error {
 
 func parseLabel(buf []byte) (mapping.Label, error) {
 	var l mapping.Label
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return l, fmt.Errorf("%w: bad tag in Label", ErrMalformed)
-		}
-		buf = buf[n:]
-		if wt == wireBytes && (field == 1 || field == 2) {
-			b, rest, err := readBytes(buf)
-			if err != nil {
-				return l, fmt.Errorf("%w: Label field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
-			if field == 1 {
-				l.Name = b
-			} else {
-				l.Value = b
-			}
-			continue
-		}
-		rest, err := skipField(buf, wt)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "Label")
 		if err != nil {
-			return l, fmt.Errorf("%w: Label field %d: %w", ErrMalformed, field, err)
+			return l, err
 		}
-		buf = rest
+		rest = rest[n:]
+		switch {
+		case f.is(1, wireBytes):
+			l.Name = f.b
+		case f.is(2, wireBytes):
+			l.Value = f.b
+		}
 	}
 	return l, nil
 }
 
 func parseSample(buf []byte) (mapping.Point, error) {
 	var s mapping.Point
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return s, fmt.Errorf("%w: bad tag in Sample", ErrMalformed)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "Sample")
+		if err != nil {
+			return s, err
 		}
-		buf = buf[n:]
+		rest = rest[n:]
 		switch {
-		case field == 1 && wt == wireFixed64:
-			if len(buf) < 8 {
-				return s, fmt.Errorf("%w: Sample value: %d bytes left, want 8", ErrMalformed, len(buf))
-			}
-			s.V = math.Float64frombits(le64(buf))
-			buf = buf[8:]
-		case field == 2 && wt == wireVarint:
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return s, fmt.Errorf("%w: Sample timestamp varint", ErrMalformed)
-			}
-			s.T = int64(v)
-			buf = buf[n:]
-		default:
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return s, fmt.Errorf("%w: Sample field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
+		case f.is(1, wireFixed64):
+			s.V = f.float64()
+		case f.is(2, wireVarint):
+			s.T = int64(f.uint())
 		}
 	}
 	return s, nil
-}
-
-// Protobuf wire types.
-const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
-)
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-// readVarint decodes a varint; n <= 0 when it is truncated or too long.
-func readVarint(b []byte) (uint64, int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		return uint64(b[0]), 1
-	}
-	return readVarintSlow(b)
-}
-
-func readVarintSlow(b []byte) (uint64, int) {
-	var v uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		c := b[i]
-		v |= uint64(c&0x7F) << (7 * i)
-		if c < 0x80 {
-			if i == 9 && c > 1 {
-				return 0, -1
-			}
-			return v, i + 1
-		}
-	}
-	return 0, -1
-}
-
-func readTag(b []byte) (field uint64, wt int, n int) {
-	v, n := readVarint(b)
-	if n <= 0 || v>>3 == 0 {
-		return 0, 0, -1
-	}
-	return v >> 3, int(v & 7), n
-}
-
-func readBytes(b []byte) (msg, rest []byte, err error) {
-	if len(b) > 0 && b[0] < 0x80 {
-		l := int(b[0])
-		if l >= len(b) {
-			return nil, nil, fmt.Errorf("length %d past the end (%d bytes left)", l, len(b)-1)
-		}
-		return b[1 : 1+l], b[1+l:], nil
-	}
-	l, n := readVarint(b)
-	if n <= 0 {
-		return nil, nil, errors.New("bad length varint")
-	}
-	b = b[n:]
-	if l > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("length %d past the end (%d bytes left)", l, len(b))
-	}
-	return b[:l], b[l:], nil
-}
-
-func skipField(b []byte, wt int) ([]byte, error) {
-	switch wt {
-	case wireVarint:
-		_, n := readVarint(b)
-		if n <= 0 {
-			return nil, errors.New("bad varint")
-		}
-		return b[n:], nil
-	case wireFixed64:
-		if len(b) < 8 {
-			return nil, errors.New("truncated fixed64")
-		}
-		return b[8:], nil
-	case wireBytes:
-		_, rest, err := readBytes(b)
-		return rest, err
-	case wireFixed32:
-		if len(b) < 4 {
-			return nil, errors.New("truncated fixed32")
-		}
-		return b[4:], nil
-	}
-	return nil, fmt.Errorf("unsupported wire type %d", wt)
 }
 
 // Names returns the label-name table that decodes the series' 2.0 Key (nil

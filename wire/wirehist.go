@@ -45,115 +45,83 @@ func ParseHistogram(msg []byte, w *Histogram) error {
 	w.pDeltas, w.nDeltas = w.pDeltas[:0], w.nDeltas[:0]
 	w.pCounts, w.nCounts, w.custom = w.pCounts[:0], w.nCounts[:0], w.custom[:0]
 	w.T, w.IsFloat = 0, false
-	var err error
-	for buf := msg; len(buf) > 0; {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Histogram", ErrMalformed)
+	for rest := msg; len(rest) > 0; {
+		f, n, err := readField(rest, "Histogram")
+		if err != nil {
+			return err
 		}
-		buf = buf[n:]
-		switch field {
+		rest = rest[n:]
+		switch f.num() {
 		case 1, 6, 14, 15: // varints
-			if wt != wireVarint {
-				break
+			if f.wt() != wireVarint {
+				continue
 			}
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return fmt.Errorf("%w: Histogram field %d varint", ErrMalformed, field)
-			}
-			buf = buf[n:]
-			switch field {
+			switch f.num() {
 			case 1: // a oneof: the last of count_int and count_float wins
-				h.Count, fh.Count, w.IsFloat = v, 0, false
+				h.Count, fh.Count, w.IsFloat = f.uint(), 0, false
 			case 6: // a oneof: the last of zero_count_int and _float wins
-				h.ZeroCount, fh.ZeroCount = v, 0
+				h.ZeroCount, fh.ZeroCount = f.uint(), 0
 			case 14:
-				h.CounterResetHint = histogram.CounterResetHint(v)
+				h.CounterResetHint = histogram.CounterResetHint(f.uint())
 			case 15:
-				w.T = int64(v)
+				w.T = int64(f.uint())
 			}
-			continue
 		case 2, 3, 5, 7: // doubles
-			if wt != wireFixed64 {
-				break
+			if f.wt() != wireFixed64 {
+				continue
 			}
-			if len(buf) < 8 {
-				return fmt.Errorf("%w: Histogram field %d cut", ErrMalformed, field)
-			}
-			f := math.Float64frombits(le64(buf))
-			buf = buf[8:]
-			switch field {
+			switch v := f.float64(); f.num() {
 			case 2:
-				fh.Count, h.Count, w.IsFloat = f, 0, true
+				fh.Count, h.Count, w.IsFloat = v, 0, true
 			case 3:
-				h.Sum = f
+				h.Sum = v
 			case 5:
-				h.ZeroThreshold = f
+				h.ZeroThreshold = v
 			case 7:
-				fh.ZeroCount, h.ZeroCount = f, 0
+				fh.ZeroCount, h.ZeroCount = v, 0
 			}
-			continue
 		case 4:
-			if wt != wireVarint {
-				break
+			if f.wt() != wireVarint {
+				continue
 			}
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return fmt.Errorf("%w: Histogram schema", ErrMalformed)
-			}
-			buf = buf[n:]
-			s := int64(v>>1) ^ -int64(v&1)
+			s := zigzag(f.uint())
 			if s < math.MinInt32 || s > math.MaxInt32 {
 				return fmt.Errorf("%w: Histogram schema %d", ErrMalformed, s)
 			}
 			h.Schema = int32(s)
-			continue
 		case 8, 11:
-			if wt != wireBytes {
-				break
+			if f.wt() != wireBytes {
+				continue
 			}
-			span, rest, err := readBytes(buf)
-			if err != nil {
-				return fmt.Errorf("%w: Histogram spans: %w", ErrMalformed, err)
-			}
-			buf = rest
-			sp, err := parseSpan(span)
+			sp, err := parseSpan(f.b)
 			if err != nil {
 				return err
 			}
-			if field == 8 {
+			if f.num() == 8 {
 				w.nSpans = append(w.nSpans, sp)
 			} else {
 				w.pSpans = append(w.pSpans, sp)
 			}
-			continue
 		case 9, 12:
 			dst := &w.nDeltas
-			if field == 12 {
+			if f.num() == 12 {
 				dst = &w.pDeltas
 			}
-			if *dst, buf, err = appendSint64s(*dst, buf, wt); err != nil {
-				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
+			if *dst, err = appendSint64s(*dst, f); err != nil {
+				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, f.num(), err)
 			}
-			continue
 		case 10, 13, 16:
 			dst := &w.nCounts
-			switch field {
+			switch f.num() {
 			case 13:
 				dst = &w.pCounts
 			case 16:
 				dst = &w.custom
 			}
-			if *dst, buf, err = appendDoubles(*dst, buf, wt); err != nil {
-				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
+			if *dst, err = appendDoubles(*dst, f); err != nil {
+				return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, f.num(), err)
 			}
-			continue
 		}
-		rest, err := skipField(buf, wt)
-		if err != nil {
-			return fmt.Errorf("%w: Histogram field %d: %w", ErrMalformed, field, err)
-		}
-		buf = rest
 	}
 	h.PositiveSpans, h.NegativeSpans, h.CustomValues = orNil(w.pSpans), orNil(w.nSpans), orNil(w.custom)
 	h.PositiveBuckets, h.NegativeBuckets = orNil(w.pDeltas), orNil(w.nDeltas)
@@ -184,91 +152,28 @@ func (w *Histogram) Validate() error {
 
 func parseSpan(buf []byte) (histogram.Span, error) {
 	var sp histogram.Span
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return sp, fmt.Errorf("%w: bad tag in BucketSpan", ErrMalformed)
-		}
-		buf = buf[n:]
-		if wt == wireVarint && (field == 1 || field == 2) {
-			v, n := readVarint(buf)
-			if n <= 0 {
-				return sp, fmt.Errorf("%w: BucketSpan field %d", ErrMalformed, field)
-			}
-			buf = buf[n:]
-			if field == 1 {
-				o := int64(v>>1) ^ -int64(v&1)
-				if o < math.MinInt32 || o > math.MaxInt32 {
-					return sp, fmt.Errorf("%w: BucketSpan offset %d", ErrMalformed, o)
-				}
-				sp.Offset = int32(o)
-			} else {
-				if v > math.MaxUint32 {
-					return sp, fmt.Errorf("%w: BucketSpan length %d", ErrMalformed, v)
-				}
-				sp.Length = uint32(v)
-			}
-			continue
-		}
-		rest, err := skipField(buf, wt)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "BucketSpan")
 		if err != nil {
-			return sp, fmt.Errorf("%w: BucketSpan field %d: %w", ErrMalformed, field, err)
+			return sp, err
 		}
-		buf = rest
+		rest = rest[n:]
+		switch {
+		case f.is(1, wireVarint):
+			o := zigzag(f.uint())
+			if o < math.MinInt32 || o > math.MaxInt32 {
+				return sp, fmt.Errorf("%w: BucketSpan offset %d", ErrMalformed, o)
+			}
+			sp.Offset = int32(o)
+		case f.is(2, wireVarint):
+			l := f.uint()
+			if l > math.MaxUint32 {
+				return sp, fmt.Errorf("%w: BucketSpan length %d", ErrMalformed, l)
+			}
+			sp.Length = uint32(l)
+		}
 	}
 	return sp, nil
-}
-
-// appendSint64s reads a repeated sint64 field, packed or one varint.
-func appendSint64s(dst []int64, buf []byte, wt int) ([]int64, []byte, error) {
-	zz := func(v uint64) int64 { return int64(v>>1) ^ -int64(v&1) }
-	switch wt {
-	case wireVarint:
-		v, n := readVarint(buf)
-		if n <= 0 {
-			return dst, nil, fmt.Errorf("bad varint")
-		}
-		return append(dst, zz(v)), buf[n:], nil
-	case wireBytes:
-		msg, rest, err := readBytes(buf)
-		if err != nil {
-			return dst, nil, err
-		}
-		for len(msg) > 0 {
-			v, n := readVarint(msg)
-			if n <= 0 {
-				return dst, nil, fmt.Errorf("bad packed varint")
-			}
-			dst = append(dst, zz(v))
-			msg = msg[n:]
-		}
-		return dst, rest, nil
-	}
-	return dst, nil, fmt.Errorf("wire type %d for a repeated sint64", wt)
-}
-
-// appendDoubles reads a repeated double field, packed or one fixed64.
-func appendDoubles(dst []float64, buf []byte, wt int) ([]float64, []byte, error) {
-	switch wt {
-	case wireFixed64:
-		if len(buf) < 8 {
-			return dst, nil, fmt.Errorf("double cut")
-		}
-		return append(dst, math.Float64frombits(le64(buf))), buf[8:], nil
-	case wireBytes:
-		msg, rest, err := readBytes(buf)
-		if err != nil {
-			return dst, nil, err
-		}
-		if len(msg)%8 != 0 {
-			return dst, nil, fmt.Errorf("packed doubles of %d bytes", len(msg))
-		}
-		for ; len(msg) > 0; msg = msg[8:] {
-			dst = append(dst, math.Float64frombits(le64(msg)))
-		}
-		return dst, rest, nil
-	}
-	return dst, nil, fmt.Errorf("wire type %d for a repeated double", wt)
 }
 
 // orNil returns s, or nil when it is empty.

@@ -27,10 +27,8 @@ func (st *V2State) unpack() error {
 	if st.packed == nil {
 		return nil
 	}
-	field := appendUvarint(nil, uint64(len(st.packed)))
-	field = append(field, st.packed...)
 	var err error
-	st.refs, _, err = appendUint32s(st.refs, field, wireBytes)
+	st.refs, err = appendPackedUint32s(st.refs, st.packed)
 	st.packed = nil
 	if err != nil {
 		return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
@@ -175,53 +173,37 @@ func ParseWriteRequestV2(buf []byte, st *V2State, s *Series, fn func(*Series) er
 			}
 			continue
 		}
-		field, wt, n := readTag(rest)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in Request", ErrMalformed)
+		f, n, err := readField(rest, "Request")
+		if err != nil {
+			return err
 		}
 		rest = rest[n:]
-		if field == 4 && wt == wireBytes {
-			sym, r, err := readBytes(rest)
-			if err != nil {
-				return fmt.Errorf("%w: symbol %d: %w", ErrMalformed, len(st.symbols), err)
-			}
-			off := uint64(len(buf) - len(r) - len(sym))
-			st.symbols = append(st.symbols, off<<32|uint64(len(sym)))
-			rest = r
-			if leading {
-				skip = len(buf) - len(rest)
-			}
+		if f.num() != 4 || f.wt() != wireBytes {
+			leading = false
 			continue
 		}
-		leading = false
-		r, err := skipField(rest, wt)
-		if err != nil {
-			return fmt.Errorf("%w: Request field %d: %w", ErrMalformed, field, err)
+		off := uint64(len(buf) - len(rest) - len(f.b))
+		st.symbols = append(st.symbols, off<<32|uint64(len(f.b)))
+		if leading {
+			skip = len(buf) - len(rest)
 		}
-		rest = r
 	}
 	st.nameIDs = slices.Grow(st.nameIDs[:0], len(st.symbols))[:len(st.symbols)]
 	clear(st.nameIDs)
 	haveSeries := false
-	for buf = buf[skip:]; len(buf) > 0; {
-		field, wt, n := readTag(buf)
-		buf = buf[n:]
-		if field != 5 || wt != wireBytes {
-			buf, _ = skipField(buf, wt) // checked by the first pass
+	for rest := buf[skip:]; len(rest) > 0; {
+		f, n, _ := readField(rest, "Request") // checked by the first pass
+		rest = rest[n:]
+		if f.num() != 5 || f.wt() != wireBytes {
 			continue
 		}
-		msg, rest, err := readBytes(buf)
-		if err != nil {
-			return fmt.Errorf("%w: timeseries: %w", ErrMalformed, err)
-		}
-		buf = rest
 		if !haveSeries {
 			haveSeries = true
 			if len(st.symbols) == 0 || uint32(st.symbols[0]) != 0 {
 				return fmt.Errorf("%w: the first symbol must be the empty string", ErrMalformed)
 			}
 		}
-		if err := parseTimeSeriesV2(msg, st, s); err != nil {
+		if err := parseTimeSeriesV2(f.b, st, s); err != nil {
 			return err
 		}
 		if err := fn(s); err != nil {
@@ -269,76 +251,44 @@ func parseTimeSeriesV2(buf []byte, st *V2State, s *Series) error {
 	s.keyBuf = s.keyBuf[:0]
 	st.refs = st.refs[:0]
 	for len(buf) > 0 {
-		// Fast path for a sample as Prometheus encodes it: 0x12 len 0x09
-		// value(8) 0x10 varint.
-		if buf[0] == 0x12 && len(buf) > 12 && buf[1] < 0x80 && buf[2] == 0x09 && buf[11] == 0x10 {
-			n := 2 + int(buf[1])
-			if n <= len(buf) && n > 12 {
-				if t, m := readVarint(buf[12:n]); m == n-12 {
-					s.Samples = append(s.Samples, mapping.Point{T: int64(t), V: math.Float64frombits(le64(buf[3:11]))})
-					buf = buf[n:]
-					continue
-				}
-			}
+		// Fast path for a sample as Prometheus encodes it.
+		if n := s.addShortSample(buf); n > 0 {
+			buf = buf[n:]
+			continue
 		}
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad tag in TimeSeries", ErrMalformed)
+		f, n, err := readField(buf, "TimeSeries")
+		if err != nil {
+			return err
 		}
 		buf = buf[n:]
-		if field == 1 {
-			if wt == wireBytes && len(st.refs) == 0 && st.packed == nil {
-				// Packed, as encoders send it: decoded with the key.
-				msg, rest, err := readBytes(buf)
-				if err != nil {
-					return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
-				}
-				st.packed, buf = msg, rest
-				continue
-			}
+		switch {
+		case f.is(1, wireBytes) && len(st.refs) == 0 && st.packed == nil:
+			// Packed, as encoders send it: decoded with the key.
+			st.packed = f.b
+		case f.num() == 1:
 			if err := st.unpack(); err != nil {
 				return err
 			}
-			var err error
-			if st.refs, buf, err = appendUint32s(st.refs, buf, wt); err != nil {
+			if st.refs, err = appendUint32s(st.refs, f); err != nil {
 				return fmt.Errorf("%w: labels_refs: %w", ErrMalformed, err)
 			}
-			continue
-		}
-		if field == 5 && wt == wireBytes && len(buf) > 0 && buf[0] == 0 {
-			buf = buf[1:] // an empty Metadata, as Prometheus always sends one
-			continue
-		}
-		if wt != wireBytes {
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
-			continue
-		}
-		msg, rest, err := readBytes(buf)
-		if err != nil {
-			return fmt.Errorf("%w: TimeSeries field %d: %w", ErrMalformed, field, err)
-		}
-		buf = rest
-		switch field {
-		case 2:
-			smp, err := parseSample(msg)
+		case f.wt() != wireBytes:
+		case f.num() == 2:
+			smp, err := parseSample(f.b)
 			if err != nil {
 				return err
 			}
 			s.Samples = append(s.Samples, smp)
-		case 3:
-			s.Hists = append(s.Hists, msg)
-		case 4:
-			if err := s.parseExemplarV2(msg, st); err != nil {
+		case f.num() == 3:
+			s.Hists = append(s.Hists, f.b)
+		case f.num() == 4:
+			if err := s.parseExemplarV2(f.b, st); err != nil {
 				return err
 			}
-		case 5:
+		case f.num() == 5 && len(f.b) > 0: // an empty Metadata, as Prometheus always sends one, is none
 			// Metadata sent twice is merged, as protobuf merges a
 			// message field that repeats.
-			md, err := parseMetadataV2(msg, st, s.Meta)
+			md, err := parseMetadataV2(f.b, st, s.Meta)
 			if err != nil {
 				return err
 			}
@@ -482,44 +432,6 @@ func appendUvarint(dst []byte, v uint64) []byte {
 	return append(dst, byte(v))
 }
 
-// appendUint32s reads a repeated uint32 field: packed (wire type 2) or one
-// varint.
-func appendUint32s(dst []uint32, buf []byte, wt int) ([]uint32, []byte, error) {
-	switch wt {
-	case wireVarint:
-		v, n := readVarint(buf)
-		if n <= 0 || v > math.MaxUint32 {
-			return dst, nil, fmt.Errorf("bad uint32 varint")
-		}
-		return append(dst, uint32(v)), buf[n:], nil
-	case wireBytes:
-		msg, rest, err := readBytes(buf)
-		if err != nil {
-			return dst, nil, err
-		}
-		for i := 0; i < len(msg); {
-			if c := msg[i]; c < 0x80 {
-				dst = append(dst, uint32(c))
-				i++
-				continue
-			}
-			if i+1 < len(msg) && msg[i+1] < 0x80 {
-				dst = append(dst, uint32(msg[i]&0x7F)|uint32(msg[i+1])<<7)
-				i += 2
-				continue
-			}
-			v, n := readVarintSlow(msg[i:])
-			if n <= 0 || v > math.MaxUint32 {
-				return dst, nil, fmt.Errorf("bad packed uint32")
-			}
-			dst = append(dst, uint32(v))
-			i += n
-		}
-		return dst, rest, nil
-	}
-	return dst, nil, fmt.Errorf("wire type %d for a repeated uint32", wt)
-}
-
 // parseExemplarV2 walks an Exemplar { repeated uint32 labels_refs = 1;
 // double value = 2; int64 timestamp = 3; }. A reference out of range makes
 // the series invalid.
@@ -527,13 +439,12 @@ func (s *Series) parseExemplarV2(buf []byte, st *V2State) error {
 	e := Exemplar{lo: len(s.exLabels)}
 	var arr [16]uint32
 	refs := arr[:0]
-	err := parseExemplar(buf, &e, func(wt int, b []byte) ([]byte, error) {
+	err := parseExemplar(buf, &e, func(f field) error {
 		var err error
-		refs, b, err = appendUint32s(refs, b, wt)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Exemplar labels_refs: %w", ErrMalformed, err)
+		if refs, err = appendUint32s(refs, f); err != nil {
+			return fmt.Errorf("%w: Exemplar labels_refs: %w", ErrMalformed, err)
 		}
-		return b, nil
+		return nil
 	})
 	if err != nil {
 		return err
@@ -562,26 +473,17 @@ func (s *Series) parseExemplarV2(buf []byte, st *V2State) error {
 // not otherwise use) for the caller.
 func parseMetadataV2(buf []byte, st *V2State, md Meta) (Meta, error) {
 	md.Set = true
-	for len(buf) > 0 {
-		field, wt, n := readTag(buf)
-		if n <= 0 {
-			return md, fmt.Errorf("%w: bad tag in Metadata", ErrMalformed)
+	for rest := buf; len(rest) > 0; {
+		f, n, err := readField(rest, "Metadata")
+		if err != nil {
+			return md, err
 		}
-		buf = buf[n:]
-		if wt != wireVarint {
-			rest, err := skipField(buf, wt)
-			if err != nil {
-				return md, fmt.Errorf("%w: Metadata field %d: %w", ErrMalformed, field, err)
-			}
-			buf = rest
+		rest = rest[n:]
+		if f.wt() != wireVarint {
 			continue
 		}
-		v, n := readVarint(buf)
-		if n <= 0 {
-			return md, fmt.Errorf("%w: Metadata field %d varint", ErrMalformed, field)
-		}
-		buf = buf[n:]
-		switch field {
+		v := f.uint()
+		switch f.num() {
 		case 1:
 			md.Type = uint64(uint32(v)) // an enum is an int32: the low 32 bits
 		case 3, 4:
@@ -590,7 +492,7 @@ func parseMetadataV2(buf []byte, st *V2State, md Meta) (Meta, error) {
 				md.Family = fmt.Appendf(nil, "has a metadata reference %d out of range (%d symbols)", v, len(st.symbols))
 				continue
 			}
-			if field == 3 {
+			if f.num() == 3 {
 				md.Help = sym
 			} else {
 				md.Unit = sym
