@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 // delT0 is the first sample of the deletion tests: 2010-12-12T10:00:00Z,
@@ -129,7 +128,7 @@ func waitCounter(t *testing.T, base, name string, want float64, limit time.Durat
 // compaction and another restart; `promhbase delete` does the same
 // offline. Both bounds are inclusive.
 func TestDeleteKilled(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	// Every table fresh (on HBase also the exemplar and index tables,
 	// which a delete prunes), dropped when the test ends.
 	flags := testbackend.ServeFlags(t)
