@@ -27,7 +27,6 @@ import (
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/benchdata"
-	"github.com/promhbase/promhbase/wire"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
@@ -36,6 +35,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // TestStatusFor is the spec of statusFor, the one mapping of errors to
