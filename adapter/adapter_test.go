@@ -38,29 +38,48 @@ import (
 	"github.com/promhbase/promhbase/wire"
 )
 
+// TestStatusFor is the spec of statusFor, the one mapping of errors to
+// HTTP statuses: one case per branch, each error wrapped as the handlers
+// wrap it, and the precedence where an error matches more than one branch
+// (errors.Join), which decides between "never retry" (4xx) and "retry"
+// (5xx).
 func TestStatusFor(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("x: %w", err) }
 	for _, tc := range []struct {
+		name string
 		err  error
 		want int
 	}{
-		{nil, 204},
-		{fmt.Errorf("x: %w", errMethod), 405},
-		{fmt.Errorf("x: %w", errTooLarge), 413},
-		{fmt.Errorf("x: %w", query.ErrTooManySamples), 413},
-		{fmt.Errorf("x: %w", limits.ErrTooManySeries), 413},
-		{fmt.Errorf("x: %w", &limits.RateLimitError{NewSeries: 1, RetryAfter: time.Second}), 429},
-		{fmt.Errorf("x: %w", errUnsupportedMedia), 415},
-		{&ingest.RejectError{}, 400},
-		{fmt.Errorf("x: %w", errBadRequest), 400},
-		{fmt.Errorf("x: %w", wire.ErrMalformed), 400},
-		{fmt.Errorf("x: %w", store.ErrInvalid), 400},
-		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
-		{fmt.Errorf("x: %w", errBodyTimeout), 503},
-		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503},
-		{fmt.Errorf("x: %w", store.ErrTableNotFound), 500},
-		{errors.New("anything else"), 500},
+		{"nil", nil, http.StatusNoContent},
+		{"method", wrap(errMethod), http.StatusMethodNotAllowed},
+		{"not elected", wrap(hatracker.ErrNotElected), http.StatusAccepted},
+		{"rate limited", wrap(&limits.RateLimitError{NewSeries: 1, RetryAfter: time.Second}), http.StatusTooManyRequests},
+		{"body too large", wrap(errTooLarge), http.StatusRequestEntityTooLarge},
+		{"too many samples", wrap(query.ErrTooManySamples), http.StatusRequestEntityTooLarge},
+		{"too many bytes", wrap(query.ErrTooManyBytes), http.StatusRequestEntityTooLarge},
+		{"too many series", wrap(limits.ErrTooManySeries), http.StatusRequestEntityTooLarge},
+		{"unsupported media", wrap(errUnsupportedMedia), http.StatusUnsupportedMediaType},
+		{"rejected", &ingest.RejectError{}, http.StatusBadRequest},
+		{"rejected wrapped", wrap(&ingest.RejectError{}), http.StatusBadRequest},
+		{"bad request", wrap(errBadRequest), http.StatusBadRequest},
+		{"malformed", wrap(wire.ErrMalformed), http.StatusBadRequest},
+		{"invalid", wrap(store.ErrInvalid), http.StatusBadRequest},
+		{"too many HA clusters", wrap(hatracker.ErrTooManyClusters), http.StatusBadRequest},
+		{"busy", wrap(errBusy), http.StatusServiceUnavailable},
+		{"body timeout", wrap(errBodyTimeout), http.StatusServiceUnavailable},
+		{"unavailable", wrap(store.ErrUnavailable), http.StatusServiceUnavailable},
+		{"deadline", wrap(context.DeadlineExceeded), http.StatusServiceUnavailable},
+		{"canceled", wrap(context.Canceled), http.StatusServiceUnavailable},
+		{"table not found", wrap(store.ErrTableNotFound), http.StatusInternalServerError},
+		{"anything else", errors.New("anything else"), http.StatusInternalServerError},
+		// Precedence: the first branch that matches wins.
+		{"not elected before too many series", errors.Join(limits.ErrTooManySeries, hatracker.ErrNotElected), http.StatusAccepted},
+		{"rate limited before too large", errors.Join(errTooLarge, &limits.RateLimitError{}), http.StatusTooManyRequests},
+		{"too large before bad request", errors.Join(errBadRequest, query.ErrTooManyBytes), http.StatusRequestEntityTooLarge},
+		{"bad request before unavailable", errors.Join(store.ErrUnavailable, wire.ErrMalformed), http.StatusBadRequest},
+		{"unavailable before internal", errors.Join(store.ErrTableNotFound, context.Canceled), http.StatusServiceUnavailable},
 	} {
-		t.Run(fmt.Sprint(tc.err), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			if got := statusFor(tc.err); got != tc.want {
 				t.Errorf("statusFor(%v) = %d, want %d", tc.err, got, tc.want)
 			}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,14 +28,18 @@ import (
 )
 
 // newServedHandler serves a Handler over st on a loopback HTTP server
-// with serve's header timeout, until the test ends.
-func newServedHandler(t *testing.T, opts Options) (*Handler, string) {
+// with serve's header timeout, until the test ends; connState, if given,
+// is the server's http.Server.ConnState hook.
+func newServedHandler(t *testing.T, opts Options, connState ...func(net.Conn, http.ConnState)) (*Handler, string) {
 	t.Helper()
 	st := openEmbedded(t)
 	m := newTestMapper(t, st)
 	h := newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb"}), query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	if len(connState) > 0 {
+		srv.Config.ConnState = connState[0]
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return h, srv.URL
@@ -68,12 +73,17 @@ func timedPost(t *testing.T, url string, body []byte) (int, time.Duration) {
 }
 
 // TestSlowClientsDoNotStarve: 100 clients that send headers and then no
-// body, or one byte a second, do not hold the 4 decoding slots: a normal
-// writer and reader get their answers while all of them are connected,
-// and the slow ones are cut off at the body deadline.
+// body, or one byte every quarter second, do not hold the 4 decoding
+// slots: a normal writer and reader get their answers while all of them
+// are connected, and the slow ones are cut off at the body deadline.
 func TestSlowClientsDoNotStarve(t *testing.T) {
-	const bodyTimeout = 8 * time.Second
-	_, base := newServedHandler(t, Options{MaxConcurrentRequests: 4, BodyTimeout: bodyTimeout})
+	const bodyTimeout = 2 * time.Second
+	var active atomic.Int64 // connections whose request has begun
+	_, base := newServedHandler(t, Options{MaxConcurrentRequests: 4, BodyTimeout: bodyTimeout}, func(_ net.Conn, s http.ConnState) {
+		if s == http.StateActive {
+			active.Add(1)
+		}
+	})
 	write := writeBody(t, seriesOf("__name__", "normal", "job", "a"))
 	if code, _ := timedPost(t, base+"/api/v1/write", write); code != http.StatusNoContent {
 		t.Fatalf("first write: %d", code)
@@ -93,10 +103,10 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		path := []string{"/api/v1/write", "/api/v1/read"}[i%2]
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\nContent-Length: 100000\r\n\r\n", path)
-		if i%4 < 2 { // one byte a second until cut off
+		if i%4 < 2 { // one byte every quarter second until cut off
 			go func() {
 				for {
-					time.Sleep(time.Second)
+					time.Sleep(250 * time.Millisecond)
 					if _, err := conn.Write([]byte{0}); err != nil {
 						return
 					}
@@ -109,7 +119,12 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 			ended <- end{time.Now(), status}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // all in their handlers
+	// All in their handlers (the first write's connection is active too).
+	for deadline := time.Now().Add(bodyTimeout / 2); active.Load() < slow+1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slow clients' requests begun after %s", active.Load()-1, slow, bodyTimeout/2)
+		}
+	}
 	var lat []time.Duration
 	for range 5 {
 		code, d := timedPost(t, base+"/api/v1/write", write)

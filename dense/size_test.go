@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/golang/snappy"
@@ -20,6 +19,7 @@ import (
 
 // seriesKind is one kind of series and its share of a target's series.
 type seriesKind struct {
+	key    string // its sub-benchmark's name
 	name   string
 	share  int // series of this kind per target
 	perMet int // series of one metric per target (adjacent rows)
@@ -28,7 +28,7 @@ type seriesKind struct {
 }
 
 var nodeKinds = []seriesKind{
-	{"cpu seconds counter (2 decimals)", 32, 16,
+	{"cpu", "cpu seconds counter (2 decimals)", 32, 16,
 		func(r *rand.Rand, prev float64, i int) float64 {
 			// The series' mode decides its share of the 15 s (in 1/100 s):
 			// idle most of it, user and system some, the rest little.
@@ -37,7 +37,7 @@ var nodeKinds = []seriesKind{
 			return math.Round(prev*100+math.Max(0, math.Round(inc))) / 100
 		},
 		func(r *rand.Rand) float64 { return float64(r.IntN(10000000)) / 100 }},
-	{"small counter (+0..10)", 16, 4,
+	{"small-counter", "small counter (+0..10)", 16, 4,
 		func(r *rand.Rand, prev float64, _ int) float64 {
 			if r.IntN(2000) == 0 {
 				return 0 // reset
@@ -45,10 +45,10 @@ var nodeKinds = []seriesKind{
 			return prev + float64(r.IntN(11))
 		},
 		func(r *rand.Rand) float64 { return float64(r.IntN(1000000)) }},
-	{"byte counter (+0..100000)", 12, 4,
+	{"byte-counter", "byte counter (+0..100000)", 12, 4,
 		func(r *rand.Rand, prev float64, _ int) float64 { return prev + float64(r.IntN(100001)) },
 		func(r *rand.Rand) float64 { return float64(r.Int64N(1 << 40)) }},
-	{"error counter (mostly +0)", 12, 4,
+	{"error-counter", "error counter (mostly +0)", 12, 4,
 		func(r *rand.Rand, prev float64, _ int) float64 {
 			if r.IntN(50) == 0 {
 				return prev + 1
@@ -56,15 +56,15 @@ var nodeKinds = []seriesKind{
 			return prev
 		},
 		func(r *rand.Rand) float64 { return float64(r.IntN(100)) }},
-	{"gauge, 2 decimals", 10, 1,
+	{"gauge", "gauge, 2 decimals", 10, 1,
 		func(r *rand.Rand, prev float64, _ int) float64 {
 			return math.Max(0, math.Round(prev*100+float64(r.IntN(21)-10))/100)
 		},
 		func(r *rand.Rand) float64 { return float64(r.IntN(400)) / 100 }},
-	{"memory gauge (4 KiB pages)", 10, 1,
+	{"memory", "memory gauge (4 KiB pages)", 10, 1,
 		func(r *rand.Rand, prev float64, _ int) float64 { return prev + 4096*float64(r.IntN(201)-100) },
 		func(r *rand.Rand) float64 { return 4096 * float64(1<<20+r.IntN(1<<20)) }},
-	{"constant", 16, 4,
+	{"constant", "constant", 16, 4,
 		func(_ *rand.Rand, prev float64, _ int) float64 { return prev },
 		func(r *rand.Rand) float64 {
 			if r.IntN(2) == 0 {
@@ -158,101 +158,115 @@ func blockSizes(t testing.TB, vals [][]byte, size int) (snap, zs int) {
 	return snap, zs
 }
 
-// TestSizeReport logs the bytes per sample of node-exporter-like rows:
-// dense (header, timestamps, values), the compacted column it replaces,
-// and both compressed in blocks as Pebble would (snappy, its default, and
-// zstd). Run with -v to see it; it asserts nothing about sizes.
-func TestSizeReport(t *testing.T) {
-	for _, c := range []struct {
-		name         string
-		aligned, f64 bool
-	}{
-		{"jitter 0..5 ms, shortest encodings", false, false},
-		{"aligned timestamps, shortest encodings", true, false},
-		{"jitter 0..5 ms, 8-byte floats", false, true},
-	} {
-		t.Run(c.name, func(t *testing.T) { sizeReport(t, c.aligned, c.f64) })
+// sizeVariants are the row sets BenchmarkSize measures and
+// TestTimestampSectionsShared checks: 40 targets, an hour, 4320 rows.
+var sizeVariants = []struct {
+	name         string
+	aligned, f64 bool
+}{
+	{"jitter", false, false},    // 0..5 ms jitter, shortest encodings
+	{"aligned", true, false},    // aligned timestamps, shortest encodings
+	{"jitter-f64", false, true}, // 0..5 ms jitter, 8-byte floats
+}
+
+// sizeTargets is the number of targets of the rows of sizeVariants.
+const sizeTargets = 40
+
+// BenchmarkSize reports the bytes per sample of node-exporter-like rows,
+// per kind of series and for all of them: the dense form (header, times,
+// values: dense-B/sample the three together), the compacted column it
+// replaces (column-B/sample), and both compressed in blocks as Pebble
+// would (snappy, its default, and zstd; 4 and 32 KiB), the timestamp
+// sections alone as well; and the share of rows in each value mode
+// (delta, delta2, xor). The time measured is the encoding of the rows;
+// the sizes are those of one encoding.
+//
+//	go test ./dense -run '^$' -bench BenchmarkSize -benchtime 1x
+func BenchmarkSize(b *testing.B) {
+	for _, v := range sizeVariants {
+		rows := genNodeRows(sizeTargets, 7, v.aligned, v.f64)
+		b.Run(v.name, func(b *testing.B) {
+			for k, kind := range nodeKinds {
+				var of []genRow
+				for _, row := range rows {
+					if row.kind == k {
+						of = append(of, row)
+					}
+				}
+				b.Run(kind.key, func(b *testing.B) { benchSize(b, of) })
+			}
+			b.Run("all", func(b *testing.B) { benchSize(b, rows) })
+		})
 	}
 }
 
-func sizeReport(t *testing.T, aligned, f64 bool) {
-	rows := genNodeRows(40, 7, aligned, f64)
+// benchSize encodes rows in its loop and reports their sizes.
+func benchSize(b *testing.B, rows []genRow) {
 	var c Codec
-	type acc struct {
-		rows, samples         int
-		hdr, ts, vals, raw    int
-		modes                 [3]int
-		dense, compactedBytes [][]byte
-	}
-	per := make([]acc, len(nodeKinds))
-	var all acc
+	var hdr, times, vals, column int
+	var modes [3]int
+	var dense, columns, timeSections [][]byte
 	for _, row := range rows {
 		cell := row.cells[0]
 		d, ok := c.Encode(nil, testRow, row.cells)
 		if !ok {
-			t.Fatalf("row of kind %d refused", row.kind)
+			b.Fatalf("row of kind %d refused", row.kind)
 		}
-		for _, a := range []*acc{&per[row.kind], &all} {
-			a.rows++
-			a.samples += 240
-			a.hdr += c.sizes[0]
-			a.ts += c.sizes[1]
-			a.vals += c.sizes[2]
-			a.raw += len(cell.Qualifier) + len(cell.Value)
-			a.modes[d[1]>>valShift&valMask]++
-			a.dense = append(a.dense, d)
-			raw := append(append([]byte{}, cell.Qualifier...), cell.Value...)
-			a.compactedBytes = append(a.compactedBytes, raw)
+		hdr, times, vals = hdr+c.sizes[0], times+c.sizes[1], vals+c.sizes[2]
+		column += len(cell.Qualifier) + len(cell.Value)
+		modes[d[1]>>valShift&valMask]++
+		dense = append(dense, d)
+		columns = append(columns, append(append([]byte{}, cell.Qualifier...), cell.Value...))
+		timeSections = append(timeSections, d[c.sizes[0]:c.sizes[0]+c.sizes[1]])
+	}
+	samples := float64(240 * len(rows))
+	dst := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, row := range rows {
+			dst, _ = c.Encode(dst[:0], testRow, row.cells)
 		}
 	}
-	perS := func(b, n int) string { return fmt.Sprintf("%.3f", float64(b)/float64(n)) }
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%d rows of 240 samples (%d targets); bytes per sample\n", len(rows), 40)
-	fmt.Fprintf(&sb, "%-34s %7s %7s %7s %7s %7s | %s\n", "kind", "header", "times", "values", "dense", "column", "modes delta/delta2/xor")
-	line := func(name string, a acc) {
-		fmt.Fprintf(&sb, "%-34s %7s %7s %7s %7s %7s | %v\n", name, perS(a.hdr, a.samples), perS(a.ts, a.samples),
-			perS(a.vals, a.samples), perS(a.hdr+a.ts+a.vals, a.samples), perS(a.raw, a.samples), a.modes)
-	}
-	for k, a := range per {
-		line(nodeKinds[k].name, a)
-	}
-	line("all", all)
-	fmt.Fprintf(&sb, "\ncompressed in blocks, bytes per sample (values only; Pebble adds keys and block trailers)\n")
-	fmt.Fprintf(&sb, "%-22s %10s %10s %10s %10s\n", "", "snappy 4K", "zstd 4K", "snappy 32K", "zstd 32K")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/samples, "ns/sample")
+	perSample := func(n int, unit string) { b.ReportMetric(float64(n)/samples, unit) }
+	perSample(hdr, "header-B/sample")
+	perSample(times, "times-B/sample")
+	perSample(vals, "values-B/sample")
+	perSample(hdr+times+vals, "dense-B/sample")
+	perSample(column, "column-B/sample")
 	for _, x := range []struct {
 		name string
 		vals [][]byte
-	}{{"dense", all.dense}, {"compacted column", all.compactedBytes}} {
-		s4, z4 := blockSizes(t, x.vals, 4096)
-		s32, z32 := blockSizes(t, x.vals, 32768)
-		fmt.Fprintf(&sb, "%-22s %10s %10s %10s %10s\n", x.name, perS(s4, all.samples), perS(z4, all.samples),
-			perS(s32, all.samples), perS(z32, all.samples))
+	}{{"dense", dense}, {"column", columns}, {"times", timeSections}} {
+		for _, size := range []int{4 << 10, 32 << 10} {
+			snap, zs := blockSizes(b, x.vals, size)
+			perSample(snap, fmt.Sprintf("%s-snappy%dK-B/sample", x.name, size>>10))
+			perSample(zs, fmt.Sprintf("%s-zstd%dK-B/sample", x.name, size>>10))
+		}
 	}
-	// Per kind, in 32 KiB blocks of that kind only.
-	fmt.Fprintf(&sb, "\ndense per kind in 32K blocks:%23s %10s\n", "snappy", "zstd")
-	for k, a := range per {
-		s, z := blockSizes(t, a.dense, 32768)
-		fmt.Fprintf(&sb, "%-52s %10s %10s\n", nodeKinds[k].name, perS(s, a.samples), perS(z, a.samples))
+	for m, name := range []string{"delta", "delta2", "xor"} {
+		b.ReportMetric(float64(modes[m])/float64(len(rows)), name+"-rows/row")
 	}
-	// Timestamps alone: what sharing leaves of them.
-	var tsOnly [][]byte
-	for _, row := range rows {
-		d, _ := c.Encode(nil, testRow, row.cells)
-		start := c.sizes[0]
-		tsOnly = append(tsOnly, d[start:start+c.sizes[1]])
-	}
-	s4, z4 := blockSizes(t, tsOnly, 4096)
-	s32, z32 := blockSizes(t, tsOnly, 32768)
-	fmt.Fprintf(&sb, "\ntimestamp sections alone: raw %s, snappy 4K %s, zstd 4K %s, snappy 32K %s, zstd 32K %s\n",
-		perS(all.ts, all.samples), perS(s4, all.samples), perS(z4, all.samples), perS(s32, all.samples), perS(z32, all.samples))
-	t.Log(sb.String())
+}
 
-	// Distinct timestamp sections: one per target.
-	seen := map[string]bool{}
-	for _, s := range tsOnly {
-		seen[string(s)] = true
-	}
-	if len(seen) != 40 {
-		t.Errorf("%d distinct timestamp sections, want one per target (40)", len(seen))
+// TestTimestampSectionsShared: every series of a target shares its
+// scrape times, so the rows of sizeVariants have one distinct timestamp
+// section per target, which block compression then finds repeated.
+func TestTimestampSectionsShared(t *testing.T) {
+	for _, v := range sizeVariants {
+		t.Run(v.name, func(t *testing.T) {
+			var c Codec
+			seen := map[string]bool{}
+			for _, row := range genNodeRows(sizeTargets, 7, v.aligned, v.f64) {
+				d, ok := c.Encode(nil, testRow, row.cells)
+				if !ok {
+					t.Fatalf("row of kind %d refused", row.kind)
+				}
+				seen[string(d[c.sizes[0]:c.sizes[0]+c.sizes[1]])] = true
+			}
+			if len(seen) != sizeTargets {
+				t.Errorf("%d distinct timestamp sections, want one per target (%d)", len(seen), sizeTargets)
+			}
+		})
 	}
 }

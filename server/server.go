@@ -71,6 +71,9 @@ type CompactionConfig struct {
 	Grace          time.Duration
 	MaxRowsPerHour int
 	Concurrency    int
+	// CheckInterval is how often due hours are looked for (0:
+	// compact.DefaultCheckInterval).
+	CheckInterval time.Duration
 }
 
 // RetentionConfig configures the retention cycle (package retention).
@@ -226,7 +229,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if c := cfg.Compaction; c.Enabled {
 		comp = compact.New(st, compact.Options{DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout, Concurrency: c.Concurrency})
 		s.sched, err = compact.NewScheduler(comp, compact.SchedulerOptions{
-			Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, Registerer: reg, Logger: logger.With("component", "compaction"),
+			Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, CheckInterval: c.CheckInterval, Registerer: reg, Logger: logger.With("component", "compaction"),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("compaction: %w", err)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/prompb"
-
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 func TestRenderProgress(t *testing.T) {
@@ -31,7 +29,7 @@ func TestRenderProgress(t *testing.T) {
 // compaction off, then compacts with `promhbase compact` and checks the
 // summary, the progress output and the rows with `promhbase scan`.
 func TestCompactCommand(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
 	srv, base := startServe(t, bin, append([]string{"--no-storage.compaction.enabled"}, flags...)...)

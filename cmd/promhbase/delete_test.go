@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
 // delT0 is the first sample of the deletion tests: 2010-12-12T10:00:00Z,
@@ -96,13 +97,38 @@ func checkDeleted(t *testing.T, got map[string][]int64, n int, selected func(i i
 	}
 }
 
+// waitCounter polls base/metrics until the unlabelled counter name is at
+// least want, and fails the test if it is not within limit.
+func waitCounter(t *testing.T, base, name string, want float64, limit time.Duration) {
+	t.Helper()
+	got := 0.0
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("parse %s/metrics: %v", base, err)
+		}
+		if mf := mfs[name]; mf != nil && len(mf.GetMetric()) == 1 {
+			if got = mf.GetMetric()[0].GetCounter().GetValue(); got >= want {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s is %v after %v, want at least %v", name, got, limit, want)
+}
+
 // TestDeleteKilled: a delete_series killed with SIGKILL midway leaves
 // every sample outside its range and selectors; asked again after a
 // restart it completes; the deleted samples stay deleted through
 // compaction and another restart; `promhbase delete` does the same
 // offline. Both bounds are inclusive.
 func TestDeleteKilled(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	// Every table fresh (on HBase also the exemplar and index tables,
 	// which a delete prunes), dropped when the test ends.
 	flags := testbackend.ServeFlags(t)
@@ -129,18 +155,20 @@ func TestDeleteKilled(t *testing.T) {
 	<-srv.Exited()
 	<-done
 
-	srv, base = startServe(t, bin, serveFlags...)
+	// Only the late sample below is written from here on: this serve's
+	// compactions check every 100ms, so the test need not wait 30s.
+	srv, base = startServe(t, bin, append([]string{"--storage.compaction.check-interval=100ms"}, serveFlags...)...)
 	checkDeleted(t, readDeleteFixture(t, base), n, selected, start, end, false)
 	if code, err := postDelete(base, form); err != nil || code != http.StatusNoContent {
 		t.Fatalf("delete again: %d %v", code, err)
 	}
 	checkDeleted(t, readDeleteFixture(t, base), n, selected, start, end, true)
 	// Late samples in a partly deleted row, then its compaction (grace 1s,
-	// checked every 30s): the deleted samples stay deleted.
+	// checked every 100ms): the deleted samples stay deleted.
 	late := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "del_test"}, {Name: "i", Value: "2"}},
 		Samples: []prompb.Sample{{Timestamp: delT0 + 15_000, Value: -1}}}
 	remoteWrite(t, base, []prompb.TimeSeries{late})
-	time.Sleep(35 * time.Second)
+	waitCounter(t, base, "promhbase_compaction_rows_compacted_total", 1, time.Minute)
 	stopServe(t, srv)
 	srv, base = startServe(t, bin, serveFlags...)
 	got := readDeleteFixture(t, base)

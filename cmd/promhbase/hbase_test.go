@@ -15,7 +15,6 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -29,7 +28,7 @@ import (
 // the module.
 func TestCreateTablesCompression(t *testing.T) {
 	zkAnswers(t)
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	for _, codec := range []string{"NONE", "GZ", "SNAPPY", "LZ4", "ZSTD"} {
 		t.Run(codec, func(t *testing.T) {
 			st := testbackend.NewHBaseStore(t)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,30 @@ import (
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
+
+// built is the promhbase binary the package's tests share: built once,
+// by the first test that needs it, into dir (TestMain's).
+var built struct {
+	dir  string
+	once sync.Once
+	path string
+	err  error
+}
+
+// promhbaseBinary returns the path of this command's binary, built once
+// for all the package's tests (a build takes 10-20 s on a busy machine).
+func promhbaseBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		start := time.Now()
+		built.path, built.err = testproc.Build(context.Background(), ".", built.dir)
+		t.Logf("go build . took %s", time.Since(start).Round(100*time.Millisecond))
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
 
 // storageFlags returns the flags that point the CLI at the test backend.
 func storageFlags(t *testing.T) []string {
@@ -112,7 +137,7 @@ func run(t *testing.T, bin string, args ...string) (string, error) {
 }
 
 func TestCLI(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	if testbackend.Name() == "hbase" {
 		out, err := run(t, bin, append([]string{"create-tables"}, flags...)...)
@@ -156,7 +181,7 @@ func TestCLI(t *testing.T) {
 // TestServeThenScan starts `promhbase serve`, writes through it, stops it
 // with SIGTERM, and reads the rows back with `promhbase scan`.
 func TestServeThenScan(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
 	srv, base := startServe(t, bin, flags...)

@@ -138,6 +138,7 @@ type compactionFlags struct {
 	grace          time.Duration
 	maxRowsPerHour int
 	concurrency    int
+	checkInterval  time.Duration
 }
 
 var serveOpts serveFlags
@@ -193,6 +194,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.compaction.grace", "How long after an hour ends its rows are compacted, so that late samples land first.").Default(compact.DefaultGrace.String()).DurationVar(&c.grace)
 	cmd.Flag("storage.compaction.max-rows-per-hour", "Rows remembered for compaction per hour (11 to 21 bytes each: a hash, not the key); rows beyond it are left for `promhbase compact`.").Default(fmt.Sprint(compact.DefaultMaxRowsPerHour)).IntVar(&c.maxRowsPerHour)
 	cmd.Flag("storage.compaction.concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
+	// Hidden: tests set it small so as not to wait for the default.
+	cmd.Flag("storage.compaction.check-interval", "How often the compaction scheduler looks for hours that are due.").Default(compact.DefaultCheckInterval.String()).Hidden().DurationVar(&c.checkInterval)
 	ha := &serveOpts.ha
 	cmd.Flag("ha-tracker.enable", "Deduplicate HA Prometheus pairs as Mimir's HA tracker does: of the writes whose first series carries both the cluster and the replica label, only the elected replica's of each cluster are stored (without the replica label); the others are answered 202 and dropped, until the elected replica has sent nothing for --ha-tracker.failover-timeout. Elections are kept in the HA table (--hbase.table.ha), shared by every promhbase process.").Default("false").BoolVar(&ha.enabled)
 	cmd.Flag("ha-tracker.cluster-label", "Label naming a Prometheus HA pair (Mimir's -distributor.ha-tracker.cluster); kept in storage.").Default("cluster").StringVar(&ha.clusterLabel)
@@ -248,7 +251,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
 		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
-			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency},
+			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency,
+			CheckInterval: serveOpts.compaction.checkInterval},
 		Retention: server.RetentionConfig{Time: time.Duration(serveOpts.retention.time), Size: int64(serveOpts.retention.size),
 			Interval: serveOpts.retention.interval, Raw: time.Duration(serveOpts.retention.raw),
 			Resolutions: map[string]time.Duration{"5m": time.Duration(serveOpts.retention.res5m), "1h": time.Duration(serveOpts.retention.res1h)}},

@@ -37,7 +37,7 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duratio
 // after --web.idle-timeout; /debug/pprof is served only with
 // --web.enable-pprof.
 func TestServeTimeouts(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
 	_, base := startServe(t, bin, append([]string{"--web.read-header-timeout=1s", "--web.idle-timeout=1s"}, flags...)...)
@@ -77,7 +77,7 @@ func TestServeTimeouts(t *testing.T) {
 // TestServeMaxConnections: with --web.max-connections=3 and three
 // connections open, a fourth client is not served until one closes.
 func TestServeMaxConnections(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
 	_, base := startServe(t, bin, append([]string{"--web.max-connections=3", "--web.enable-pprof"}, flags...)...)
@@ -128,7 +128,7 @@ func TestServeMaxConnections(t *testing.T) {
 // close) and started again: the row buffer's log and Pebble's WAL hold
 // them.
 func TestServeKilled(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := []string{"--storage.embedded.path=" + t.TempDir()}
 	srv, base := startServe(t, bin, flags...)
 	const requests, series = 50, 20

@@ -123,7 +123,7 @@ func flagValue(flags []string, name string) string {
 // their namespaces, a second run leaves them alone, and an invalid ID
 // fails naming it before anything is created.
 func TestTenantsCreateTables(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	sfx := tenantSuffix()
 	// One ID the namespace mapping escapes ('.' and '-'), one it does not.
@@ -306,7 +306,7 @@ func resultIDs(t *testing.T, body string) []string {
 // metrics need none; with --tenant.create-on-first-write a new tenant's
 // first write creates it.
 func TestTenantsServe(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	ts := time.Now().Add(-time.Minute).UnixMilli()
 
 	t.Run("created-only", func(t *testing.T) {
@@ -404,7 +404,7 @@ func TestTenantsServe(t *testing.T) {
 // without --auth.multitenancy-enabled, and a runtime file that does not
 // load, naming the problem, instead of serving.
 func TestTenantsRuntimeConfigErrors(t *testing.T) {
-	bin := testproc.BuildBinary(t, ".")
+	bin := promhbaseBinary(t)
 	dir := t.TempDir()
 	file := func(name, content string) string {
 		p := filepath.Join(dir, name)

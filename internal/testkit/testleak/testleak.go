@@ -3,7 +3,6 @@
 package testleak
 
 import (
-	"testing"
 
 	"go.uber.org/goleak"
 )
@@ -20,8 +19,9 @@ func Options(extra ...goleak.Option) []goleak.Option {
 	return append([]goleak.Option{goleak.IgnoreAnyFunction("github.com/tsuna/gohbase/region.(*client).receiveRPCs")}, extra...)
 }
 
-// VerifyTestMain runs the package's tests and fails them when they leave
+// VerifyTestMain runs the package's tests (a *testing.M, or one that
+// wraps it) and fails them when they leave
 // goroutines behind other than those Options(extra...) ignores.
-func VerifyTestMain(m *testing.M, extra ...goleak.Option) {
+func VerifyTestMain(m goleak.TestingM, extra ...goleak.Option) {
 	goleak.VerifyTestMain(m, Options(extra...)...)
 }

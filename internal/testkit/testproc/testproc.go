@@ -74,22 +74,35 @@ func PrometheusBinary(t testing.TB, script string) string {
 // build fails the test with the compiler's output.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
+	start := time.Now()
+	bin, err := Build(t.Context(), pkg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("go build %s took %s", pkg, time.Since(start).Round(100*time.Millisecond))
+	return bin
+}
+
+// Build runs `go build` on pkg (as BuildBinary takes it) into dir and
+// returns the binary's path, named after the package's last path
+// element; the error of a failed build holds the compiler's output. Tests
+// that share one binary build it once with Build into a directory of
+// their TestMain.
+func Build(ctx context.Context, pkg, dir string) (string, error) {
 	name := filepath.Base(pkg)
 	if name == "." || name == ".." {
 		abs, err := filepath.Abs(pkg)
 		if err != nil {
-			t.Fatal(err)
+			return "", fmt.Errorf("build %s: %w", pkg, err)
 		}
 		name = filepath.Base(abs)
 	}
-	bin := filepath.Join(t.TempDir(), name)
-	start := time.Now()
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, pkg).CombinedOutput()
+	bin := filepath.Join(dir, name)
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
-	t.Logf("go build %s took %s", pkg, time.Since(start).Round(100*time.Millisecond))
-	return bin
+	return bin, nil
 }
 
 // Process is a command started by Start.
