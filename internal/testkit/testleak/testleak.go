@@ -3,7 +3,6 @@
 package testleak
 
 import (
-
 	"go.uber.org/goleak"
 )
 
