@@ -170,10 +170,10 @@ const defaultMaxSamples = 50_000_000
 // New returns a Querier over st.
 func New(st scanner, m *series.Mapper, opts Options) *Querier {
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.UIDTable == "" {
-		opts.UIDTable = "tsdb-uid"
+		opts.UIDTable = mapping.DefaultUIDTable
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = defaultMaxSamples

@@ -175,7 +175,7 @@ func New(st store.Store, opts Options) (*Retention, error) {
 		opts.Interval = DefaultInterval
 	}
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
