@@ -314,15 +314,16 @@ func run[P part[P]](ctx context.Context, sel *selection, namesFrom int64, byMetr
 	}
 	f := newRowFilter(q.mapper.Layout(), cs)
 	var groups [][]store.ScanRequest
-	names := [][]string{metrics}
+	n := 1
 	if byMetric {
-		names = make([][]string, len(metrics))
-		for i := range metrics {
-			names[i] = metrics[i : i+1]
-		}
+		n = len(metrics)
 	}
-	for _, ns := range names {
-		reqs, err := sel.scans(ctx, ns, f)
+	for i := range n {
+		names := metrics
+		if byMetric {
+			names = metrics[i : i+1]
+		}
+		reqs, err := sel.scans(ctx, names, f)
 		if err != nil {
 			return err
 		}
