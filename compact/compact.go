@@ -89,10 +89,10 @@ type Compactor struct {
 // New returns a Compactor over st. The layout must be valid.
 func New(st rowStore, opts Options) *Compactor {
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.UIDTable == "" {
-		opts.UIDTable = "tsdb-uid"
+		opts.UIDTable = mapping.DefaultUIDTable
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4

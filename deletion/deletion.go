@@ -183,7 +183,7 @@ func New(st store.Store, q *query.Querier, opts Options) (*Deleter, error) {
 		return nil, fmt.Errorf("deletion: %w", err)
 	}
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = query.DefaultRowsBatch

@@ -150,7 +150,7 @@ func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs 
 	ranges := l.MetricRanges(metric, from, from+mapping.DaySeconds-1)
 	hasRows := false
 	for _, r := range ranges {
-		k, err := firstKey(ctx, d.st, d.opts.DataTable, r.Start, r.Stop)
+		k, err := store.FirstKey(ctx, d.st, d.opts.DataTable, r.Start, r.Stop)
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs 
 			continue
 		}
 		prefix := mapping.AppendIndexValueKey(nil, day, []byte(tagk), nil)
-		k, err := firstKey(ctx, d.st, idx, prefix, store.PrefixEnd(prefix))
+		k, err := store.FirstKey(ctx, d.st, idx, prefix, store.PrefixEnd(prefix))
 		if err != nil {
 			return err
 		}
@@ -291,18 +291,4 @@ func (p *pruner) deleteCell(ctx context.Context, row, qual []byte, version uint6
 	st.IndexCells++
 	p.d.indexCells.Inc()
 	return nil
-}
-
-// firstKey returns the key of the first row of table in [start, stop),
-// nil when there is none.
-func firstKey(ctx context.Context, st store.Store, table string, start, stop []byte) ([]byte, error) {
-	sc := st.Scan(ctx, store.ScanRequest{Table: table, Start: start, Stop: stop, KeysOnly: true})
-	defer sc.Close()
-	if sc.Next() {
-		return bytes.Clone(sc.Row().Key), nil
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("seek the rows of %s from %x: %w", table, start, err)
-	}
-	return nil, nil
 }

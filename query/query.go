@@ -170,10 +170,10 @@ const defaultMaxSamples = 50_000_000
 // New returns a Querier over st.
 func New(st scanner, m *series.Mapper, opts Options) *Querier {
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.UIDTable == "" {
-		opts.UIDTable = "tsdb-uid"
+		opts.UIDTable = mapping.DefaultUIDTable
 	}
 	if opts.MaxSamples <= 0 {
 		opts.MaxSamples = defaultMaxSamples
@@ -252,18 +252,61 @@ func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, match
 }
 
 func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats, rawRows bool, emit func(*ChunkSeries) error) error {
-	if start > end || end < 0 || start/1000 > math.MaxUint32 {
+	start, ok := clampRange(start, end)
+	if !ok {
 		return nil
-	}
-	start = max(start, 0)
-	metrics, err := q.metricNames(ctx, start, end, matchers)
-	if err != nil || len(metrics) == 0 {
-		return err
 	}
 	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, rawRows: rawRows, start: start, end: end, matchers: matchers, budget: b}
 	take := chunkSeriesOf
 	if rawRows {
 		take = rowSeriesOf
+	}
+	return run(ctx, sel, start, true, take, func(css []*ChunkSeries) error {
+		for i, cs := range css {
+			css[i] = nil
+			if err := emit(cs); err != nil {
+				for _, rest := range css[i+1:] {
+					b.Release(rest.Bytes)
+				}
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// clampRange returns the start of a query of [start, end] (Unix ms) from
+// 0 on; ok is false when the range holds no row time (start after end,
+// end before 1970, start past OpenTSDB's 32-bit seconds).
+func clampRange(start, end int64) (int64, bool) {
+	if start > end || end < 0 || start/1000 > math.MaxUint32 {
+		return 0, false
+	}
+	return max(start, 0), true
+}
+
+// run is the one pipeline of the package's selections; sel says what
+// the scans read (its mode: the table, the family, the per-row decoding)
+// and over which range. It
+//
+//  1. looks up the metric names the matchers select in
+//     [namesFrom, sel.end] (names.go);
+//  2. resolves the matchers to tag constraints, the row filter (plan.go);
+//  3. plans the scans: a group per metric name in name order when
+//     byMetric (Stream: series handed on metric by metric; one group
+//     when tag names may precede the metric name, see earlyTagNames),
+//     else one group of all;
+//  4. splits a lone group's scans in parts that run at once (split);
+//  5. runs them (schedule) and hands on, group by group in the caller's
+//     goroutine, the parts that take accepts of the series found,
+//     sorted by labels, joined across split scans and row keys (collect).
+//
+// An error of handOn ends the query and is returned.
+func run[P part[P]](ctx context.Context, sel *selection, namesFrom int64, byMetric bool, take func(*Series) (P, bool), handOn func([]P) error) error {
+	q := sel.q
+	metrics, err := q.metricNames(ctx, namesFrom, sel.end, sel.matchers)
+	if err != nil || len(metrics) == 0 {
+		return err
 	}
 	cs, ok, err := sel.constraints(ctx)
 	if err != nil || !ok {
@@ -271,8 +314,16 @@ func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, m
 	}
 	f := newRowFilter(q.mapper.Layout(), cs)
 	var groups [][]store.ScanRequest
-	for _, name := range metrics {
-		reqs, err := sel.scans(ctx, []string{name}, f)
+	n := 1
+	if byMetric {
+		n = len(metrics)
+	}
+	for i := range n {
+		names := metrics
+		if byMetric {
+			names = metrics[i : i+1]
+		}
+		reqs, err := sel.scans(ctx, names, f)
 		if err != nil {
 			return err
 		}
@@ -281,7 +332,7 @@ func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, m
 		}
 	}
 	if len(groups) == 1 {
-		// One metric: its scans cut into parts that run at once. (The
+		// One group: its scans cut into parts that run at once. (The
 		// scans of many metrics already do.)
 		if groups[0], err = sel.split(ctx, groups[0]); err != nil {
 			return err
@@ -298,20 +349,11 @@ func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, m
 		}
 	}
 	return sel.schedule(ctx, groups, func(subs []*selection) error {
-		css, err := collect(subs, take)
+		ps, err := collect(subs, take)
 		if err != nil {
 			return err
 		}
-		for i, cs := range css {
-			css[i] = nil
-			if err := emit(cs); err != nil {
-				for _, rest := range css[i+1:] {
-					b.Release(rest.Bytes)
-				}
-				return err
-			}
-		}
-		return nil
+		return handOn(ps)
 	})
 }
 
@@ -341,40 +383,18 @@ func (q *Querier) SelectExemplars(ctx context.Context, start, end int64, matcher
 }
 
 func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, matchers []*labels.Matcher) ([]Series, error) {
-	if start > end {
-		return nil, nil
-	}
-	if end < 0 || start/1000 > math.MaxUint32 {
-		return nil, nil
-	}
-	start = max(start, 0)
-	metrics, err := q.metricNames(ctx, start, end, matchers)
-	if err != nil {
-		return nil, err
-	}
-	if len(metrics) == 0 {
+	start, ok := clampRange(start, end)
+	if !ok {
 		return nil, nil
 	}
 	sel := &selection{q: q, mode: md, start: start, end: end, matchers: matchers, budget: q.NewBudget()}
-	cs, ok, err := sel.constraints(ctx)
-	if err != nil || !ok {
-		return nil, err
-	}
-	reqs, err := sel.scans(ctx, metrics, newRowFilter(q.mapper.Layout(), cs))
-	if err != nil || len(reqs) == 0 {
-		return nil, err
-	}
-	if reqs, err = sel.split(ctx, reqs); err != nil {
-		return nil, err
-	}
 	// One group of all the scans: the answer is sorted whole.
 	var out []Series
-	err = sel.schedule(ctx, [][]store.ScanRequest{reqs}, func(subs []*selection) error {
-		ss, err := collect(subs, seriesFound)
+	err := run(ctx, sel, start, false, seriesFound, func(ss []*Series) error {
 		for _, s := range ss {
 			out = append(out, *s)
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -31,9 +31,10 @@ type scanGroup struct {
 // handOn gets the selections of each group, in group order and in the
 // caller's goroutine, once all the group's scans are done; they are then
 // handOn's, to collect (see collect). Scans of later groups run ahead
-// meanwhile, within half the budget (see Budget.reserve). Stream makes a
-// group of each metric name, in name order, to hand on series in label
-// order metric by metric; selectMode makes one group of all its scans.
+// meanwhile, within half the budget (see Budget.reserve). run (the
+// pipeline of every selection) makes a group of each metric name, in
+// name order, for Stream, to hand on series in label order metric by
+// metric, and one group of all the scans for the others.
 //
 // The first error, of a scan or of handOn, cancels the rest. schedule
 // returns after every scan has ended, having released what the

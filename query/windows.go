@@ -513,27 +513,12 @@ func (r *WindowRequest) value(g *rollup.Range, t int64) (float64, bool) {
 // selectWindows reads the rollup rows of the windows ending in (lo, hi]
 // into accumulators, by series.
 func (q *Querier) selectWindows(ctx context.Context, b *Budget, r *WindowRequest, lo, hi int64, matchers []*labels.Matcher) ([]*Series, error) {
-	metrics, err := q.metricNames(ctx, max(lo-r.width(), 0), hi, matchers)
-	if err != nil || len(metrics) == 0 {
-		return nil, err
-	}
 	sel := &selection{q: q, mode: modeWindows, start: lo, end: hi, matchers: matchers, budget: b, win: r}
-	cs, ok, err := sel.constraints(ctx)
-	if err != nil || !ok {
-		return nil, err
-	}
-	reqs, err := sel.scans(ctx, metrics, newRowFilter(q.mapper.Layout(), cs))
-	if err != nil || len(reqs) == 0 {
-		return nil, err
-	}
-	if reqs, err = sel.split(ctx, reqs); err != nil {
-		return nil, err
-	}
 	var out []*Series
-	err = sel.schedule(ctx, [][]store.ScanRequest{reqs}, func(subs []*selection) error {
-		ss, err := collect(subs, func(s *Series) (*Series, bool) { return s, s.acc != nil && s.acc.n > 0 })
+	found := func(s *Series) (*Series, bool) { return s, s.acc != nil && s.acc.n > 0 }
+	err := run(ctx, sel, max(lo-r.width(), 0), false, found, func(ss []*Series) error {
 		out = append(out, ss...)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

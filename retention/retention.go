@@ -175,7 +175,7 @@ func New(st store.Store, opts Options) (*Retention, error) {
 		opts.Interval = DefaultInterval
 	}
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -472,7 +472,7 @@ func (r *Retention) walk(ctx context.Context, table string, cutoff int64, res *R
 			if err := ctx.Err(); err != nil {
 				return oldest, fmt.Errorf("retention of %s: %w", table, err)
 			}
-			key, err := r.firstKey(ctx, table, from, stop)
+			key, err := store.FirstKey(ctx, r.st, table, from, stop)
 			if err != nil || key == nil {
 				if err != nil {
 					return oldest, err
@@ -502,7 +502,7 @@ func (r *Retention) walk(ctx context.Context, table string, cutoff int64, res *R
 				}
 				res.Ranges[table]++
 				r.rangesDone.WithLabelValues(table).Inc()
-				kept, err := r.firstKey(ctx, table, last, store.PrefixEnd(prefix))
+				kept, err := store.FirstKey(ctx, r.st, table, last, store.PrefixEnd(prefix))
 				if err != nil {
 					return oldest, err
 				}
@@ -523,20 +523,6 @@ func (r *Retention) walk(ctx context.Context, table string, cutoff int64, res *R
 	return oldest, nil
 }
 
-// firstKey returns the key of the first row of table in [start, stop)
-// (stop nil: the table's end), nil when there is none.
-func (r *Retention) firstKey(ctx context.Context, table string, start, stop []byte) ([]byte, error) {
-	sc := r.st.Scan(ctx, store.ScanRequest{Table: table, Start: start, Stop: stop, KeysOnly: true})
-	defer sc.Close()
-	if sc.Next() {
-		return bytes.Clone(sc.Row().Key), nil
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("seek the rows of %s from %x: %w", table, start, err)
-	}
-	return nil, nil
-}
-
 // cutIndex deletes the series index's rows of the days before day: the
 // rows 'K', 'N' and 'V' of each day. The rows 'A' (every metric ever
 // indexed) and 'C' (coverage) stay.
@@ -552,7 +538,7 @@ func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error
 		start := mapping.AppendIndexDayKey(nil, kind, 0)
 		stop := mapping.AppendIndexDayKey(nil, kind, day)
 		// A range with nothing in it costs a seek, not a delete.
-		first, err := r.firstKey(ctx, table, start, stop)
+		first, err := store.FirstKey(ctx, r.st, table, start, stop)
 		if err != nil {
 			return err
 		}

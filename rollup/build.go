@@ -57,10 +57,10 @@ func NewBuilder(st store.Store, opts Options) (*Builder, error) {
 		opts.Config = Default()
 	}
 	if opts.DataTable == "" {
-		opts.DataTable = "tsdb"
+		opts.DataTable = mapping.DefaultDataTable
 	}
 	if opts.UIDTable == "" {
-		opts.UIDTable = "tsdb-uid"
+		opts.UIDTable = mapping.DefaultUIDTable
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 2

@@ -107,7 +107,7 @@ func Default() *Config {
 	c, err := New(
 		[]Aggregation{{"sum", 0}, {"count", 1}, {"max", 2}, {"min", 3}},
 		[]Interval{
-			{Table: "tsdb", PreAggregationTable: "tsdb-agg", Name: "1m", RowSpan: "1h", Default: true},
+			{Table: mapping.DefaultDataTable, PreAggregationTable: "tsdb-agg", Name: "1m", RowSpan: "1h", Default: true},
 			{Table: "tsdb-rollup-5m", PreAggregationTable: "tsdb-rollup-agg-5m", Name: "5m", RowSpan: "1d"},
 			{Table: "tsdb-rollup-1h", PreAggregationTable: "tsdb-rollup-agg-1h", Name: "1h", RowSpan: "1n"},
 		})

@@ -322,3 +322,18 @@ func DeleteRows(ctx context.Context, st Store, table string, start, stop []byte)
 		from = append(bytes.Clone(keys[len(keys)-1]), 0) // the next row after the last deleted
 	}
 }
+
+// FirstKey returns the key of the first row of table in [start, stop)
+// (stop empty: to the table's end), nil when there is none: a seek that
+// reads keys only.
+func FirstKey(ctx context.Context, st Store, table string, start, stop []byte) ([]byte, error) {
+	sc := st.Scan(ctx, ScanRequest{Table: table, Start: start, Stop: stop, KeysOnly: true})
+	defer sc.Close()
+	if sc.Next() {
+		return bytes.Clone(sc.Row().Key), nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("seek the rows of %s from %x: %w", table, start, err)
+	}
+	return nil, nil
+}

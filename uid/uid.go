@@ -185,7 +185,7 @@ func NewUIDs(st uidStore, layout mapping.Layout, opts UIDOptions) (*UIDs, error)
 		return nil, err
 	}
 	if opts.Table == "" {
-		opts.Table = "tsdb-uid"
+		opts.Table = mapping.DefaultUIDTable
 	}
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 1 << 20

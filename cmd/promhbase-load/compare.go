@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store/hbase"
 )
 
@@ -378,8 +379,8 @@ func benchTables(quorum string) (flags []string, drop func(), err error) {
 		return nil, nil, err
 	}
 	suffix := fmt.Sprintf("-bench%d", time.Now().UnixNano())
-	tc := hbase.TablesConfig{DataTable: "tsdb" + suffix, UIDTable: "tsdb-uid" + suffix, ExemplarTable: "tsdb-exemplar" + suffix,
-		MetaTable: "tsdb-meta" + suffix, IndexTable: "tsdb-index" + suffix}
+	tc := hbase.TablesConfig{DataTable: mapping.DefaultDataTable + suffix, UIDTable: mapping.DefaultUIDTable + suffix, ExemplarTable: mapping.DefaultExemplarTable + suffix,
+		MetaTable: mapping.DefaultMetaTable + suffix, IndexTable: mapping.DefaultIndexTable + suffix}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := st.CreateTables(ctx, tc); err != nil {
