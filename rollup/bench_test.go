@@ -55,7 +55,7 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 			}
 			ts = append(ts, s)
 		}
-		writeSeries(b, srv.URL, ts)
+		srv.Write(b, &prompb.WriteRequest{Timeseries: ts})
 	}
 	// The scheduler builds the hours written before it started, backwards.
 	buildStart := time.Now()

@@ -32,7 +32,7 @@ func TestDeleteSeriesDropsRollups(t *testing.T) {
 		return s
 	}
 	srv := startAuto(t, st, tb, time.UnixMilli(end+30*60_000), 50*time.Millisecond, true)
-	writeSeries(t, srv.URL, []prompb.TimeSeries{mk("a"), mk("b"), mk("c")})
+	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{mk("a"), mk("b"), mk("c")}})
 	// The scheduler builds the hours written before its span.
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -69,7 +69,7 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	from, next := int64(h0+3600), int64(h0+42*3600)
 	now := time.Unix(next+30*60, 0)
 	srv := startAuto(t, st, tb, now, 50*time.Millisecond, false)
-	writeSeries(t, srv.URL, []prompb.TimeSeries{a, b, g, hs})
+	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{a, b, g, hs}})
 	for h := from; h < next; h += 3600 {
 		if _, err := builder.BuildHour(ctxFor(t), h); err != nil {
 			t.Fatal(err)

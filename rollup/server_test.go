@@ -1,7 +1,6 @@
 package rollup_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +9,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/golang/snappy"
-	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testserver"
@@ -83,21 +79,4 @@ func queryRange(t testing.TB, base, q string, start, end, step int64, res string
 		out[fmt.Sprint(s.Metric)] = m
 	}
 	return out, header.Get("X-Promhbase-Resolution")
-}
-
-func writeSeries(t testing.TB, base string, ts []prompb.TimeSeries) {
-	t.Helper()
-	data, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, body)
-	}
 }
