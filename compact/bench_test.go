@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -21,21 +21,6 @@ type nopPutter struct{}
 
 func (nopPutter) Put(context.Context, string, []store.Put) error { return nil }
 
-// benchSeries is the write-path benchmark's batch (adapter's
-// BenchmarkWritePath): 2000 series with one sample and 10 labels each.
-func benchSeries(ts int64) []prompb.TimeSeries {
-	var series []prompb.TimeSeries
-	for i := range 2000 {
-		lbls := []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("node_metric_%d", i%50)}}
-		for j := range 9 {
-			lbls = append(lbls, prompb.Label{Name: fmt.Sprintf("label_%d", j), Value: fmt.Sprintf("value_%d_%d", j, i%(j*40+3))})
-		}
-		lbls[9].Value = fmt.Sprintf("instance-%d", i)
-		series = append(series, prompb.TimeSeries{Labels: lbls, Samples: []prompb.Sample{{Timestamp: ts, Value: float64(i) * 1.5}}})
-	}
-	return series
-}
-
 // BenchmarkWritePathNoted measures Writer.Write (protobuf to Puts, the
 // store excluded) without and with the scheduler remembering the rows: the
 // cost compaction adds to the write hot path, in steady state (every row
@@ -43,8 +28,11 @@ func benchSeries(ts int64) []prompb.TimeSeries {
 func BenchmarkWritePathNoted(b *testing.B) {
 	e := newEnv(b, mapping.DefaultLayout())
 	e.now = time.Unix(t0, 0)
-	series := benchSeries(t0*1000 + 123)
-	body, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
+	series := benchdata.Series() // restamped into hour t0
+	for i := range series {
+		series[i].Samples[0].Timestamp = t0*1000 + 123
+	}
+	body, err := benchdata.V1Request(series)
 	if err != nil {
 		b.Fatal(err)
 	}

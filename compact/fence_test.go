@@ -33,6 +33,31 @@ func fenceEnv(t *testing.T) (e *env, rowA, rowB []byte) {
 	return e, rows[0].Key, rows[1].Key
 }
 
+// compactPaused starts a compaction of row by c that stops once it has
+// read the row, and returns then: closing proceed lets it go on, compacted
+// is closed when it has finished. Later compactions by c do not stop.
+func compactPaused(t *testing.T, c *Compactor, row []byte) (proceed, compacted chan struct{}) {
+	t.Helper()
+	reading := make(chan struct{})
+	proceed, compacted = make(chan struct{}), make(chan struct{})
+	c.afterRead = func([]byte) {
+		select {
+		case <-reading:
+		default:
+			close(reading)
+			<-proceed
+		}
+	}
+	go func() {
+		defer close(compacted)
+		if _, err := c.CompactRow(ctxFor(t), row); err != nil {
+			t.Error(err)
+		}
+	}()
+	<-reading
+	return proceed, compacted
+}
+
 // after reports whether ch is closed within d.
 func after(ch <-chan struct{}, d time.Duration) bool {
 	select {
@@ -48,16 +73,7 @@ func after(ch <-chan struct{}, d time.Duration) bool {
 func TestHoldWaitsForCompactionInFlight(t *testing.T) {
 	e, rowA, _ := fenceEnv(t)
 	c := e.compactor()
-	reading, proceed := make(chan struct{}), make(chan struct{})
-	c.afterRead = func([]byte) { close(reading); <-proceed }
-	compacted := make(chan struct{})
-	go func() {
-		defer close(compacted)
-		if _, err := c.CompactRow(ctxFor(t), rowA); err != nil {
-			t.Error(err)
-		}
-	}()
-	<-reading
+	proceed, compacted := compactPaused(t, c, rowA)
 	held := make(chan struct{})
 	var release func()
 	go func() {
@@ -129,23 +145,7 @@ func TestCompactRowWaitsForHold(t *testing.T) {
 func TestHoldGivesUpWithItsContext(t *testing.T) {
 	e, rowA, _ := fenceEnv(t)
 	c := e.compactor()
-	reading, proceed := make(chan struct{}), make(chan struct{})
-	c.afterRead = func([]byte) {
-		select {
-		case <-reading:
-		default:
-			close(reading)
-			<-proceed
-		}
-	}
-	compacted := make(chan struct{})
-	go func() {
-		defer close(compacted)
-		if _, err := c.CompactRow(ctxFor(t), rowA); err != nil {
-			t.Error(err)
-		}
-	}()
-	<-reading
+	proceed, compacted := compactPaused(t, c, rowA)
 	ctx, cancel := context.WithTimeout(ctxFor(t), 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.Hold(ctx, rowA, nil); !errors.Is(err, context.DeadlineExceeded) {
@@ -174,16 +174,7 @@ func TestDeleteDuringCompaction(t *testing.T) {
 			e, rowA, _ := fenceEnv(t)
 			before := e.read()
 			c := e.compactor()
-			reading, proceed := make(chan struct{}), make(chan struct{})
-			c.afterRead = func([]byte) { close(reading); <-proceed }
-			compacted := make(chan struct{})
-			go func() {
-				defer close(compacted)
-				if _, err := c.CompactRow(ctxFor(t), rowA); err != nil {
-					t.Error(err)
-				}
-			}()
-			<-reading
+			proceed, compacted := compactPaused(t, c, rowA)
 			opts := deletion.Options{DataTable: e.Tables.Data, Layout: e.Layout}
 			if fenced {
 				opts.Fence = c

@@ -767,15 +767,20 @@ func seriesSets(ref, own []labels.Labels) string {
 		len(ref), len(own), strings.Join(cut(onlyRef), " "), strings.Join(cut(onlyOwn), " "))
 }
 
+// metricsOf is the label sets of an answer's samples or series.
+func metricsOf[S any](ss []S, metric func(S) labels.Labels) []labels.Labels {
+	out := make([]labels.Labels, len(ss))
+	for i, s := range ss {
+		out[i] = metric(s)
+	}
+	return out
+}
+
+func sampleMetric(s promql.Sample) labels.Labels { return s.Metric }
+func seriesMetric(s promql.Series) labels.Labels { return s.Metric }
+
 func compareVectors(ref, own promql.Vector, exact floatCmp, ordered bool, res *diffResult) (ok, loose bool) {
-	lr, lo := make([]labels.Labels, len(ref)), make([]labels.Labels, len(own))
-	for i := range ref {
-		lr[i] = ref[i].Metric
-	}
-	for i := range own {
-		lo[i] = own[i].Metric
-	}
-	if s := seriesSets(lr, lo); s != "" {
+	if s := seriesSets(metricsOf(ref, sampleMetric), metricsOf(own, sampleMetric)); s != "" {
 		res.kind, res.detail = "series", s
 		return false, false
 	}
@@ -841,14 +846,7 @@ func compareVectors(ref, own promql.Vector, exact floatCmp, ordered bool, res *d
 }
 
 func compareMatrices(ref, own promql.Matrix, exact floatCmp, res *diffResult) (ok, loose bool) {
-	lr, lo := make([]labels.Labels, len(ref)), make([]labels.Labels, len(own))
-	for i := range ref {
-		lr[i] = ref[i].Metric
-	}
-	for i := range own {
-		lo[i] = own[i].Metric
-	}
-	if s := seriesSets(lr, lo); s != "" {
+	if s := seriesSets(metricsOf(ref, seriesMetric), metricsOf(own, seriesMetric)); s != "" {
 		res.kind, res.detail = "series", s
 		return false, false
 	}

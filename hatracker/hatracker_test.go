@@ -29,11 +29,30 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// rig is an HA table on the test backend and the clock of the trackers
+// (processes) over it.
+type rig struct {
+	*clock
+	st store.Store
+	tb testbackend.Tables
+}
+
+func newRig(t *testing.T) *rig {
+	st, tb := testbackend.NewWithHA(t)
+	return &rig{clock: &clock{now: time.Unix(1_700_000_000, 0)}, st: st, tb: tb}
+}
+
 // cfg is Mimir's defaults but the jitter (none, so that update times are
-// exact), over tb's HA table.
-func cfg(tb testbackend.Tables, c *clock) hatracker.Config {
-	return hatracker.Config{Table: tb.HA, ClusterLabel: "cluster", ReplicaLabel: "__replica__",
-		FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, Now: c.Now}
+// exact), over r's HA table and clock.
+func (r *rig) cfg() hatracker.Config {
+	return hatracker.Config{Table: r.tb.HA, ClusterLabel: "cluster", ReplicaLabel: "__replica__",
+		FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, Now: r.Now}
+}
+
+// tracker is a new tracker over r with r.cfg(), and its registry.
+func (r *rig) tracker(t *testing.T) (*hatracker.Tracker, *prometheus.Registry) {
+	t.Helper()
+	return newTracker(t, r.st, r.cfg())
 }
 
 func newTracker(t *testing.T, st store.Store, c hatracker.Config) (*hatracker.Tracker, *prometheus.Registry) {
@@ -63,20 +82,19 @@ func expect(t *testing.T, tr *hatracker.Tracker, cluster, replica string, ok boo
 // dropped while the elected one writes, and elected once it has sent
 // nothing for the failover timeout; the old one is dropped then.
 func TestElectionAndFailover(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	tr, reg := newTracker(t, st, cfg(tb, c))
+	r := newRig(t)
+	tr, reg := r.tracker(t)
 	expect(t, tr, "prod", "a", true)
 	expect(t, tr, "prod", "b", false)
 	expect(t, tr, "other", "b", true) // clusters are independent
 	for range 10 {                    // a writes every 10 s: never failed over
-		c.Add(10 * time.Second)
+		r.Add(10 * time.Second)
 		expect(t, tr, "prod", "a", true)
 		expect(t, tr, "prod", "b", false)
 	}
-	c.Add(29 * time.Second) // a silent, but not for the failover timeout
+	r.Add(29 * time.Second) // a silent, but not for the failover timeout
 	expect(t, tr, "prod", "b", false)
-	c.Add(16 * time.Second) // a's last stored time is now 30 s old or more
+	r.Add(16 * time.Second) // a's last stored time is now 30 s old or more
 	expect(t, tr, "prod", "b", true)
 	expect(t, tr, "prod", "a", false)
 	want := `# HELP promhbase_ha_tracker_elected_replica 1 for the elected replica of each HA cluster, as this process last read or wrote it (as Mimir's cortex_ha_tracker_elected_replica_status).
@@ -99,12 +117,11 @@ promhbase_ha_tracker_elected_replica{cluster="prod",replica="b",tenant="anonymou
 // TestUpdatesAtMostEveryUpdateTimeout: the elected replica's writes reach
 // the store once per update timeout, not once per request.
 func TestUpdatesAtMostEveryUpdateTimeout(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	tr, reg := newTracker(t, st, cfg(tb, c))
+	r := newRig(t)
+	tr, reg := r.tracker(t)
 	for range 60 { // a minute of a write a second
 		expect(t, tr, "prod", "a", true)
-		c.Add(time.Second)
+		r.Add(time.Second)
 	}
 	// The election, then an update at 15, 30 and 45 s.
 	want := `# HELP promhbase_ha_tracker_store_writes_total Check-and-puts of elections, by outcome: written, or lost to another process.
@@ -122,17 +139,16 @@ promhbase_ha_tracker_store_writes_total{outcome="written"} 4
 // stored time fresh; once the elected replica stops, the second elects
 // the other, and the first learns it at the next write it gets.
 func TestTwoProcesses(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	p1, _ := newTracker(t, st, cfg(tb, c))
-	p2, _ := newTracker(t, st, cfg(tb, c))
+	r := newRig(t)
+	p1, _ := r.tracker(t)
+	p2, _ := r.tracker(t)
 	expect(t, p1, "prod", "a", true)
 	for range 12 { // two minutes: a through p1, b through p2
-		c.Add(10 * time.Second)
+		r.Add(10 * time.Second)
 		expect(t, p1, "prod", "a", true)
 		expect(t, p2, "prod", "b", false)
 	}
-	c.Add(31 * time.Second) // a stops
+	r.Add(31 * time.Second) // a stops
 	expect(t, p2, "prod", "b", true)
 	expect(t, p1, "prod", "b", true) // p1 reads the failover p2 decided
 	expect(t, p1, "prod", "a", false)
@@ -141,14 +157,13 @@ func TestTwoProcesses(t *testing.T) {
 // TestConcurrentFailover: processes that see two other replicas after the
 // elected one went quiet, at once, elect exactly one of them.
 func TestConcurrentFailover(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	first, _ := newTracker(t, st, cfg(tb, c))
+	r := newRig(t)
+	first, _ := r.tracker(t)
 	expect(t, first, "prod", "a", true)
-	c.Add(time.Minute)
+	r.Add(time.Minute)
 	var trackers []*hatracker.Tracker
 	for range 8 {
-		tr, _ := newTracker(t, st, cfg(tb, c))
+		tr, _ := r.tracker(t)
 		trackers = append(trackers, tr)
 	}
 	accepted := make([]string, len(trackers))
@@ -185,11 +200,10 @@ func TestConcurrentFailover(t *testing.T) {
 // TestMaxClusters: a write that would start one cluster too many gets
 // ErrTooManyClusters; clusters already elected go on.
 func TestMaxClusters(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	conf := cfg(tb, c)
+	r := newRig(t)
+	conf := r.cfg()
 	conf.MaxClusters = 2
-	tr, _ := newTracker(t, st, conf)
+	tr, _ := newTracker(t, r.st, conf)
 	expect(t, tr, "c1", "a", true)
 	expect(t, tr, "c2", "a", true)
 	if err := tr.Check(t.Context(), hatracker.DefaultTenant, "c3", "a"); !errors.Is(err, hatracker.ErrTooManyClusters) {
@@ -201,12 +215,11 @@ func TestMaxClusters(t *testing.T) {
 // TestRestartKeepsElection: a new tracker over the same store (a restart)
 // keeps the elected replica.
 func TestRestartKeepsElection(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
-	before, _ := newTracker(t, st, cfg(tb, c))
+	r := newRig(t)
+	before, _ := r.tracker(t)
 	expect(t, before, "prod", "b", true)
-	c.Add(5 * time.Second)
-	after, _ := newTracker(t, st, cfg(tb, c))
+	r.Add(5 * time.Second)
+	after, _ := r.tracker(t)
 	expect(t, after, "prod", "a", false)
 	expect(t, after, "prod", "b", true)
 }
@@ -215,13 +228,12 @@ func TestRestartKeepsElection(t *testing.T) {
 // hand, or by a future version) is replaced by the next write's replica,
 // never refused: refusing would drop the pair's data.
 func TestUnparseableElection(t *testing.T) {
-	st, tb := testbackend.NewWithHA(t)
-	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	r := newRig(t)
 	key := append([]byte(hatracker.DefaultTenant+"\x00"), "prod"...)
-	if err := st.Put(t.Context(), tb.HA, []store.Put{{Row: key, Cells: []store.Cell{{Family: []byte(hatracker.Family), Qualifier: []byte(hatracker.Qualifier), Value: []byte("{not json")}}}}); err != nil {
+	if err := r.st.Put(t.Context(), r.tb.HA, []store.Put{{Row: key, Cells: []store.Cell{{Family: []byte(hatracker.Family), Qualifier: []byte(hatracker.Qualifier), Value: []byte("{not json")}}}}); err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := newTracker(t, st, cfg(tb, c))
+	tr, _ := r.tracker(t)
 	expect(t, tr, "prod", "b", true)
 	expect(t, tr, "prod", "a", false)
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -63,19 +62,7 @@ func fixtureWith(t *testing.T, opts testserver.Options) string {
 	}
 	a.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc123"}}, Value: 7, Timestamp: base.Add(5 * time.Minute).UnixMilli()}}
 	req.Metadata = []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "http_requests_total", Help: "Requests served.", Unit: ""}}
-	data, err := req.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(srv.URL+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, body)
-	}
+	srv.Write(t, &req)
 	return srv.URL
 }
 

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,15 +18,31 @@ import (
 	"github.com/promhbase/promhbase/store"
 )
 
-func (g *rig) retention(opts Options) *Retention {
+func (g *rig) retention(opts Options) *Retention { g.T.Helper(); return g.retentionOn(g.Store, opts) }
+
+// retentionOn is a Retention over st with opts, its layout g's and each
+// table opts leaves empty g's.
+func (g *rig) retentionOn(st store.Store, opts Options) *Retention {
 	g.T.Helper()
-	opts.DataTable, opts.ExemplarTable, opts.IndexTable = g.Tables.Data, g.Tables.Exemplar, g.Tables.Index
+	opts.DataTable = cmp.Or(opts.DataTable, g.Tables.Data)
+	opts.ExemplarTable = cmp.Or(opts.ExemplarTable, g.Tables.Exemplar)
+	opts.IndexTable = cmp.Or(opts.IndexTable, g.Tables.Index)
 	opts.Layout = g.Layout
-	r, err := New(g.Store, opts)
+	r, err := New(st, opts)
 	if err != nil {
 		g.T.Fatal(err)
 	}
 	return r
+}
+
+// cycle runs one cycle of r, failing t on an error.
+func cycle(t *testing.T, r *Retention) Result {
+	t.Helper()
+	res, err := r.Cycle(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 const hourMs = mapping.MaxOffsetMs
@@ -49,10 +66,7 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 			_, now := clock(time.Unix(t0+10*3600+1800, 0))
 			reg := prometheus.NewRegistry()
 			r := g.retention(Options{Time: 5 * time.Hour, Now: now, Registerer: reg})
-			res, err := r.Cycle(ctxFor(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := cycle(t, r)
 			if got, want := res.Cutoff, time.UnixMilli(cut); !got.Equal(want) {
 				t.Errorf("cutoff %s, want %s", got, want)
 			}
@@ -84,10 +98,7 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 			}
 
 			// A second cycle finds nothing more to delete.
-			res, err = r.Cycle(ctxFor(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res = cycle(t, r)
 			if len(res.Ranges) != 0 {
 				t.Errorf("second cycle deleted ranges %v, want none", res.Ranges)
 			}
@@ -129,9 +140,7 @@ func TestBackfillExpiresByItsOwnTime(t *testing.T) {
 	r := g.retention(Options{Time: 24 * time.Hour, Now: now})
 	recent := int64(t0+47*3600) * 1000
 	g.write(promSeries("m", []string{"job", "a"}, recent))
-	if _, err := r.Cycle(ctxFor(t)); err != nil {
-		t.Fatal(err)
-	}
+	cycle(t, r)
 	// Backfilled after the cycle: a day and an hour old, and just young
 	// enough (the hour holding the cutoff).
 	old, young := int64(t0+23*3600-1)*1000, int64(t0+24*3600)*1000
@@ -139,9 +148,7 @@ func TestBackfillExpiresByItsOwnTime(t *testing.T) {
 	if got := g.samples(); !strings.Contains(got, fmt.Sprint(old)) {
 		t.Fatalf("backfilled samples not written: %s", got)
 	}
-	if _, err := r.Cycle(ctxFor(t)); err != nil {
-		t.Fatal(err)
-	}
+	cycle(t, r)
 	want := fmt.Sprintf("{__name__=\"m\", job=\"a\"}: %d %d\n", young, recent)
 	if got := g.samples(); got != want {
 		t.Errorf("samples:\n%s\nwant\n%s", got, want)
@@ -161,9 +168,7 @@ func TestIndexDaysGo(t *testing.T) {
 	// Cutoff: day-1 at 03:00, so day-2 is entirely before it.
 	_, now := clock(time.Unix((day-1)*mapping.DaySeconds+3*3600+100, 0).Add(24 * time.Hour))
 	r := g.retention(Options{Time: 24 * time.Hour, Now: now, IndexWriter: g.IndexWriter})
-	if _, err := r.Cycle(ctxFor(t)); err != nil {
-		t.Fatal(err)
-	}
+	cycle(t, r)
 	if !g.IndexWriter.Forgotten(uint32(day-2)) || !g.IndexWriter.Forgotten(0) || g.IndexWriter.Forgotten(uint32(day-1)) {
 		t.Errorf("days forgotten: day-2 %v, 0 %v, day-1 %v; want true, true, false",
 			g.IndexWriter.Forgotten(uint32(day-2)), g.IndexWriter.Forgotten(0), g.IndexWriter.Forgotten(uint32(day-1)))
@@ -205,10 +210,7 @@ func TestNothingWithoutRetention(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctxFor(t), 200*time.Millisecond)
 	defer cancel()
 	r.Run(ctx) // one cycle at once, then until ctx ends
-	res, err := r.Cycle(ctxFor(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := cycle(t, r)
 	if !res.Cutoff.IsZero() || len(res.Ranges) != 0 {
 		t.Errorf("cycle: %+v, want nothing cut", res)
 	}
@@ -259,15 +261,8 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 	limit := full * 4 / 10 // about 4 of the 12 hours
 	_, now := clock(time.Unix(t0+(hours-1)*3600+1800, 0))
 	reg := prometheus.NewRegistry()
-	r, err := New(sized, Options{Size: limit, Now: now, Registerer: reg, Layout: g.Layout, Logger: slog.New(slog.DiscardHandler),
-		DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Cycle(ctxFor(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := g.retentionOn(sized, Options{Size: limit, Now: now, Registerer: reg, Logger: slog.New(slog.DiscardHandler)})
+	res := cycle(t, r)
 	if res.Bytes > limit || !res.BySize {
 		t.Errorf("after the cycle: %d bytes (by size %v), limit %d", res.Bytes, res.BySize, limit)
 	}
@@ -285,14 +280,9 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 	}
 
 	// A limit below the current hour's size keeps the current hour.
-	r2, err := New(sized, Options{Size: 1, Now: now, Layout: g.Layout, DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := g.retentionOn(sized, Options{Size: 1, Now: now})
 	for range 3 {
-		if _, err := r2.Cycle(ctxFor(t)); err != nil {
-			t.Fatal(err)
-		}
+		cycle(t, r2)
 	}
 	if got, want := g.hours(g.Tables.Data), []int64{t0 + (hours-1)*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left under a 1-byte limit %v, want %v (the current hour)", got, want)
@@ -369,15 +359,8 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 		promSeries("m2", nil, t0*1000))
 	rs := &rangeStore{Store: g.Store}
 	_, now := clock(time.Unix(t0+10*3600+1800, 0))
-	r, err := New(rs, Options{Time: 5 * time.Hour, Now: now, Layout: g.Layout,
-		DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Cycle(ctxFor(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := g.retentionOn(rs, Options{Time: 5 * time.Hour, Now: now})
+	res := cycle(t, r)
 	// m1 and m2 of the data and exemplar tables (one salt bucket each, or
 	// more), and the index's three kinds of day rows.
 	if n := rs.ranges.Load(); n < 2*2+3 || int(n) != res.Ranges[g.Tables.Data]+res.Ranges[g.Tables.Exemplar]+res.Ranges[g.Tables.Index] {
@@ -392,9 +375,7 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 	if got, want := g.hours(g.Tables.Data), []int64{t0 + 10*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left %v, want %v", got, want)
 	}
-	if _, err := r.Cycle(ctxFor(t)); err != nil {
-		t.Fatal(err)
-	}
+	cycle(t, r)
 	if got := rs.reclaims.Load(); got != 1 {
 		t.Errorf("%d reclaims after a cycle with nothing to delete, want 1", got)
 	}
@@ -406,14 +387,8 @@ func TestMissingOptionalTables(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, t0*1000, (t0+48*3600)*1000))
 	_, now := clock(time.Unix(t0+48*3600, 0))
-	r, err := New(g.Store, Options{Time: 24 * time.Hour, Now: now, Layout: g.Layout,
-		DataTable: g.Tables.Data, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Cycle(ctxFor(t)); err != nil {
-		t.Fatal(err)
-	}
+	r := g.retention(Options{Time: 24 * time.Hour, Now: now, ExemplarTable: "no-such-exemplars", IndexTable: "no-such-index"})
+	cycle(t, r)
 	if got, want := g.hours(g.Tables.Data), []int64{t0 + 48*3600}; !slices.Equal(got, want) {
 		t.Errorf("hours left %v, want %v", got, want)
 	}

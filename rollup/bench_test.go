@@ -15,10 +15,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
-	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -34,12 +32,9 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 	}
 	const days = 30
 	st, tb := testbackend.NewWithRollups(b)
-	cfg := tb.RollupConfig()
 	H := int64(h0) * 1000
 	end := H + days*24*rollup.HourMs
-	srv := testserver.Start(b, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: &server.RollupConfig{
-		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 100 * time.Millisecond,
-		Now: func() time.Time { return time.UnixMilli(end + 30*60_000) }}})
+	srv := startAuto(b, st, tb, time.UnixMilli(end+30*60_000), 100*time.Millisecond, false)
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := make([]float64, series)
 	for from := H; from < end; from += 6 * rollup.HourMs {
@@ -60,7 +55,7 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 			}
 			ts = append(ts, s)
 		}
-		writeSeries(b, srv.URL, ts)
+		srv.Write(b, &prompb.WriteRequest{Timeseries: ts})
 	}
 	// The scheduler builds the hours written before it started, backwards.
 	buildStart := time.Now()

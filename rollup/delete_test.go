@@ -12,10 +12,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
-	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
-	"github.com/promhbase/promhbase/server"
 )
 
 // TestDeleteSeriesDropsRollups: delete_series removes the rollups of the
@@ -34,11 +31,8 @@ func TestDeleteSeriesDropsRollups(t *testing.T) {
 		}
 		return s
 	}
-	cfg := tb.RollupConfig()
-	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{EnableAdmin: true, Rollup: &server.RollupConfig{
-		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 50 * time.Millisecond,
-		Now: func() time.Time { return time.UnixMilli(end + 30*60_000) }}})
-	writeSeries(t, srv.URL, []prompb.TimeSeries{mk("a"), mk("b"), mk("c")})
+	srv := startAuto(t, st, tb, time.UnixMilli(end+30*60_000), 50*time.Millisecond, true)
+	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{mk("a"), mk("b"), mk("c")}})
 	// The scheduler builds the hours written before its span.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -52,15 +46,9 @@ func TestDeleteSeriesDropsRollups(t *testing.T) {
 	}
 	del := func(match string, start, end int64) {
 		t.Helper()
-		resp, err := http.PostForm(srv.URL+"/api/v1/admin/tsdb/delete_series", url.Values{"match[]": {match},
-			"start": {strconv.FormatFloat(float64(start)/1000, 'f', 3, 64)}, "end": {strconv.FormatFloat(float64(end)/1000, 'f', 3, 64)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("delete_series %s: status %d", match, resp.StatusCode)
-		}
+		post(t, srv.URL+"/api/v1/admin/tsdb/delete_series", url.Values{"match[]": {match},
+			"start": {strconv.FormatFloat(float64(start)/1000, 'f', 3, 64)}, "end": {strconv.FormatFloat(float64(end)/1000, 'f', 3, 64)}},
+			http.StatusNoContent)
 	}
 	del(`g{instance="a"}`, H+rollup.HourMs+7*60_000+3_000, H+3*rollup.HourMs+2*60_000)
 	del(`g{instance="b"}`, 0, end+rollup.HourMs)

@@ -1,89 +1,22 @@
 package rollup_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
-	"github.com/promhbase/promhbase/server"
 )
-
-// promResult is a query API answer: series by their labels, each a map
-// from time (ms) to value.
-type promResult map[string]map[int64]float64
-
-func queryRange(t testing.TB, base, q string, start, end, step int64, res string) (promResult, string) {
-	t.Helper()
-	v := url.Values{"query": {q}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
-		"step": {strconv.FormatInt(step/1000, 10)}}
-	if res != "" {
-		v.Set("max_source_resolution", res)
-	}
-	resp, err := http.PostForm(base+"/api/v1/query_range", v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s (%s): %d %s", q, res, resp.StatusCode, body)
-	}
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatal(err)
-	}
-	out := promResult{}
-	for _, s := range r.Data.Result {
-		m := map[int64]float64{}
-		for _, p := range s.Values {
-			f, _ := strconv.ParseFloat(p[1].(string), 64)
-			m[int64(p[0].(float64)*1000)] = f
-		}
-		out[fmt.Sprint(s.Metric)] = m
-	}
-	return out, resp.Header.Get("X-Promhbase-Resolution")
-}
-
-func writeSeries(t testing.TB, base string, ts []prompb.TimeSeries) {
-	t.Helper()
-	data, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, body)
-	}
-}
 
 // TestDownsampledQueriesEqualRaw: over two days of counters with resets
 // (one scraped on exact 15 s boundaries, one with jitter and a gap) and a
@@ -135,9 +68,8 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	}
 	from, next := int64(h0+3600), int64(h0+42*3600)
 	now := time.Unix(next+30*60, 0)
-	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: &server.RollupConfig{
-		Enabled: true, AutoDownsampling: true, Config: cfg, CheckInterval: 50 * time.Millisecond, Now: func() time.Time { return now }}})
-	writeSeries(t, srv.URL, []prompb.TimeSeries{a, b, g, hs})
+	srv := startAuto(t, st, tb, now, 50*time.Millisecond, false)
+	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{a, b, g, hs}})
 	for h := from; h < next; h += 3600 {
 		if _, err := builder.BuildHour(ctxFor(t), h); err != nil {
 			t.Fatal(err)

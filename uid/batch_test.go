@@ -173,10 +173,7 @@ func TestGetOrCreateBatchExhaustion(t *testing.T) {
 	l := mapping.DefaultLayout()
 	l.TagVWidth = 1
 	u := newTestUIDs(t, openUIDStore(t), l)
-	names := make([]string, 260)
-	for i := range names {
-		names[i] = fmt.Sprint("v", i)
-	}
+	names := numbered("v", 260)
 	reqs := uidReqs(KindTagV, names...)
 	u.GetOrCreateBatch(ctx, reqs)
 	for i, r := range reqs {
@@ -208,44 +205,36 @@ func TestGetOrCreateBatchRace(t *testing.T) {
 
 func testGetOrCreateBatchRace(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	procs := []*UIDs{newTestUIDs(t, st, mapping.DefaultLayout()), newTestUIDs(t, st, mapping.DefaultLayout())}
 	const names, workers = 200, 8
 	got := make([]map[string]string, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u := procs[w%2]
-			got[w] = map[string]string{}
-			// Each worker asks for a different, overlapping slice of the names.
-			var batch []string
-			for n := w * 10; n < w*10+names/2; n++ {
-				batch = append(batch, fmt.Sprint("n", n%names))
-			}
-			if w%4 == 3 {
-				for _, name := range batch {
-					uid, err := u.GetOrCreate(ctx, KindTagV, []byte(name))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					got[w][name] = fmt.Sprintf("%X", uid)
-				}
-				return
-			}
-			reqs := uidReqs(KindTagV, batch...)
-			u.GetOrCreateBatch(ctx, reqs)
-			for _, r := range reqs {
-				if r.Err != nil {
-					t.Error(r.Err)
+	raceProcs(t, st, workers, func(w int, u *UIDs) {
+		got[w] = map[string]string{}
+		// Each worker asks for a different, overlapping slice of the names.
+		var batch []string
+		for n := w * 10; n < w*10+names/2; n++ {
+			batch = append(batch, fmt.Sprint("n", n%names))
+		}
+		if w%4 == 3 {
+			for _, name := range batch {
+				uid, err := u.GetOrCreate(ctx, KindTagV, []byte(name))
+				if err != nil {
+					t.Error(err)
 					return
 				}
-				got[w][string(r.Name)] = fmt.Sprintf("%X", r.UID)
+				got[w][name] = fmt.Sprintf("%X", uid)
 			}
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		reqs := uidReqs(KindTagV, batch...)
+		u.GetOrCreateBatch(ctx, reqs)
+		for _, r := range reqs {
+			if r.Err != nil {
+				t.Error(r.Err)
+				return
+			}
+			got[w][string(r.Name)] = fmt.Sprintf("%X", r.UID)
+		}
+	})
 	final := newTestUIDs(t, st, mapping.DefaultLayout())
 	for w := range workers {
 		for name, uid := range got[w] {
@@ -299,10 +288,7 @@ func TestGetOrCreateBatchPartialFailure(t *testing.T) {
 	base := openUIDStore(t)
 	st := &flakyStore{Store: remoteLike{base}, fail: map[string]bool{"n3": true, "n7": true}}
 	u := newTestUIDs(t, st, mapping.DefaultLayout())
-	names := make([]string, 10)
-	for i := range names {
-		names[i] = fmt.Sprint("n", i)
-	}
+	names := numbered("n", 10)
 	reqs := uidReqs(KindTagV, names...)
 	u.GetOrCreateBatch(ctx, reqs)
 	for i, r := range reqs {

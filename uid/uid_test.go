@@ -34,6 +34,28 @@ func newTestUIDs(t testing.TB, st store.Store, layout mapping.Layout) *UIDs {
 	return u
 }
 
+// raceProcs runs work(w, u) for workers 0..workers-1 at once, u the first
+// or second of two UIDs over st (two processes) as w is even or odd, and
+// returns when all have returned.
+func raceProcs(t *testing.T, st store.Store, workers int, work func(w int, u *UIDs)) {
+	t.Helper()
+	procs := []*UIDs{newTestUIDs(t, st, mapping.DefaultLayout()), newTestUIDs(t, st, mapping.DefaultLayout())}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { work(w, procs[w%2]) })
+	}
+	wg.Wait()
+}
+
+// numbered is the names prefix0..prefix<n-1>.
+func numbered(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprint(prefix, i)
+	}
+	return names
+}
+
 func TestUIDAssignmentLayout(t *testing.T) {
 	st := openUIDStore(t)
 	u := newTestUIDs(t, st, mapping.DefaultLayout())
@@ -103,27 +125,19 @@ func TestUIDAssignmentLayout(t *testing.T) {
 // forward mapping has its reverse.
 func TestUIDRace(t *testing.T) {
 	st := openUIDStore(t)
-	procs := []*UIDs{newTestUIDs(t, st, mapping.DefaultLayout()), newTestUIDs(t, st, mapping.DefaultLayout())}
 	ctx := context.Background()
 	const names, workers = 50, 8
 	results := make([][]string, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u := procs[w%2]
-			for n := range names {
-				uid, err := u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprintf("name-%d", n)))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				results[w] = append(results[w], fmt.Sprintf("%X", uid))
+	raceProcs(t, st, workers, func(w int, u *UIDs) {
+		for n := range names {
+			uid, err := u.GetOrCreate(ctx, KindTagV, []byte(fmt.Sprintf("name-%d", n)))
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			results[w] = append(results[w], fmt.Sprintf("%X", uid))
+		}
+	})
 	for w := 1; w < workers; w++ {
 		for n := range names {
 			if results[w][n] != results[0][n] {

@@ -158,8 +158,12 @@ func genHistogram(r *rand.Rand) any {
 	}
 	hint := histogram.CounterResetHint(r.IntN(4))
 	pb, nb := spanBuckets(pSpans), spanBuckets(nSpans)
+	var (
+		h  *histogram.Histogram
+		fh *histogram.FloatHistogram
+	)
 	if r.IntN(2) == 0 {
-		h := &histogram.Histogram{CounterResetHint: hint, Schema: schema, ZeroThreshold: zt, ZeroCount: uint64(zc),
+		h = &histogram.Histogram{CounterResetHint: hint, Schema: schema, ZeroThreshold: zt, ZeroCount: uint64(zc),
 			Sum: genFloat(r), PositiveSpans: pSpans, NegativeSpans: nSpans, CustomValues: bounds}
 		total := uint64(zc)
 		deltas := func(n int) []int64 {
@@ -175,27 +179,27 @@ func genHistogram(r *rand.Rand) any {
 		}
 		h.PositiveBuckets, h.NegativeBuckets = deltas(pb), deltas(nb)
 		h.Count = total
-		if r.IntN(10) == 0 {
-			corruptHistogram(r, h, nil)
+	} else {
+		fh = &histogram.FloatHistogram{CounterResetHint: hint, Schema: schema, ZeroThreshold: zt, ZeroCount: float64(zc),
+			Sum: genFloat(r), PositiveSpans: pSpans, NegativeSpans: nSpans, CustomValues: bounds}
+		total := float64(zc)
+		counts := func(n int) []float64 {
+			var cs []float64
+			for range n {
+				c := float64(r.IntN(40)) / 2
+				cs = append(cs, c)
+				total += c
+			}
+			return cs
 		}
-		return h
+		fh.PositiveBuckets, fh.NegativeBuckets = counts(pb), counts(nb)
+		fh.Count = total
 	}
-	fh := &histogram.FloatHistogram{CounterResetHint: hint, Schema: schema, ZeroThreshold: zt, ZeroCount: float64(zc),
-		Sum: genFloat(r), PositiveSpans: pSpans, NegativeSpans: nSpans, CustomValues: bounds}
-	total := float64(zc)
-	counts := func(n int) []float64 {
-		var cs []float64
-		for range n {
-			c := float64(r.IntN(40)) / 2
-			cs = append(cs, c)
-			total += c
-		}
-		return cs
-	}
-	fh.PositiveBuckets, fh.NegativeBuckets = counts(pb), counts(nb)
-	fh.Count = total
 	if r.IntN(10) == 0 {
-		corruptHistogram(r, nil, fh)
+		corruptHistogram(r, h, fh)
+	}
+	if h != nil {
+		return h
 	}
 	return fh
 }
@@ -464,6 +468,45 @@ func gogoValid(h any) bool {
 	return false
 }
 
+// gogoSample and gogoHist are what the sample and histogram types of
+// both gogo packages (1.0 prompb and 2.0 writev2) answer alike.
+type (
+	gogoSample interface {
+		GetTimestamp() int64
+		GetValue() float64
+	}
+	gogoHist interface {
+		GetTimestamp() int64
+		IsFloatHistogram() bool
+		ToIntHistogram() *histogram.Histogram
+		ToFloatHistogram() *histogram.FloatHistogram
+	}
+)
+
+// writeGogoPoints writes the labels line, then the sample and histogram
+// lines of one gogo-decoded series, 1.0 or 2.0, the way renderOurs does.
+func writeGogoPoints[S, H any, PS interface {
+	*S
+	gogoSample
+}, PH interface {
+	*H
+	gogoHist
+}](sb *strings.Builder, labels string, samples []S, hists []H) {
+	fmt.Fprintf(sb, "labels %s\n", labels)
+	for i := range samples {
+		smp := PS(&samples[i])
+		fmt.Fprintf(sb, "sample %d %x\n", smp.GetTimestamp(), math.Float64bits(smp.GetValue()))
+	}
+	for i := range hists {
+		h := PH(&hists[i])
+		var x any = h.ToIntHistogram()
+		if h.IsFloatHistogram() {
+			x = h.ToFloatHistogram()
+		}
+		fmt.Fprintf(sb, "hist %s valid=%v\n", renderHist(h.GetTimestamp(), x), gogoValid(x))
+	}
+}
+
 // renderGogoV2 renders a series gogo decoded the way renderOurs does.
 func renderGogoV2(t testing.TB, ts *writev2.TimeSeries, syms []string) string {
 	t.Helper()
@@ -475,17 +518,7 @@ func renderGogoV2(t testing.TB, ts *writev2.TimeSeries, syms []string) string {
 		}
 		return renderLabels(ls)
 	}
-	fmt.Fprintf(&sb, "labels %s\n", pairs(ts.LabelsRefs))
-	for _, smp := range ts.Samples {
-		fmt.Fprintf(&sb, "sample %d %x\n", smp.Timestamp, math.Float64bits(smp.Value))
-	}
-	for _, h := range ts.Histograms {
-		var x any = h.ToIntHistogram()
-		if h.IsFloatHistogram() {
-			x = h.ToFloatHistogram()
-		}
-		fmt.Fprintf(&sb, "hist %s valid=%v\n", renderHist(h.Timestamp, x), gogoValid(x))
-	}
+	writeGogoPoints(&sb, pairs(ts.LabelsRefs), ts.Samples, ts.Histograms)
 	for _, e := range ts.Exemplars {
 		fmt.Fprintf(&sb, "exemplar %s %d %x\n", pairs(e.LabelsRefs), e.Timestamp, math.Float64bits(e.Value))
 	}
@@ -504,17 +537,7 @@ func renderGogoV1(ts *prompb.TimeSeries) string {
 		}
 		return renderLabels(out)
 	}
-	fmt.Fprintf(&sb, "labels %s\n", pairs(ts.Labels))
-	for _, smp := range ts.Samples {
-		fmt.Fprintf(&sb, "sample %d %x\n", smp.Timestamp, math.Float64bits(smp.Value))
-	}
-	for _, h := range ts.Histograms {
-		var x any = h.ToIntHistogram()
-		if h.IsFloatHistogram() {
-			x = h.ToFloatHistogram()
-		}
-		fmt.Fprintf(&sb, "hist %s valid=%v\n", renderHist(h.Timestamp, x), gogoValid(x))
-	}
+	writeGogoPoints(&sb, pairs(ts.Labels), ts.Samples, ts.Histograms)
 	for _, e := range ts.Exemplars {
 		fmt.Fprintf(&sb, "exemplar %s %d %x\n", pairs(e.Labels), e.Timestamp, math.Float64bits(e.Value))
 	}

@@ -10,11 +10,7 @@ import (
 // TestCheckAndPutBatchSeesEarlierOps checks the embedded batch's promise
 // beyond the contract: a check sees the puts of the ops before it.
 func TestCheckAndPutBatchSeesEarlierOps(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTemp(t, Options{NoSync: true})
 	put := func(v string) store.Put {
 		return store.Put{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte(v)}}}
 	}

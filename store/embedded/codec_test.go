@@ -132,10 +132,7 @@ func TestRowCodecRuns(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	opts := Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}, RowCodecs: map[string]RowCodec{"d": toyCodec{}}}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, opts)
 	cell := func(f string, q, v byte) store.Cell {
 		return store.Cell{Family: []byte(f), Qualifier: []byte{q, 0}, Value: []byte{v, 0xFF, v}, Timestamp: 1000 + uint64(q)}
 	}
@@ -211,10 +208,7 @@ func TestRowCodecRuns(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	if got := dump(t, s, "d"); got != want3 {
 		t.Errorf("after reopening:\n%s\nwant:\n%s", got, want3)
 	}
@@ -224,10 +218,7 @@ func TestRowCodecRuns(t *testing.T) {
 	// Without the codec the packed runs cannot be read: an error, not
 	// cells.
 	opts.RowCodecs = nil
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	defer s.Close()
 	sc := s.Scan(ctx, store.ScanRequest{Table: "d"})
 	for sc.Next() {

@@ -56,10 +56,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 	dir := t.TempDir()
 	rbDir := filepath.Join(dir, rowBufferDir)
 	opts := Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}, BufferBytes: 64 << 20, SettleInterval: -1}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, opts)
 	putRows(t, s, "d", 0, 4000, 1000) // 4 MB in one segment
 	crash(t, s)
 	if files := dirFiles(t, rbDir, ".wal", freeName); len(files) != 1 {
@@ -68,10 +65,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 
 	const budget = 256 << 10
 	opts.BufferBytes = budget
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	for round := range 5 {
 		putRows(t, s, "d", 4000+round*1000, 1000, 1000) // flushes on its own at the budget
 		if err := s.rb.flush(); err != nil {
@@ -105,10 +99,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 	if total != 0 {
 		t.Errorf("%d bytes of row buffer log after Close, want 0", total)
 	}
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	defer s.Close()
 	if got := dump(t, s, "d"); got != want {
 		t.Errorf("after reopening: %d bytes of dump, want %d", len(got), len(want))
@@ -121,10 +112,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 func TestCloseLeavesNoLog(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Tables: []string{"d", "u"}, BufferTables: []string{"d"}, SettleInterval: -1}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, opts)
 	putRows(t, s, "d", 0, 2000, 100)
 	putRows(t, s, "u", 0, 2000, 1000) // 2 MB in Pebble's memtable and log
 	if _, err := s.Increment(t.Context(), "u", []byte("counter"), "t", "n", 5); err != nil {
@@ -148,10 +136,7 @@ func TestCloseLeavesNoLog(t *testing.T) {
 	if logs > 64<<10 {
 		t.Errorf("%d bytes of logs after Close, want next to none", logs)
 	}
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	defer s.Close()
 	if got := dump(t, s, "d"); got != wantD {
 		t.Errorf("table d after reopening: %d bytes of dump, want %d", len(got), len(wantD))

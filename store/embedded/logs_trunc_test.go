@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,22 +17,10 @@ import (
 // the log files Pebble keeps for reuse take no bytes, the store goes on
 // writing (into reused files) and reads everything back after a reopen.
 func TestSettleTruncatesRetiredLogs(t *testing.T) {
-	dir := t.TempDir()
-	opts := Options{Tables: []string{"u"}, SettleInterval: -1}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, opts := t.TempDir(), Options{Tables: []string{"u"}, SettleInterval: -1}
+	s := mustOpen(t, dir, opts)
 	ctx := context.Background()
-	put := func(round int) {
-		t.Helper()
-		for i := range 200 {
-			row := []byte(fmt.Sprintf("r%03d", i))
-			if err := s.Put(ctx, "u", []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte(fmt.Sprint(round)), Timestamp: uint64(round + 1)}}}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	put := func(round int) { putRound(t, s, 200, round, 0) }
 	retired := func() (n int, bytes int64) {
 		t.Helper()
 		names := pebbleLogs(dir)
@@ -65,20 +54,7 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 	}
 	// A crash now: the files as they are, the last round only in the live
 	// log (written into a reused, truncated file), copied while open.
-	crashed := crashCopy(t, dir)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(crashed, opts); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i := range 200 {
-		r, err := s.Get(ctx, "u", []byte(fmt.Sprintf("r%03d", i)), "")
-		if err != nil || len(r.Cells) != 1 || string(r.Cells[0].Value) != "9" {
-			t.Fatalf("row %d after reopen: %v %v", i, r.Cells, err)
-		}
-	}
+	checkRound(t, crashReopen(t, s, dir, opts), 200, 9, 0)
 }
 
 // TestReusedLogStartsEmpty: a log file Pebble reuses is emptied first, so
@@ -86,22 +62,9 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 // log the file held before (retired by a flush before a settle could
 // truncate it); what it holds reads back after a crash.
 func TestReusedLogStartsEmpty(t *testing.T) {
-	dir := t.TempDir()
-	opts := Options{Tables: []string{"u"}, SettleInterval: -1}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	put := func(round, size int) {
-		t.Helper()
-		for i := range 100 {
-			v := append([]byte(fmt.Sprint(round)), make([]byte, size)...)
-			if err := s.Put(ctx, "u", []store.Put{{Row: []byte(fmt.Sprintf("r%03d", i)), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: v, Timestamp: uint64(round + 1)}}}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	dir, opts := t.TempDir(), Options{Tables: []string{"u"}, SettleInterval: -1}
+	s := mustOpen(t, dir, opts)
+	put := func(round, size int) { putRound(t, s, 100, round, size) }
 	live := func() (string, int64) {
 		t.Helper()
 		names := pebbleLogs(dir)
@@ -125,20 +88,51 @@ func TestReusedLogStartsEmpty(t *testing.T) {
 	if size > big/4 {
 		t.Errorf("live log %s takes %d bytes after small writes; the big log took %d", name, size, big)
 	}
+	checkRound(t, crashReopen(t, s, dir, opts), 100, 4, 10)
+}
+
+// roundValue is the value putRound writes in a round: the round's number
+// followed by pad zero bytes.
+func roundValue(round, pad int) []byte {
+	return append([]byte(fmt.Sprint(round)), make([]byte, pad)...)
+}
+
+// putRound writes rows r000..r<n-1> of table u, each one cell of
+// roundValue(round, pad) at version round+1.
+func putRound(t *testing.T, s *Store, n, round, pad int) {
+	t.Helper()
+	for i := range n {
+		c := store.Cell{Family: []byte("f"), Qualifier: []byte("q"), Value: roundValue(round, pad), Timestamp: uint64(round + 1)}
+		if err := s.Put(context.Background(), "u", []store.Put{{Row: []byte(fmt.Sprintf("r%03d", i)), Cells: []store.Cell{c}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkRound fails t unless each of rows r000..r<n-1> of table u holds one
+// cell, the value putRound wrote in round.
+func checkRound(t *testing.T, s *Store, n, round, pad int) {
+	t.Helper()
+	for i := range n {
+		r, err := s.Get(context.Background(), "u", []byte(fmt.Sprintf("r%03d", i)), "")
+		if err != nil || len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, roundValue(round, pad)) {
+			t.Fatalf("row %d after the crash: %v %v, want the value of round %d", i, r.Cells, err, round)
+		}
+	}
+}
+
+// crashReopen copies dir, the directory of the open store s (what a crash
+// leaves behind), closes s and opens the copy with opts; the copy's store
+// is closed when t ends.
+func crashReopen(t *testing.T, s *Store, dir string, opts Options) *Store {
+	t.Helper()
 	crashed := crashCopy(t, dir)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(crashed, opts); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i := range 100 {
-		r, err := s.Get(ctx, "u", []byte(fmt.Sprintf("r%03d", i)), "")
-		if err != nil || len(r.Cells) != 1 || r.Cells[0].Value[0] != '4' {
-			t.Fatalf("row %d after the crash: %v %v", i, r.Cells, err)
-		}
-	}
+	s = mustOpen(t, crashed, opts)
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // crashCopy copies the files of an open store's directory, as they are,

@@ -14,11 +14,7 @@ import (
 // TestCollector: the store's metrics register, show the configured block
 // cache capacity, and follow what was written and read.
 func TestCollector(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true, CacheBytes: 8 << 20, BufferTables: []string{"b"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTemp(t, Options{NoSync: true, CacheBytes: 8 << 20, BufferTables: []string{"b"}})
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(s.Collector()); err != nil {
 		t.Fatal(err)

@@ -101,10 +101,7 @@ func TestNamespaces(t *testing.T) {
 func TestNamespacedTablesNamedInFull(t *testing.T) {
 	dir := t.TempDir()
 	ctx := t.Context()
-	s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
 	if _, err := s.CreateNamespace(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +112,7 @@ func TestNamespacedTablesNamedInFull(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(dir, Options{NoSync: true, Tables: []string{"a:d", "b:d"}, BufferTables: []string{"a:d", "b:d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{NoSync: true, Tables: []string{"a:d", "b:d"}, BufferTables: []string{"a:d", "b:d"}})
 	defer s.Close()
 	if !s.buffered("a:d") || !s.buffered("b:d") {
 		t.Error("tables named in full are not buffered")

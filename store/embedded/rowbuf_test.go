@@ -58,10 +58,7 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 					// Its runs packed where the codec takes them.
 					opts.RowCodecs = map[string]RowCodec{"d": toyCodec{}}
 				}
-				s, err := Open(dir, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := mustOpen(t, dir, opts)
 				s.now = now
 				return s
 			}
@@ -267,10 +264,7 @@ func crash(t *testing.T, s *Store) {
 func TestRowBufferReplay(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Tables: []string{"d"}, BufferTables: []string{"d"}}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, opts)
 	ctx := t.Context()
 	for i := range 100 {
 		p := store.Put{Row: []byte{0, byte(i % 10), 0}, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{byte(i)}, Value: []byte{byte(i)}}}}
@@ -308,10 +302,7 @@ func TestRowBufferReplay(t *testing.T) {
 	}
 	f.Close()
 
-	s, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	defer s.Close()
 	if got := dump(t, s, "d"); got != want {
 		t.Errorf("after replay:\n%s\nwant:\n%s", got, want)
@@ -329,11 +320,7 @@ func TestRowBufferReplay(t *testing.T) {
 // delete did not remove but that was already overwritten (the column's
 // older value in Pebble, or cells of a row deleted whole).
 func TestRowBufferScanAcrossDelete(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
 	ctx := t.Context()
 	put := func(row, q, v string) {
 		t.Helper()
@@ -386,19 +373,13 @@ func TestRowBufferLogOfOtherTables(t *testing.T) {
 	}{{"other table buffered", []string{"e"}}, {"no buffer", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := Open(dir, Options{Tables: []string{"d", "e"}, BufferTables: []string{"d"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := mustOpen(t, dir, Options{Tables: []string{"d", "e"}, BufferTables: []string{"d"}})
 			if err := s.Put(t.Context(), "d", []store.Put{{Row: []byte("r"), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte("v")}}}}); err != nil {
 				t.Fatal(err)
 			}
 			want := dump(t, s, "d")
 			crash(t, s)
-			s, err = Open(dir, Options{Tables: []string{"d", "e"}, BufferTables: tc.buffered})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s = mustOpen(t, dir, Options{Tables: []string{"d", "e"}, BufferTables: tc.buffered})
 			defer s.Close()
 			if got := dump(t, s, "d"); got != want || got == "" {
 				t.Errorf("after reopening: %q, want %q", got, want)
@@ -415,11 +396,7 @@ func TestRowBufferLogOfOtherTables(t *testing.T) {
 // TestRowBufferSyncsPebbleFirst: when the buffer's log is synced, what
 // was committed to Pebble before (a request's new UIDs) is synced too.
 func TestRowBufferSyncsPebbleFirst(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{Tables: []string{"d", "u"}, BufferTables: []string{"d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t, Options{Tables: []string{"d", "u"}, BufferTables: []string{"d"}})
 	ctx := t.Context()
 	if _, err := s.Increment(ctx, "u", []byte{0}, "id", "metrics", 1); err != nil { // not synced on its own
 		t.Fatal(err)
@@ -451,11 +428,7 @@ func TestRowBufferPresorts(t *testing.T) {
 		{"few", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s := openTemp(t, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
 			rng := rand.New(rand.NewPCG(uint64(tc.rows), 1))
 			var puts []store.Put
 			for i := range tc.rows {

@@ -40,10 +40,7 @@ func readHexFixture(t *testing.T, name string) []byte {
 // store writes them, against testdata/rowwal.hex.
 func TestWALGolden(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
 	row := []byte{0, 0, 1, 0x5f, 0x5e, 0x10, 0, 0, 0, 1, 0, 0, 2}
 	put := store.Put{Row: row, Cells: []store.Cell{
 		{Family: []byte("t"), Qualifier: []byte{0, 0}, Value: []byte{42}, Timestamp: 1000},
@@ -69,10 +66,7 @@ func TestWALGolden(t *testing.T) {
 // 0x03 ‖ table ‖ start ‖ stop.
 func TestWALDeleteRowsRecord(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
 	if err := s.DeleteRows(t.Context(), "tsdb", []byte{0, 1}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,7 @@ import (
 // TestRunGolden pins a run's byte layout: a row of three cells flushed
 // from the row buffer, against testdata/run.hex.
 func TestRunGolden(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}})
 	row := []byte{0, 0, 1, 0x5f, 0x5e, 0x10, 0, 0, 0, 1, 0, 0, 2}
 	put := store.Put{Row: row, Cells: []store.Cell{
 		{Family: []byte("x"), Qualifier: nil, Value: []byte("abc"), Timestamp: 2000},
@@ -218,11 +214,8 @@ func TestRunSequenceSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	row := []byte{0, 0, 1}
 	for i := range 3 {
-		s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Put(t.Context(), "d", []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{byte(i)}, Value: []byte{byte(i)}, Timestamp: 1}}}})
+		s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
+		err := s.Put(t.Context(), "d", []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{byte(i)}, Value: []byte{byte(i)}, Timestamp: 1}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,10 +223,7 @@ func TestRunSequenceSurvivesReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"d"}})
 	defer s.Close()
 	if !s.buffered("d") {
 		t.Error("table d holds runs but was opened unbuffered")
@@ -255,10 +245,7 @@ func TestRunsOfATableNotOpened(t *testing.T) {
 	open := func(opts Options) *Store {
 		t.Helper()
 		opts.NoSync = true
-		s, err := Open(dir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustOpen(t, dir, opts)
 		return s
 	}
 	put := func(s *Store, v string) {
@@ -297,10 +284,7 @@ func TestDeleteWhileFlushWaitsForRetry(t *testing.T) {
 		t.Run(fmt.Sprintf("whole row %v", whole), func(t *testing.T) {
 			ctx := t.Context()
 			dir := t.TempDir()
-			s, err := Open(dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := mustOpen(t, dir, Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}})
 			defer s.Close()
 			row := []byte("r")
 			if err := s.Put(ctx, "d", []store.Put{{Row: row, Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte("v")}}}}); err != nil {

@@ -28,11 +28,7 @@ func TestReclaimGivesSpaceBack(t *testing.T) {
 			if buffered {
 				opts.BufferTables = []string{"d"}
 			}
-			s, err := Open(t.TempDir(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openTemp(t, opts)
 			rnd := rand.New(rand.NewPCG(1, 2))
 			value := func() []byte { // incompressible
 				v := make([]byte, 1000)
@@ -101,11 +97,7 @@ func TestReclaimGivesSpaceBack(t *testing.T) {
 // the row buffer and the memtable and trims the row buffer's log.
 func TestBackgroundSettle(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d", "u"}, BufferTables: []string{"d"}, SettleInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t, Options{NoSync: true, Tables: []string{"d", "u"}, BufferTables: []string{"d"}, SettleInterval: 20 * time.Millisecond})
 	putRows(t, s, "d", 0, 3000, 1000)
 	putRows(t, s, "u", 0, 100, 10)
 	if err := s.rb.flush(); err != nil {
@@ -235,10 +227,7 @@ func TestDeleteRowsReplay(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	opts := Options{Tables: []string{"d"}, BufferTables: []string{"d"}, SettleInterval: -1}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, opts)
 	put := func(rows ...string) {
 		t.Helper()
 		var puts []store.Put
@@ -288,9 +277,7 @@ func TestDeleteRowsReplay(t *testing.T) {
 	if err := os.RemoveAll(block); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(dir, opts); err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, opts)
 	defer s.Close()
 	check("after the replay")
 }
@@ -299,11 +286,7 @@ func TestDeleteRowsReplay(t *testing.T) {
 // for one that does not exist.
 func TestTableBytes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{NoSync: true, Tables: []string{"d", "e", "u"}, BufferTables: []string{"d"}, SettleInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t, Options{NoSync: true, Tables: []string{"d", "e", "u"}, BufferTables: []string{"d"}, SettleInterval: -1})
 	putRows(t, s, "d", 0, 1000, 1000)
 	putRows(t, s, "u", 0, 100, 1000)
 	if err := s.CompactAll(ctx); err != nil {

@@ -12,11 +12,7 @@ import (
 func contractStore(opts Options) func(t *testing.T) (store.Store, string) {
 	return func(t *testing.T) (store.Store, string) {
 		t.Helper()
-		s, err := Open(t.TempDir(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := openTemp(t, opts)
 		return s, "contract"
 	}
 }
@@ -53,4 +49,23 @@ func TestContractPlainStore(t *testing.T) {
 		s, table := newTable(t)
 		return plainStore{s}, table
 	}, storetest.Options{LargeScanRows: 20_000})
+}
+
+// mustOpen opens the store in dir with opts, failing t if it cannot.
+func mustOpen(t *testing.T, dir string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// openTemp opens a store with opts in a new temporary directory, failing t
+// if it cannot, and closes it when t ends.
+func openTemp(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s := mustOpen(t, t.TempDir(), opts)
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -12,11 +12,7 @@ import (
 // TestPutOutOfRowOrder: a Put's rows go into Pebble's batch in row order
 // (rowOrder), and a row put twice keeps the later put's cells.
 func TestPutOutOfRowOrder(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTemp(t, Options{NoSync: true})
 	put := func(row, v string) store.Put {
 		return store.Put{Row: []byte(row), Cells: []store.Cell{{Family: []byte("f"), Qualifier: []byte("q"), Value: []byte(v)}}}
 	}

@@ -5,14 +5,18 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
@@ -134,6 +138,25 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
+}
+
+// Write sends req to the server's remote write 1.0 endpoint,
+// snappy-compressed, failing t unless it answers 204 No Content.
+func (s *Server) Write(t testing.TB, req *prompb.WriteRequest) {
+	t.Helper()
+	data, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(s.URL+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write: %d %s", resp.StatusCode, body)
+	}
 }
 
 // New wires promhbase over st's tables, its background work running

@@ -1,0 +1,82 @@
+package rollup_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/store"
+)
+
+// startAuto starts an in-process server over st and tb that builds the
+// rollups of tb's config and downsamples queries automatically, its
+// scheduler checking every check with its clock at now; admin turns the
+// admin API on.
+func startAuto(t testing.TB, st store.Store, tb testbackend.Tables, now time.Time, check time.Duration, admin bool) *testserver.Server {
+	t.Helper()
+	return testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{EnableAdmin: admin, Rollup: &server.RollupConfig{
+		Enabled: true, AutoDownsampling: true, Config: tb.RollupConfig(), CheckInterval: check, Now: func() time.Time { return now }}})
+}
+
+// post posts form to url and returns the answer's body and header,
+// failing t unless its status is want.
+func post(t testing.TB, url string, form url.Values, want int) ([]byte, http.Header) {
+	t.Helper()
+	resp, err := http.PostForm(url, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("%s %v: status %d, want %d: %s", url, form, resp.StatusCode, want, body)
+	}
+	return body, resp.Header
+}
+
+// promResult is a query API answer: series by their labels, each a map
+// from time (ms) to value.
+type promResult map[string]map[int64]float64
+
+func queryRange(t testing.TB, base, q string, start, end, step int64, res string) (promResult, string) {
+	t.Helper()
+	v := url.Values{"query": {q}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
+		"step": {strconv.FormatInt(step/1000, 10)}}
+	if res != "" {
+		v.Set("max_source_resolution", res)
+	}
+	body, header := post(t, base+"/api/v1/query_range", v, http.StatusOK)
+	var r struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	out := promResult{}
+	for _, s := range r.Data.Result {
+		m := map[int64]float64{}
+		for _, p := range s.Values {
+			f, _ := strconv.ParseFloat(p[1].(string), 64)
+			m[int64(p[0].(float64)*1000)] = f
+		}
+		out[fmt.Sprint(s.Metric)] = m
+	}
+	return out, header.Get("X-Promhbase-Resolution")
+}
