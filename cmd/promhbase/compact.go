@@ -12,27 +12,17 @@ import (
 	"github.com/promhbase/promhbase/compact"
 )
 
-type compactCmd struct {
-	cmd         *kingpin.CmdClause
-	start, end  string
-	concurrency int
-}
+type compactCmd struct{ hourCmd }
 
 func registerCompact(app *kingpin.Application) *compactCmd {
 	c := &compactCmd{}
-	c.cmd = app.Command("compact", "Rewrite the rows of every metric in a time range into OpenTSDB's compacted column, as serve does in the background for the rows it writes: for rows written by other processes, before a restart, or beyond --storage.compaction.max-rows-per-hour. Only hours that have ended are touched; safe while writers and other compactions run.")
-	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first compacted.",
-		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.", true)
-	c.cmd.Flag("concurrency", "Rows compacted at once.").Default("4").IntVar(&c.concurrency)
+	c.register(app, "compact", "Rewrite the rows of every metric in a time range into OpenTSDB's compacted column, as serve does in the background for the rows it writes: for rows written by other processes, before a restart, or beyond --storage.compaction.max-rows-per-hour. Only hours that have ended are touched; safe while writers and other compactions run.",
+		"compacted", "Rows compacted at once.", "4")
 	return c
 }
 
 func (c *compactCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.start, c.end)
-	if err != nil {
-		return err
-	}
-	j, err := cfg.openJob(0)
+	from, to, j, err := c.openJob(cfg, false, 0)
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,17 @@ import (
 )
 
 type deleteCmd struct {
-	cmd        *kingpin.CmdClause
-	matches    []string
-	start, end string
-	reclaim    bool
+	cmd     *kingpin.CmdClause
+	matches []string
+	timeRange
+	reclaim bool
 }
 
 func registerDelete(app *kingpin.Application) *deleteCmd {
 	c := &deleteCmd{}
 	c.cmd = app.Command("delete", "Delete the samples of the series that any --match selects, in [--start, --end] (both inclusive), as the admin API's delete_series does: data, exemplars and the series index. Bounded in memory; safe to interrupt, and running it again finishes the job. With serve running on the same HBase tables, prefer the admin API, which holds compaction off the rows it rewrites.")
 	c.cmd.Flag("match", "Series selector, as delete_series's match[] (repeat for several: a series selected by any is deleted).").Required().StringsVar(&c.matches)
-	rangeFlags(c.cmd, &c.start, &c.end, "First time deleted: RFC 3339, or Unix seconds or milliseconds. Default: the earliest sample.",
+	c.flags(c.cmd, "First time deleted: RFC 3339, or Unix seconds or milliseconds. Default: the earliest sample.",
 		"Last time deleted (inclusive): RFC 3339, or Unix seconds or milliseconds. Default: the latest sample.", false)
 	c.cmd.Flag("reclaim", "Give the space of the deleted data back to the filesystem before exiting (embedded store; HBase does it at its next major compaction).").Default("true").BoolVar(&c.reclaim)
 	return c

@@ -10,15 +10,14 @@ import (
 )
 
 type reindexCmd struct {
-	cmd        *kingpin.CmdClause
-	start, end string
+	cmd *kingpin.CmdClause
+	timeRange
 }
 
 func registerReindex(app *kingpin.Application) *reindexCmd {
 	c := &reindexCmd{}
 	c.cmd = app.Command("reindex", "Build the series index (TSMeta rows and label lookups) for the rows of every metric in a time range: data written before the index was kept, or by OpenTSDB. Reads only row keys; safe while writers run. When the range reaches the day the index already covers, queries use the index from the first whole day of the range on.")
-	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first indexed.",
-		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.", true)
+	c.hourFlags(c.cmd, "indexed", false)
 	return c
 }
 
@@ -27,11 +26,7 @@ func registerReindex(app *kingpin.Application) *reindexCmd {
 const reindexCacheBytes = 64 << 20
 
 func (c *reindexCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.start, c.end)
-	if err != nil {
-		return err
-	}
-	j, err := cfg.openJob(0)
+	from, to, j, err := c.openJob(cfg, false, 0)
 	if err != nil {
 		return err
 	}

@@ -11,18 +11,12 @@ import (
 	"github.com/promhbase/promhbase/rollup"
 )
 
-type rollupCmd struct {
-	cmd         *kingpin.CmdClause
-	start, end  string
-	concurrency int
-}
+type rollupCmd struct{ hourCmd }
 
 func registerRollup(app *kingpin.Application) *rollupCmd {
 	c := &rollupCmd{}
-	c.cmd = app.Command("rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.")
-	rangeFlags(c.cmd, &c.start, &c.end, "Start: RFC 3339, or Unix seconds or milliseconds; the hour holding it is the first built.",
-		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now. Hours that have not ended are skipped.", true)
-	c.cmd.Flag("concurrency", "Metric and salt-bucket scans run at once.").Default("2").IntVar(&c.concurrency)
+	c.register(app, "rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.",
+		"built", "Metric and salt-bucket scans run at once.", "2")
 	return c
 }
 
@@ -40,15 +34,11 @@ func runRollupConfig(cfg *config) error {
 }
 
 func (c *rollupCmd) run(cfg *config) error {
-	from, to, err := parseRange(c.start, c.end)
-	if err != nil {
-		return err
-	}
 	rc, err := cfg.rollups()
 	if err != nil {
 		return err
 	}
-	j, err := cfg.openJob(0)
+	from, to, j, err := c.openJob(cfg, false, 0)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -16,89 +15,22 @@ import (
 )
 
 type scanCmd struct {
-	cmd        *kingpin.CmdClause
-	metric     string
-	start, end string
+	cmd    *kingpin.CmdClause
+	metric string
+	timeRange
 }
 
 func registerScan(app *kingpin.Application, cfg *config) *scanCmd {
 	s := &scanCmd{}
 	s.cmd = app.Command("scan", "Print the decoded rows of a metric in a time range, like OpenTSDB's `tsdb scan`.")
 	s.cmd.Arg("metric", "Metric name.").Required().StringVar(&s.metric)
-	rangeFlags(s.cmd, &s.start, &s.end, "Start: RFC 3339, or Unix seconds or milliseconds.",
+	s.flags(s.cmd, "Start: RFC 3339, or Unix seconds or milliseconds.",
 		"End (inclusive): RFC 3339, or Unix seconds or milliseconds; default now.", false).Default("0")
 	return s
 }
 
-// parseTime reads RFC 3339 or a Unix timestamp in seconds (<= 10 digits)
-// or milliseconds, and returns Unix milliseconds.
-func parseTime(s string, def time.Time) (int64, error) {
-	if s == "" {
-		return def.UnixMilli(), nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if len(s) <= 10 {
-			return n * 1000, nil
-		}
-		return n, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, fmt.Errorf("time %q: want RFC 3339 or Unix seconds or milliseconds", s)
-	}
-	return t.UnixMilli(), nil
-}
-
-// rangeFlags defines a command's time range flags into start and end:
-// --start and --end, as Prometheus's HTTP API (and its admin API's
-// delete_series) and promtool name a range, and as hidden aliases --from
-// and --to, the names compact, rollup and reindex took before, so that
-// scripts written for them keep working. Each pair writes the same
-// variable (kingpin sets the defaults first, then the flags given; of two
-// given, the last wins). With required, the command fails at parse time
-// without --start or --from (kingpin's Required would refuse --from). It
-// returns the --start flag, for a default.
-func rangeFlags(cmd *kingpin.CmdClause, start, end *string, startHelp, endHelp string, required bool) *kingpin.FlagClause {
-	if required {
-		startHelp += " Required."
-		cmd.Validate(func(*kingpin.CmdClause) error {
-			if *start == "" {
-				return errors.New("required flag '--start' not provided")
-			}
-			return nil
-		})
-	}
-	f := cmd.Flag("start", startHelp)
-	f.StringVar(start)
-	cmd.Flag("from", "Alias of --start.").Hidden().StringVar(start)
-	cmd.Flag("end", endHelp).StringVar(end)
-	cmd.Flag("to", "Alias of --end.").Hidden().StringVar(end)
-	return f
-}
-
-// parseRange parses a --start/--end pair (end defaults to now) and checks
-// their order.
-func parseRange(from, to string) (int64, int64, error) {
-	f, err := parseTime(from, time.Time{})
-	if err != nil {
-		return 0, 0, err
-	}
-	t, err := parseTime(to, time.Now())
-	if err != nil {
-		return 0, 0, err
-	}
-	if t < f {
-		return 0, 0, fmt.Errorf("%s is before %s", to, from)
-	}
-	return f, t, nil
-}
-
 func (s *scanCmd) run(cfg *config) error {
-	start, end, err := parseRange(s.start, s.end)
-	if err != nil {
-		return err
-	}
-	j, err := cfg.openMappingJob(cmdTimeout)
+	start, end, j, err := s.openJob(cfg, true, cmdTimeout)
 	if err != nil {
 		return err
 	}
