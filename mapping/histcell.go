@@ -262,17 +262,11 @@ func (d *histDecoder) uvarint() uint64 {
 	return v
 }
 
+// varint reads a zigzag-encoded signed varint, as binary.Varint does: the
+// unsigned varint u holds |v|<<1, its low bit set for a negative v.
 func (d *histDecoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *histDecoder) f64() float64 {
