@@ -116,14 +116,14 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 		p.samples = int64(len(pts))
 	}
 	p.histograms = int64(countHistograms(row.Cells, base, start, end))
-	var data []store.Cell // the data-point columns
+	var cols, data []store.Cell // the data family's cells; of those, the data-point columns
 	hasAppend := false
 	for _, c := range row.Cells {
 		if string(c.Family) != dataFamily {
 			continue
 		}
-		q := c.Qualifier
-		switch {
+		cols = append(cols, c)
+		switch q := c.Qualifier; {
 		case mapping.IsAppendQualifier(q):
 			hasAppend = true
 		case len(q)%2 == 0:
@@ -133,10 +133,7 @@ func planCut(l mapping.Layout, row store.Row, base uint32, start, end int64) *cu
 	rowWide := !hasAppend && len(data) > 1 && p.planRowCut(base, data, start, end)
 	var raw []mapping.RawPoint
 	newQual := map[string]int{} // qualifier of a put -> its index in puts
-	for _, c := range row.Cells {
-		if string(c.Family) != dataFamily {
-			continue
-		}
+	for _, c := range cols {
 		q := c.Qualifier
 		switch {
 		case mapping.IsAppendQualifier(q):
