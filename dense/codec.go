@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -286,7 +287,7 @@ func (c *Codec) appendFlags(dst []byte) ([]byte, byte) {
 			j++
 		}
 		runs++
-		runBytes += 1 + uvarintLen(uint64(j-i))
+		runBytes += 1 + mapping.UvarintLen(uint64(j-i))
 		i = j
 	}
 	if runs == 1 {
@@ -295,7 +296,7 @@ func (c *Codec) appendFlags(dst []byte) ([]byte, byte) {
 	if c.toCanonical() {
 		return dst, flagsCanon
 	}
-	if uvarintLen(uint64(runs))+runBytes <= (len(fs)+1)/2 {
+	if mapping.UvarintLen(uint64(runs))+runBytes <= (len(fs)+1)/2 {
 		dst = binary.AppendUvarint(dst, uint64(runs))
 		for i := 0; i < len(fs); {
 			j := i + 1

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/promhbase/promhbase/mapping"
 )
 
 // A packed stream holds a sequence of int64 values whose count the reader
@@ -41,9 +43,6 @@ func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // unzigzag inverts zigzag.
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
-
-// uvarintLen is the length of u as a uvarint.
-func uvarintLen(u uint64) int { return (bits.Len64(u|1) + 6) / 7 }
 
 // absU returns |v| as an unsigned number (exact for math.MinInt64 too).
 func absU(v int64) uint64 {
@@ -101,7 +100,7 @@ func appendPacked(dst []byte, vs []int64) []byte {
 			fw[j] = uint64(v) - uint64(lo)
 		}
 		wf, costF := bestWidth(fw[:len(blk)])
-		costF += uvarintLen(zigzag(lo))
+		costF += mapping.UvarintLen(zigzag(lo))
 		if costF < costZ {
 			dst = appendBlock(dst, fw[:len(blk)], wf, true, lo)
 		} else {

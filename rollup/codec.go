@@ -149,8 +149,10 @@ func walkPacked(v []byte, skip func(id byte) bool, cell func(id byte, c packedCe
 		}
 		lastID = int(id)
 		p = p[1:]
+		// Each uvarint is the shortest, the only form Encode writes, so
+		// that a decoded run packs back to its own bytes.
 		size, k := binary.Uvarint(p)
-		if k <= 0 || k != uvarintLen(size) || size == 0 || size > uint64(len(p)-k) {
+		if k <= 0 || k != mapping.UvarintLen(size) || size == 0 || size > uint64(len(p)-k) {
 			return 0, fmt.Errorf("%w: group %#x: length", errCodec, id)
 		}
 		g, next := p[k:k+int(size)], p[k+int(size):]
@@ -160,14 +162,14 @@ func walkPacked(v []byte, skip func(id byte) bool, cell func(id byte, c packedCe
 			continue
 		}
 		n, k := binary.Uvarint(g)
-		if k <= 0 || k != uvarintLen(n) || n == 0 || n > uint64(len(g)) {
+		if k <= 0 || k != mapping.UvarintLen(n) || n == 0 || n > uint64(len(g)) {
 			return 0, fmt.Errorf("%w: group %#x: count", errCodec, id)
 		}
 		g = g[k:]
 		index := -1
 		for range n {
 			gap, k := binary.Uvarint(g)
-			if k <= 0 || k != uvarintLen(gap) || gap >= 1<<12 || len(g) < k+1 {
+			if k <= 0 || k != mapping.UvarintLen(gap) || gap >= 1<<12 || len(g) < k+1 {
 				return 0, fmt.Errorf("%w: group %#x: index", errCodec, id)
 			}
 			index += int(gap) + 1
@@ -186,7 +188,7 @@ func walkPacked(v []byte, skip func(id byte) bool, cell func(id byte, c packedCe
 		}
 		for range n {
 			d, k := binary.Varint(g)
-			if k <= 0 || k != uvarintLen(uint64(d)<<1^uint64(d>>63)) || (firstCell && d != 0) {
+			if k <= 0 || k != mapping.UvarintLen(uint64(d)<<1^uint64(d>>63)) || (firstCell && d != 0) {
 				return 0, fmt.Errorf("%w: group %#x: version", errCodec, id)
 			}
 			g = g[k:]
@@ -198,17 +200,6 @@ func walkPacked(v []byte, skip func(id byte) bool, cell func(id byte, c packedCe
 		}
 	}
 	return first, nil
-}
-
-// uvarintLen is the length of x's shortest uvarint, the only form Encode
-// writes (so a decoded run packs back to its own bytes).
-func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
 }
 
 // Decode implements the row codec: the cells Encode packed, byte for

@@ -213,7 +213,7 @@ func readDenseHeader(v []byte) (uint64, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: %d bytes, format %x", errCodec, len(v), v[:min(len(v), 1)])
 	}
 	version, k := binary.Uvarint(v[1:])
-	if k <= 0 || k != uvarintLen(version) || len(v) == 1+k {
+	if k <= 0 || k != mapping.UvarintLen(version) || len(v) == 1+k {
 		return 0, nil, fmt.Errorf("%w: version", errCodec)
 	}
 	return version, v[1+k:], nil
@@ -228,7 +228,7 @@ func nextDenseGroup(p []byte, prev int) (id byte, g, rest []byte, err error) {
 		return 0, nil, nil, fmt.Errorf("%w: group %#x after %#x", errCodec, id, prev)
 	}
 	size, k := binary.Uvarint(p[1:])
-	if k <= 0 || k != uvarintLen(size) || size == 0 || size > uint64(len(p)-1-k) {
+	if k <= 0 || k != mapping.UvarintLen(size) || size == 0 || size > uint64(len(p)-1-k) {
 		return 0, nil, nil, fmt.Errorf("%w: group %#x: length", errCodec, id)
 	}
 	return id, p[1+k : 1+k+int(size)], p[1+k+int(size):], nil
@@ -240,12 +240,12 @@ func nextDenseGroup(p []byte, prev int) (id byte, g, rest []byte, err error) {
 // follow them. Without, the version column is not read.
 func (s *denseScratch) parseDenseGroup(id byte, g []byte, versions bool) (denseGroup, error) {
 	n, k := binary.Uvarint(g)
-	if k <= 0 || k != uvarintLen(n) || n == 0 || n > maxDenseCells {
+	if k <= 0 || k != mapping.UvarintLen(n) || n == 0 || n > maxDenseCells {
 		return denseGroup{}, fmt.Errorf("%w: group %#x: count", errCodec, id)
 	}
 	g = g[k:]
 	first, k := binary.Uvarint(g)
-	if k <= 0 || k != uvarintLen(first) || first+n > mapping.RollupIndexLimit || len(g) == k {
+	if k <= 0 || k != mapping.UvarintLen(first) || first+n > mapping.RollupIndexLimit || len(g) == k {
 		return denseGroup{}, fmt.Errorf("%w: group %#x: first index", errCodec, id)
 	}
 	mode := g[k]
@@ -265,7 +265,7 @@ func (s *denseScratch) parseDenseGroup(id byte, g []byte, versions bool) (denseG
 		gaps := false
 		for range n - 1 {
 			gap, k := binary.Uvarint(g)
-			if k <= 0 || k != uvarintLen(gap) || gap >= mapping.RollupIndexLimit {
+			if k <= 0 || k != mapping.UvarintLen(gap) || gap >= mapping.RollupIndexLimit {
 				return denseGroup{}, fmt.Errorf("%w: group %#x: index", errCodec, id)
 			}
 			gaps = gaps || gap > 0

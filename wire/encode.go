@@ -104,10 +104,10 @@ func AppendLabels(dst []byte, lbls labels.Labels) []byte {
 	lbls.Range(func(l labels.Label) {
 		n := 0
 		if len(l.Name) > 0 {
-			n += 1 + uvarintLen(uint64(len(l.Name))) + len(l.Name)
+			n += 1 + mapping.UvarintLen(uint64(len(l.Name))) + len(l.Name)
 		}
 		if len(l.Value) > 0 {
-			n += 1 + uvarintLen(uint64(len(l.Value))) + len(l.Value)
+			n += 1 + mapping.UvarintLen(uint64(len(l.Value))) + len(l.Value)
 		}
 		dst = append(dst, 0x0a)
 		dst = binary.AppendUvarint(dst, uint64(n))
@@ -224,10 +224,10 @@ func appendSpans(dst []byte, tag byte, spans []histogram.Span) []byte {
 		n := 0
 		off := uint64(uint32(s.Offset)<<1 ^ uint32(s.Offset>>31))
 		if off != 0 {
-			n += 1 + uvarintLen(off)
+			n += 1 + mapping.UvarintLen(off)
 		}
 		if s.Length != 0 {
-			n += 1 + uvarintLen(uint64(s.Length))
+			n += 1 + mapping.UvarintLen(uint64(s.Length))
 		}
 		dst = append(dst, tag, byte(n)) // n ≤ 12
 		if off != 0 {
@@ -279,7 +279,7 @@ func putLengthAfter(dst []byte, at int) []byte {
 		dst[at] = byte(n)
 		return dst
 	}
-	k := uvarintLen(uint64(n))
+	k := mapping.UvarintLen(uint64(n))
 	dst = append(dst, make([]byte, k-1)...)
 	copy(dst[at+k:], dst[at+1:at+1+n])
 	binary.PutUvarint(dst[at:], uint64(n))

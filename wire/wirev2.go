@@ -415,15 +415,6 @@ func (st *V2State) nameID(ref uint32, e uint64) uint32 {
 // 2^16, so the bit is free).
 const noNameID = 1 << 31
 
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
 func appendUvarint(dst []byte, v uint64) []byte {
 	for v >= 0x80 {
 		dst = append(dst, byte(v)|0x80)
