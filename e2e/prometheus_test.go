@@ -35,8 +35,9 @@ import (
 // configA is Prometheus A: it scrapes itself, promhbase and the synthetic
 // exporters every second, keeps its own TSDB (with an out-of-order window
 // wide enough for the historical data) and remote-writes everything to
-// promhbase with remote write 1.0. NoScrape drops the scrape
-// configurations and keeps the rest, the remote-write queue included.
+// promhbase twice, with remote write 2.0 and 1.0 (the two queues' settings
+// are the template "queue"). NoScrape drops the scrape configurations and
+// keeps the rest, the remote-write queues included.
 var configA = template.Must(template.New("A").Parse(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -61,22 +62,16 @@ storage:
   - name: promhbase-v2
     url: '{{.WriteURL}}'
     protobuf_message: io.prometheus.write.v2.Request
-    send_native_histograms: true
-    send_exemplars: true
-    queue_config:
-      batch_send_deadline: 1s
-      min_backoff: 100ms
-      max_backoff: 1s
-  - name: promhbase-v1
+{{template "queue"}}  - name: promhbase-v1
     url: '{{.WriteURL}}'
     protobuf_message: prometheus.WriteRequest
-    send_native_histograms: true
+{{template "queue"}}{{define "queue"}}    send_native_histograms: true
     send_exemplars: true
     queue_config:
       batch_send_deadline: 1s
       min_backoff: 100ms
       max_backoff: 1s
-`))
+{{end}}`))
 
 // configB is Prometheus B: it scrapes nothing and reads everything through
 // promhbase, recent data included.
