@@ -150,23 +150,33 @@ our_pids() {
 	local d pid
 	for d in /proc/[0-9]*; do
 		pid=${d#/proc/}
-		if { tr '\0' '\n' <"$d/cmdline"; } 2>/dev/null | grep -qxF -- "$MARKER"; then
+		if has_arg "$pid" "$MARKER"; then
 			printf '%s\n' "$pid"
 		fi
 	done
 }
 
-# running_pid prints the PID from the PID file when that process is alive
-# and is ours.
-running_pid() {
-	[[ -f $PIDFILE ]] || return 1
+# has_arg PID ARG succeeds when ARG is one of the command-line arguments
+# of process PID (a live one).
+has_arg() {
+	{ tr '\0' '\n' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qxF -- "$2"
+}
+
+# pid_in FILE ARG prints the PID in the PID file FILE when that process is
+# alive and carries the argument ARG: it is ours, not a reused PID.
+pid_in() {
+	[[ -f $1 ]] || return 1
 	local pid
-	pid=$(<"$PIDFILE")
+	pid=$(<"$1")
 	[[ $pid =~ ^[0-9]+$ ]] || return 1
 	kill -0 "$pid" 2>/dev/null || return 1
-	{ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qxF -- "$MARKER" || return 1
+	has_arg "$pid" "$2" || return 1
 	printf '%s\n' "$pid"
 }
+
+# running_pid prints the PID from the PID file when that process is alive
+# and is ours.
+running_pid() { pid_in "$PIDFILE" "$MARKER"; }
 
 fetch_jars() {
 	if [[ -f $LIB/.complete ]]; then
@@ -695,15 +705,7 @@ role_port() {
 }
 
 # role_pid prints the PID of a role's live process.
-role_pid() {
-	local f=$RUN/pids/$1.pid pid
-	[[ -f $f ]] || return 1
-	pid=$(<"$f")
-	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	kill -0 "$pid" 2>/dev/null || return 1
-	{ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qxF -- "-Dpromhbase.hbase.role=$1" || return 1
-	printf '%s\n' "$pid"
-}
+role_pid() { pid_in "$RUN/pids/$1.pid" "-Dpromhbase.hbase.role=$1"; }
 
 write_cluster_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin" "$RUN/pids"
