@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker .
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-e2e bench-disk bench-downsample fuzz clean
+.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-downsample fuzz clean
 
 all: build
 
@@ -108,6 +108,17 @@ prometheus:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query ./engine
 
+## bench-bins: build bin/promhbase and bin/promhbase-load, which the
+## benchmarks below run. DISK_TOOLS (a recipe's first command) finds the
+## project's Prometheus, promtool and VictoriaMetrics into $prom, $promtool
+## and $vm; DISK_LOAD then runs promhbase-load disk against them.
+DISK_TOOLS = prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh)
+DISK_LOAD = bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm
+bench-bins:
+	@mkdir -p bin
+	$(GO) build -o bin/promhbase ./cmd/promhbase
+	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+
 ## bench-e2e: promhbase (embedded) side by side with Prometheus's own
 ## remote-write receiver (the project's Prometheus 3.15): the same
 ## pre-encoded traffic, remote write 1.0 and 2.0, steady and with churn,
@@ -118,10 +129,8 @@ BENCH_SERIES ?= --runs=20000x100 --runs=100000x20
 ## BENCH_SYSTEMS adds promhbase on the standalone HBase (make hbase-up
 ## first): BENCH_SYSTEMS="--systems=prometheus --systems=promhbase --systems=promhbase-hbase"
 BENCH_SYSTEMS ?= --systems=prometheus --systems=promhbase
-bench-e2e:
-	@mkdir -p bin docs/bench
-	$(GO) build -o bin/promhbase ./cmd/promhbase
-	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+bench-e2e: bench-bins
+	@mkdir -p docs/bench
 	@prom=$$(scripts/prometheus.sh) && \
 	for proto in v1 v2; do \
 		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
@@ -152,14 +161,10 @@ bench-e2e:
 ##   make bench-disk BENCH_DISK_FLAGS='--promhbase.gomaxprocs=1 --promhbase.gomaxprocs=2 --promhbase.variant=--query.engine=prometheus'
 BENCH_DISK_CONFIGS ?= --data.series=2000,--data.targets=20,--data.span=24h --data.series=200,--data.targets=2,--data.span=7d
 BENCH_DISK_FLAGS ?=
-bench-disk:
-	@mkdir -p bin
-	$(GO) build -o bin/promhbase ./cmd/promhbase
-	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
-	@prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh) && \
+bench-disk: bench-bins
+	@$(DISK_TOOLS) && \
 	for c in $(BENCH_DISK_CONFIGS); do \
-		bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm \
-			$$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
+		$(DISK_LOAD) $$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
 	done
 
 ## bench-downsample: promhbase's rollups against raw samples, VictoriaMetrics
@@ -175,13 +180,9 @@ bench-disk:
 ## their build at the restart, --keep, --query.repeats=9).
 BENCH_DOWNSAMPLE_DATA ?= --data.series=200 --data.targets=2 --data.span=30d
 BENCH_DOWNSAMPLE_FLAGS ?=
-bench-downsample:
-	@mkdir -p bin
-	$(GO) build -o bin/promhbase ./cmd/promhbase
-	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
-	@prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh) && \
-	bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm \
-		$(BENCH_DOWNSAMPLE_DATA) --query.step=1h --query.repeats=5 \
+bench-downsample: bench-bins
+	@$(DISK_TOOLS) && \
+	$(DISK_LOAD) $(BENCH_DOWNSAMPLE_DATA) --query.step=1h --query.repeats=5 \
 		--promhbase.resolution=0s --promhbase.resolution=auto \
 		--query='rate(node_cpu_seconds_total[1h])' \
 		--query='avg_over_time(node_hwmon_temp_celsius[1h])' \
