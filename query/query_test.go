@@ -83,21 +83,6 @@ func latin1(b []byte) string {
 	return string(r)
 }
 
-func newQuerier(t testing.TB) (*Querier, *series.Mapper, store.Store) {
-	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
-	return New(st, m, Options{}), m, st
-}
-
 // writeCells writes samples the way OpenTSDB may have: one compacted
 // column and single cells for the same row, overlapping.
 func TestMergeCompactedAndSingleCells(t *testing.T) {
@@ -176,10 +161,7 @@ func BenchmarkSelect(b *testing.B) {
 			n += len(s.Samples)
 		}
 	}
-	if n != 360000 {
-		b.Fatalf("%d samples", n)
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportSamples(b, n)
 }
 
 // BenchmarkFloatSelection reads benchRows as the engine does: a
@@ -208,10 +190,7 @@ func BenchmarkFloatSelection(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n != 360000 {
-		b.Fatalf("%d samples", n)
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportSamples(b, n)
 }
 
 // TestMetricNamesFresh: a metric written after a name-less query is seen by
@@ -318,18 +297,10 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 // other answers, and the sample limit still counts the whole query.
 func TestParallelScans(t *testing.T) {
 	ctx := context.Background()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, embedded.Options{})
 	layout := mapping.DefaultLayout()
 	layout.SaltWidth, layout.SaltBuckets = 1, 20
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, layout, 0)
+	m := layoutMapper(t, st, layout, uid.UIDOptions{})
 	base := uint32(1700002800)
 	for i := range 200 {
 		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("par")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
