@@ -93,6 +93,11 @@ func selectString(t *testing.T, q *Querier, ms []*labels.Matcher) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seriesString(ss)
+}
+
+// seriesString prints the labels and samples of ss, a series a line.
+func seriesString(ss []Series) string {
 	var b strings.Builder
 	for _, s := range ss {
 		fmt.Fprintln(&b, s.Labels, s.Samples)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -123,24 +122,32 @@ func TestMergeCompactedAndSingleCells(t *testing.T) {
 // benchRows writes 1000 series × 1 hour of 10 s samples (360 000
 // samples), one cell a sample, and returns the hour's start.
 func benchRows(b *testing.B, m *series.Mapper, st store.Store) uint32 {
-	ctx := context.Background()
 	base := uint32(1700002800)
-	for i := range 1000 {
-		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("bench")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
+	putRows(b, m, st, "bench", base, 1000, 360, 10000, func(_, j int) float64 { return float64(j) * 1.5 })
+	return base
+}
+
+// putRows writes n series of metric name (instance="host-i"), each one
+// row at the hour base of samples cells, one a sample, step ms apart,
+// sample j of series i valued value(i, j).
+func putRows(tb testing.TB, m *series.Mapper, st store.Store, name string, base uint32, n, samples, step int, value func(i, j int) float64) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := range n {
+		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
 		s, err := m.Resolve(ctx, []byte(fmt.Sprint(i)), lbls)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
-		for j := range 360 {
-			val, flags := mapping.AppendValue(nil, float64(j)*1.5)
-			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*10000), flags), Value: val})
+		for j := range samples {
+			val, flags := mapping.AppendValue(nil, value(i, j))
+			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*step), flags), Value: val})
 		}
 		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return base
 }
 
 // BenchmarkSelect reads benchRows through Select on the embedded store.
@@ -302,29 +309,8 @@ func TestParallelScans(t *testing.T) {
 	layout.SaltWidth, layout.SaltBuckets = 1, 20
 	m := layoutMapper(t, st, layout, uid.UIDOptions{})
 	base := uint32(1700002800)
-	for i := range 200 {
-		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("par")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
-		s, err := m.Resolve(ctx, []byte(fmt.Sprint(i)), lbls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
-		for j := range 10 {
-			val, flags := mapping.AppendValue(nil, float64(i*100+j))
-			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*1000), flags), Value: val})
-		}
-		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putRows(t, m, st, "par", base, 200, 10, 1000, func(i, j int) float64 { return float64(i*100 + j) })
 	sel := labels.MustNewMatcher(labels.MatchEqual, "__name__", "par")
-	render := func(ss []Series) string {
-		var b strings.Builder
-		for _, s := range ss {
-			fmt.Fprintln(&b, s.Labels, s.Samples)
-		}
-		return b.String()
-	}
 	var answers []string
 	for _, conc := range []int{1, 4} {
 		q := New(st, m, Options{ScanConcurrency: conc})
@@ -335,7 +321,7 @@ func TestParallelScans(t *testing.T) {
 		if len(got) != 200 {
 			t.Fatalf("concurrency %d: %d series, want 200", conc, len(got))
 		}
-		answers = append(answers, render(got))
+		answers = append(answers, seriesString(got))
 		q = New(st, m, Options{ScanConcurrency: conc, MaxSamples: 1999})
 		if _, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, sel); !errors.Is(err, ErrTooManySamples) {
 			t.Errorf("concurrency %d, limit 1999 of 2000 samples: err %v, want ErrTooManySamples", conc, err)
