@@ -120,11 +120,15 @@ func TestMergeCompactedAndSingleCells(t *testing.T) {
 }
 
 // benchRows writes 1000 series × 1 hour of 10 s samples (360 000
-// samples), one cell a sample, and returns the hour's start.
-func benchRows(b *testing.B, m *series.Mapper, st store.Store) uint32 {
+// samples), one cell a sample, and returns a querier over them and the
+// hour's start, the benchmark's timer reset and its allocations reported.
+func benchRows(b *testing.B) (*Querier, uint32) {
+	q, m, st := newQuerier(b)
 	base := uint32(1700002800)
 	putRows(b, m, st, "bench", base, 1000, 360, 10000, func(_, j int) float64 { return float64(j) * 1.5 })
-	return base
+	b.ReportAllocs()
+	b.ResetTimer()
+	return q, base
 }
 
 // putRows writes n series of metric name (instance="host-i"), each one
@@ -152,11 +156,8 @@ func putRows(tb testing.TB, m *series.Mapper, st store.Store, name string, base 
 
 // BenchmarkSelect reads benchRows through Select on the embedded store.
 func BenchmarkSelect(b *testing.B) {
-	q, m, st := newQuerier(b)
+	q, base := benchRows(b)
 	ctx := context.Background()
-	base := benchRows(b, m, st)
-	b.ReportAllocs()
-	b.ResetTimer()
 	var n int
 	for b.Loop() {
 		got, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench"))
@@ -174,11 +175,8 @@ func BenchmarkSelect(b *testing.B) {
 // BenchmarkFloatSelection reads benchRows as the engine does: a
 // FloatSelection, each series' rows decoded by one RowDecoder.
 func BenchmarkFloatSelection(b *testing.B) {
-	q, m, st := newQuerier(b)
+	q, base := benchRows(b)
 	ctx := context.Background()
-	base := benchRows(b, m, st)
-	b.ReportAllocs()
-	b.ResetTimer()
 	var (
 		n   int
 		dec RowDecoder

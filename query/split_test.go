@@ -55,10 +55,6 @@ func TestSplitScans(t *testing.T) {
 		if len(got) != series {
 			t.Fatalf("concurrency %d: %d series, want %d", conc, len(got), series)
 		}
-		var b strings.Builder
-		for _, s := range got {
-			fmt.Fprintln(&b, s.Labels, s.Samples)
-		}
 		scans = st.scans.Load() - before
 		var c strings.Builder
 		err = q.Stream(ctx, q.NewBudget(), start, end, []*labels.Matcher{sel}, func(cs *ChunkSeries) error {
@@ -97,7 +93,7 @@ func TestSplitScans(t *testing.T) {
 		if f.String() != c.String() {
 			t.Errorf("concurrency %d: StreamFloats answered differently from Stream", conc)
 		}
-		return b.String(), c.String(), scans
+		return seriesString(got), c.String(), scans
 	}
 	oneSel, oneStream, oneScans := answer(1)
 	sel4, stream4, scans4 := answer(4)
