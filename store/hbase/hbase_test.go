@@ -95,21 +95,30 @@ func newTable(tb testing.TB, s *Store, families ...string) string {
 	for _, f := range families {
 		spec.Families[f] = nil
 	}
-	created, err := s.CreateTable(testCtx(tb), spec)
+	mustCreate(tb, "table "+name, func(ctx context.Context) (bool, error) { return s.CreateTable(ctx, spec) },
+		func(ctx context.Context) error { return s.DropTables(ctx, name) })
+	return name
+}
+
+// mustCreate creates what (a table or namespace, named) with create, fails
+// tb unless create made it anew, and drops it with drop at the end of the
+// test, under a context of its own (the test's is cancelled by then).
+func mustCreate(tb testing.TB, what string, create func(context.Context) (bool, error), drop func(context.Context) error) {
+	tb.Helper()
+	created, err := create(testCtx(tb))
 	if err != nil {
-		tb.Fatalf("create table %s: %v", name, err)
+		tb.Fatalf("create %s: %v", what, err)
 	}
 	if !created {
-		tb.Fatalf("table %s already existed", name)
+		tb.Fatalf("%s already existed", what)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := s.DropTables(ctx, name); err != nil {
-			tb.Errorf("drop table %s: %v", name, err)
+		if err := drop(ctx); err != nil {
+			tb.Errorf("drop %s: %v", what, err)
 		}
 	})
-	return name
 }
 
 func TestContract(t *testing.T) {
