@@ -68,18 +68,10 @@ func TestRowRegexSelects(t *testing.T) {
 		{key(0, 0x5C, 0x45, 1, 1, 1), false},                            // first tag missing
 		{key(0, 0, 3, 0, 0, 2, 0x5C, 0x45, 0x45, 0, 0x5C, 0x45), false}, // 0,0,2 not on a pair boundary
 	} {
-		if got := re.MatchString(latin1(tc.key)); got != tc.want {
+		if got := re.MatchString(mapping.Latin1String(tc.key)); got != tc.want {
 			t.Errorf("key %X: match %v, want %v", tc.key, got, tc.want)
 		}
 	}
-}
-
-func latin1(b []byte) string {
-	r := make([]rune, len(b))
-	for i, c := range b {
-		r[i] = rune(c)
-	}
-	return string(r)
 }
 
 // writeCells writes samples the way OpenTSDB may have: one compacted

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tsuna/gohbase/hrpc"
 
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
 )
@@ -138,15 +139,6 @@ func quoteBytes(b []byte) string {
 	return sb.String()
 }
 
-// latin1 decodes b as ISO-8859-1: byte b is rune U+00b.
-func latin1(b []byte) string {
-	r := make([]rune, len(b))
-	for i, c := range b {
-		r[i] = rune(c)
-	}
-	return string(r)
-}
-
 // TestRowRegexBinaryKeys proves that RowRegex reaches HBase's
 // RegexStringComparator with the JAVA engine and ISO-8859-1: every byte of
 // the key, including line terminators (0x0A, 0x85), a backslash followed by
@@ -226,7 +218,7 @@ func TestRowRegexBinaryKeys(t *testing.T) {
 				re := regexp.MustCompile(tc.pattern)
 				var local []string
 				for name, k := range keys {
-					if re.MatchString(latin1(k)) {
+					if re.MatchString(mapping.Latin1String(k)) {
 						local = append(local, name)
 					}
 				}
