@@ -8,9 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestForget: the label cells of a day deleted behind the Writer's back
@@ -28,11 +26,7 @@ func TestForget(t *testing.T) {
 	// them whenever its mark misses the day.)
 	g.series(t, "up", "job", "node")
 	g.series(t, "other", "job", "api")
-	uids, err := uid.NewUIDs(g.st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.mapper = series.NewMapper(uids, mapping.DefaultLayout(), 1000)
+	g.restart(t)
 	up := g.series(t, "up", "job", "node")
 	other := g.series(t, "other", "job", "api")
 	write := func(es ...Entry) {

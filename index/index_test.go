@@ -39,14 +39,28 @@ func newRig(t testing.TB) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	layout := mapping.DefaultLayout()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	uids := newUIDs(t, st, layout)
 	now := time.Unix(1_700_000_000, 0)
 	return &rig{st: st, mapper: series.NewMapper(uids, layout, 1000),
 		w: NewWriter(st, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: layout, Now: func() time.Time { return now }}, nil),
 		r: NewReader(st, indexTable, uids, layout)}
+}
+
+// newUIDs maps names over st with empty caches, as a process does after a
+// restart.
+func newUIDs(t testing.TB, st store.Store, layout mapping.Layout) *uid.UIDs {
+	t.Helper()
+	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uids
+}
+
+// restart gives g a mapper over the same store whose UID caches are empty.
+func (g *rig) restart(t testing.TB) {
+	t.Helper()
+	g.mapper = series.NewMapper(newUIDs(t, g.st, mapping.DefaultLayout()), mapping.DefaultLayout(), 1000)
 }
 
 // series resolves a label set given as "name", "k", "v", ...
@@ -207,10 +221,7 @@ func TestReindex(t *testing.T) {
 	}
 	defer st.Close()
 	layout := mapping.Layout{SaltWidth: 1, SaltBuckets: 4, MetricWidth: 3, TagKWidth: 3, TagVWidth: 3}
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	uids := newUIDs(t, st, layout)
 	g := &rig{st: st, mapper: series.NewMapper(uids, layout, 1000)}
 	const d0 = 19700
 	var puts []store.Put

@@ -9,7 +9,6 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store/storetest"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestColdNames: a reader whose UID caches are empty (after a restart)
@@ -30,11 +29,7 @@ func TestColdNames(t *testing.T) {
 	cold := func(t *testing.T) (*Reader, *storetest.ReadCounter) {
 		t.Helper()
 		st := &storetest.ReadCounter{Table: "tsdb-uid", Family: "name", CellsStore: g.st}
-		uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return NewReader(st, indexTable, uids, mapping.DefaultLayout()), st
+		return NewReader(st, indexTable, newUIDs(t, st, mapping.DefaultLayout()), mapping.DefaultLayout()), st
 	}
 	t.Run("label values", func(t *testing.T) {
 		r, st := cold(t)

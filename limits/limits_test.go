@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -358,7 +359,7 @@ func TestSetConfigGauge(t *testing.T) {
 	}
 	want := func(limit string, v float64) {
 		t.Helper()
-		if got := limitGauge(t, reg, limit); got != v {
+		if got := testproc.GatherSum(t, reg, "promhbase_limits", "limit", limit); got != v {
 			t.Fatalf("promhbase_limits{limit=%q} = %v, want %v", limit, got, v)
 		}
 	}
@@ -396,27 +397,6 @@ promhbase_limits{limit="new_series_rate"} 0
 `), "promhbase_limits"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// limitGauge returns promhbase_limits{limit=limit} of reg.
-func limitGauge(t *testing.T, reg *prometheus.Registry, limit string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "promhbase_limits" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == limit {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no promhbase_limits{limit=%q}", limit)
-	return 0
 }
 
 // TestSetConfigConcurrent: configs set while every check runs (a test for
@@ -501,7 +481,7 @@ func TestActiveSeries(t *testing.T) {
 			sk.Add(series(i)) // twice: counted once
 		}
 		clk.add(2 * time.Second) // past the estimate's cache
-		got := gauge(t, reg, "promhbase_active_series")
+		got := testproc.GatherSum(t, reg, "promhbase_active_series")
 		t.Logf("%d series: estimate %.0f", n, got)
 		if d := got - float64(n); d > 0.03*float64(n)+1 || d < -0.03*float64(n)-1 {
 			t.Errorf("%d series: estimate %.0f", n, got)
@@ -528,25 +508,9 @@ func TestActiveSeries(t *testing.T) {
 	if err := l.CheckActive(); err != nil {
 		t.Fatalf("two windows later: %v", err)
 	}
-	if got := gauge(t, reg, "promhbase_active_series"); got != 0 {
+	if got := testproc.GatherSum(t, reg, "promhbase_active_series"); got != 0 {
 		t.Fatalf("two windows later: estimate %.0f", got)
 	}
-}
-
-// gauge returns the value of the gauge name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
 }
 
 func TestSketchAddAllocs(t *testing.T) {

@@ -11,10 +11,8 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // scanCounter counts the data-table scans per metric UID.
@@ -39,18 +37,10 @@ func (s *scanCounter) Scan(ctx context.Context, req store.ScanRequest) store.Sca
 // and not the indexed metrics that have no such series those days.
 func TestIndexedSelectors(t *testing.T) {
 	ctx := context.Background()
-	emb, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid", "tsdb-meta", "tsdb-index"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
+	emb := openStore(t, embedded.Options{Tables: []string{"tsdb", "tsdb-uid", "tsdb-meta", "tsdb-index"}})
 	st := &scanCounter{Store: emb, scans: map[string]int{}}
 	layout := mapping.DefaultLayout()
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, layout, 0)
+	m := coldMapper(t, st)
 	w := index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index", Layout: layout}, nil)
 	if err := w.MarkCoverage(ctx, 0); err != nil {
 		t.Fatal(err)
@@ -79,7 +69,7 @@ func TestIndexedSelectors(t *testing.T) {
 	tsd := put("tsd_put", "node", t0+2000, false)   // another writer's metric
 	other := put("other", "api", t0+3000, true)     // no job="node" series
 	old := put("old_total", "node", t0-3*day, true) // indexed, not on these days
-	q := New(st, m, Options{Index: index.NewReader(st, "tsdb-index", uids, layout)})
+	q := New(st, m, Options{Index: index.NewReader(st, "tsdb-index", m.UIDs(), layout)})
 	ss, err := q.Select(ctx, t0, t0+time.Hour.Milliseconds(), labels.MustNewMatcher(labels.MatchEqual, "job", "node"))
 	if err != nil {
 		t.Fatal(err)

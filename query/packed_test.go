@@ -11,10 +11,8 @@ import (
 
 	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // packedCounter is a store that counts the packed cells its scans
@@ -52,18 +50,9 @@ func (c *countingScanner) Next() bool {
 // with a newer cell written after it settled.
 func TestSelectSettledPacked(t *testing.T) {
 	ctx := context.Background()
-	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}, BufferTables: []string{"tsdb"},
-		RowCodecs: map[string]embedded.RowCodec{"tsdb": &dense.Pool{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
+	es := openStore(t, embedded.Options{BufferTables: []string{"tsdb"}, RowCodecs: map[string]embedded.RowCodec{"tsdb": &dense.Pool{}}})
 	st := &packedCounter{Store: es}
-	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
+	m := coldMapper(t, st)
 	q := New(st, m, Options{})
 
 	const base = uint32(1700002800)

@@ -9,12 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
-	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/storetest"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestColdCacheLabels: a querier whose UID caches are empty (after a
@@ -98,6 +93,11 @@ func selectString(t *testing.T, q *Querier, ms []*labels.Matcher) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seriesString(ss)
+}
+
+// seriesString prints the labels and samples of ss, a series a line.
+func seriesString(ss []Series) string {
 	var b strings.Builder
 	for _, s := range ss {
 		fmt.Fprintln(&b, s.Labels, s.Samples)
@@ -166,28 +166,6 @@ func TestColdCacheAlternation(t *testing.T) {
 	if g, b := st.Gets.Load(), st.Batches.Load(); g > 2 || b != 2 {
 		t.Errorf("UIDs read with %d Gets and %d batches; want at most 2 and 2", g, b)
 	}
-}
-
-// warmStore opens an embedded store and a mapper that writes into it.
-func warmStore(t *testing.T) (*embedded.Store, *series.Mapper) {
-	t.Helper()
-	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
-	return es, coldMapper(t, es)
-}
-
-// coldMapper returns a mapper over st whose caches are empty, as after a
-// restart.
-func coldMapper(t *testing.T, st store.Store) *series.Mapper {
-	t.Helper()
-	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return series.NewMapper(uids, mapping.DefaultLayout(), 0)
 }
 
 // TestColdCachePendingRows: a series waiting for its labels holds one row

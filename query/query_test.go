@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -69,33 +68,10 @@ func TestRowRegexSelects(t *testing.T) {
 		{key(0, 0x5C, 0x45, 1, 1, 1), false},                            // first tag missing
 		{key(0, 0, 3, 0, 0, 2, 0x5C, 0x45, 0x45, 0, 0x5C, 0x45), false}, // 0,0,2 not on a pair boundary
 	} {
-		if got := re.MatchString(latin1(tc.key)); got != tc.want {
+		if got := re.MatchString(mapping.Latin1String(tc.key)); got != tc.want {
 			t.Errorf("key %X: match %v, want %v", tc.key, got, tc.want)
 		}
 	}
-}
-
-func latin1(b []byte) string {
-	r := make([]rune, len(b))
-	for i, c := range b {
-		r[i] = rune(c)
-	}
-	return string(r)
-}
-
-func newQuerier(t testing.TB) (*Querier, *series.Mapper, store.Store) {
-	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
-	return New(st, m, Options{}), m, st
 }
 
 // writeCells writes samples the way OpenTSDB may have: one compacted
@@ -136,35 +112,44 @@ func TestMergeCompactedAndSingleCells(t *testing.T) {
 }
 
 // benchRows writes 1000 series × 1 hour of 10 s samples (360 000
-// samples), one cell a sample, and returns the hour's start.
-func benchRows(b *testing.B, m *series.Mapper, st store.Store) uint32 {
-	ctx := context.Background()
+// samples), one cell a sample, and returns a querier over them and the
+// hour's start, the benchmark's timer reset and its allocations reported.
+func benchRows(b *testing.B) (*Querier, uint32) {
+	q, m, st := newQuerier(b)
 	base := uint32(1700002800)
-	for i := range 1000 {
-		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("bench")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
+	putRows(b, m, st, "bench", base, 1000, 360, 10000, func(_, j int) float64 { return float64(j) * 1.5 })
+	b.ReportAllocs()
+	b.ResetTimer()
+	return q, base
+}
+
+// putRows writes n series of metric name (instance="host-i"), each one
+// row at the hour base of samples cells, one a sample, step ms apart,
+// sample j of series i valued value(i, j).
+func putRows(tb testing.TB, m *series.Mapper, st store.Store, name string, base uint32, n, samples, step int, value func(i, j int) float64) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := range n {
+		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte(name)}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
 		s, err := m.Resolve(ctx, []byte(fmt.Sprint(i)), lbls)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
-		for j := range 360 {
-			val, flags := mapping.AppendValue(nil, float64(j)*1.5)
-			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*10000), flags), Value: val})
+		for j := range samples {
+			val, flags := mapping.AppendValue(nil, value(i, j))
+			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*step), flags), Value: val})
 		}
 		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return base
 }
 
 // BenchmarkSelect reads benchRows through Select on the embedded store.
 func BenchmarkSelect(b *testing.B) {
-	q, m, st := newQuerier(b)
+	q, base := benchRows(b)
 	ctx := context.Background()
-	base := benchRows(b, m, st)
-	b.ReportAllocs()
-	b.ResetTimer()
 	var n int
 	for b.Loop() {
 		got, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "bench"))
@@ -176,20 +161,14 @@ func BenchmarkSelect(b *testing.B) {
 			n += len(s.Samples)
 		}
 	}
-	if n != 360000 {
-		b.Fatalf("%d samples", n)
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportSamples(b, n)
 }
 
 // BenchmarkFloatSelection reads benchRows as the engine does: a
 // FloatSelection, each series' rows decoded by one RowDecoder.
 func BenchmarkFloatSelection(b *testing.B) {
-	q, m, st := newQuerier(b)
+	q, base := benchRows(b)
 	ctx := context.Background()
-	base := benchRows(b, m, st)
-	b.ReportAllocs()
-	b.ResetTimer()
 	var (
 		n   int
 		dec RowDecoder
@@ -208,10 +187,7 @@ func BenchmarkFloatSelection(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n != 360000 {
-		b.Fatalf("%d samples", n)
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportSamples(b, n)
 }
 
 // TestMetricNamesFresh: a metric written after a name-less query is seen by
@@ -318,42 +294,13 @@ func TestOneSeriesTwoRowKeys(t *testing.T) {
 // other answers, and the sample limit still counts the whole query.
 func TestParallelScans(t *testing.T) {
 	ctx := context.Background()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, embedded.Options{})
 	layout := mapping.DefaultLayout()
 	layout.SaltWidth, layout.SaltBuckets = 1, 20
-	uids, err := uid.NewUIDs(st, layout, uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, layout, 0)
+	m := layoutMapper(t, st, layout, uid.UIDOptions{})
 	base := uint32(1700002800)
-	for i := range 200 {
-		lbls := []mapping.Label{{Name: []byte("__name__"), Value: []byte("par")}, {Name: []byte("instance"), Value: []byte(fmt.Sprintf("host-%d", i))}}
-		s, err := m.Resolve(ctx, []byte(fmt.Sprint(i)), lbls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
-		for j := range 10 {
-			val, flags := mapping.AppendValue(nil, float64(i*100+j))
-			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(j*1000), flags), Value: val})
-		}
-		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putRows(t, m, st, "par", base, 200, 10, 1000, func(i, j int) float64 { return float64(i*100 + j) })
 	sel := labels.MustNewMatcher(labels.MatchEqual, "__name__", "par")
-	render := func(ss []Series) string {
-		var b strings.Builder
-		for _, s := range ss {
-			fmt.Fprintln(&b, s.Labels, s.Samples)
-		}
-		return b.String()
-	}
 	var answers []string
 	for _, conc := range []int{1, 4} {
 		q := New(st, m, Options{ScanConcurrency: conc})
@@ -364,7 +311,7 @@ func TestParallelScans(t *testing.T) {
 		if len(got) != 200 {
 			t.Fatalf("concurrency %d: %d series, want 200", conc, len(got))
 		}
-		answers = append(answers, render(got))
+		answers = append(answers, seriesString(got))
 		q = New(st, m, Options{ScanConcurrency: conc, MaxSamples: 1999})
 		if _, err := q.Select(ctx, int64(base)*1000, int64(base)*1000+3600_000, sel); !errors.Is(err, ErrTooManySamples) {
 			t.Errorf("concurrency %d, limit 1999 of 2000 samples: err %v, want ErrTooManySamples", conc, err)

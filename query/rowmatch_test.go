@@ -74,7 +74,7 @@ func checkRowMatcher(t *testing.T, lay mapping.Layout, cs []tagConstraint, key [
 	if m == nil {
 		t.Fatalf("no matcher for %+v", cs)
 	}
-	if got, want := m(key), re.MatchString(latin1(key)); got != want {
+	if got, want := m(key), re.MatchString(mapping.Latin1String(key)); got != want {
 		t.Fatalf("key %x, constraints %x: matcher %v, regex %v (%s)", key, cs, got, want, RowRegex(lay, cs))
 	}
 }
@@ -138,7 +138,7 @@ func BenchmarkRowFilter(b *testing.B) {
 	cs := []tagConstraint{{tagk: []byte{0, 0, 6}, values: [][]byte{{0, 0, 36}}}}
 	re := regexp.MustCompile(RowRegex(lay, cs))
 	m := RowMatcher(lay, cs)
-	if !m(key) || !re.MatchString(latin1(key)) {
+	if !m(key) || !re.MatchString(mapping.Latin1String(key)) {
 		b.Fatal("the key does not match")
 	}
 	b.Run("regex", func(b *testing.B) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -26,17 +25,9 @@ func TestRows(t *testing.T) {
 		t.Helper()
 		st, tb := testbackend.New(t)
 		table = tb.Data
-		uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
+		m := layoutMapper(t, st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID})
 		// A reader with caches of its own, as another process would have.
-		readUIDs, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := New(st, series.NewMapper(readUIDs, mapping.DefaultLayout(), 0), Options{DataTable: tb.Data, UIDTable: tb.UID})
+		q := New(st, layoutMapper(t, st, mapping.DefaultLayout(), uid.UIDOptions{Table: tb.UID}), Options{DataTable: tb.Data, UIDTable: tb.UID})
 		ctx := context.Background()
 		for _, name := range []string{"m", "other"} {
 			for i := range 10 {

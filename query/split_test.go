@@ -10,11 +10,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // countingStore counts the data table's scans; SplitRange is the
@@ -38,17 +35,8 @@ func (c *countingStore) Scan(ctx context.Context, req store.ScanRequest) store.S
 func TestSplitScans(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	ctx := context.Background()
-	es, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb", "tsdb-uid"}, BufferTables: []string{"tsdb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
-	st := &countingStore{Store: es}
-	uids, err := uid.NewUIDs(st, mapping.DefaultLayout(), uid.UIDOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := series.NewMapper(uids, mapping.DefaultLayout(), 0)
+	st := &countingStore{Store: openStore(t, embedded.Options{BufferTables: []string{"tsdb"}})}
+	m := coldMapper(t, st)
 	const series, samples = 400, 3 * 360 // three hours, one every 10 s
 	for i := range series {
 		writeSeries(t, m, st, t0, samples, func(j int) float64 { return float64(i*samples+j) / 4 },
@@ -66,10 +54,6 @@ func TestSplitScans(t *testing.T) {
 		}
 		if len(got) != series {
 			t.Fatalf("concurrency %d: %d series, want %d", conc, len(got), series)
-		}
-		var b strings.Builder
-		for _, s := range got {
-			fmt.Fprintln(&b, s.Labels, s.Samples)
 		}
 		scans = st.scans.Load() - before
 		var c strings.Builder
@@ -109,7 +93,7 @@ func TestSplitScans(t *testing.T) {
 		if f.String() != c.String() {
 			t.Errorf("concurrency %d: StreamFloats answered differently from Stream", conc)
 		}
-		return b.String(), c.String(), scans
+		return seriesString(got), c.String(), scans
 	}
 	oneSel, oneStream, oneScans := answer(1)
 	sel4, stream4, scans4 := answer(4)

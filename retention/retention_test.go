@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -92,7 +93,7 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 				"promhbase_retention_cycles_total":             1,
 				"promhbase_retention_cycle_failures_total":     0,
 			} {
-				if got := gauge(t, reg, name); got != want {
+				if got := testproc.GatherSum(t, reg, name); got != want {
 					t.Errorf("%s = %v, want %v", name, got, want)
 				}
 			}
@@ -107,28 +108,6 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 			}
 		})
 	}
-}
-
-// gauge returns the value of the metric name (no labels, or the sum of
-// its series) on reg.
-func gauge(t testing.TB, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		var v float64
-		for _, m := range mf.GetMetric() {
-			v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
-		return v
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // TestBackfillExpiresByItsOwnTime: samples written now with old
@@ -321,7 +300,7 @@ func TestRunStops(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	deadline := time.Now().Add(time.Minute)
-	for gauge(t, reg, "promhbase_retention_cycles_total") < 2 && time.Now().Before(deadline) {
+	for testproc.GatherSum(t, reg, "promhbase_retention_cycles_total") < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"testing"
 
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -28,8 +27,8 @@ func TestResolveBatchMatchesResolve(t *testing.T) {
 		testLabels("__name__", "job", "job", "up"),
 		testLabels("__name__", "m", "a", "job", "job", "a"),
 	}
-	one := NewMapper(testuid.UIDs(t, testuid.Store(t), mapping.DefaultLayout()), mapping.DefaultLayout(), 0)
-	batch := NewMapper(testuid.UIDs(t, testuid.Store(t), mapping.DefaultLayout()), mapping.DefaultLayout(), 0)
+	one := testMapper(t, mapping.DefaultLayout(), 0)
+	batch := testMapper(t, mapping.DefaultLayout(), 0)
 	items := make([]ResolveItem, len(sets))
 	for i, l := range sets {
 		items[i] = ResolveItem{Key: []byte(mapping.FormatLabels(l)), Labels: l}
@@ -85,8 +84,8 @@ func TestNameDedup(t *testing.T) {
 // those, whatever the order of its pairs in the row key.
 func TestFreshCells(t *testing.T) {
 	ctx := context.Background()
-	u := testuid.UIDs(t, testuid.Store(t), mapping.DefaultLayout())
-	m := NewMapper(u, mapping.DefaultLayout(), 0)
+	m := testMapper(t, mapping.DefaultLayout(), 0)
+	u := m.UIDs()
 	resolve := func(key string, kv ...string) Series {
 		t.Helper()
 		s, err := m.Resolve(ctx, []byte(key), testLabels(kv...))

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/promhbase/promhbase/internal/gencache"
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -117,7 +116,7 @@ func TestSeriesCacheGenerations(t *testing.T) {
 func TestResolveIndexMarkSticks(t *testing.T) {
 	ctx := t.Context()
 	layout := mapping.DefaultLayout()
-	m := NewMapper(testuid.UIDs(t, testuid.Store(t), layout), layout, 1000)
+	m := testMapper(t, layout, 1000)
 	lbls := func(v string) []mapping.Label {
 		return []mapping.Label{{Name: []byte("__name__"), Value: []byte("up")}, {Name: []byte("job"), Value: []byte(v)}}
 	}

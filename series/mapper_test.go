@@ -15,9 +15,7 @@ import (
 )
 
 func TestResolveLabels(t *testing.T) {
-	st := testuid.Store(t)
-	u := testuid.UIDs(t, st, mapping.DefaultLayout())
-	m := NewMapper(u, mapping.DefaultLayout(), 0)
+	m := testMapper(t, mapping.DefaultLayout(), 0)
 	ctx := context.Background()
 	lbl := testLabels
 	for _, tc := range []struct {
@@ -92,6 +90,13 @@ func TestFreshSeries(t *testing.T) {
 	}
 }
 
+// testMapper returns a Mapper under layout, caching size series, over the
+// UIDs of a fresh table.
+func testMapper(t testing.TB, layout mapping.Layout, size int) *Mapper {
+	t.Helper()
+	return NewMapper(testuid.UIDs(t, testuid.Store(t), layout), layout, size)
+}
+
 // testLabels makes labels of name, value, name, value, ...
 func testLabels(kv ...string) []mapping.Label {
 	var out []mapping.Label
@@ -104,8 +109,7 @@ func testLabels(kv ...string) []mapping.Label {
 // TestCacheMetrics: the Mapper's collector reports every cache, and the
 // series cache's bytes grow with what it holds.
 func TestCacheMetrics(t *testing.T) {
-	st := testuid.Store(t)
-	m := NewMapper(testuid.UIDs(t, st, mapping.DefaultLayout()), mapping.DefaultLayout(), 100)
+	m := testMapper(t, mapping.DefaultLayout(), 100)
 	m.SetCacheBytes(1<<20, 1<<20)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m.Collector())

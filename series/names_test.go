@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -13,10 +12,9 @@ import (
 // __name__=<name>, which reading hides; a row written without it (as
 // earlier versions did) reads the same.
 func TestLabellessSeries(t *testing.T) {
-	st := testuid.Store(t)
 	layout := mapping.DefaultLayout()
-	u := testuid.UIDs(t, st, layout)
-	m := NewMapper(u, layout, 0)
+	m := testMapper(t, layout, 0)
+	u := m.UIDs()
 	ctx := context.Background()
 	s, err := m.Resolve(ctx, []byte("k"), []mapping.Label{{Name: []byte("__name__"), Value: []byte("scalar_result")}})
 	if err != nil {

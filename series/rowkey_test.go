@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -16,10 +15,9 @@ import (
 // bytes is refused before any UID is assigned, on every backend, with an
 // error wrapping ErrInvalidSeries (so a 400); one pair fewer resolves.
 func TestResolveRowKeyBound(t *testing.T) {
-	st := testuid.Store(t)
 	l := mapping.DefaultLayout()
-	u := testuid.UIDs(t, st, l)
-	m := NewMapper(u, l, 0)
+	m := testMapper(t, l, 0)
+	u := m.UIDs()
 	wide := func(n int) []mapping.Label {
 		lbls := []mapping.Label{{Name: []byte(mapping.MetricLabel), Value: []byte("wide")}}
 		for i := range n {

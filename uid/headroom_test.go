@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -30,22 +31,7 @@ func TestUIDHeadroom(t *testing.T) {
 	ctx := context.Background()
 	gauge := func(name, kind string) float64 {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() == kind {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-		t.Fatalf("no %s{kind=%q}", name, kind)
-		return 0
+		return testproc.GatherSum(t, reg, name, "kind", kind)
 	}
 	if got := gauge("promhbase_uid_headroom", "tagv"); got != 255 {
 		t.Fatalf("fresh table: tagv headroom %v", got)

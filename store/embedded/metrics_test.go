@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -47,7 +48,7 @@ func TestCollector(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		labels map[string]string
+		labels []string // name, value pairs
 		ok     func(float64) bool
 	}{
 		{"promhbase_embedded_block_cache_max_bytes", nil, func(v float64) bool { return v == 8<<20 }},
@@ -65,40 +66,20 @@ func TestCollector(t *testing.T) {
 		{"promhbase_embedded_settle_errors_total", nil, func(v float64) bool { return v == 0 }},
 		// 100 values of 1000 zero bytes (zstd: some hundred bytes), in a
 		// table since CompactAll.
-		{"promhbase_store_table_bytes", map[string]string{"table": "t"}, func(v float64) bool { return v > 100 && v < 1<<20 }},
-		{"promhbase_store_table_bytes", map[string]string{"table": "b"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
+		{"promhbase_store_table_bytes", []string{"table", "t"}, func(v float64) bool { return v > 100 && v < 1<<20 }},
+		{"promhbase_store_table_bytes", []string{"table", "b"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
 		// The 5 puts since the flush.
-		{"promhbase_store_log_bytes", map[string]string{"log": "rowbuf"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
-		{"promhbase_store_log_bytes", map[string]string{"log": "pebble_wal"}, func(v float64) bool { return v >= 0 }},
+		{"promhbase_store_log_bytes", []string{"log", "rowbuf"}, func(v float64) bool { return v > 0 && v < 1<<20 }},
+		{"promhbase_store_log_bytes", []string{"log", "pebble_wal"}, func(v float64) bool { return v >= 0 }},
 	} {
 		name := tc.name
-		for k, v := range tc.labels {
-			name += fmt.Sprintf("{%s=%q}", k, v)
+		for i := 0; i+1 < len(tc.labels); i += 2 {
+			name += fmt.Sprintf("{%s=%q}", tc.labels[i], tc.labels[i+1])
 		}
 		t.Run(name, func(t *testing.T) {
-			mfs, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
+			if v := testproc.GatherSum(t, reg, tc.name, tc.labels...); !tc.ok(v) {
+				t.Errorf("%s = %v", name, v)
 			}
-			for _, mf := range mfs {
-				if mf.GetName() != tc.name {
-					continue
-				}
-			metrics:
-				for _, m := range mf.GetMetric() {
-					for _, l := range m.GetLabel() {
-						if tc.labels[l.GetName()] != l.GetValue() {
-							continue metrics
-						}
-					}
-					v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
-					if !tc.ok(v) {
-						t.Errorf("%s%v = %v", tc.name, tc.labels, v)
-					}
-					return
-				}
-			}
-			t.Errorf("%s%v not gathered", tc.name, tc.labels)
 		})
 	}
 }

@@ -283,17 +283,24 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// lockIdle takes mu once no sync runs (one that is running ends first)
+// and returns the log's error, if it failed; the caller unlocks mu.
+func (w *rowWAL) lockIdle() error {
+	w.mu.Lock()
+	for w.syncing {
+		w.cond.Wait()
+	}
+	return w.err
+}
+
 // rotate makes everything appended durable in the current segment and
 // starts the next; it returns the number of the finished one. The caller
 // holds the buffer's lock, so that no record is appended meanwhile.
 func (w *rowWAL) rotate() (uint64, error) {
-	w.mu.Lock()
+	err := w.lockIdle()
 	defer w.mu.Unlock()
-	for w.syncing {
-		w.cond.Wait()
-	}
-	if w.err != nil {
-		return 0, w.err
+	if err != nil {
+		return 0, err
 	}
 	if err := w.runBeforeSync(); err != nil {
 		return 0, err
@@ -359,13 +366,10 @@ func (w *rowWAL) removeThrough(seg uint64) error {
 // records of its last use beyond), and the file kept for reuse is
 // removed. The next segment then starts a new file.
 func (w *rowWAL) trim() error {
-	w.mu.Lock()
+	err := w.lockIdle()
 	defer w.mu.Unlock()
-	for w.syncing {
-		w.cond.Wait()
-	}
-	if w.err != nil {
-		return w.err
+	if err != nil {
+		return err
 	}
 	if fi, err := w.f.Stat(); err == nil && fi.Size() > w.off {
 		if err := w.f.Truncate(w.off); err != nil {
@@ -399,12 +403,8 @@ func (w *rowWAL) diskBytes() int64 {
 
 // close writes and syncs what is pending and closes the segment.
 func (w *rowWAL) close() error {
-	w.mu.Lock()
+	err := w.lockIdle()
 	defer w.mu.Unlock()
-	for w.syncing {
-		w.cond.Wait()
-	}
-	err := w.err
 	if err == nil {
 		err = w.runBeforeSync()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tsuna/gohbase/hrpc"
 
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
 )
@@ -95,21 +96,30 @@ func newTable(tb testing.TB, s *Store, families ...string) string {
 	for _, f := range families {
 		spec.Families[f] = nil
 	}
-	created, err := s.CreateTable(testCtx(tb), spec)
+	mustCreate(tb, "table "+name, func(ctx context.Context) (bool, error) { return s.CreateTable(ctx, spec) },
+		func(ctx context.Context) error { return s.DropTables(ctx, name) })
+	return name
+}
+
+// mustCreate creates what (a table or namespace, named) with create, fails
+// tb unless create made it anew, and drops it with drop at the end of the
+// test, under a context of its own (the test's is cancelled by then).
+func mustCreate(tb testing.TB, what string, create func(context.Context) (bool, error), drop func(context.Context) error) {
+	tb.Helper()
+	created, err := create(testCtx(tb))
 	if err != nil {
-		tb.Fatalf("create table %s: %v", name, err)
+		tb.Fatalf("create %s: %v", what, err)
 	}
 	if !created {
-		tb.Fatalf("table %s already existed", name)
+		tb.Fatalf("%s already existed", what)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := s.DropTables(ctx, name); err != nil {
-			tb.Errorf("drop table %s: %v", name, err)
+		if err := drop(ctx); err != nil {
+			tb.Errorf("drop %s: %v", what, err)
 		}
 	})
-	return name
 }
 
 func TestContract(t *testing.T) {
@@ -127,15 +137,6 @@ func quoteBytes(b []byte) string {
 		fmt.Fprintf(&sb, `\x%02X`, c)
 	}
 	return sb.String()
-}
-
-// latin1 decodes b as ISO-8859-1: byte b is rune U+00b.
-func latin1(b []byte) string {
-	r := make([]rune, len(b))
-	for i, c := range b {
-		r[i] = rune(c)
-	}
-	return string(r)
 }
 
 // TestRowRegexBinaryKeys proves that RowRegex reaches HBase's
@@ -217,7 +218,7 @@ func TestRowRegexBinaryKeys(t *testing.T) {
 				re := regexp.MustCompile(tc.pattern)
 				var local []string
 				for name, k := range keys {
-					if re.MatchString(latin1(k)) {
+					if re.MatchString(mapping.Latin1String(k)) {
 						local = append(local, name)
 					}
 				}

@@ -27,25 +27,16 @@ const testNamespacePrefix = "promhbase_test_ns_"
 func newNamespace(tb testing.TB, s *Store, tables *[]string) string {
 	tb.Helper()
 	ns := fmt.Sprintf("%s%x", testNamespacePrefix, time.Now().UnixNano())
-	created, err := s.CreateNamespace(testCtx(tb), ns)
-	if err != nil {
-		tb.Fatalf("create namespace %s: %v", ns, err)
-	}
-	if !created {
-		tb.Fatalf("namespace %s already existed", ns)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if tables != nil {
-			if err := s.DropTables(ctx, *tables...); err != nil {
-				tb.Errorf("drop tables of namespace %s: %v", ns, err)
+	mustCreate(tb, "namespace "+ns, func(ctx context.Context) (bool, error) { return s.CreateNamespace(ctx, ns) },
+		func(ctx context.Context) error {
+			var errTables error
+			if tables != nil {
+				if err := s.DropTables(ctx, *tables...); err != nil {
+					errTables = fmt.Errorf("its tables: %w", err)
+				}
 			}
-		}
-		if err := s.DropNamespace(ctx, ns); err != nil {
-			tb.Errorf("drop namespace %s: %v", ns, err)
-		}
-	})
+			return errors.Join(errTables, s.DropNamespace(ctx, ns))
+		})
 	return ns
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -83,6 +84,16 @@ func put(t *testing.T, s store.Store, table string, puts ...store.Put) {
 	if err := s.Put(ctx(t), table, puts); err != nil {
 		t.Fatalf("put: %v", err)
 	}
+}
+
+// putKeys writes one cell, a:q=v, in each row of keys, in keys' order.
+func putKeys(t *testing.T, s store.Store, table string, keys [][]byte) {
+	t.Helper()
+	puts := make([]store.Put, 0, len(keys))
+	for _, k := range keys {
+		puts = append(puts, store.Put{Row: k, Cells: []store.Cell{cell("a", "q", "v")}})
+	}
+	put(t, s, table, puts...)
 }
 
 // cellString renders cells as "f:q=v" sorted, for comparisons.
@@ -191,11 +202,9 @@ func orderingKeys() [][]byte {
 
 func testOrdering(t *testing.T, s store.Store, table string) {
 	keys := orderingKeys()
-	var puts []store.Put
-	for i := len(keys) - 1; i >= 0; i-- { // write in reverse
-		puts = append(puts, store.Put{Row: keys[i], Cells: []store.Cell{cell("a", "q", "v")}})
-	}
-	put(t, s, table, puts...)
+	reversed := slices.Clone(keys)
+	slices.Reverse(reversed)
+	putKeys(t, s, table, reversed) // written in reverse
 	got := rowKeys(scanAll(t, s, store.ScanRequest{Table: table}))
 	if want := hexKeys(keys); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("scan order\n got %v\nwant %v", got, want)
@@ -204,11 +213,7 @@ func testOrdering(t *testing.T, s store.Store, table string) {
 
 func testScanRange(t *testing.T, s store.Store, table string) {
 	keys := orderingKeys()
-	var puts []store.Put
-	for _, k := range keys {
-		puts = append(puts, store.Put{Row: k, Cells: []store.Cell{cell("a", "q", "v")}})
-	}
-	put(t, s, table, puts...)
+	putKeys(t, s, table, keys)
 	for _, tc := range []struct {
 		name        string
 		start, stop []byte
@@ -307,11 +312,7 @@ func testRegexBinaryKeys(t *testing.T, s store.Store, table string) {
 		{0x01, 0x5C, 0x5C, 0xAA},
 		{0x02, 0x5C, 0x45, 0xAA},
 	}
-	var puts []store.Put
-	for _, k := range keys {
-		puts = append(puts, store.Put{Row: k, Cells: []store.Cell{cell("a", "q", "v")}})
-	}
-	put(t, s, table, puts...)
+	putKeys(t, s, table, keys)
 	for _, tc := range []struct {
 		name  string
 		regex string
@@ -346,11 +347,11 @@ func testRegexBinaryKeys(t *testing.T, s store.Store, table string) {
 }
 
 func testScanEarlyClose(t *testing.T, s store.Store, table string) {
-	var puts []store.Put
+	var keys [][]byte
 	for i := range 50 {
-		puts = append(puts, store.Put{Row: []byte(fmt.Sprintf("row%03d", i)), Cells: []store.Cell{cell("a", "q", "v")}})
+		keys = append(keys, fmt.Appendf(nil, "row%03d", i))
 	}
-	put(t, s, table, puts...)
+	putKeys(t, s, table, keys)
 	sc := s.Scan(ctx(t), store.ScanRequest{Table: table})
 	for i := 0; i < 3 && sc.Next(); i++ {
 	}

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
+	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -39,26 +43,50 @@ func FetchMetrics(ctx context.Context, base string) (MetricPage, error) {
 		return nil, fmt.Errorf("parse %s/metrics: %w", base, err)
 	}
 	page := MetricPage{}
-	for name, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			s := MetricSample{Labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.Labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				s.Value = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				s.Value = m.GetGauge().GetValue()
-			case m.Untyped != nil:
-				s.Value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			page[name] = append(page[name], s)
-		}
+	for _, mf := range mfs {
+		page.add(mf)
 	}
 	return page, nil
+}
+
+// GatherSum gathers g's metrics in process and returns the Sum of name's
+// samples whose labels match (name, value pairs); it fails t when g
+// fails or no sample matches.
+func GatherSum(t testing.TB, g prometheus.Gatherer, name string, match ...string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	page := MetricPage{}
+	for _, mf := range mfs {
+		page.add(mf)
+	}
+	if !page.Has(name, match...) {
+		t.Fatalf("no metric %s%q gathered", name, match)
+	}
+	return page.Sum(name, match...)
+}
+
+// add puts the counter, gauge and untyped samples of mf in p.
+func (p MetricPage) add(mf *dto.MetricFamily) {
+	for _, m := range mf.GetMetric() {
+		s := MetricSample{Labels: map[string]string{}}
+		for _, l := range m.GetLabel() {
+			s.Labels[l.GetName()] = l.GetValue()
+		}
+		switch {
+		case m.Counter != nil:
+			s.Value = m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			s.Value = m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			s.Value = m.GetUntyped().GetValue()
+		default:
+			continue
+		}
+		p[mf.GetName()] = append(p[mf.GetName()], s)
+	}
 }
 
 // Sum adds the samples of a metric whose labels have the given values
@@ -66,15 +94,28 @@ func FetchMetrics(ctx context.Context, base string) (MetricPage, error) {
 func (p MetricPage) Sum(name string, match ...string) float64 {
 	var total float64
 	for _, s := range p[name] {
-		ok := true
-		for i := 0; i+1 < len(match); i += 2 {
-			ok = ok && s.Labels[match[i]] == match[i+1]
-		}
-		if ok {
+		if s.matches(match) {
 			total += s.Value
 		}
 	}
 	return total
+}
+
+// Has reports whether the page holds a sample of a metric whose labels
+// have the given values (name, value pairs).
+func (p MetricPage) Has(name string, match ...string) bool {
+	return slices.ContainsFunc(p[name], func(s MetricSample) bool { return s.matches(match) })
+}
+
+// matches reports whether s's labels have the values of match (name,
+// value pairs).
+func (s MetricSample) matches(match []string) bool {
+	for i := 0; i+1 < len(match); i += 2 {
+		if s.Labels[match[i]] != match[i+1] {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxOf returns the largest sample of a metric, and whether there is one.
