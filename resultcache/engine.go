@@ -94,7 +94,6 @@ type cachedQuery struct {
 	lookback   time.Duration
 	inner      func(start time.Time) (promql.Query, error)
 	ran        promql.Query // the evaluation of the steps not kept
-	cancel     context.CancelFunc
 }
 
 // Exec answers the query: the kept steps from start on, the rest
