@@ -72,12 +72,14 @@ type Cache struct {
 }
 
 // event is one invalidation: samples of tenant in [mint, maxt] changed
-// (all of the tenant's answers when all is set).
+// (all of the tenant's answers when all is set); only the downsampled
+// answers when downsampled is set.
 type event struct {
-	seq        uint64
-	tenant     string
-	mint, maxt int64
-	all        bool
+	seq         uint64
+	tenant      string
+	mint, maxt  int64
+	all         bool
+	downsampled bool
 }
 
 // key names one kept answer.
@@ -87,6 +89,8 @@ type key struct {
 	step     int64  // ms
 	phase    int64  // start mod step, ms
 	lookback int64  // ms
+	// downsampled: the query reads rollups (a downsampling marker).
+	downsampled bool
 }
 
 // entry is the kept answer of a key: the points of the steps start..end.
@@ -138,8 +142,9 @@ func New(opts Options) *Cache {
 // Enabled reports whether the cache keeps anything.
 func (c *Cache) Enabled() bool { return c != nil && c.opts.MaxBytes > 0 }
 
-// Offset is the age below which steps are never kept.
-func (c *Cache) Offset() time.Duration { return c.opts.Offset }
+// Horizon is the time (Unix ms) after which steps are not kept now:
+// now − Offset.
+func (c *Cache) Horizon() int64 { return c.now().Add(-c.opts.Offset).UnixMilli() }
 
 // Invalidate says that samples of tenant between mint and maxt (Unix ms,
 // inclusive) changed: the kept steps whose answers read them are dropped.
@@ -149,6 +154,16 @@ func (c *Cache) Invalidate(tenant string, mint, maxt int64) {
 		return
 	}
 	c.invalidate(event{tenant: tenant, mint: mint, maxt: maxt})
+}
+
+// InvalidateDownsampled says that the rollups of tenant's samples between
+// mint and maxt were built again: the kept steps of the answers read from
+// rollups (promhbase's downsampling markers) that read them are dropped.
+func (c *Cache) InvalidateDownsampled(tenant string, mint, maxt int64) {
+	if !c.Enabled() {
+		return
+	}
+	c.invalidate(event{tenant: tenant, mint: mint, maxt: maxt, downsampled: true})
 }
 
 // Reset drops every kept answer of tenant.
@@ -167,10 +182,15 @@ func (c *Cache) invalidate(ev event) {
 	ev.seq = c.seq
 	c.events[ev.seq%eventRing] = ev
 	for _, e := range c.entries {
-		if e.key.tenant == ev.tenant {
+		if ev.touches(e.key) {
 			c.apply(e, ev)
 		}
 	}
+}
+
+// touches reports whether ev concerns the answer of k.
+func (ev event) touches(k key) bool {
+	return ev.tenant == k.tenant && (!ev.downsampled || k.downsampled)
 }
 
 // apply trims e by ev; c.mu is held.
@@ -258,7 +278,7 @@ func (c *Cache) store(ne *entry, seq uint64) {
 		return // invalidations were forgotten before this answer was kept
 	}
 	for s := seq + 1; s <= c.seq; s++ {
-		if ev := c.events[s%eventRing]; ev.tenant == ne.key.tenant {
+		if ev := c.events[s%eventRing]; ev.touches(ne.key) {
 			start, end, ok := affected(ne.start, ne.end, ne.key.step, ne.window, ev)
 			if ok && start > end {
 				return

@@ -69,7 +69,8 @@ func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts pr
 		return inner(start)
 	}
 	stepMs, startMs := step.Milliseconds(), start.UnixMilli()
-	k := key{tenant: e.tenant, query: norm, step: stepMs, phase: mod(startMs, stepMs), lookback: lookback.Milliseconds()}
+	k := key{tenant: e.tenant, query: norm, step: stepMs, phase: mod(startMs, stepMs), lookback: lookback.Milliseconds(),
+		downsampled: strings.Contains(norm, query.DownsampleLabel)}
 	return &cachedQuery{e: e, k: k, window: window, qs: qs, expr: expr, start: start, end: end, step: step, lookback: lookback, inner: inner}, nil
 }
 
