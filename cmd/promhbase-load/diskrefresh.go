@@ -408,7 +408,7 @@ func printRefresh(w io.Writer, d diskOptions, rep *refreshReport) {
 		}
 	}
 	start, end := p.window(0)
-	fmt.Fprintf(w, "- the first range %s to %s; promhbase restarted with --query.results-cache.offset=%ds (the first range's end %s before its start): steps up to %s before the first range's end are kept, later ones are recent\n",
+	fmt.Fprintf(w, "- the first range %s to %s; promhbase restarted with --query.results-cache.offset=%ds (the first range's end was %s before promhbase's start): steps up to %s before the first range's end are kept, later ones are recent\n",
 		time.UnixMilli(start).UTC().Format(time.RFC3339), time.UnixMilli(end).UTC().Format(time.RFC3339), int64(rep.offset/time.Second),
 		(rep.offset - d.refreshOffset).Round(time.Second), d.refreshOffset)
 	if len(rep.written) > 0 {
