@@ -26,16 +26,11 @@ package main
 // only the newest as in real time: the replay is the harder case.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -251,59 +246,6 @@ func replayDashboard(base string, queries []string, plan refreshPlan, write func
 	return ts, written, nil
 }
 
-// rangeBody runs /api/v1/query_range and returns its answer's bytes and
-// the time to the last of them.
-func rangeBody(base, query string, start, end int64, step time.Duration, extra url.Values) ([]byte, time.Duration, error) {
-	began := time.Now()
-	resp, err := http.PostForm(base+"/api/v1/query_range", rangeForm(query, start, end, step, extra))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	took := time.Since(began)
-	if err != nil {
-		return nil, 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("%s: status %d: %.4096s", query, resp.StatusCode, body)
-	}
-	return body, took, nil
-}
-
-// bodyDiff describes where two answers first differ ("": they do not).
-func bodyDiff(cached, uncached []byte) string {
-	if bytes.Equal(cached, uncached) {
-		return ""
-	}
-	i := 0
-	for i < len(cached) && i < len(uncached) && cached[i] == uncached[i] {
-		i++
-	}
-	around := func(b []byte) string { return string(b[max(i-40, 0):min(i+40, len(b))]) }
-	return fmt.Sprintf("byte %d of %d (cached) and %d (nocache=1): %q vs %q", i, len(cached), len(uncached), around(cached), around(uncached))
-}
-
-// countAnswer returns the series and points of a query_range answer
-// (zeros when it does not decode).
-func countAnswer(body []byte) (series, points int) {
-	var a struct {
-		Data struct {
-			Result []struct {
-				Values     []json.RawMessage `json:"values"`
-				Histograms []json.RawMessage `json:"histograms"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(body, &a) != nil {
-		return 0, 0
-	}
-	for _, r := range a.Data.Result {
-		points += len(r.Values) + len(r.Histograms)
-	}
-	return len(a.Data.Result), points
-}
-
 // cacheMetrics returns promhbase's results cache counters by the name's
 // last part ("hits", "misses", ...).
 func cacheMetrics(base string) (map[string]float64, error) {
@@ -336,7 +278,7 @@ func diskRefresh(o options, d diskOptions, g genConfig, work string, r *diskRun)
 		queries[i] = strings.ReplaceAll(q, "$step", promDuration(step))
 	}
 	rep := &refreshReport{system: r.name(), plan: plan, offset: refreshOffset(time.Now(), plan.end0, d.refreshOffset)}
-	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-refresh.log"), nil,
+	srv, err := startPromhbase(d, r.dataDir, r.dataDir+"-refresh.log", nil,
 		fmt.Sprintf("--query.results-cache.offset=%ds", int64(rep.offset/time.Second)))
 	if err != nil {
 		return nil, err
@@ -388,10 +330,7 @@ func printRefresh(w io.Writer, d diskOptions, rep *refreshReport) {
 			continue
 		}
 		mc, mu := median(c), median(u)
-		ratio := math.Inf(1)
-		if mc > 0 {
-			ratio = float64(mu) / float64(mc)
-		}
+		ratio := float64(mu) / float64(max(mc, 1))
 		ratios = append(ratios, ratio)
 		fmt.Fprintf(w, "| `%s` | %s | %s – %s | %s | %s – %s | %.1f | %d of %d | %d | %d |\n", q,
 			roundDur(mc), roundDur(c[0]), roundDur(c[len(c)-1]), roundDur(mu), roundDur(u[0]), roundDur(u[len(u)-1]),

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,8 +158,7 @@ func (f *fakeDashboardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	case "/api/v1/query_range":
 		_ = r.ParseForm()
 		q, start, end := r.Form.Get("query"), r.Form.Get("start"), r.Form.Get("end")
-		var endS float64
-		fmt.Sscan(end, &endS)
+		endS, _ := strconv.ParseFloat(end, 64)
 		endMs := int64(math.Round(endS * 1000))
 		if f.latest < endMs-2*f.interval {
 			f.early = append(f.early, q+"@"+end)
@@ -226,7 +225,7 @@ func TestReplayDashboard(t *testing.T) {
 					t.Errorf("%s: %d of %d equal, want %d", tm.query, tm.equal, tm.compared, wantEqual)
 				}
 			}
-			var out bytes.Buffer
+			var out strings.Builder
 			printRefresh(&out, diskOptions{span: model.Duration(g.span), refreshOffset: 5 * time.Minute}, &refreshReport{system: "fake", plan: plan, offset: time.Hour, written: written, timings: ts,
 				cache: map[string]float64{"hits": 1, "partial_hits": 6}})
 			for _, want := range []string{"| `rate(a[5m])` |", "partial_hits 6", "--query.results-cache.offset=3600s"} {
