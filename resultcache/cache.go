@@ -30,6 +30,7 @@ package resultcache
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,11 @@ type Options struct {
 	MaxAge time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// DataClock makes now the newest sample time told by Saw (the writes
+	// through this process) instead of Now: for replays of old data, such
+	// as the dashboard benchmark, which write one step at a time far
+	// behind the wall clock. Before the first Saw nothing is kept.
+	DataClock bool
 	// Registerer takes the cache's metrics (none when nil).
 	Registerer prometheus.Registerer
 }
@@ -59,8 +65,9 @@ const eventRing = 256
 // Cache holds the kept answers of every tenant. It is safe for concurrent
 // use.
 type Cache struct {
-	opts Options
-	now  func() time.Time
+	opts   Options
+	now    func() time.Time
+	newest atomic.Int64 // the newest sample seen (Unix ms), with DataClock
 
 	mu      sync.Mutex
 	entries map[key]*entry
@@ -118,6 +125,9 @@ func New(opts Options) *Cache {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if opts.DataClock {
+		c.now = func() time.Time { return time.UnixMilli(c.newest.Load()) }
+	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_query_results_cache_" + name, Help: help})
 	}
@@ -141,6 +151,19 @@ func New(opts Options) *Cache {
 
 // Enabled reports whether the cache keeps anything.
 func (c *Cache) Enabled() bool { return c != nil && c.opts.MaxBytes > 0 }
+
+// DataClock reports whether the cache's now is the newest sample Saw.
+func (c *Cache) DataClock() bool { return c.Enabled() && c.opts.DataClock }
+
+// Saw tells a DataClock cache of a sample written at t (Unix ms).
+func (c *Cache) Saw(t int64) {
+	for {
+		n := c.newest.Load()
+		if t <= n || c.newest.CompareAndSwap(n, t) {
+			return
+		}
+	}
+}
 
 // Horizon is the time (Unix ms) after which steps are not kept now:
 // now − Offset.

@@ -22,6 +22,9 @@ type cacheNoter struct {
 }
 
 func (n cacheNoter) NoteRows(puts []store.Put) {
+	if n.c.DataClock() {
+		n.sawNewest(puts)
+	}
 	horizon := n.c.Horizon()
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, p := range puts {
@@ -50,6 +53,21 @@ func (n cacheNoter) NoteRows(puts []store.Put) {
 	}
 	if mint <= maxt {
 		n.c.Invalidate(n.tenant, mint, maxt)
+	}
+}
+
+// sawNewest tells a DataClock cache of the newest sample of puts.
+func (n cacheNoter) sawNewest(puts []store.Put) {
+	for _, p := range puts {
+		base, ok := n.l.BaseTimeOf(p.Row)
+		if !ok {
+			continue
+		}
+		for _, c := range p.Cells {
+			if off, _, _, err := mapping.ParseQualifier(c.Qualifier); err == nil {
+				n.c.Saw(int64(base)*1000 + int64(off))
+			}
+		}
 	}
 }
 

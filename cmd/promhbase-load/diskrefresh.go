@@ -15,16 +15,13 @@ package main
 // Time is compressed: 20 refreshes a step apart would take 96 minutes at
 // 24 h's 288 s step and 11 hours at 7 days' 2016 s, so the refreshes follow
 // each other at once, over data that ends --refresh steps (and 15 minutes)
-// before now. For the cache to see that data as a dashboard sees it in
-// real time, promhbase is started with --query.results-cache.offset set to
-// how long ago the first range ends plus --refresh.offset (5 minutes, the
-// flag's default): steps up to 5 minutes before the first range's end are
-// old enough to be kept, those after it are recent, and every sample
-// written during the replay is newer than the offset (a write older would
-// invalidate). As the wall clock hardly moves meanwhile, refresh k
-// evaluates the k steps written since the first plus the recent ones, not
-// only the newest as in real time: the replay is the harder case.
-
+// before now. promhbase runs with the results cache on its data clock
+// (--query.results-cache.data-clock: its now is the newest sample written
+// through it) and --query.results-cache.offset=--refresh.offset (5
+// minutes): each refresh's writes move the cache's now one step, as the
+// wall clock moves it for a dashboard in real time, so each refresh
+// evaluates what a real one does: the steps within the offset of its end.
+// The first query, before any write, keeps nothing.
 import (
 	"context"
 	"fmt"
@@ -66,13 +63,6 @@ func (p refreshPlan) window(k int) (start, end int64) {
 // that the samples the refreshes write are in the past too.
 func refreshDataEnd(now time.Time, step time.Duration, n int) time.Time {
 	return now.Add(-15*time.Minute - time.Duration(n)*step).Truncate(time.Hour)
-}
-
-// refreshOffset is the results cache's offset that makes margin before
-// end0 (Unix ms) the newest time it keeps at now: now − end0 + margin, up
-// to a whole second.
-func refreshOffset(now time.Time, end0 int64, margin time.Duration) time.Duration {
-	return (now.Sub(time.UnixMilli(end0)) + margin + time.Second - 1).Truncate(time.Second)
 }
 
 // extendedGen is g continued so far that its samples reach the end of
@@ -277,9 +267,9 @@ func diskRefresh(o options, d diskOptions, g genConfig, work string, r *diskRun)
 	for i, q := range qs {
 		queries[i] = strings.ReplaceAll(q, "$step", promDuration(step))
 	}
-	rep := &refreshReport{system: r.name(), plan: plan, offset: refreshOffset(time.Now(), plan.end0, d.refreshOffset)}
+	rep := &refreshReport{system: r.name(), plan: plan, offset: d.refreshOffset}
 	srv, err := startPromhbase(d, r.dataDir, r.dataDir+"-refresh.log", nil,
-		fmt.Sprintf("--query.results-cache.offset=%ds", int64(rep.offset/time.Second)))
+		fmt.Sprintf("--query.results-cache.offset=%s", promDuration(rep.offset)), "--query.results-cache.data-clock")
 	if err != nil {
 		return nil, err
 	}
@@ -347,9 +337,8 @@ func printRefresh(w io.Writer, d diskOptions, rep *refreshReport) {
 		}
 	}
 	start, end := p.window(0)
-	fmt.Fprintf(w, "- the first range %s to %s; promhbase restarted with --query.results-cache.offset=%ds (the first range's end was %s before promhbase's start): steps up to %s before the first range's end are kept, later ones are recent\n",
-		time.UnixMilli(start).UTC().Format(time.RFC3339), time.UnixMilli(end).UTC().Format(time.RFC3339), int64(rep.offset/time.Second),
-		(rep.offset - d.refreshOffset).Round(time.Second), d.refreshOffset)
+	fmt.Fprintf(w, "- the first range %s to %s; promhbase restarted with --query.results-cache.offset=%s --query.results-cache.data-clock: the steps later than the newest sample written minus %s are not kept\n",
+		time.UnixMilli(start).UTC().Format(time.RFC3339), time.UnixMilli(end).UTC().Format(time.RFC3339), promDuration(rep.offset), promDuration(rep.offset))
 	if len(rep.written) > 0 {
 		c := slices.Clone(rep.written)
 		slices.Sort(c)
