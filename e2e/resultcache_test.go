@@ -53,6 +53,8 @@ type cacheRig struct {
 	reg        *prometheus.Registry // the cache's metrics
 	start, end int64                // ms
 	step       time.Duration
+	queries    []string   // cacheQueries unless set
+	params     url.Values // more form values of each query
 }
 
 // newCacheRig starts a server over st with a cache of maxAge (offset 5m)
@@ -63,7 +65,7 @@ func newCacheRig(t *testing.T, st store.Store, tb testbackend.Tables, opts tests
 	opts.ResultsCache = resultcache.New(resultcache.Options{MaxBytes: 64 << 20, Offset: 5 * time.Minute, MaxAge: maxAge, Registerer: reg})
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), opts)
 	now := time.Now().UnixMilli() / 60_000 * 60_000
-	r := &cacheRig{t: t, url: srv.URL, srv: srv, reg: reg, start: now - 4*hour(), end: now - 10*60_000, step: time.Minute}
+	r := &cacheRig{t: t, url: srv.URL, srv: srv, reg: reg, start: now - 4*hour(), end: now - 10*60_000, step: time.Minute, queries: cacheQueries}
 	if write {
 		r.write(cacheData(now))
 	}
@@ -115,9 +117,12 @@ func queryRangeAt(t *testing.T, base, q string, start, end int64, step time.Dura
 
 func (r *cacheRig) query(q string, nocache bool) answer {
 	r.t.Helper()
-	var extra url.Values
+	extra := url.Values{}
+	for k, v := range r.params {
+		extra[k] = v
+	}
 	if nocache {
-		extra = url.Values{"nocache": {"1"}}
+		extra.Set("nocache", "1")
 	}
 	return queryRangeAt(r.t, r.url, q, r.start, r.end, r.step, extra)
 }
@@ -144,7 +149,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func (r *cacheRig) keep() map[string]answer {
 	r.t.Helper()
 	kept := map[string]answer{}
-	for _, q := range cacheQueries {
+	for _, q := range r.queries {
 		first := r.query(q, false)
 		hits := counter(r.t, r.reg, "hits_total")
 		second := r.query(q, false)
@@ -163,7 +168,7 @@ func (r *cacheRig) keep() map[string]answer {
 // differs from the kept one (the change is visible).
 func (r *cacheRig) fresh(what string, kept map[string]answer) {
 	r.t.Helper()
-	for _, q := range cacheQueries {
+	for _, q := range r.queries {
 		got, want := r.query(q, false), r.query(q, true)
 		if got.code != want.code || !bytes.Equal(got.body, want.body) {
 			r.t.Errorf("%s: %s: cached %d %.300s, nocache=1 %d %.300s", what, q, got.code, got.body, want.code, want.body)
@@ -255,4 +260,128 @@ func TestResultsCacheInvalidation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestResultsCacheRollupRebuilt: downsampled answers (max_source_resolution
+// =5m, read from the 5m rollups) are kept; a late write into a built hour
+// has its rollups built again, and the next answer is nocache=1's.
+func TestResultsCacheRollupRebuilt(t *testing.T) {
+	st, tb := testbackend.NewWithRollups(t)
+	now := time.Now()
+	nowMs := now.UnixMilli() / 60_000 * 60_000
+	// The samples are there before the scheduler first looks: it builds
+	// their hours, backwards. Its clock stands still at now, so that no
+	// hour falls due meanwhile.
+	w := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{})
+	if err := remoteWrite(t.Context(), w.URL+"/api/v1/write", cacheData(nowMs)); err != nil {
+		t.Fatal(err)
+	}
+	r := newCacheRig(t, st, tb, testserver.Options{Rollup: &server.RollupConfig{Enabled: true, CheckInterval: 50 * time.Millisecond,
+		Now: func() time.Time { return now }}}, time.Hour, false)
+	hourStart := nowMs / hour() * hour()
+	r.start, r.end, r.step = hourStart-3*hour(), hourStart-2*hour(), 5*time.Minute
+	r.queries = []string{`max_over_time(cachet_total[10m])`, `count_over_time(cachet_total[5m])`, `sum by (job) (rate(cachet_total[30m]))`}
+	r.params = url.Values{"max_source_resolution": {"5m"}}
+	// Every hour built: the first hour of the samples is read from
+	// rollups too (the span's start then stays put).
+	deadline := time.Now().Add(2 * time.Minute)
+	probe := (nowMs-5*hour())/hour()*hour() + hour()
+	for _, q := range r.queries {
+		for {
+			if a := queryRangeAt(t, r.url, q, probe, r.end, r.step, url.Values{"max_source_resolution": {"5m"}, "nocache": {"1"}}); a.res == "5m" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the rollups of the samples' hours were not built", q)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	kept := r.keep()
+	for q, a := range kept {
+		if a.res != "5m" {
+			t.Fatalf("%s: resolution %q, want 5m", q, a.res)
+		}
+	}
+	// A sample far above its neighbours in the range's first hour: it and
+	// the hour before are built again.
+	late := floatSeries(cacheSeries[2], []int64{r.start + 30*60_000 + 7_000})
+	late.Samples[0].Value = 1e12
+	r.write([]prompb.TimeSeries{late})
+	n := counter(t, r.reg, "invalidations_total")
+	for counter(t, r.reg, "invalidations_total") < n+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler did not build the two hours again (invalidations %v, want %v)", counter(t, r.reg, "invalidations_total"), n+2)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.fresh("rollups built again", kept)
+	for _, q := range r.queries {
+		if a := r.query(q, false); a.res != "5m" {
+			t.Errorf("%s: resolution %q after the rebuild, want 5m", q, a.res)
+		}
+	}
+}
+
+// TestResultsCacheReplicas: two promhbase replicas (A and B, each with
+// its own results cache and UID caches) over the same tables. B keeps
+// answers; old samples written through A are not told to B, which may
+// serve its kept answers until its max-age has passed since they were
+// evaluated, never after: every answer B gives to a request that starts
+// max-age after the write began is nocache=1's.
+func TestResultsCacheReplicas(t *testing.T) {
+	const maxAge = 2 * time.Second
+	st, tb := testbackend.New(t)
+	a := newCacheRig(t, st, tb, testserver.Options{}, time.Hour, true)
+	b := newCacheRig(t, st, tb, testserver.Options{ColdReads: true}, maxAge, false)
+	b.start, b.end = a.start, a.end
+	keptAt := time.Now()
+	kept := b.keep()
+	akept := a.keep()
+
+	late := floatSeries(lbl("__name__", "cachet_total", "job", "a", "i", "late"), every(a.start+hour(), a.start+hour()+20*60_000, 15_000))
+	wrote := time.Now()
+	a.write([]prompb.TimeSeries{late})
+	a.fresh("A, the replica written through", akept)
+
+	stale, first := 0, true
+	var freshAfter time.Duration
+	for {
+		asked := time.Now()
+		if asked.After(wrote.Add(maxAge + time.Second)) {
+			break
+		}
+		all := true
+		for _, q := range b.queries {
+			sent := time.Now()
+			got, want := b.query(q, false), b.query(q, true)
+			if bytes.Equal(got.body, want.body) {
+				continue
+			}
+			all = false
+			stale++
+			if sent.After(wrote.Add(maxAge)) {
+				t.Fatalf("%s: B answered stale %s after the write (max-age %s): %.300s, nocache=1 %.300s",
+					q, sent.Sub(wrote).Round(time.Millisecond), maxAge, got.body, want.body)
+			}
+			if !bytes.Equal(got.body, kept[q].body) {
+				t.Fatalf("%s: B's answer is neither the kept one nor nocache=1's: %.300s", q, got.body)
+			}
+		}
+		if first && asked.Before(keptAt.Add(maxAge)) && all {
+			// B kept them less than max-age ago and was not told: its
+			// answers must be the kept ones, which the write changed.
+			t.Fatal("B answered as nocache=1 before its max-age had passed: the write does not show, or B was told")
+		}
+		first = false
+		if all && freshAfter == 0 {
+			freshAfter = asked.Sub(wrote)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if freshAfter == 0 {
+		t.Fatal("B never answered as nocache=1")
+	}
+	t.Logf("backend %s: B answered %d stale answers, then nocache=1's from %s after the write (max-age %s)",
+		testbackend.Name(), stale, freshAfter.Round(time.Millisecond), maxAge)
 }
