@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
@@ -104,13 +106,13 @@ func queryRangeAt(t *testing.T, base, q string, start, end int64, step time.Dura
 		form[k] = v
 	}
 	resp, err := http.PostForm(base+"/api/v1/query_range", form)
-	if err != nil {
-		t.Fatal(err)
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", q, err)
 	}
 	return answer{code: resp.StatusCode, body: body, res: resp.Header.Get("X-Promhbase-Resolution")}
 }
@@ -131,17 +133,13 @@ func (r *cacheRig) query(q string, nocache bool) answer {
 // promhbase_query_results_cache_<name>.
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	full := "promhbase_query_results_cache_" + name
 	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == full })
+	if err != nil || i < 0 {
+		t.Fatalf("no metric %s: %v", full, err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == "promhbase_query_results_cache_"+name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric promhbase_query_results_cache_%s", name)
-	return 0
+	return mfs[i].GetMetric()[0].GetCounter().GetValue()
 }
 
 // keep asks each query twice and returns the answers: the second is a
