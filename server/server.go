@@ -88,6 +88,8 @@ type RetentionConfig struct {
 	// ("5m"), when shorter (absent or 0: Time).
 	Raw         time.Duration
 	Resolutions map[string]time.Duration
+	// Now is the cycles' clock (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // RollupConfig configures downsampling (package rollup).
@@ -305,7 +307,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		r := cfg.Retention
 		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-			Registerer: reg, Logger: logger.With("component", "retention"), Deleted: cacheDeleted(cfg.ResultsCache, cfg.Tenant)}
+			Registerer: reg, Logger: logger.With("component", "retention"), Now: r.Now, Deleted: cacheDeleted(cfg.ResultsCache, cfg.Tenant)}
 		if ixw != nil {
 			ropts.IndexWriter = ixw
 		}
