@@ -8,7 +8,7 @@ HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker .
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-downsample fuzz clean
+.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-refresh bench-downsample fuzz clean
 
 all: build
 
@@ -165,6 +165,20 @@ bench-disk: bench-bins
 	@$(DISK_TOOLS) && \
 	for c in $(BENCH_DISK_CONFIGS); do \
 		$(DISK_LOAD) $$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
+	done
+
+## bench-refresh: a dashboard's refreshes on promhbase's results cache
+## (promhbase-load disk --refresh=20, promhbase only, the data of
+## BENCH_DISK_CONFIGS): each bench-disk query over the span, then 20
+## refreshes each a step later with that step's samples written first,
+## timed with the cache and with nocache=1 in turns, the answers compared
+## byte for byte; medians, their ratio and the cache's counters per
+## configuration. See docs/disk.md. BENCH_REFRESH_FLAGS: flags added.
+BENCH_REFRESH_FLAGS ?=
+bench-refresh: bench-bins
+	@for c in $(BENCH_DISK_CONFIGS); do \
+		bin/promhbase-load disk --promhbase=bin/promhbase --systems=promhbase --refresh=20 \
+			$$(echo "$$c" | tr , ' ') $(BENCH_REFRESH_FLAGS) || exit 1; \
 	done
 
 ## bench-downsample: promhbase's rollups against raw samples, VictoriaMetrics

@@ -44,6 +44,7 @@ import (
 	"github.com/promhbase/promhbase/engine"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -106,6 +107,11 @@ type Options struct {
 	// engine for what it does not evaluate) or EnginePrometheus
 	// (Prometheus's engine for every query).
 	Engine string
+	// ResultsCache, when set, answers range queries of Tenant from the
+	// steps it keeps (package resultcache); nocache=1 and stats on a
+	// request bypass it.
+	ResultsCache *resultcache.Cache
+	Tenant       string
 	// EngineWorkers are the goroutines promhbase's evaluator runs one
 	// query on: GOMAXPROCS when 0.
 	EngineWorkers int
@@ -220,6 +226,10 @@ func New(opts Options) (*API, error) {
 		// answers every query then.
 		Disabled: opts.Engine == EnginePrometheus || delayedNameRemoval, Registerer: opts.Registerer,
 	})
+	var qengine promql.QueryEngine = qe
+	if opts.ResultsCache.Enabled() {
+		qengine = opts.ResultsCache.Engine(opts.Tenant, qe, promqlParser, opts.LookbackDelta)
+	}
 	start := time.Now()
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
 		return v1.RuntimeInfo{
@@ -227,7 +237,7 @@ func New(opts Options) (*API, error) {
 			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: opts.Retention,
 		}, nil
 	}
-	api := v1.NewAPI(qe, opts.Queryable, nil, nil, opts.Queryable,
+	api := v1.NewAPI(qengine, opts.Queryable, nil, nil, opts.Queryable,
 		nil, nil, nil,
 		func() config.Config { return config.DefaultConfig },
 		opts.Flags,
@@ -282,6 +292,10 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	w, r, done := a.compressQuery(w, r)
 	defer done()
 	original := r.Form.Get("query")
+	if r.Form.Get("nocache") == "1" || r.Form.Get("stats") != "" {
+		// As VictoriaMetrics's nocache=1; statistics are the evaluation's.
+		r = r.WithContext(resultcache.Bypass(r.Context()))
+	}
 	res, err := a.downsample(r, instant)
 	switch {
 	case errors.Is(err, errLeave):

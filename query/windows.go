@@ -547,6 +547,12 @@ func WithDownsampleReport(ctx context.Context) (context.Context, *DownsampleRepo
 	return context.WithValue(ctx, reportKey{}, r), r
 }
 
+// DownsampleReportFrom returns the report ctx carries, or nil.
+func DownsampleReportFrom(ctx context.Context) *DownsampleReport {
+	r, _ := ctx.Value(reportKey{}).(*DownsampleReport)
+	return r
+}
+
 // ErrDownsampledHistograms fails a downsampled selection that met native
 // histograms (see DownsampleReport).
 var ErrDownsampledHistograms = errors.New("query: native histograms are not downsampled; read them raw")

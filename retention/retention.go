@@ -112,6 +112,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Deleted, when set, is told after each cycle (failed ones too) the
+	// time before which that cycle may have deleted samples of any table
+	// (the latest of its cutoffs): for caches of answers that read them.
+	Deleted func(before time.Time)
 }
 
 // RollupTable is a rollup table and its retention. A row of it is deleted
@@ -291,7 +295,10 @@ func (r *Retention) Cycle(ctx context.Context) (Result, error) {
 	r.cycleMu.Lock()
 	defer r.cycleMu.Unlock()
 	began := time.Now()
-	res, err := r.cycle(ctx)
+	res, reach, err := r.cycle(ctx)
+	if reach > 0 && r.opts.Deleted != nil {
+		r.opts.Deleted(time.Unix(reach, 0))
+	}
 	r.cycles.Inc()
 	r.cycleSeconds.Set(time.Since(began).Seconds())
 	attrs := []any{"cutoff", timeOrNone(res.Cutoff), "by_size", res.BySize, "oldest", timeOrNone(res.Oldest),
@@ -330,7 +337,14 @@ func timeOrNone(t time.Time) string {
 }
 
 // cycle is Cycle without the bookkeeping.
-func (r *Retention) cycle(ctx context.Context) (Result, error) {
+//
+// reach is the latest cutoff of any table (Unix seconds; 0: none).
+func (r *Retention) cycle(ctx context.Context) (res Result, reach int64, err error) {
+	res, err = r.cycleTables(ctx, &reach)
+	return res, reach, err
+}
+
+func (r *Retention) cycleTables(ctx context.Context, reach *int64) (Result, error) {
 	res := Result{RowsDeleted: map[string]int64{}, Ranges: map[string]int{}}
 	now := r.opts.Now()
 	nowHour := now.Unix() / mapping.MaxTimespan * mapping.MaxTimespan
@@ -354,6 +368,7 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 			continue
 		}
 		base := int64(rt.Span.BaseTime(uint32(min(c, math.MaxUint32))))
+		*reach = max(*reach, base)
 		if _, err := r.walk(ctx, rt.Table, base, &res); err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return res, err
 		}
@@ -364,6 +379,7 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("reclaim the space of expired rollups: %w", err)
 		}
 	}
+	*reach = max(*reach, cutoff)
 	oldest, err := r.cut(ctx, cutoff, indexCutoff, &res)
 	if err != nil {
 		return res, err
@@ -390,6 +406,7 @@ func (r *Retention) cycle(ctx context.Context) (Result, error) {
 				break // only the current hour is left
 			}
 			cutoff = next
+			*reach = max(*reach, cutoff)
 			res.BySize = true
 			if oldest, err = r.cut(ctx, cutoff, cutoff, &res); err != nil {
 				return res, err

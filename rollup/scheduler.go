@@ -178,6 +178,10 @@ type SchedulerOptions struct {
 	Registerer       prometheus.Registerer
 	Logger           *slog.Logger
 	Now              func() time.Time
+	// Built, when set, is told of each hour (Unix s) whose rollups a
+	// build wrote, first builds and builds again alike: for caches of
+	// answers read from them.
+	Built func(hour int64)
 }
 
 // Scheduler builds the rollups of each hour once it has ended plus the
@@ -491,6 +495,9 @@ func (s *Scheduler) startBuilding(h int64) (done func()) {
 func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
 	start := time.Now()
 	stats, err := s.b.BuildHour(ctx, h)
+	if s.opts.Built != nil {
+		s.opts.Built(h)
+	}
 	s.cellsWritten.Add(float64(stats.Cells))
 	s.leaseWait.Add(stats.LeaseWait.Seconds())
 	if err != nil {

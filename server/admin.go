@@ -8,18 +8,23 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/store"
 )
 
 // admin is the promapi.Admin of a server: series deletion, and giving
 // deleted data's space back on a store that can do it on request.
 type admin struct {
-	del *deletion.Deleter
-	st  store.Store
+	del    *deletion.Deleter
+	st     store.Store
+	cache  *resultcache.Cache // told of what was deleted
+	tenant string
 }
 
 func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
 	_, err := a.del.Delete(ctx, ms, mint, maxt)
+	// Also after a failure: some of the range may be gone.
+	a.cache.Invalidate(a.tenant, mint, maxt)
 	return err
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/retention"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
@@ -87,6 +88,8 @@ type RetentionConfig struct {
 	// ("5m"), when shorter (absent or 0: Time).
 	Raw         time.Duration
 	Resolutions map[string]time.Duration
+	// Now is the cycles' clock (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // RollupConfig configures downsampling (package rollup).
@@ -145,6 +148,10 @@ type Config struct {
 	// New.
 	Web   web.Info
 	Pprof bool
+	// ResultsCache, when set, keeps the answers of range queries (package
+	// resultcache), shared by every tenant; the server tells it of the
+	// old data it changes.
+	ResultsCache *resultcache.Cache
 	// Registerer takes the server's metrics; nil: none are registered.
 	Registerer prometheus.Registerer
 	// SharedRegisterer takes the metrics that carry a tenant label of
@@ -158,15 +165,17 @@ type Config struct {
 // Server is a wired promhbase: Handler serves its HTTP endpoints, Run its
 // background work.
 type Server struct {
-	handler http.Handler
-	lim     *limits.Limits
-	q       *query.Querier
-	uids    *uid.UIDs
-	sched   *compact.Scheduler // nil: no compaction
-	ret     *retention.Retention
-	rollups *rollup.Scheduler // nil: no rollups
-	builder *rollup.Builder   // the rollups' builder
-	logger  *slog.Logger
+	handler     http.Handler
+	lim         *limits.Limits
+	q           *query.Querier
+	uids        *uid.UIDs
+	sched       *compact.Scheduler // nil: no compaction
+	ret         *retention.Retention
+	rollups     *rollup.Scheduler // nil: no rollups
+	builder     *rollup.Builder   // the rollups' builder
+	cache       *resultcache.Cache
+	cacheTenant string
+	logger      *slog.Logger
 }
 
 // New wires a server over st. It checks that the tables the Config asks
@@ -241,6 +250,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.wireResultsCache(cfg, &wopts)
 	var haPage http.Handler
 	if cfg.HA.Enabled {
 		if err := checkTable(ctx, st, cfg.Tables.HA, hatracker.Family, "or turn --ha-tracker.enable off"); err != nil {
@@ -297,7 +307,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		r := cfg.Retention
 		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-			Registerer: reg, Logger: logger.With("component", "retention")}
+			Registerer: reg, Logger: logger.With("component", "retention"), Now: r.Now, Deleted: cacheDeleted(cfg.ResultsCache, cfg.Tenant)}
 		if ixw != nil {
 			ropts.IndexWriter = ixw
 		}
@@ -313,7 +323,8 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	}
 	popts := cfg.API
 	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
-	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st}
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: cfg.ResultsCache, tenant: cfg.Tenant}
+	popts.ResultsCache, popts.Tenant = cfg.ResultsCache, cfg.Tenant
 	if popts.Retention == "" {
 		popts.Retention = retentionString(cfg.Retention)
 	}
@@ -369,6 +380,9 @@ func (s *Server) SetLimits(l limits.Config, maxQuerySamples int) error {
 		return err
 	}
 	s.q.SetMaxSamples(maxQuerySamples)
+	// A limit may turn an answer into an error or back: the tenant's kept
+	// answers go.
+	s.cache.Reset(s.cacheTenant)
 	return nil
 }
 
@@ -451,14 +465,9 @@ func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qo
 	}
 	s.builder = b
 	s.rollups = rollup.NewScheduler(b, st, rollup.SchedulerOptions{Grace: cfg.Rollup.Grace, CheckInterval: cfg.Rollup.CheckInterval,
-		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup")})
+		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup"), Built: cacheBuilt(cfg.ResultsCache, cfg.Tenant)})
 	qopts.Rollups = rc
-	rn := rollupNoter{s: s.rollups, l: cfg.Layout}
-	if wopts.RowNoter != nil {
-		wopts.RowNoter = noters{wopts.RowNoter, rn}
-	} else {
-		wopts.RowNoter = rn
-	}
+	addNoter(wopts, rollupNoter{s: s.rollups, l: cfg.Layout})
 	return nil
 }
 

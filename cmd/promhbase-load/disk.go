@@ -50,6 +50,12 @@ type diskOptions struct {
 
 	promhbaseFlags, vmFlags []string
 
+	// The dashboard replay on promhbase (diskrefresh.go): refreshes after
+	// the first query (0: none), and how long before the first range's end
+	// the results cache keeps steps.
+	refresh       int
+	refreshOffset time.Duration
+
 	// promhbase's processes started for the queries, each a row of its
 	// own (--promhbase.gomaxprocs, --promhbase.variant); none: one, as
 	// the load's.
@@ -130,6 +136,10 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 		"e.g. --promhbase.variant=--query.engine=prometheus or --promhbase.variant='Prometheus engine at 1 proc:--query.engine=prometheus,GOMAXPROCS=1'; repeatable; "+
 		"with any variant promhbase has only the variants' rows (--promhbase.variant=default: adds one as the load's). "+
 		"Every variant's process runs at once with the others, over a copy of the embedded store's directory (on HBase: the same tables), and takes its turn in each round of the queries; the flags are added after --promhbase.flag's (a flag serve takes once must not be in both).").StringsVar(&d.variantSpecs)
+	cmd.Flag("refresh", "After the queries, replay a dashboard on promhbase (embedded store) restarted with its results cache: each query over the span, then this many refreshes, each with the range a step later "+
+		"and the samples of that step written first, timed with the cache and with nocache=1 in turns, the answers compared byte for byte; 0: no replay. "+
+		"The data then ends this many steps (and 15 minutes) before now, and the refreshes follow each other at once (time compressed; see docs/disk.md).").Default("0").IntVar(&d.refresh)
+	cmd.Flag("refresh.offset", "The replay's results cache offset as the first range's end sees it: promhbase gets --query.results-cache.offset = how long ago that end is + this.").Default("5m").DurationVar(&d.refreshOffset)
 	cmd.Flag("victoria-metrics.flag", "Extra flag for VictoriaMetrics; repeatable.").StringsVar(&d.vmFlags)
 	cmd.Flag("hbase.zookeeper.quorum", "promhbase-hbase: ZooKeeper quorum of the HBase.").Default("127.0.0.1:2181").StringVar(&d.hbaseQuorum)
 	cmd.Flag("hbase.compression", "promhbase-hbase: compression of the tables (create-tables --hbase.compression); repeatable: the tables are created with the first, "+
@@ -197,6 +207,9 @@ func runDisk(o options, d diskOptions) error {
 	if d.queryStep < 0 || time.Duration(d.queryStep)%time.Millisecond != 0 {
 		return fmt.Errorf("--query.step=%s: want a positive whole number of milliseconds", d.queryStep)
 	}
+	if d.refresh < 0 || d.refresh > 0 && !want[sysPromhbase] {
+		return fmt.Errorf("--refresh=%d: want 0, or more with promhbase among --systems", d.refresh)
+	}
 	if o.batch < 1 || o.concurrency < 1 {
 		return errors.New("--batch and --concurrency must be at least 1")
 	}
@@ -207,8 +220,9 @@ func runDisk(o options, d diskOptions) error {
 	d.variants = variants
 	g := genConfig{
 		series: d.series, targets: d.targets, span: time.Duration(d.span), interval: d.interval, jitter: d.jitter, seed: d.seed,
-		end: time.Now().Add(-15 * time.Minute).Truncate(time.Hour),
 	}
+	// The refreshes' samples come after the data: it ends earlier.
+	g.end = refreshDataEnd(time.Now(), stepOf(g, d), d.refresh)
 	if err := g.validate(); err != nil {
 		return err
 	}
@@ -267,6 +281,18 @@ func runDisk(o options, d diskOptions) error {
 	}
 	printQueries(os.Stdout, g, d, qs)
 	printRollups(os.Stdout, g, d, runs, qs)
+	if d.refresh == 0 {
+		return nil
+	}
+	for _, r := range runs {
+		if r.system == sysPromhbase {
+			rep, err := diskRefresh(o, d, g, work, r)
+			if err != nil {
+				return fmt.Errorf("refresh: %w", err)
+			}
+			printRefresh(os.Stdout, d, rep)
+		}
+	}
 	return nil
 }
 

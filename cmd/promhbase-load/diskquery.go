@@ -389,6 +389,61 @@ func rangeQuery(base, query string, start, end int64, step time.Duration, extra 
 	return rangeAnswer{series: len(qr.Data.Result), points: n, took: took, header: resp.Header.Get("X-Promhbase-Resolution")}, nil
 }
 
+// rangeBody runs /api/v1/query_range and returns its answer's bytes and
+// the time to the last of them.
+func rangeBody(base, query string, start, end int64, step time.Duration, extra url.Values) ([]byte, time.Duration, error) {
+	began := time.Now()
+	resp, err := http.PostForm(base+"/api/v1/query_range", rangeForm(query, start, end, step, extra))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	took := time.Since(began)
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("%s: status %d: %.4096s", query, resp.StatusCode, body)
+	}
+	return body, took, nil
+}
+
+// bodyDiff describes where two answers first differ ("": they do not).
+func bodyDiff(cached, uncached []byte) string {
+	if string(cached) == string(uncached) {
+		return ""
+	}
+	i := 0
+	for i < len(cached) && i < len(uncached) && cached[i] == uncached[i] {
+		i++
+	}
+	around := func(b []byte) string { return string(b[max(i-40, 0):min(i+40, len(b))]) }
+	return fmt.Sprintf("byte %d of %d (cached) and %d (nocache=1): %q vs %q", i, len(cached), len(uncached), around(cached), around(uncached))
+}
+
+// countAnswer returns the series and points of a query_range answer
+// (zeros when it does not decode).
+func countAnswer(body []byte) (series, points int) {
+	var a struct {
+		Data struct {
+			Result []map[string]json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &a) != nil {
+		return 0, 0
+	}
+	for _, r := range a.Data.Result {
+		for _, k := range []string{"values", "histograms"} {
+			var ps []json.RawMessage
+			if json.Unmarshal(r[k], &ps) == nil {
+				points += len(ps)
+			}
+		}
+	}
+	return len(a.Data.Result), points
+}
+
 // ---- printing ----
 
 var diskSystemNames = map[string]string{sysPromhbase: "promhbase (embedded)", sysVM: "VictoriaMetrics", sysPrometheus: "Prometheus blocks"}

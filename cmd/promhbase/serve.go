@@ -30,6 +30,7 @@ import (
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/web"
 )
@@ -100,6 +101,14 @@ type serveFlags struct {
 	rollup          rollupFlags
 	enableAdmin     bool
 	tenants         tenantFlags
+	resultsCache    resultsCacheFlags
+}
+
+// resultsCacheFlags are the --query.results-cache.* flags of serve.
+type resultsCacheFlags struct {
+	maxBytes       units.Base2Bytes
+	offset, maxAge time.Duration
+	dataClock      bool
 }
 
 // rollupFlags are the --rollup.* flags of serve and --query.auto-downsampling.
@@ -153,6 +162,10 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
+	cmd.Flag("query.results-cache.max-bytes", "Memory for the answers of range queries kept for refreshes: a refresh of a query_range with its range moved forward evaluates only the steps not kept (the oldest kept answers go first when full); shared by every tenant; 0 turns the cache off. nocache=1 on a request bypasses it. See docs/query-engine.md.").Default("256MiB").BytesVar(&serveOpts.resultsCache.maxBytes)
+	cmd.Flag("query.results-cache.offset", "Steps later than now minus this are never kept: the newest samples may still arrive (scrapes, slow senders, an HA failover; at least --ha-tracker.failover-timeout when the HA tracker is on). Older samples written later drop the kept steps that read them.").Default("5m").DurationVar(&serveOpts.resultsCache.offset)
+	cmd.Flag("query.results-cache.max-age", "How long a kept step is served before it is evaluated again: the longest that samples written or deleted through another promhbase process (a replica behind the same load balancer, `promhbase rollup`) or by OpenTSDB stay unseen; 0: --query.results-cache.offset.").Default("0s").DurationVar(&serveOpts.resultsCache.maxAge)
+	cmd.Flag("query.results-cache.data-clock", "The results cache's now is the newest sample written through this process, not the wall clock: for replays of old data (make bench-refresh).").Hidden().BoolVar(&serveOpts.resultsCache.dataClock)
 	cmd.Flag("query.engine", "The PromQL evaluator of /api/v1/query and query_range: promhbase (its own, on every core, for selectors, range functions, aggregations, classic histogram_quantile and simple binary operations, with Prometheus's engine for every other expression) or prometheus (Prometheus's engine for every query). Both give Prometheus's answers; see docs/query-engine.md.").Default(promapi.EnginePromhbase).EnumVar(&serveOpts.queryEngine, promapi.EnginePromhbase, promapi.EnginePrometheus)
 	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
 	cmd.Flag("web.cors.origin", `Regex of the origins allowed cross-origin query API requests, fully anchored, as Prometheus's flag.`).Default(".*").StringVar(&serveOpts.corsOrigin)
@@ -245,6 +258,14 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
 	}
+	rc := serveOpts.resultsCache
+	if rc.offset < 0 || rc.maxAge < 0 {
+		return fmt.Errorf("--query.results-cache.offset=%s, --query.results-cache.max-age=%s: must not be negative", rc.offset, rc.maxAge)
+	}
+	if serveOpts.ha.enabled && rc.maxBytes > 0 && rc.offset < serveOpts.ha.failover {
+		return fmt.Errorf("--query.results-cache.offset=%s is shorter than --ha-tracker.failover-timeout=%s: the samples of a replica elected after a failover would land in kept steps", rc.offset, serveOpts.ha.failover)
+	}
+	resultsCache := resultcache.New(resultcache.Options{MaxBytes: int64(rc.maxBytes), Offset: rc.offset, MaxAge: rc.maxAge, DataClock: rc.dataClock, Registerer: reg})
 	srvCfg := server.Config{
 		Layout: cfg.layout,
 		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable},
@@ -272,10 +293,11 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
 			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features),
 			Engine: serveOpts.queryEngine},
-		Web:        web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
-		Pprof:      serveOpts.enablePprof,
-		Registerer: reg,
-		Logger:     logger,
+		Web:          web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
+		Pprof:        serveOpts.enablePprof,
+		ResultsCache: resultsCache,
+		Registerer:   reg,
+		Logger:       logger,
 	}
 	var handler http.Handler
 	var stopBackground func()

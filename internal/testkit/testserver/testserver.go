@@ -28,6 +28,7 @@ import (
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
@@ -61,6 +62,11 @@ type Options struct {
 	// Tenants, when set, serves tenants (server.Tenants), each in its
 	// namespace of st's tables.
 	Tenants *TenantOptions
+	// ResultsCache, when set, keeps the answers of range queries
+	// (server.Config.ResultsCache).
+	ResultsCache *resultcache.Cache
+	// Retention, when set, configures the retention cycles.
+	Retention *server.RetentionConfig
 }
 
 // TenantOptions configure a multi-tenant test server.
@@ -127,6 +133,8 @@ type Server struct {
 	// it creates a tenant's tables.
 	Tenants   *server.Tenants
 	Provision func(ctx context.Context, ns string) error
+	// Server is the wired server (SetLimits); nil with tenants.
+	Server *server.Server
 }
 
 // Start serves promhbase over st's tables on a loopback HTTP server
@@ -197,9 +205,13 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 		Compaction: server.CompactionConfig{Enabled: true, Grace: compact.DefaultGrace,
 			MaxRowsPerHour: compact.DefaultMaxRowsPerHour, Concurrency: 4},
 		Query: qopts, Adapter: opts.Adapter,
-		EnableAdmin: opts.EnableAdmin,
-		API:         promapi.Options{Version: "test"},
-		Registerer:  reg, Logger: opts.Logger,
+		EnableAdmin:  opts.EnableAdmin,
+		API:          promapi.Options{Version: "test"},
+		ResultsCache: opts.ResultsCache,
+		Registerer:   reg, Logger: opts.Logger,
+	}
+	if opts.Retention != nil {
+		cfg.Retention = *opts.Retention
 	}
 	if opts.Rollup != nil {
 		cfg.Rollup = *opts.Rollup
@@ -218,5 +230,5 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Start())
-	return &Server{Handler: s.Handler(), Mapper: m}
+	return &Server{Handler: s.Handler(), Mapper: m, Server: s}
 }
