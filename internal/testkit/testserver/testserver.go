@@ -156,7 +156,12 @@ func (s *Server) Write(t testing.TB, req *prompb.WriteRequest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(s.URL+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	hr, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		t.Fatal(err)
 	}
