@@ -199,24 +199,21 @@ func restrict(m promql.Matrix, start, end int64) promql.Matrix {
 }
 
 func cutFloats(ps []promql.FPoint, start, end int64) []promql.FPoint {
-	i := 0
-	for i < len(ps) && ps[i].T < start {
-		i++
-	}
-	j := len(ps)
-	for j > i && ps[j-1].T > end {
-		j--
-	}
-	return ps[i:j:j]
+	return cut(ps, start, end, func(p promql.FPoint) int64 { return p.T })
 }
 
 func cutHistograms(ps []promql.HPoint, start, end int64) []promql.HPoint {
+	return cut(ps, start, end, func(p promql.HPoint) int64 { return p.T })
+}
+
+// cut returns the points of ps (in time order) from start to end.
+func cut[P any](ps []P, start, end int64, t func(P) int64) []P {
 	i := 0
-	for i < len(ps) && ps[i].T < start {
+	for i < len(ps) && t(ps[i]) < start {
 		i++
 	}
 	j := len(ps)
-	for j > i && ps[j-1].T > end {
+	for j > i && t(ps[j-1]) > end {
 		j--
 	}
 	return ps[i:j:j]
