@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/util/teststorage"
+
+	"github.com/promhbase/promhbase/query"
 )
 
 const (
@@ -391,4 +393,44 @@ type hookQueryable struct {
 func (h hookQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	h.hook()
 	return h.q.Querier(mint, maxt)
+}
+
+// TestFromStep: the evaluation of the steps not kept starts the window
+// functions' downsampling markers at its first step; the points
+// functions' markers and other queries are left as they are.
+func TestFromStep(t *testing.T) {
+	start, from := time.UnixMilli(3_600_000), time.UnixMilli(7_200_000)
+	marker := func(fn string, s int64) string {
+		return fmt.Sprintf(`x{%s="%s;5m;300000;0;%d;86400000;60000;0;86400000"}`, query.DownsampleLabel, fn, s)
+	}
+	for _, tc := range []struct {
+		name, qs, want string
+		s              time.Time
+	}{
+		{"rate", `sum(` + marker("rate", 3_600_000) + `)`, `sum(` + marker("rate", 7_200_000) + `)`, from},
+		{"two markers", marker("max_over_time", 3_600_000) + ` / ` + marker("last", 3_600_000),
+			marker("max_over_time", 7_200_000) + ` / ` + marker("last", 7_200_000), from},
+		{"points keep their range", marker("points_avg", 3_600_000), marker("points_avg", 3_600_000), from},
+		{"from the start", marker("rate", 3_600_000), marker("rate", 3_600_000), start},
+		{"no marker", `sum(rate(x[5m]))`, `sum(rate(x[5m]))`, from},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := parser.NewParser(parser.Options{})
+			expr, err := p.ParseExpr(tc.qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := expr.String()
+			want, err := p.ParseExpr(tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fromStep(expr.String(), expr, start, tc.s); got != want.String() {
+				t.Fatalf("fromStep = %s\nwant      %s", got, want)
+			}
+			if expr.String() != before {
+				t.Fatalf("fromStep changed the expression: %s", expr)
+			}
+		})
+	}
 }

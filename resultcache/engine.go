@@ -50,13 +50,16 @@ func (e *Engine) NewInstantQuery(ctx context.Context, q storage.Queryable, opts 
 
 // NewRangeQuery returns a query answered from the cache where it can be.
 func (e *Engine) NewRangeQuery(ctx context.Context, q storage.Queryable, opts promql.QueryOpts, qs string, start, end time.Time, step time.Duration) (promql.Query, error) {
-	inner := func(s time.Time) (promql.Query, error) { return e.next.NewRangeQuery(ctx, q, opts, qs, s, end, step) }
+	var expr parser.Expr // set below, before inner is called past start
+	inner := func(s time.Time) (promql.Query, error) {
+		return e.next.NewRangeQuery(ctx, q, opts, fromStep(qs, expr, start, s), s, end, step)
+	}
 	if !e.c.Enabled() || bypassed(ctx) || step <= 0 || end.Before(start) {
 		e.c.m.bypassed.Inc()
 		return inner(start)
 	}
-	expr, err := e.parser.ParseExpr(qs)
-	if err != nil {
+	var err error
+	if expr, err = e.parser.ParseExpr(qs); err != nil {
 		return inner(start) // the wrapped engine words the error
 	}
 	lookback := e.lookback
@@ -299,6 +302,51 @@ func analyze(expr parser.Expr, lookback int64) (int64, string, bool) {
 		return 0, "", false
 	}
 	return w, normalise(expr), true
+}
+
+// fromStep returns qs for an evaluation from step s on instead of start:
+// the downsampling markers of the window functions in expr (their
+// selection computes the windows of every step from the marker's start)
+// start at s. qs itself when s is start or there is no such marker. The
+// marker's other fields (the built span, the resolution) stay, so the
+// steps from s on are those of the whole evaluation.
+func fromStep(qs string, expr parser.Expr, start, s time.Time) string {
+	if !s.After(start) || !strings.Contains(qs, query.DownsampleLabel) {
+		return qs
+	}
+	type swap struct {
+		vs *parser.VectorSelector
+		i  int
+		m  *labels.Matcher
+	}
+	var swaps []swap
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for i, m := range vs.LabelMatchers {
+			parts := strings.Split(m.Value, ";")
+			if m.Name != query.DownsampleLabel || len(parts) < 6 {
+				continue
+			}
+			if f, ok := query.ParseWindowFunc(parts[0]); !ok || f == query.WinPointsAvg || f == query.WinPointsLast {
+				continue // the points functions take their range from the engine's hints
+			}
+			parts[4] = strconv.FormatInt(s.UnixMilli(), 10)
+			swaps = append(swaps, swap{vs, i, m})
+			vs.LabelMatchers[i] = &labels.Matcher{Type: m.Type, Name: m.Name, Value: strings.Join(parts, ";")}
+		}
+		return nil
+	})
+	if len(swaps) == 0 {
+		return qs
+	}
+	out := expr.String()
+	for _, sw := range swaps {
+		sw.vs.LabelMatchers[sw.i] = sw.m
+	}
+	return out
 }
 
 // markerReach is how far back a downsampled selection reads beyond the
