@@ -314,37 +314,15 @@ func fromStep(qs string, expr parser.Expr, start, s time.Time) string {
 	if !s.After(start) || !strings.Contains(qs, query.DownsampleLabel) {
 		return qs
 	}
-	type swap struct {
-		vs *parser.VectorSelector
-		i  int
-		m  *labels.Matcher
-	}
-	var swaps []swap
-	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-		vs, ok := n.(*parser.VectorSelector)
-		if !ok {
-			return nil
+	out, changed := printMarkers(expr, func(parts []string) bool {
+		if f, ok := query.ParseWindowFunc(parts[0]); !ok || f == query.WinPointsAvg || f == query.WinPointsLast {
+			return false // the points functions take their range from the engine's hints
 		}
-		for i, m := range vs.LabelMatchers {
-			parts := strings.Split(m.Value, ";")
-			if m.Name != query.DownsampleLabel || len(parts) < 6 {
-				continue
-			}
-			if f, ok := query.ParseWindowFunc(parts[0]); !ok || f == query.WinPointsAvg || f == query.WinPointsLast {
-				continue // the points functions take their range from the engine's hints
-			}
-			parts[4] = strconv.FormatInt(s.UnixMilli(), 10)
-			swaps = append(swaps, swap{vs, i, m})
-			vs.LabelMatchers[i] = &labels.Matcher{Type: m.Type, Name: m.Name, Value: strings.Join(parts, ";")}
-		}
-		return nil
+		parts[4] = strconv.FormatInt(s.UnixMilli(), 10)
+		return true
 	})
-	if len(swaps) == 0 {
+	if !changed {
 		return qs
-	}
-	out := expr.String()
-	for _, sw := range swaps {
-		sw.vs.LabelMatchers[sw.i] = sw.m
 	}
 	return out
 }
@@ -365,6 +343,17 @@ func markerReach(v string) int64 {
 // normalise prints expr, the start and end fields of downsampling markers
 // blanked (expr is left as it was).
 func normalise(expr parser.Expr) string {
+	s, _ := printMarkers(expr, func(parts []string) bool {
+		parts[4], parts[5] = "", ""
+		return true
+	})
+	return s
+}
+
+// printMarkers prints expr with each downsampling marker's fields (split
+// at ';', at least 6) as edit leaves them where it reports a change, and
+// whether it did; expr is left as it was.
+func printMarkers(expr parser.Expr, edit func(parts []string) bool) (string, bool) {
 	type swap struct {
 		vs *parser.VectorSelector
 		i  int
@@ -377,17 +366,18 @@ func normalise(expr parser.Expr) string {
 			return nil
 		}
 		for i, m := range vs.LabelMatchers {
-			if parts := strings.Split(m.Value, ";"); m.Name == query.DownsampleLabel && len(parts) > 5 {
-				parts[4], parts[5] = "", ""
-				swaps = append(swaps, swap{vs, i, m})
-				vs.LabelMatchers[i] = &labels.Matcher{Type: m.Type, Name: m.Name, Value: strings.Join(parts, ";")}
+			parts := strings.Split(m.Value, ";")
+			if m.Name != query.DownsampleLabel || len(parts) < 6 || !edit(parts) {
+				continue
 			}
+			swaps = append(swaps, swap{vs, i, m})
+			vs.LabelMatchers[i] = &labels.Matcher{Type: m.Type, Name: m.Name, Value: strings.Join(parts, ";")}
 		}
 		return nil
 	})
-	s := expr.String()
+	out := expr.String()
 	for _, sw := range swaps {
 		sw.vs.LabelMatchers[sw.i] = sw.m
 	}
-	return s
+	return out, len(swaps) > 0
 }
