@@ -24,10 +24,12 @@ import (
 //
 //	promhbase.first   the first hour built
 //	promhbase.next    the hour after the last one built
-//	promhbase.want    the first hour to build: the hours [want, first)
-//	                  are built backwards, hour by hour, in the
-//	                  background (the data's oldest hour at the first
-//	                  start; lowered by writes into earlier hours)
+//	promhbase.want    the oldest hour written: the data's oldest hour at
+//	                  the first start, lowered by writes into earlier
+//	                  hours. The hours [want-1h, first) are built
+//	                  backwards, hour by hour, in the background: a
+//	                  window is (S, S+W], so the last window of the hour
+//	                  before want holds a sample at want's first instant.
 //
 // The rollups of every hour in [first, next) are built, but for hours a
 // late write made stale since (which only the process that took the
@@ -45,7 +47,7 @@ const (
 	progressWant  = "promhbase.want"
 )
 
-// ReadWant returns the first hour wanted (Unix s; ok false: none
+// ReadWant returns the oldest hour written (Unix s; ok false: none
 // recorded).
 func ReadWant(ctx context.Context, st store.Store, table string) (want int64, ok bool, err error) {
 	row, err := st.Get(ctx, table, progressRow, Family)
@@ -60,7 +62,7 @@ func ReadWant(ctx context.Context, st store.Store, table string) (want int64, ok
 	return 0, false, nil
 }
 
-// LowerWant records want as the first hour wanted unless an earlier one
+// LowerWant records want as the oldest hour written unless an earlier one
 // is recorded.
 func LowerWant(ctx context.Context, st store.Store, table string, want int64) error {
 	for range 16 {
@@ -197,7 +199,7 @@ type Scheduler struct {
 
 	mu          sync.Mutex
 	first, next int64              // recorded progress (Unix s); next 0: not read yet
-	want        int64              // the first hour wanted (Unix s)
+	want        int64              // the oldest hour written (Unix s): [want-1h, first) is to build
 	wantNoted   bool               // want was lowered by NoteRows: record it
 	dirty       map[int64]struct{} // built hours a write changed since
 	building    int64              // the hour being built (-1: none): a write into it makes it stale
@@ -266,7 +268,7 @@ func (s *Scheduler) Span() (from, to int64) {
 		to = s.first
 	}
 	from = s.first * 1000
-	if s.next > 0 && s.first <= s.want && to > s.first {
+	if s.next > 0 && s.first <= s.want-mapping.MaxTimespan && to > s.first {
 		from = 0
 	}
 	return from, to * 1000
@@ -279,9 +281,11 @@ func (s *Scheduler) Covered() int64 {
 }
 
 // NoteRows tells the scheduler of rows written to the data table: a row
-// of an hour already built makes that hour's rollups (and the previous
-// hour's, whose last window holds the row's first millisecond) stale
-// until the next check builds them again.
+// of hour H makes the rollups of H and of the hour before (whose last
+// window holds H's first millisecond) stale where they are built, until
+// the next check builds them again; a row older than every hour written
+// before lowers the oldest hour written, and the check builds the hours
+// before the built span backwards.
 func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -298,24 +302,17 @@ func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
 			// The build may have read the row before the write.
 			s.dirty[s.building] = struct{}{}
 		}
-		if h == s.lastNoted || h >= s.next {
+		if h == s.lastNoted || h > s.next {
 			continue
 		}
 		s.lastNoted = h
-		if h < s.first {
-			// Before the built span: built backwards in the background.
-			if h < s.want {
-				s.want, s.wantNoted = h, true
-			}
-			if h+mapping.MaxTimespan < s.first {
-				continue
-			}
+		if h < s.want {
+			s.want, s.wantNoted = h, true
 		}
-		if h >= s.first {
-			s.dirty[h] = struct{}{}
-		}
-		if h-mapping.MaxTimespan >= s.first {
-			s.dirty[h-mapping.MaxTimespan] = struct{}{}
+		for _, b := range []int64{h, h - mapping.MaxTimespan} {
+			if b >= s.first && b < s.next {
+				s.dirty[b] = struct{}{}
+			}
 		}
 	}
 }
@@ -360,22 +357,22 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 			s.opts.Logger.Warn("rollups: cannot read progress; retrying at the next check", "err", err)
 			return false
 		}
-		if !ok {
+		// The first check of this process: the data's oldest hour, in
+		// case a write older than the oldest recorded was taken by a
+		// process that stopped before recording it.
+		oldest, found, err := s.b.OldestHour(ctx)
+		if err == nil && found && oldest <= max(due, n) {
+			err = LowerWant(ctx, s.st, s.table, oldest)
+		}
+		if !ok && err == nil {
 			// The first start: forwards from the hour due now, and
-			// backwards over the data already there from its oldest
-			// hour.
-			oldest, found, err := s.b.OldestHour(ctx)
-			if err == nil && found && oldest < due {
-				err = LowerWant(ctx, s.st, s.table, oldest)
-			}
-			if err == nil {
-				first, n, err = RecordProgress(ctx, s.st, s.table, due, due)
-			}
-			if err != nil {
-				s.failures.Inc()
-				s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
-				return false
-			}
+			// backwards over the data already there.
+			first, n, err = RecordProgress(ctx, s.st, s.table, due, due)
+		}
+		if err != nil {
+			s.failures.Inc()
+			s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
+			return false
 		}
 		want, wok, err := ReadWant(ctx, s.st, s.table)
 		if err != nil {
@@ -383,10 +380,12 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 			return false
 		}
 		if !wok {
-			want = first
+			// Nothing written before the span: no hour before it
+			// to build.
+			want = first + mapping.MaxTimespan
 		}
 		s.mu.Lock()
-		s.first, s.next, s.want = first, n, min(want, first)
+		s.first, s.next, s.want = first, n, min(want, first+mapping.MaxTimespan)
 		s.mu.Unlock()
 		next = n
 	}
@@ -430,7 +429,7 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 			s.mu.Unlock()
 		}
 	}
-	for h := first - mapping.MaxTimespan; h >= want && built < s.opts.MaxHoursPerCycle; h -= mapping.MaxTimespan {
+	for h := first - mapping.MaxTimespan; h >= want-mapping.MaxTimespan && h >= 0 && built < s.opts.MaxHoursPerCycle; h -= mapping.MaxTimespan {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -453,7 +452,7 @@ func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return built > 0 && (s.next <= due || s.first > s.want)
+	return built > 0 && (s.next <= due || s.first > max(s.want-mapping.MaxTimespan, 0))
 }
 
 // buildAndRecord builds hour h and records it as built.

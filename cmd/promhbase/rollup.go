@@ -16,7 +16,7 @@ type rollupCmd struct{ hourCmd }
 func registerRollup(app *kingpin.Application) *rollupCmd {
 	c := &rollupCmd{}
 	c.register(app, "rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.",
-		"built", "Metric and salt-bucket scans run at once.", "2")
+		"built (the hour before, when it falls on an hour's first instant: a window is (S, S+W], so that hour's last window holds it)", "Metric and salt-bucket scans run at once.", "2")
 	return c
 }
 
@@ -52,7 +52,10 @@ func (c *rollupCmd) run(cfg *config) error {
 		return fmt.Errorf("the rollup configuration has no interval that divides an hour: nothing to build")
 	}
 	const hour = mapping.MaxTimespan
-	first := max(from/1000, 0) / hour * hour
+	// The hour whose windows hold --start: a window is (S, S+W], so a
+	// start on an hour's first instant is in the last window of the
+	// hour before.
+	first := max(from-1, 0) / 1000 / hour * hour
 	// The last hour whose next hour has started (its last window holds
 	// the next hour's first millisecond).
 	last := min(to/1000/hour*hour, time.Now().Unix()/hour*hour-hour)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
@@ -51,7 +52,7 @@ func testBytes(t *testing.T, layout mapping.Layout) {
 	st, tables := newTables(t, "bytes", layout)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	ph := startPromhbase(t, st, tables, layout)
+	ph := startPromhbase(t, st, tables, layout, testserver.Options{})
 	d := startTSD(t, tables, layout, "tsd.storage.enable_compaction = false")
 	b := time.Now().Add(-3*time.Hour).Unix() / 3600 * 3600 // an hour that ended
 

@@ -116,11 +116,15 @@ type promhbase struct {
 	mapper *series.Mapper
 	write  remote.WriteClient
 	read   remote.ReadClient
+	srv    *testserver.Server
 }
 
-func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, layout mapping.Layout) *promhbase {
+// startPromhbase serves promhbase over st's tables, reading as a second
+// process would (testserver.Options.ColdReads), with opts' other options.
+func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, layout mapping.Layout, opts testserver.Options) *promhbase {
 	t.Helper()
-	srv := testserver.Start(t, st, tables, layout, testserver.Options{ColdReads: true})
+	opts.ColdReads = true
+	srv := testserver.Start(t, st, tables, layout, opts)
 	wu, _ := url.Parse(srv.URL + "/api/v1/write")
 	ru, _ := url.Parse(srv.URL + "/api/v1/read")
 	wc, err := remote.NewWriteClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: wu}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType})
@@ -131,7 +135,7 @@ func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, lay
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &promhbase{url: srv.URL, mapper: srv.Mapper, write: wc, read: rc}
+	return &promhbase{url: srv.URL, mapper: srv.Mapper, write: wc, read: rc, srv: srv}
 }
 
 type point struct {
@@ -308,7 +312,7 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	st, tables := newTables(t, "interop", layout)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	ph := startPromhbase(t, st, tables, layout)
+	ph := startPromhbase(t, st, tables, layout, testserver.Options{})
 	d := startTSD(t, tables, layout)
 
 	// Hours that ended long ago, so that OpenTSDB compacts what it reads.

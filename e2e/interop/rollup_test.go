@@ -14,15 +14,19 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // TestOpenTSDBReadsRollups: a TSD given promhbase's rollup configuration
 // (tsd.rollups.config, the JSON Config.AppendJSON writes) reads the
-// rollups rollup.Builder computed from samples written through promhbase:
+// rollups serve's background builder (rollup.Scheduler, started on empty
+// tables) computed from a backfill written through promhbase:
 // /api/query with downsample 1h-sum, -count, -min, -max and -avg (and the
 // same at 5m) answers, for every window, what promhbase computed (read
 // back with rollup.Decoder, itself checked against the samples with the
@@ -30,10 +34,12 @@ import (
 // hold promhbase's own aggregation ids (64 on), which the TSD's scans
 // must leave out for its answers to be right.
 //
-// The data runs from 2024-02-29T22:00Z over three hours, so the 5m
-// table's rows (1d span) and the 1h table's rows (1n span) change at
+// The data runs from exactly 2024-02-29T22:00Z over three hours, so the
+// 5m table's rows (1d span) and the 1h table's rows (1n span) change at
 // midnight, the first of March; the samples fall every 15 s, on every
-// 5-minute and hour boundary.
+// 5-minute and hour boundary. The first sample's windows end at 22:00
+// and belong to the hour before the data's first: the builder builds
+// that hour too.
 func TestOpenTSDBReadsRollups(t *testing.T) { bothLayouts(t, testRollups) }
 
 const (
@@ -73,13 +79,13 @@ func sortedKeys(m map[string]string) []string {
 
 // rollupTestSeries returns a counter with resets (one exactly on an hour
 // boundary) and two gauges with non-integer values, sampled every 15 s
-// from a minute before h0 to a minute after h0+3h.
+// from h0 to a minute after h0+3h.
 func rollupTestSeries() []rollupSeries {
 	counter := rollupSeries{metric: "rollup_requests_total", tags: map[string]string{"job": "api", "instance": "a"}}
 	gaugeA := rollupSeries{metric: "rollup_temperature", tags: map[string]string{"job": "api", "instance": "a"}}
 	gaugeB := rollupSeries{metric: "rollup_temperature", tags: map[string]string{"job": "api", "instance": "b"}}
 	c := 5000.0
-	for i := -4; i <= rollupHours*240+4; i++ {
+	for i := 0; i <= rollupHours*240+4; i++ {
 		tms := (rollupH0 + int64(i)*15) * 1000
 		switch i {
 		case 300: // h0+1h15m, a 5-minute boundary
@@ -125,38 +131,37 @@ func newRollupTables(t *testing.T, layout mapping.Layout) (*hbase.Store, testbac
 
 func testRollups(t *testing.T, layout mapping.Layout) {
 	st, tables := newRollupTables(t, layout)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ph := startPromhbase(t, st, tables, layout)
+	// 1. serve's background builder, started on empty tables, its clock
+	// an hour and a quarter after the data's last hour began.
+	cfg := tables.RollupConfig()
+	ph := startPromhbase(t, st, tables, layout, testserver.Options{Rollup: &server.RollupConfig{Enabled: true, Config: cfg,
+		CheckInterval: 20 * time.Millisecond, Now: func() time.Time { return time.Unix(rollupH0+(rollupHours+1)*3600+15*60, 0) }}})
+	waitGauge(t, ph, "the first check", func(until, _, _ float64) bool { return until > 0 })
 
-	// 1. Samples through promhbase's remote write.
+	// 2. Samples through promhbase's remote write, older than every hour
+	// built: the builder builds backwards down to the hour before the
+	// first sample's.
 	all := rollupTestSeries()
 	var req []prompb.TimeSeries
 	for _, s := range all {
 		req = append(req, s.prompb())
 	}
 	ph.send(t, req)
-
-	// 2. The rollups of the three complete hours.
-	cfg := tables.RollupConfig()
+	waitGauge(t, ph, "the backfill's rollups", func(until, from, stale float64) bool {
+		return from == 0 && stale == 0 && until == float64(rollupH0+(rollupHours+1)*3600)
+	})
 	b, err := rollup.NewBuilder(st, rollup.Options{Config: cfg, DataTable: tables.Data, UIDTable: tables.UID, Layout: layout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for h := rollupH0; h < rollupH0+rollupHours*3600; h += 3600 {
-		stats, err := b.BuildHour(ctx, h)
-		if err != nil {
-			t.Fatalf("build hour %d: %v", h, err)
-		}
-		t.Logf("built %s: %d series, %d rows, %d cells", time.Unix(h, 0).UTC().Format(time.RFC3339), stats.Series, stats.Rows, stats.Cells)
-	}
 
-	// What promhbase computed, read back, and checked against the samples.
+	// 3. What promhbase computed, read back, and checked against the
+	// samples: every window, the first sample's included.
 	ids, err := cfg.IDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, to := rollupH0*1000, (rollupH0+rollupHours*3600)*1000
+	from, to := (rollupH0-3600)*1000, (rollupH0+(rollupHours+1)*3600)*1000
 	type key struct {
 		series   int
 		interval string
@@ -177,15 +182,15 @@ func testRollups(t *testing.T, layout mapping.Layout) {
 		}
 	}
 
-	// 3. A TSD with the same rollup configuration.
+	// 4. A TSD with the same rollup configuration.
 	cfgFile := filepath.Join(t.TempDir(), "rollups.json")
 	if err := os.WriteFile(cfgFile, cfg.AppendJSON(nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d := startTSD(t, tables, layout, "tsd.rollups.enable = true", "tsd.rollups.config = "+cfgFile)
 
-	// 4. Every aggregate of every series at both intervals, over the three
-	// hours and the next one (which has no rollups: no point there, as
+	// 5. Every aggregate of every series at both intervals, over the hours
+	// built and the next one (which has no rollups: no point there, as
 	// the TSD does not fall back to raw data).
 	for _, iv := range b.Intervals() {
 		width := iv.Seconds() * 1000
@@ -332,4 +337,23 @@ func (d *tsd) queryRollup(t *testing.T, start, end int64, metric string, tags ma
 	t.Helper()
 	return onePoints(t, metric, d.queryAPI(t, start, end,
 		map[string]any{"aggregator": "sum", "metric": metric, "tags": tags, "downsample": ds, "rollupUsage": "ROLLUP_NOFALLBACK"}))
+}
+
+// waitGauge polls the rollup builder's gauges of ph (built until, built
+// from, hours stale) until done holds, failing t after two minutes.
+func waitGauge(t *testing.T, ph *promhbase, what string, done func(until, from, stale float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		g := func(name string) float64 { return testproc.GatherSum(t, ph.srv.Registry, name) }
+		until, from, stale := g("promhbase_rollup_built_until_timestamp_seconds"), g("promhbase_rollup_built_from_timestamp_seconds"),
+			g("promhbase_rollup_hours_stale")
+		if done(until, from, stale) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not done after two minutes (built until %v, from %v, %v hours stale)", what, until, from, stale)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -117,7 +117,7 @@ func startTenants(t testing.TB, st store.Store, tables testbackend.Tables, layou
 			ts.ServeHTTP(w, r)
 		})
 	}
-	return &Server{Handler: h, Tenants: ts, Provision: tc.Provision}
+	return &Server{Handler: h, Tenants: ts, Provision: tc.Provision, Registry: reg}
 }
 
 // Server is a running in-process promhbase.
@@ -135,6 +135,8 @@ type Server struct {
 	Provision func(ctx context.Context, ns string) error
 	// Server is the wired server (SetLimits); nil with tenants.
 	Server *server.Server
+	// Registry holds the server's metrics (testproc.GatherSum).
+	Registry *prometheus.Registry
 }
 
 // Start serves promhbase over st's tables on a loopback HTTP server
@@ -235,5 +237,5 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Start())
-	return &Server{Handler: s.Handler(), Mapper: m, Server: s}
+	return &Server{Handler: s.Handler(), Mapper: m, Server: s, Registry: reg}
 }
