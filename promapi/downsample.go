@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -37,7 +38,22 @@ type Downsampling struct {
 	// interval: windows ending in (from, to] are read from rollups, the
 	// others computed from raw samples.
 	Span func(iv rollup.Interval) (from, to int64)
+	// Approximate makes auto read rollups as Thanos does
+	// (--query.auto-downsampling.approximate), as an explicit
+	// max_source_resolution always does: a step reads the whole windows
+	// of its range rounded to the windows, a plain selector the average
+	// of the window before the step. Off, auto answers exactly.
+	Approximate bool
+	// MinRolledShare is the least share of an exact selection's span
+	// it reads from rollups (query.WindowRequest.RolledShare) for it to
+	// read them at all: below it, the evaluator reads raw samples faster.
+	// 0: 0.5; negative: any share.
+	MinRolledShare float64
 }
+
+// Approximate is what ResolutionHeader adds when an answer read rollups
+// approximately (see Downsampling.Approximate).
+const approximateNote = "; approximate"
 
 // The functions that read one aggregate of the windows of their range,
 // evaluated by the query package per step.
@@ -59,6 +75,9 @@ type rewriter struct {
 	// start, end and step of the evaluation (ms; step 0: instant).
 	start, end, step int64
 	used             map[string]bool // resolution names read
+	// approx allows approximate selections (an explicit resolution, or
+	// Downsampling.Approximate); inexact records that one was made.
+	approx, inexact bool
 }
 
 // errLeave is downsample's answer for a request it leaves alone: one it
@@ -109,7 +128,9 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		return "raw", nil
 	case res == "" || res == "auto":
 		rw.maxRes = rw.step / 5
+		rw.approx = d.Approximate
 	default:
+		rw.approx = true
 		dur, err := parseDuration(res)
 		if err != nil || dur < 0 {
 			return "", fmt.Errorf("max_source_resolution %q: want 0s, raw, auto or a duration such as 5m", res)
@@ -130,7 +151,11 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		names = append(names, n)
 	}
 	slices.SortFunc(names, func(x, y string) int { return cmpResolution(d, x, y) })
-	return strings.Join(names, ","), nil
+	out := strings.Join(names, ",")
+	if rw.inexact {
+		out += approximateNote
+	}
+	return out, nil
 }
 
 func isRaw(s string) bool { return s == "raw" || s == "0s" || s == "0" }
@@ -273,6 +298,17 @@ func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser
 	req := &query.WindowRequest{Interval: iv, Func: f, Range: r, Offset: vs.OriginalOffset.Milliseconds(),
 		Start: rw.start, End: rw.end, Step: rw.step}
 	w := iv.Seconds() * 1000
+	aligned := r%w == 0 && floorModMs(rw.start-req.Offset, w) == 0 && rw.step%w == 0
+	if req.Exact = !rw.approx || aligned; req.Exact {
+		// Where most of the span is read raw anyway, the evaluator
+		// reads it faster.
+		if req.RolledShare() < cmp.Or(rw.d.MinRolledShare, defaultMinRolledShare) {
+			return nil
+		}
+		rw.note(req, rw.start-req.Offset-r, rw.end-req.Offset)
+		return marked(vs, req, false)
+	}
+	rw.inexact = true
 	span := max(w, (r+w/2)/w*w)
 	lo := floorDivMs(rw.start-req.Offset, w)*w - span
 	hi := floorDivMs(rw.end-req.Offset, w) * w
@@ -283,9 +319,10 @@ func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser
 // last rewrites a plain selector into the window average of each step, or
 // returns nil to leave it.
 func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
-	if inSub || !plain(vs) {
+	if inSub || !plain(vs) || !rw.approx {
 		return nil
 	}
+	rw.inexact = true
 	iv, ok := rw.interval(rw.maxRes)
 	if !ok {
 		return nil
@@ -301,7 +338,7 @@ func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
 // evaluates the function over them), when it can.
 func (rw *rewriter) points(f query.WindowFunc, ms *parser.MatrixSelector) {
 	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
-	if !ok || !plain(vs) || ms.RangeExpr != nil {
+	if !ok || !plain(vs) || ms.RangeExpr != nil || !rw.approx {
 		rw.used["raw"] = true
 		return
 	}
@@ -310,11 +347,17 @@ func (rw *rewriter) points(f query.WindowFunc, ms *parser.MatrixSelector) {
 		rw.used["raw"] = true
 		return
 	}
+	rw.inexact = true
 	req := &query.WindowRequest{Interval: iv, Func: f}
 	off := vs.OriginalOffset.Milliseconds()
 	rw.note(req, rw.start-off-ms.Range.Milliseconds(), rw.end-off)
 	ms.VectorSelector = marked(vs, req, true)
 }
+
+// defaultMinRolledShare is Downsampling.MinRolledShare's default.
+const defaultMinRolledShare = 0.5
+
+func floorModMs(a, b int64) int64 { return a - floorDivMs(a, b)*b }
 
 func floorDivMs(a, b int64) int64 {
 	q := a / b

@@ -315,7 +315,7 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	rec := &heldResponse{header: http.Header{}}
 	rec.header.Set(ResolutionHeader, res)
 	a.router.ServeHTTP(rec, r.WithContext(ctx))
-	if rep.Histograms.Load() {
+	if rep.Raw.Load() {
 		r.Form.Set("query", original)
 		w.Header().Set(ResolutionHeader, "raw")
 		a.router.ServeHTTP(w, r)

@@ -96,6 +96,13 @@ type WindowRequest struct {
 	// windows that end in (From, Covered] are read from the rollup table,
 	// the others computed from raw samples.
 	From, Covered int64
+	// Exact makes a range function's answer PromQL's own (the window
+	// functions but WinLast; see exact.go): each step reads exactly its
+	// range (t-Offset-Range, t-Offset], the rollup windows wholly inside
+	// it and raw samples for the windows a range's end cuts. Otherwise a
+	// step reads the whole windows of its range rounded to the windows
+	// (an approximation where steps or ranges are not whole windows).
+	Exact bool
 }
 
 // width is the window width in ms.
@@ -116,6 +123,9 @@ func (r *WindowRequest) steps() int {
 // at least one.
 func (r *WindowRequest) span() int64 {
 	w := r.width()
+	if r.Exact {
+		return r.Range
+	}
 	if r.Func == WinLast {
 		return w
 	}
@@ -146,6 +156,9 @@ func (r *WindowRequest) ends() (lo, hi int64) {
 	if r.Step > 0 {
 		last = r.Start + int64(r.steps()-1)*r.Step
 	}
+	if r.Exact {
+		return r.Start - r.Offset - r.Range, last - r.Offset
+	}
 	return r.aligned(r.Start) - r.span(), r.aligned(last)
 }
 
@@ -162,8 +175,11 @@ func (r *WindowRequest) sparse() (every, last, span int64) {
 }
 
 // stepRange returns the steps [from, to) whose range holds the window
-// ending at end.
-func (r *WindowRequest) stepRange(end int64) (from, to int) {
+// (start, end].
+func (r *WindowRequest) stepRange(start, end int64) (from, to int) {
+	if r.Exact {
+		return r.exactSteps(start, end)
+	}
 	n := r.steps()
 	if r.Step <= 0 {
 		a := r.aligned(r.Start)
@@ -191,7 +207,9 @@ type winAcc struct {
 	n      int   // windows added
 }
 
-func (a *winAcc) add(r *WindowRequest, w *rollup.Window) {
+// add adds w, the window (start, w.End] (a rollup window, or raw samples
+// of a part of one), to the ranges of the steps that hold it.
+func (a *winAcc) add(r *WindowRequest, start int64, w *rollup.Window) {
 	if a.n == 0 {
 		a.first = w.End
 	}
@@ -203,7 +221,7 @@ func (a *winAcc) add(r *WindowRequest, w *rollup.Window) {
 	if a.ranges == nil {
 		a.ranges = make([]rollup.Range, r.steps())
 	}
-	from, to := r.stepRange(w.End)
+	from, to := r.stepRange(start, w.End)
 	for j := from; j < to; j++ {
 		a.ranges[j].Add(w)
 	}
@@ -272,6 +290,11 @@ func (s *selection) addWindows(ctx context.Context, ser *Series, base uint32, ro
 	for i := range wins {
 		w := &wins[i]
 		if w.Has&need != need {
+			if r.Exact && w.Count > 0 {
+				// Not built by promhbase: the aggregates the answer
+				// needs are not there.
+				return r.mustReadRaw(ctx, ErrDownsampledIncomplete)
+			}
 			w.Count = 0 // not built by promhbase: no float aggregate to use
 		}
 		if r.points() {
@@ -283,7 +306,7 @@ func (s *selection) addWindows(ctx context.Context, ser *Series, base uint32, ro
 			}
 			ser.charged += 96
 		}
-		ser.acc.add(r, &w.Window)
+		ser.acc.add(r, w.End-r.width(), &w.Window)
 	}
 	return nil
 }
@@ -355,26 +378,18 @@ func (q *Querier) SelectWindows(ctx context.Context, b *Budget, r WindowRequest,
 	}
 	raw := func(lo, hi int64) error { return q.rawWindows(ctx, b, &r, lo, hi, matchers, put) }
 	// In time order, as the accumulators take windows.
-	from, to := max(lo, r.From), min(hi, r.Covered)
-	if from >= to {
-		from, to = hi, hi
-	}
-	for _, part := range []struct {
-		lo, hi int64
-		read   func(lo, hi int64) error
-	}{{lo, from, raw}, {from, to, rolled}, {to, hi, raw}} {
-		if part.lo < part.hi {
-			if err := part.read(part.lo, part.hi); err != nil {
-				return nil, err
-			}
+	for _, part := range r.parts(lo, hi) {
+		read := raw
+		if part.rolled {
+			read = rolled
+		}
+		if err := read(part.lo, part.hi); err != nil {
+			return nil, err
 		}
 	}
 	for _, a := range accs {
 		if a.histograms() {
-			if rep, ok := ctx.Value(reportKey{}).(*DownsampleReport); ok {
-				rep.Histograms.Store(true)
-			}
-			return nil, ErrDownsampledHistograms
+			return nil, r.mustReadRaw(ctx, ErrDownsampledHistograms)
 		}
 	}
 	slices.SortFunc(lset, labels.Compare)
@@ -414,24 +429,27 @@ func (q *Querier) rawWindows(ctx context.Context, b *Budget, r *WindowRequest, l
 		}
 		a := &winAcc{}
 		var w rollup.Window
+		var start int64
 		flush := func() {
 			if w.Count > 0 {
 				w.Finish()
-				a.add(r, &w)
+				a.add(r, start, &w)
 			}
 		}
+		cut := r.cutter()
 		for _, f := range fs {
-			end := -floorDiv(-f.T, width) * width
+			from, end := cut(f.T)
 			if end != w.End {
 				flush()
-				w = rollup.Window{End: end}
+				w, start = rollup.Window{End: end}, from
 			}
 			w.Add(f.T, f.V)
 		}
 		flush()
 		for _, h := range hs {
 			// Counted only: a range with histograms is answered raw.
-			a.add(r, &rollup.Window{End: -floorDiv(-h.T, width) * width, Histograms: 1})
+			end := -floorDiv(-h.T, width) * width
+			a.add(r, end-width, &rollup.Window{End: end, Histograms: 1})
 		}
 		put(cs.Labels, a)
 		return nil
@@ -495,6 +513,9 @@ func (r *WindowRequest) value(g *rollup.Range, t int64) (float64, bool) {
 	case WinAvg, WinLast:
 		return g.AvgValue(), true
 	case WinRate, WinIncrease:
+		if r.Exact {
+			return g.Rate(t-r.Offset-r.Range, t-r.Offset, true, r.Func == WinRate)
+		}
 		end := r.aligned(t)
 		span := r.span()
 		isRate := r.Func == WinRate
@@ -532,10 +553,13 @@ func (q *Querier) selectWindows(ctx context.Context, b *Budget, r *WindowRequest
 // DownsampleReport is what downsampled selections of one request report
 // to the query API (see WithDownsampleReport).
 type DownsampleReport struct {
-	// Histograms is set when a downsampled selection met native-histogram
-	// samples, which rollups do not hold: the request must be answered
-	// from raw samples (the selection failed with ErrDownsampledHistograms).
-	Histograms atomic.Bool
+	// Raw is set when a downsampled selection cannot answer: it met
+	// native-histogram samples, which rollups do not hold, or an exact
+	// selection met windows without the aggregates it needs (written by
+	// another writer). The request must be answered from raw samples (the
+	// selection failed with ErrDownsampledHistograms or
+	// ErrDownsampledIncomplete).
+	Raw atomic.Bool
 }
 
 type reportKey struct{}
@@ -557,6 +581,19 @@ func DownsampleReportFrom(ctx context.Context) *DownsampleReport {
 // histograms (see DownsampleReport).
 var ErrDownsampledHistograms = errors.New("query: native histograms are not downsampled; read them raw")
 
+// ErrDownsampledIncomplete fails an exact downsampled selection that met
+// rollup windows without the aggregates it needs (see DownsampleReport).
+var ErrDownsampledIncomplete = errors.New("query: rollup windows lack the aggregates an exact answer needs; read them raw")
+
+// mustReadRaw reports that the request must be answered from raw
+// samples, and returns err.
+func (r *WindowRequest) mustReadRaw(ctx context.Context, err error) error {
+	if rep, ok := ctx.Value(reportKey{}).(*DownsampleReport); ok {
+		rep.Raw.Store(true)
+	}
+	return err
+}
+
 // DownsampleLabel is the name of the matcher by which the query API asks
 // a Select for a downsampled selection (see WindowRequest.Marker): the
 // matcher is not matched against any label.
@@ -565,18 +602,23 @@ const DownsampleLabel = "__promhbase_downsample__"
 // Marker is the value of the DownsampleLabel matcher that asks for r
 // (the interval by name; IDs come from the Querier's configuration):
 //
-//	func;interval;range;offset;start;end;step;from;covered
+//	func;interval;range;offset;start;end;step;from;covered;exact
 //
+// (exact: 1 or 0).
 // The points functions take start and end from the engine's hints.
 func (r *WindowRequest) Marker() string {
-	return fmt.Sprintf("%s;%s;%d;%d;%d;%d;%d;%d;%d", r.Func, r.Interval.Name, r.Range, r.Offset, r.Start, r.End, r.Step, r.From, r.Covered)
+	exact := 0
+	if r.Exact {
+		exact = 1
+	}
+	return fmt.Sprintf("%s;%s;%d;%d;%d;%d;%d;%d;%d;%d", r.Func, r.Interval.Name, r.Range, r.Offset, r.Start, r.End, r.Step, r.From, r.Covered, exact)
 }
 
 // parseMarker reads a Marker.
 func (q *Querier) parseMarker(v string) (WindowRequest, error) {
 	var r WindowRequest
 	parts := strings.Split(v, ";")
-	if len(parts) != 9 || q.opts.Rollups == nil {
+	if len(parts) != 10 || q.opts.Rollups == nil {
 		return r, fmt.Errorf("%w: downsampling marker %q", errBadMarker, v)
 	}
 	f, ok := ParseWindowFunc(parts[0])
@@ -598,7 +640,15 @@ func (q *Querier) parseMarker(v string) (WindowRequest, error) {
 		}
 	}
 	r = WindowRequest{Interval: iv, IDs: ids, Func: f, Range: nums[0], Offset: nums[1], Start: nums[2], End: nums[3], Step: nums[4], From: nums[5], Covered: nums[6]}
-	if r.Range < 0 || r.Step < 0 || r.End < r.Start || (r.Step > 0 && (r.End-r.Start)/r.Step > maxWindowSteps) {
+	switch parts[9] {
+	case "1":
+		r.Exact = true
+	case "0":
+	default:
+		return r, fmt.Errorf("%w: exact %q", errBadMarker, parts[9])
+	}
+	if r.Range < 0 || r.Step < 0 || r.End < r.Start || (r.Step > 0 && (r.End-r.Start)/r.Step > maxWindowSteps) ||
+		(r.Exact && (r.Func == WinLast || r.points() || r.Range <= 0)) {
 		return r, fmt.Errorf("%w: %q", errBadMarker, v)
 	}
 	return r, nil

@@ -149,7 +149,7 @@ func (q *cachedQuery) Exec(ctx context.Context) *promql.Result {
 	// A downsampled selection that met native histograms fails the
 	// request's answer over to raw samples (promapi): nothing of it is kept.
 	rep := query.DownsampleReportFrom(ctx)
-	if horizon := c.now().Add(-c.opts.Offset).UnixMilli(); horizon >= startMs && (rep == nil || !rep.Histograms.Load()) {
+	if horizon := c.now().Add(-c.opts.Offset).UnixMilli(); horizon >= startMs && (rep == nil || !rep.Raw.Load()) {
 		last := startMs + (min(horizon, endMs)-startMs)/stepMs*stepMs
 		var w annotations.Annotations
 		c.store(&entry{key: q.k, start: startMs, end: last, window: q.window, mat: restrict(mat, startMs, last),

@@ -105,6 +105,11 @@ type RollupConfig struct {
 	// AutoDownsampling makes queries choose a resolution by their step
 	// unless they name one (max_source_resolution).
 	AutoDownsampling bool
+	// Approximate lets auto downsampling answer approximately
+	// (promapi.Downsampling.Approximate).
+	Approximate bool
+	// MinRolledShare is promapi.Downsampling.MinRolledShare (tests).
+	MinRolledShare float64
 	// CheckInterval is how often due hours are looked for (0: 30s).
 	CheckInterval time.Duration
 	// Now is the scheduler's clock (tests); nil: time.Now.
@@ -332,7 +337,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if s.rollups != nil {
 		rc := qopts.Rollups
 		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
-			Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
+			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
 	}
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")

@@ -67,6 +67,9 @@ type Options struct {
 	ResultsCache *resultcache.Cache
 	// Retention, when set, configures the retention cycles.
 	Retention *server.RetentionConfig
+	// Engine is the PromQL evaluator (promapi.Options.Engine); empty:
+	// promhbase's.
+	Engine string
 }
 
 // TenantOptions configure a multi-tenant test server.
@@ -213,7 +216,7 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 			MaxRowsPerHour: compact.DefaultMaxRowsPerHour, Concurrency: 4},
 		Query: qopts, Adapter: opts.Adapter,
 		EnableAdmin:  opts.EnableAdmin,
-		API:          promapi.Options{Version: "test"},
+		API:          promapi.Options{Version: "test", Engine: opts.Engine},
 		ResultsCache: opts.ResultsCache,
 		Registerer:   reg, Logger: opts.Logger,
 	}
