@@ -49,6 +49,11 @@ type Downsampling struct {
 	// read them at all: below it, the evaluator reads raw samples faster.
 	// 0: 0.5; negative: any share.
 	MinRolledShare float64
+	// RawFrom, when set, returns the oldest time (Unix ms) raw samples
+	// are kept to (--storage.retention.resolution-raw): a selection
+	// reaching before it reads the rollups approximately, and the answer
+	// warns of it.
+	RawFrom func() int64
 }
 
 // Approximate is what ResolutionHeader adds when an answer read rollups
@@ -78,6 +83,23 @@ type rewriter struct {
 	// approx allows approximate selections (an explicit resolution, or
 	// Downsampling.Approximate); inexact records that one was made.
 	approx, inexact bool
+	// rawFrom is Downsampling.RawFrom's answer (0: every raw sample
+	// kept); warnings are the answer's.
+	rawFrom  int64
+	warnings []string
+}
+
+// rawGone reports whether a selection reading back to lo (Unix ms) meets
+// raw samples retention deleted; the first time, it warns of it.
+func (rw *rewriter) rawGone(lo int64, iv rollup.Interval) bool {
+	if lo >= rw.rawFrom {
+		return false
+	}
+	if len(rw.warnings) == 0 {
+		rw.warnings = append(rw.warnings, fmt.Sprintf("raw samples before %s are deleted (--storage.retention.resolution-raw): "+
+			"the answer reads the %s rollups there and is approximate", time.UnixMilli(rw.rawFrom).UTC().Format(time.RFC3339), iv.Name))
+	}
+	return true
 }
 
 // errLeave is downsample's answer for a request it leaves alone: one it
@@ -88,24 +110,47 @@ var errLeave = errors.New("promapi: request left as it is")
 // the resolution it asks for (max_source_resolution, default auto when
 // d.Auto) and reports the resolutions it reads. It returns errLeave when
 // it cannot parse the request, which then goes on as it is.
-func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err error) {
+func (a *API) downsample(r *http.Request, instant bool) (resolutions string, warnings []string, err error) {
+	rw, err := a.rewrite(r, instant)
+	if err != nil || rw == nil {
+		return "raw", nil, err
+	}
+	names := make([]string, 0, len(rw.used))
+	for n := range rw.used {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(x, y string) int { return cmpResolution(rw.d, x, y) })
+	out := strings.Join(names, ",")
+	if rw.inexact {
+		out += approximateNote
+	}
+	return out, rw.warnings, nil
+}
+
+// rewrite rewrites the request's query for downsampling (see downsample);
+// nil: it reads raw samples only.
+func (a *API) rewrite(r *http.Request, instant bool) (*rewriter, error) {
 	d := a.opts.Downsampling
 	if err := r.ParseForm(); err != nil {
-		return "", errLeave
+		return nil, errLeave
 	}
 	res := r.Form.Get("max_source_resolution")
 	if d == nil || len(d.Intervals) == 0 {
 		if res != "" && !isRaw(res) && res != "auto" {
-			return "", fmt.Errorf("max_source_resolution %q: no rollups are configured", res)
+			return nil, fmt.Errorf("max_source_resolution %q: no rollups are configured", res)
 		}
-		return "raw", nil
+		return nil, nil
 	}
 	rw := &rewriter{d: d, used: map[string]bool{}}
+	if d.RawFrom != nil {
+		rw.rawFrom = d.RawFrom()
+	}
 	if instant {
 		t := time.Now()
 		if s := r.Form.Get("time"); s != "" {
+			var err error
 			if t, err = parseTime(s); err != nil {
-				return "", errLeave
+				return nil, errLeave
 			}
 		} else {
 			r.Form.Set("time", strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64))
@@ -116,16 +161,16 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		end, err2 := parseTime(r.Form.Get("end"))
 		step, err3 := parseDuration(r.Form.Get("step"))
 		if err1 != nil || err2 != nil || err3 != nil || step <= 0 || end.Before(start) {
-			return "", errLeave
+			return nil, errLeave
 		}
 		rw.start, rw.end, rw.step = start.UnixMilli(), end.UnixMilli(), step.Milliseconds()
 		if rw.step <= 0 || (rw.end-rw.start)/rw.step >= 11000 {
-			return "", errLeave
+			return nil, errLeave
 		}
 	}
 	switch {
 	case res == "" && !d.Auto, isRaw(res):
-		return "raw", nil
+		return nil, nil
 	case res == "" || res == "auto":
 		rw.maxRes = rw.step / 5
 		rw.approx = d.Approximate
@@ -133,29 +178,20 @@ func (a *API) downsample(r *http.Request, instant bool) (resolutions string, err
 		rw.approx = true
 		dur, err := parseDuration(res)
 		if err != nil || dur < 0 {
-			return "", fmt.Errorf("max_source_resolution %q: want 0s, raw, auto or a duration such as 5m", res)
+			return nil, fmt.Errorf("max_source_resolution %q: want 0s, raw, auto or a duration such as 5m", res)
 		}
 		rw.maxRes = dur.Milliseconds()
 	}
 	if rw.maxRes < d.Intervals[0].Seconds()*1000 {
-		return "raw", nil
+		return nil, nil
 	}
 	expr, err := a.parser.ParseExpr(r.Form.Get("query"))
 	if err != nil {
-		return "", errLeave
+		return nil, errLeave
 	}
 	expr = rw.expr(expr, false)
 	r.Form.Set("query", expr.String())
-	names := make([]string, 0, len(rw.used))
-	for n := range rw.used {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, func(x, y string) int { return cmpResolution(d, x, y) })
-	out := strings.Join(names, ",")
-	if rw.inexact {
-		out += approximateNote
-	}
-	return out, nil
+	return rw, nil
 }
 
 func isRaw(s string) bool { return s == "raw" || s == "0s" || s == "0" }
@@ -299,7 +335,8 @@ func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser
 		Start: rw.start, End: rw.end, Step: rw.step}
 	w := iv.Seconds() * 1000
 	aligned := r%w == 0 && floorModMs(rw.start-req.Offset, w) == 0 && rw.step%w == 0
-	if req.Exact = !rw.approx || aligned; req.Exact {
+	gone := !rw.approx && !aligned && rw.rawGone(rw.start-req.Offset-r, iv)
+	if req.Exact = (!rw.approx && !gone) || aligned; req.Exact {
 		// Where most of the span is read raw anyway, the evaluator
 		// reads it faster.
 		if req.RolledShare() < cmp.Or(rw.d.MinRolledShare, defaultMinRolledShare) {
@@ -319,14 +356,14 @@ func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser
 // last rewrites a plain selector into the window average of each step, or
 // returns nil to leave it.
 func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
-	if inSub || !plain(vs) || !rw.approx {
+	if inSub || !plain(vs) {
+		return nil
+	}
+	iv, ok := rw.interval(rw.maxRes)
+	if !ok || (!rw.approx && !rw.rawGone(rw.start-vs.OriginalOffset.Milliseconds()-iv.Seconds()*1000, iv)) {
 		return nil
 	}
 	rw.inexact = true
-	iv, ok := rw.interval(rw.maxRes)
-	if !ok {
-		return nil
-	}
 	req := &query.WindowRequest{Interval: iv, Func: query.WinLast, Offset: vs.OriginalOffset.Milliseconds(),
 		Start: rw.start, End: rw.end, Step: rw.step}
 	w := iv.Seconds() * 1000
@@ -338,12 +375,12 @@ func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
 // evaluates the function over them), when it can.
 func (rw *rewriter) points(f query.WindowFunc, ms *parser.MatrixSelector) {
 	vs, ok := ms.VectorSelector.(*parser.VectorSelector)
-	if !ok || !plain(vs) || ms.RangeExpr != nil || !rw.approx {
+	if !ok || !plain(vs) || ms.RangeExpr != nil {
 		rw.used["raw"] = true
 		return
 	}
 	iv, ok := rw.interval(min(rw.maxRes, ms.Range.Milliseconds()))
-	if !ok {
+	if !ok || (!rw.approx && !rw.rawGone(rw.start-vs.OriginalOffset.Milliseconds()-ms.Range.Milliseconds(), iv)) {
 		rw.used["raw"] = true
 		return
 	}

@@ -296,7 +296,7 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 		// As VictoriaMetrics's nocache=1; statistics are the evaluation's.
 		r = r.WithContext(resultcache.Bypass(r.Context()))
 	}
-	res, err := a.downsample(r, instant)
+	res, warnings, err := a.downsample(r, instant)
 	switch {
 	case errors.Is(err, errLeave):
 		res = ""
@@ -321,9 +321,37 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 		a.router.ServeHTTP(w, r)
 		return
 	}
+	body := rec.body.Bytes()
+	if len(warnings) > 0 {
+		body = addWarnings(body, warnings)
+		rec.header.Del("Content-Length")
+	}
 	maps.Copy(w.Header(), rec.header)
 	w.WriteHeader(cmp.Or(rec.code, http.StatusOK))
-	_, _ = w.Write(rec.body.Bytes())
+	_, _ = w.Write(body)
+}
+
+// addWarnings adds warnings to the "warnings" of a query API answer
+// (body unchanged when it is not one).
+func addWarnings(body []byte, warnings []string) []byte {
+	var resp map[string]json.RawMessage
+	if json.Unmarshal(body, &resp) != nil {
+		return body
+	}
+	var old []string
+	if w, ok := resp["warnings"]; ok && json.Unmarshal(w, &old) != nil {
+		return body
+	}
+	ws, err := json.Marshal(append(old, warnings...))
+	if err != nil {
+		return body
+	}
+	resp["warnings"] = ws
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // heldResponse holds a response until it is complete.

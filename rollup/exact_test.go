@@ -1,9 +1,13 @@
 package rollup_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +203,50 @@ func nodeSeries(rng *rand.Rand, from, to int64) []prompb.TimeSeries {
 		out = append(out, buckets...)
 	}
 	return out
+}
+
+// TestRawRetentionWarns: with raw samples kept a day and the rollups
+// longer, a query reaching past the raw samples kept is answered from the
+// rollups, approximately, and says so (X-Promhbase-Resolution and a
+// warning, as Thanos warns); one within the day stays exact and silent.
+func TestRawRetentionWarns(t *testing.T) {
+	st, tb := testbackend.NewWithRollups(t)
+	const hours = 72
+	H := int64(h0) * 1000
+	now := time.UnixMilli(H + (hours+1)*rollup.HourMs)
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{
+		Rollup: &server.RollupConfig{Enabled: true, AutoDownsampling: true, Config: tb.RollupConfig(), CheckInterval: 20 * time.Millisecond,
+			Now: func() time.Time { return now }},
+		Retention: &server.RetentionConfig{Raw: 24 * time.Hour, Interval: 50 * time.Millisecond, Now: func() time.Time { return now }}})
+	g := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "g"}, {Name: "job", Value: "a"}}}
+	for ts := H; ts < H+hours*rollup.HourMs; ts += 15_000 {
+		g.Samples = append(g.Samples, prompb.Sample{Timestamp: ts, Value: float64(ts/15_000%97) / 7})
+	}
+	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{g}})
+	waitFor(t, "the rollups and the raw retention", func() bool {
+		raw, _ := queryRange(t, srv.URL, "count_over_time(g[1h])", H+2*rollup.HourMs, H+20*rollup.HourMs, rollup.HourMs, "0s")
+		return testproc.GatherSum(t, srv.Registry, "promhbase_rollup_built_from_timestamp_seconds") == 0 && raw.points() == 0
+	})
+	ask := func(start, end int64) (promResult, string, []string) {
+		t.Helper()
+		v := url.Values{"query": {"max_over_time(g[1h])"}, "start": {strconv.FormatInt(start/1000, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
+			"step": {"2016"}}
+		body, header := post(t, srv.URL+"/api/v1/query_range", v, http.StatusOK)
+		var r struct {
+			Warnings []string `json:"warnings"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := queryRange(t, srv.URL, "max_over_time(g[1h])", start, end, 2016_000, "")
+		return res, header.Get("X-Promhbase-Resolution"), r.Warnings
+	}
+	old, res, warns := ask(H+5*rollup.HourMs+431_000, H+30*rollup.HourMs)
+	if res != "5m; approximate" || len(warns) != 1 || !strings.Contains(warns[0], "resolution-raw") || old.points() < 30 {
+		t.Errorf("past the raw samples kept: resolution %q, warnings %q, %d points", res, warns, old.points())
+	}
+	recent, res, warns := ask(H+50*rollup.HourMs+431_000, H+70*rollup.HourMs)
+	if strings.Contains(res, "approximate") || len(warns) != 0 || recent.points() < 30 {
+		t.Errorf("within the raw samples kept: resolution %q, warnings %q, %d points", res, warns, recent.points())
+	}
 }

@@ -338,6 +338,13 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		rc := qopts.Rollups
 		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
 			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
+		if r := cfg.Retention; r.Raw > 0 && (r.Time == 0 || r.Raw < r.Time) {
+			now := r.Now
+			if now == nil {
+				now = time.Now
+			}
+			popts.Downsampling.RawFrom = func() int64 { return now().Add(-r.Raw).UnixMilli() }
+		}
 	}
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
