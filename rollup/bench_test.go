@@ -23,8 +23,11 @@ import (
 // BenchmarkDownsampledQuery times 30-day query_range requests at a 1h
 // step over node_exporter-like counters and gauges (BENCH_SERIES series,
 // 20 by default, 15 s samples with jitter) read raw (max_source_resolution
-// =0s) and from the 5m rollups (auto), through the HTTP API of an
-// in-process server on the embedded store.
+// =0s) and with auto (exact: the 5m rollups inside each step's range, raw
+// samples where a range's end cuts a window), at steps on the windows'
+// ends and 7m11s after them, through the HTTP API of an in-process server
+// on the embedded store; and the errors of approximate answers (an
+// explicit max_source_resolution=5m) at unaligned steps.
 func BenchmarkDownsampledQuery(b *testing.B) {
 	series := 20
 	if n, err := strconv.Atoi(os.Getenv("BENCH_SERIES")); err == nil && n > 0 {
@@ -78,10 +81,14 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 		}
 	}
 	for _, q := range []string{"rate(node_cpu_seconds_total[1h])", "avg_over_time(node_load1[1h])", "max_over_time(node_load1[1h])", "node_load1"} {
-		for _, res := range []string{"0s", "auto"} {
-			b.Run(fmt.Sprintf("%s/%s", q, res), func(b *testing.B) {
-				v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
-					"step": {"3600"}, "max_source_resolution": {res}}
+		// auto-unaligned: exact, its steps 7m11s after the windows' ends.
+		for _, c := range []struct {
+			name, res string
+			shift     int64
+		}{{"0s", "0s", 0}, {"auto", "auto", 0}, {"auto-unaligned", "auto", 7*60 + 11}} {
+			b.Run(fmt.Sprintf("%s/%s", q, c.name), func(b *testing.B) {
+				v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600+c.shift, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
+					"step": {"3600"}, "max_source_resolution": {c.res}}
 				b.ReportAllocs()
 				for b.Loop() {
 					resp, err := http.PostForm(srv.URL+"/api/v1/query_range", v)
@@ -106,7 +113,7 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 			for b.Loop() {
 				raw, _ := queryRange(b, srv.URL, q, start, stop, rollup.HourMs, "0s")
 				down, res := queryRange(b, srv.URL, q, start, stop, rollup.HourMs, "5m")
-				if res != "5m" {
+				if res != "5m; approximate" {
 					b.Fatalf("resolution %q", res)
 				}
 				errs = errs[:0]

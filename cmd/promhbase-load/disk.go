@@ -38,6 +38,11 @@ type diskOptions struct {
 	warmups    int
 	queryParts int            // points of a query: step = span / queryParts
 	queryStep  model.Duration // when set, the step instead of span / queryParts
+	// queryStartOffset moves the queries' start from the data's.
+	queryStartOffset model.Duration
+	// queryAlso are further steps and start offsets to time the
+	// queries at, after the first.
+	queryAlso []stepOffset
 
 	// promhbase's rollups: the max_source_resolution values its queries
 	// are timed with (each a row of its own; none: the parameter is not
@@ -123,6 +128,9 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 	cmd.Flag("query.warmups", "Untimed runs of each query on each system before the timed ones.").Default("1").IntVar(&d.warmups)
 	cmd.Flag("query.points", "Points a query answers per series: step = span / this.").Default("300").IntVar(&d.queryParts)
 	cmd.Flag("query.step", "Step of the queries (e.g. 1h), instead of span / --query.points; the queries start and end where the data does (on the hour).").Default("0s").SetValue(&d.queryStep)
+	cmd.Flag("query.also", "Time the queries again at this step and start offset, STEP or STEP@OFFSET (e.g. 2h24m@7m11s), after the first; repeatable.").
+		SetValue(&stepOffsets{&d.queryAlso})
+	cmd.Flag("query.start-offset", "Start the queries this much after the data's start (e.g. 7m11s: steps that are not on the rollup windows' ends).").Default("0s").SetValue(&d.queryStartOffset)
 	cmd.Flag("promhbase.resolution", "Time promhbase's queries with this max_source_resolution (0s or raw, 5m, 1h, auto), each as a system of its own (\"promhbase raw\", \"promhbase auto\"); repeatable. "+
 		"With raw and another, the other's answers are compared with raw's point by point (and Prometheus's with raw's). Default: the parameter is not sent.").StringsVar(&d.resolutions)
 	cmd.Flag("rollup.timeout", "Longest wait for promhbase's rollups to cover the data (promhbase_rollup_built_from_timestamp_seconds at or before its first hour, ..._until_... at or after its end), after the load and again before the queries; "+
@@ -281,6 +289,15 @@ func runDisk(o options, d diskOptions) error {
 	}
 	printQueries(os.Stdout, g, d, qs)
 	printRollups(os.Stdout, g, d, runs, qs)
+	for _, a := range d.queryAlso {
+		da := d
+		da.queryStep, da.queryStartOffset = a.step, a.offset
+		qs, err := diskQueries(da, g, work, runs)
+		if err != nil {
+			return fmt.Errorf("queries at step %s: %w", a.step, err)
+		}
+		printQueries(os.Stdout, g, da, qs)
+	}
 	if d.refresh == 0 {
 		return nil
 	}
@@ -645,3 +662,30 @@ func loadRemoteWrite(url string, g genConfig, shards, batch int) (int64, error) 
 	}
 	return n, err
 }
+
+// stepOffset is a step and a start offset of --query.also.
+type stepOffset struct{ step, offset model.Duration }
+
+// stepOffsets is the kingpin value of --query.also.
+type stepOffsets struct{ to *[]stepOffset }
+
+func (s *stepOffsets) Set(v string) error {
+	stepS, offS, _ := strings.Cut(v, "@")
+	var so stepOffset
+	var err error
+	if so.step, err = model.ParseDuration(stepS); err != nil || so.step <= 0 {
+		return fmt.Errorf("--query.also=%s: want STEP or STEP@OFFSET (e.g. 2h24m@7m11s)", v)
+	}
+	if offS != "" {
+		if so.offset, err = model.ParseDuration(offS); err != nil {
+			return fmt.Errorf("--query.also=%s: offset: %w", v, err)
+		}
+	}
+	*s.to = append(*s.to, so)
+	return nil
+}
+
+func (s *stepOffsets) String() string { return "" }
+
+// IsCumulative makes the flag repeatable.
+func (s *stepOffsets) IsCumulative() bool { return true }

@@ -74,8 +74,11 @@ func resolutionName(res string) string {
 
 func isRawResolution(res string) bool { return resolutionName(res) == "raw" }
 
-// queryWindow returns the queries' start and end (Unix ms): the data's.
-func queryWindow(g genConfig) (start, end int64) { return g.startMs(), g.endMs() }
+// queryWindow returns the queries' start and end (Unix ms): the data's,
+// the start moved by --query.start-offset.
+func queryWindow(g genConfig, d diskOptions) (start, end int64) {
+	return g.startMs() + time.Duration(d.queryStartOffset).Milliseconds(), g.endMs()
+}
 
 func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*queryReport, error) {
 	rep := &queryReport{rollups: map[string]*rollupProgress{}}
@@ -117,7 +120,7 @@ func diskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) (*que
 		rep.procs = append(rep.procs, &queryProc{name: r.name(), srv: s})
 	}
 	step := stepOf(g, d)
-	start, end := queryWindow(g)
+	start, end := queryWindow(g, d)
 	queries := d.queries
 	if len(queries) == 0 {
 		queries = defaultDiskQueries
@@ -519,7 +522,11 @@ func median(ts []time.Duration) time.Duration {
 }
 
 func printQueries(w io.Writer, g genConfig, d diskOptions, rep *queryReport) {
-	fmt.Fprintf(w, "\n## query_range over the whole %s, step %s (%d timed runs each after %d warm-up, systems taking turns)\n\n", d.span, promDuration(stepOf(g, d)), d.repeats, d.warmups)
+	offset := ""
+	if d.queryStartOffset > 0 {
+		offset = ", start " + d.queryStartOffset.String() + " after the data's"
+	}
+	fmt.Fprintf(w, "\n## query_range over the whole %s, step %s%s (%d timed runs each after %d warm-up, systems taking turns)\n\n", d.span, promDuration(stepOf(g, d)), offset, d.repeats, d.warmups)
 	fmt.Fprintf(w, "| query | system | median | min – max | spread | series | points | resolution header |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	meds := map[*queryTiming]time.Duration{}
 	for _, t := range rep.timings {
