@@ -184,6 +184,7 @@ bench-refresh: bench-bins
 ## bench-downsample: promhbase's rollups against raw samples, VictoriaMetrics
 ## and Prometheus's blocks: 200 series over 2 targets, 30 days of 15 s
 ## scrapes (34.6 M samples), query_range over the whole span at a 1 h step
+## and again at span/300 from 7m11s later (steps off the windows' ends)
 ## (rate, avg_over_time, max_over_time and a plain selector); promhbase
 ## timed with max_source_resolution=0s (raw) and auto, after waiting for
 ## its rollups to cover the data (the time it took is reported, with its
@@ -196,7 +197,7 @@ BENCH_DOWNSAMPLE_DATA ?= --data.series=200 --data.targets=2 --data.span=30d
 BENCH_DOWNSAMPLE_FLAGS ?=
 bench-downsample: bench-bins
 	@$(DISK_TOOLS) && \
-	$(DISK_LOAD) $(BENCH_DOWNSAMPLE_DATA) --query.step=1h --query.repeats=5 \
+	$(DISK_LOAD) $(BENCH_DOWNSAMPLE_DATA) --query.step=1h --query.also=2h24m@7m11s --query.repeats=5 \
 		--promhbase.resolution=0s --promhbase.resolution=auto \
 		--query='rate(node_cpu_seconds_total[1h])' \
 		--query='avg_over_time(node_hwmon_temp_celsius[1h])' \
