@@ -187,13 +187,13 @@ func sameAnswers(t *testing.T, raw, down promResult) {
 	}
 }
 
-// waitFor polls cond until it holds, failing t after a minute.
+// waitFor polls cond until it holds, failing t after five minutes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after a minute", what)
+			t.Fatalf("%s: not done after five minutes", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
