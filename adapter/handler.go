@@ -25,6 +25,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
@@ -107,6 +108,8 @@ type Handler struct {
 	counts     countValues // values of the Written headers
 	// readSlots bounds the remote reads that run at once.
 	readSlots chan struct{}
+	// parser reads the selectors of exports.
+	parser parser.Parser
 
 	requests                            *prometheus.CounterVec
 	duration                            *prometheus.HistogramVec
@@ -189,6 +192,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	if h.readSlots == nil {
 		h.readSlots = make(chan struct{}, opts.MaxConcurrentReads)
 	}
+	h.parser = parser.NewParser(parser.Options{})
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/api/v1/write", h.instrument("write", h.receive(h.serveWrite)))
 	h.mux.HandleFunc("/api/v1/read", h.instrument("read", h.receive(h.serveRead)))
@@ -197,6 +201,10 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		return err
 	}))
 	h.mux.HandleFunc("/-/ready", h.instrument("ready", h.serveReady))
+	h.mux.HandleFunc("/api/v1/import", h.instrument("import", h.serveImport))
+	h.mux.HandleFunc("/api/v1/import/prometheus", h.instrument("import_prometheus", h.serveImportText))
+	h.mux.HandleFunc("/api/v1/export", h.instrument("export", h.serveExport))
+	h.mux.HandleFunc("/health", h.instrument("health", h.serveHealth))
 	if gatherer != nil {
 		h.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	}

@@ -132,6 +132,7 @@ func (t *Tenants) rootHandler() http.Handler {
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("promhbase is healthy.\n"))
 	})
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK")) })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
@@ -153,7 +154,7 @@ func (t *Tenants) rootHandler() http.Handler {
 // tenantFree reports whether path is served without a tenant.
 func tenantFree(path string) bool {
 	switch path {
-	case "/", "/-/healthy", "/-/ready", "/metrics":
+	case "/", "/-/healthy", "/-/ready", "/metrics", "/health":
 		return true
 	}
 	return strings.HasPrefix(path, "/debug/pprof/")
@@ -162,7 +163,7 @@ func tenantFree(path string) bool {
 // writePath reports whether a request to path writes (or deletes): it
 // names exactly one tenant.
 func writePath(path string) bool {
-	return path == "/api/v1/write" || strings.HasPrefix(path, "/api/v1/admin/")
+	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || strings.HasPrefix(path, "/api/v1/admin/")
 }
 
 // Errors of naming tenants; identify's callers map them to statuses.
@@ -265,7 +266,7 @@ func (t *Tenants) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// Only a remote write creates a tenant; a delete of one not created
 	// is refused as its write would be.
-	s, err := t.server(r.Context(), ids[0], r.URL.Path == "/api/v1/write" && t.tc.AutoCreate)
+	s, err := t.server(r.Context(), ids[0], write && !strings.HasPrefix(r.URL.Path, "/api/v1/admin/") && t.tc.AutoCreate)
 	switch {
 	case errors.Is(err, errNotCreated) && !write:
 		s, err = t.emptyServer()

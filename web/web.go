@@ -35,8 +35,9 @@ type Info struct {
 
 // Options are the handlers the layout routes to.
 type Options struct {
-	// Remote serves /api/v1/write, /api/v1/read, /metrics, /-/healthy and
-	// /-/ready.
+	// Remote serves /api/v1/write, /api/v1/read, /metrics, /-/healthy,
+	// /-/ready, and the migration tools' /api/v1/import,
+	// /api/v1/import/prometheus, /api/v1/export and /health.
 	Remote http.Handler
 	// API serves the rest of /api/v1/.
 	API http.Handler
@@ -52,7 +53,8 @@ type Options struct {
 // Every 503 it answers carries Retry-After (RetryUnavailable).
 func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
-	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready"} {
+	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready",
+		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/export", "/health"} {
 		mux.Handle(p, opts.Remote)
 	}
 	if opts.API != nil {
@@ -104,6 +106,7 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <ul>
 <li><code>POST /api/v1/write</code>: Prometheus remote write 1.0 and 2.0</li>
 <li><code>POST /api/v1/read</code>: Prometheus remote read (samples and streamed chunks)</li>
+<li><code>POST /api/v1/import</code> (JSON lines), <code>/api/v1/import/prometheus</code> (text), <code>/api/v1/export</code>: as VictoriaMetrics answers them, for vmctl and migrations</li>
 <li>Prometheus query API: <a href="api/v1/query?query=up">/api/v1/query</a>, <code>/api/v1/query_range</code>, <a href="api/v1/series?match[]=up">/api/v1/series</a>, <a href="api/v1/labels">/api/v1/labels</a>, <a href="api/v1/label/__name__/values">/api/v1/label/&lt;name&gt;/values</a>, <a href="api/v1/metadata">/api/v1/metadata</a>, <code>/api/v1/query_exemplars</code>, <code>/api/v1/format_query</code>, <code>/api/v1/parse_query</code>, <a href="api/v1/status/buildinfo">/api/v1/status/buildinfo</a>, <a href="api/v1/status/flags">/api/v1/status/flags</a></li>
 <li><a href="metrics">/metrics</a>, <a href="-/healthy">/-/healthy</a>, <a href="-/ready">/-/ready</a>{{if .Pprof}}, <a href="debug/pprof/">/debug/pprof/</a>{{end}}</li>
 </ul>

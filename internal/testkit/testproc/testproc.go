@@ -49,6 +49,16 @@ func FreeAddr(t testing.TB) string {
 // the test; elsewhere it skips it.
 func PrometheusBinary(t testing.TB, script string) string {
 	t.Helper()
+	return ScriptBinary(t, script, "Prometheus")
+}
+
+// ScriptBinary returns the path of the binary of what (a name for
+// messages) that the project's script (relative to the current
+// directory: scripts/victoriametrics.sh, ...) builds or finds in its
+// cache, printing its path. Under CI=true a failure fails the test;
+// elsewhere it skips it.
+func ScriptBinary(t testing.TB, script, what string) string {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), script)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -62,7 +72,7 @@ func PrometheusBinary(t testing.TB, script string) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
-		t.Skip("no Prometheus binary (the test fails instead under CI=true): " + msg)
+		t.Skip("no " + what + " binary (the test fails instead under CI=true): " + msg)
 	}
 	return path
 }

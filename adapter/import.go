@@ -1,0 +1,237 @@
+package adapter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/query"
+)
+
+// The import and export endpoints of migration tools, as VictoriaMetrics
+// answers them (vmctl writes to /api/v1/import, and asks /health first):
+//
+//	POST /api/v1/import             JSON lines (migrate.ParseJSONLines)
+//	POST /api/v1/import/prometheus  text exposition, timestamps optional
+//	GET|POST /api/v1/export         JSON lines of the series match[] selects
+//
+// An import body, gzip-compressed or not, is parsed whole before any of it
+// is written: a bad line answers 400 naming it, and nothing is written.
+// The series are then written through the remote-write path (its limits,
+// series index, compaction and rollups) in batches of importBatchSamples;
+// the answer is 204 once the store acknowledged them all. A store failure
+// answers 503 (what was written is written again by the retry, the same
+// cells); a series the write limits refuse answers 400 with the samples
+// written before it.
+
+// importExpansion bounds a decompressed import body: this many times
+// --web.max-request-bytes (JSON and text take several times the bytes of
+// remote write's protobuf).
+const importExpansion = 4
+
+// importBatchSamples is how many samples one write of an import holds.
+const importBatchSamples = 50_000
+
+// readImport reads the body of an import request, gunzipping it when its
+// Content-Encoding says gzip, bounded to importExpansion times
+// MaxRequestBytes.
+func (h *Handler) readImport(r *http.Request) ([]byte, error) {
+	if r.Method != http.MethodPost {
+		return nil, fmt.Errorf("%w: %s on %s", errMethod, r.Method, r.URL.Path)
+	}
+	limit := int64(h.opts.MaxRequestBytes) * importExpansion
+	body := io.Reader(r.Body)
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip body: %w", errBadRequest, err)
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return nil, fmt.Errorf("%w: content encoding %q, want gzip or none", errUnsupportedMedia, enc)
+	}
+	b, err := readLimited(body, nil, limit)
+	if err != nil {
+		return nil, fmt.Errorf("import body (at most %d bytes decompressed: %d × --web.max-request-bytes): %w", limit, importExpansion, err)
+	}
+	return b, nil
+}
+
+func (h *Handler) serveImport(w http.ResponseWriter, r *http.Request) error {
+	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) { return migrate.ParseJSONLines(nil, body) })
+}
+
+func (h *Handler) serveImportText(w http.ResponseWriter, r *http.Request) error {
+	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) {
+		return migrate.ParseText(nil, body, time.Now().UnixMilli())
+	})
+}
+
+// importWith parses an import request's body with parse and writes it.
+func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func([]byte) ([]prompb.TimeSeries, error)) error {
+	// The body arrives before the request takes a slot, within
+	// BodyTimeout, as a remote write's.
+	setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
+	body, err := h.readImport(r)
+	if err != nil {
+		return err
+	}
+	setDeadline(w, time.Time{}, false)
+	free, err := h.acquire(r.Context())
+	if err != nil {
+		return err
+	}
+	defer free()
+	series, err := parse(body)
+	if err != nil {
+		return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
+	}
+	written := 0
+	for len(series) > 0 {
+		n, samples := 0, 0
+		for n < len(series) && (n == 0 || samples+len(series[n].Samples) <= importBatchSamples) {
+			samples += len(series[n].Samples)
+			n++
+		}
+		req := prompb.WriteRequest{Timeseries: series[:n]}
+		data, err := req.Marshal()
+		if err != nil {
+			return fmt.Errorf("encode import batch: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+		res, err := h.w.Write(ctx, data, false)
+		cancel()
+		h.samplesWritten.Add(float64(res.Samples))
+		for reason, k := range res.Rejected {
+			h.samplesRejected.WithLabelValues(reason).Add(float64(k))
+		}
+		if err != nil {
+			return fmt.Errorf("after %d samples written: %w", written, err)
+		}
+		written += res.Samples
+		series = series[n:]
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// serveExport answers the series that the match[] selectors select
+// between start and end (RFC 3339 or Unix seconds; by default all time up
+// to now) as JSON lines (migrate.AppendJSONLine), gzip-compressed when
+// the client accepts it. Native-histogram samples are left out (the
+// format has none).
+func (h *Handler) serveExport(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return fmt.Errorf("%w: %s on /api/v1/export", errMethod, r.Method)
+	}
+	if err := r.ParseForm(); err != nil {
+		return fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	start, err := exportTime(r.Form.Get("start"), migrate.MinTimestamp)
+	if err != nil {
+		return err
+	}
+	end, err := exportTime(r.Form.Get("end"), time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	var sets [][]*labels.Matcher
+	for _, m := range r.Form["match[]"] {
+		ms, err := h.parser.ParseMetricSelector(m)
+		if err != nil {
+			return fmt.Errorf("%w: match[] %q: %w", errBadRequest, m, err)
+		}
+		sets = append(sets, ms)
+	}
+	if len(sets) == 0 {
+		return fmt.Errorf("%w: no match[] selector", errBadRequest)
+	}
+	done, err := h.acquireRead(r.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
+	w.Header().Set("Content-Type", "application/stream+json")
+	out := io.Writer(w)
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		defer zw.Close()
+		out = zw
+	}
+	b := h.q.NewBudget()
+	seen := map[string]bool{}
+	var line []byte
+	var ts []int64
+	var vs []float64
+	for _, ms := range sets {
+		err := h.q.StreamFloats(r.Context(), b, start, end, ms, func(s *query.ChunkSeries) error {
+			defer b.Release(s.Bytes)
+			key := string(s.Labels.Bytes(nil))
+			if seen[key] {
+				return nil
+			}
+			seen[key] = true
+			ts, vs = ts[:0], vs[:0]
+			if len(s.Chunks) > 0 {
+				fs, _, err := query.DecodeChunks(s.Chunks)
+				if err != nil {
+					return err
+				}
+				for _, f := range fs {
+					ts, vs = append(ts, f.T), append(vs, f.V)
+				}
+			}
+			for _, f := range s.Floats {
+				ts, vs = append(ts, f.T), append(vs, f.V)
+			}
+			if len(ts) == 0 {
+				return nil
+			}
+			line = migrate.AppendJSONLine(line[:0], s.Labels, ts, vs)
+			_, err := out.Write(line)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("export %v: %w", ms, err)
+		}
+	}
+	return nil
+}
+
+// exportTime reads an export's start or end: RFC 3339 or Unix seconds
+// (fractions allowed), def when empty; Unix ms.
+func exportTime(s string, def int64) (int64, error) {
+	if s == "" {
+		return def, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return int64(math.Round(f * 1000)), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: time %q: want RFC 3339 or Unix seconds", errBadRequest, s)
+	}
+	return t.UnixMilli(), nil
+}
+
+// serveHealth answers VictoriaMetrics's liveness path, which vmctl asks
+// before it imports, as /-/healthy does.
+func (h *Handler) serveHealth(w http.ResponseWriter, _ *http.Request) error {
+	_, err := io.Copy(w, bytes.NewReader([]byte("OK")))
+	return err
+}

@@ -1,0 +1,213 @@
+// Package migrate reads and writes the formats that migration tools
+// speak: VictoriaMetrics's JSON lines (its /api/v1/import and
+// /api/v1/export, which vmctl writes and reads) and Prometheus's text
+// exposition with timestamps (/api/v1/import/prometheus). Parsers turn a
+// whole request body into remote-write series, checking every line before
+// any is written, and name the line of the first error.
+package migrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// ErrMalformed is wrapped by every parse error (a *LineError).
+var ErrMalformed = errors.New("malformed import")
+
+// LineError is a parse error of one line (1-based).
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+func (e *LineError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+
+// MinTimestamp and MaxTimestamp bound the sample times an import takes
+// (Unix ms): an OpenTSDB row key holds the hour as u32 Unix seconds.
+const (
+	MinTimestamp = int64(0)
+	MaxTimestamp = int64(math.MaxUint32)*1000 + 999
+)
+
+// jsonLine is one line of the JSON lines format:
+//
+//	{"metric":{"__name__":"up","job":"node"},"values":[1,0.5],"timestamps":[1700000000000,1700000015000]}
+//
+// timestamps in Unix ms; a value is a JSON number, a string "NaN",
+// "Inf", "+Inf", "-Inf", "Infinity" or "-Infinity", or null (a staleness
+// marker: VictoriaMetrics skips it).
+type jsonLine struct {
+	Metric     map[string]string `json:"metric"`
+	Values     []json.RawMessage `json:"values"`
+	Timestamps []json.Number     `json:"timestamps"`
+}
+
+// ParseJSONLines parses body, JSON lines (blank lines skipped), into
+// series, appending to dst. It fails on the first bad line, naming it.
+func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, error) {
+	for n := 1; len(body) > 0; n++ {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		ts, err := parseJSONLine(line)
+		if err != nil {
+			return dst, &LineError{Line: n, Err: err}
+		}
+		dst = append(dst, ts)
+	}
+	return dst, nil
+}
+
+func parseJSONLine(line []byte) (prompb.TimeSeries, error) {
+	var jl jsonLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&jl); err != nil {
+		return prompb.TimeSeries{}, fmt.Errorf("not a JSON object of metric, values and timestamps: %w", err)
+	}
+	if dec.More() {
+		return prompb.TimeSeries{}, errors.New("more than one JSON object on the line")
+	}
+	if jl.Metric["__name__"] == "" {
+		return prompb.TimeSeries{}, errors.New(`"metric" has no "__name__"`)
+	}
+	if len(jl.Values) != len(jl.Timestamps) {
+		return prompb.TimeSeries{}, fmt.Errorf(`"values" has %d elements and "timestamps" %d: they must be as many`, len(jl.Values), len(jl.Timestamps))
+	}
+	ts := prompb.TimeSeries{Labels: make([]prompb.Label, 0, len(jl.Metric)), Samples: make([]prompb.Sample, 0, len(jl.Values))}
+	for k, v := range jl.Metric {
+		ts.Labels = append(ts.Labels, prompb.Label{Name: k, Value: v})
+	}
+	slices.SortFunc(ts.Labels, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+	for i, raw := range jl.Values {
+		t, err := parseTimestamp(jl.Timestamps[i])
+		if err != nil {
+			return prompb.TimeSeries{}, fmt.Errorf("timestamp %d: %w", i, err)
+		}
+		v, err := parseValue(raw)
+		if err != nil {
+			return prompb.TimeSeries{}, fmt.Errorf("value %d: %w", i, err)
+		}
+		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
+	}
+	return ts, nil
+}
+
+// parseTimestamp reads a timestamp in Unix ms (an integer, or a number
+// with a zero fraction) within [MinTimestamp, MaxTimestamp].
+func parseTimestamp(n json.Number) (int64, error) {
+	t, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(string(n), 64)
+		if ferr != nil || f != math.Trunc(f) || f < math.MinInt64 || f > math.MaxInt64 {
+			return 0, fmt.Errorf("%q is not a whole number of milliseconds", string(n))
+		}
+		t = int64(f)
+	}
+	if t < MinTimestamp || t > MaxTimestamp {
+		return 0, fmt.Errorf("%d ms is out of range [%d, %d] (1970 to 2106)", t, MinTimestamp, MaxTimestamp)
+	}
+	return t, nil
+}
+
+// parseValue reads a JSON number, a special float as a string, or null
+// (a staleness marker).
+func parseValue(raw json.RawMessage) (float64, error) {
+	s := string(raw)
+	switch {
+	case s == "null":
+		return math.Float64frombits(value.StaleNaN), nil
+	case strings.HasPrefix(s, `"`):
+		var str string
+		if err := json.Unmarshal(raw, &str); err != nil {
+			return 0, fmt.Errorf("%s: %w", s, err)
+		}
+		switch strings.ToLower(str) {
+		case "nan":
+			return math.NaN(), nil
+		case "inf", "+inf", "infinity", "+infinity":
+			return math.Inf(1), nil
+		case "-inf", "-infinity":
+			return math.Inf(-1), nil
+		}
+		return 0, fmt.Errorf("%s is not a number (want a JSON number, \"NaN\", \"Inf\", \"-Inf\" or null)", s)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a number", s)
+	}
+	return v, nil
+}
+
+// AppendJSONLine appends the JSON line of a series (labels in their
+// order, samples in time order) to dst: values as the shortest numbers
+// that read back to the same float64, NaN and infinities as strings, and
+// staleness markers as null, so that ParseJSONLines reads back every bit
+// but other NaN payloads.
+func AppendJSONLine(dst []byte, lbls labels.Labels, ts []int64, vs []float64) []byte {
+	dst = append(dst, `{"metric":{`...)
+	first := true
+	lbls.Range(func(l labels.Label) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, l.Name)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, l.Value)
+	})
+	dst = append(dst, `},"values":[`...)
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		switch {
+		case value.IsStaleNaN(v):
+			dst = append(dst, "null"...)
+		case math.IsNaN(v):
+			dst = append(dst, `"NaN"`...)
+		case math.IsInf(v, 1):
+			dst = append(dst, `"Infinity"`...)
+		case math.IsInf(v, -1):
+			dst = append(dst, `"-Infinity"`...)
+		default:
+			dst = strconv.AppendFloat(dst, v, 'g', -1, 64)
+		}
+	}
+	dst = append(dst, `],"timestamps":[`...)
+	for i, t := range ts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, t, 10)
+	}
+	return append(dst, "]}\n"...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil { // only for invalid UTF-8, which Marshal replaces anyway
+		return strconv.AppendQuote(dst, s)
+	}
+	return append(dst, b...)
+}

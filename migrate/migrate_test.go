@@ -1,0 +1,155 @@
+package migrate
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// goldenLine is one JSON line, field by field:
+//
+//	{"metric":{"__name__":"up","job":"node"}   labels, in label order
+//	"values":[1,0.5,-0,1e+300,                   shortest round-trip numbers
+//	  "NaN","Infinity","-Infinity",null]         specials; null: a staleness marker
+//	"timestamps":[0,...,4294967295999]}          Unix ms, 1970 to 2106
+const goldenLine = `{"metric":{"__name__":"up","job":"node"},"values":[1,0.5,-0,1e+300,"NaN","Infinity","-Infinity",null],` +
+	`"timestamps":[0,1000,2000,3000,4000,5000,6000,4294967295999]}` + "\n"
+
+var goldenValues = []float64{1, 0.5, math.Copysign(0, -1), 1e300, math.NaN(), math.Inf(1), math.Inf(-1), math.Float64frombits(value.StaleNaN)}
+
+func TestJSONLineGolden(t *testing.T) {
+	ts := []int64{0, 1000, 2000, 3000, 4000, 5000, 6000, MaxTimestamp}
+	got := string(AppendJSONLine(nil, labels.FromStrings("__name__", "up", "job", "node"), ts, goldenValues))
+	if got != goldenLine {
+		t.Fatalf("AppendJSONLine:\n%s\nwant\n%s", got, goldenLine)
+	}
+	series, err := ParseJSONLines(nil, []byte(goldenLine))
+	if err != nil || len(series) != 1 {
+		t.Fatalf("ParseJSONLines: %v, %d series", err, len(series))
+	}
+	s := series[0]
+	if len(s.Labels) != 2 || s.Labels[0].Name != "__name__" || s.Labels[0].Value != "up" || s.Labels[1].Name != "job" || s.Labels[1].Value != "node" {
+		t.Errorf("labels %v", s.Labels)
+	}
+	for i, smp := range s.Samples {
+		want := goldenValues[i]
+		same := math.Float64bits(smp.Value) == math.Float64bits(want) || (math.IsNaN(want) && !value.IsStaleNaN(want) && math.IsNaN(smp.Value) && !value.IsStaleNaN(smp.Value))
+		if smp.Timestamp != ts[i] || !same {
+			t.Errorf("sample %d: %d %v (%x), want %d %v (%x)", i, smp.Timestamp, smp.Value, math.Float64bits(smp.Value), ts[i], want, math.Float64bits(want))
+		}
+	}
+}
+
+func TestParseJSONLines(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		series     int
+		samples    int
+		errLine    int    // 0: no error
+		errHas     string // in the error
+	}{
+		{"two lines and blanks", "\n" + `{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1,2]}` + "\n\n" +
+			`{"metric":{"__name__":"b","x":"y"},"values":["Inf"],"timestamps":[1.0]}`, 2, 3, 0, ""},
+		{"VictoriaMetrics's large numbers", `{"metric":{"__name__":"a"},"values":[-100000000000000000000000000000000000000],"timestamps":[5]}`, 1, 1, 0, ""},
+		{"mismatched arrays", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1]}` + "\n" +
+			`{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1]}`, 0, 0, 2, "must be as many"},
+		{"no name", `{"metric":{"job":"a"},"values":[1],"timestamps":[1]}`, 0, 0, 1, "__name__"},
+		{"timestamp out of range", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[4294967296000]}`, 0, 0, 1, "out of range"},
+		{"negative timestamp", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[-1]}`, 0, 0, 1, "out of range"},
+		{"fractional timestamp", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1.5]}`, 0, 0, 1, "whole number"},
+		{"a string value", `{"metric":{"__name__":"a"},"values":["abc"],"timestamps":[1]}`, 0, 0, 1, "not a number"},
+		{"an object value", `{"metric":{"__name__":"a"},"values":[{}],"timestamps":[1]}`, 0, 0, 1, "not a number"},
+		{"truncated", `{"metric":{"__name__":"a"},"values":[1],"timest`, 0, 0, 1, "not a JSON object"},
+		{"two objects", `{"metric":{"__name__":"a"},"values":[],"timestamps":[]} {}`, 0, 0, 1, "more than one"},
+		{"not an object", `[1,2]`, 0, 0, 1, "not a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			series, err := ParseJSONLines(nil, []byte(c.body))
+			var le *LineError
+			switch {
+			case c.errLine == 0 && err != nil:
+				t.Fatalf("error %v", err)
+			case c.errLine != 0 && (!errors.As(err, &le) || le.Line != c.errLine || !strings.Contains(err.Error(), c.errHas) || !errors.Is(err, ErrMalformed)):
+				t.Fatalf("error %v, want one of line %d with %q", err, c.errLine, c.errHas)
+			case c.errLine != 0:
+				return
+			}
+			n := 0
+			for _, s := range series {
+				n += len(s.Samples)
+			}
+			if len(series) != c.series || n != c.samples {
+				t.Errorf("%d series, %d samples, want %d, %d", len(series), n, c.series, c.samples)
+			}
+		})
+	}
+}
+
+func TestParseText(t *testing.T) {
+	body := "# HELP a A gauge.\n# TYPE a gauge\na{x=\"1\"} 1.5 1700000000000\na{x=\"2\"} NaN\n\nb_total 3 1700000001000\n"
+	series, err := ParseText(nil, []byte(body), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{__name__="a", x="1"} 1.5 @1700000000000`, `{__name__="a", x="2"} NaN @42`, `{__name__="b_total"} 3 @1700000001000`}
+	if len(series) != len(want) {
+		t.Fatalf("%d series, want %d", len(series), len(want))
+	}
+	for i, s := range series {
+		l := labels.NewScratchBuilder(0)
+		for _, p := range s.Labels {
+			l.Add(p.Name, p.Value)
+		}
+		got := l.Labels().String() + " " + strconv.FormatFloat(s.Samples[0].Value, 'g', -1, 64) + " @" + strconv.FormatInt(s.Samples[0].Timestamp, 10)
+		if got != want[i] {
+			t.Errorf("series %d: %s, want %s", i, got, want[i])
+		}
+	}
+	for _, c := range []struct{ body, has string }{
+		{"a 1 1\nb{ 2\n", "line 2"},
+		{"a 1 99999999999999\n", "out of range"},
+		{"{x=\"1\"} 1\n", "line 1"},
+	} {
+		if _, err := ParseText(nil, []byte(c.body), 42); err == nil || !strings.Contains(err.Error(), c.has) || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%q: error %v, want one with %q", c.body, err, c.has)
+		}
+	}
+}
+
+func FuzzParseJSONLines(f *testing.F) {
+	f.Add([]byte(goldenLine))
+	f.Add([]byte(`{"metric":{"__name__":"a"},"values":[1,null],"timestamps":[1,2]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		series, err := ParseJSONLines(nil, body)
+		if err != nil {
+			return
+		}
+		// What parses prints and parses again to the same samples.
+		for _, s := range series {
+			var sb labels.ScratchBuilder
+			for _, l := range s.Labels {
+				sb.Add(l.Name, l.Value)
+			}
+			ts, vs := make([]int64, len(s.Samples)), make([]float64, len(s.Samples))
+			for i, smp := range s.Samples {
+				ts[i], vs[i] = smp.Timestamp, smp.Value
+			}
+			again, err := ParseJSONLines(nil, AppendJSONLine(nil, sb.Labels(), ts, vs))
+			if err != nil || len(again) != 1 || len(again[0].Samples) != len(s.Samples) {
+				t.Fatalf("round trip of %v: %v", s, err)
+			}
+		}
+	})
+}
+
+func FuzzParseText(f *testing.F) {
+	f.Add([]byte("# TYPE a gauge\na{x=\"1\"} 1.5 1700000000000\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, _ = ParseText(nil, body, 0)
+	})
+}

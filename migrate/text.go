@@ -1,0 +1,68 @@
+package migrate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// ParseText parses body, Prometheus's text exposition format (a sample a
+// line, its timestamp in Unix ms optional; # comments, HELP and TYPE
+// lines skipped), into series, one a sample, appending to dst; a sample
+// without a timestamp is stamped now (Unix ms). It fails on the first bad
+// line, naming it.
+func ParseText(dst []prompb.TimeSeries, body []byte, now int64) ([]prompb.TimeSeries, error) {
+	st := labels.NewSymbolTable()
+	var lbls labels.Labels
+	for n := 1; len(body) > 0; n++ {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i+1], body[i+1:]
+		} else {
+			line, body = append(slicesClip(line), '\n'), nil
+		}
+		if trimmed := bytes.TrimSpace(line); len(trimmed) == 0 || trimmed[0] == '#' {
+			continue // HELP, TYPE and comments say nothing a sample needs
+		}
+		// Clipped: the parser may append to what it is given.
+		p := textparse.NewPromParser(slicesClip(line), st, false)
+		for {
+			et, err := p.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return dst, &LineError{Line: n, Err: err}
+			}
+			if et != textparse.EntrySeries {
+				continue
+			}
+			_, tp, v := p.Series()
+			t := now
+			if tp != nil {
+				t = *tp
+			}
+			if t < MinTimestamp || t > MaxTimestamp {
+				return dst, &LineError{Line: n, Err: fmt.Errorf("timestamp %d ms is out of range [%d, %d] (1970 to 2106)", t, MinTimestamp, MaxTimestamp)}
+			}
+			p.Labels(&lbls)
+			if lbls.Get(model.MetricNameLabel) == "" {
+				return dst, &LineError{Line: n, Err: errors.New("no metric name")}
+			}
+			ts := prompb.TimeSeries{Labels: make([]prompb.Label, 0, lbls.Len()), Samples: []prompb.Sample{{Timestamp: t, Value: v}}}
+			lbls.Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
+			dst = append(dst, ts)
+		}
+	}
+	return dst, nil
+}
+
+// slicesClip returns b without spare capacity, so that appending to it
+// copies (the caller's body is not written to).
+func slicesClip(b []byte) []byte { return b[:len(b):len(b)] }
