@@ -36,6 +36,7 @@ type commands struct {
 	rollup  *rollupCmd
 	rollupC *kingpin.CmdClause
 	tenants *tenantsCmd
+	imp     *importCmd
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -56,6 +57,7 @@ func newApp() (*kingpin.Application, *commands) {
 	c.rollup = registerRollup(app)
 	c.rollupC = registerRollupConfig(app)
 	c.tenants = registerTenants(app)
+	c.imp = registerImport(app)
 	return app, c
 }
 
@@ -86,6 +88,8 @@ func main() {
 		err = runRollupConfig(cfg)
 	case c.tenants.cmd.FullCommand():
 		err = c.tenants.run(cfg)
+	case c.imp.cmd.FullCommand():
+		err = c.imp.run()
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

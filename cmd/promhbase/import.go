@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/promhbase/promhbase/blockimport"
+)
+
+// importCmd is `promhbase import`: Prometheus's TSDB blocks into a
+// running promhbase, by remote write.
+type importCmd struct {
+	cmd *kingpin.CmdClause
+	timeRange
+	paths        []string
+	url, tenant  string
+	matches      []string
+	batch        int
+	progressFile string
+	retryFor     time.Duration
+}
+
+func registerImport(app *kingpin.Application) *importCmd {
+	c := &importCmd{}
+	c.cmd = app.Command("import", "Import Prometheus's TSDB blocks (a data directory, a snapshot from /api/v1/admin/tsdb/snapshot, or block directories; read only) "+
+		"into a running promhbase through its remote write, where they take the path of every write (limits, series index, compaction and rollups of their hours). "+
+		"Resumable: killed or stopped by an outage, the same command goes on after the series the store acknowledged (a file under the user's cache directory keeps them); nothing is doubled.")
+	c.cmd.Arg("path", "Block directories, or directories holding blocks.").Required().StringsVar(&c.paths)
+	c.cmd.Flag("url", "promhbase's base URL.").Default("http://localhost:9201").StringVar(&c.url)
+	c.cmd.Flag("tenant", "Tenant to import into (sent as X-Scope-OrgID); empty: none.").StringVar(&c.tenant)
+	c.flags(c.cmd, "Import samples from this time on: RFC 3339, or Unix seconds or milliseconds; default: all.", "Import samples up to this time (inclusive); default: all.", false)
+	c.cmd.Flag("match", "Series selector of the series to import (as match[]); repeatable; default: all.").StringsVar(&c.matches)
+	c.cmd.Flag("batch-samples", "Samples of one remote-write request.").Default("50000").IntVar(&c.batch)
+	c.cmd.Flag("progress-file", "Where the progress is kept; default: a file named after the import under the user's cache directory.").StringVar(&c.progressFile)
+	c.cmd.Flag("retry-for", "How long one request may keep failing (promhbase or its store unavailable) before the import stops; run it again to go on.").Default("10m").DurationVar(&c.retryFor)
+	return c
+}
+
+func (c *importCmd) run() error {
+	minT, maxT := int64(math.MinInt64), int64(math.MaxInt64)
+	var err error
+	if c.start != "" {
+		if minT, err = parseTime(c.start, time.Time{}); err != nil {
+			return err
+		}
+	}
+	if c.end != "" {
+		if maxT, err = parseTime(c.end, time.Time{}); err != nil {
+			return err
+		}
+	}
+	var sets [][]*labels.Matcher
+	p := parser.NewParser(parser.Options{})
+	for _, m := range c.matches {
+		ms, err := p.ParseMetricSelector(m)
+		if err != nil {
+			return fmt.Errorf("--match=%s: %w", m, err)
+		}
+		sets = append(sets, ms)
+	}
+	// The job: what is imported where. Its progress is kept apart.
+	h := sha256.New()
+	for _, p := range c.paths {
+		abs, _ := filepath.Abs(p)
+		fmt.Fprintf(h, "path %s\n", abs)
+	}
+	fmt.Fprintf(h, "url %s\ntenant %s\nrange %d %d\nmatch %s\n", c.url, c.tenant, minT, maxT, strings.Join(c.matches, "\x00"))
+	job := hex.EncodeToString(h.Sum(nil))[:16]
+	if c.progressFile == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		dir = filepath.Join(dir, "promhbase")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		c.progressFile = filepath.Join(dir, "import-"+job+".json")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := newProgressBar(os.Stderr)
+	bar.unit = "samples"
+	sender := &blockimport.HTTPSender{URL: strings.TrimSuffix(c.url, "/") + "/api/v1/write", Tenant: c.tenant, RetryFor: c.retryFor,
+		OnRetry: func(err error, wait time.Duration) {
+			bar.finish()
+			fmt.Fprintf(os.Stderr, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
+		}}
+	start := time.Now()
+	st, err := blockimport.Import(ctx, sender, blockimport.Options{Paths: c.paths, MinT: minT, MaxT: maxT, Matchers: sets,
+		BatchSamples: c.batch, ProgressFile: c.progressFile, Job: job,
+		Progress: func(s blockimport.Stats) { bar.update(int(s.Samples), int(s.SamplesTotal)) }})
+	bar.finish()
+	resumed := ""
+	if st.Resumed {
+		resumed = fmt.Sprintf(", resumed: %d blocks and %d series sent before skipped", st.BlocksSkipped, st.SeriesSkipped)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (progress kept in %s: the same command goes on from there)", err, c.progressFile)
+	}
+	fmt.Printf("imported %d blocks: %d series (counted in each block), %d samples in %s%s; progress in %s\n", st.BlocksDone, st.Series, st.Samples,
+		time.Since(start).Round(time.Millisecond), resumed, c.progressFile)
+	return nil
+}
