@@ -27,6 +27,7 @@ run:
 test: vet lint test-third-party
 	@scripts/prometheus.sh >/dev/null
 	@scripts/victoriametrics.sh >/dev/null
+	@scripts/vmctl.sh >/dev/null
 	@scripts/hbase.sh up
 	@status=0; \
 	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -count=1 -timeout 30m $(PKGS) || status=$$?; \

@@ -79,7 +79,7 @@ func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, 
 
 func parseJSONLine(line []byte) (prompb.TimeSeries, error) {
 	var jl jsonLine
-	dec := json.NewDecoder(bytes.NewReader(line))
+	dec := json.NewDecoder(bytes.NewReader(quoteSpecials(line)))
 	dec.UseNumber()
 	if err := dec.Decode(&jl); err != nil {
 		return prompb.TimeSeries{}, fmt.Errorf("not a JSON object of metric, values and timestamps: %w", err)
@@ -110,6 +110,52 @@ func parseJSONLine(line []byte) (prompb.TimeSeries, error) {
 		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
 	}
 	return ts, nil
+}
+
+// quoteSpecials returns line with the bare special floats that vmctl and
+// VictoriaMetrics write outside strings (NaN, Inf, +Inf, -Inf, Infinity,
+// -Infinity: not JSON) quoted, so that encoding/json reads them as the
+// strings parseValue takes; line itself when it has none.
+func quoteSpecials(line []byte) []byte {
+	var out []byte
+	inString, escaped := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == 'N' || c == 'I' || ((c == '+' || c == '-') && i+1 < len(line) && line[i+1] == 'I'):
+			j := i + 1
+			for j < len(line) && (line[j] >= 'a' && line[j] <= 'z' || line[j] >= 'A' && line[j] <= 'Z') {
+				j++
+			}
+			switch string(line[i:j]) {
+			case "NaN", "Inf", "+Inf", "-Inf", "Infinity", "+Infinity", "-Infinity":
+				if out == nil {
+					out = append(make([]byte, 0, len(line)+16), line[:i]...)
+				}
+				out = append(append(append(out, '"'), line[i:j]...), '"')
+				i = j - 1
+				continue
+			}
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return line
+	}
+	return out
 }
 
 // parseTimestamp reads a timestamp in Unix ms (an integer, or a number

@@ -55,6 +55,8 @@ func TestParseJSONLines(t *testing.T) {
 	}{
 		{"two lines and blanks", "\n" + `{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1,2]}` + "\n\n" +
 			`{"metric":{"__name__":"b","x":"y"},"values":["Inf"],"timestamps":[1.0]}`, 2, 3, 0, ""},
+		{"vmctl's bare special floats", `{"metric":{"__name__":"a","k":"NaN \"Inf\""},"values":[NaN,+Inf,-Inf,Inf,1],"timestamps":[1,2,3,4,5]}`, 1, 5, 0, ""},
+		{"a bare word", `{"metric":{"__name__":"a"},"values":[Nope],"timestamps":[1]}`, 0, 0, 1, "not a JSON object"},
 		{"VictoriaMetrics's large numbers", `{"metric":{"__name__":"a"},"values":[-100000000000000000000000000000000000000],"timestamps":[5]}`, 1, 1, 0, ""},
 		{"mismatched arrays", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1]}` + "\n" +
 			`{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1]}`, 0, 0, 2, "must be as many"},

@@ -218,18 +218,27 @@ func TestRawRetentionWarns(t *testing.T) {
 	const hours = 72
 	H := int64(h0) * 1000
 	now := time.UnixMilli(H + (hours+1)*rollup.HourMs)
-	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{
-		Rollup: &server.RollupConfig{Enabled: true, AutoDownsampling: true, Config: tb.RollupConfig(), CheckInterval: 20 * time.Millisecond,
-			Now: func() time.Time { return now }},
-		Retention: &server.RetentionConfig{Raw: 24 * time.Hour, Interval: 50 * time.Millisecond, Now: func() time.Time { return now }}})
+	rollups := func() *server.RollupConfig {
+		return &server.RollupConfig{Enabled: true, AutoDownsampling: true, Config: tb.RollupConfig(), CheckInterval: 20 * time.Millisecond,
+			Now: func() time.Time { return now }}
+	}
+	// The rollups are built before the raw samples expire, as they are
+	// when the samples arrive over days.
+	writer := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: rollups()})
 	g := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "g"}, {Name: "job", Value: "a"}}}
 	for ts := H; ts < H+hours*rollup.HourMs; ts += 15_000 {
 		g.Samples = append(g.Samples, prompb.Sample{Timestamp: ts, Value: float64(ts/15_000%97) / 7})
 	}
-	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{g}})
-	waitFor(t, "the rollups and the raw retention", func() bool {
+	writer.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{g}})
+	waitFor(t, "the rollups", func() bool {
+		return testproc.GatherSum(t, writer.Registry, "promhbase_rollup_built_from_timestamp_seconds") == 0 &&
+			testproc.GatherSum(t, writer.Registry, "promhbase_rollup_built_until_timestamp_seconds") >= float64(H/1000+hours*3600)
+	})
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Rollup: rollups(),
+		Retention: &server.RetentionConfig{Raw: 24 * time.Hour, Interval: 50 * time.Millisecond, Now: func() time.Time { return now }}})
+	waitFor(t, "the raw retention", func() bool {
 		raw, _ := queryRange(t, srv.URL, "count_over_time(g[1h])", H+2*rollup.HourMs, H+20*rollup.HourMs, rollup.HourMs, "0s")
-		return testproc.GatherSum(t, srv.Registry, "promhbase_rollup_built_from_timestamp_seconds") == 0 && raw.points() == 0
+		return testproc.GatherSum(t, srv.Registry, "promhbase_rollup_built_until_timestamp_seconds") > 0 && raw.points() == 0
 	})
 	ask := func(start, end int64) (promResult, string, []string) {
 		t.Helper()

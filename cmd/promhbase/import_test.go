@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -181,7 +182,14 @@ func blockSamples(t *testing.T, dir string) seriesSamples {
 // /api/v1/export.
 func exported(t *testing.T, base string) string {
 	t.Helper()
-	resp, err := http.PostForm(base+"/api/v1/export", url.Values{"match[]": {`{__name__=~"imp_.*"}`}})
+	return exportedAll(t, base, `{__name__=~"imp_.*"}`)
+}
+
+// exportedAll reads the series match selects from the promhbase at base
+// through its /api/v1/export.
+func exportedAll(t *testing.T, base, match string) string {
+	t.Helper()
+	resp, err := http.PostForm(base+"/api/v1/export", url.Values{"match[]": {match}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,3 +221,105 @@ func exported(t *testing.T, base string) string {
 }
 
 func strconvG(v float64) string { return fmt.Sprintf("%g", v) }
+
+// TestImportSnapshot: a real Prometheus 3.15 opens the blocks promtool
+// wrote, scrapes itself every 200ms (a head block) five times or more, and
+// is snapshotted (POST /api/v1/admin/tsdb/snapshot); `promhbase import`
+// of the snapshot into one promhbase, and a real vmctl's `vmctl
+// prometheus --prom-snapshot` into another's /api/v1/import, each give
+// every sample of the snapshot back with the same bits.
+func TestImportSnapshot(t *testing.T) {
+	bin := promhbaseBinary(t)
+	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
+	prom := testproc.ScriptBinary(t, "../../scripts/prometheus.sh", "Prometheus")
+	vmctl := testproc.ScriptBinary(t, "../../scripts/vmctl.sh", "vmctl")
+	dir := t.TempDir()
+	end := time.Now().Add(-3 * time.Hour).Truncate(time.Hour).Unix()
+	var om strings.Builder
+	om.WriteString("# TYPE imp_requests counter\n")
+	for i := range 3 {
+		v := 0.0
+		for ts := end - 4*3600; ts < end; ts += 15 {
+			v += float64(ts%11) + 0.25
+			fmt.Fprintf(&om, "imp_requests_total{i=\"%d\"} %s %d\n", i, strconvG(v), ts)
+		}
+	}
+	om.WriteString("# EOF\n")
+	input, tsdbDir := filepath.Join(dir, "data.om"), filepath.Join(dir, "tsdb")
+	if err := os.WriteFile(input, []byte(om.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", input, tsdbDir).CombinedOutput(); err != nil {
+		t.Fatalf("promtool: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	_, promAddr := testproc.StartServer(t, testproc.ServerSpec{Name: "prometheus", LogDir: dir, ReadyPath: "/-/ready", ReadyTimeout: time.Minute, LogTail: 30,
+		Command: func(listen string) *exec.Cmd {
+			conf := fmt.Sprintf("global:\n  scrape_interval: 200ms\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ['%s']\n", listen)
+			if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+tsdbDir, "--web.listen-address="+listen,
+				"--web.enable-admin-api", "--storage.tsdb.retention.time=100y")
+		}})
+	// Scraping starts once discovery hands over its targets (about 5 s).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape("count_over_time(up[1m]) >= 5"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), `"value"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus has not scraped itself five times in a minute: %s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp, err := http.Post("http://"+promAddr+"/api/v1/admin/tsdb/snapshot", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var snap struct {
+		Data struct{ Name string } `json:"data"`
+	}
+	if err := json.Unmarshal(body, &snap); err != nil || snap.Data.Name == "" {
+		t.Fatalf("snapshot: %d %s %v", resp.StatusCode, body, err)
+	}
+	snapshot := filepath.Join(tsdbDir, "snapshots", snap.Data.Name)
+	want := blockSamples(t, snapshot)
+	if len(want) < 10 || !strings.Contains(want.String(), "imp_requests_total") || !strings.Contains(want.String(), `job="self"`) {
+		t.Fatalf("the snapshot holds %d series; want the blocks' and the head's", len(want))
+	}
+
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context, base string) *exec.Cmd
+	}{
+		{"promhbase import", func(ctx context.Context, base string) *exec.Cmd {
+			return exec.CommandContext(ctx, bin, "import", "--url="+base, "--progress-file="+filepath.Join(t.TempDir(), "p.json"), snapshot)
+		}},
+		{"vmctl prometheus", func(ctx context.Context, base string) *exec.Cmd {
+			return exec.CommandContext(ctx, vmctl, "prometheus", "--prom-snapshot="+snapshot, "--vm-addr="+base, "-s", "--disable-progress-bar")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
+			defer stopServe(t, srv)
+			// vmctl retries a refused request without end: bounded here.
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			if out, err := c.run(ctx, base).CombinedOutput(); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := exportedAll(t, base, `{__name__=~".+"}`); got != want.String() {
+				t.Errorf("promhbase holds (%d bytes)\n%.1500s\nthe snapshot (%d bytes)\n%.1500s", len(got), got, len(want.String()), want.String())
+			}
+		})
+	}
+}
