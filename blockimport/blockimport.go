@@ -8,6 +8,7 @@
 package blockimport
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,9 @@ type Options struct {
 	Matchers [][]*labels.Matcher
 	// BatchSamples bounds the samples of one request (default 50 000).
 	BatchSamples int
+	// Concurrency is how many requests are in flight at once (default
+	// 4); progress is recorded in order.
+	Concurrency int
 	// ProgressFile is where progress is kept; empty: nowhere (no resume).
 	ProgressFile string
 	// Job names what is imported where (paths, range, selectors,
@@ -169,8 +173,9 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 			st.BlocksSkipped++
 			continue
 		}
-		err := importBlock(ctx, s, b, opts, done, &st, func(n int64) error {
+		err := importBlock(ctx, s, b, opts, done, &st, func(n, samples int64) error {
 			prog.Blocks[id] = n
+			st.Samples += samples
 			if opts.Progress != nil {
 				opts.Progress(st)
 			}
@@ -192,10 +197,11 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 }
 
 // importBlock sends the selected series of b from the skip-th on; acked
-// is called with the number of series sent whole once each batch is
-// acknowledged (a series longer than a batch is sent in parts, and counts
-// once its last part is).
-func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, skip int64, st *Stats, acked func(int64) error) error {
+// is called, one call at a time, with the number of series sent whole and
+// the samples sent once each batch and those before it are acknowledged
+// (a series longer than a batch is sent in parts, and counts once its
+// last part is). The series are counted into st once the block is done.
+func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, skip int64, st *Stats, acked func(n, samples int64) error) error {
 	mint, maxt := max(opts.MinT, b.Meta().MinTime), min(opts.MaxT, b.Meta().MaxTime)
 	if mint > maxt {
 		return nil
@@ -211,29 +217,29 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 	}
 	set := storage.NewMergeSeriesSet(sets, 0, storage.ChainedSeriesMerge)
 	var (
-		req     prompb.WriteRequest
-		samples int   // in req
-		index   int64 // series seen
-		it      chunkenc.Iterator
-		pending bool
+		req           = &prompb.WriteRequest{}
+		samples       int   // in req
+		index         int64 // series seen
+		it            chunkenc.Iterator
+		pending       bool
+		sent, skipped int64
+		p             = newPipeline(ctx, s, cmp.Or(opts.Concurrency, 4), acked)
 	)
+	defer func() { st.Series, st.SeriesSkipped = st.Series+sent, st.SeriesSkipped+skipped }()
 	flush := func(complete int64) error {
 		if !pending {
 			return nil
 		}
-		if err := s.Send(ctx, &req); err != nil {
+		if err := p.send(req, complete); err != nil {
 			return err
 		}
-		for i := range req.Timeseries {
-			st.Samples += int64(len(req.Timeseries[i].Samples) + len(req.Timeseries[i].Histograms))
-		}
-		req.Timeseries, samples, pending = req.Timeseries[:0], 0, false
-		return acked(complete)
+		req, samples, pending = &prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, len(req.Timeseries))}, 0, false
+		return nil
 	}
 	for set.Next() {
 		if index < skip {
 			index++
-			st.SeriesSkipped++
+			skipped++
 			continue
 		}
 		series := set.At()
@@ -267,7 +273,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 			return fmt.Errorf("series %s: %w", series.Labels(), err)
 		}
 		index++
-		st.Series++
+		sent++
 		if len(ts.Samples)+len(ts.Histograms) > 0 {
 			req.Timeseries = append(req.Timeseries, ts)
 			pending = true
@@ -279,7 +285,11 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		}
 	}
 	if err := set.Err(); err != nil {
+		_ = p.wait()
 		return fmt.Errorf("read series: %w", err)
 	}
-	return flush(index)
+	if err := flush(index); err != nil {
+		return err
+	}
+	return p.wait()
 }

@@ -29,6 +29,7 @@ type importCmd struct {
 	url, tenant  string
 	matches      []string
 	batch        int
+	concurrency  int
 	progressFile string
 	retryFor     time.Duration
 }
@@ -44,6 +45,7 @@ func registerImport(app *kingpin.Application) *importCmd {
 	c.flags(c.cmd, "Import samples from this time on: RFC 3339, or Unix seconds or milliseconds; default: all.", "Import samples up to this time (inclusive); default: all.", false)
 	c.cmd.Flag("match", "Series selector of the series to import (as match[]); repeatable; default: all.").StringsVar(&c.matches)
 	c.cmd.Flag("batch-samples", "Samples of one remote-write request.").Default("50000").IntVar(&c.batch)
+	c.cmd.Flag("concurrency", "Remote-write requests in flight at once (the progress recorded is that of every request before the first still in flight).").Default("4").IntVar(&c.concurrency)
 	c.cmd.Flag("progress-file", "Where the progress is kept; default: a file named after the import under the user's cache directory.").StringVar(&c.progressFile)
 	c.cmd.Flag("retry-for", "How long one request may keep failing (promhbase or its store unavailable) before the import stops; run it again to go on.").Default("10m").DurationVar(&c.retryFor)
 	return c
@@ -101,7 +103,7 @@ func (c *importCmd) run() error {
 		}}
 	start := time.Now()
 	st, err := blockimport.Import(ctx, sender, blockimport.Options{Paths: c.paths, MinT: minT, MaxT: maxT, Matchers: sets,
-		BatchSamples: c.batch, ProgressFile: c.progressFile, Job: job,
+		BatchSamples: c.batch, Concurrency: c.concurrency, ProgressFile: c.progressFile, Job: job,
 		Progress: func(s blockimport.Stats) { bar.update(int(s.Samples), int(s.SamplesTotal)) }})
 	bar.finish()
 	resumed := ""
