@@ -12,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -41,18 +39,14 @@ const (
 	MaxTimestamp = int64(math.MaxUint32)*1000 + 999
 )
 
-// jsonLine is one line of the JSON lines format:
+// The JSON lines format, a series a line:
 //
 //	{"metric":{"__name__":"up","job":"node"},"values":[1,0.5],"timestamps":[1700000000000,1700000015000]}
 //
-// timestamps in Unix ms; a value is a JSON number, a string "NaN",
-// "Inf", "+Inf", "-Inf", "Infinity" or "-Infinity", or null (a staleness
-// marker: VictoriaMetrics skips it).
-type jsonLine struct {
-	Metric     map[string]string `json:"metric"`
-	Values     []json.RawMessage `json:"values"`
-	Timestamps []json.Number     `json:"timestamps"`
-}
+// timestamps in Unix ms; a value is a JSON number, a special float (NaN,
+// Inf, +Inf, -Inf, Infinity, -Infinity) as a string or bare (as vmctl
+// writes it, outside JSON), or null (a staleness marker: VictoriaMetrics
+// skips it). scan.go reads it.
 
 // ParseJSONLines parses body, JSON lines (blank lines skipped), into
 // series, appending to dst. It fails on the first bad line, naming it.
@@ -68,94 +62,13 @@ func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, 
 		if len(line) == 0 {
 			continue
 		}
-		ts, err := parseJSONLine(line)
+		ts, err := scanJSONLine(line)
 		if err != nil {
 			return dst, &LineError{Line: n, Err: err}
 		}
 		dst = append(dst, ts)
 	}
 	return dst, nil
-}
-
-func parseJSONLine(line []byte) (prompb.TimeSeries, error) {
-	var jl jsonLine
-	dec := json.NewDecoder(bytes.NewReader(quoteSpecials(line)))
-	dec.UseNumber()
-	if err := dec.Decode(&jl); err != nil {
-		return prompb.TimeSeries{}, fmt.Errorf("not a JSON object of metric, values and timestamps: %w", err)
-	}
-	if dec.More() {
-		return prompb.TimeSeries{}, errors.New("more than one JSON object on the line")
-	}
-	if jl.Metric["__name__"] == "" {
-		return prompb.TimeSeries{}, errors.New(`"metric" has no "__name__"`)
-	}
-	if len(jl.Values) != len(jl.Timestamps) {
-		return prompb.TimeSeries{}, fmt.Errorf(`"values" has %d elements and "timestamps" %d: they must be as many`, len(jl.Values), len(jl.Timestamps))
-	}
-	ts := prompb.TimeSeries{Labels: make([]prompb.Label, 0, len(jl.Metric)), Samples: make([]prompb.Sample, 0, len(jl.Values))}
-	for k, v := range jl.Metric {
-		ts.Labels = append(ts.Labels, prompb.Label{Name: k, Value: v})
-	}
-	slices.SortFunc(ts.Labels, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
-	for i, raw := range jl.Values {
-		t, err := parseTimestamp(jl.Timestamps[i])
-		if err != nil {
-			return prompb.TimeSeries{}, fmt.Errorf("timestamp %d: %w", i, err)
-		}
-		v, err := parseValue(raw)
-		if err != nil {
-			return prompb.TimeSeries{}, fmt.Errorf("value %d: %w", i, err)
-		}
-		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
-	}
-	return ts, nil
-}
-
-// quoteSpecials returns line with the bare special floats that vmctl and
-// VictoriaMetrics write outside strings (NaN, Inf, +Inf, -Inf, Infinity,
-// -Infinity: not JSON) quoted, so that encoding/json reads them as the
-// strings parseValue takes; line itself when it has none.
-func quoteSpecials(line []byte) []byte {
-	var out []byte
-	inString, escaped := false, false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == 'N' || c == 'I' || ((c == '+' || c == '-') && i+1 < len(line) && line[i+1] == 'I'):
-			j := i + 1
-			for j < len(line) && (line[j] >= 'a' && line[j] <= 'z' || line[j] >= 'A' && line[j] <= 'Z') {
-				j++
-			}
-			switch string(line[i:j]) {
-			case "NaN", "Inf", "+Inf", "-Inf", "Infinity", "+Infinity", "-Infinity":
-				if out == nil {
-					out = append(make([]byte, 0, len(line)+16), line[:i]...)
-				}
-				out = append(append(append(out, '"'), line[i:j]...), '"')
-				i = j - 1
-				continue
-			}
-		}
-		if out != nil {
-			out = append(out, c)
-		}
-	}
-	if out == nil {
-		return line
-	}
-	return out
 }
 
 // parseTimestamp reads a timestamp in Unix ms (an integer, or a number
@@ -173,35 +86,6 @@ func parseTimestamp(n json.Number) (int64, error) {
 		return 0, fmt.Errorf("%d ms is out of range [%d, %d] (1970 to 2106)", t, MinTimestamp, MaxTimestamp)
 	}
 	return t, nil
-}
-
-// parseValue reads a JSON number, a special float as a string, or null
-// (a staleness marker).
-func parseValue(raw json.RawMessage) (float64, error) {
-	s := string(raw)
-	switch {
-	case s == "null":
-		return math.Float64frombits(value.StaleNaN), nil
-	case strings.HasPrefix(s, `"`):
-		var str string
-		if err := json.Unmarshal(raw, &str); err != nil {
-			return 0, fmt.Errorf("%s: %w", s, err)
-		}
-		switch strings.ToLower(str) {
-		case "nan":
-			return math.NaN(), nil
-		case "inf", "+inf", "infinity", "+infinity":
-			return math.Inf(1), nil
-		case "-inf", "-infinity":
-			return math.Inf(-1), nil
-		}
-		return 0, fmt.Errorf("%s is not a number (want a JSON number, \"NaN\", \"Inf\", \"-Inf\" or null)", s)
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s is not a number", s)
-	}
-	return v, nil
 }
 
 // AppendJSONLine appends the JSON line of a series (labels in their

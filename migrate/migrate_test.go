@@ -1,11 +1,14 @@
 package migrate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -56,7 +59,10 @@ func TestParseJSONLines(t *testing.T) {
 		{"two lines and blanks", "\n" + `{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1,2]}` + "\n\n" +
 			`{"metric":{"__name__":"b","x":"y"},"values":["Inf"],"timestamps":[1.0]}`, 2, 3, 0, ""},
 		{"vmctl's bare special floats", `{"metric":{"__name__":"a","k":"NaN \"Inf\""},"values":[NaN,+Inf,-Inf,Inf,1],"timestamps":[1,2,3,4,5]}`, 1, 5, 0, ""},
-		{"a bare word", `{"metric":{"__name__":"a"},"values":[Nope],"timestamps":[1]}`, 0, 0, 1, "not a JSON object"},
+		{"a bare word", `{"metric":{"__name__":"a"},"values":[Nope],"timestamps":[1]}`, 0, 0, 1, "not a number"},
+		{"other keys skipped", `{"x":[1,{"y":"z"}],"metric":{"__name__":"a","k":"v\\u00e9"},"values":[2],"timestamps":[3],"z":null}`, 1, 1, 0, ""},
+		{"a label twice", `{"metric":{"__name__":"a","k":"1","k":"2"},"values":[1],"timestamps":[1]}`, 0, 0, 1, "twice"},
+		{"a control character", "{\"metric\":{\"__name__\":\"a\x01\"},\"values\":[1],\"timestamps\":[1]}", 0, 0, 1, "control character"},
 		{"VictoriaMetrics's large numbers", `{"metric":{"__name__":"a"},"values":[-100000000000000000000000000000000000000],"timestamps":[5]}`, 1, 1, 0, ""},
 		{"mismatched arrays", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1]}` + "\n" +
 			`{"metric":{"__name__":"a"},"values":[1,2],"timestamps":[1]}`, 0, 0, 2, "must be as many"},
@@ -144,6 +150,53 @@ func FuzzParseJSONLines(f *testing.F) {
 			again, err := ParseJSONLines(nil, AppendJSONLine(nil, sb.Labels(), ts, vs))
 			if err != nil || len(again) != 1 || len(again[0].Samples) != len(s.Samples) {
 				t.Fatalf("round trip of %v: %v", s, err)
+			}
+		}
+	})
+}
+
+// refLine is the JSON line as encoding/json reads it: the reference of
+// FuzzJSONLineReference.
+type refLine struct {
+	Metric     map[string]string `json:"metric"`
+	Values     []float64         `json:"values"`
+	Timestamps []int64           `json:"timestamps"`
+}
+
+// FuzzJSONLineReference: a line of plain numbers that encoding/json reads
+// is read by ParseJSONLines to the same series.
+func FuzzJSONLineReference(f *testing.F) {
+	f.Add([]byte(`{"metric":{"__name__":"a","b":"c\u00e9"},"values":[1,2.5e3],"timestamps":[1,2]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var ref refLine
+		if bytes.ContainsAny(line, "\n") || json.Unmarshal(line, &ref) != nil || ref.Metric["__name__"] == "" ||
+			len(ref.Values) != len(ref.Timestamps) || len(ref.Values) == 0 {
+			return
+		}
+		for _, ts := range ref.Timestamps {
+			if ts < MinTimestamp || ts > MaxTimestamp {
+				return
+			}
+		}
+		series, err := ParseJSONLines(nil, line)
+		if err != nil {
+			if strings.Contains(err.Error(), "twice") || !utf8.Valid(line) {
+				return // encoding/json keeps the last of a repeated key; invalid UTF-8 it replaces
+			}
+			t.Fatalf("encoding/json reads %q, ParseJSONLines fails: %v", line, err)
+		}
+		s := series[0]
+		if len(s.Labels) != len(ref.Metric) || len(s.Samples) != len(ref.Values) {
+			t.Fatalf("%q: %v, encoding/json %+v", line, s, ref)
+		}
+		for _, l := range s.Labels {
+			if ref.Metric[l.Name] != l.Value {
+				t.Fatalf("%q: label %s=%q, encoding/json %q", line, l.Name, l.Value, ref.Metric[l.Name])
+			}
+		}
+		for i, smp := range s.Samples {
+			if smp.Timestamp != ref.Timestamps[i] || math.Float64bits(smp.Value) != math.Float64bits(ref.Values[i]) {
+				t.Fatalf("%q: sample %d %v, encoding/json %d %v", line, i, smp, ref.Timestamps[i], ref.Values[i])
 			}
 		}
 	})
