@@ -74,7 +74,8 @@ func TestImportCommand(t *testing.T) {
 		return exec.Command(bin, append([]string{"import", "--url=" + base, "--progress-file=" + progress, blocks}, args...)...)
 	}
 	t.Run("whole", func(t *testing.T) {
-		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
+		srv, base := startServe(t, bin, append([]string{"--storage.compaction.check-interval=100ms", "--rollup.check-interval=100ms"},
+			testbackend.ServeFlags(t)...)...)
 		defer stopServe(t, srv)
 		out, err := imp(base, filepath.Join(t.TempDir(), "p.json")).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "9600 samples") {
@@ -82,6 +83,28 @@ func TestImportCommand(t *testing.T) {
 		}
 		if got := exported(t, base); got != want.String() {
 			t.Errorf("promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
+		}
+		// The imported hours are compacted and rolled up as written ones
+		// are: the rows of 8 series over 5 hours (6 rows where an hour's
+		// first sample falls in the next).
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			page, err := testproc.FetchMetrics(t.Context(), base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compacted := page.Sum("promhbase_compaction_rows_compacted_total")
+			from, hours := page.Sum("promhbase_rollup_built_from_timestamp_seconds"), page.Sum("promhbase_rollup_hours_built_total")
+			if compacted >= 40 && from == 0 && hours >= 5 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after two minutes: %v rows compacted, rollups built from %v (%v hours), want 40 rows and every hour", compacted, from, hours)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got := exported(t, base); got != want.String() {
+			t.Errorf("after compaction promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
 		}
 	})
 	t.Run("killed and resumed", func(t *testing.T) {

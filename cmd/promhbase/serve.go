@@ -113,10 +113,11 @@ type resultsCacheFlags struct {
 
 // rollupFlags are the --rollup.* flags of serve and --query.auto-downsampling.
 type rollupFlags struct {
-	enabled     bool
-	grace       time.Duration
-	auto        bool
-	approximate bool
+	enabled       bool
+	grace         time.Duration
+	checkInterval time.Duration
+	auto          bool
+	approximate   bool
 }
 
 // retentionFlags are the --storage.retention.* flags of serve.
@@ -202,6 +203,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	r := &serveOpts.rollup
 	cmd.Flag("rollup.enabled", "Build the rollups of every hour in the background once it has ended (plus --rollup.grace), into the tables of the rollup configuration (--rollup.config-file), and let queries read them (see --query.auto-downsampling). Hours written before are built by `promhbase rollup`.").Default("true").BoolVar(&r.enabled)
 	cmd.Flag("rollup.grace", "How long after an hour ends its rollups are built, so that late samples land first; a sample that arrives later makes its hour's rollups stale until they are built again.").Default("10m").DurationVar(&r.grace)
+	// Hidden: tests set it small so as not to wait for the default.
+	cmd.Flag("rollup.check-interval", "How often the rollup scheduler looks for hours that are due or stale.").Default("30s").Hidden().DurationVar(&r.checkInterval)
 	cmd.Flag("query.auto-downsampling", "Queries that do not name a resolution (max_source_resolution) read the widest rollups no wider than a fifth of their step (5m rollups from a 25m step, 1h rollups from a 5h step) where that gives the same answer as raw samples: the rate family and the sum, count, min, max and avg _over_time functions read the rollup windows inside each step's range and raw samples for the windows its ends cut; other functions and plain selectors read raw samples.").Default("true").BoolVar(&r.auto)
 	cmd.Flag("query.auto-downsampling.approximate", "Let --query.auto-downsampling answer approximately, as Thanos's querier and an explicit max_source_resolution do: a step reads its range rounded to whole windows, a plain selector the average of the window before the step, other functions over a range the windows' averages (errors measured in docs/downsampling.md). X-Promhbase-Resolution then ends with \"; approximate\".").Default("false").BoolVar(&r.approximate)
 	c := &serveOpts.compaction
@@ -280,7 +283,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			Interval: serveOpts.retention.interval, Raw: time.Duration(serveOpts.retention.raw),
 			Resolutions: map[string]time.Duration{"5m": time.Duration(serveOpts.retention.res5m), "1h": time.Duration(serveOpts.retention.res1h)}},
 		EnableAdmin: serveOpts.enableAdmin,
-		Rollup: server.RollupConfig{Enabled: serveOpts.rollup.enabled, Config: rollupCfg, Grace: serveOpts.rollup.grace, AutoDownsampling: serveOpts.rollup.auto,
+		Rollup: server.RollupConfig{Enabled: serveOpts.rollup.enabled, Config: rollupCfg, Grace: serveOpts.rollup.grace, AutoDownsampling: serveOpts.rollup.auto, CheckInterval: serveOpts.rollup.checkInterval,
 			Approximate: serveOpts.rollup.approximate},
 		HA: server.HAConfig{Enabled: serveOpts.ha.enabled, Config: hatracker.Config{ClusterLabel: serveOpts.ha.clusterLabel, ReplicaLabel: serveOpts.ha.replica,
 			FailoverTimeout: serveOpts.ha.failover, UpdateTimeout: serveOpts.ha.update, UpdateTimeoutJitterMax: serveOpts.ha.jitt, MaxClusters: serveOpts.ha.maxClusters}},
