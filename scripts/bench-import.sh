@@ -6,7 +6,7 @@
 #   vmctl prometheus  -> promhbase serve (embedded)
 # Each run starts from an empty store and ends when the importer exits
 # (every request acknowledged). Prints each time, the median and spread,
-# and the samples/s. SERIES, DAYS (the data: SERIES series of 15 s scrapes
+# and the samples/s, and promhbase import's peak RSS (/usr/bin/time). SERIES, DAYS (the data: SERIES series of 15 s scrapes
 # over DAYS days, written as blocks by promtool) and RUNS (3) size it;
 # WORK (a temporary directory) holds the data.
 set -euo pipefail
@@ -59,7 +59,9 @@ run_one() { # system
 	esac
 	t0=$(now_ms)
 	case $sys in
-	promhbase-import) "$promhbase" import --url=http://127.0.0.1:$port --progress-file="$dir.progress" "$work/blocks" >/dev/null 2>&1 ;;
+	promhbase-import)
+		/usr/bin/time -f %M -o "$work/rss" "$promhbase" import --url=http://127.0.0.1:$port --progress-file="$dir.progress" "$work/blocks" >/dev/null 2>&1
+		log "promhbase import peak RSS: $(cat "$work/rss") KiB" ;;
 	*) "$vmctl" prometheus --prom-snapshot="$work/blocks" --vm-addr=http://127.0.0.1:$port -s --disable-progress-bar >"$work/vmctl.log" 2>&1 ;;
 	esac
 	t1=$(now_ms)
