@@ -33,7 +33,8 @@ import (
 // promhbase, and reads every sample back (/api/v1/export) with the same
 // bits as the blocks hold. Then, into a fresh store, an import killed
 // with SIGKILL at three random points and run again each time ends with
-// the same samples, nothing lost or doubled.
+// the same samples, nothing lost or doubled. A block truncated is refused
+// with an error naming it and the series it broke in.
 func TestImportCommand(t *testing.T) {
 	bin := promhbaseBinary(t)
 	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
@@ -105,6 +106,27 @@ func TestImportCommand(t *testing.T) {
 		}
 		if got := exported(t, base); got != want.String() {
 			t.Errorf("after compaction promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
+		}
+	})
+	t.Run("a truncated block", func(t *testing.T) {
+		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
+		defer stopServe(t, srv)
+		bad := filepath.Join(t.TempDir(), "blocks")
+		if out, err := exec.Command("cp", "-r", blocks, bad).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		segs, _ := filepath.Glob(filepath.Join(bad, "*", "chunks", "000001"))
+		st, err := os.Stat(segs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(segs[0], st.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "import", "--url="+base, "--progress-file="+filepath.Join(t.TempDir(), "p.json"), bad).CombinedOutput()
+		block := filepath.Base(filepath.Dir(filepath.Dir(segs[0])))
+		if err == nil || !strings.Contains(string(out), block) || !strings.Contains(string(out), "series {") {
+			t.Errorf("import of a truncated block: %v, want an error naming the block %s and the series\n%s", err, block, out)
 		}
 	})
 	t.Run("killed and resumed", func(t *testing.T) {
