@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -25,13 +26,13 @@ func ParseText(dst []prompb.TimeSeries, body []byte, now int64) ([]prompb.TimeSe
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
 			line, body = body[:i+1], body[i+1:]
 		} else {
-			line, body = append(slicesClip(line), '\n'), nil
+			line, body = append(slices.Clip(line), '\n'), nil
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) == 0 || trimmed[0] == '#' {
 			continue // HELP, TYPE and comments say nothing a sample needs
 		}
 		// Clipped: the parser may append to what it is given.
-		p := textparse.NewPromParser(slicesClip(line), st, false)
+		p := textparse.NewPromParser(slices.Clip(line), st, false)
 		for {
 			et, err := p.Next()
 			if errors.Is(err, io.EOF) {
@@ -62,7 +63,3 @@ func ParseText(dst []prompb.TimeSeries, body []byte, now int64) ([]prompb.TimeSe
 	}
 	return dst, nil
 }
-
-// slicesClip returns b without spare capacity, so that appending to it
-// copies (the caller's body is not written to).
-func slicesClip(b []byte) []byte { return b[:len(b):len(b)] }
