@@ -44,7 +44,9 @@
 // values answered from the index for the days it no longer has data. After
 // the rows of a metric are done, the index cells that only the deleted
 // rows supported are removed: the 'V' cell (day, tag pair) -> metric when
-// no row of the metric left on that day carries the pair, the 'N' cell day
+// no row of the metric left on that day carries the pair, the 'S' cell
+// (day, series) when no row of the series is left that day (so that the
+// day's cardinality counts it no more), the 'N' cell day
 // -> metric when the metric has no row left that day, and the 'K' cell day
 // -> tag name when no 'V' row of the day and tag name is left. The check
 // reads the data rows left (keys only) and each cell is deleted bounded by

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
@@ -508,7 +509,8 @@ func TestRowsRewrittenUnderAHold(t *testing.T) {
 }
 
 // TestIndexPruned: the index cells only the deleted series supported go,
-// for the days that ended; cells other series support, and today's, stay.
+// for the days that ended (their series rows too: the day's cardinality);
+// cells other series support, and today's, stay.
 func TestIndexPruned(t *testing.T) {
 	g := newRig(t, mapping.DefaultLayout())
 	day := int64(t0) / mapping.DaySeconds
@@ -541,8 +543,19 @@ func TestIndexPruned(t *testing.T) {
 	if got, want := values("instance", d0+dayMs, d0+2*dayMs-1), []string{"x"}; !slices.Equal(got, want) {
 		t.Errorf("instance values of today: %v, want %v (today's cells stay)", got, want)
 	}
-	if st.IndexCells != 1 || testutil.ToFloat64(d.indexCells) != 1 {
-		t.Errorf("stats %s: want 1 index cell", st)
+	if st.IndexCells != 2 || testutil.ToFloat64(d.indexCells) != 2 {
+		t.Errorf("stats %s: want 2 index cells (x's instance value and series of the day)", st)
+	}
+	series := func(d uint32) uint64 {
+		t.Helper()
+		c, err := g.Index.Cardinality(ctxFor(t), index.CardinalityQuery{From: d, To: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.TotalSeries
+	}
+	if got0, got1 := series(uint32(day)), series(uint32(day+1)); got0 != 2 || got1 != 2 {
+		t.Errorf("series of the day, of today: %d, %d; want 2 (y, z), 2 (x, z: today's cells stay)", got0, got1)
 	}
 	// The series left is still found by a selector without a name, which
 	// the index plans.
@@ -569,6 +582,9 @@ func TestIndexPruned(t *testing.T) {
 	}
 	if want := []string{"__name__", "only"}; !slices.Equal(names, want) {
 		t.Errorf("label names of the day: %v, want %v", names, want)
+	}
+	if got := series(uint32(day)); got != 1 {
+		t.Errorf("series of the day: %d, want 1 (z)", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -31,6 +32,7 @@ type pruner struct {
 	off     bool  // the index table is missing: nothing to prune
 	metric  []byte
 	days    map[uint32]map[string]struct{} // day -> tag pairs (tagk ‖ tagv)
+	series  map[uint32]map[string]struct{} // day -> the series' tags
 	n       int
 }
 
@@ -54,11 +56,17 @@ func (p *pruner) note(ctx context.Context, key []byte, st *Stats) error {
 	if p.metric == nil {
 		p.metric = bytes.Clone(metric)
 		p.days = map[uint32]map[string]struct{}{}
+		p.series = map[uint32]map[string]struct{}{}
 	}
 	set := p.days[day]
 	if set == nil {
 		set = map[string]struct{}{}
 		p.days[day] = set
+		p.series[day] = map[string]struct{}{}
+	}
+	if _, ok := p.series[day][string(tags)]; !ok {
+		p.series[day][string(tags)] = struct{}{}
+		p.n++
 	}
 	pair := l.PairLen()
 	for i := 0; i+pair <= len(tags); i += pair {
@@ -75,8 +83,8 @@ func (p *pruner) flush(ctx context.Context, st *Stats) error {
 	if p.metric == nil {
 		return nil
 	}
-	metric, days := p.metric, p.days
-	p.metric, p.days, p.n = nil, nil, 0
+	metric, days, series := p.metric, p.days, p.series
+	p.metric, p.days, p.series, p.n = nil, nil, nil, 0
 	order := make([]uint32, 0, len(days))
 	for day := range days {
 		order = append(order, day)
@@ -86,7 +94,7 @@ func (p *pruner) flush(ctx context.Context, st *Stats) error {
 		if p.off {
 			return nil
 		}
-		if err := p.pruneDay(ctx, metric, day, days[day], st); err != nil {
+		if err := p.pruneDay(ctx, metric, day, days[day], series[day], st); err != nil {
 			return err
 		}
 	}
@@ -94,11 +102,12 @@ func (p *pruner) flush(ctx context.Context, st *Stats) error {
 }
 
 // pruneDay removes the index cells of metric on day that no data row left
-// supports: the 'V' cells of pairs, the 'N' cell, and the 'K' cells of the
-// tag names whose 'V' rows of the day are left empty. The cells' versions
-// are read first and the deletes bounded by them, so that a cell written
-// again while the data is checked stays.
-func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs map[string]struct{}, st *Stats) error {
+// supports: the 'V' cells of pairs, the 'S' cells of the series (of their
+// tags), the 'N' cell, and the 'K' cells of the tag names whose 'V' rows
+// of the day are left empty. The cells' versions are read first and the
+// deletes bounded by them, so that a cell written again while the data is
+// checked stays.
+func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs, series map[string]struct{}, st *Stats) error {
 	d := p.d
 	if f := d.opts.IndexWriter; f != nil {
 		before := st.IndexCells
@@ -141,7 +150,17 @@ func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs 
 			kVer[string(tagk)] = k
 		}
 	}
-	if nVer == 0 && len(vVer) == 0 {
+	sVer := map[string]uint64{} // the series' tags -> their 'S' cell's version
+	for tags := range series {
+		v, err := p.version(ctx, mapping.AppendIndexSeriesKey(nil, day, metric, []byte(tags)), []byte(tags))
+		if err != nil {
+			return err
+		}
+		if v != 0 {
+			sVer[tags] = v
+		}
+	}
+	if nVer == 0 && len(vVer) == 0 && len(sVer) == 0 {
 		return nil
 	}
 	// The data left on the day: any row of the metric, and the rows with
@@ -159,8 +178,13 @@ func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs 
 			break
 		}
 	}
-	if hasRows && len(vVer) > 0 {
-		if err := p.strikeSupported(ctx, ranges, vVer); err != nil {
+	if hasRows && (len(vVer) > 0 || len(sVer) > 0) {
+		if err := p.strikeSupported(ctx, ranges, vVer, sVer); err != nil {
+			return err
+		}
+	}
+	for tags, v := range sVer {
+		if err := p.deleteCell(ctx, mapping.AppendIndexSeriesKey(nil, day, metric, []byte(tags)), []byte(tags), v, st); err != nil {
 			return err
 		}
 	}
@@ -197,22 +221,31 @@ func (p *pruner) pruneDay(ctx context.Context, metric []byte, day uint32, pairs 
 }
 
 // strikeSupported scans the keys of the data rows in ranges that carry
-// one of the pairs of cand and removes those pairs from cand.
-func (p *pruner) strikeSupported(ctx context.Context, ranges []mapping.KeyRange, cand map[string]uint64) error {
+// one of the pairs of cand or of the series of series (their tags), and
+// removes those pairs from cand and those series from series.
+func (p *pruner) strikeSupported(ctx context.Context, ranges []mapping.KeyRange, cand, series map[string]uint64) error {
 	d := p.d
 	l := d.opts.Layout
 	pair := l.PairLen()
 	req := store.ScanRequest{Table: d.opts.DataTable, Family: dataFamily, KeysOnly: true}
-	if len(cand) <= maxRegexPairs {
-		req.RowRegex, req.RowMatch = pairFilter(l, cand)
+	// The rows of a series carry its pairs: the filter is of the pairs of
+	// both.
+	pairs := maps.Clone(cand)
+	for tags := range series {
+		for i := 0; i+pair <= len(tags) && len(pairs) <= maxRegexPairs; i += pair {
+			pairs[tags[i:i+pair]] = 0
+		}
+	}
+	if len(pairs) <= maxRegexPairs {
+		req.RowRegex, req.RowMatch = pairFilter(l, pairs)
 	}
 	for _, r := range ranges {
-		if len(cand) == 0 {
+		if len(cand) == 0 && len(series) == 0 {
 			return nil
 		}
 		req.Start, req.Stop = r.Start, r.Stop
 		sc := d.st.Scan(ctx, req)
-		for sc.Next() && len(cand) > 0 {
+		for sc.Next() && (len(cand) > 0 || len(series) > 0) {
 			_, _, _, tags, err := l.ParseRowKey(sc.Row().Key)
 			if err != nil {
 				continue
@@ -220,6 +253,7 @@ func (p *pruner) strikeSupported(ctx context.Context, ranges []mapping.KeyRange,
 			for i := 0; i+pair <= len(tags); i += pair {
 				delete(cand, string(tags[i:i+pair]))
 			}
+			delete(series, string(tags))
 		}
 		err := sc.Err()
 		sc.Close()

@@ -44,6 +44,11 @@ type Reader struct {
 	since     uint32
 	sinceOK   bool
 	sinceRead time.Time
+
+	// lens keeps the lengths of tag values' names for Cardinality, pages
+	// its counting pages (*page, zeroed) for the next count.
+	lens  valueLens
+	pages sync.Pool
 }
 
 // NewReader returns a Reader of the index table.
@@ -77,7 +82,7 @@ func (r *Reader) Covers(ctx context.Context, start, end int64) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("read index coverage: %w", err)
 		}
-		r.since, r.sinceOK = coverageOf(row)
+		r.since, r.sinceOK = coverageOf(row, mapping.IndexSinceQual)
 		r.sinceRead = time.Now()
 	}
 	return r.sinceOK && r.since <= from, nil

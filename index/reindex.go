@@ -30,7 +30,8 @@ type ReindexStats struct {
 // in [from, to], written by any process or by OpenTSDB, reading only row
 // keys. When the range reaches the day the index covers from (or now, when
 // nothing was covered yet), the coverage moves back to the first whole day
-// of the range, so that queries from then on use the index. Memory does
+// of the range, so that queries from then on use the index; so does the
+// coverage of the 'S' rows (the cardinality counts), on its own. Memory does
 // not grow with the range. Safe while writers run.
 func Reindex(ctx context.Context, st interface {
 	readStore
@@ -108,15 +109,21 @@ func Reindex(ctx context.Context, st interface {
 	if err != nil {
 		return stats, fmt.Errorf("read index coverage: %w", err)
 	}
-	since, ok := coverageOf(row)
-	reaches := ok && mapping.DayOf(to.UnixMilli()) >= since
-	if !ok {
-		reaches = !to.Before(opts.Now().Add(-time.Hour))
-	}
-	if reaches && (!ok || first < since) {
-		if err := w.setCoverage(ctx, first); err != nil {
-			return stats, err
+	// Each coverage day apart: the 'S' rows' may be later than the label
+	// cells' (an index from before promhbase wrote them).
+	var quals []string
+	for _, q := range []string{mapping.IndexSinceQual, mapping.IndexSeriesSinceQual} {
+		since, ok := coverageOf(row, q)
+		reaches := ok && mapping.DayOf(to.UnixMilli()) >= since
+		if !ok {
+			reaches = !to.Before(opts.Now().Add(-time.Hour))
 		}
+		if reaches && (!ok || first < since) {
+			quals = append(quals, q)
+		}
+	}
+	if err := w.setCoverage(ctx, first, quals...); err != nil {
+		return stats, err
 	}
 	return stats, nil
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,32 +102,45 @@ func NewWriter(st writeStore, opts Options, reg prometheus.Registerer) *Writer {
 }
 
 // MarkCoverage records, unless an earlier day is recorded, that the index
-// holds every write from day on. serve calls it at start.
+// holds every write from day on: its label cells ("since") and its 'S'
+// rows ("series-since", recorded apart: an index written before promhbase
+// wrote 'S' rows covers days they do not). serve calls it at start.
 func (w *Writer) MarkCoverage(ctx context.Context, day uint32) error {
 	row, err := w.st.Get(ctx, w.opts.IndexTable, mapping.IndexCoverageKey, mapping.IndexFamily)
 	if err != nil {
 		return fmt.Errorf("read index coverage: %w", err)
 	}
-	if since, ok := coverageOf(row); ok && since <= day {
-		return nil
+	var quals []string
+	for _, q := range []string{mapping.IndexSinceQual, mapping.IndexSeriesSinceQual} {
+		if since, ok := coverageOf(row, q); !ok || since > day {
+			quals = append(quals, q)
+		}
 	}
-	return w.setCoverage(ctx, day)
+	return w.setCoverage(ctx, day, quals...)
 }
 
-// setCoverage writes the coverage day.
-func (w *Writer) setCoverage(ctx context.Context, day uint32) error {
+// setCoverage writes day as the coverage day of each of quals.
+func (w *Writer) setCoverage(ctx context.Context, day uint32, quals ...string) error {
+	if len(quals) == 0 {
+		return nil
+	}
 	v := []byte{byte(day >> 24), byte(day >> 16), byte(day >> 8), byte(day)}
-	err := w.st.Put(ctx, w.opts.IndexTable, []store.Put{{Row: mapping.IndexCoverageKey,
-		Cells: []store.Cell{{Family: []byte(mapping.IndexFamily), Qualifier: []byte(mapping.IndexSinceQual), Value: v}}}})
+	cells := make([]store.Cell, len(quals))
+	for i, q := range quals {
+		cells[i] = store.Cell{Family: []byte(mapping.IndexFamily), Qualifier: []byte(q), Value: v}
+	}
+	err := w.st.Put(ctx, w.opts.IndexTable, []store.Put{{Row: mapping.IndexCoverageKey, Cells: cells}})
 	if err != nil {
 		return fmt.Errorf("write index coverage: %w", err)
 	}
 	return nil
 }
 
-func coverageOf(row store.Row) (uint32, bool) {
+// coverageOf returns the coverage day of qual (mapping.IndexSinceQual or
+// IndexSeriesSinceQual) in the 'C' row; ok is false when none is recorded.
+func coverageOf(row store.Row, qual string) (uint32, bool) {
 	for _, c := range row.Cells {
-		if string(c.Qualifier) == mapping.IndexSinceQual && len(c.Value) == 4 {
+		if string(c.Qualifier) == qual && len(c.Value) == 4 {
 			return uint32(c.Value[0])<<24 | uint32(c.Value[1])<<16 | uint32(c.Value[2])<<8 | uint32(c.Value[3]), true
 		}
 	}
@@ -348,11 +362,12 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	var pending []pendingCell
 	var rowBuf []byte
 	if lay := w.opts.Layout; lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 {
-		// Room for two cells an entry without growing, as in a first
-		// contact where a label value of each series' own is new: its 'V'
-		// cell, and one in every few series for the values they share.
-		pending = make([]pendingCell, 0, 2*len(entries))
-		rowBuf = make([]byte, 0, 2*len(entries)*(5+lay.TagKWidth+lay.TagVWidth))
+		// Room for three cells an entry without growing, as in a first
+		// contact where a label value of each series' own is new: its 'S'
+		// and 'V' cells, and one in every few series for the values they
+		// share.
+		pending = make([]pendingCell, 0, 3*len(entries))
+		rowBuf = make([]byte, 0, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
 	}
 	var keys []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
 	// done: the keys of this call already settled (written or to be), so
@@ -429,6 +444,19 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		if e.Day != epochDay {
 			epochDay, epoch = e.Day, w.forgets.epoch(e.Day)
 		}
+		// The series' 'S' cell, once per series and day, as its mark
+		// (todo) tells: neither the call's keys nor the shared set are
+		// asked, but on a forgotten day, where the mark does not tell.
+		// Two entries of one series and day in a call give one cell
+		// (groupCells).
+		buf = mapping.AppendIndexSeriesKey(buf[:0], e.Day, s.Metric, s.Tags)
+		if epoch != 0 {
+			add(buf, s.Tags, false, epoch)
+		} else {
+			at := len(rowBuf)
+			rowBuf = append(rowBuf, buf...)
+			pending = append(pending, pendingCell{prefix: rowPrefix(buf), start: uint32(at), end: uint32(len(rowBuf)), qual: s.Tags})
+		}
 		if firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
 			fresh := s.FreshCell(-1)
 			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
@@ -483,7 +511,8 @@ func rowPrefix(row []byte) uint64 {
 // groupCells sorts cells by row and returns one Put a row, in ascending
 // row order (which the embedded store applies without sorting again), the
 // cells' values empty; the Puts' rows and cells share rowBuf and one
-// slice. cells hold no two of one row and qualifier.
+// slice. Of cells of one row and qualifier (an 'S' cell of a series
+// twice in a call) one is kept.
 func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
 	row := func(i uint32) []byte { c := &cells[i]; return rowBuf[c.start:c.end:c.end] }
 	// A radix sort of the rows (keysort): the index rows of a request
@@ -507,14 +536,27 @@ func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
 	fam := []byte(mapping.IndexFamily)
 	out := make([]store.Cell, len(cells))
 	puts := make([]store.Put, 0, rows)
-	for k, i := range idx {
-		out[k] = store.Cell{Family: fam, Qualifier: cells[i].qual}
-		if k > 0 && same(k) {
-			p := &puts[len(puts)-1]
-			p.Cells = out[k-len(p.Cells) : k+1]
-			continue
+	n := 0 // cells in out
+	for k := 0; k < len(idx); {
+		// The cells of a row, by qualifier, one of each.
+		end := k + 1
+		for end < len(idx) && same(end) {
+			end++
 		}
-		puts = append(puts, store.Put{Row: row(i), Cells: out[k : k+1]})
+		group := idx[k:end]
+		if len(group) > 1 {
+			slices.SortFunc(group, func(a, b uint32) int { return bytes.Compare(cells[a].qual, cells[b].qual) })
+		}
+		first := n
+		for j, i := range group {
+			if j > 0 && bytes.Equal(cells[i].qual, cells[group[j-1]].qual) {
+				continue
+			}
+			out[n] = store.Cell{Family: fam, Qualifier: cells[i].qual}
+			n++
+		}
+		puts = append(puts, store.Put{Row: row(group[0]), Cells: out[first:n:n]})
+		k = end
 	}
 	return puts
 }

@@ -294,7 +294,14 @@ func TestGoldenIndex(t *testing.T) {
 		"key": func(t *testing.T, f []string) {
 			day := uint32(parseUint(t, f[2], 10, 32))
 			var got []byte
-			if f[1] == "V" {
+			switch f[1] {
+			case "S":
+				got = AppendIndexSeriesKey(nil, day, unhex(t, f[3]), unhex(t, f[4]))
+				d, rest, ok := IndexSeriesRowOf(got)
+				if want := append(unhex(t, f[3]), IndexSeriesBucket(unhex(t, f[4]))); !ok || d != day || !bytes.Equal(rest, want) {
+					t.Errorf("IndexSeriesRowOf(%x) = %d, %x, %v", got, d, rest, ok)
+				}
+			case "V":
 				got = AppendIndexValueKey(nil, day, unhex(t, f[3]), unhex(t, f[4]))
 				if tagv := unhex(t, f[4]); len(tagv) > 0 {
 					v, ok := IndexValueOf(got, len(unhex(t, f[3])), len(tagv))
@@ -302,7 +309,7 @@ func TestGoldenIndex(t *testing.T) {
 						t.Errorf("IndexValueOf(%x) = %x, %v", got, v, ok)
 					}
 				}
-			} else {
+			default:
 				got = AppendIndexDayKey(nil, f[1][0], day)
 			}
 			if want := unhex(t, f[5]); !bytes.Equal(got, want) {

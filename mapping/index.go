@@ -30,12 +30,22 @@ import (
 //	row 'N' ‖ day                      qualifiers: the metric UIDs seen that day
 //	row 'V' ‖ day ‖ tagk UID ‖ tagv UID  qualifiers: the metric UIDs with a series
 //	                                   carrying tagk=tagv that day
+//	row 'S' ‖ day ‖ metric UID ‖ bucket  qualifiers: the tag pairs of each series
+//	                                   of the metric with data that day whose
+//	                                   bucket (IndexSeriesBucket) it is
 //	row 'A'                            qualifiers: every metric UID ever indexed
 //	row 'C'                            qualifier "since": the first day (4 bytes)
-//	                                   from which every write went through the index
+//	                                   from which every write went through the index;
+//	                                   qualifier "series-since": the same for the
+//	                                   'S' rows (which came later)
 //
 // A cell is written once per process and key (bounded caches remember
-// what was written); writing it again is harmless. The reserved tag
+// what was written; an 'S' cell once per series and day, as the series'
+// mark remembers); writing it again is harmless. The 'S' cells of a day
+// are what a cardinality count reads: a cell a series (a key in the
+// embedded store), its TSUID split between the row (the metric) and the
+// qualifier (the tags), the metric's series spread over up to 256 rows by
+// a hash of their tags, so that no row grows with the metric. The reserved tag
 // __name__ of label-less series is indexed like any tag and hidden by
 // readers, as on the data rows.
 const (
@@ -43,10 +53,14 @@ const (
 	TSMetaFamily   = "name"
 	TSMetaQual     = "ts_meta"
 	IndexSinceQual = "since"
+	// IndexSeriesSinceQual is the qualifier of the 'C' row's day from
+	// which every write has its 'S' row.
+	IndexSeriesSinceQual = "series-since"
 
 	IndexKindTagKs    byte = 'K'
 	IndexKindMetrics  byte = 'N'
 	IndexKindValues   byte = 'V'
+	IndexKindSeries   byte = 'S'
 	IndexKindCoverage byte = 'C'
 	IndexKindEver     byte = 'A'
 )
@@ -79,6 +93,38 @@ func IndexValueOf(key []byte, tagkWidth, tagvWidth int) (tagv []byte, ok bool) {
 		return nil, false
 	}
 	return key[5+tagkWidth:], true
+}
+
+// IndexSeriesBucket returns the bucket of the 'S' row of a series of
+// tags: the low byte of the 32-bit FNV-1a hash of the tag pairs.
+func IndexSeriesBucket(tags []byte) byte {
+	h := uint32(2166136261)
+	for _, c := range tags {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return byte(h)
+}
+
+// AppendIndexSeriesKey appends the key of the 'S' row whose qualifier the
+// series of metric and tags with data on day is.
+func AppendIndexSeriesKey(dst []byte, day uint32, metric, tags []byte) []byte {
+	return append(AppendIndexSeriesPrefix(dst, day, metric), IndexSeriesBucket(tags))
+}
+
+// AppendIndexSeriesPrefix appends the prefix of the 'S' rows of day, of
+// metric's only when metric is not empty.
+func AppendIndexSeriesPrefix(dst []byte, day uint32, metric []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(append(dst, IndexKindSeries), day), metric...)
+}
+
+// IndexSeriesRowOf returns the day of an 'S' row key and what follows
+// it: the metric UID and the bucket (its last byte); ok is false for a
+// key of another kind.
+func IndexSeriesRowOf(key []byte) (day uint32, metricBucket []byte, ok bool) {
+	if len(key) < 7 || key[0] != IndexKindSeries {
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint32(key[1:5]), key[5:], true
 }
 
 // IndexCoverageKey is the key of the 'C' row.

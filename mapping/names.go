@@ -69,6 +69,21 @@ func NameFromStored(b []byte) string {
 	return string(r)
 }
 
+// NameLenFromStored returns len(NameFromStored(b)) without making the
+// string.
+func NameLenFromStored(b []byte) int {
+	if utf8.Valid(b) {
+		return len(b)
+	}
+	n := len(b)
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			n++ // a Latin-1 byte above 0x7F is two bytes in UTF-8
+		}
+	}
+	return n
+}
+
 // StoredName returns the bytes name is written as in tsdb-uid.
 func StoredName(name string) []byte {
 	s, _ := StoredNames(name)

@@ -42,12 +42,16 @@ func TestStoredName(t *testing.T) {
 }
 
 // FuzzStoredName: every UTF-8 name reads back unchanged from its stored
-// form; every stored byte string reads as valid UTF-8.
+// form; every stored byte string reads as valid UTF-8, of the length
+// NameLenFromStored tells.
 func FuzzStoredName(f *testing.F) {
 	for _, s := range []string{"café", "Ã©", "温度", "x", "\xff\xfe", "\u00ff\u0100"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if got, n := NameFromStored([]byte(s)), NameLenFromStored([]byte(s)); len(got) != n {
+			t.Fatalf("stored %X reads as %d bytes, NameLenFromStored says %d", s, len(got), n)
+		}
 		if !utf8.ValidString(s) {
 			if got := NameFromStored([]byte(s)); !utf8.ValidString(got) {
 				t.Fatalf("stored %X reads as invalid UTF-8 %q", s, got)

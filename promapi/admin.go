@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/promhbase/promhbase/store"
 )
 
 // Admin is what the TSDB admin API (delete_series, clean_tombstones)
@@ -20,13 +25,16 @@ type Admin interface {
 	// CleanTombstones gives the space of deleted data back to the
 	// filesystem where the store can do that now.
 	CleanTombstones(ctx context.Context) error
+	// Snapshot makes a consistent copy of the store's tables named name,
+	// holding every sample acknowledged before it was called.
+	Snapshot(ctx context.Context, name string) error
 }
 
-// adminPaths are the admin endpoints promhbase answers, below /api/v1;
-// snapshot has no meaning for a store that is not a local TSDB.
+// adminPaths are the admin endpoints promhbase answers, below /api/v1.
 var adminPaths = map[string]bool{
 	"/admin/tsdb/delete_series":    true,
 	"/admin/tsdb/clean_tombstones": true,
+	"/admin/tsdb/snapshot":         true,
 }
 
 // errNoAdmin is what the admin endpoints promhbase does not serve answer.
@@ -51,7 +59,35 @@ func (t tsdbAdmin) Delete(ctx context.Context, mint, maxt int64, ms ...*labels.M
 	return t.admin.DeleteSeries(ctx, mint, maxt, ms...)
 }
 
+// Snapshot is never called: serveSnapshot answers the endpoint, naming the
+// snapshot itself (Prometheus's handler makes a directory for it below
+// its TSDB's, which promhbase does not have).
 func (tsdbAdmin) Snapshot(string, bool) error { return errNoAdmin }
+
+// serveSnapshot answers POST|PUT /api/v1/admin/tsdb/snapshot as
+// Prometheus's handler does, {"name": ...} with a name made as it makes
+// them (UTC time, '-', 16 hex digits), from Admin.Snapshot. skip_head is
+// checked and has no effect: every acknowledged sample is in the store,
+// there is no head to leave out.
+func (a *API) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	if v := r.FormValue("skip_head"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", fmt.Sprintf("invalid parameter \"skip_head\": unable to parse boolean: %v", err))
+			return
+		}
+	}
+	name := fmt.Sprintf("%s-%016x", time.Now().UTC().Format("20060102T150405Z0700"), rand.Uint64()&(1<<63-1))
+	if err := a.opts.Admin.Snapshot(r.Context(), name); err != nil {
+		status, typ := http.StatusInternalServerError, "internal"
+		if errors.Is(err, store.ErrUnavailable) {
+			status, typ = http.StatusServiceUnavailable, "unavailable"
+		}
+		writeError(w, status, typ, fmt.Sprintf("create snapshot: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"status":"success","data":{"name":%q}}`, name)
+}
 
 func (tsdbAdmin) Stats(string, int) (*tsdb.Stats, error) { return nil, errNoAdmin }
 

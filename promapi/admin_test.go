@@ -2,6 +2,8 @@ package promapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/promhbase/promhbase/store"
 )
 
 // noData is a Queryable with nothing in it: the admin endpoints do not
@@ -27,9 +31,18 @@ func (noData) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) 
 
 // recordingAdmin records the deletes it is asked for.
 type recordingAdmin struct {
-	mu      sync.Mutex
-	deletes []string
-	cleans  int
+	mu        sync.Mutex
+	deletes   []string
+	cleans    int
+	snapshots []string
+	fail      error // what Snapshot answers
+}
+
+func (r *recordingAdmin) Snapshot(_ context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snapshots = append(r.snapshots, name)
+	return r.fail
 }
 
 func (r *recordingAdmin) DeleteSeries(_ context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
@@ -67,6 +80,8 @@ func TestAdminAPI(t *testing.T) {
 		wantBody   string // substring of the answer
 		wantDelete []string
 		wantCleans int
+		wantSnaps  int
+		fail       error
 	}{
 		{name: "off", method: "POST", path: "/api/v1/admin/tsdb/delete_series", form: url.Values{"match[]": {"up"}},
 			wantCode: 500, wantBody: `{"status":"error","errorType":"unavailable","error":"admin APIs disabled"}`},
@@ -89,11 +104,21 @@ func TestAdminAPI(t *testing.T) {
 			form: url.Values{"match[]": {`{job=~".*"}`}, "start": {"1"}, "end": {"2"}}, wantCode: 204,
 			wantDelete: []string{`job=~".*"; 1000 2000`}},
 		{name: "clean", enable: true, method: "POST", path: "/api/v1/admin/tsdb/clean_tombstones", wantCode: 204, wantCleans: 1},
-		{name: "snapshot not served", enable: true, method: "POST", path: "/api/v1/admin/tsdb/snapshot", wantCode: 404},
+		{name: "snapshot", enable: true, method: "POST", path: "/api/v1/admin/tsdb/snapshot", wantCode: 200,
+			wantBody: `{"status":"success","data":{"name":"2`, wantSnaps: 1},
+		{name: "snapshot skip_head", enable: true, method: "PUT", path: "/api/v1/admin/tsdb/snapshot", form: url.Values{"skip_head": {"true"}},
+			wantCode: 200, wantBody: `"name":"`, wantSnaps: 1},
+		{name: "snapshot bad skip_head", enable: true, method: "POST", path: "/api/v1/admin/tsdb/snapshot", form: url.Values{"skip_head": {"maybe"}},
+			wantCode: 400, wantBody: `invalid parameter \"skip_head\"`},
+		{name: "snapshot off", method: "POST", path: "/api/v1/admin/tsdb/snapshot", wantCode: 500, wantBody: `"admin APIs disabled"`},
+		{name: "snapshot store down", enable: true, method: "POST", path: "/api/v1/admin/tsdb/snapshot", fail: fmt.Errorf("x: %w", store.ErrUnavailable),
+			wantCode: 503, wantBody: `"errorType":"unavailable"`, wantSnaps: 1},
+		{name: "snapshot fails", enable: true, method: "POST", path: "/api/v1/admin/tsdb/snapshot", fail: errors.New("disk full"),
+			wantCode: 500, wantBody: `create snapshot: disk full`, wantSnaps: 1},
 		{name: "get not allowed", enable: true, method: "GET", path: "/api/v1/admin/tsdb/delete_series?match[]=up", wantCode: 405},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			adm := &recordingAdmin{}
+			adm := &recordingAdmin{fail: tc.fail}
 			api, err := New(Options{Queryable: noData{}, EnableAdmin: tc.enable, Admin: adm})
 			if err != nil {
 				t.Fatal(err)
@@ -111,6 +136,12 @@ func TestAdminAPI(t *testing.T) {
 			}
 			if strings.Join(adm.deletes, "|") != strings.Join(tc.wantDelete, "|") {
 				t.Errorf("deletes %q, want %q", adm.deletes, tc.wantDelete)
+			}
+			if len(adm.snapshots) != tc.wantSnaps {
+				t.Errorf("snapshots %q, want %d", adm.snapshots, tc.wantSnaps)
+			}
+			if tc.wantCode == http.StatusOK && !strings.Contains(string(body), adm.snapshots[0]) {
+				t.Errorf("answer %s does not name snapshot %q", body, adm.snapshots[0])
 			}
 			if adm.cleans != tc.wantCleans {
 				t.Errorf("cleans %d, want %d", adm.cleans, tc.wantCleans)

@@ -10,9 +10,10 @@
 // data, 422 execution errors, 503 timeouts and cancellations). Only the
 // endpoints above are exposed, and the TSDB admin API's delete_series and
 // clean_tombstones (admin.go); the ones that need a scraping Prometheus
-// (targets, rules, alerts, TSDB status, snapshots) answer 404. Metadata is
+// (targets, rules, alerts, snapshots) answer 404. Metadata is
 // promhbase's own handler, from the UID metadata the write path keeps
-// (Prometheus answers it from its scrape targets).
+// (Prometheus answers it from its scrape targets), and so is status/tsdb,
+// from the series index (tsdbstatus.go).
 package promapi
 
 import (
@@ -115,6 +116,9 @@ type Options struct {
 	// EngineWorkers are the goroutines promhbase's evaluator runs one
 	// query on: GOMAXPROCS when 0.
 	EngineWorkers int
+	// Cardinality answers /api/v1/status/tsdb (tsdbstatus.go); nil: it
+	// answers 404 (no series index, or a read of several tenants).
+	Cardinality Cardinality
 }
 
 // The evaluators Options.Engine names (--query.engine).
@@ -268,8 +272,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveMetadata(w, r)
 	case p == "/query" || p == "/query_range":
 		a.serveQuery(w, r, p == "/query")
+	case p == "/status/tsdb":
+		a.serveTSDBStatus(w, r)
 	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
 		a.router.ServeHTTP(w, r)
+	case p == "/admin/tsdb/snapshot" && a.opts.EnableAdmin && a.opts.Admin != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut):
+		a.serveSnapshot(w, r)
 	case adminPaths[p]:
 		if a.opts.EnableAdmin && p == "/admin/tsdb/delete_series" && (r.Method == http.MethodPost || r.Method == http.MethodPut) &&
 			!validDeleteSelectors(w, r, a.parser) {

@@ -541,7 +541,7 @@ func (r *Retention) walk(ctx context.Context, table string, cutoff int64, res *R
 }
 
 // cutIndex deletes the series index's rows of the days before day: the
-// rows 'K', 'N' and 'V' of each day. The rows 'A' (every metric ever
+// rows 'K', 'N', 'V' and 'S' of each day. The rows 'A' (every metric ever
 // indexed) and 'C' (coverage) stay.
 func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error {
 	table := r.opts.IndexTable
@@ -551,7 +551,7 @@ func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error
 			r.opts.IndexWriter.Forget(0, day-1)
 		}
 	}()
-	for _, kind := range []byte{mapping.IndexKindTagKs, mapping.IndexKindMetrics, mapping.IndexKindValues} {
+	for _, kind := range []byte{mapping.IndexKindTagKs, mapping.IndexKindMetrics, mapping.IndexKindValues, mapping.IndexKindSeries} {
 		start := mapping.AppendIndexDayKey(nil, kind, 0)
 		stop := mapping.AppendIndexDayKey(nil, kind, day)
 		// A range with nothing in it costs a seek, not a delete.

@@ -153,7 +153,7 @@ func TestIndexDaysGo(t *testing.T) {
 			g.IndexWriter.Forgotten(uint32(day-2)), g.IndexWriter.Forgotten(0), g.IndexWriter.Forgotten(uint32(day-1)))
 	}
 	var want []string
-	for _, k := range []string{"K", "N", "V"} {
+	for _, k := range []string{"K", "N", "V", "S"} {
 		for _, d := range []int64{day - 1, day} {
 			want = append(want, fmt.Sprintf("%s%d", k, d))
 		}
@@ -167,7 +167,7 @@ func TestIndexDaysGo(t *testing.T) {
 		t.Errorf("data hours %v, want %v", got, want)
 	}
 	g.write(promSeries("m", []string{"job", "a"}, at(day-2, 23)))
-	for _, k := range []string{"K", "N", "V"} {
+	for _, k := range []string{"K", "N", "V", "S"} {
 		want = append(want, fmt.Sprintf("%s%d", k, day-2))
 	}
 	slices.Sort(want)

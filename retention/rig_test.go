@@ -70,7 +70,7 @@ func (g *rig) indexRows() []string {
 	g.T.Helper()
 	var out []string
 	for _, k := range g.keys(g.Tables.Index) {
-		if len(k) >= 5 && (k[0] == mapping.IndexKindTagKs || k[0] == mapping.IndexKindMetrics || k[0] == mapping.IndexKindValues) {
+		if len(k) >= 5 && (k[0] == mapping.IndexKindTagKs || k[0] == mapping.IndexKindMetrics || k[0] == mapping.IndexKindValues || k[0] == mapping.IndexKindSeries) {
 			out = append(out, fmt.Sprintf("%c%d", k[0], uint32(k[1])<<24|uint32(k[2])<<16|uint32(k[3])<<8|uint32(k[4])))
 		} else {
 			out = append(out, string(k[:1]))

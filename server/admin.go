@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -12,13 +13,39 @@ import (
 	"github.com/promhbase/promhbase/store"
 )
 
-// admin is the promapi.Admin of a server: series deletion, and giving
-// deleted data's space back on a store that can do it on request.
+// admin is the promapi.Admin of a server: series deletion, giving
+// deleted data's space back on a store that can do it on request, and
+// snapshots of its tables.
 type admin struct {
 	del    *deletion.Deleter
 	st     store.Store
 	cache  *resultcache.Cache // told of what was deleted
 	tenant string
+	// tables are every table the server uses, snapshotted together.
+	tables []string
+}
+
+// Snapshot makes snapshot name of the server's tables on a store that
+// keeps snapshots (store.Snapshotter: the embedded store copies all of
+// itself, HBase the server's tables, the tenant's on a tenant's server).
+func (a admin) Snapshot(ctx context.Context, name string) error {
+	sn, ok := store.As[store.Snapshotter](a.st)
+	if !ok {
+		return fmt.Errorf("snapshot %q: the store keeps no snapshots", name)
+	}
+	return sn.CreateSnapshot(ctx, name, a.tables)
+}
+
+// snapshotTables returns every table named in t and the rollup tables,
+// without repeats, the UID table last (store.Snapshotter).
+func snapshotTables(t Tables, rollups []string) []string {
+	var out []string
+	for _, n := range append(append([]string{t.Data, t.Exemplar, t.Meta, t.Index, t.HA}, rollups...), t.UID) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error {

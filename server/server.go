@@ -328,8 +328,19 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	}
 	popts := cfg.API
 	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
-	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: cfg.ResultsCache, tenant: cfg.Tenant}
+	var rollupTables []string
+	if cfg.Rollup.Enabled {
+		for _, iv := range rollup.Buildable(qopts.Rollups) {
+			rollupTables = append(rollupTables, iv.Table)
+		}
+	}
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: cfg.ResultsCache, tenant: cfg.Tenant,
+		tables: snapshotTables(cfg.Tables, rollupTables)}
 	popts.ResultsCache, popts.Tenant = cfg.ResultsCache, cfg.Tenant
+	if ixw != nil && popts.Cardinality == nil {
+		// /api/v1/status/tsdb counts the index's series rows.
+		popts.Cardinality = index.NewReader(st, cfg.Tables.Index, readMapper.UIDs(), cfg.Layout)
+	}
 	if popts.Retention == "" {
 		popts.Retention = retentionString(cfg.Retention)
 	}

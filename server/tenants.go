@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/promhbase/promhbase/federation"
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/series"
@@ -462,6 +463,8 @@ func (t *Tenants) emptyServer() (*Server, error) {
 	}
 	cfg.Mapper, cfg.ReadMapper = m, nil
 	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
+	// Its series index is empty: /api/v1/status/tsdb counts no series.
+	cfg.API.Cardinality = index.NewReader(emptyStore{}, cfg.Tables.Index, m.UIDs(), cfg.Layout)
 	s, err := New(context.Background(), emptyStore{}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnavailable, err)

@@ -75,6 +75,19 @@ func (f *full) DeleteRows(_ context.Context, table string, _, _ []byte) error {
 	return nil
 }
 func (f *full) Reclaim(context.Context) error { f.called("Reclaim", ""); return nil }
+func (f *full) Settle(context.Context) error  { f.called("Settle", ""); return nil }
+func (f *full) CreateSnapshot(_ context.Context, _ string, tables []string) error {
+	f.called("CreateSnapshot", strings.Join(tables, ","))
+	return nil
+}
+func (f *full) ListSnapshots(context.Context) ([]SnapshotInfo, error) {
+	f.called("ListSnapshots", "")
+	return nil, nil
+}
+func (f *full) DeleteSnapshot(context.Context, string) error {
+	f.called("DeleteSnapshot", "")
+	return nil
+}
 func (f *full) TableBytes(_ context.Context, table string) (int64, error) {
 	f.called("TableBytes", table)
 	return 0, nil
@@ -98,8 +111,26 @@ func find(st Store, typ reflect.Type) any {
 	return impl
 }
 
+// notTable names the methods whose first string after the context is not
+// a table (a snapshot's name).
+var notTable = map[string]bool{"CreateSnapshot": true, "DeleteSnapshot": true}
+
+// tableArg returns the index of method m's table argument: the first
+// string after the context, or a []string of tables; -1 when it has none.
+func tableArg(m reflect.Method) int {
+	for j := 1; j < m.Type.NumIn(); j++ {
+		switch in := m.Type.In(j); {
+		case in.Kind() == reflect.String && j == 1 && !notTable[m.Name]:
+			return j
+		case in.Kind() == reflect.Slice && in.Elem().Kind() == reflect.String:
+			return j
+		}
+	}
+	return -1
+}
+
 // callAll calls every method of impl's interface typ with zero arguments
-// but the table, the first string after the context.
+// but the table (tableArg).
 func callAll(impl any, typ reflect.Type, table string) {
 	v := reflect.ValueOf(impl)
 	for i := range typ.NumMethod() {
@@ -108,8 +139,10 @@ func callAll(impl any, typ reflect.Type, table string) {
 		for j := range args {
 			args[j] = reflect.Zero(m.Type.In(j))
 		}
-		if len(args) > 1 && m.Type.In(1).Kind() == reflect.String {
-			args[1] = reflect.ValueOf(table)
+		if j := tableArg(m); j > 0 && m.Type.In(j).Kind() == reflect.String {
+			args[j] = reflect.ValueOf(table)
+		} else if j > 0 {
+			args[j] = reflect.ValueOf([]string{table})
 		}
 		v.MethodByName(m.Name).Call(args)
 	}
@@ -143,7 +176,7 @@ func TestForwarding(t *testing.T) {
 				for i := range typ.NumMethod() {
 					m := typ.Method(i)
 					want := w.table
-					if m.Type.NumIn() < 2 || m.Type.In(1).Kind() != reflect.String {
+					if tableArg(m) < 0 {
 						want = ""
 					}
 					if got, ok := f.calls[m.Name]; !ok || got != want {

@@ -34,7 +34,7 @@ func SplitNamespace(table string) (ns, name string) {
 // same name in namespace ns: an operation on table t is st's on ns:t
 // (NamespacedTable). The view is a Wrapper: As finds each optional
 // interface of this package that st has (As of st), exactly those, their
-// tables namespaced too; Sync and Reclaim are st's own, for the whole
+// tables namespaced too; Sync, Reclaim and Settle are st's own, for the whole
 // store (its log and its deleted ranges are not the namespace's alone).
 // Close does nothing: st stays open for its owner, who closes it once. ns
 // must not be empty.
@@ -111,6 +111,10 @@ func (v *nsView) As(target any) bool {
 		return forward(v.st, p, func(s Syncer) Syncer { return s })
 	case *Reclaimer:
 		return forward(v.st, p, func(r Reclaimer) Reclaimer { return r })
+	case *Settler:
+		return forward(v.st, p, func(s Settler) Settler { return s })
+	case *Snapshotter:
+		return forward(v.st, p, func(s Snapshotter) Snapshotter { return nsSnapshotter{v, s} })
 	case *CheckAndPutSyncer:
 		return forward(v.st, p, func(c CheckAndPutSyncer) CheckAndPutSyncer { return c })
 	case *DeferredPutter:
@@ -174,4 +178,19 @@ func (n nsRangeDeleter) DeleteRows(ctx context.Context, table string, start, sto
 
 func (n nsSizer) TableBytes(ctx context.Context, table string) (int64, error) {
 	return n.x.TableBytes(ctx, n.v.table(table))
+}
+
+// nsSnapshotter snapshots the view's tables; the snapshots listed and
+// deleted are the store's.
+type nsSnapshotter struct {
+	v *nsView
+	Snapshotter
+}
+
+func (n nsSnapshotter) CreateSnapshot(ctx context.Context, name string, tables []string) error {
+	ns := make([]string, len(tables))
+	for i, t := range tables {
+		ns[i] = n.v.table(t)
+	}
+	return n.Snapshotter.CreateSnapshot(ctx, name, ns)
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"time"
 )
 
 // The optional interfaces: what a Store may do beyond Store, each a small
@@ -36,6 +38,8 @@ func Optional() []reflect.Type {
 		reflect.TypeFor[CellsGetter](),
 		reflect.TypeFor[RowRangeDeleter](),
 		reflect.TypeFor[Reclaimer](),
+		reflect.TypeFor[Settler](),
+		reflect.TypeFor[Snapshotter](),
 		reflect.TypeFor[TableSizer](),
 	}
 }
@@ -163,6 +167,62 @@ type RowRangeDeleter interface {
 // major compaction) need not implement it.
 type Reclaimer interface {
 	Reclaim(ctx context.Context) error
+}
+
+// Settler is a Store that can bring what was written and deleted, by
+// this process or one before it, into its settled form on request, so
+// that its files take the least space (the embedded store: flush both
+// logs, compact every changed range down to the bottom level). Offline
+// commands that rewrote much (promhbase compact, rollup) settle before
+// they end; a server's store settles in the background.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
+// Snapshotter is a Store that keeps named, consistent, point-in-time
+// copies of its tables (the embedded store: a Pebble checkpoint of the
+// whole store, hard links, under its directory's snapshots/; HBase: one
+// HBase snapshot a table, named NAME.NAMESPACE.QUALIFIER so that they
+// belong together). Every write acknowledged before CreateSnapshot was
+// called is in the copy; writes that go on meanwhile may or may not be.
+type Snapshotter interface {
+	// CreateSnapshot makes the copy name of tables (the embedded store
+	// copies all of its tables whatever tables says, at one instant;
+	// HBase takes them one after the other in the order given, so callers
+	// name the UID tables last, and skips those that do not exist). name
+	// is of letters, digits, '-' and '_' and must be new.
+	CreateSnapshot(ctx context.Context, name string, tables []string) error
+	// ListSnapshots returns the snapshots kept, oldest first.
+	ListSnapshots(ctx context.Context) ([]SnapshotInfo, error)
+	// DeleteSnapshot deletes snapshot name, every table's copy of it.
+	DeleteSnapshot(ctx context.Context, name string) error
+}
+
+// CheckSnapshotName accepts the names of snapshots: letters, digits, '-'
+// and '_' (those Prometheus gives its snapshots among them; no '.', which
+// ends the name in HBase's snapshot names, no '/'), 1 to 100 bytes. Other
+// names are ErrInvalid.
+func CheckSnapshotName(name string) error {
+	if name == "" || len(name) > 100 {
+		return fmt.Errorf("snapshot name %q: 1 to 100 bytes: %w", name, ErrInvalid)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("snapshot name %q: only letters, digits, '-' and '_' are allowed: %w", name, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// SnapshotInfo describes one snapshot (Snapshotter).
+type SnapshotInfo struct {
+	Name    string
+	Created time.Time
+	// Tables are the tables copied (HBase: each its own HBase snapshot,
+	// NAME.NAMESPACE.QUALIFIER); nil when the copy is of the whole store.
+	Tables []string
+	// Location is where the copy is (the embedded store: its directory).
+	Location string
 }
 
 // TableSizer is a Store that can tell how many bytes a table takes on disk

@@ -52,6 +52,12 @@ type diskOptions struct {
 	resolutions     []string
 	rollupTimeout   time.Duration
 	rollupAfterLoad bool
+	// restartAfterCompaction stops promhbase as soon as its compaction
+	// of the loaded hours ended and starts it again before it settles.
+	restartAfterCompaction bool
+	// snapshots is how many snapshots to time through promhbase's admin
+	// API once it settled.
+	snapshots int
 
 	promhbaseFlags, vmFlags []string
 
@@ -137,6 +143,9 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 		"the time it took is reported. 0: no wait. Nothing is waited for when promhbase exports no rollup metrics (--promhbase.flag=--no-rollup.enabled).").Default("30m").DurationVar(&d.rollupTimeout)
 	cmd.Flag("rollup.after-load", "Load promhbase with --no-rollup.enabled: its rollups are built at its restart for the queries (the first start with rollups on), backwards over the data already stored, and that build is timed; "+
 		"default: rollups on during the load, as serve runs by default, and the time they take to cover the data after the load ends is reported.").BoolVar(&d.rollupAfterLoad)
+	cmd.Flag("promhbase.restart-after-compaction", "Stop promhbase (SIGTERM, as an upgrade does) as soon as its compaction of the loaded hours has ended, before its store settled, and start it again: "+
+		"its directory is measured once the restarted serve, left idle, settled (what an earlier process left unsettled must settle after a restart too).").BoolVar(&d.restartAfterCompaction)
+	cmd.Flag("promhbase.snapshots", "Once promhbase settled and its directory was measured, time this many snapshots (POST /api/v1/admin/tsdb/snapshot, serve run with --web.enable-admin-api), then delete them.").Default("0").IntVar(&d.snapshots)
 	cmd.Flag("promhbase.flag", "Extra flag for every promhbase serve (the load's and the queries'); repeatable.").StringsVar(&d.promhbaseFlags)
 	cmd.Flag("promhbase.gomaxprocs", "Time the queries on promhbase restarted with this GOMAXPROCS in its environment, a row of its own (\"promhbase (embedded, GOMAXPROCS=1)\"); repeatable, before the --promhbase.variant rows. "+
 		"Any of these or --promhbase.variant: only those rows for promhbase (add --promhbase.variant=default: for one as the load's).").IntsVar(&d.gomaxprocs)
@@ -321,6 +330,9 @@ func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun
 	if d.rollupAfterLoad {
 		extra = append(extra, "--no-rollup.enabled")
 	}
+	if d.snapshots > 0 {
+		extra = append(extra, "--web.enable-admin-api")
+	}
 	srv, err := startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-load.log"), nil, extra...)
 	if err != nil {
 		return nil, err
@@ -341,16 +353,39 @@ func diskPromhbase(o options, d diskOptions, g genConfig, work string) (*diskRun
 			return nil, srv.withLog(err)
 		}
 	}
+	restarted := ""
+	if d.restartAfterCompaction {
+		fmt.Fprintf(os.Stderr, "promhbase: waiting for its compaction to end, to restart it...\n")
+		if err := waitCompacted(srv, d.settleTimeout); err != nil {
+			return nil, srv.withLog(err)
+		}
+		if err := srv.stop(); err != nil {
+			return nil, err
+		}
+		if srv, err = startPromhbase(d, r.dataDir, filepath.Join(work, "promhbase-restarted.log"), nil, extra...); err != nil {
+			return nil, err
+		}
+		restarted = "; restarted once its compaction ended, before it settled"
+		fmt.Fprintf(os.Stderr, "promhbase: restarted\n")
+	}
 	fmt.Fprintf(os.Stderr, "promhbase: waiting for it to settle...\n")
 	began = time.Now()
 	how, err := settlePromhbase(srv, d.settleQuiet, d.settleTimeout)
 	if err != nil {
 		return nil, srv.withLog(err)
 	}
-	r.settle, r.note = time.Since(began), how
+	r.settle, r.note = time.Since(began), how+restarted
 	fmt.Fprintf(os.Stderr, "promhbase: %s after %s\n", how, r.settle.Round(time.Second))
 	if r.running, err = measureDir(r.dataDir, promhbaseKind); err != nil {
 		return nil, err
+	}
+	if d.snapshots > 0 {
+		took, err := timeSnapshots(srv, r.dataDir, d.snapshots)
+		if err != nil {
+			return nil, srv.withLog(err)
+		}
+		r.note += "; " + took
+		fmt.Fprintf(os.Stderr, "promhbase: %s\n", took)
 	}
 	if err := srv.stop(); err != nil {
 		return nil, err
@@ -384,81 +419,6 @@ func promhbaseKind(rel string) string {
 		return "Pebble WAL"
 	}
 	return "other"
-}
-
-// settlePromhbase waits until promhbase's background work after a load
-// has ended: no rows waiting for compaction, its compaction and store
-// metrics unchanged and its CPU below 5 % of a core. When its store
-// exports settles (promhbase_embedded_settles_total), one settle after the
-// last compaction and 15 s of quiet suffice; else quiet must last quiet.
-func settlePromhbase(srv *server, quiet, timeout time.Duration) (string, error) {
-	const poll = 5 * time.Second
-	start := time.Now()
-	prev, err := scrapeMetrics(srv.base + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	cpu0, err := procCPU(srv.cmd.Process.Pid)
-	if err != nil {
-		return "", err
-	}
-	lastChange, lastCompaction := time.Now(), time.Now()
-	var lastSettle time.Time
-	for {
-		time.Sleep(poll)
-		m, err := scrapeMetrics(srv.base + "/metrics")
-		if err != nil {
-			return "", err
-		}
-		cpu1, err := procCPU(srv.cmd.Process.Pid)
-		if err != nil {
-			return "", err
-		}
-		now := time.Now()
-		busy := (cpu1-cpu0)/poll.Seconds() > 0.05
-		cpu0 = cpu1
-		for k, v := range m {
-			if !strings.HasPrefix(k, "promhbase_compaction_") && !strings.HasPrefix(k, "promhbase_embedded_") && !strings.HasPrefix(k, "promhbase_dense") {
-				continue
-			}
-			if strings.HasPrefix(k, "promhbase_embedded_block_cache_") {
-				continue
-			}
-			if pv, ok := prev[k]; ok && pv == v {
-				continue
-			}
-			lastChange = now
-			switch {
-			case strings.HasPrefix(k, "promhbase_embedded_settles_total"):
-				lastSettle = now
-			case strings.HasPrefix(k, "promhbase_compaction_"):
-				lastCompaction = now
-			}
-		}
-		if busy {
-			lastChange = now
-		}
-		prev = m
-		_, hasSettle := m["promhbase_embedded_settles_total"]
-		pending := m["promhbase_compaction_pending_rows"]
-		need := quiet
-		if hasSettle && lastSettle.After(lastCompaction) {
-			need = 15 * time.Second
-		}
-		if pending == 0 && now.Sub(lastChange) >= need {
-			how := fmt.Sprintf("settled (compaction done, metrics and CPU quiet for %s)", need)
-			if hasSettle && need < quiet {
-				how = "settled (compaction done, the store settled after it, quiet for 15s)"
-			}
-			if u := m["promhbase_compaction_rows_untracked_total"]; u > 0 {
-				how += fmt.Sprintf("; warning: %.0f rows were not tracked for compaction", u)
-			}
-			return how, nil
-		}
-		if now.Sub(start) > timeout {
-			return fmt.Sprintf("NOT settled within %s (pending rows %.0f); measured anyway", timeout, pending), nil
-		}
-	}
 }
 
 // ---- VictoriaMetrics ----

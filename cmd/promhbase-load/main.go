@@ -14,6 +14,9 @@
 //	    disk use and long-range reads of the same node_exporter-like data
 //	    in promhbase, VictoriaMetrics and Prometheus's blocks (make
 //	    bench-disk; docs/disk.md)
+//	promhbase-load cardinality --promhbase=... --victoria-metrics=... --series=1000000
+//	    /api/v1/status/tsdb of promhbase and VictoriaMetrics on the same
+//	    series, timed in turns, the counts checked against the generator's
 //
 // The writers print samples/s and request latency quantiles. The load is
 // bounded by --duration (and --max-rounds) and stops by itself.
@@ -99,6 +102,7 @@ func main() {
 	compareCmd.Flag("promhbase.flag", "Extra flag for every promhbase serve it starts, e.g. --promhbase.flag=--web.enable-pprof; repeatable.").StringsVar(&c.extraFlags)
 	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)
 	diskCmd, disk := registerDisk(app)
+	cardCmd, card := registerCardinality(app)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
 	switch cmd {
@@ -112,6 +116,8 @@ func main() {
 		_, err = runCompare(o, c)
 	case diskCmd.FullCommand():
 		err = runDisk(o, *disk)
+	case cardCmd.FullCommand():
+		err = runCardinality(o, *card)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)

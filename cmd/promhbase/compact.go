@@ -40,7 +40,7 @@ func (c *compactCmd) run(cfg *config) error {
 	if stats.Errors > 0 {
 		return fmt.Errorf("%d rows failed (they stay readable; run the command again): %w", stats.Errors, stats.FirstError)
 	}
-	return nil
+	return j.settle()
 }
 
 // progressBar draws CompactRange's progress on a terminal, redrawing one

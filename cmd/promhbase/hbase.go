@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -16,25 +19,46 @@ import (
 
 // hbaseFlags are the --hbase.* flags.
 type hbaseFlags struct {
-	quorum      string
-	root        string
-	rpcTimeout  time.Duration
-	compression string
-	dataTTL     time.Duration
+	quorum         string
+	root           string
+	rpcTimeout     time.Duration
+	connectTimeout time.Duration
+	compression    string
+	dataTTL        time.Duration
 }
 
 func (h *hbaseFlags) register(app *kingpin.Application) {
 	app.Flag("hbase.zookeeper.quorum", "ZooKeeper quorum of the HBase cluster, host:port[,host:port...].").Default("localhost:2181").StringVar(&h.quorum)
 	app.Flag("hbase.zookeeper.root", "HBase's znode parent (zookeeper.znode.parent).").Default("/hbase").StringVar(&h.root)
 	app.Flag("hbase.rpc-timeout", "Time limit of one attempt of one HBase operation.").Default("30s").DurationVar(&h.rpcTimeout)
+	app.Flag("hbase.connect-timeout", "How long a command waits for HBase to be reached before its first operation: a session of the ZooKeeper quorum, the region server of hbase:meta it names, and the master for the commands that create or list tables. Past it the command gives up with an error naming the quorum and what failed; it logs that it waits every few seconds meanwhile. serve does not give up: it tries again in the background, answering /-/ready with 503 and the reason until HBase answers.").Default("30s").DurationVar(&h.connectTimeout)
 }
 
 func (h *hbaseFlags) config() hbase.Config {
-	return hbase.Config{ZKQuorum: h.quorum, ZKRoot: h.root, RPCTimeout: h.rpcTimeout}
+	return hbase.Config{ZKQuorum: h.quorum, ZKRoot: h.root, RPCTimeout: h.rpcTimeout, ConnectTimeout: h.connectTimeout}
 }
 
 func (h *hbaseFlags) open(reg prometheus.Registerer, logger *slog.Logger) (store.Store, error) {
 	return hbase.New(h.config(), reg, logger)
+}
+
+// reach waits until HBase can be reached (hbase.Probe with opts:
+// opts.Master for the master too, opts.Logger told that it waits), and
+// gives up after --hbase.connect-timeout or when ctx ends with an error
+// naming the quorum and what failed.
+func (h *hbaseFlags) reach(ctx context.Context, opts hbase.ProbeOptions) error {
+	if err := h.checkConnectTimeout(); err != nil {
+		return err
+	}
+	return hbase.Probe(ctx, h.config(), opts)
+}
+
+// checkConnectTimeout fails unless --hbase.connect-timeout is positive.
+func (h *hbaseFlags) checkConnectTimeout() error {
+	if h.connectTimeout <= 0 {
+		return fmt.Errorf("--hbase.connect-timeout=%s: must be positive", h.connectTimeout)
+	}
+	return nil
 }
 
 // defaultCompression is create-tables' default: the best codec that every
@@ -106,7 +130,12 @@ func runCreateTables(cfg *config) error {
 		return err
 	}
 	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cfg.hbase.reach(ctx, hbase.ProbeOptions{Master: true, Logger: logger}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	rep, err := st.CreateTables(ctx, hbase.TablesConfig{
 		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // job is what a one-shot command (scan, uid, compact, reindex, delete,
@@ -29,14 +31,34 @@ type job struct {
 // openJob opens the configured store for a one-shot command and the
 // context it runs in: it ends on SIGINT or SIGTERM (an interrupted
 // command returns, and its deferred close runs), and after timeout when
-// that is not zero. The caller defers close.
+// that is not zero. On HBase it first waits until the cluster can be
+// reached, and fails past --hbase.connect-timeout (hbaseFlags.reach).
+// The caller defers close.
 func (c *config) openJob(timeout time.Duration) (*job, error) {
+	return c.openJobFor(timeout, false)
+}
+
+// openAdminJob is openJob for a command that creates or lists tables:
+// on HBase the master must be reached too.
+func (c *config) openAdminJob(timeout time.Duration) (*job, error) {
+	return c.openJobFor(timeout, true)
+}
+
+func (c *config) openJobFor(timeout time.Duration, admin bool) (*job, error) {
 	reg, logger := prometheus.NewRegistry(), c.logger()
 	st, err := c.openStore(reg, logger)
 	if err != nil {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if c.backend == "hbase" {
+		// Before the command's own time limit starts.
+		if err := c.hbase.reach(ctx, hbase.ProbeOptions{Master: admin, Logger: logger}); err != nil {
+			stop()
+			st.Close()
+			return nil, err
+		}
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -58,6 +80,24 @@ func (c *config) openMappingJob(timeout time.Duration) (*job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// settle brings what the command wrote into the store's settled form
+// (store.Settler: the embedded store's files compacted down, the space of
+// replaced cells given back) before the command ends, so that a stopped
+// store needs no serve to settle it; stores that settle on their own
+// (HBase) are left alone.
+func (j *job) settle() error {
+	s, ok := store.As[store.Settler](j.st)
+	if !ok {
+		return nil
+	}
+	start := time.Now()
+	if err := s.Settle(j.ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "store settled in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // close releases the context and closes the store.

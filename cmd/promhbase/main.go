@@ -37,6 +37,7 @@ type commands struct {
 	rollupC *kingpin.CmdClause
 	tenants *tenantsCmd
 	imp     *importCmd
+	snap    *snapshotCmd
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -58,6 +59,7 @@ func newApp() (*kingpin.Application, *commands) {
 	c.rollupC = registerRollupConfig(app)
 	c.tenants = registerTenants(app)
 	c.imp = registerImport(app)
+	c.snap = registerSnapshot(app)
 	return app, c
 }
 
@@ -90,6 +92,8 @@ func main() {
 		err = c.tenants.run(cfg)
 	case c.imp.cmd.FullCommand():
 		err = c.imp.run()
+	case c.snap.create.FullCommand(), c.snap.list.FullCommand(), c.snap.del.FullCommand(), c.snap.restore.FullCommand():
+		err = c.snap.run(cmd, cfg)
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

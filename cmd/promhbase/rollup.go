@@ -93,5 +93,5 @@ func (c *rollupCmd) run(cfg *config) error {
 	}
 	fmt.Printf("built %d hours: %d series-hours, %d rows, %d cells in %s; rollups span %s .. %s\n", total, stats.Series, stats.Rows, stats.Cells,
 		time.Since(start).Round(time.Millisecond), time.Unix(f, 0).UTC().Format(time.RFC3339), time.Unix(n, 0).UTC().Format(time.RFC3339))
-	return nil
+	return j.settle()
 }

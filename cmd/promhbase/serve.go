@@ -305,27 +305,6 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Registerer:   reg,
 		Logger:       logger,
 	}
-	var handler http.Handler
-	var stopBackground func()
-	if serveOpts.tenants.enabled {
-		ts, err := cfg.newTenants(st, srvCfg, serveOpts.tenants, reg, logger)
-		if err != nil {
-			return err
-		}
-		handler, stopBackground = ts, ts.Start()
-	} else {
-		if srvCfg.Mapper, err = cfg.newMapper(st, reg, logger); err != nil {
-			return err
-		}
-		srvp, err := server.New(context.Background(), st, srvCfg)
-		if err != nil {
-			return err
-		}
-		handler, stopBackground = srvp.Handler(), srvp.Start()
-	}
-	// Stop the background work, letting the rows in flight finish, before
-	// the store closes (that defer was registered first, so it runs last).
-	defer stopBackground()
 	if serveOpts.readTimeout <= 0 {
 		// It also resets, between requests on one connection, the write
 		// deadlines the remote endpoints move (--web.response-write-timeout).
@@ -336,6 +315,50 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
 		}
 	}
+	// build wires the server; sreg takes its metrics (and the mapper's),
+	// served at /metrics with reg's. With tenants reg takes them: their
+	// servers open at their first requests, and NewTenants never fails
+	// for the store, so it is not tried twice.
+	build := func(ctx context.Context, sreg *prometheus.Registry) (http.Handler, func(), error) {
+		if serveOpts.tenants.enabled {
+			ts, err := cfg.newTenants(st, srvCfg, serveOpts.tenants, reg, logger)
+			if err != nil {
+				return nil, nil, err
+			}
+			stopTenants := ts.Start()
+			return ts, stopTenants, nil
+		}
+		c := srvCfg
+		if sreg != reg {
+			c.Registerer, c.Adapter.Gatherer = sreg, prometheus.Gatherers{reg, sreg}
+		}
+		var err error
+		if c.Mapper, err = cfg.newMapper(st, sreg, logger); err != nil {
+			return nil, nil, err
+		}
+		srvp, err := server.New(ctx, st, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		stopServer := srvp.Start()
+		return srvp.Handler(), stopServer, nil
+	}
+	var handler http.Handler
+	var stopBackground func()
+	var startFailed <-chan error // nil: never
+	if cfg.backend == "hbase" {
+		if err := cfg.hbase.checkConnectTimeout(); err != nil {
+			return err
+		}
+		// HBase may not be there yet: serve answers at once (/-/ready
+		// 503 with the reason) and wires the server once it is reached.
+		handler, startFailed, stopBackground = startOnHBase(&cfg.hbase, reg, logger, build)
+	} else if handler, stopBackground, err = build(context.Background(), reg); err != nil {
+		return err
+	}
+	// Stop the background work, letting the rows in flight finish, before
+	// the store closes (that defer was registered first, so it runs last).
+	defer stopBackground()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", serveOpts.listen)
 	if err != nil {
@@ -361,6 +384,9 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}()
 	select {
 	case err := <-errc:
+		return err
+	case err := <-startFailed:
+		srv.Close()
 		return err
 	case s := <-sig:
 		logger.Info("shutting down", "signal", s.String())

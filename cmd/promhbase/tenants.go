@@ -140,7 +140,7 @@ func (c *config) createTenantTables(ids []string) error {
 			return fmt.Errorf("--tenant=%q: %w", id, err)
 		}
 	}
-	j, err := c.openJob(5 * time.Minute)
+	j, err := c.openAdminJob(5 * time.Minute)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func registerTenants(app *kingpin.Application) *tenantsCmd {
 }
 
 func (t *tenantsCmd) run(c *config) error {
-	j, err := c.openJob(time.Minute)
+	j, err := c.openAdminJob(time.Minute)
 	if err != nil {
 		return err
 	}

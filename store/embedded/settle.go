@@ -56,8 +56,18 @@ import (
 // flush of the data table writes a run into nearly every series' current
 // row, across the whole table, so settling them would rewrite the whole
 // table each time; Pebble's compactions move them down meanwhile, as they
-// would anyway. Ranges changed before the store was opened are not known
-// and are left to Pebble's compactions (or CompactAll).
+// would anyway.
+//
+// Ranges changed before the store was opened (by a process stopped or
+// killed before it settled) are found in the files themselves, once, as
+// the background settle starts or at the first settle (findUnsettled):
+// every table above the bottom level. A table that holds deletions is
+// noted as deleted (settled once deletes pause, as the OpenTSDB
+// compaction's deletes would have been), any other as written (settled
+// once writes stop). A table already in the bottom level is left as it
+// is, as a settle leaves it: Pebble's manual compactions end there and
+// never rewrite it (a row buffer's table ingested straight into the
+// bottom level of a new store keeps its level-0 compression).
 //
 // Reclaim (store.Reclaimer) settles at once: it flushes both logs and
 // compacts the deleted ranges, for retention, the admin API and tools
@@ -123,6 +133,11 @@ type settler struct {
 	lastActive, lastDeleteAt time.Time
 
 	settles, errors atomic.Int64
+
+	// found is done once the tables left unsettled by an earlier process
+	// were noted (findUnsettled); foundSpans counts them.
+	found      sync.Once
+	foundSpans atomic.Int64
 }
 
 // activity is what counts the writes: Pebble commits and the row buffer's
@@ -178,6 +193,47 @@ func (st *settler) noteDeleted(lo, hi []byte) {
 	st.deleted = addSpan(st.deleted, span{lo: lo, hi: hi})
 	st.deletes++
 	st.mu.Unlock()
+}
+
+// findUnsettled notes, once, the key ranges of the tables that are not
+// settled (see the comment at the top): what an earlier process wrote or
+// deleted and did not settle before it stopped. An error (a table's
+// properties unreadable) is counted and leaves those tables to Pebble's
+// compactions, as before this existed.
+func (st *settler) findUnsettled() {
+	st.found.Do(func() {
+		n, err := st.s.noteUnsettled()
+		st.foundSpans.Store(int64(n))
+		if err != nil {
+			st.errors.Add(1)
+		}
+	})
+}
+
+// noteUnsettled notes the ranges of the tables not in the settled form
+// and returns how many it noted.
+func (s *Store) noteUnsettled() (int, error) {
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, fmt.Errorf("settle: list tables: %w", err)
+	}
+	n := 0
+	bottom := len(levels) - 1
+	for _, tables := range levels[:max(bottom, 0)] {
+		for _, t := range tables {
+			hi := append(bytes.Clone(t.Largest.UserKey), 0) // the first key after Largest
+			sp := span{lo: bytes.Clone(t.Smallest.UserKey), hi: hi}
+			if t.Properties == nil || t.Properties.NumDeletions > 0 {
+				s.settler.noteDeleted(sp.lo, sp.hi)
+			} else {
+				s.settler.mu.Lock()
+				s.settler.written = addSpan(s.settler.written, sp)
+				s.settler.mu.Unlock()
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // addSpan appends sp to spans, merging them when there are too many:
@@ -241,6 +297,7 @@ func (st *settler) stop() {
 
 func (st *settler) run() {
 	defer close(st.done)
+	st.findUnsettled()
 	t := time.NewTicker(max(st.interval/4, time.Millisecond))
 	defer t.Stop()
 	st.last = st.s.activity()
@@ -316,12 +373,26 @@ func (s *Store) Reclaim(ctx context.Context) error {
 	return nil
 }
 
+var _ store.Settler = (*Store)(nil)
+
+// Settle settles now everything noted (store.Settler): it flushes the row
+// buffer and Pebble's memtable and compacts every range written or
+// deleted since the last settle, and every table an earlier process left
+// above the bottom level, down to the bottom level, before it returns.
+func (s *Store) Settle(ctx context.Context) error {
+	if err := s.settle(ctx, true, true); err != nil {
+		return fmt.Errorf("settle: %w", err)
+	}
+	return nil
+}
+
 // settle compacts the ranges deleted since the last settle; flush first
 // flushes both logs' contents into tables (and trims the row buffer's
 // log), written compacts the ranges flushes wrote since the last settle
 // too. On error the ranges not settled stay noted.
 func (s *Store) settle(ctx context.Context, flush, written bool) error {
 	st := s.settler
+	st.findUnsettled()
 	st.runMu.Lock()
 	defer st.runMu.Unlock()
 	st.settles.Add(1)

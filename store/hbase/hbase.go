@@ -82,6 +82,9 @@ type Config struct {
 	// expires after hbase.client.scanner.timeout.period (60 s by default).
 	// Default DefaultScannerRenewInterval; negative disables renewal.
 	ScannerRenewInterval time.Duration
+	// ConnectTimeout bounds Probe: how long it tries to reach the
+	// cluster before it gives up. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -143,7 +146,8 @@ var (
 )
 
 // New returns a Store for the cluster cfg names. It does not connect: the
-// first operation does, so New succeeds while HBase is down.
+// first operation does, so New succeeds while HBase is down (Probe waits
+// until it can be reached, for at most cfg.ConnectTimeout).
 //
 // When reg is not nil, New registers on it the store's own metrics and
 // gohbase's (gohbase_*), which gohbase itself registers only on
