@@ -30,11 +30,11 @@ func uidBytes(v uint64, width int) []byte {
 	return b
 }
 
-// tally counts the series one worker is handed, in TSUID order within
-// each range. At each position of the tag list it keeps the pair of the
-// series before and how many series in a row had it; a run is added to
-// the pair counts (pairCounts) when the pair at its position changes, so
-// that the pairs series share cost a comparison.
+// tally counts the series one worker is handed, in the order of their
+// 'S' cells within each range. At each position of the tag list it keeps
+// the pair of the series before and how many series in a row had it; a
+// run is added to the pair counts (pairCounts) when the pair at its
+// position changes, so that the pairs series share cost a comparison.
 type tally struct {
 	tagkW, pairW int
 	hidden       []uint64 // the reserved tag's tagk UIDs: not counted
@@ -71,12 +71,12 @@ func pack(p []byte) uint64 {
 }
 
 // add counts the series of metric and tags. Series of one range come in
-// TSUID order; endRuns ends a range.
+// the order of their 'S' cells; endRuns ends a range.
 func (t *tally) add(metric, tags []byte) {
 	pw := t.pairW
 	n := len(tags) / pw
 	if n*pw != len(tags) {
-		return // not a TSUID of this layout
+		return // not tags of this layout
 	}
 	t.series++
 	if m := uid64(metric); !t.havePrior || m != t.metric {

@@ -44,9 +44,9 @@ import (
 // mark remembers); writing it again is harmless. The 'S' cells of a day
 // are what a cardinality count reads: a cell a series (a key in the
 // embedded store), its TSUID split between the row (the metric) and the
-// qualifier (the tags), the metric's series spread over up to 256 rows by
-// a hash of their tags, so that no row grows with the metric. The reserved tag
-// __name__ of label-less series is indexed like any tag and hidden by
+// qualifier (the tags), a metric's series spread over up to 256 rows by
+// a hash of their tags (a row holds about a 256th of them). The reserved
+// tag __name__ of label-less series is indexed like any tag and hidden by
 // readers, as on the data rows.
 const (
 	IndexFamily    = "i"

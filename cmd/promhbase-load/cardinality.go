@@ -28,7 +28,7 @@ type cardOptions struct {
 	promhbase, vm           string
 	dir                     string
 	keep                    bool
-	repeats, topN           int
+	repeats, warmups, topN  int
 	idleWait                time.Duration
 	promhbaseFlags, vmFlags []string
 }
@@ -37,15 +37,16 @@ func registerCardinality(app *kingpin.Application) (*kingpin.CmdClause, *cardOpt
 	var c cardOptions
 	cmd := app.Command("cardinality", "/api/v1/status/tsdb of promhbase (embedded store) and VictoriaMetrics on the same --series series (the load's labels: "+
 		"100 metrics, ten labels, one unique a series), one sample each today, sent to both by remote write 1.0 (--batch series a request, --concurrency in flight); "+
-		"then the same question (today's date, topN) asked of each --cardinality.repeats times, the systems taking turns; prints the times (the first, cold, apart; median and spread of the others) "+
+		"then the same question (today's date, topN) asked of each, the systems taking turns: a first (cold), --cardinality.warmups untimed, --cardinality.repeats timed; prints the times (median and spread; the first apart) "+
 		"and checks each answer's counts against those the generator knows.")
 	cmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
 	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints it).").Required().StringVar(&c.vm)
 	cmd.Flag("dir", "Where the systems' data directories go (removed at the end unless --keep).").Default(os.TempDir()).StringVar(&c.dir)
 	cmd.Flag("keep", "Keep the data directories (their path is printed).").BoolVar(&c.keep)
-	cmd.Flag("cardinality.repeats", "Timed questions to each system; the first (cold: caches empty, the value names' lengths not read yet) is reported apart.").Default("11").IntVar(&c.repeats)
+	cmd.Flag("cardinality.repeats", "Timed questions to each system, after the first (cold: caches empty, the value names' lengths not read yet, reported apart) and the warm-ups.").Default("9").IntVar(&c.repeats)
+	cmd.Flag("cardinality.warmups", "Questions to each system after the first, not timed: the work the first ones leave behind (the embedded store compacts the files a scan read across levels, VictoriaMetrics fills its caches) ends meanwhile.").Default("5").IntVar(&c.warmups)
 	cmd.Flag("cardinality.top", "topN of the questions.").Default("10").IntVar(&c.topN)
-	cmd.Flag("idle-wait", "Before the questions, wait until promhbase's process uses under 5 % of a core (its store settling what the load wrote), then until the machine's CPUs are less than a tenth busy, each at most this long.").Default("3m").DurationVar(&c.idleWait)
+	cmd.Flag("idle-wait", "Before the questions, wait until promhbase's process used under 5 % of a core for 30 s (its store settles what the load wrote a while after it), then until the machine's CPUs are less than a tenth busy, each at most this long.").Default("3m").DurationVar(&c.idleWait)
 	cmd.Flag("promhbase.flag", "Extra flag for promhbase serve; repeatable.").StringsVar(&c.promhbaseFlags)
 	cmd.Flag("victoria-metrics.flag", "Extra flag for VictoriaMetrics; repeatable.").StringsVar(&c.vmFlags)
 	return cmd, &c
@@ -237,8 +238,8 @@ func askStatus(base, params string) (cardAnswer, time.Duration, error) {
 }
 
 func runCardinality(o options, c cardOptions) error {
-	if c.repeats < 1 || c.topN < 1 || o.series < 1 {
-		return fmt.Errorf("--cardinality.repeats=%d, --cardinality.top=%d and --series=%d must be at least 1", c.repeats, c.topN, o.series)
+	if c.repeats < 1 || c.topN < 1 || o.series < 1 || c.warmups < 0 {
+		return fmt.Errorf("--cardinality.repeats=%d, --cardinality.top=%d and --series=%d must be at least 1, --cardinality.warmups=%d at least 0", c.repeats, c.topN, o.series, c.warmups)
 	}
 	work, err := os.MkdirTemp(c.dir, "promhbase-cardinality-")
 	if err != nil {
@@ -282,9 +283,9 @@ func runCardinality(o options, c cardOptions) error {
 	if _, err := waitVMQuiet(vm.base, time.Now().Add(5*time.Minute)); err != nil {
 		return vm.withLog(err)
 	}
-	// promhbase's store settles what the load wrote once writes stop:
-	// asked meanwhile, it would answer on a busy core.
-	if !waitProcQuiet(ph, 5*time.Second, c.idleWait) {
+	// promhbase's store settles what the load wrote a while after writes
+	// stop: asked meanwhile, it would answer on a busy core.
+	if !waitProcQuiet(ph, 5*time.Second, 6, c.idleWait) {
 		fmt.Fprintf(os.Stderr, "promhbase still busy after %s; asking anyway\n", c.idleWait)
 	}
 	if waited, idle := waitIdle(c.idleWait); !idle {
@@ -294,7 +295,8 @@ func runCardinality(o options, c cardOptions) error {
 	params := url.Values{"date": {date}, "topN": {fmt.Sprint(c.topN)}}.Encode()
 	times := map[string][]time.Duration{}
 	answers := map[string]cardAnswer{}
-	for r := range c.repeats {
+	warm := map[string][]time.Duration{} // the first, then the warm-ups
+	for r := range 1 + c.warmups + c.repeats {
 		order := systems
 		if r%2 == 1 {
 			order = []*server{vm, ph}
@@ -304,24 +306,26 @@ func runCardinality(o options, c cardOptions) error {
 			if err != nil {
 				return s.withLog(fmt.Errorf("%s: /api/v1/status/tsdb: %w", s.name, err))
 			}
-			times[s.name] = append(times[s.name], took)
+			if r <= c.warmups {
+				warm[s.name] = append(warm[s.name], took)
+			} else {
+				times[s.name] = append(times[s.name], took)
+			}
 			answers[s.name] = a
 		}
 	}
 	if time.Now().UTC().Format(time.DateOnly) != date {
 		fmt.Fprintf(os.Stderr, "warning: the day changed during the run; the answers are of %s\n", date)
 	}
-	fmt.Printf("\n## /api/v1/status/tsdb?%s on %d series (%d questions each, systems taking turns)\n\n", params, o.series, c.repeats)
-	fmt.Printf("| system | first (cold) | median of the others | min – max | spread | counts |\n| --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("\n## /api/v1/status/tsdb?%s on %d series (a first question, %d warm-ups, %d timed questions each, systems taking turns)\n\n",
+		params, o.series, c.warmups, c.repeats)
+	fmt.Printf("| system | first (cold) | median | min – max | spread | counts |\n| --- | --- | --- | --- | --- | --- |\n")
 	var failed []string
 	for _, s := range systems {
 		ts := times[s.name]
-		first, rest := ts[0], ts[1:]
-		if len(rest) == 0 {
-			rest = ts
-		}
-		med := median(slices.Clone(rest))
-		lo, hi := slices.Min(rest), slices.Max(rest)
+		first := warm[s.name][0]
+		med := median(slices.Clone(ts))
+		lo, hi := slices.Min(ts), slices.Max(ts)
 		bad := want.check(answers[s.name], c.topN, s == ph)
 		verdict := "match the generator's"
 		if len(bad) > 0 {
@@ -337,7 +341,7 @@ func runCardinality(o options, c cardOptions) error {
 		fmt.Println("  -", f)
 	}
 	for _, s := range systems {
-		fmt.Printf("\n%s's runs: %s\n", s.name, strings.Join(fmtTimes(times[s.name]), " "))
+		fmt.Printf("\n%s: first and warm-ups %s; timed %s\n", s.name, strings.Join(fmtTimes(warm[s.name]), " "), strings.Join(fmtTimes(times[s.name]), " "))
 	}
 	if slices.ContainsFunc(failed, func(f string) bool { return strings.HasPrefix(f, ph.name+":") }) {
 		return fmt.Errorf("promhbase's counts differ from the generator's")
@@ -346,9 +350,9 @@ func runCardinality(o options, c cardOptions) error {
 }
 
 // waitProcQuiet waits until srv's process used under a twentieth of a
-// core over two windows in a row, at most timeout; it reports whether it
-// did.
-func waitProcQuiet(srv *server, window, timeout time.Duration) bool {
+// core over calm windows in a row, at most timeout; it reports whether
+// it did.
+func waitProcQuiet(srv *server, window time.Duration, calmWindows int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	calm := 0
 	cpu0, err := procCPU(srv.cmd.Process.Pid)
@@ -359,7 +363,7 @@ func waitProcQuiet(srv *server, window, timeout time.Duration) bool {
 			break
 		}
 		if (cpu1-cpu0)/window.Seconds() < 0.05 {
-			if calm++; calm == 2 {
+			if calm++; calm == calmWindows {
 				return true
 			}
 		} else {

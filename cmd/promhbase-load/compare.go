@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,20 +21,16 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
-
-	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/store/hbase"
 )
 
 // compareOptions are the flags of the compare command.
 type compareOptions struct {
-	prometheus, promhbase string // binaries
-	protocol              string // v1 or v2
+	prometheus, promhbase, victoriaMetrics string // binaries
+	protocol                               string // v1 or v2
 	// histograms sends one integer native histogram a series a round
 	// instead of a float sample.
 	histograms  bool
@@ -55,6 +50,13 @@ type compareOptions struct {
 	// extraFlags are passed to every promhbase serve it starts (e.g.
 	// --web.enable-pprof to profile a run).
 	extraFlags []string
+	// serverCPUs are the core counts each system runs at, in turn (its
+	// CPU affinity and GOMAXPROCS; see pinned); none: unpinned.
+	serverCPUs []int
+	// profile, when set, is the directory where promhbase's mutex, block
+	// and CPU profiles of each run's writes go (needs --web.enable-pprof
+	// and the profile rates among extraFlags).
+	profile string
 }
 
 // kind names the traffic: the protocol, and whether it carries native
@@ -69,6 +71,7 @@ func (c compareOptions) kind() string {
 // result is what one system did under one load.
 type result struct {
 	system                  string
+	cpus                    int // the cores it was pinned to; 0: not pinned
 	series, rounds          int
 	samples                 int64
 	elapsed                 time.Duration
@@ -99,9 +102,18 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 		c.systems = []string{"prometheus", "promhbase"}
 	}
 	for _, sys := range c.systems {
-		if sys != "prometheus" && sys != "promhbase" && sys != "promhbase-hbase" {
-			return nil, fmt.Errorf("--systems=%q: want prometheus, promhbase or promhbase-hbase", sys)
+		switch {
+		case sys != "prometheus" && sys != "promhbase" && sys != "promhbase-hbase" && sys != "victoriametrics":
+			return nil, fmt.Errorf("--systems=%q: want prometheus, promhbase, promhbase-hbase or victoriametrics", sys)
+		case sys == "victoriametrics" && c.victoriaMetrics == "":
+			return nil, errors.New("--systems=victoriametrics needs --victoria-metrics (scripts/victoriametrics.sh prints the project's)")
+		case sys == "prometheus" && c.prometheus == "":
+			return nil, errors.New("--systems=prometheus needs --prometheus (scripts/prometheus.sh prints the project's)")
 		}
+	}
+	cpuCounts := c.serverCPUs
+	if len(cpuCounts) == 0 {
+		cpuCounts = []int{0}
 	}
 	type run struct{ series, rounds int }
 	var runs []run
@@ -132,13 +144,15 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 		t0 := time.Now().Add(-time.Duration(o.maxRounds) * 15 * time.Second).Truncate(time.Minute).UnixMilli()
 		fmt.Fprintf(os.Stderr, "encoding %d rounds of %d series (%s, churn %.0f %%)...\n", o.maxRounds, o.series, c.kind(), 100*c.churn)
 		pre := precompute(o, func(round, first, n int) []byte { return encodeRound(o, c, t0, round, first, n) })
-		for _, sys := range c.systems {
-			r, err := compareOne(o, c, sys, pre, t0)
-			if err != nil {
-				return results, fmt.Errorf("%s, %d series: %w", sys, n, err)
+		for _, cpus := range cpuCounts {
+			for _, sys := range c.systems {
+				r, err := compareOne(o, c, sys, cpus, pre, t0)
+				if err != nil {
+					return results, fmt.Errorf("%s, %d series: %w", sys, n, err)
+				}
+				results = append(results, r)
+				printResults(os.Stderr, c, []result{r})
 			}
-			results = append(results, r)
-			printResults(os.Stderr, c, []result{r})
 		}
 	}
 	printResults(os.Stdout, c, results)
@@ -224,8 +238,8 @@ func loadHistogram(round, id int) *histogram.Histogram {
 }
 
 // compareOne runs the load against one system.
-func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int64) (_ result, err error) {
-	res := result{system: sys, series: o.series, rounds: o.maxRounds}
+func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byte, t0 int64) (_ result, err error) {
+	res := result{system: sys, series: o.series, rounds: o.maxRounds, cpus: cpus}
 	// What the run before left running (HBase flushing and compacting
 	// what promhbase-hbase wrote, a server's exit) must not share the
 	// cores with this one.
@@ -265,10 +279,17 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		defer drop()
 		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
 			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, append(tables, c.extraFlags...)...)...)
+	case "victoriametrics":
+		cmd = exec.Command(c.victoriaMetrics, "-storageDataPath="+data, "-httpListenAddr="+addr, "-retentionPeriod=100y", "-search.disableCache")
 	default:
 		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...)
 	}
+	restore, err := pinned(cmd, cpus)
+	if err != nil {
+		return res, err
+	}
+	defer restore()
 	logPath := filepath.Join(dir, "log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -299,7 +320,11 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		}
 	}()
 	base := "http://" + addr
-	if err := waitReady(base+"/-/ready", time.Minute); err != nil {
+	ready := "/-/ready"
+	if sys == "victoriametrics" {
+		ready = "/health"
+	}
+	if err := waitReady(base+ready, time.Minute); err != nil {
 		return res, err
 	}
 	pid := cmd.Process.Pid
@@ -315,9 +340,13 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 	}
 	fmt.Fprintf(os.Stderr, "%s: writing...\n", sys)
+	stopProfiles := profileWrites(c, sys, cpus, o.series, base)
 	r, err := run(o, func(ctx context.Context, round, first, n int) error {
 		return post(ctx, o.url, ct, pre[round][first/o.batch])
 	})
+	if perr := stopProfiles(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -328,27 +357,40 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 		return res, err
 	}
 	res.cpu = cpu1 - cpu0
+	if sys == "victoriametrics" {
+		// What it took in is searchable only after a flush of its
+		// in-memory parts (about a second on its own).
+		resp, err := http.Get(base + "/internal/force_flush")
+		if err != nil {
+			return res, fmt.Errorf("force_flush: %w", err)
+		}
+		resp.Body.Close()
+	}
 	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
 	// One metric (1 % of the series), every round; the median of
 	// c.readRepeats reads of each response type, the two types taking
 	// turns so that both meet the store's work after the writes (its
 	// flushes and compactions) alike.
-	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
-	types := []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
-	readRates := make([][]float64, len(types))
-	for range max(c.readRepeats, 1) {
-		for i, t := range types {
-			n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
-			if err != nil {
-				return res, fmt.Errorf("remote read %s: %w", t, err)
+	// VictoriaMetrics single-node has no remote read: only its
+	// query_range is timed.
+	if sys != "victoriametrics" {
+		ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
+		types := []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
+		readRates := make([][]float64, len(types))
+		for range max(c.readRepeats, 1) {
+			for i, t := range types {
+				n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
+				if err != nil {
+					return res, fmt.Errorf("remote read %s: %w", t, err)
+				}
+				readRates[i] = append(readRates[i], float64(n)/d.Seconds())
 			}
-			readRates[i] = append(readRates[i], float64(n)/d.Seconds())
 		}
+		for _, r := range readRates {
+			slices.Sort(r)
+		}
+		res.readSamples, res.streamRate = readRates[0][len(readRates[0])/2], readRates[1][len(readRates[1])/2]
 	}
-	for _, r := range readRates {
-		slices.Sort(r)
-	}
-	res.readSamples, res.streamRate = readRates[0][len(readRates[0])/2], readRates[1][len(readRates[1])/2]
 	// The same metric through the query API, one point a round.
 	var rates []float64
 	for range max(c.readRepeats, 1) {
@@ -369,63 +411,6 @@ func compareOne(o options, c compareOptions, sys string, pre [][][]byte, t0 int6
 	}
 	res.diskBytes, err = dirBytes(data)
 	return res, err
-}
-
-// benchTables creates fresh promhbase tables in the HBase at quorum and
-// returns serve's flags naming them and a function that drops them.
-func benchTables(quorum string) (flags []string, drop func(), err error) {
-	st, err := hbase.New(hbase.Config{ZKQuorum: quorum}, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return nil, nil, err
-	}
-	suffix := fmt.Sprintf("-bench%d", time.Now().UnixNano())
-	tc := hbase.TablesConfig{DataTable: mapping.DefaultDataTable + suffix, UIDTable: mapping.DefaultUIDTable + suffix, ExemplarTable: mapping.DefaultExemplarTable + suffix,
-		MetaTable: mapping.DefaultMetaTable + suffix, IndexTable: mapping.DefaultIndexTable + suffix}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if _, err := st.CreateTables(ctx, tc); err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	flags = []string{"--hbase.table.data=" + tc.DataTable, "--hbase.table.uid=" + tc.UIDTable, "--hbase.table.exemplar=" + tc.ExemplarTable,
-		"--hbase.table.meta=" + tc.MetaTable, "--hbase.table.index=" + tc.IndexTable}
-	return flags, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := st.DropTables(ctx, tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable); err != nil {
-			fmt.Fprintf(os.Stderr, "drop bench tables: %v\n", err)
-		}
-		st.Close()
-	}, nil
-}
-
-// post sends one remote-write request, retrying 5xx and 429 as Prometheus
-// does (with retry_on_http_429).
-func post(ctx context.Context, url, ct string, body []byte) error {
-	for attempt := 0; ; attempt++ {
-		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		hr.Header.Set("Content-Encoding", "snappy")
-		hr.Header.Set("Content-Type", ct)
-		hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		resp, err := http.DefaultClient.Do(hr)
-		if err != nil {
-			return err
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode/100 == 2:
-			return nil
-		case resp.StatusCode/100 == 5 && attempt < 10:
-			time.Sleep(time.Duration(30<<attempt) * time.Millisecond)
-		case resp.StatusCode == http.StatusTooManyRequests && attempt < 10:
-			// Wait as told, as Prometheus does with retry_on_http_429.
-			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			time.Sleep(time.Duration(max(secs, 1)) * time.Second)
-		default:
-			return fmt.Errorf("status %d: %.300s", resp.StatusCode, msg)
-		}
-	}
 }
 
 // readAll runs one remote read and returns the samples it got and the
@@ -653,8 +638,12 @@ func printResults(w io.Writer, c compareOptions, rs []result) {
 	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s | query_range points/s |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
+		sys := r.system
+		if r.cpus > 0 {
+			sys = fmt.Sprintf("%s, %d cores", sys, r.cpus)
+		}
 		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M | %.2f M |\n",
-			r.system, r.series, r.rounds, c.kind(), 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
+			sys, r.series, r.rounds, c.kind(), 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
 			r.firstRound.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 			r.steadyRate, r.steadyP99.Round(time.Millisecond),
 			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,5 +132,59 @@ func TestParseCPUTicks(t *testing.T) {
 				t.Fatalf("busy %d, total %d, error %v; want %d, %d, error %v", busy, total, err, tc.busy, tc.total, tc.err)
 			}
 		})
+	}
+}
+
+// TestCompareVictoriaMetricsPinned: VictoriaMetrics single-node is a
+// system of compare (remote write in, its query_range read back after a
+// flush), and --server.cpus=1 runs each system pinned (TestPinned: how).
+func TestCompareVictoriaMetricsPinned(t *testing.T) {
+	vm := testproc.ScriptBinary(t, filepath.Join("..", "..", "scripts", "victoriametrics.sh"), "VictoriaMetrics")
+	promhbase := testproc.BuildBinary(t, "../promhbase")
+	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
+	c := compareOptions{promhbase: promhbase, victoriaMetrics: vm, protocol: "v1", dir: t.TempDir(),
+		systems: []string{"victoriametrics", "promhbase"}, serverCPUs: []int{1}}
+	rs, err := runCompare(o, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("%d results, want 2", len(rs))
+	}
+	for _, r := range rs {
+		if r.samples != 600*3 || r.cpus != 1 {
+			t.Errorf("%s: %d samples acknowledged at %d cores, want %d at 1", r.system, r.samples, r.cpus, 600*3)
+		}
+		if r.queryPoints < 6*3 || r.queryRate <= 0 {
+			t.Errorf("%s: query_range gave %d points at %v points/s, want at least %d", r.system, r.queryPoints, r.queryRate, 6*3)
+		}
+	}
+	if rs[0].queryPoints != rs[1].queryPoints {
+		t.Errorf("query_range points: %s %d, %s %d; want the same", rs[0].system, rs[0].queryPoints, rs[1].system, rs[1].queryPoints)
+	}
+}
+
+// TestPinned: the command of a pinned server runs under taskset on the
+// first cores with GOMAXPROCS set; unpinned it is left alone; more cores
+// than the machine has is an error.
+func TestPinned(t *testing.T) {
+	cmd := exec.Command("/bin/true", "a")
+	restore, err := pinned(cmd, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	if got := strings.Join(cmd.Args, " "); !strings.HasSuffix(got, "taskset -c 0-0 /bin/true a") || !slices.Contains(cmd.Env, "GOMAXPROCS=1") {
+		t.Errorf("pinned command %q, env has GOMAXPROCS=1: %v", got, slices.Contains(cmd.Env, "GOMAXPROCS=1"))
+	}
+	if err := cmd.Run(); err != nil {
+		t.Errorf("run the pinned command: %v", err)
+	}
+	plain := exec.Command("/bin/true")
+	if _, err := pinned(plain, 0); err != nil || len(plain.Args) != 1 || plain.Env != nil {
+		t.Errorf("unpinned: %v %q %v", err, plain.Args, plain.Env)
+	}
+	if _, err := pinned(exec.Command("/bin/true"), runtime.NumCPU()+1); err == nil {
+		t.Error("more cores than the machine has: no error")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -83,25 +84,27 @@ type serveFlags struct {
 	queryMaxConc    int
 	queryEngine     string
 	enablePprof     bool
-	features        []string
-	scanConc        int
-	corsOrigin      string
-	externalURL     string
-	webConfigFile   string
-	maxConnections  int
-	readHeaderTime  time.Duration
-	bodyTimeout     time.Duration
-	idleTimeout     time.Duration
-	stallTimeout    time.Duration
-	limits          limits.Config
-	maxBytes        int64
-	readConcurrent  int
-	index           indexFlags
-	retention       retentionFlags
-	rollup          rollupFlags
-	enableAdmin     bool
-	tenants         tenantFlags
-	resultsCache    resultsCacheFlags
+	// mutexFraction and blockRate are the runtime's profile rates.
+	mutexFraction, blockRate int
+	features                 []string
+	scanConc                 int
+	corsOrigin               string
+	externalURL              string
+	webConfigFile            string
+	maxConnections           int
+	readHeaderTime           time.Duration
+	bodyTimeout              time.Duration
+	idleTimeout              time.Duration
+	stallTimeout             time.Duration
+	limits                   limits.Config
+	maxBytes                 int64
+	readConcurrent           int
+	index                    indexFlags
+	retention                retentionFlags
+	rollup                   rollupFlags
+	enableAdmin              bool
+	tenants                  tenantFlags
+	resultsCache             resultsCacheFlags
 }
 
 // resultsCacheFlags are the --query.results-cache.* flags of serve.
@@ -180,6 +183,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.retention.resolution-1h", "How long the rollups of the interval named 1h are kept when shorter than --storage.retention.time (Thanos's --retention.resolution-1h); rows go whole, a row span (1n: a month) at a time. 0: --storage.retention.time.").Default("0").SetValue(&serveOpts.retention.res1h)
 	cmd.Flag("storage.retention.interval", "How often the retention cycle runs.").Default("1m").DurationVar(&serveOpts.retention.interval)
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
+	cmd.Flag("debug.mutex-profile-fraction", "Record one in this many contended mutex events in /debug/pprof/mutex (runtime.SetMutexProfileFraction), as Mimir's flag of this name; 0: none. With --web.enable-pprof.").Default("0").IntVar(&serveOpts.mutexFraction)
+	cmd.Flag("debug.block-profile-rate", "Record a blocking event (channel, lock, select) in /debug/pprof/block about once every this many nanoseconds blocked (runtime.SetBlockProfileRate), as Mimir's flag of this name; 0: none. With --web.enable-pprof.").Default("0").IntVar(&serveOpts.blockRate)
 	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
 	cmd.Flag("web.read-timeout", "Longest time a request may take, except remote write and read, which --web.request-body-timeout and --web.response-write-timeout bound instead.").Default("5m").DurationVar(&serveOpts.readTimeout)
 	cmd.Flag("web.config.file", "Path to a web configuration file (TLS, client certificates, basic auth, HTTP headers), the same format as Prometheus's --web.config.file.").Default("").StringVar(&serveOpts.webConfigFile)
@@ -242,6 +247,10 @@ func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
 
 func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
+	if serveOpts.mutexFraction > 0 || serveOpts.blockRate > 0 {
+		runtime.SetMutexProfileFraction(serveOpts.mutexFraction)
+		runtime.SetBlockProfileRate(serveOpts.blockRate)
+	}
 	if os.Getenv("GOGC") == "" {
 		defer gctune.Start(serveOpts.gogc, serveOpts.gcHeadroomMin, serveOpts.gcHeadroom).Stop()
 	}
