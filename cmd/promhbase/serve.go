@@ -32,6 +32,7 @@ import (
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/web"
 )
@@ -258,6 +259,18 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if serveOpts.tenants.runtimeFile != "" && !serveOpts.tenants.enabled {
 		return errors.New("--runtime-config.file holds per-tenant limits: it needs --auth.multitenancy-enabled")
+	}
+	if f := serveOpts.tenants.runtimeFile; f != "" {
+		// Read once before anything is served: on HBase serve listens
+		// while it waits for the cluster, and a file that can never load
+		// must end it at once, not once the cluster answers.
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("runtime configuration: %w", err)
+		}
+		if _, err := overrides.Parse(b, overrides.Limits{}); err != nil {
+			return fmt.Errorf("runtime configuration %s: %w", f, err)
+		}
 	}
 	st, err := cfg.openStore(reg, logger)
 	if err != nil {
