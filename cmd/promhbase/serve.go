@@ -29,10 +29,10 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/gctune"
 	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/resultcache"
-	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/web"
 )
