@@ -76,7 +76,7 @@ func (a *API) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	name := fmt.Sprintf("%s-%016x", time.Now().UTC().Format("20060102T150405Z0700"), rand.Uint64()&(1<<63-1))
+	name := store.NewSnapshotName(time.Now(), rand.Uint64())
 	if err := a.opts.Admin.Snapshot(r.Context(), name); err != nil {
 		status, typ := http.StatusInternalServerError, "internal"
 		if errors.Is(err, store.ErrUnavailable) {

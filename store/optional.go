@@ -214,6 +214,12 @@ func CheckSnapshotName(name string) error {
 	return nil
 }
 
+// NewSnapshotName returns a snapshot name made as Prometheus names its
+// snapshots: now in UTC (20060102T150405Z), '-', 16 hex digits of r.
+func NewSnapshotName(now time.Time, r uint64) string {
+	return fmt.Sprintf("%s-%016x", now.UTC().Format("20060102T150405Z0700"), r&(1<<63-1))
+}
+
 // SnapshotInfo describes one snapshot (Snapshotter).
 type SnapshotInfo struct {
 	Name    string

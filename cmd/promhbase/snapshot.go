@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -59,7 +58,7 @@ func (c *snapshotCmd) run(cmd string, cfg *config) error {
 	case c.create.FullCommand():
 		name := c.name
 		if name == "" {
-			name = fmt.Sprintf("%s-%016x", time.Now().UTC().Format("20060102T150405Z0700"), rand.Uint64()&(1<<63-1))
+			name = store.NewSnapshotName(time.Now(), rand.Uint64())
 		}
 		tables, err := c.tables(j, cfg)
 		if err != nil {
@@ -113,7 +112,7 @@ func (c *snapshotCmd) runRestore(j *job, sn store.Snapshotter) error {
 		}
 		i := slices.IndexFunc(list, func(s store.SnapshotInfo) bool { return s.Name == c.name })
 		if i < 0 {
-			return fmt.Errorf("snapshot %q: none in %s", c.name, filepath.Dir(filepath.Dir(list0(list))))
+			return fmt.Errorf("snapshot %q: none (promhbase snapshot list shows them)", c.name)
 		}
 		if err := embedded.CopySnapshot(list[i].Location, c.into); err != nil {
 			return err
@@ -123,13 +122,6 @@ func (c *snapshotCmd) runRestore(j *job, sn store.Snapshotter) error {
 		return errors.New("this store cannot restore snapshots")
 	}
 	return nil
-}
-
-func list0(list []store.SnapshotInfo) string {
-	if len(list) == 0 {
-		return "the data directory's snapshots"
-	}
-	return list[0].Location
 }
 
 // tables returns the tables a snapshot copies: every table promhbase

@@ -221,14 +221,11 @@ func (s *Store) noteUnsettled() (int, error) {
 	bottom := len(levels) - 1
 	for _, tables := range levels[:max(bottom, 0)] {
 		for _, t := range tables {
-			hi := append(bytes.Clone(t.Largest.UserKey), 0) // the first key after Largest
-			sp := span{lo: bytes.Clone(t.Smallest.UserKey), hi: hi}
 			if t.Properties == nil || t.Properties.NumDeletions > 0 {
-				s.settler.noteDeleted(sp.lo, sp.hi)
+				hi := append(bytes.Clone(t.Largest.UserKey), 0) // the first key after Largest
+				s.settler.noteDeleted(bytes.Clone(t.Smallest.UserKey), hi)
 			} else {
-				s.settler.mu.Lock()
-				s.settler.written = addSpan(s.settler.written, sp)
-				s.settler.mu.Unlock()
+				s.settler.noteWritten(t.Smallest.UserKey, t.Largest.UserKey)
 			}
 			n++
 		}
