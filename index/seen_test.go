@@ -57,9 +57,7 @@ func TestSeenSet(t *testing.T) {
 		if !has(s, seenKey{1, 1}) {
 			t.Error("promoted key 1 lost")
 		}
-		s.mu.Lock()
-		n, bytes := len(s.cur)+len(s.old), s.curBytes+s.oldBytes
-		s.mu.Unlock()
+		n, bytes := s.stats()
 		if bytes > s.budget || n > 4 {
 			t.Errorf("%d keys, %d bytes counted; budget %d", n, bytes, s.budget)
 		}

@@ -1,8 +1,11 @@
 package series
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
+	"sync"
 
 	"github.com/promhbase/promhbase/internal/gencache"
 )
@@ -99,18 +102,50 @@ func (a *seriesArena) series(e seriesEntry) Series {
 		mark: &a.marks[e.mark/markChunk][e.mark%markChunk], Hash: binary.LittleEndian.Uint64(h[0:])}
 }
 
-// seriesCache maps label-set keys to Series: two generations, the older
-// dropped (with its arena) when the newer holds half the byte budget (or
-// max entries); a hit in the older generation is promoted, copied into
-// the newer arena. Safe for concurrent use.
+// seriesCache maps label-set keys to Series: shards by the key's hash,
+// each with two generations, the older dropped (with its arena) when the
+// newer holds half the shard's byte budget (or its share of max entries);
+// a hit in the older generation is promoted, copied into the newer arena.
+// Safe for concurrent use.
+//
+// Why shards: a first contact puts thousands of new series while every
+// other request looks its series up. With one lock the puts held every
+// lookup back: the cache's write lock was 55 % of the write path's mutex
+// delay (16 senders, 100 k new series; docs/bench/write-scaling.md). A
+// lookup now takes its shard's read lock alone, and a batch of puts one
+// shard's write lock at a time.
 type seriesCache struct {
-	seeds [2]maphash.Seed
-	gencache.Generations[seriesKey, seriesEntry, seriesArena]
+	seeds  [2]maphash.Seed
+	shards []seriesShard
+	locks  []*sync.RWMutex // of each shard, for gencache.ReadLocks
+	mask   uint64
 }
 
+// seriesShard is one shard of the cache, padded to its own cache lines so
+// that the locks of neighbouring shards do not share one.
+type seriesShard struct {
+	gencache.Generations[seriesKey, seriesEntry, seriesArena]
+	_ [64]byte
+}
+
+// maxSeriesShards is the number of shards of a large cache; a cache of
+// fewer than minShardEntries entries a shard has fewer shards (one for a
+// small one, as the tests' caches are, so their generations swap at the
+// counts they set), and a byte budget of less than minShardBytes a shard
+// fewer still (SetMaxBytes).
+const (
+	maxSeriesShards = 64
+	minShardEntries = 4096
+	minShardBytes   = 1 << 20
+)
+
 func newSeriesCache(max int) *seriesCache {
+	n := 1
+	for n < maxSeriesShards && max/(2*n) >= minShardEntries {
+		n *= 2
+	}
 	c := &seriesCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
-	c.Init(max)
+	c.setShards(n, max, 0)
 	return c
 }
 
@@ -119,31 +154,96 @@ func (c *seriesCache) key(k []byte) seriesKey {
 	return seriesKey{maphash.Bytes(c.seeds[0], k), maphash.Bytes(c.seeds[1], k)}
 }
 
+// shard returns the shard of h. The second hash's high bits choose it:
+// the map inside hashes the key again with its own seed.
+func (c *seriesCache) shard(h seriesKey) *seriesShard { return &c.shards[c.shardIndex(h)] }
+
+// shardIndex returns the index of h's shard.
+func (c *seriesCache) shardIndex(h seriesKey) int { return int((h[1] >> 40) & c.mask) }
+
+// SetMaxBytes bounds the cache's memory (0: entries only), split evenly
+// between the shards; a budget of less than minShardBytes a shard lowers
+// their number. It must be called before the cache is used: it empties
+// it.
+func (c *seriesCache) SetMaxBytes(n int) {
+	shards := len(c.shards)
+	for n > 0 && shards > 1 && n/shards < minShardBytes {
+		shards /= 2
+	}
+	max := 0
+	for i := range c.shards {
+		max += c.shards[i].Max()
+	}
+	c.setShards(shards, max, n)
+}
+
+// setShards makes n empty shards (a power of two) sharing max entries and
+// maxBytes bytes.
+func (c *seriesCache) setShards(n, max, maxBytes int) {
+	c.shards, c.locks, c.mask = make([]seriesShard, n), make([]*sync.RWMutex, n), uint64(n-1)
+	for i := range c.shards {
+		c.shards[i].Init(max / n)
+		c.shards[i].SetMaxBytes(maxBytes / n)
+		c.locks[i] = &c.shards[i].Mu
+	}
+}
+
+// Len returns the entries cached.
+func (c *seriesCache) Len() int {
+	n := 0
+	for i := range c.shards {
+		n += c.shards[i].Len()
+	}
+	return n
+}
+
+// Stats returns the entries, approximate bytes and byte budget, summed
+// over the shards (gencache.StatsSource).
+func (c *seriesCache) Stats() (entries, bytes, maxBytes int) {
+	for i := range c.shards {
+		e, b, m := c.shards[i].Stats()
+		entries, bytes, maxBytes = entries+e, bytes+b, maxBytes+m
+	}
+	return entries, bytes, maxBytes
+}
+
+// Counts returns the lookups answered and not answered
+// (gencache.StatsSource).
+func (c *seriesCache) Counts() (hits, misses uint64) {
+	for i := range c.shards {
+		h, m := c.shards[i].Counts()
+		hits, misses = hits+h, misses+m
+	}
+	return hits, misses
+}
+
 func (c *seriesCache) get(k []byte) (Series, bool) {
-	c.Mu.RLock()
-	h, s, ok, old := c.getLocked(k)
-	c.Mu.RUnlock()
+	h, s, ok, old := c.lookup(k)
+	sh := c.shard(h)
 	if !ok {
-		c.Misses.Add(1)
+		sh.Misses.Add(1)
 		return Series{}, false
 	}
-	c.Hits.Add(1)
+	sh.Hits.Add(1)
 	if old {
 		return c.putEntry(h, s, true), true
 	}
 	return s, true
 }
 
-// getLocked looks k up with c.Mu held for reading. It neither promotes
+// lookup looks k up under its shard's read lock. It neither promotes
 // nor counts, but reports whether the entry is in the older generation,
-// for the caller to promote once it released the lock.
-func (c *seriesCache) getLocked(k []byte) (h seriesKey, s Series, ok, old bool) {
+// for the caller to promote (the lock released).
+func (c *seriesCache) lookup(k []byte) (h seriesKey, s Series, ok, old bool) {
 	h = c.key(k)
-	e, arena, ok, old := c.LookupLocked(h)
-	if !ok {
-		return h, Series{}, false, false
+	sh := c.shard(h)
+	sh.Mu.RLock()
+	e, arena, ok, old := sh.LookupLocked(h)
+	if ok {
+		s = arena.series(e)
 	}
-	return h, arena.series(e), true, old
+	sh.Mu.RUnlock()
+	return h, s, ok, old
 }
 
 // put caches s under k and returns the cached Series, whose index mark
@@ -161,45 +261,61 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > gencache.MaxArenaEntry {
 		return s
 	}
-	c.Mu.Lock()
-	defer c.Mu.Unlock()
-	return c.putEntryLocked(h, s, promoted)
+	sh := c.shard(h)
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	return sh.putLocked(h, s, promoted)
 }
 
-// putEntryLocked is putEntry with c.Mu held for writing.
-func (c *seriesCache) putEntryLocked(h seriesKey, s Series, promoted bool) Series {
+// putLocked is putEntry with the shard's lock held for writing.
+func (sh *seriesShard) putLocked(h seriesKey, s Series, promoted bool) Series {
 	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > gencache.MaxArenaEntry {
 		return s
 	}
-	if e, ok := c.Cur[h]; ok {
-		return c.CurArena.series(e)
+	if e, ok := sh.Cur[h]; ok {
+		return sh.CurArena.series(e)
 	}
 	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
-	c.MakeRoomLocked(n, c.CurArena.uids.Full())
-	e := c.CurArena.add(s, promoted)
-	c.AddLocked(h, e, n)
-	return c.CurArena.series(e)
+	sh.MakeRoomLocked(n, sh.CurArena.uids.Full())
+	e := sh.CurArena.add(s, promoted)
+	sh.AddLocked(h, e, n)
+	return sh.CurArena.series(e)
 }
 
-// putItems caches the Series of every item without an error, gencache.LockBatch
-// at a time under the write lock (keys hashed before it is taken), and
-// sets each such item's Series to the cached one.
+// putItems caches the Series of every item without an error and sets
+// each such item's Series to the cached one. The keys are hashed before
+// any lock is taken; each shard's write lock is then taken once for its
+// items, gencache.LockBatch at a time, so that a lookup of that shard
+// waits for no more than that many puts and the other shards' lookups
+// wait for none.
 func (c *seriesCache) putItems(items []ResolveItem) {
-	var hs [gencache.LockBatch]seriesKey
-	for len(items) > 0 {
-		part := items[:min(len(items), gencache.LockBatch)]
-		items = items[len(part):]
-		for i := range part {
-			if part[i].Err == nil {
-				hs[i] = c.key(part[i].Key)
-			}
+	if len(items) == 0 {
+		return
+	}
+	hs := make([]seriesKey, len(items))
+	order := make([]int32, 0, len(items))
+	for i := range items {
+		if items[i].Err == nil {
+			hs[i] = c.key(items[i].Key)
+			order = append(order, int32(i))
 		}
-		c.Mu.Lock()
-		for i := range part {
-			if part[i].Err == nil {
-				part[i].Series = c.putEntryLocked(hs[i], part[i].Series, false)
-			}
+	}
+	if len(c.shards) > 1 {
+		slices.SortFunc(order, func(a, b int32) int {
+			return cmp.Compare(c.shardIndex(hs[a]), c.shardIndex(hs[b]))
+		})
+	}
+	for len(order) > 0 {
+		sh := c.shard(hs[order[0]])
+		n := 1
+		for n < len(order) && n < gencache.LockBatch && c.shard(hs[order[n]]) == sh {
+			n++
 		}
-		c.Mu.Unlock()
+		sh.Mu.Lock()
+		for _, i := range order[:n] {
+			items[i].Series = sh.putLocked(hs[i], items[i].Series, false)
+		}
+		sh.Mu.Unlock()
+		order = order[n:]
 	}
 }

@@ -107,14 +107,16 @@ func (m *Mapper) UIDs() *uid.UIDs { return m.uids }
 // Cached returns the Series cached under key, without allocating.
 func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 
-// SeriesCacheReader looks many keys up in the series cache under one read
-// lock, for the write path's batches. It is not safe for concurrent use.
-// Release must be called before Resolve (which may write the cache) and at
-// the end of the batch.
+// SeriesCacheReader looks many keys up in the series cache, for the write
+// path's batches. It keeps the read lock of each shard it touched until
+// gencache.LockBatch lookups have been made (gencache.ReadLocks: a batch
+// pays a shard's lock once, not a lookup's), counts the hits and misses,
+// and promotes the hits of the older generation on Release. It is not
+// safe for concurrent use. Release must be called before Resolve (which
+// may write the cache) and at the end of the batch.
 type SeriesCacheReader struct {
 	c            *seriesCache
-	locked       bool
-	held         int    // lookups since the read lock was taken
+	locks        gencache.ReadLocks
 	hits, misses uint64 // counted here, added to the cache's on Release
 	promote      []promotion
 }
@@ -127,44 +129,36 @@ type promotion struct {
 }
 
 // CacheReader returns a reader of the series cache.
-func (m *Mapper) CacheReader() SeriesCacheReader { return SeriesCacheReader{c: m.series} }
+func (m *Mapper) CacheReader() SeriesCacheReader {
+	return SeriesCacheReader{c: m.series, locks: gencache.NewReadLocks(m.series.locks)}
+}
 
-// Get returns the Series cached under key, taking the read lock on first use.
+// Get returns the Series cached under key.
 func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
-	switch {
-	case !r.locked:
-		r.c.Mu.RLock()
-		r.locked = true
-	case r.held >= gencache.LockBatch:
-		// A writer waits for this lock no longer than gencache.LockBatch lookups
-		// (the write path's pass 1 parses a whole request under it).
-		r.c.Mu.RUnlock()
-		r.c.Mu.RLock()
-		r.held = 0
-	}
-	r.held++
-	h, s, ok, old := r.c.getLocked(key)
+	h := r.c.key(key)
+	i := r.c.shardIndex(h)
+	r.locks.Hold(i)
+	e, arena, ok, old := r.c.shards[i].LookupLocked(h)
 	if !ok {
 		r.misses++
 		return Series{}, false
 	}
 	r.hits++
+	s := arena.series(e)
 	if old {
 		r.promote = append(r.promote, promotion{h, s})
 	}
 	return s, true
 }
 
-// Release drops the read lock, if held, and promotes the hits of the
-// older generation.
+// Release drops the read locks held, adds the reader's counts to the
+// cache's and promotes the hits of the older generation.
 func (r *SeriesCacheReader) Release() {
-	if r.locked {
-		r.c.Mu.RUnlock()
-		r.locked, r.held = false, 0
-	}
+	r.locks.Release()
 	if r.hits > 0 || r.misses > 0 {
-		r.c.Hits.Add(r.hits)
-		r.c.Misses.Add(r.misses)
+		sh := &r.c.shards[0]
+		sh.Hits.Add(r.hits)
+		sh.Misses.Add(r.misses)
 		r.hits, r.misses = 0, 0
 	}
 	for _, p := range r.promote {
