@@ -38,7 +38,7 @@ type seenKey [2]uint64
 type seenSet struct {
 	seeds      [2]maphash.Seed
 	shards     []seenShard
-	locks      []*sync.RWMutex // of each shard, for gencache.ReadLocks
+	locks      []*sync.RWMutex // of each shard, for gencache.ShardLocks
 	mask       uint64
 	budget     int
 	hits, miss atomic.Uint64
@@ -91,11 +91,11 @@ func (s *seenSet) key(k []byte) seenKey {
 func (s *seenSet) shardIndex(k seenKey) int { return int((k[1] >> 40) & s.mask) }
 
 // reader looks many keys up, each shard's read lock taken once for up to
-// lockBatch lookups (gencache.ReadLocks); promotions from the older
+// lockBatch lookups (gencache.ShardLocks); promotions from the older
 // generation are kept until release. Not safe for concurrent use.
 type seenReader struct {
 	s          *seenSet
-	locks      gencache.ReadLocks
+	locks      gencache.ShardLocks
 	promote    []seenKey
 	hits, miss uint64
 }

@@ -117,7 +117,7 @@ func (a *seriesArena) series(e seriesEntry) Series {
 type seriesCache struct {
 	seeds  [2]maphash.Seed
 	shards []seriesShard
-	locks  []*sync.RWMutex // of each shard, for gencache.ReadLocks
+	locks  []*sync.RWMutex // of each shard, for gencache.ShardLocks
 	mask   uint64
 }
 

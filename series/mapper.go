@@ -109,14 +109,14 @@ func (m *Mapper) Cached(key []byte) (Series, bool) { return m.series.get(key) }
 
 // SeriesCacheReader looks many keys up in the series cache, for the write
 // path's batches. It keeps the read lock of each shard it touched until
-// gencache.LockBatch lookups have been made (gencache.ReadLocks: a batch
+// gencache.LockBatch lookups have been made (gencache.ShardLocks: a batch
 // pays a shard's lock once, not a lookup's), counts the hits and misses,
 // and promotes the hits of the older generation on Release. It is not
 // safe for concurrent use. Release must be called before Resolve (which
 // may write the cache) and at the end of the batch.
 type SeriesCacheReader struct {
 	c            *seriesCache
-	locks        gencache.ReadLocks
+	locks        gencache.ShardLocks
 	hits, misses uint64 // counted here, added to the cache's on Release
 	promote      []promotion
 }

@@ -143,7 +143,9 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 		calls = make([]inflightCall, 0, nmiss)
 		done = make(chan struct{})
 	}
-	locked, held := false, 0
+	// The shards' locks are held across up to gencache.LockBatch names,
+	// not taken once a name.
+	locks := gencache.NewWriteLocks(u.inflightLocks)
 	for i := range reqs {
 		r := &reqs[i]
 		if cached[i] {
@@ -164,33 +166,23 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			continue
 		}
 		misses[r.Kind]++
-		// u.mu is held across up to gencache.LockBatch names, not taken once a
-		// name.
-		switch {
-		case !locked:
-			u.mu.Lock()
-			locked = true
-		case held >= gencache.LockBatch:
-			u.mu.Unlock()
-			u.mu.Lock()
-			held = 0
-		}
-		held++
-		if c, ok := u.inflight[key]; ok {
+		sh := u.inflightShardOf(key)
+		locks.Hold(sh)
+		if c, ok := u.inflight[sh].calls[key]; ok {
 			owners = append(owners, -1-len(waits))
 			waits = append(waits, c)
 			continue
 		}
 		calls = append(calls, inflightCall{done: done})
 		c := &calls[len(calls)-1] // calls never grows past nmiss: no move
-		u.inflight[key] = c
-		stored, _ := mapping.StoredNames(key.name)
+		u.inflight[sh].calls[key] = c
 		pending[key] = len(work)
 		owners = append(owners, len(work))
-		work = append(work, uidWork{kind: r.Kind, name: key.name, stored: stored, call: c})
+		work = append(work, uidWork{kind: r.Kind, name: key.name, call: c})
 	}
-	if locked {
-		u.mu.Unlock()
+	locks.Release()
+	for i := range work { // outside the lock: other calls wait for it
+		work[i].stored, _ = mapping.StoredNames(work[i].name)
 	}
 
 	if len(work) > 0 {
@@ -202,11 +194,13 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			w := &work[i]
 			w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
 		}
-		u.mu.Lock()
 		for i := range work {
-			delete(u.inflight, inflightKey{work[i].kind, work[i].name})
+			key := inflightKey{work[i].kind, work[i].name}
+			sh := u.inflightShardOf(key)
+			locks.Hold(sh)
+			delete(u.inflight[sh].calls, key)
 		}
-		u.mu.Unlock()
+		locks.Release()
 		close(done)
 	}
 	for i, o := range owners {
@@ -420,23 +414,28 @@ const maxStranded = 1 << 16
 // that no reverse row is left naming a name that maps elsewhere, which
 // OpenTSDB's uid fsck counts as an error.
 func (u *UIDs) keepStranded(kind Kind, name string, uid []byte) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.strandedMu.Lock()
+	defer u.strandedMu.Unlock()
 	if u.stranded == nil {
 		u.stranded = map[inflightKey][]byte{}
 	}
 	if len(u.stranded) < maxStranded {
 		u.stranded[inflightKey{kind, name}] = uid
+		u.nstranded.Store(int32(len(u.stranded)))
 	}
 }
 
 // takeStranded returns the UID keepStranded kept for name, if its reverse
 // row still names it (stored is the name as the table holds it).
 func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string) []byte {
-	u.mu.Lock()
+	if u.nstranded.Load() == 0 {
+		return nil
+	}
+	u.strandedMu.Lock()
 	uid, ok := u.stranded[inflightKey{kind, name}]
 	delete(u.stranded, inflightKey{kind, name})
-	u.mu.Unlock()
+	u.nstranded.Store(int32(len(u.stranded)))
+	u.strandedMu.Unlock()
 	if !ok {
 		return nil
 	}

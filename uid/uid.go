@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -119,10 +120,20 @@ type UIDs struct {
 	fwd [NumKinds]*uidCache  // name -> uid
 	rev [NumKinds]*nameCache // uid -> name
 
-	mu       sync.Mutex
-	inflight map[inflightKey]*inflightCall
-	stranded map[inflightKey][]byte // see keepStranded
-	sole     bool                   // UIDOptions.SoleWriter
+	// inflight: the names being resolved, each shard (by the name's
+	// hash) under its own lock (inflightLocks, for gencache.ShardLocks),
+	// so that the misses of one request's new series hold back only the
+	// requests resolving names of the same shards.
+	inflight      [inflightShards]inflightShard
+	inflightLocks []*sync.RWMutex
+	inflightSeed  maphash.Seed
+	// stranded (see keepStranded) under strandedMu, its size in
+	// nstranded, so that the write path's misses skip the lock while it
+	// is empty, as it nearly always is.
+	strandedMu sync.Mutex
+	stranded   map[inflightKey][]byte
+	nstranded  atomic.Int32
+	sole       bool // UIDOptions.SoleWriter
 
 	hits, misses, assigned *prometheus.CounterVec
 	// The vectors' counters, resolved once: lookups hit and missed by kind
@@ -146,6 +157,22 @@ const (
 type inflightKey struct {
 	kind Kind
 	name string
+}
+
+// inflightShards is the number of shards of UIDs.inflight.
+const inflightShards = 32
+
+// inflightShard is a shard of UIDs.inflight, padded to its own cache
+// lines.
+type inflightShard struct {
+	mu    sync.RWMutex
+	calls map[inflightKey]*inflightCall
+	_     [64]byte
+}
+
+// inflightShardOf returns the index of k's shard.
+func (u *UIDs) inflightShardOf(k inflightKey) int {
+	return int(maphash.String(u.inflightSeed, k.name) % inflightShards)
 }
 
 type inflightCall struct {
@@ -191,10 +218,10 @@ func NewUIDs(st uidStore, layout mapping.Layout, opts UIDOptions) (*UIDs, error)
 		opts.CacheSize = 1 << 20
 	}
 	u := &UIDs{
-		st:       st,
-		table:    opts.Table,
-		widths:   [NumKinds]int{layout.MetricWidth, layout.TagKWidth, layout.TagVWidth},
-		inflight: map[inflightKey]*inflightCall{},
+		st:           st,
+		table:        opts.Table,
+		widths:       [NumKinds]int{layout.MetricWidth, layout.TagKWidth, layout.TagVWidth},
+		inflightSeed: maphash.MakeSeed(),
 		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_uid_cache_hits_total", Help: "UID lookups answered by the cache, by kind and direction.",
 		}, []string{"kind", "direction"}),
@@ -207,6 +234,11 @@ func NewUIDs(st uidStore, layout mapping.Layout, opts UIDOptions) (*UIDs, error)
 	}
 	u.headroom.logger = opts.Logger
 	u.sole = opts.SoleWriter
+	u.inflightLocks = make([]*sync.RWMutex, inflightShards)
+	for i := range u.inflight {
+		u.inflight[i].calls = map[inflightKey]*inflightCall{}
+		u.inflightLocks[i] = &u.inflight[i].mu
+	}
 	for k := range NumKinds {
 		for d, dir := range [2]string{"forward", "reverse"} {
 			u.hitsBy[k][d] = u.hits.WithLabelValues(k.String(), dir)
@@ -327,9 +359,10 @@ func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]by
 	}
 	u.missesBy[kind][forward].Inc()
 	key := inflightKey{kind, string(name)}
-	u.mu.Lock()
-	if c, ok := u.inflight[key]; ok {
-		u.mu.Unlock()
+	sh := &u.inflight[u.inflightShardOf(key)]
+	sh.mu.Lock()
+	if c, ok := sh.calls[key]; ok {
+		sh.mu.Unlock()
 		select {
 		case <-c.done:
 			return c.uid, c.created, c.err
@@ -338,16 +371,16 @@ func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]by
 		}
 	}
 	c := &inflightCall{done: make(chan struct{})}
-	u.inflight[key] = c
-	u.mu.Unlock()
+	sh.calls[key] = c
+	sh.mu.Unlock()
 
 	c.uid, c.created, c.err = u.getOrCreate(ctx, kind, key.name)
 	if c.err == nil {
 		u.remember(kind, key.name, c.uid)
 	}
-	u.mu.Lock()
-	delete(u.inflight, key)
-	u.mu.Unlock()
+	sh.mu.Lock()
+	delete(sh.calls, key)
+	sh.mu.Unlock()
 	close(c.done)
 	return c.uid, c.created, c.err
 }
