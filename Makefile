@@ -26,6 +26,7 @@ run:
 ## stops HBase whatever happened; then the cluster tests (test-cluster).
 test: vet lint test-third-party
 	@scripts/prometheus.sh >/dev/null
+	@scripts/alertmanager.sh >/dev/null
 	@scripts/victoriametrics.sh >/dev/null
 	@scripts/vmctl.sh >/dev/null
 	@scripts/hbase.sh up

@@ -11,4 +11,5 @@ const (
 	DefaultExemplarTable = "tsdb-exemplar" // promhbase's exemplars (family e)
 	DefaultIndexTable    = "tsdb-index"    // promhbase's series index by day (family i)
 	DefaultHATable       = "tsdb-ha"       // promhbase's HA pair elections (family h)
+	DefaultRulesTable    = "tsdb-rules"    // promhbase's rule groups and their leases (family r, package ruler)
 )

@@ -11,6 +11,7 @@
 //	  team-a:                      # a tenant ID (X-Scope-OrgID)
 //	    max_active_series: 200000  # any field of Limits; the rest keep the flags' values
 //	    ingestion_rate: 50000
+//	    ruler_max_rule_groups_per_tenant: 70
 //	users:
 //	  alice: [team-a]              # login -> the tenants it may name
 //	  grafana: [team-a, team-b]
@@ -36,9 +37,10 @@ import (
 	"github.com/promhbase/promhbase/tenant"
 )
 
-// Limits are one tenant's limits: every write limit flag (--limits.*)
-// and the query sample limit (--query.max-samples). A zero field means
-// no limit, as the flags.
+// Limits are one tenant's limits: every write limit flag (--limits.*),
+// the query sample limit (--query.max-samples) and the ruler's limits
+// (--ruler.max-*, Mimir's names). A zero field means no limit, as the
+// flags.
 type Limits struct {
 	MaxLabelNamesPerSeries int     `yaml:"max_label_names_per_series"`
 	MaxLabelNameLength     int     `yaml:"max_label_name_length"`
@@ -50,6 +52,11 @@ type Limits struct {
 	NewSeriesBurst         int     `yaml:"new_series_burst"`
 	MaxActiveSeries        int     `yaml:"max_active_series"`
 	MaxSamplesPerQuery     int     `yaml:"max_samples_per_query"`
+	// RulerMaxRuleGroupsPerTenant and RulerMaxRulesPerRuleGroup bound
+	// the rule groups stored through the ruler configuration API, as
+	// Mimir's limits of these names: a POST past them gets 400.
+	RulerMaxRuleGroupsPerTenant int `yaml:"ruler_max_rule_groups_per_tenant"`
+	RulerMaxRulesPerRuleGroup   int `yaml:"ruler_max_rules_per_rule_group"`
 }
 
 // FromConfig returns the Limits of the write limits c and the query
@@ -83,6 +90,8 @@ func (l Limits) validate() error {
 		"ingestion_rate": l.IngestionRate, "ingestion_burst_size": float64(l.IngestionBurst),
 		"new_series_rate": l.NewSeriesRate, "new_series_burst": float64(l.NewSeriesBurst),
 		"max_active_series": float64(l.MaxActiveSeries), "max_samples_per_query": float64(l.MaxSamplesPerQuery),
+		"ruler_max_rule_groups_per_tenant": float64(l.RulerMaxRuleGroupsPerTenant),
+		"ruler_max_rules_per_rule_group":   float64(l.RulerMaxRulesPerRuleGroup),
 	} {
 		if v < 0 {
 			return fmt.Errorf("%s is %g: limits are 0 (none) or positive", name, v)

@@ -41,6 +41,15 @@ func TestParse(t *testing.T) {
 				t.Errorf("users: %v", c.Users)
 			}
 		}},
+		{name: "ruler limits by Mimir's names", yaml: "overrides:\n  a:\n    ruler_max_rule_groups_per_tenant: 70\n    ruler_max_rules_per_rule_group: 20\n",
+			check: func(t *testing.T, c *Config) {
+				want := defaults
+				want.RulerMaxRuleGroupsPerTenant, want.RulerMaxRulesPerRuleGroup = 70, 20
+				if got := c.Overrides["a"]; got != want {
+					t.Errorf("a: %+v, want %+v", got, want)
+				}
+			}},
+		{name: "negative ruler limit", yaml: "overrides:\n  a:\n    ruler_max_rules_per_rule_group: -1\n", err: "ruler_max_rules_per_rule_group"},
 		{name: "unknown limit", yaml: "overrides:\n  a:\n    max_series: 1\n", err: "max_series"},
 		{name: "unknown key", yaml: "limits:\n  a: 1\n", err: "limits"},
 		{name: "invalid tenant", yaml: "overrides:\n  \"a/b\":\n    max_active_series: 1\n", err: "a/b"},

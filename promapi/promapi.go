@@ -1,8 +1,8 @@
 // Package promapi serves Prometheus's HTTP query API (/api/v1/query,
 // query_range, series, labels, label values, query_exemplars, metadata,
-// format_query, parse_query, status/buildinfo, status/flags) over
-// promhbase's query package, so that Grafana and other Prometheus API
-// clients query promhbase directly.
+// format_query, parse_query, status/buildinfo, status/flags, rules,
+// alerts, alertmanagers) over promhbase's query package, so that Grafana
+// and other Prometheus API clients query promhbase directly.
 //
 // The answers are Prometheus's own: the endpoints are those of the pinned
 // Prometheus module's web/api/v1 package, evaluating with its PromQL engine
@@ -10,7 +10,9 @@
 // data, 422 execution errors, 503 timeouts and cancellations). Only the
 // endpoints above are exposed, and the TSDB admin API's delete_series and
 // clean_tombstones (admin.go); the ones that need a scraping Prometheus
-// (targets, rules, alerts, snapshots) answer 404. Metadata is
+// (targets, snapshots) answer 404. Rules and alerts are the ruler's,
+// empty lists with the ruler off; with its configuration API on,
+// buildinfo and flags answer as Grafana Mimir's (rules.go). Metadata is
 // promhbase's own handler, from the UID metadata the write path keeps
 // (Prometheus answers it from its scrape targets), and so is status/tsdb,
 // from the series index (tsdbstatus.go).
@@ -119,6 +121,19 @@ type Options struct {
 	// Cardinality answers /api/v1/status/tsdb (tsdbstatus.go); nil: it
 	// answers 404 (no series index, or a read of several tenants).
 	Cardinality Cardinality
+	// Rules gives the rule groups and alerting rules of a request's
+	// tenant that /api/v1/rules and /api/v1/alerts list (the ruler's);
+	// nil: the ruler is off, and both answer empty lists.
+	Rules func(context.Context) v1.RulesRetriever
+	// Alertmanagers gives the Alertmanagers the ruler sends alerts to,
+	// listed by /api/v1/alertmanagers; nil: none.
+	Alertmanagers func(context.Context) v1.AlertmanagerRetriever
+	// RulerConfigAPI says that the ruler's configuration API
+	// (/config/v1/rules) is served: /api/v1/status/buildinfo then
+	// answers as Grafana Mimir's, its ruler_config_api "true", and
+	// /api/v1/status/flags 404, so that Grafana edits rules here
+	// (rules.go).
+	RulerConfigAPI bool
 }
 
 // The evaluators Options.Engine names (--query.engine).
@@ -138,6 +153,7 @@ var exposed = map[string]bool{
 	"/format_query": true, "/parse_query": true,
 	"/labels": true, "/series": true,
 	"/status/buildinfo": true, "/status/flags": true, "/status/runtimeinfo": true,
+	"/rules": true, "/alerts": true, "/alertmanagers": true,
 }
 
 // API is the HTTP handler of /api/v1/ (remote write and read excepted:
@@ -148,6 +164,7 @@ type API struct {
 	tracker *queryGate
 	parser  parser.Parser
 	gzip    gzipPool
+	engine  promql.QueryEngine // /api/v1/query's (Engine)
 }
 
 // New returns the API over opts.Queryable.
@@ -241,15 +258,23 @@ func New(opts Options) (*API, error) {
 			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: opts.Retention,
 		}, nil
 	}
+	rulesOf := opts.Rules
+	if rulesOf == nil {
+		rulesOf = func(context.Context) v1.RulesRetriever { return noRules{} }
+	}
+	alertmanagersOf := opts.Alertmanagers
+	if alertmanagersOf == nil {
+		alertmanagersOf = func(context.Context) v1.AlertmanagerRetriever { return noAlertmanagers{} }
+	}
 	api := v1.NewAPI(qengine, opts.Queryable, nil, nil, opts.Queryable,
-		nil, nil, nil,
+		nil, nil, alertmanagersOf,
 		func() config.Config { return config.DefaultConfig },
 		opts.Flags,
 		v1.GlobalURLOptions{},
 		func(f http.HandlerFunc) http.HandlerFunc { return f },
 		tsdbAdmin{opts.Admin}, "", opts.EnableAdmin, false, 0,
 		opts.Logger.With("component", "api"),
-		nil, 0, 0, 0, false, opts.CORSOrigin,
+		rulesOf, 0, 0, 0, false, opts.CORSOrigin,
 		runtimeInfo,
 		&v1.PrometheusVersion{Version: opts.Version, Revision: opts.Revision, Branch: "promhbase", GoVersion: runtime.Version()},
 		nil, nil,
@@ -259,7 +284,7 @@ func New(opts Options) (*API, error) {
 	)
 	router := route.New().WithPrefix("/api/v1")
 	api.Register(router)
-	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser}, nil
+	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine}, nil
 }
 
 // ServeHTTP answers the exposed endpoints below /api/v1.
@@ -274,6 +299,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveQuery(w, r, p == "/query")
 	case p == "/status/tsdb":
 		a.serveTSDBStatus(w, r)
+	case p == "/status/buildinfo" && a.opts.RulerConfigAPI && r.Method == http.MethodGet:
+		a.serveMimirBuildInfo(w, r)
+	case p == "/status/flags" && a.opts.RulerConfigAPI && r.Method == http.MethodGet:
+		serveNoFlags(w, r)
 	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
 		a.router.ServeHTTP(w, r)
 	case p == "/admin/tsdb/snapshot" && a.opts.EnableAdmin && a.opts.Admin != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut):
@@ -287,7 +316,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodOptions:
 		a.router.ServeHTTP(w, r) // CORS preflight, as Prometheus answers it
 	default:
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("promhbase does not serve %s (it has no scrape targets, rules or local TSDB)", r.URL.Path))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("promhbase does not serve %s (it has no scrape targets or local TSDB)", r.URL.Path))
 	}
 }
 

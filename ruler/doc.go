@@ -16,6 +16,11 @@
 //	                           r:last   u64 big-endian: the timestamp (Unix
 //	                                    ms) of the group's last completed
 //	                                    evaluation
+//	'm' token                  r:lease  u64 big-endian expiry (Unix ms),
+//	                                    then the token: a replica of the
+//	                                    ruler, live until its expiry (the
+//	                                    replicas count them to take their
+//	                                    share of the groups)
 //
 // A rule namespace (Mimir's word: a rule file) and a group name are any
 // UTF-8 text without a 0x00 byte.

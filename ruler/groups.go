@@ -15,7 +15,9 @@ const (
 	QualLast     = "last"
 	rowKindGroup = 'g'
 	rowKindLease = 'l'
-	keySeparator = 0x00
+	// rowKindMember rows announce the replicas evaluating rules (lease.go).
+	rowKindMember = 'm'
+	keySeparator  = 0x00
 )
 
 // ErrGroupNotFound is returned for a rule group or namespace that is not

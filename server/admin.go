@@ -40,7 +40,7 @@ func (a admin) Snapshot(ctx context.Context, name string) error {
 // without repeats, the UID table last (store.Snapshotter).
 func snapshotTables(t Tables, rollups []string) []string {
 	var out []string
-	for _, n := range append(append([]string{t.Data, t.Exemplar, t.Meta, t.Index, t.HA}, rollups...), t.UID) {
+	for _, n := range append(append([]string{t.Data, t.Exemplar, t.Meta, t.Index, t.HA, t.Rules}, rollups...), t.UID) {
 		if n != "" && !slices.Contains(out, n) {
 			out = append(out, n)
 		}

@@ -45,6 +45,8 @@ type Tables struct {
 	Data, UID, Exemplar, Meta, Index string
 	// HA is the HA tracker's table of elections.
 	HA string
+	// Rules is the ruler's table of rule groups (package ruler).
+	Rules string
 }
 
 // HAConfig configures the deduplication of HA Prometheus pairs (package
@@ -163,6 +165,9 @@ type Config struct {
 	// their own (the HA tracker's), shared by the servers of every
 	// tenant; nil: Registerer.
 	SharedRegisterer prometheus.Registerer
+	// Ruler is what the server serves of the ruler; the zero value: the
+	// ruler off.
+	Ruler RulerConfig
 	// Logger takes its logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -181,6 +186,9 @@ type Server struct {
 	cache       *resultcache.Cache
 	cacheTenant string
 	logger      *slog.Logger
+	// writer and api are the ruler's (RulerTenant).
+	writer *ingest.Writer
+	api    func() (*promapi.API, error)
 }
 
 // New wires a server over st. It checks that the tables the Config asks
@@ -280,7 +288,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	}
 	w := ingest.New(cfg.Mapper, st, wopts)
 	q := query.New(st, readMapper, qopts)
-	s.lim, s.q = lim, q
+	s.lim, s.q, s.writer = lim, q, w
 	aopts := cfg.Adapter
 	aopts.Ready = func(ctx context.Context) error {
 		_, err := st.Get(ctx, cfg.Tables.UID, []byte{0}, uid.FamilyID)
@@ -345,6 +353,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		popts.Retention = retentionString(cfg.Retention)
 	}
 	popts.Logger, popts.Registerer = logger, reg
+	rulerAPIOptions(&popts, cfg)
 	if s.rollups != nil {
 		rc := qopts.Rollups
 		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
@@ -362,16 +371,20 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	}
 	var api http.Handler
 	if cfg.Tenant == "" {
-		if api, err = promapi.New(popts); err != nil {
+		a, err := promapi.New(popts)
+		if err != nil {
 			return nil, err
 		}
+		api, s.api = a, func() (*promapi.API, error) { return a, nil }
 	} else {
 		// A tenant's query API is built at its first query: building
 		// one costs about a third of a CPU second (Prometheus's OpenAPI
 		// document), which tenants that only write never pay.
-		api = &lazyAPI{opts: popts}
+		l := &lazyAPI{opts: popts}
+		api, s.api = l, l.get
 	}
-	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info, HATracker: haPage})
+	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info, HATracker: haPage,
+		RulerConfig: rulerConfigAPI(st, cfg, logger)})
 	return s, nil
 }
 
@@ -383,13 +396,19 @@ type lazyAPI struct {
 	err  error
 }
 
-func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// get returns the API, built at the first call.
+func (l *lazyAPI) get() (*promapi.API, error) {
 	l.once.Do(func() { l.api, l.err = promapi.New(l.opts) })
-	if l.err != nil {
-		http.Error(w, "query API: "+l.err.Error(), http.StatusInternalServerError)
+	return l.api, l.err
+}
+
+func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	api, err := l.get()
+	if err != nil {
+		http.Error(w, "query API: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	l.api.ServeHTTP(w, r)
+	api.ServeHTTP(w, r)
 }
 
 // Handler serves every endpoint: remote write and read, the query API,

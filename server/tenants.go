@@ -19,6 +19,7 @@ import (
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
+	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/tenant"
@@ -149,22 +150,42 @@ func (t *Tenants) rootHandler() http.Handler {
 	}
 	info := t.base.Web
 	info.Tenants = true
-	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info})
+	rc := t.base.Ruler.ConfigAPI && t.base.Tables.Rules != ""
+	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info,
+		API: promapi.BuildInfo(t.base.API.Version, t.base.API.Revision, rc)})
 }
 
-// tenantFree reports whether path is served without a tenant.
+// tenantFree reports whether path is served without a tenant: buildinfo
+// too, as Grafana Mimir serves it (Grafana asks it to tell what the data
+// source is, with or without the data source's X-Scope-OrgID).
 func tenantFree(path string) bool {
 	switch path {
-	case "/", "/-/healthy", "/-/ready", "/metrics", "/health":
+	case "/", "/-/healthy", "/-/ready", "/metrics", "/health",
+		"/api/v1/status/buildinfo", "/prometheus/api/v1/status/buildinfo":
 		return true
 	}
 	return strings.HasPrefix(path, "/debug/pprof/")
 }
 
 // writePath reports whether a request to path writes (or deletes): it
-// names exactly one tenant.
-func writePath(path string) bool {
+// names exactly one tenant. A change of the ruler's configuration is one.
+func writePath(r *http.Request) bool {
+	path := r.URL.Path
+	if rulerConfigPath(path) {
+		return r.Method != http.MethodGet && r.Method != http.MethodHead
+	}
 	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || strings.HasPrefix(path, "/api/v1/admin/")
+}
+
+// rulerConfigPath reports whether path is the ruler's configuration
+// API's.
+func rulerConfigPath(path string) bool {
+	for _, p := range []string{"/config/v1/rules", "/prometheus/config/v1/rules"} {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
 }
 
 // Errors of naming tenants; identify's callers map them to statuses.
@@ -247,7 +268,7 @@ func (t *Tenants) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), statusOf(err))
 		return
 	}
-	write := writePath(r.URL.Path)
+	write := writePath(r)
 	if len(ids) > 1 {
 		if write || !t.tc.Federation || !strings.HasPrefix(r.URL.Path, "/api/v1/") || r.URL.Path == "/api/v1/read" {
 			http.Error(w, fmt.Sprintf("%v: %s names %d tenants; %s", errMultiple, tenant.Header, len(ids), t.multipleHint(write)), http.StatusBadRequest)
@@ -265,9 +286,10 @@ func (t *Tenants) serve(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		return
 	}
-	// Only a remote write creates a tenant; a delete of one not created
-	// is refused as its write would be.
-	s, err := t.server(r.Context(), ids[0], write && !strings.HasPrefix(r.URL.Path, "/api/v1/admin/") && t.tc.AutoCreate)
+	// Only a remote write (or a rule group posted) creates a tenant; a
+	// delete of one not created is refused as its write would be.
+	create := write && t.tc.AutoCreate && !strings.HasPrefix(r.URL.Path, "/api/v1/admin/") && r.Method != http.MethodDelete
+	s, err := t.server(r.Context(), ids[0], create)
 	switch {
 	case errors.Is(err, errNotCreated) && !write:
 		s, err = t.emptyServer()
@@ -404,6 +426,10 @@ func (t *Tenants) openWith(ctx context.Context, cfg Config, view store.Store) (*
 	cfg.Mapper, cfg.ReadMapper = m, nil
 	lim := t.tc.Runtime.Limits(id)
 	cfg.Limits, cfg.Query.MaxSamples = lim.Write(), lim.MaxSamplesPerQuery
+	cfg.Ruler.Limits = func() ruler.Limits {
+		l := t.tc.Runtime.Limits(id)
+		return ruler.Limits{MaxRuleGroupsPerTenant: l.RulerMaxRuleGroupsPerTenant, MaxRulesPerRuleGroup: l.RulerMaxRulesPerRuleGroup}
+	}
 	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
 	cfg.Web.Tenant = id
 	return New(ctx, view, cfg)

@@ -1,7 +1,8 @@
 // Package web lays out promhbase's HTTP surface: the remote write and read
 // endpoints, health, readiness and metrics (adapter's handler, or with
 // tenants server.Tenants'), the Prometheus query API (promapi), the HA
-// tracker's page and the landing page at /; and it puts Retry-After on
+// tracker's page, Mimir's ruler configuration API (ruler.ConfigAPI) and
+// the landing page at /; and it puts Retry-After on
 // every 503 answer (RetryUnavailable).
 package web
 
@@ -39,14 +40,20 @@ type Options struct {
 	// /-/ready, and the migration tools' /api/v1/import,
 	// /api/v1/import/prometheus, /api/v1/export and /health.
 	Remote http.Handler
-	// API serves the rest of /api/v1/.
+	// API serves the rest of /api/v1/, and /prometheus/api/v1/ (the
+	// prefix stripped), as Grafana Mimir's Prometheus prefix.
 	API http.Handler
 	// Pprof exposes /debug/pprof/.
 	Pprof bool
 	// HATracker serves /distributor/ha_tracker (nil: the HA tracker is
 	// off).
 	HATracker http.Handler
-	Info      Info
+	// RulerConfig serves Mimir's ruler configuration API,
+	// /config/v1/rules and /prometheus/config/v1/rules and the paths
+	// below them, the paths whole (ruler.ConfigAPI); nil: the ruler is
+	// off and they get 404, as from Mimir without its ruler.
+	RulerConfig http.Handler
+	Info        Info
 }
 
 // New returns the handler of every promhbase endpoint; other paths get 404.
@@ -59,9 +66,24 @@ func New(opts Options) http.Handler {
 	}
 	if opts.API != nil {
 		mux.Handle("/api/v1/", opts.API)
+		// Grafana Mimir's Prometheus prefix: a Grafana data source whose
+		// URL is <promhbase>/prometheus, as for Mimir, reaches the same
+		// API (and remote read, as Mimir's /prometheus/api/v1/read).
+		// Mimir serves status/flags only at its root: below the prefix it
+		// answers 404, and so does promhbase, so that Grafana's Alerting
+		// (before its current version) does not take it for a Thanos.
+		mux.Handle("/prometheus/api/v1/", http.StripPrefix("/prometheus", opts.API))
+		mux.Handle("/prometheus/api/v1/read", http.StripPrefix("/prometheus", opts.Remote))
+		mux.Handle("/prometheus/api/v1/status/flags", http.NotFoundHandler())
 	}
 	if opts.HATracker != nil {
 		mux.Handle("GET /distributor/ha_tracker", opts.HATracker)
+	}
+	if opts.RulerConfig != nil {
+		for _, p := range []string{"/config/v1/rules", "/prometheus/config/v1/rules"} {
+			mux.Handle(p, opts.RulerConfig)
+			mux.Handle(p+"/", opts.RulerConfig)
+		}
 	}
 	if opts.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -33,6 +33,8 @@ type config struct {
 	metaTable, indexTable string
 	// haTable is promhbase's own table of HA pair elections (family h).
 	haTable string
+	// rulesTable is promhbase's own table of rule groups (family r).
+	rulesTable string
 	// rollupFile is --rollup.config-file; rollupCfg what it holds (or
 	// the built-in default), read once.
 	rollupFile          string
@@ -62,6 +64,7 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("hbase.table.meta", "Meta table (OpenTSDB's tsd.storage.hbase.meta_table): one TSMeta row per series, so that OpenTSDB's /api/search/lookup finds promhbase's series; created by create-tables.").Default(mapping.DefaultMetaTable).StringVar(&c.metaTable)
 	app.Flag("hbase.table.index", "Series index table (promhbase's own; OpenTSDB never reads it): label names and values by day; created by create-tables.").Default(mapping.DefaultIndexTable).StringVar(&c.indexTable)
 	app.Flag("hbase.table.ha", "HA tracker table (promhbase's own; OpenTSDB never reads it): the elected replica of each HA Prometheus pair (--ha-tracker.enable); created by create-tables.").Default(mapping.DefaultHATable).StringVar(&c.haTable)
+	app.Flag("hbase.table.rules", "Rules table (promhbase's own; OpenTSDB never reads it): the rule groups of the ruler configuration API (Mimir's /config/v1/rules) and their evaluation leases; created by create-tables.").Default(mapping.DefaultRulesTable).StringVar(&c.rulesTable)
 	app.Flag("storage.salt.width", "Salt bytes in front of row keys (tsd.storage.salt.width); 0 turns salting off. Must match every writer of the table.").
 		Default(fmt.Sprint(d.SaltWidth)).IntVar(&c.layout.SaltWidth)
 	app.Flag("storage.salt.buckets", "Salt buckets (tsd.storage.salt.buckets).").Default(fmt.Sprint(d.SaltBuckets)).IntVar(&c.layout.SaltBuckets)
@@ -167,7 +170,7 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 			return nil, err
 		}
 		st, err := embedded.Open(c.embeddedPath, embedded.Options{
-			CacheBytes: c.embeddedCacheBytes, Tables: append([]string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable, c.haTable}, rollupAll...),
+			CacheBytes: c.embeddedCacheBytes, Tables: append([]string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable, c.haTable, c.rulesTable}, rollupAll...),
 			BufferTables: append([]string{c.dataTable}, rollupWritten...), BufferBytes: c.embeddedBufferBytes,
 			// Settled rows of the data table in the dense form; once a
 			// store holds such rows it needs the codec to read them.

@@ -139,7 +139,7 @@ func runCreateTables(cfg *config) error {
 	defer cancel()
 	rep, err := st.CreateTables(ctx, hbase.TablesConfig{
 		DataTable: cfg.dataTable, UIDTable: cfg.uidTable, ExemplarTable: cfg.exemplarTable,
-		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, HATable: cfg.haTable, RollupTables: rollupTables,
+		MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, HATable: cfg.haTable, RulesTable: cfg.rulesTable, RollupTables: rollupTables,
 		Compression: cfg.hbase.compression, DataTTL: cfg.hbase.dataTTL,
 		SaltWidth: cfg.layout.SaltWidth, SaltBuckets: cfg.layout.SaltBuckets,
 	})

@@ -11,6 +11,7 @@
 //	promhbase rollup         build the rollups of a time range
 //	promhbase rollup-config  print the rollup configuration (OpenTSDB's tsd.rollups.config JSON)
 //	promhbase tenants        list the tenants and their HBase namespaces
+//	promhbase rules backfill evaluate the stored recording rules over a past range
 //
 // docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main
@@ -38,6 +39,7 @@ type commands struct {
 	tenants *tenantsCmd
 	imp     *importCmd
 	snap    *snapshotCmd
+	rules   *rulesCmd
 }
 
 // newApp builds the command line: every command and flag. main parses
@@ -60,6 +62,7 @@ func newApp() (*kingpin.Application, *commands) {
 	c.tenants = registerTenants(app)
 	c.imp = registerImport(app)
 	c.snap = registerSnapshot(app)
+	c.rules = registerRules(app)
 	return app, c
 }
 
@@ -94,6 +97,8 @@ func main() {
 		err = c.imp.run()
 	case c.snap.create.FullCommand(), c.snap.list.FullCommand(), c.snap.del.FullCommand(), c.snap.restore.FullCommand():
 		err = c.snap.run(cmd, cfg)
+	case c.rules.backfill.FullCommand():
+		err = c.rules.run(cfg)
 	default:
 		err = c.uid.run(cmd, cfg)
 	}

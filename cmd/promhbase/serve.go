@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/web"
 )
@@ -98,6 +100,7 @@ type serveFlags struct {
 	idleTimeout              time.Duration
 	stallTimeout             time.Duration
 	limits                   limits.Config
+	rulerLimits              rulerLimitFlags
 	maxBytes                 int64
 	readConcurrent           int
 	index                    indexFlags
@@ -106,6 +109,12 @@ type serveFlags struct {
 	enableAdmin              bool
 	tenants                  tenantFlags
 	resultsCache             resultsCacheFlags
+}
+
+// rulerLimitFlags are the --ruler.max-* flags of serve: every tenant's
+// limits on its rule groups, unless --runtime-config.file overrides them.
+type rulerLimitFlags struct {
+	maxGroups, maxRules int
 }
 
 // resultsCacheFlags are the --query.results-cache.* flags of serve.
@@ -205,6 +214,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	registerLimits(cmd, &serveOpts.limits)
+	registerRulerLimits(cmd, &serveOpts.rulerLimits)
 	registerTenantFlags(cmd, &serveOpts.tenants)
 	r := &serveOpts.rollup
 	cmd.Flag("rollup.enabled", "Build the rollups of every hour in the background once it has ended (plus --rollup.grace), into the tables of the rollup configuration (--rollup.config-file), and let queries read them (see --query.auto-downsampling). Hours written before are built by `promhbase rollup`.").Default("true").BoolVar(&r.enabled)
@@ -228,6 +238,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("ha-tracker.update-timeout", "How often, at most, the elected replica's last-seen time is written to the HA table.").Default("15s").DurationVar(&ha.update)
 	cmd.Flag("ha-tracker.update-timeout-jitter-max", "Most random time added to --ha-tracker.update-timeout, per cluster, so that the clusters' updates spread.").Default("5s").DurationVar(&ha.jitt)
 	cmd.Flag("ha-tracker.max-clusters", "Most HA clusters a tenant may have; a write that would start one more gets 400. 0: no limit.").Default("100").IntVar(&ha.maxClusters)
+	registerRulerFlags(cmd, &rulerOpts)
 	return cmd
 }
 
@@ -244,6 +255,14 @@ func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
 	cmd.Flag("limits.new-series-rate", "New series (not seen by this process recently) admitted per second, a token bucket; a request that finds it empty gets 429 with Retry-After. 0 means no limit.").Default(fmt.Sprint(d.NewSeriesRate)).Float64Var(&l.NewSeriesRate)
 	cmd.Flag("limits.new-series-burst", "Size of the new-series token bucket.").Default(fmt.Sprint(d.NewSeriesBurst)).IntVar(&l.NewSeriesBurst)
 	cmd.Flag("limits.max-active-series", "Most series written in the last 10-20 minutes (estimated); at the limit new series get 400. 0 means no limit.").Default(fmt.Sprint(d.MaxActiveSeries)).IntVar(&l.MaxActiveSeries)
+}
+
+// registerRulerLimits adds the --ruler.max-* flags: the limits of the
+// ruler configuration API, as Mimir's flags of these names (whose
+// defaults are 70 and 20; promhbase's, 0, set none).
+func registerRulerLimits(cmd *kingpin.CmdClause, f *rulerLimitFlags) {
+	cmd.Flag("ruler.max-rule-groups-per-tenant", "Most rule groups a tenant may store through the ruler configuration API, every namespace together; a POST of one more gets 400. Per tenant: ruler_max_rule_groups_per_tenant in --runtime-config.file. 0 means no limit.").Default("0").IntVar(&f.maxGroups)
+	cmd.Flag("ruler.max-rules-per-rule-group", "Most rules one rule group may hold; a POST of a larger group gets 400. Per tenant: ruler_max_rules_per_rule_group in --runtime-config.file. 0 means no limit.").Default("0").IntVar(&f.maxRules)
 }
 
 func runServe(app *kingpin.Application, cfg *config) error {
@@ -295,7 +314,8 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	resultsCache := resultcache.New(resultcache.Options{MaxBytes: int64(rc.maxBytes), Offset: rc.offset, MaxAge: rc.maxAge, DataClock: rc.dataClock, Registerer: reg})
 	srvCfg := server.Config{
 		Layout: cfg.layout,
-		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable},
+		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable,
+			Rules: cfg.rulesTable},
 		Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
 		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
@@ -337,6 +357,23 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
 		}
 	}
+	rulerCfg, err := cfg.rulerConfig(rulerOpts, serveOpts.externalURL, reg, logger)
+	if err != nil {
+		return err
+	}
+	// The servers answer /api/v1/rules and /api/v1/alerts from the ruler,
+	// which starts after them (it evaluates through them).
+	var theRuler atomic.Pointer[ruler.Ruler]
+	if rulerOpts.enabled {
+		lim := ruler.Limits{MaxRuleGroupsPerTenant: serveOpts.rulerLimits.maxGroups, MaxRulesPerRuleGroup: serveOpts.rulerLimits.maxRules}
+		srvCfg.Ruler = server.RulerConfig{ConfigAPI: true, Limits: func() ruler.Limits { return lim },
+			Rules: func(tenant string) ruler.RulesRetriever {
+				if r := theRuler.Load(); r != nil {
+					return r.Retriever(tenant)
+				}
+				return nil
+			}}
+	}
 	// build wires the server; sreg takes its metrics (and the mapper's),
 	// served at /metrics with reg's. With tenants reg takes them: their
 	// servers open at their first requests, and NewTenants never fails
@@ -348,6 +385,15 @@ func runServe(app *kingpin.Application, cfg *config) error {
 				return nil, nil, err
 			}
 			stopTenants := ts.Start()
+			if rulerOpts.enabled {
+				r, stopRuler, err := cfg.startRuler(st, rulerCfg, nil, ts)
+				if err != nil {
+					stopTenants()
+					return nil, nil, err
+				}
+				theRuler.Store(r)
+				return ts, func() { stopRuler(); stopTenants() }, nil
+			}
 			return ts, stopTenants, nil
 		}
 		c := srvCfg
@@ -363,6 +409,15 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			return nil, nil, err
 		}
 		stopServer := srvp.Start()
+		if rulerOpts.enabled {
+			r, stopRuler, err := cfg.startRuler(st, rulerCfg, srvp, nil)
+			if err != nil {
+				stopServer()
+				return nil, nil, err
+			}
+			theRuler.Store(r)
+			return srvp.Handler(), func() { stopRuler(); stopServer() }, nil
+		}
 		return srvp.Handler(), stopServer, nil
 	}
 	var handler http.Handler

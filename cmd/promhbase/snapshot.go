@@ -136,7 +136,7 @@ func (c *snapshotCmd) tables(j *job, cfg *config) ([]string, error) {
 		_, q, ok := strings.Cut(t, ":")
 		return t == cfg.uidTable || ok && q == cfg.uidTable
 	}
-	names := append([]string{cfg.dataTable, cfg.exemplarTable, cfg.metaTable, cfg.indexTable, cfg.haTable, cfg.uidTable}, rollupAll...)
+	names := append([]string{cfg.dataTable, cfg.exemplarTable, cfg.metaTable, cfg.indexTable, cfg.haTable, cfg.rulesTable, cfg.uidTable}, rollupAll...)
 	in := func(ns string) []string {
 		var out []string
 		for _, n := range names {

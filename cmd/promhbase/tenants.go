@@ -39,7 +39,7 @@ func registerTenantFlags(cmd *kingpin.CmdClause, f *tenantFlags) {
 	cmd.Flag("tenant-federation.enabled", "Let a read name several tenants, X-Scope-OrgID: a|b, as Mimir's flag of this name: the query API reads all of them and adds __tenant_id__ to every series. Writes always name one tenant.").Default("false").BoolVar(&f.federation)
 	cmd.Flag("tenant-federation.max-tenants", "Most tenants one federated read may name (then 400), as Mimir's flag of this name. 0 means no limit.").Default("0").IntVar(&f.maxFederated)
 	cmd.Flag("tenant.create-on-first-write", "Create a tenant's namespace and tables at its first write. Off, tenants are created with `promhbase create-tables --tenant ID` and a write of a tenant not created gets 400; reads of it answer as of a tenant with no data.").Default("false").BoolVar(&f.autoCreate)
-	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* flags and max_samples_per_query, by their snake_case names), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. With --auth.multitenancy-enabled only.").Default("").StringVar(&f.runtimeFile)
+	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* flags and max_samples_per_query, by their snake_case names, and Mimir's ruler_max_rule_groups_per_tenant and ruler_max_rules_per_rule_group), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. With --auth.multitenancy-enabled only.").Default("").StringVar(&f.runtimeFile)
 	cmd.Flag("runtime-config.reload-period", "How often --runtime-config.file is read again.").Default("10s").DurationVar(&f.reloadPeriod)
 }
 
@@ -83,7 +83,7 @@ func (c *config) tablesConfig(ns string) (hbase.TablesConfig, error) {
 	return hbase.TablesConfig{
 		Namespace: ns,
 		DataTable: c.dataTable, UIDTable: c.uidTable, ExemplarTable: c.exemplarTable,
-		MetaTable: c.metaTable, IndexTable: c.indexTable, HATable: c.haTable, RollupTables: rollupTables,
+		MetaTable: c.metaTable, IndexTable: c.indexTable, HATable: c.haTable, RulesTable: c.rulesTable, RollupTables: rollupTables,
 		Compression: compression, DataTTL: c.hbase.dataTTL,
 		SaltWidth: c.layout.SaltWidth, SaltBuckets: c.layout.SaltBuckets,
 	}, nil
@@ -112,8 +112,11 @@ func basicAuthUsers(path string) (bool, error) {
 // newTenants wires the multi-tenant server over st from base, every
 // tenant's server configuration.
 func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, reg *prometheus.Registry, logger *slog.Logger) (*server.Tenants, error) {
+	defaults := overrides.FromConfig(base.Limits, base.Query.MaxSamples)
+	defaults.RulerMaxRuleGroupsPerTenant = serveOpts.rulerLimits.maxGroups
+	defaults.RulerMaxRulesPerRuleGroup = serveOpts.rulerLimits.maxRules
 	rt, err := overrides.New(overrides.Options{Path: f.runtimeFile, Period: f.reloadPeriod,
-		Defaults: overrides.FromConfig(base.Limits, base.Query.MaxSamples), Registerer: reg, Logger: logger.With("component", "runtime-config")})
+		Defaults: defaults, Registerer: reg, Logger: logger.With("component", "runtime-config")})
 	if err != nil {
 		return nil, err
 	}

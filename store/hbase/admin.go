@@ -58,6 +58,9 @@ type TablesConfig struct {
 	// HATable is promhbase's table of HA pair elections (family h,
 	// package hatracker); empty creates none.
 	HATable string
+	// RulesTable is promhbase's table of rule groups and their leases
+	// (family r, package ruler); empty creates none.
+	RulesTable string
 	// RollupTables are OpenTSDB rollup and pre-aggregation tables (family
 	// t, pre-split by salt as the data table): those of the rollup
 	// configuration (package rollup); empty creates none.
@@ -157,10 +160,10 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 		return nil, fmt.Errorf("compression %q is not one of NONE, GZ, SNAPPY, LZ4, LZO, BZIP2, ZSTD: %w", tc.Compression, store.ErrInvalid)
 	}
 	names := map[string]bool{}
-	for _, n := range append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable}, tc.RollupTables...) {
+	for _, n := range append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable, tc.RulesTable}, tc.RollupTables...) {
 		if n != "" && names[n] {
-			return nil, fmt.Errorf("tables %q, %q, %q, %q, %q, %q and the rollup tables %q must have distinct names: %w",
-				tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable, tc.RollupTables, store.ErrInvalid)
+			return nil, fmt.Errorf("tables %q, %q, %q, %q, %q, %q, %q and the rollup tables %q must have distinct names: %w",
+				tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable, tc.HATable, tc.RulesTable, tc.RollupTables, store.ErrInvalid)
 		}
 		names[n] = true
 	}
@@ -201,6 +204,9 @@ func tablesSpecs(tc TablesConfig) ([]TableSpec, error) {
 	}
 	if tc.HATable != "" {
 		specs = append(specs, TableSpec{Name: tc.HATable, Families: map[string]map[string]string{"h": family()}})
+	}
+	if tc.RulesTable != "" {
+		specs = append(specs, TableSpec{Name: tc.RulesTable, Families: map[string]map[string]string{"r": family()}})
 	}
 	for _, n := range tc.RollupTables {
 		if n != "" {

@@ -46,7 +46,7 @@ func NewHBaseStore(t testing.TB) *hbase.Store {
 
 // newHBase creates fresh tables, the rollup tables too when rollups is
 // set (four more tables: only the tests that build rollups pay for them),
-// the HA table when ha is.
+// the HA and rules tables when ha is.
 func newHBase(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	t.Helper()
 	st := NewHBaseStore(t)
@@ -58,18 +58,21 @@ func newHBase(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	}
 	if ha {
 		tb.HA = "tsdb-ha_test_" + sfx
+		tb.Rules = "tsdb-rules_test_" + sfx
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RollupTables: tb.rollupTables()}); err != nil {
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RulesTable: tb.Rules, RollupTables: tb.rollupTables()}); err != nil {
 		HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		drop := append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)
-		if tb.HA != "" {
-			drop = append(drop, tb.HA)
+		for _, n := range []string{tb.HA, tb.Rules} {
+			if n != "" {
+				drop = append(drop, n)
+			}
 		}
 		if err := st.DropTables(ctx, drop...); err != nil {
 			t.Logf("drop test tables: %v", err)

@@ -36,6 +36,9 @@ type Tables struct {
 	// HA is the HA tracker's table (NewWithHA; always on the embedded
 	// store).
 	HA string
+	// Rules is the ruler's table (NewWithHA, NewWithRules; always on the
+	// embedded store).
+	Rules string
 }
 
 // RollupTables returns the rollup and pre-aggregation tables.
@@ -95,6 +98,13 @@ func NewWithHA(t testing.TB) (store.Store, Tables) {
 	return newStore(t, false, true)
 }
 
+// NewWithRules is New with the ruler's table (and the HA tracker's) on
+// every backend.
+func NewWithRules(t testing.TB) (store.Store, Tables) {
+	t.Helper()
+	return newStore(t, false, true)
+}
+
 // NewWithRollups is New with the rollup tables of RollupConfig on every
 // backend.
 func NewWithRollups(t testing.TB) (store.Store, Tables) {
@@ -107,8 +117,8 @@ func newStore(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	switch Name() {
 	case "embedded":
 		tb := Tables{Data: "tsdb", UID: "tsdb-uid", Exemplar: "tsdb-exemplar", Meta: "tsdb-meta", Index: "tsdb-index",
-			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h", HA: "tsdb-ha"}
-		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index, tb.HA}, tb.RollupTables()...),
+			Rollup5m: "tsdb-rollup-5m", Rollup1h: "tsdb-rollup-1h", RollupAgg5m: "tsdb-rollup-agg-5m", RollupAgg1h: "tsdb-rollup-agg-1h", HA: "tsdb-ha", Rules: "tsdb-rules"}
+		s, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index, tb.HA, tb.Rules}, tb.RollupTables()...),
 			BufferTables: []string{tb.Data, tb.Rollup5m, tb.Rollup1h},
 			RowCodecs:    map[string]embedded.RowCodec{tb.Data: &dense.Pool{}, tb.Rollup5m: &rollup.Codec{}, tb.Rollup1h: &rollup.Codec{}}})
 		if err != nil {
@@ -140,7 +150,7 @@ func ServeFlags(t testing.TB) []string {
 		}
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + ZKQuorum(),
 			"--hbase.table.data=" + tb.Data, "--hbase.table.uid=" + tb.UID, "--hbase.table.exemplar=" + tb.Exemplar,
-			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--hbase.table.ha=" + tb.HA, "--rollup.config-file=" + cfg}
+			"--hbase.table.meta=" + tb.Meta, "--hbase.table.index=" + tb.Index, "--hbase.table.ha=" + tb.HA, "--hbase.table.rules=" + tb.Rules, "--rollup.config-file=" + cfg}
 	}
 	t.Fatalf("unknown PROMHBASE_TEST_BACKEND %q (want embedded or hbase)", Name())
 	return nil
@@ -160,8 +170,10 @@ func ProvisionTenant(t testing.TB, st store.Store, tb Tables) func(ctx context.C
 	case *hbase.Store:
 		return func(ctx context.Context, ns string) error {
 			tables := append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.rollupTables()...)
-			if tb.HA != "" {
-				tables = append(tables, tb.HA)
+			for _, n := range []string{tb.HA, tb.Rules} {
+				if n != "" {
+					tables = append(tables, n)
+				}
 			}
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -178,7 +190,7 @@ func ProvisionTenant(t testing.TB, st store.Store, tb Tables) func(ctx context.C
 				}
 			})
 			_, err := s.CreateTables(ctx, hbase.TablesConfig{Namespace: ns, DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
-				MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RollupTables: tb.rollupTables()})
+				MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RulesTable: tb.Rules, RollupTables: tb.rollupTables()})
 			return err
 		}
 	}
