@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/notifier"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/rules"
@@ -402,4 +403,47 @@ func groupKeys(all map[string][]rulefmt.RuleGroup) ([]string, map[string]nsGroup
 type nsGroup struct {
 	ns string
 	g  rulefmt.RuleGroup
+}
+
+// Alertmanagers returns the Alertmanagers the alerts of tenant are sent
+// to, as Prometheus's notifier knows them (web/api/v1's
+// AlertmanagerRetriever: /api/v1/alertmanagers); nil lists before the
+// tenant's first poll and without --ruler.alertmanager-url.
+func (r *Ruler) Alertmanagers(tenant string) AlertmanagerRetriever {
+	return alertmanagers{r: r, id: tenant}
+}
+
+// AlertmanagerRetriever is what Prometheus's API asks of the
+// Alertmanagers: the ones in use and the ones dropped.
+type AlertmanagerRetriever interface {
+	Alertmanagers() []*url.URL
+	DroppedAlertmanagers() []*url.URL
+}
+
+type alertmanagers struct {
+	r  *Ruler
+	id string
+}
+
+func (a alertmanagers) notifier() *notifier.Manager {
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	if ts := a.r.tenants[a.id]; ts != nil {
+		return ts.notif
+	}
+	return nil
+}
+
+func (a alertmanagers) Alertmanagers() []*url.URL {
+	if n := a.notifier(); n != nil {
+		return n.Alertmanagers()
+	}
+	return nil
+}
+
+func (a alertmanagers) DroppedAlertmanagers() []*url.URL {
+	if n := a.notifier(); n != nil {
+		return n.DroppedAlertmanagers()
+	}
+	return nil
 }

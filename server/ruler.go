@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/prometheus/prometheus/rules"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
@@ -32,9 +33,10 @@ type RulerConfig struct {
 	// /api/v1/alerts list (ruler.Ruler.Retriever); nil: both answer
 	// empty lists.
 	Rules func(tenant string) ruler.RulesRetriever
-	// Alertmanagers returns the Alertmanagers alerts are sent to, listed
-	// by /api/v1/alertmanagers; nil: none.
-	Alertmanagers func() v1.AlertmanagerRetriever
+	// Alertmanagers returns the Alertmanagers the alerts of tenant are
+	// sent to, listed by /api/v1/alertmanagers
+	// (ruler.Ruler.Alertmanagers); nil: none.
+	Alertmanagers func(tenant string) ruler.AlertmanagerRetriever
 	// MaxBodyBytes bounds a rule group posted to the configuration API
 	// (0: ruler.DefaultMaxRuleGroupBytes).
 	MaxBodyBytes int64
@@ -64,6 +66,13 @@ func (noRules) RuleGroups() []*rules.Group { return nil }
 
 func (noRules) AlertingRules() []*rules.AlertingRule { return nil }
 
+// noAlertmanagers is the Alertmanagers of a ruler not started yet: none.
+type noAlertmanagers struct{}
+
+func (noAlertmanagers) Alertmanagers() []*url.URL { return nil }
+
+func (noAlertmanagers) DroppedAlertmanagers() []*url.URL { return nil }
+
 // rulerAPIOptions sets what the query API answers of the ruler.
 func rulerAPIOptions(popts *promapi.Options, cfg Config) {
 	rc, id := cfg.Ruler, cfg.Tenant
@@ -77,7 +86,12 @@ func rulerAPIOptions(popts *promapi.Options, cfg Config) {
 		}
 	}
 	if rc.Alertmanagers != nil {
-		popts.Alertmanagers = func(context.Context) v1.AlertmanagerRetriever { return rc.Alertmanagers() }
+		popts.Alertmanagers = func(context.Context) v1.AlertmanagerRetriever {
+			if a := rc.Alertmanagers(id); a != nil {
+				return a
+			}
+			return noAlertmanagers{}
+		}
 	}
 }
 

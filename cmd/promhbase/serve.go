@@ -372,6 +372,12 @@ func runServe(app *kingpin.Application, cfg *config) error {
 					return r.Retriever(tenant)
 				}
 				return nil
+			},
+			Alertmanagers: func(tenant string) ruler.AlertmanagerRetriever {
+				if r := theRuler.Load(); r != nil {
+					return r.Alertmanagers(tenant)
+				}
+				return nil
 			}}
 	}
 	// build wires the server; sreg takes its metrics (and the mapper's),
