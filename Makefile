@@ -2,7 +2,7 @@
 GO      ?= go
 PKGS    := ./...
 # Tests that need the real HBase (started by scripts/hbase.sh).
-HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine
+HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler
 # Fault tests (build tag faults): they restart and split the test HBase, so
 # they run on their own, after every other HBase test.
 FAULTS_PKGS := ./e2e/faults
