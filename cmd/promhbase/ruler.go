@@ -49,6 +49,9 @@ func registerRulerFlags(cmd *kingpin.CmdClause, f *rulerFlags) {
 	cmd.Flag("ruler.evaluation-interval", "Evaluation interval of a rule group that names none, as Mimir's flag of this name.").Default(ruler.DefaultEvaluationInterval.String()).DurationVar(&f.evaluationInterval)
 	cmd.Flag("ruler.alertmanager-url", "Comma-separated URLs of the Alertmanagers alerts are sent to (API v2, each with its path prefix; user:password@ for basic auth), as Mimir's flag of this name. Empty: alerts are evaluated, not sent.").Default("").StringVar(&f.alertmanagerURL)
 	cmd.Flag("ruler.external.url", "URL of the alerts' generator links and of templates' $externalURL, as Mimir's flag of this name; empty: --web.external-url.").Default("").StringVar(&f.externalURL)
+	// kingpin's StringMapVar sets entries of the map it is given: a nil
+	// one panics at the first --ruler.external.labels.
+	f.externalLabels = map[string]string{}
 	cmd.Flag("ruler.external.labels", "Label added to every alert and seen by templates as $externalLabels, name=value; repeat it for several.").StringMapVar(&f.externalLabels)
 	cmd.Flag("ruler.notification-queue-capacity", "Alerts queued for the Alertmanagers, per tenant, as Mimir's flag of this name.").Default("10000").IntVar(&f.queueCapacity)
 	cmd.Flag("ruler.notification-timeout", "Timeout of one send to an Alertmanager, as Mimir's flag of this name.").Default("10s").DurationVar(&f.notificationTO)
