@@ -265,7 +265,9 @@ func (a *ConfigAPI) create(w http.ResponseWriter, r *http.Request, gs GroupStore
 		return
 	}
 	if int64(len(body)) > a.opts.MaxBodyBytes {
-		http.Error(w, fmt.Sprintf("rule group body larger than %d bytes", a.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		// 400, not 413: the body is a rule group that can never be
+		// stored, as every other bad group (Mimir sets no limit).
+		http.Error(w, fmt.Sprintf("invalid rules configuration: rule group body larger than %d bytes", a.opts.MaxBodyBytes), http.StatusBadRequest)
 		return
 	}
 	g, errs := a.parseGroup(body)
@@ -322,6 +324,9 @@ func (a *ConfigAPI) parseGroup(body []byte) (rulefmt.RuleGroup, []error) {
 		return g, []error{fmt.Errorf("%s: %w", errBadRuleGroup, err)}
 	}
 	if g.Name == "" {
+		if err := ruleFileBody(body); err != nil {
+			return g, []error{err}
+		}
 		return g, []error{errors.New("invalid rules configuration: rule group name must not be empty")}
 	}
 	if err := CheckName("group name", g.Name); err != nil {
@@ -350,6 +355,29 @@ func (a *ConfigAPI) parseGroup(body []byte) (rulefmt.RuleGroup, []error) {
 		}
 	}
 	return g, errs
+}
+
+// ruleFileBody returns the error of a body that is a rule file (a
+// "groups" list) instead of one group: its repeated group names named,
+// as Prometheus's rule files refuse them, or that groups are posted one
+// at a time. nil: the body is not a rule file.
+func ruleFileBody(body []byte) error {
+	var f rulefmt.RuleGroups
+	if yaml.Unmarshal(body, &f) != nil || len(f.Groups) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(f.Groups))
+	var dup []string
+	for _, g := range f.Groups {
+		if seen[g.Name] && !slices.Contains(dup, g.Name) {
+			dup = append(dup, g.Name)
+		}
+		seen[g.Name] = true
+	}
+	if len(dup) > 0 {
+		return fmt.Errorf("invalid rules configuration: a rule file, not a rule group, and group names repeated in it: %q; post each group, with a name of its own in the namespace, on its own", dup)
+	}
+	return fmt.Errorf("invalid rules configuration: a rule file of %d groups, not a rule group: post each group (its name, interval and rules) on its own, as Mimir's ruler API takes them", len(f.Groups))
 }
 
 // storeFailed answers a store's failure: 503 (with Retry-After from

@@ -168,8 +168,7 @@ func TestConfigAPIGrafana(t *testing.T) {
 }
 
 // TestConfigAPIPost: what a POST stores, and every way it is refused
-// (400 naming the problem, 413 for a body too large) with nothing
-// stored.
+// (400 naming the problem, a body too large too) with nothing stored.
 func TestConfigAPIPost(t *testing.T) {
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	bomb := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
@@ -182,6 +181,7 @@ func TestConfigAPIPost(t *testing.T) {
 		code               int
 		want               []string // substrings of the answer's body
 		stored             []string // the groups then stored
+		max                int64    // ConfigAPIOptions.MaxBodyBytes
 	}{
 		{name: "YAML", body: "name: g\nrules:\n  - record: a:b\n    expr: sum(up)\n", code: 202, want: []string{accepted}, stored: []string{"ns/g"}},
 		{name: "JSON, as YAML's subset", body: `{"name":"g","interval":"30s","rules":[{"alert":"A","expr":"up == 0","for":"1m","labels":{"s":"x"}}]}`,
@@ -195,7 +195,9 @@ func TestConfigAPIPost(t *testing.T) {
 		{name: "alias bomb", body: bomb, code: 400, want: []string{"unable to decode rule group"}},
 		{name: "empty body", body: "", code: 400, want: []string{"rule group name must not be empty"}},
 		{name: "a rule file, not a group", body: "groups:\n  - name: g\n    rules:\n      - record: a\n        expr: up\n", code: 400,
-			want: []string{"invalid rules configuration: rule group name must not be empty"}},
+			want: []string{"invalid rules configuration: a rule file of 1 groups, not a rule group"}},
+		{name: "a rule file with a group twice", body: "groups:\n  - name: g\n    rules:\n      - record: a\n        expr: up\n  - name: h\n    rules: []\n  - name: g\n    rules: []\n", code: 400,
+			want: []string{`group names repeated in it: ["g"]`}},
 		{name: "no rules", body: "name: g\nrules: []\n", code: 400, want: []string{"invalid rules configuration: rule group 'g' has no rules"}},
 		{name: "group name with 0x00", body: "name: \"g\\0\"\nrules:\n  - record: a\n    expr: up\n", code: 400, want: []string{"0x00"}},
 		{name: "unknown function", body: "name: g\nrules:\n  - record: a\n    expr: nosuchfunc(up)\n", code: 400,
@@ -207,16 +209,13 @@ func TestConfigAPIPost(t *testing.T) {
 		{name: "__name__ label", body: "name: g\nrules:\n  - alert: A\n    expr: up\n    labels: {__name__: x}\n", code: 400, want: []string{"invalid label name: __name__"}},
 		{name: "bad template", body: "name: g\nrules:\n  - alert: A\n    expr: up\n    annotations: {s: \"{{ .Labels\"}\n", code: 400, want: []string{`annotation "s"`}},
 		{name: "bad group label", body: "name: g\nlabels: {__name__: x}\nrules:\n  - record: a\n    expr: up\n", code: 400, want: []string{"invalid label name: __name__"}},
-		{name: "too large", body: "name: g\nrules:\n  - record: a\n    expr: up\n#" + strings.Repeat("x", 2000), code: 413, want: []string{"larger than 1024 bytes"}},
+		{name: "too large", body: "name: g\nrules:\n  - record: a\n    expr: up\n#" + strings.Repeat("x", 2000), code: 400, want: []string{"larger than 1024 bytes"}, max: 1024},
 		{name: "namespace with 0x00", target: "/config/v1/rules/a%00b", body: "name: g\nrules:\n  - record: a\n    expr: up\n", code: 400,
 			want: []string{`"status":"error"`, `"errorType":"bad_data"`, "0x00"}},
 		{name: "namespace not UTF-8", target: "/config/v1/rules/a%FF", body: "name: g\nrules:\n  - record: a\n    expr: up\n", code: 400, want: []string{"UTF-8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := ruler.ConfigAPIOptions{}
-			if tc.code == 413 {
-				opts.MaxBodyBytes = 1024
-			}
+			opts := ruler.ConfigAPIOptions{MaxBodyBytes: tc.max}
 			r := newAPIRig(t, opts)
 			target := tc.target
 			if target == "" {

@@ -831,9 +831,11 @@ func TestRulerTenants(t *testing.T) {
 			{"PromQL syntax", "name: bad\nrules:\n- record: ruler_tenant_bad\n  expr: sum(ruler_tenant_metric\n", http.StatusBadRequest, "unclosed left parenthesis"},
 			{"unknown function", "name: bad\nrules:\n- record: ruler_tenant_bad\n  expr: no_such_function(ruler_tenant_metric)\n", http.StatusBadRequest, `unknown function with name "no_such_function"`},
 			{"invalid record name", "name: bad\nrules:\n- record: ''\n  expr: vector(1)\n", http.StatusBadRequest, "one of 'record' or 'alert' must be set"},
-			// A body over the configuration API's 1 MiB: 413, as
-			// promhbase answers every body over a limit.
-			{"body too large", big, http.StatusRequestEntityTooLarge, fmt.Sprintf("rule group body larger than %d bytes", ruler.DefaultMaxRuleGroupBytes)},
+			// A body over the configuration API's 1 MiB: 400, as every
+			// group that can never be stored.
+			{"body too large", big, http.StatusBadRequest, fmt.Sprintf("rule group body larger than %d bytes", ruler.DefaultMaxRuleGroupBytes)},
+			{"duplicate groups", "groups:\n- name: d\n  rules:\n  - record: x\n    expr: vector(1)\n- name: d\n  rules:\n  - record: y\n    expr: vector(1)\n",
+				http.StatusBadRequest, `group names repeated in it: ["d"]`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, before := httpDo(t, http.MethodGet, rulesURL, free, "", nil)
