@@ -62,7 +62,7 @@ const entryBytes = 34
 // Shards: at most maxSeenShards, each with a budget of at least
 // minSeenShardBytes (a small set, as the tests' are, has one).
 const (
-	maxSeenShards     = 64
+	maxSeenShards     = 16
 	minSeenShardBytes = 1 << 20
 )
 

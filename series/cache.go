@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/promhbase/promhbase/internal/gencache"
 )
@@ -24,10 +25,10 @@ import (
 type seriesKey [2]uint64
 
 // seriesEntry is a cached Series, stored compactly and without pointers
-// (so the garbage collector never scans the map): the map holds only
-// where its record and index mark are in the arena of the entry's
-// generation. The record is a header of seriesHeaderBytes followed by the
-// UIDs (metric ‖ tags):
+// (so the garbage collector never scans the maps): a map holds only where
+// its record and index mark are in the arena of the entry's generation.
+// The record is a header of seriesHeaderBytes followed by the UIDs
+// (metric ‖ tags), padded to 8 bytes:
 //
 //	hash      u64 little-endian (Series.Hash)
 //	bucket    i32 little-endian (Series.Bucket)
@@ -36,10 +37,10 @@ type seriesKey [2]uint64
 //	          u8  zero
 //
 // Keeping the header out of the map halves its slot (8 bytes of value
-// instead of 24): 1 M series take about 70 bytes each in the map instead
+// instead of 24): 1 M series take about 70 bytes each in the maps instead
 // of 100 (a Go map just grown is half empty).
 type seriesEntry struct {
-	ref  uint32 // of the record in the arena
+	ref  uint32 // of the record in the arena: chunk << gencache.ArenaShift | offset
 	mark uint32 // of the index mark in the arena
 }
 
@@ -51,92 +52,147 @@ const seriesHeaderBytes = 16
 // load-factor slack, the record's header and the index mark.
 const seriesEntryBytes = 2*(16+8+1) + seriesHeaderBytes + 8
 
-// Index marks are kept in chunks of markChunk; UIDs in the chunks of a
-// gencache.Arena.
+// Index marks are kept in chunks of markChunk.
 const markChunk = 4096
 
-// seriesArena holds the UIDs and index marks of one generation's
-// entries. Neither is ever moved or reused, so a Series handed out keeps
-// pointing at its bytes after its generation is dropped.
+// maxArenaChunks is the most chunks a ref can name.
+const maxArenaChunks = 1 << (32 - gencache.ArenaShift)
+
+// seriesArena holds the records and index marks of one generation's
+// entries, in the order they were added: a request's series, looked up in
+// the order they were first written, walk it forward, which the CPU's
+// prefetching rewards (every shard's entries share the one arena for
+// that reason). Nothing in it is ever moved, reused or written again, so
+// a Series handed out keeps pointing at its bytes after its generation is
+// dropped.
+//
+// Appends (add) are made under seriesCache.genMu while lookups of other
+// shards read it: the chunk lists are replaced, never changed in place
+// (atomic pointers to copies), and records are padded to 8 bytes so that
+// an append writes no word a lookup of an earlier record reads.
 type seriesArena struct {
-	uids  gencache.Arena
-	marks [][]indexMark
-	nmark int
+	chunks atomic.Pointer[[]*[gencache.ArenaChunk]byte]
+	marks  atomic.Pointer[[]*[markChunk]indexMark]
+	// Under seriesCache.genMu: chunks and marks in use, bytes used of
+	// the last chunk.
+	nchunk, used, nmark int
 }
+
+// full reports whether the arena may have no room for another record.
+func (a *seriesArena) full() bool { return a.nchunk >= maxArenaChunks-1 }
 
 // add copies s's UIDs and mark into the arena and returns its entry. A
 // promoted Series keeps its mark's day but not its freshness: the
 // Series handed out before may yet set the day on the old mark only, and
 // the copy must not then claim that no stored row can name the series.
+// The caller holds seriesCache.genMu; s is at most
+// gencache.MaxArenaEntry bytes with its header.
 func (a *seriesArena) add(s Series, promoted bool) seriesEntry {
 	n := len(s.Metric) + len(s.Tags)
-	var h [seriesHeaderBytes]byte
-	binary.LittleEndian.PutUint64(h[0:], s.Hash)
-	binary.LittleEndian.PutUint32(h[8:], uint32(int32(s.Bucket)))
-	binary.LittleEndian.PutUint16(h[12:], uint16(n))
-	h[14] = uint8(len(s.Metric))
-	r := a.uids.Add3(h[:], s.Metric, s.Tags)
-	if a.nmark%markChunk == 0 {
-		a.marks = append(a.marks, make([]indexMark, markChunk))
+	size := (seriesHeaderBytes + n + 7) &^ 7
+	if a.nchunk == 0 || a.used+size > gencache.ArenaChunk {
+		a.chunks.Store(appendChunk(a.chunks.Load(), new([gencache.ArenaChunk]byte)))
+		a.nchunk++
+		a.used = 0
 	}
-	m := &a.marks[a.nmark/markChunk][a.nmark%markChunk]
+	chunk := (*a.chunks.Load())[a.nchunk-1]
+	rec := chunk[a.used : a.used+size : a.used+size]
+	binary.LittleEndian.PutUint64(rec[0:], s.Hash)
+	binary.LittleEndian.PutUint32(rec[8:], uint32(int32(s.Bucket)))
+	binary.LittleEndian.PutUint16(rec[12:], uint16(n))
+	rec[14] = uint8(len(s.Metric))
+	copy(rec[seriesHeaderBytes+copy(rec[seriesHeaderBytes:], s.Metric):], s.Tags)
+	ref := uint32(a.nchunk-1)<<gencache.ArenaShift | uint32(a.used)
+	a.used += size
+	if a.nmark%markChunk == 0 {
+		a.marks.Store(appendChunk(a.marks.Load(), new([markChunk]indexMark)))
+	}
+	m := &(*a.marks.Load())[a.nmark/markChunk][a.nmark%markChunk]
 	if s.mark != nil {
 		m.day.Store(s.mark.day.Load())
 		if !promoted {
 			m.fresh = s.mark.fresh
 		}
 	}
-	e := seriesEntry{ref: r.Pos, mark: uint32(a.nmark)}
+	e := seriesEntry{ref: ref, mark: uint32(a.nmark)}
 	a.nmark++
 	return e
 }
 
+// appendChunk returns a new list: the chunks of list (nil: none) and c.
+func appendChunk[C any](list *[]*C, c *C) *[]*C {
+	var old []*C
+	if list != nil {
+		old = *list
+	}
+	l := make([]*C, len(old)+1)
+	copy(l, old)
+	l[len(old)] = c
+	return &l
+}
+
 // series returns the Series of e, an entry of this arena.
 func (a *seriesArena) series(e seriesEntry) Series {
-	c, off := e.ref>>gencache.ArenaShift, e.ref&(gencache.ArenaChunk-1)
-	rec := a.uids.Chunks[c][off:]
+	chunk := (*a.chunks.Load())[e.ref>>gencache.ArenaShift]
+	rec := chunk[e.ref&(gencache.ArenaChunk-1):]
 	h := rec[:seriesHeaderBytes:seriesHeaderBytes]
 	n, metricLen := int(binary.LittleEndian.Uint16(h[12:])), int(h[14])
 	uids := rec[seriesHeaderBytes : seriesHeaderBytes+n : seriesHeaderBytes+n]
 	return Series{Metric: uids[:metricLen:metricLen], Tags: uids[metricLen:], Bucket: int(int32(binary.LittleEndian.Uint32(h[8:]))),
-		mark: &a.marks[e.mark/markChunk][e.mark%markChunk], Hash: binary.LittleEndian.Uint64(h[0:])}
+		mark: &(*a.marks.Load())[e.mark/markChunk][e.mark%markChunk], Hash: binary.LittleEndian.Uint64(h[0:])}
 }
 
-// seriesCache maps label-set keys to Series: shards by the key's hash,
-// each with two generations, the older dropped (with its arena) when the
-// newer holds half the shard's byte budget (or its share of max entries);
-// a hit in the older generation is promoted, copied into the newer arena.
-// Safe for concurrent use.
+// seriesCache maps label-set keys to Series: two generations, the older
+// dropped (with its arena) when the newer holds max entries or half the
+// byte budget; a hit in the older generation is promoted, copied into the
+// newer arena. Safe for concurrent use.
 //
-// Why shards: a first contact puts thousands of new series while every
-// other request looks its series up. With one lock the puts held every
-// lookup back: the cache's write lock was 55 % of the write path's mutex
-// delay (16 senders, 100 k new series; docs/bench/write-scaling.md). A
-// lookup now takes its shard's read lock alone, and a batch of puts one
-// shard's write lock at a time.
+// The maps are in shards by the key's hash, each under its own lock; the
+// arena of a generation is shared by the shards. Why shards: a first
+// contact puts thousands of new series while every other request looks
+// its series up, and with one lock the puts held every lookup back (the
+// cache's write lock was 8 % of the write path's time with 16 senders and
+// 100 k new series; docs/bench/write-scaling.md). Why one arena: with an
+// arena a shard, a request's records were scattered over all of them and
+// a lookup of a known series cost a cache miss more (steady writes 8-10 %
+// slower at 2 cores).
+//
+// Locks: a shard's lock guards its maps. genMu guards the appends to the
+// newer arena and the counts; it is taken after a shard's lock. A new
+// generation is started with every shard's write lock (in order) and
+// genMu held, so the holder of any shard's lock reads cur and old safely.
 type seriesCache struct {
 	seeds  [2]maphash.Seed
 	shards []seriesShard
 	locks  []*sync.RWMutex // of each shard, for gencache.ShardLocks
 	mask   uint64
+
+	genMu              sync.Mutex
+	cur, old           *seriesArena
+	curN, oldN         int
+	curBytes, oldBytes int
+	max                int // entries of a generation
+	maxBytes           int // 0: entries only
+
+	hits, misses atomic.Uint64
 }
 
-// seriesShard is one shard of the cache, padded to its own cache lines so
-// that the locks of neighbouring shards do not share one.
+// seriesShard is one shard of the cache's maps, padded to its own cache
+// lines so that the locks of neighbouring shards do not share one.
 type seriesShard struct {
-	gencache.Generations[seriesKey, seriesEntry, seriesArena]
-	_ [64]byte
+	mu       sync.RWMutex
+	cur, old map[seriesKey]seriesEntry
+	_        [64]byte
 }
 
 // maxSeriesShards is the number of shards of a large cache; a cache of
-// fewer than minShardEntries entries a shard has fewer shards (one for a
-// small one, as the tests' caches are, so their generations swap at the
-// counts they set), and a byte budget of less than minShardBytes a shard
-// fewer still (SetMaxBytes).
+// fewer than minShardEntries entries a shard has fewer shards. 16, not
+// more: a batch of lookups takes each shard's read lock it touches, whose
+// cache line the other cores' batches write too; with 64 shards that cost
+// steady writes 4 % at 2 cores, with 16 nothing measurable.
 const (
-	maxSeriesShards = 64
+	maxSeriesShards = 16
 	minShardEntries = 4096
-	minShardBytes   = 1 << 20
 )
 
 func newSeriesCache(max int) *seriesCache {
@@ -144,8 +200,14 @@ func newSeriesCache(max int) *seriesCache {
 	for n < maxSeriesShards && max/(2*n) >= minShardEntries {
 		n *= 2
 	}
-	c := &seriesCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
-	c.setShards(n, max, 0)
+	c := &seriesCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		shards: make([]seriesShard, n), locks: make([]*sync.RWMutex, n), mask: uint64(n - 1),
+		cur: new(seriesArena), old: new(seriesArena), max: max}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.cur, sh.old = map[seriesKey]seriesEntry{}, map[seriesKey]seriesEntry{}
+		c.locks[i] = &sh.mu
+	}
 	return c
 }
 
@@ -154,96 +216,64 @@ func (c *seriesCache) key(k []byte) seriesKey {
 	return seriesKey{maphash.Bytes(c.seeds[0], k), maphash.Bytes(c.seeds[1], k)}
 }
 
-// shard returns the shard of h. The second hash's high bits choose it:
-// the map inside hashes the key again with its own seed.
-func (c *seriesCache) shard(h seriesKey) *seriesShard { return &c.shards[c.shardIndex(h)] }
-
-// shardIndex returns the index of h's shard.
+// shardIndex returns the index of h's shard: the second hash's high bits
+// (the maps hash the key again with their own seed).
 func (c *seriesCache) shardIndex(h seriesKey) int { return int((h[1] >> 40) & c.mask) }
 
-// SetMaxBytes bounds the cache's memory (0: entries only), split evenly
-// between the shards; a budget of less than minShardBytes a shard lowers
-// their number. It must be called before the cache is used: it empties
-// it.
+// SetMaxBytes bounds the cache's memory (0: entries only).
 func (c *seriesCache) SetMaxBytes(n int) {
-	shards := len(c.shards)
-	for n > 0 && shards > 1 && n/shards < minShardBytes {
-		shards /= 2
-	}
-	max := 0
-	for i := range c.shards {
-		max += c.shards[i].Max()
-	}
-	c.setShards(shards, max, n)
-}
-
-// setShards makes n empty shards (a power of two) sharing max entries and
-// maxBytes bytes.
-func (c *seriesCache) setShards(n, max, maxBytes int) {
-	c.shards, c.locks, c.mask = make([]seriesShard, n), make([]*sync.RWMutex, n), uint64(n-1)
-	for i := range c.shards {
-		c.shards[i].Init(max / n)
-		c.shards[i].SetMaxBytes(maxBytes / n)
-		c.locks[i] = &c.shards[i].Mu
-	}
+	c.genMu.Lock()
+	c.maxBytes = n
+	c.genMu.Unlock()
 }
 
 // Len returns the entries cached.
 func (c *seriesCache) Len() int {
-	n := 0
-	for i := range c.shards {
-		n += c.shards[i].Len()
-	}
-	return n
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	return c.curN + c.oldN
 }
 
-// Stats returns the entries, approximate bytes and byte budget, summed
-// over the shards (gencache.StatsSource).
+// Stats returns the entries, approximate bytes and byte budget
+// (gencache.StatsSource).
 func (c *seriesCache) Stats() (entries, bytes, maxBytes int) {
-	for i := range c.shards {
-		e, b, m := c.shards[i].Stats()
-		entries, bytes, maxBytes = entries+e, bytes+b, maxBytes+m
-	}
-	return entries, bytes, maxBytes
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	return c.curN + c.oldN, c.curBytes + c.oldBytes, c.maxBytes
 }
 
 // Counts returns the lookups answered and not answered
 // (gencache.StatsSource).
-func (c *seriesCache) Counts() (hits, misses uint64) {
-	for i := range c.shards {
-		h, m := c.shards[i].Counts()
-		hits, misses = hits+h, misses+m
+func (c *seriesCache) Counts() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
+
+// lookupLocked looks h up in shard sh, whose lock the caller holds (for
+// reading at least). It neither promotes nor counts, but reports whether
+// the entry is in the older generation, for the caller to promote.
+func (c *seriesCache) lookupLocked(sh *seriesShard, h seriesKey) (s Series, ok, old bool) {
+	if e, ok := sh.cur[h]; ok {
+		return c.cur.series(e), true, false
 	}
-	return hits, misses
+	if e, ok := sh.old[h]; ok {
+		return c.old.series(e), true, true
+	}
+	return Series{}, false, false
 }
 
 func (c *seriesCache) get(k []byte) (Series, bool) {
-	h, s, ok, old := c.lookup(k)
-	sh := c.shard(h)
+	h := c.key(k)
+	sh := &c.shards[c.shardIndex(h)]
+	sh.mu.RLock()
+	s, ok, old := c.lookupLocked(sh, h)
+	sh.mu.RUnlock()
 	if !ok {
-		sh.Misses.Add(1)
+		c.misses.Add(1)
 		return Series{}, false
 	}
-	sh.Hits.Add(1)
+	c.hits.Add(1)
 	if old {
 		return c.putEntry(h, s, true), true
 	}
 	return s, true
-}
-
-// lookup looks k up under its shard's read lock. It neither promotes
-// nor counts, but reports whether the entry is in the older generation,
-// for the caller to promote (the lock released).
-func (c *seriesCache) lookup(k []byte) (h seriesKey, s Series, ok, old bool) {
-	h = c.key(k)
-	sh := c.shard(h)
-	sh.Mu.RLock()
-	e, arena, ok, old := sh.LookupLocked(h)
-	if ok {
-		s = arena.series(e)
-	}
-	sh.Mu.RUnlock()
-	return h, s, ok, old
 }
 
 // put caches s under k and returns the cached Series, whose index mark
@@ -261,61 +291,151 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > gencache.MaxArenaEntry {
 		return s
 	}
-	sh := c.shard(h)
-	sh.Mu.Lock()
-	defer sh.Mu.Unlock()
-	return sh.putLocked(h, s, promoted)
+	sh := &c.shards[c.shardIndex(h)]
+	sh.mu.Lock()
+	c.genMu.Lock()
+	got, ok := c.putLocked(sh, h, s, promoted, false)
+	if !ok {
+		c.genMu.Unlock()
+		sh.mu.Unlock()
+		c.newGeneration(seriesEntryBytes + len(s.Metric) + len(s.Tags))
+		sh.mu.Lock()
+		c.genMu.Lock()
+		got, _ = c.putLocked(sh, h, s, promoted, true)
+	}
+	c.genMu.Unlock()
+	sh.mu.Unlock()
+	return got
 }
 
-// putLocked is putEntry with the shard's lock held for writing.
-func (sh *seriesShard) putLocked(h seriesKey, s Series, promoted bool) Series {
-	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > gencache.MaxArenaEntry {
-		return s
-	}
-	if e, ok := sh.Cur[h]; ok {
-		return sh.CurArena.series(e)
+// putLocked adds s under h to shard sh, whose write lock the caller holds
+// with genMu, unless it is cached already. It reports false, adding
+// nothing, when the newer generation has no room for it and force is not
+// set: the caller then lets the locks go, starts a new generation
+// (newGeneration) and tries again with force.
+func (c *seriesCache) putLocked(sh *seriesShard, h seriesKey, s Series, promoted, force bool) (Series, bool) {
+	if e, ok := sh.cur[h]; ok {
+		return c.cur.series(e), true
 	}
 	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
-	sh.MakeRoomLocked(n, sh.CurArena.uids.Full())
-	e := sh.CurArena.add(s, promoted)
-	sh.AddLocked(h, e, n)
-	return sh.CurArena.series(e)
+	if !force && c.fullLocked(n) {
+		return Series{}, false
+	}
+	e := c.cur.add(s, promoted)
+	sh.cur[h] = e
+	c.curN++
+	c.curBytes += n
+	return c.cur.series(e), true
+}
+
+// fullLocked reports, with genMu held, whether an entry counted as n
+// bytes would not fit in the newer generation.
+func (c *seriesCache) fullLocked(n int) bool {
+	return c.curN >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.cur.full()
+}
+
+// newGeneration starts a new generation, dropping the older one, unless
+// another call did meanwhile and an entry counted as n bytes fits now. It
+// takes every shard's write lock, in order, then genMu; the caller holds
+// none of them.
+func (c *seriesCache) newGeneration(n int) {
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+	}
+	c.genMu.Lock()
+	if c.fullLocked(n) {
+		for i := range c.shards {
+			sh := &c.shards[i]
+			sh.old, sh.cur = sh.cur, make(map[seriesKey]seriesEntry, len(sh.cur)/4)
+		}
+		c.old, c.oldN, c.oldBytes = c.cur, c.curN, c.curBytes
+		c.cur, c.curN, c.curBytes = new(seriesArena), 0, 0
+	}
+	c.genMu.Unlock()
+	for i := range c.shards {
+		c.shards[i].mu.Unlock()
+	}
 }
 
 // putItems caches the Series of every item without an error and sets
-// each such item's Series to the cached one. The keys are hashed before
-// any lock is taken; each shard's write lock is then taken once for its
-// items, gencache.LockBatch at a time, so that a lookup of that shard
-// waits for no more than that many puts and the other shards' lookups
-// wait for none.
+// each such item's Series to the cached one. The records go into the
+// newer arena first, in the items' order (the order the series' next
+// requests will look them up in, which the arena keeps), under genMu
+// alone; the entries then go into their shards' maps, each shard's write
+// lock taken once for its items, gencache.LockBatch at a time, so that a
+// lookup of that shard waits for no more than that many puts and the
+// other shards' lookups wait for none. A record whose series another
+// call cached meanwhile, or whose generation ended meanwhile (another
+// call's, or this one's, when the records passed the generation's
+// bounds), is left unused; the latter's entry is added again to the new
+// generation.
 func (c *seriesCache) putItems(items []ResolveItem) {
-	if len(items) == 0 {
-		return
-	}
 	hs := make([]seriesKey, len(items))
 	order := make([]int32, 0, len(items))
+	need := 0
 	for i := range items {
 		if items[i].Err == nil {
+			n := len(items[i].Series.Metric) + len(items[i].Series.Tags)
+			if seriesHeaderBytes+n > gencache.MaxArenaEntry {
+				continue // too large to cache: the item keeps its Series
+			}
 			hs[i] = c.key(items[i].Key)
 			order = append(order, int32(i))
+			need += seriesEntryBytes + n
 		}
 	}
+	if len(order) == 0 {
+		return
+	}
+	ents := make([]seriesEntry, len(items))
+	c.genMu.Lock()
+	if c.fullLocked(need) {
+		c.genMu.Unlock()
+		c.newGeneration(need)
+		c.genMu.Lock()
+	}
+	a := c.cur
+	for _, i := range order {
+		ents[i] = a.add(items[i].Series, false)
+	}
+	c.genMu.Unlock()
 	if len(c.shards) > 1 {
-		slices.SortFunc(order, func(a, b int32) int {
-			return cmp.Compare(c.shardIndex(hs[a]), c.shardIndex(hs[b]))
-		})
+		slices.SortStableFunc(order, func(x, y int32) int { return cmp.Compare(c.shardIndex(hs[x]), c.shardIndex(hs[y])) })
 	}
 	for len(order) > 0 {
-		sh := c.shard(hs[order[0]])
+		si := c.shardIndex(hs[order[0]])
+		sh := &c.shards[si]
 		n := 1
-		for n < len(order) && n < gencache.LockBatch && c.shard(hs[order[n]]) == sh {
+		for n < len(order) && n < gencache.LockBatch && c.shardIndex(hs[order[n]]) == si {
 			n++
 		}
-		sh.Mu.Lock()
+		sh.mu.Lock()
+		c.genMu.Lock()
 		for _, i := range order[:n] {
-			items[i].Series = sh.putLocked(hs[i], items[i].Series, false)
+			h, s := hs[i], items[i].Series
+			size := seriesEntryBytes + len(s.Metric) + len(s.Tags)
+			e, ok := sh.cur[h]
+			switch {
+			case ok:
+				items[i].Series = c.cur.series(e)
+			case c.cur == a && !c.fullLocked(size):
+				sh.cur[h] = ents[i]
+				c.curN++
+				c.curBytes += size
+				items[i].Series = a.series(ents[i])
+			default:
+				if c.fullLocked(size) {
+					c.genMu.Unlock()
+					sh.mu.Unlock()
+					c.newGeneration(size)
+					sh.mu.Lock()
+					c.genMu.Lock()
+				}
+				items[i].Series, _ = c.putLocked(sh, h, s, false, true)
+			}
 		}
-		sh.Mu.Unlock()
+		c.genMu.Unlock()
+		sh.mu.Unlock()
 		order = order[n:]
 	}
 }

@@ -167,57 +167,78 @@ func TestSeriesCachePromotionNotFresh(t *testing.T) {
 
 // TestSeriesCacheShardsConcurrent: readers holding several shards' read
 // locks (SeriesCacheReader) and writers putting batches (putItems) and
-// single series run together without deadlock, and every lookup that
-// hits returns the Series put under its key.
+// single series run together without deadlock, also while new
+// generations start all the time (a small byte budget), and every lookup
+// that hits returns the Series put under its key.
 func TestSeriesCacheShardsConcurrent(t *testing.T) {
-	c := newSeriesCache(1 << 20)
-	if len(c.shards) < 2 {
-		t.Fatalf("%d shards; the test needs several", len(c.shards))
-	}
-	const keys = 20000
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i) }
-	mk := func(i int) Series {
-		return Series{Metric: []byte{byte(i >> 16), byte(i >> 8), byte(i)}, Hash: uint64(i), mark: &indexMark{}}
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 2 {
-		wg.Go(func() {
-			for start := w; start < keys; start += 2 * 500 {
-				items := make([]ResolveItem, 0, 500)
-				for i := start; i < min(start+1000, keys); i += 2 {
-					items = append(items, ResolveItem{Key: key(i), Series: mk(i)})
-				}
-				c.putItems(items)
-				c.put(key(start), mk(start))
+	for _, tc := range []struct {
+		name     string
+		maxBytes int // 0: no generation starts during the test
+	}{{"one generation", 0}, {"generations starting", 300 * (seriesEntryBytes + 3)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newSeriesCache(1 << 20)
+			if len(c.shards) < 2 {
+				t.Fatalf("%d shards; the test needs several", len(c.shards))
 			}
-		})
-	}
-	for r := range 4 {
-		wg.Go(func() {
-			m := &Mapper{series: c}
-			for round := range 20 {
-				rd := m.CacheReader()
-				for j := range 1000 {
-					i := (r*7919 + round*1000 + j*31) % keys
-					s, ok := rd.Get(key(i))
-					if ok && s.Hash != uint64(i) {
-						errs <- fmt.Errorf("key %d: got the series of %d", i, s.Hash)
-						break
+			c.SetMaxBytes(tc.maxBytes)
+			const keys = 20000
+			key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i) }
+			mk := func(i int) Series {
+				return Series{Metric: []byte{byte(i >> 16), byte(i >> 8), byte(i)}, Hash: uint64(i), mark: &indexMark{}}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for w := range 2 {
+				wg.Go(func() {
+					for start := w; start < keys; start += 2 * 500 {
+						items := make([]ResolveItem, 0, 500)
+						for i := start; i < min(start+1000, keys); i += 2 {
+							items = append(items, ResolveItem{Key: key(i), Series: mk(i)})
+						}
+						c.putItems(items)
+						for _, it := range items {
+							if it.Series.Hash != uint64(it.Series.Metric[0])<<16|uint64(it.Series.Metric[1])<<8|uint64(it.Series.Metric[2]) {
+								errs <- fmt.Errorf("putItems gave back %+v", it.Series)
+								return
+							}
+						}
+						c.put(key(start), mk(start))
 					}
+				})
+			}
+			for r := range 4 {
+				wg.Go(func() {
+					m := &Mapper{series: c}
+					for round := range 20 {
+						rd := m.CacheReader()
+						for j := range 1000 {
+							i := (r*7919 + round*1000 + j*31) % keys
+							s, ok := rd.Get(key(i))
+							if ok && (s.Hash != uint64(i) || s.Metric[2] != byte(i)) {
+								errs <- fmt.Errorf("key %d: got the series of %d", i, s.Hash)
+								break
+							}
+						}
+						rd.Release()
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if tc.maxBytes > 0 {
+				if _, b, max := c.Stats(); b > max {
+					t.Errorf("%d bytes cached, budget %d", b, max)
 				}
-				rd.Release()
+				return
+			}
+			for i := range keys {
+				if s, ok := c.get(key(i)); !ok || s.Hash != uint64(i) {
+					t.Fatalf("key %d after the writers: %+v %v", i, s, ok)
+				}
 			}
 		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	for i := range keys {
-		if s, ok := c.get(key(i)); !ok || s.Hash != uint64(i) {
-			t.Fatalf("key %d after the writers: %+v %v", i, s, ok)
-		}
 	}
 }

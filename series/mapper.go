@@ -138,13 +138,12 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 	h := r.c.key(key)
 	i := r.c.shardIndex(h)
 	r.locks.Hold(i)
-	e, arena, ok, old := r.c.shards[i].LookupLocked(h)
+	s, ok, old := r.c.lookupLocked(&r.c.shards[i], h)
 	if !ok {
 		r.misses++
 		return Series{}, false
 	}
 	r.hits++
-	s := arena.series(e)
 	if old {
 		r.promote = append(r.promote, promotion{h, s})
 	}
@@ -156,9 +155,8 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 func (r *SeriesCacheReader) Release() {
 	r.locks.Release()
 	if r.hits > 0 || r.misses > 0 {
-		sh := &r.c.shards[0]
-		sh.Hits.Add(r.hits)
-		sh.Misses.Add(r.misses)
+		r.c.hits.Add(r.hits)
+		r.c.misses.Add(r.misses)
 		r.hits, r.misses = 0, 0
 	}
 	for _, p := range r.promote {
