@@ -27,9 +27,6 @@ func (g *Generations[K, V, A]) Init(max int) {
 	g.max = max
 }
 
-// Max returns the entries each generation may hold (Init's max).
-func (g *Generations[K, V, A]) Max() int { return g.max }
-
 // LookupLocked finds k, with mu held for reading, and returns its V, the
 // arena V points into and whether that is the older generation's.
 func (g *Generations[K, V, A]) LookupLocked(k K) (v V, arena *A, ok, old bool) {
