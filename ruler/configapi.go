@@ -363,7 +363,9 @@ func (a *ConfigAPI) parseGroup(body []byte) (rulefmt.RuleGroup, []error) {
 // at a time. nil: the body is not a rule file.
 func ruleFileBody(body []byte) error {
 	var f rulefmt.RuleGroups
-	if yaml.Unmarshal(body, &f) != nil || len(f.Groups) == 0 {
+	// A body that does not decode as a rule file is not one: its own
+	// decoding error is the group's (parseGroup).
+	if isFile := yaml.Unmarshal(body, &f) == nil && len(f.Groups) > 0; !isFile {
 		return nil
 	}
 	seen := make(map[string]bool, len(f.Groups))
