@@ -123,10 +123,11 @@ type Options struct {
 	Cardinality Cardinality
 	// Rules gives the rule groups and alerting rules of a request's
 	// tenant that /api/v1/rules and /api/v1/alerts list (the ruler's);
-	// nil: the ruler is off, and both answer empty lists.
+	// nil, or a nil answer (a ruler not started yet): both answer empty
+	// lists.
 	Rules func(context.Context) v1.RulesRetriever
 	// Alertmanagers gives the Alertmanagers the ruler sends alerts to,
-	// listed by /api/v1/alertmanagers; nil: none.
+	// listed by /api/v1/alertmanagers; nil, or a nil answer: none.
 	Alertmanagers func(context.Context) v1.AlertmanagerRetriever
 	// RulerConfigAPI says that the ruler's configuration API
 	// (/config/v1/rules) is served: /api/v1/status/buildinfo then
@@ -258,13 +259,21 @@ func New(opts Options) (*API, error) {
 			GOMAXPROCS: runtime.GOMAXPROCS(0), StorageRetention: opts.Retention,
 		}, nil
 	}
-	rulesOf := opts.Rules
-	if rulesOf == nil {
-		rulesOf = func(context.Context) v1.RulesRetriever { return noRules{} }
+	rulesOf := func(ctx context.Context) v1.RulesRetriever {
+		if opts.Rules != nil {
+			if r := opts.Rules(ctx); r != nil {
+				return r
+			}
+		}
+		return noRules{}
 	}
-	alertmanagersOf := opts.Alertmanagers
-	if alertmanagersOf == nil {
-		alertmanagersOf = func(context.Context) v1.AlertmanagerRetriever { return noAlertmanagers{} }
+	alertmanagersOf := func(ctx context.Context) v1.AlertmanagerRetriever {
+		if opts.Alertmanagers != nil {
+			if a := opts.Alertmanagers(ctx); a != nil {
+				return a
+			}
+		}
+		return noAlertmanagers{}
 	}
 	api := v1.NewAPI(qengine, opts.Queryable, nil, nil, opts.Queryable,
 		nil, nil, alertmanagersOf,

@@ -168,9 +168,9 @@ func (a *ConfigAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost:
 		a.create(w, r, gs, lim, names[0])
 	case len(names) == 2:
-		a.deleteGroup(w, r, gs, names[0], names[1])
+		a.deleted(w, r, gs.DeleteGroup(r.Context(), names[0], names[1]), errGroupNotFound)
 	default:
-		a.deleteNamespace(w, r, gs, names[0])
+		a.deleted(w, r, gs.DeleteNamespace(r.Context(), names[0]), errGroupNamespaceNotFound)
 	}
 }
 
@@ -229,32 +229,17 @@ func (a *ConfigAPI) get(w http.ResponseWriter, r *http.Request, gs GroupStore, n
 	respondYAML(w, &g)
 }
 
-// deleteGroup deletes one group.
-func (a *ConfigAPI) deleteGroup(w http.ResponseWriter, r *http.Request, gs GroupStore, ns, group string) {
-	err := gs.DeleteGroup(r.Context(), ns, group)
-	if errors.Is(err, ErrGroupNotFound) {
-		http.Error(w, errGroupNotFound, http.StatusNotFound)
-		return
-	}
-	if err != nil {
+// deleted answers a delete that err ended: 404 with notFound when
+// nothing was stored, 202 once it is done.
+func (a *ConfigAPI) deleted(w http.ResponseWriter, r *http.Request, err error, notFound string) {
+	switch {
+	case errors.Is(err, ErrGroupNotFound):
+		http.Error(w, notFound, http.StatusNotFound)
+	case err != nil:
 		a.storeFailed(w, r, err)
-		return
+	default:
+		respondAccepted(w)
 	}
-	respondAccepted(w)
-}
-
-// deleteNamespace deletes every group of a namespace.
-func (a *ConfigAPI) deleteNamespace(w http.ResponseWriter, r *http.Request, gs GroupStore, ns string) {
-	err := gs.DeleteNamespace(r.Context(), ns)
-	if errors.Is(err, ErrGroupNotFound) {
-		http.Error(w, errGroupNamespaceNotFound, http.StatusNotFound)
-		return
-	}
-	if err != nil {
-		a.storeFailed(w, r, err)
-		return
-	}
-	respondAccepted(w)
 }
 
 // create checks the group of the body and stores it under ns.

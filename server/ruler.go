@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 
-	"github.com/prometheus/prometheus/rules"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/promapi"
@@ -59,39 +57,17 @@ func rulerConfigAPI(st store.Store, cfg Config, logger *slog.Logger) http.Handle
 	}, ruler.ConfigAPIOptions{MaxBodyBytes: rc.MaxBodyBytes, Logger: logger.With("component", "ruler config api")})
 }
 
-// noRules is the rules of a ruler not started yet: none.
-type noRules struct{}
-
-func (noRules) RuleGroups() []*rules.Group { return nil }
-
-func (noRules) AlertingRules() []*rules.AlertingRule { return nil }
-
-// noAlertmanagers is the Alertmanagers of a ruler not started yet: none.
-type noAlertmanagers struct{}
-
-func (noAlertmanagers) Alertmanagers() []*url.URL { return nil }
-
-func (noAlertmanagers) DroppedAlertmanagers() []*url.URL { return nil }
-
 // rulerAPIOptions sets what the query API answers of the ruler.
 func rulerAPIOptions(popts *promapi.Options, cfg Config) {
 	rc, id := cfg.Ruler, cfg.Tenant
 	popts.RulerConfigAPI = rc.ConfigAPI && cfg.Tables.Rules != ""
 	if rc.Rules != nil {
-		popts.Rules = func(context.Context) v1.RulesRetriever {
-			if r := rc.Rules(id); r != nil {
-				return r
-			}
-			return noRules{}
-		}
+		// A nil answer (the ruler not started yet) stays nil: promapi
+		// answers empty lists.
+		popts.Rules = func(context.Context) v1.RulesRetriever { return rc.Rules(id) }
 	}
 	if rc.Alertmanagers != nil {
-		popts.Alertmanagers = func(context.Context) v1.AlertmanagerRetriever {
-			if a := rc.Alertmanagers(id); a != nil {
-				return a
-			}
-			return noAlertmanagers{}
-		}
+		popts.Alertmanagers = func(context.Context) v1.AlertmanagerRetriever { return rc.Alertmanagers(id) }
 	}
 }
 

@@ -62,8 +62,9 @@ func rulerStorageFlags(t *testing.T, bin string) []string {
 }
 
 // httpDo sends a request as tenant org (none when empty) with a body of
-// content type ctype and returns its status and body.
-func httpDo(t *testing.T, method, url, org, ctype string, body []byte) (int, string) {
+// content type ctype (none when empty) and the header pairs kv, and
+// returns its status and body.
+func httpDo(t *testing.T, method, url, org, ctype string, body []byte, kv ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, bytes.NewReader(body))
 	if err != nil {
@@ -74,6 +75,9 @@ func httpDo(t *testing.T, method, url, org, ctype string, body []byte) (int, str
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

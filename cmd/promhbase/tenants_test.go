@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -230,31 +229,15 @@ func invalidIDCheck(bad, spared string) func(t *testing.T, stdout, stderr string
 }
 
 // tenantRequest sends a request as tenant org (no X-Scope-OrgID when
-// empty) and returns its status and body.
+// empty) and returns its status and body; a POST is a remote write's
+// (protobuf, snappy).
 func tenantRequest(t *testing.T, method, url, org string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if org != "" {
-		req.Header.Set(tenant.Header, org)
-	}
 	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("Content-Encoding", "snappy")
-		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+		return httpDo(t, method, url, org, "application/x-protobuf", body,
+			"Content-Encoding", "snappy", "X-Prometheus-Remote-Write-Version", "0.1.0")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return httpDo(t, method, url, org, "", body)
 }
 
 // writeBody is a remote write 1.0 request of one sample of
