@@ -79,7 +79,16 @@ type Scheduler struct {
 	untrack  int       // rows not remembered since the last flush into the metric
 	capHours []uint32  // hours whose cap was hit since the last log
 
+	noted sync.Pool // NoteRows's *[]notedRow, reused
+
 	m schedulerMetrics
+}
+
+// notedRow is a row NoteRows saw: its hour, its keyed hash and its put.
+type notedRow struct {
+	hour uint32
+	put  int32
+	hash uint64
 }
 
 // hourRows are the rows remembered for one hour: not their keys but a
@@ -190,40 +199,53 @@ func (s *Scheduler) pendingRows() float64 {
 // NoteRows remembers the rows of puts for compaction. It is the write
 // path's hook (ingest.RowNoter): per row a hash and one map lookup, and
 // an insert the first time a row is seen in its hour. It never blocks on
-// the store and keeps nothing of puts.
+// the store and keeps nothing of puts. The rows' hours and hashes are
+// computed before the lock is taken, so that writers hold it only for the
+// lookups.
 func (s *Scheduler) NoteRows(puts []store.Put) {
 	if len(puts) == 0 {
 		return
 	}
-	s.mu.Lock()
+	np, _ := s.noted.Get().(*[]notedRow)
+	if np == nil {
+		np = new([]notedRow)
+	}
+	noted := (*np)[:0]
 	for i := range puts {
 		key := puts[i].Row
 		hour, ok := s.c.opts.Layout.BaseTimeOf(key)
 		if !ok {
 			continue
 		}
+		noted = append(noted, notedRow{hour: hour, hash: maphash.Bytes(s.seed, key), put: int32(i)})
+	}
+	defer func() {
+		*np = noted[:0]
+		s.noted.Put(np)
+	}()
+	s.mu.Lock()
+	for _, n := range noted {
 		hr := s.last
-		if hr == nil || hr.hour != hour {
-			if hr = s.hourLocked(hour); hr == nil {
+		if hr == nil || hr.hour != n.hour {
+			if hr = s.hourLocked(n.hour); hr == nil {
 				s.untrack++
 				continue
 			}
 			s.last = hr
 		}
-		h := maphash.Bytes(s.seed, key)
-		if hr.rows.has(h) {
+		if hr.rows.has(n.hash) {
 			continue
 		}
 		if hr.rows.len() >= s.opts.MaxRowsPerHour {
 			s.untrack++
 			if !hr.full {
 				hr.full = true
-				s.capHours = append(s.capHours, hour)
+				s.capHours = append(s.capHours, n.hour)
 			}
 			continue
 		}
-		hr.rows.add(h)
-		if metric := s.c.opts.Layout.MetricOf(key); !hasKey(hr.metrics, metric) {
+		hr.rows.add(n.hash)
+		if metric := s.c.opts.Layout.MetricOf(puts[n.put].Row); !hasKey(hr.metrics, metric) {
 			hr.metrics[string(metric)] = struct{}{}
 		}
 		s.pending++

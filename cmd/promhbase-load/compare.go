@@ -53,6 +53,9 @@ type compareOptions struct {
 	// serverCPUs are the core counts each system runs at, in turn (its
 	// CPU affinity and GOMAXPROCS; see pinned); none: unpinned.
 	serverCPUs []int
+	// profileCPU, with profile, is how long a CPU profile of each run's
+	// writes lasts; 0: none.
+	profileCPU time.Duration
 	// profile, when set, is the directory where promhbase's mutex, block
 	// and CPU profiles of each run's writes go (needs --web.enable-pprof
 	// and the profile rates among extraFlags).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,7 +78,21 @@ func profileWrites(c compareOptions, sys string, cpus, series int, base string) 
 	if c.profile == "" || sys == "prometheus" || sys == "victoriametrics" {
 		return func() error { return nil }
 	}
+	var cpuDone chan error
+	if c.profileCPU > 0 {
+		// The CPU profile covers the first --profile.cpu-seconds of the
+		// writes; pprof's handler takes whole seconds.
+		cpuDone = make(chan error, 1)
+		path := filepath.Join(c.profile, fmt.Sprintf("%s-%dcpu-%dseries.cpu.pb.gz", sys, cpus, series))
+		secs := max(1, int(c.profileCPU.Round(time.Second)/time.Second))
+		go func() { cpuDone <- fetchTo(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), path) }()
+	}
 	return func() error {
+		if cpuDone != nil {
+			if err := <-cpuDone; err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+		}
 		for _, kind := range []string{"mutex", "block"} {
 			path := filepath.Join(c.profile, fmt.Sprintf("%s-%dcpu-%dseries.%s.pb.gz", sys, cpus, series, kind))
 			if err := fetchTo(base+"/debug/pprof/"+kind, path); err != nil {

@@ -91,6 +91,7 @@ func main() {
 	compareCmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints the project's pinned v1.151.0); for --systems=victoriametrics.").StringVar(&c.victoriaMetrics)
 	compareCmd.Flag("server.cpus", "Run each system pinned to this many cores (taskset on cores 0..N-1, GOMAXPROCS=N), the load generator on the others when the machine has more; repeatable: each system at each count in turn, side by side. Default: unpinned.").IntsVar(&c.serverCPUs)
 	compareCmd.Flag("profile", "Save promhbase's mutex and block profiles of each run's writes in this directory (add --promhbase.flag=--web.enable-pprof --promhbase.flag=--debug.mutex-profile-fraction=10 --promhbase.flag=--debug.block-profile-rate=10000).").StringVar(&c.profile)
+	compareCmd.Flag("profile.cpu-seconds", "With --profile, also save promhbase's CPU profile of this long from the start of each run's writes (whole seconds; the run waits for it).").DurationVar(&c.profileCPU)
 	compareCmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
 	compareCmd.Flag("protocol", "Remote write protocol: v1 or v2.").Default("v1").StringVar(&c.protocol)
 	compareCmd.Flag("histograms", "Send one integer native histogram (schema 3, 12 buckets) per series a round instead of a float sample.").BoolVar(&c.histograms)

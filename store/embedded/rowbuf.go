@@ -90,6 +90,9 @@ type rowBuffer struct {
 	// under other flags), so that their cell keys stay older than their
 	// runs.
 	marked map[string]bool
+
+	// recs are put's record buffers (*[]byte), reused.
+	recs sync.Pool
 }
 
 // rowBufferDir is the buffer's directory inside the store's.
@@ -119,6 +122,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 		sortKick: make(chan struct{}, 1), stopSort: make(chan struct{}), sorterDone: make(chan struct{}),
 	}
 	rb.cond = sync.NewCond(&rb.mu)
+	rb.recs.New = func() any { return new([]byte) }
 	rb.cache = po.Cache // referenced below once the buffer is open
 	for _, t := range tables {
 		rb.tables[t] = true
@@ -289,11 +293,27 @@ func checkColumn(family, qualifier []byte) error {
 // without a timestamp takes now), and returns the log position that makes
 // them durable. It waits while the buffer is twice its budget and a flush is
 // under way, and fails when flushes fail and the buffer is full.
+//
+// The log record is encoded before any lock is taken, and the cells go
+// into the buffer after rb.mu is released: only the record's copy into
+// the log is made under it. The buffer's own lock (m.mu) is taken before
+// rb.mu is released, so that puts enter the buffer in the order of their
+// records in the log (a replay gives what was read), and a flush, which
+// swaps the buffer out under rb.mu, takes m.mu before it reads it, after
+// the puts that reached it are in.
 func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, error) {
+	bp := rb.recs.Get().(*[]byte)
+	rec := appendPutRecord((*bp)[:0], table, puts, now)
+	defer func() {
+		if cap(rec) <= maxPooledRecord {
+			*bp = rec[:0]
+			rb.recs.Put(bp)
+		}
+	}()
 	rb.mu.Lock()
-	defer rb.mu.Unlock()
 	for {
 		if rb.closed {
+			rb.mu.Unlock()
 			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
 		}
 		// Writers wait for a flush under way when the buffer has grown to
@@ -303,36 +323,32 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 			break
 		}
 		if rb.flushErr != nil {
-			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, rb.flushErr)
+			err := rb.flushErr
+			rb.mu.Unlock()
+			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, err)
 		}
 		rb.signal()
 		rb.cond.Wait()
 	}
 	m := rb.activeFor(table)
-	start := rb.wal.begin()
-	w := rb.wal.pending
-	w = append(w, walOpPut)
-	w = appendBytes(w, []byte(table))
-	w = binary.AppendUvarint(w, uint64(len(puts)))
+	active := rb.activeBytes // replaced under rb.mu
 	m.mu.Lock()
+	pos := rb.wal.appendRecord(rec)
+	rb.mu.Unlock()
 	rowsBefore := len(m.rows)
 	for _, p := range puts {
-		w = appendBytes(w, p.Row)
-		w = binary.AppendUvarint(w, uint64(len(p.Cells)))
 		i := m.rowFor(p.Row)
 		for _, c := range p.Cells {
 			ts := c.Timestamp
 			if ts == 0 {
 				ts = now
 			}
-			w = appendBytes(w, c.Family)
-			w = appendBytes(w, c.Qualifier)
-			w = binary.LittleEndian.AppendUint64(w, ts)
-			w = appendBytes(w, c.Value)
 			m.addCell(i, c.Family, c.Qualifier, c.Value, ts)
 		}
 	}
-	if len(m.rows) > rowsBefore {
+	fresh := len(m.rows) > rowsBefore
+	m.mu.Unlock()
+	if fresh {
 		rb.lastFresh.Store(time.Now().UnixNano())
 		if !rb.sortArmed.Load() {
 			select {
@@ -341,13 +357,37 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 			}
 		}
 	}
-	m.mu.Unlock()
-	rb.wal.pending = w
-	pos := rb.wal.end(start)
-	if rb.size() >= rb.budget {
+	if active.Load() >= rb.budget {
 		rb.signal()
 	}
 	return pos, nil
+}
+
+// maxPooledRecord bounds the record buffers put keeps for reuse.
+const maxPooledRecord = 4 << 20
+
+// appendPutRecord appends the payload of the log's put record of puts
+// into table (see rowWAL) to dst; a cell without a timestamp takes now.
+func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []byte {
+	dst = append(dst, walOpPut)
+	dst = binary.AppendUvarint(dst, uint64(len(table)))
+	dst = append(dst, table...)
+	dst = binary.AppendUvarint(dst, uint64(len(puts)))
+	for _, p := range puts {
+		dst = appendBytes(dst, p.Row)
+		dst = binary.AppendUvarint(dst, uint64(len(p.Cells)))
+		for _, c := range p.Cells {
+			ts := c.Timestamp
+			if ts == 0 {
+				ts = now
+			}
+			dst = appendBytes(dst, c.Family)
+			dst = appendBytes(dst, c.Qualifier)
+			dst = binary.LittleEndian.AppendUint64(dst, ts)
+			dst = appendBytes(dst, c.Value)
+		}
+	}
+	return dst
 }
 
 // size returns the bytes of the active buffer (of every table: tenants'

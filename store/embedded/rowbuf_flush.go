@@ -63,6 +63,9 @@ func (rb *rowBuffer) flushTrim() error {
 func (rb *rowBuffer) flushLocked() error {
 	rb.mu.Lock()
 	if rb.flushing == nil {
+		// Each buffer's lock is taken before it is swapped out: a put
+		// that reached it under rb.mu holds it until its cells are in
+		// (see put), so nothing writes a buffer once it is flushing.
 		empty := true
 		for _, m := range rb.active {
 			m.mu.RLock()

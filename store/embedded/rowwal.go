@@ -194,6 +194,13 @@ func (w *rowWAL) end(start int) uint64 {
 	binary.LittleEndian.PutUint32(w.pending[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(w.pending[start+4:], recordCRC(w.seg, payload))
 	w.appended += uint64(len(w.pending) - start)
+	return w.endLocked()
+}
+
+// endLocked writes the pending records out when the log does not sync and
+// they have grown large, releases w.mu and returns the position that
+// covers every record appended.
+func (w *rowWAL) endLocked() uint64 {
 	pos := w.appended
 	// Without syncs nobody waits for the log: it is written out as it
 	// grows, not held until the next rotation.
@@ -207,6 +214,19 @@ func (w *rowWAL) end(start int) uint64 {
 	}
 	w.mu.Unlock()
 	return pos
+}
+
+// appendRecord appends a record of payload to the pending buffer and
+// returns the position that makes it durable. The caller holds the
+// buffer's lock (which orders records); w.mu is held only for the copy.
+func (w *rowWAL) appendRecord(payload []byte) uint64 {
+	w.mu.Lock()
+	start := len(w.pending)
+	w.pending = binary.LittleEndian.AppendUint32(w.pending, uint32(len(payload)))
+	w.pending = binary.LittleEndian.AppendUint32(w.pending, recordCRC(w.seg, payload))
+	w.pending = append(w.pending, payload...)
+	w.appended += uint64(len(w.pending) - start)
+	return w.endLocked()
 }
 
 // position returns the position that covers every record appended so far.
