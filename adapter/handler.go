@@ -116,6 +116,7 @@ type Handler struct {
 	samplesWritten                      prometheus.Counter
 	histogramsWritten, exemplarsWritten prometheus.Counter
 	samplesRejected                     *prometheus.CounterVec
+	samplesExpired                      prometheus.Counter
 	readSeries                          prometheus.Counter
 	readSamples                         prometheus.Counter
 }
@@ -164,6 +165,9 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, ingestion_rate, new_series_rate).",
 		}, []string{"reason"}),
+		samplesExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_samples_expired_total", Help: "Samples and native histograms older than --storage.retention.time when written: dropped, not stored (their request is answered as written), as the retention cycle would delete them.",
+		}),
 		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
 		}),
@@ -174,7 +178,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	for _, r := range ingest.RejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.readSeries, h.readSamples} {
+	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.samplesExpired, h.readSeries, h.readSamples} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}
@@ -532,12 +536,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
 	defer cancel()
 	res, err = h.w.Write(ctx, body, v2)
-	h.samplesWritten.Add(float64(res.Samples))
-	h.histogramsWritten.Add(float64(res.Histograms))
-	h.exemplarsWritten.Add(float64(res.Exemplars))
-	for reason, n := range res.Rejected {
-		h.samplesRejected.WithLabelValues(reason).Add(float64(n))
-	}
+	h.count(res)
 	if err != nil {
 		return err
 	}
@@ -547,6 +546,17 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// count adds what a write did to the metrics.
+func (h *Handler) count(res ingest.Result) {
+	h.samplesWritten.Add(float64(res.Samples))
+	h.histogramsWritten.Add(float64(res.Histograms))
+	h.exemplarsWritten.Add(float64(res.Exemplars))
+	h.samplesExpired.Add(float64(res.Expired))
+	for reason, n := range res.Rejected {
+		h.samplesRejected.WithLabelValues(reason).Add(float64(n))
+	}
 }
 
 // setWritten sets remote write 2.0's Written headers from res.

@@ -114,10 +114,7 @@ func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func(
 		ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
 		res, err := h.w.Write(ctx, data, false)
 		cancel()
-		h.samplesWritten.Add(float64(res.Samples))
-		for reason, k := range res.Rejected {
-			h.samplesRejected.WithLabelValues(reason).Add(float64(k))
-		}
+		h.count(res)
 		if err != nil {
 			return fmt.Errorf("after %d samples written: %w", written, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,10 @@ type Options struct {
 	Paths []string
 	// MinT and MaxT bound the samples imported (Unix ms, inclusive).
 	MinT, MaxT int64
+	// ExpireBefore, when positive (Unix ms), skips the samples before it
+	// and counts them in Stats.Expired: those the server's retention
+	// would drop.
+	ExpireBefore int64
 	// Matchers select the series (any set matching; none: all).
 	Matchers [][]*labels.Matcher
 	// BatchSamples bounds the samples of one request (default 50 000).
@@ -62,6 +67,7 @@ type Stats struct {
 	Series             int64 // series sent
 	Samples            int64 // float samples and histograms sent
 	SamplesTotal       int64 // the blocks' samples (meta.json), an upper bound with filters
+	Expired            int64 // samples skipped as before Options.ExpireBefore
 	BlocksSkipped      int   // blocks an earlier run sent whole
 	SeriesSkipped      int64 // series of the other blocks an earlier run sent
 	Resumed            bool
@@ -223,9 +229,16 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		it            chunkenc.Iterator
 		pending       bool
 		sent, skipped int64
+		expired       int64
 		p             = newPipeline(ctx, s, cmp.Or(opts.Concurrency, 4), acked)
 	)
-	defer func() { st.Series, st.SeriesSkipped = st.Series+sent, st.SeriesSkipped+skipped }()
+	expireBefore := opts.ExpireBefore
+	if expireBefore <= 0 {
+		expireBefore = math.MinInt64 // none
+	}
+	defer func() {
+		st.Series, st.SeriesSkipped, st.Expired = st.Series+sent, st.SeriesSkipped+skipped, st.Expired+expired
+	}()
 	flush := func(complete int64) error {
 		if !pending {
 			return nil
@@ -248,6 +261,10 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		ts := prompb.TimeSeries{Labels: lbls}
 		it = series.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if it.AtT() < expireBefore {
+				expired++
+				continue
+			}
 			switch vt {
 			case chunkenc.ValFloat:
 				t, v := it.At()

@@ -16,7 +16,7 @@ import (
 // Prometheus never fails a request for its exemplars.
 func (w *Writer) addExemplars(b *writeBatch, s *wire.Series, series series.Series, keyLen int) {
 	for _, e := range s.Exemplars {
-		if !validTime(e.T) {
+		if !validTime(e.T) || e.T < b.minT { // older than the retention: dropped as its samples are
 			continue
 		}
 		base := mapping.HourBase(e.T)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/arena"
@@ -68,6 +69,9 @@ type Writer struct {
 	family []byte    // the data table's column family, "t"
 	pool   sync.Pool // *writeBatch
 	noter  RowNoter  // nil: nobody is told
+
+	retention time.Duration    // 0: nothing expires at its write
+	now       func() time.Time // retention's clock
 
 	exTable string // "": exemplars are not kept
 	exSlots int    // exemplar slots per series and hour
@@ -147,6 +151,13 @@ type Options struct {
 	RowNoter RowNoter
 	// HA deduplicates HA Prometheus pairs; a nil Tracker turns it off.
 	HA HA
+	// Retention, when positive, drops the samples and histograms older
+	// than it at their write (counted in Result.Expired, the request
+	// answered as written), as VictoriaMetrics drops rows outside its
+	// retention: the retention cycle would delete them. Now is its clock
+	// (nil: time.Now).
+	Retention time.Duration
+	Now       func() time.Time
 }
 
 // New returns a Writer into st configured by opts.
@@ -154,6 +165,10 @@ func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(),
 		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
 	w.forgot, _ = opts.Indexer.(DayForgetter)
+	w.retention, w.now = opts.Retention, opts.Now
+	if w.now == nil {
+		w.now = time.Now
+	}
 	if opts.ExemplarTable != "" {
 		w.exTable, w.exSlots = opts.ExemplarTable, min(max(opts.ExemplarSlots, 1), mapping.MaxExemplarSlots)
 	}
@@ -174,6 +189,9 @@ type Result struct {
 	// Deduped counts the samples and histograms of a request dropped as
 	// coming from a replica of an HA pair that is not the elected one.
 	Deduped int
+	// Expired counts the samples and histograms dropped as older than
+	// the retention (Options.Retention).
+	Expired int
 }
 
 // RejectError is a partial write: the valid series were written, these
@@ -216,14 +234,18 @@ type writeBatch struct {
 	dropLabel []byte
 
 	samples, histograms int
-	hist                wire.Histogram
-	scratch             []byte
-	exPuts              []store.Put
-	exCells             []store.Cell
-	exSeen              map[string]struct{} // row ‖ slot of this request's exemplars
-	metas               []wire.Meta         // 1.0's metadata field
-	pendingMeta         []pendingMeta
-	index               []index.Entry // series and days not yet indexed
+	// minT is the oldest timestamp kept (Options.Retention); expired
+	// counts the samples and histograms older than it.
+	minT        int64
+	expired     int
+	hist        wire.Histogram
+	scratch     []byte
+	exPuts      []store.Put
+	exCells     []store.Cell
+	exSeen      map[string]struct{} // row ‖ slot of this request's exemplars
+	metas       []wire.Meta         // 1.0's metadata field
+	pendingMeta []pendingMeta
+	index       []index.Entry // series and days not yet indexed
 }
 
 func (b *writeBatch) reset() {
@@ -240,6 +262,7 @@ func (b *writeBatch) reset() {
 	clear(b.labelBuf)
 	b.labelBuf = b.labelBuf[:0]
 	b.samples, b.histograms = 0, 0
+	b.minT, b.expired = 0, 0
 	b.sketch = nil
 	b.exPuts = b.exPuts[:0]
 	b.exCells = b.exCells[:0]
@@ -289,6 +312,10 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	}()
 	if w.limits != nil {
 		b.sketch = w.limits.Sketch()
+	}
+	b.minT = math.MinInt64
+	if w.retention > 0 {
+		b.minT = w.now().Add(-w.retention).UnixMilli()
 	}
 	// Pass 1: series in the cache become Puts; the others are noted.
 	b.cache = w.mapper.CacheReader()
@@ -398,7 +425,7 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
 		}
 	}
-	res.Samples, res.Histograms = b.samples, b.histograms
+	res.Samples, res.Histograms, res.Expired = b.samples, b.histograms, b.expired
 	if len(b.exPuts) > 0 {
 		for i := range b.exPuts {
 			b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
@@ -596,6 +623,10 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 			badTS++
 			continue
 		}
+		if smp.T < b.minT {
+			b.expired++
+			continue
+		}
 		base := row(smp.T)
 		q, v := mapping.AppendSampleCell(b.arena.Alloc(mapping.SampleCellBytes), base, smp.T, smp.V)
 		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: q, Value: v})
@@ -619,6 +650,10 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 				firstBad = h.T
 			}
 			badTS++
+			continue
+		}
+		if h.T < b.minT {
+			b.expired++
 			continue
 		}
 		base := row(h.T)

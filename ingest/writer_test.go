@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
@@ -189,4 +191,60 @@ func TestLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetentionExpires: with Options.Retention, samples, histograms and
+// exemplars older than now minus it are dropped at their write and
+// counted in Result.Expired, the rest of the request written; the
+// boundary sample (exactly now minus the retention) is kept.
+func TestRetentionExpires(t *testing.T) {
+	now := time.UnixMilli(t0 + 10*3600_000)
+	cutoff := int64(t0 + 4*3600_000) // now − 6h
+	hist := func(ts int64) prompb.Histogram {
+		return prompb.FromIntHistogram(ts, &histogram.Histogram{Count: 1, ZeroCount: 1, ZeroThreshold: 0.001})
+	}
+	for _, tc := range []struct {
+		name      string
+		retention time.Duration
+		expired   int
+		stored    string
+	}{
+		{"off", 0, 0, "{__name__=\"m\", job=\"a\"} 1 2 3\n"},
+		{"6h", 6 * time.Hour, 2, "{__name__=\"m\", job=\"a\"} 2 3\n"},
+		{"1h", time.Hour, 4, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := teststack.New(t, teststack.Options{Exemplars: true, Ingest: func(o *ingest.Options) {
+				o.Retention, o.Now = tc.retention, func() time.Time { return now }
+			}})
+			ts := prompb.TimeSeries{Labels: teststack.Labels("m", "job", "a"), Samples: []prompb.Sample{
+				{Timestamp: cutoff - 1, Value: 1}, {Timestamp: cutoff, Value: 2}, {Timestamp: cutoff + 3600_000, Value: 3}},
+				Exemplars: []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "1"}}, Value: 1, Timestamp: cutoff - 1}}}
+			h := prompb.TimeSeries{Labels: teststack.Labels("h", "job", "a"), Histograms: []prompb.Histogram{hist(cutoff - 3600_000)}}
+			res := s.Write(ts, h)
+			if res.Expired != tc.expired {
+				t.Errorf("expired %d, want %d (result %+v)", res.Expired, tc.expired, res)
+			}
+			if got, want := res.Samples+res.Histograms+res.Expired, 4; got != want {
+				t.Errorf("written %d + %d and expired %d: %d in all, want %d", res.Samples, res.Histograms, res.Expired, got, want)
+			}
+			if got := floatsStored(s); got != tc.stored {
+				t.Errorf("stored:\n%swant\n%s", got, tc.stored)
+			}
+			if wantEx := tc.retention == 0; (res.Exemplars == 1) != wantEx {
+				t.Errorf("%d exemplars written, want the old one written only without retention", res.Exemplars)
+			}
+		})
+	}
+}
+
+// floatsStored is stored without the series that hold no float samples.
+func floatsStored(s *teststack.Stack) string {
+	var sb strings.Builder
+	for _, line := range strings.SplitAfter(stored(s), "\n") {
+		if strings.Contains(line, "} ") {
+			sb.WriteString(line)
+		}
+	}
+	return sb.String()
 }

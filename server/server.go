@@ -212,7 +212,8 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
-	wopts := ingest.Options{Table: cfg.Tables.Data, Limits: lim, Metadata: metadata.NewMetas(cfg.Mapper.UIDs(), st, 0)}
+	wopts := ingest.Options{Table: cfg.Tables.Data, Limits: lim, Metadata: metadata.NewMetas(cfg.Mapper.UIDs(), st, 0),
+		Retention: cfg.Retention.Time, Now: cfg.Retention.Now}
 	qopts := cfg.Query
 	qopts.DataTable, qopts.UIDTable = cfg.Tables.Data, cfg.Tables.UID
 	info := cfg.Web

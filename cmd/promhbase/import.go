@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -101,8 +105,18 @@ func (c *importCmd) run() error {
 			bar.finish()
 			fmt.Fprintf(os.Stderr, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
 		}}
+	// Samples older than the server's retention would be dropped there:
+	// they are not sent, and counted.
+	var expireBefore int64
+	retention, err := serverRetention(ctx, strings.TrimSuffix(c.url, "/"), c.tenant)
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "the server's retention is unknown (%v): samples older than it are sent, and the server drops them\n", err)
+	case retention > 0:
+		expireBefore = time.Now().Add(-retention).UnixMilli()
+	}
 	start := time.Now()
-	st, err := blockimport.Import(ctx, sender, blockimport.Options{Paths: c.paths, MinT: minT, MaxT: maxT, Matchers: sets,
+	st, err := blockimport.Import(ctx, sender, blockimport.Options{Paths: c.paths, MinT: minT, MaxT: maxT, ExpireBefore: expireBefore, Matchers: sets,
 		BatchSamples: c.batch, Concurrency: c.concurrency, ProgressFile: c.progressFile, Job: job,
 		Progress: func(s blockimport.Stats) { bar.update(int(s.Samples), int(s.SamplesTotal)) }})
 	bar.finish()
@@ -113,7 +127,51 @@ func (c *importCmd) run() error {
 	if err != nil {
 		return fmt.Errorf("%w (progress kept in %s: the same command goes on from there)", err, c.progressFile)
 	}
-	fmt.Printf("imported %d blocks: %d series (counted in each block), %d samples in %s%s; progress in %s\n", st.BlocksDone, st.Series, st.Samples,
-		time.Since(start).Round(time.Millisecond), resumed, c.progressFile)
+	expired := ""
+	if st.Expired > 0 {
+		expired = fmt.Sprintf(", %d samples older than the server's retention (%s) skipped", st.Expired, model.Duration(retention))
+	}
+	fmt.Printf("imported %d blocks: %d series (counted in each block), %d samples in %s%s%s; progress in %s\n", st.BlocksDone, st.Series, st.Samples,
+		time.Since(start).Round(time.Millisecond), expired, resumed, c.progressFile)
 	return nil
+}
+
+// serverRetention returns the retention time of the promhbase at base
+// (its /api/v1/status/runtimeinfo's storageRetention: "30d", "30d or N
+// bytes", or "unlimited", which is 0).
+func serverRetention(ctx context.Context, base, tenant string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/status/runtimeinfo", nil)
+	if err != nil {
+		return 0, err
+	}
+	if tenant != "" {
+		req.Header.Set("X-Scope-OrgID", tenant)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	var info struct {
+		Data struct {
+			StorageRetention string `json:"storageRetention"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return 0, fmt.Errorf("GET %s: %w", req.URL, err)
+	}
+	r, _, _ := strings.Cut(info.Data.StorageRetention, " or ")
+	if r == "" || r == "unlimited" || strings.HasSuffix(r, "bytes") {
+		return 0, nil
+	}
+	d, err := model.ParseDuration(r)
+	if err != nil {
+		return 0, fmt.Errorf("the server's retention %q: %w", info.Data.StorageRetention, err)
+	}
+	return time.Duration(d), nil
 }

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,6 +110,42 @@ func TestImportCommand(t *testing.T) {
 			t.Errorf("after compaction promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
 		}
 	})
+	t.Run("older than the retention", func(t *testing.T) {
+		// The blocks end two hours ago and span five: with a retention of
+		// 4h the first three hours (and a little) are skipped by the
+		// importer, counted, and the rest written.
+		srv, base := startServe(t, bin, append([]string{"--storage.retention.time=4h"}, testbackend.ServeFlags(t)...)...)
+		defer stopServe(t, srv)
+		before := time.Now()
+		out, err := imp(base, filepath.Join(t.TempDir(), "p.json")).CombinedOutput()
+		after := time.Now()
+		if err != nil {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		var sent, skipped int
+		m := regexp.MustCompile(`(\d+) samples in .*, (\d+) samples older than the server's retention \(4h\) skipped`).FindStringSubmatch(string(out))
+		if m == nil {
+			t.Fatalf("import's output names no samples skipped for the retention:\n%s", out)
+		}
+		sent, _ = strconv.Atoi(m[1])
+		skipped, _ = strconv.Atoi(m[2])
+		if sent+skipped != 9600 || skipped < 8*3*240 {
+			t.Errorf("%d samples sent and %d skipped, want 9600 in all, at least three hours of 8 series skipped", sent, skipped)
+		}
+		// The importer's cutoff is now − 4h at its start: what promhbase
+		// holds is the blocks from some time in that window on.
+		got := exported(t, base)
+		lo, hi := before.Add(-4*time.Hour-15*time.Second).UnixMilli(), after.Add(-4*time.Hour+15*time.Second).UnixMilli()
+		found := false
+		for c := lo; c <= hi && !found; c += 1000 {
+			if kept := want.since(c); kept.String() == got {
+				found = kept.count() == sent
+			}
+		}
+		if !found {
+			t.Errorf("promhbase holds\n%.1500s\nwant the blocks' samples from between %d and %d on, %d of them", got, lo, hi, sent)
+		}
+	})
 	t.Run("a truncated block", func(t *testing.T) {
 		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
 		defer stopServe(t, srv)
@@ -182,6 +220,29 @@ func (s seriesSamples) String() string {
 		fmt.Fprintf(&b, "%s %s\n", k, strings.Join(s[k], " "))
 	}
 	return b.String()
+}
+
+// since returns the samples at or after t (Unix ms).
+func (s seriesSamples) since(t int64) seriesSamples {
+	out := seriesSamples{}
+	for k, smps := range s {
+		for _, smp := range smps {
+			ts, _, _ := strings.Cut(smp, ":")
+			if n, _ := strconv.ParseInt(ts, 10, 64); n >= t {
+				out[k] = append(out[k], smp)
+			}
+		}
+	}
+	return out
+}
+
+// count returns the number of samples.
+func (s seriesSamples) count() int {
+	n := 0
+	for _, smps := range s {
+		n += len(smps)
+	}
+	return n
 }
 
 // blockSamples reads every sample of the blocks in dir.
