@@ -146,6 +146,52 @@ func TestImportCommand(t *testing.T) {
 			t.Errorf("promhbase holds\n%.1500s\nwant the blocks' samples from between %d and %d on, %d of them", got, lo, hi, sent)
 		}
 	})
+	t.Run("serve killed in the middle", func(t *testing.T) {
+		// An outage of the receiving side: serve SIGKILLed while requests
+		// are in flight, started again over the same store after a
+		// while. The import retries and goes on; every sample is there
+		// once (what serve acknowledged survived its kill).
+		addr, flags := testproc.FreeAddr(t), testbackend.ServeFlags(t)
+		start := func(name string) *testproc.Process {
+			cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr}, flags...)...)
+			srv := testproc.Start(t, name, cmd, filepath.Join(t.TempDir(), name+".log"), 0)
+			if err := srv.WaitReady(t.Context(), "http://"+addr+"/-/ready", time.Minute); err != nil {
+				t.Fatalf("%s not ready: %v\n%s", name, err, srv.Log())
+			}
+			return srv
+		}
+		srv := start("serve")
+		cmd := imp("http://"+addr, filepath.Join(t.TempDir(), "p.json"), "--batch-samples=10", "--concurrency=2")
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		time.Sleep(30 * time.Millisecond)
+		_ = srv.Cmd.Process.Kill()
+		_ = srv.Wait()
+		time.Sleep(300 * time.Millisecond)
+		srv = start("serve-again")
+		defer stopServe(t, srv)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("import across the outage: %v\n%s", err, out.String())
+			}
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("import still running two minutes after serve came back\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), "retrying in") {
+			t.Fatalf("the import met no outage (it ended before serve was killed?)\n%s", out.String())
+		}
+		t.Logf("%s", out.String())
+		if got := exported(t, "http://"+addr); got != want.String() {
+			t.Errorf("after the outage promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
+		}
+	})
 	t.Run("a truncated block", func(t *testing.T) {
 		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
 		defer stopServe(t, srv)
