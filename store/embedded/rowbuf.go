@@ -93,6 +93,9 @@ type rowBuffer struct {
 
 	// recs are put's record buffers (*[]byte), reused.
 	recs sync.Pool
+	// afterLog, when set (tests), runs in put between its record's
+	// append to the log and its cells' insert.
+	afterLog func()
 }
 
 // rowBufferDir is the buffer's directory inside the store's.
@@ -335,6 +338,9 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	m.mu.Lock()
 	pos := rb.wal.appendRecord(rec)
 	rb.mu.Unlock()
+	if rb.afterLog != nil {
+		rb.afterLog()
+	}
 	rowsBefore := len(m.rows)
 	for _, p := range puts {
 		i := m.rowFor(p.Row)
