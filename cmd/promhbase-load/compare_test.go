@@ -188,3 +188,28 @@ func TestPinned(t *testing.T) {
 		t.Error("more cores than the machine has: no error")
 	}
 }
+
+// TestCompareProfiles: with --profile, a run of promhbase saves its mutex
+// and block profiles, and with --profile.cpu-seconds its CPU profile of
+// the writes, each a gzipped profile named by system, cores and series.
+func TestCompareProfiles(t *testing.T) {
+	promhbase := testproc.BuildBinary(t, "../promhbase")
+	dir := t.TempDir()
+	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
+	c := compareOptions{promhbase: promhbase, protocol: "v1", dir: t.TempDir(), systems: []string{"promhbase"},
+		profile: dir, profileCPU: time.Second,
+		extraFlags: []string{"--web.enable-pprof", "--debug.mutex-profile-fraction=10", "--debug.block-profile-rate=10000"}}
+	if _, err := runCompare(o, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"mutex", "block", "cpu"} {
+		path := filepath.Join(dir, "promhbase-0cpu-600series."+kind+".pb.gz")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s profile: %v", kind, err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not gzip", path, len(b))
+		}
+	}
+}
