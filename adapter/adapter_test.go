@@ -305,10 +305,15 @@ func BenchmarkWriteHistograms(b *testing.B) {
 	benchWrite(b, v2Body(b, series...), ctV2, 2000, "histogram")
 }
 
-// benchWrite posts body again and again to a handler with the default
-// limits whose caches are warm and whose store discards the Puts, and
-// reports ns per sample (or histogram).
+// benchWrite posts body again and again to /api/v1/write of a handler
+// with the default limits whose caches are warm and whose store discards
+// the Puts, and reports ns per sample (or histogram).
 func benchWrite(b *testing.B, body []byte, ct string, n int, unit string, ha ...func(store.Store) ingest.HA) {
+	benchPost(b, "/api/v1/write", http.Header{"Content-Encoding": {"snappy"}, "Content-Type": {ct}}, body, n, unit, ha...)
+}
+
+// benchPost is benchWrite for any write endpoint (path) and headers.
+func benchPost(b *testing.B, path string, hdr http.Header, body []byte, n int, unit string, ha ...func(store.Store) ingest.HA) {
 	st := openEmbedded(b)
 	var haOpts []ingest.HA
 	for _, f := range ha {
@@ -321,29 +326,29 @@ func benchWrite(b *testing.B, body []byte, ct string, n int, unit string, ha ...
 		b.Fatal(err)
 	}
 	put := &swapPutter{st}
-	// Warm the caches through the real store once.
-	warm := newTestHandlerPut(b, st, put, lim, haOpts...)
-	if rec := postCT(warm, ct, body); rec.Code != 204 {
-		b.Fatalf("warm-up: %d %s", rec.Code, rec.Body)
-	}
-	np := &nopPutter{}
-	put.Putter = np
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", ct)
+	h := newTestHandlerPut(b, st, put, lim, haOpts...)
+	req := httptest.NewRequest(http.MethodPost, path, nil)
+	req.Header = hdr
 	rd := bytes.NewReader(body)
 	rec := &discardWriter{h: http.Header{}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	post := func() {
 		rd.Reset(body)
 		req.Body = io.NopCloser(rd)
 		req.ContentLength = int64(len(body))
 		rec.code = 0
-		warm.ServeHTTP(rec, req)
-		if rec.code != 204 {
+		h.ServeHTTP(rec, req)
+		if rec.code != http.StatusNoContent {
 			b.Fatalf("status %d", rec.code)
 		}
+	}
+	// Warm the caches through the real store once.
+	post()
+	np := &nopPutter{}
+	put.Putter = np
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		post()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/"+unit)
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), unit+"s/s")
