@@ -84,6 +84,9 @@ type Scheduler struct {
 	m schedulerMetrics
 }
 
+// maxPooledNotes bounds the scratch NoteRows keeps for reuse (in rows).
+const maxPooledNotes = 1 << 16
+
 // notedRow is a row NoteRows saw: its hour, its keyed hash and its put.
 type notedRow struct {
 	hour uint32
@@ -220,8 +223,10 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 		noted = append(noted, notedRow{hour: hour, hash: maphash.Bytes(s.seed, key), put: int32(i)})
 	}
 	defer func() {
-		*np = noted[:0]
-		s.noted.Put(np)
+		if cap(noted) <= maxPooledNotes { // a huge request's scratch goes
+			*np = noted[:0]
+			s.noted.Put(np)
+		}
 	}()
 	s.mu.Lock()
 	for _, n := range noted {

@@ -483,9 +483,25 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		w.addSamples(b, s, series)
 		return nil
 	}
+	// A new series' float samples older than the retention count as
+	// expired, not against its limits; one with nothing else is not even
+	// resolved (no UID for a series nothing of which is stored).
+	live := len(s.Samples)
+	if b.minT != math.MinInt64 {
+		live = 0
+		for _, p := range s.Samples {
+			if p.T >= b.minT {
+				live++
+			}
+		}
+		if live == 0 && len(s.Hists) == 0 && !w.keepsExemplar(b, s) {
+			b.expired += len(s.Samples)
+			return nil
+		}
+	}
 	// A copy: s.Key may live in a buffer reused by the next series; the
 	// request's arena keeps it as long as the request needs it.
-	m := missedSeries{ordinal: ordinal, key: b.arena.Copy(s.Key), samples: len(s.Samples) + len(s.Hists)}
+	m := missedSeries{ordinal: ordinal, key: b.arena.Copy(s.Key), samples: live + len(s.Hists)}
 	lbls, err := b.labelsOf.KeyLabels(m.key, s.Names())
 	if err != nil {
 		return err
@@ -580,6 +596,21 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 		}
 	}
 	return nil
+}
+
+// keepsExemplar reports whether any of s's exemplars would be stored as
+// far as its time goes: an exemplar table is kept and it is not older
+// than the retention.
+func (w *Writer) keepsExemplar(b *writeBatch, s *wire.Series) bool {
+	if w.exTable == "" {
+		return false
+	}
+	for _, e := range s.Exemplars {
+		if e.T >= b.minT {
+			return true
+		}
+	}
+	return false
 }
 
 // validTime reports whether a timestamp (Unix ms) fits a row key: 0 ..

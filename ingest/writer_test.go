@@ -238,6 +238,26 @@ func TestRetentionExpires(t *testing.T) {
 	}
 }
 
+// TestRetentionExpiresNewSeries: a new series all of whose samples are
+// older than the retention is not resolved (no UID is assigned for its
+// name) and counts as expired.
+func TestRetentionExpiresNewSeries(t *testing.T) {
+	now := time.UnixMilli(t0 + 10*3600_000)
+	s := teststack.New(t, teststack.Options{Ingest: func(o *ingest.Options) {
+		o.Retention, o.Now = time.Hour, func() time.Time { return now }
+	}})
+	gone := at(1, "gone_entirely", "job", "a") // t0+1ms: ten hours old
+	res := s.Write(gone)
+	if res.Expired != 1 || res.Samples != 0 || len(res.Rejected) != 0 {
+		t.Errorf("result %+v, want 1 expired, nothing written or rejected", res)
+	}
+	for _, k := range s.Keys(s.Tables.UID) {
+		if strings.Contains(string(k), "gone_entirely") {
+			t.Errorf("a UID row %q for a series nothing of which was stored", k)
+		}
+	}
+}
+
 // floatsStored is stored without the series that hold no float samples.
 func floatsStored(s *teststack.Stack) string {
 	var sb strings.Builder

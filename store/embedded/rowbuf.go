@@ -64,8 +64,10 @@ type rowBuffer struct {
 	closed      bool
 
 	flushMu sync.Mutex
-	kick    chan struct{}
-	stopped chan struct{}
+	kick    chan struct{} // never closed (see flusher)
+	// stopFlush is closed by close: the flusher returns.
+	stopFlush chan struct{}
+	stopped   chan struct{}
 
 	// The sorter (see sorter) orders the active buffers' new rows ahead
 	// of the reads that need them: sortKick wakes it, stopSort ends it,
@@ -121,7 +123,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	rb := &rowBuffer{
 		dir: dir, db: db, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
 		seed: maphash.MakeSeed(), tables: map[string]bool{}, codecs: codecs,
-		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+		kick: make(chan struct{}, 1), stopFlush: make(chan struct{}), stopped: make(chan struct{}),
 		sortKick: make(chan struct{}, 1), stopSort: make(chan struct{}), sorterDone: make(chan struct{}),
 	}
 	rb.cond = sync.NewCond(&rb.mu)
@@ -528,7 +530,7 @@ func (rb *rowBuffer) close() error {
 	rb.closed = true
 	rb.cond.Broadcast()
 	rb.mu.Unlock()
-	close(rb.kick)
+	close(rb.stopFlush)
 	<-rb.stopped
 	if err == nil {
 		err = rb.wal.trim()

@@ -21,11 +21,18 @@ import (
 // when a put finds the buffer at its budget (signal), CompactAll and close
 // run one at once.
 
-// flusher runs a flush each time it is kicked, until kick is closed or the
-// buffer is closed; stopped is closed when it returns.
+// flusher runs a flush each time it is kicked, until stopFlush is closed
+// or the buffer is closed; stopped is closed when it returns. kick itself
+// is never closed: a put signals after it let go of rb.mu, and may do so
+// after close.
 func (rb *rowBuffer) flusher() {
 	defer close(rb.stopped)
-	for range rb.kick {
+	for {
+		select {
+		case <-rb.stopFlush:
+			return
+		case <-rb.kick:
+		}
 		rb.mu.Lock()
 		closed := rb.closed
 		rb.mu.Unlock()

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -249,7 +250,7 @@ func crash(t *testing.T, s *Store) {
 	s.rb.mu.Lock()
 	s.rb.closed = true
 	s.rb.mu.Unlock()
-	close(s.rb.kick)
+	close(s.rb.stopFlush)
 	<-s.rb.stopped
 	if err := s.rb.wal.close(); err != nil {
 		t.Fatal(err)
@@ -527,5 +528,35 @@ func TestRowBufferConcurrentPutsReplay(t *testing.T) {
 	}
 	if n := strings.Count(want, "\n"); n != rows {
 		t.Errorf("%d rows before the crash, want %d", n, rows)
+	}
+}
+
+// TestRowBufferPutsAcrossClose: puts still putting their cells in when
+// the store closes (past the buffer's budget: each wakes the flusher after
+// it let go of the buffer's lock) neither crash nor hang; the ones that
+// come after the close fail as unavailable.
+func TestRowBufferPutsAcrossClose(t *testing.T) {
+	for round := range 5 {
+		s := mustOpen(t, t.TempDir(), Options{Tables: []string{"d"}, BufferTables: []string{"d"}, BufferBytes: 4096})
+		s.rb.afterLog = func() { time.Sleep(time.Millisecond) }
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					p := store.Put{Row: []byte{0, byte(w), byte(i)}, Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{1}, Value: make([]byte, 8<<10)}}}
+					if err := s.PutDeferred(t.Context(), "d", []store.Put{p}); err != nil {
+						if !errors.Is(err, store.ErrUnavailable) {
+							t.Errorf("round %d: put after close: %v, want unavailable", round, err)
+						}
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
 	}
 }
