@@ -35,9 +35,15 @@ func (rb *rowBuffer) flusher() {
 		}
 		rb.mu.Lock()
 		closed := rb.closed
+		// A put that saw the buffer at its budget may wake it after
+		// another flush swapped that buffer out: a young one waits.
+		due := rb.flushing != nil || rb.flushErr != nil || rb.size() >= rb.budget
 		rb.mu.Unlock()
 		if closed {
 			return
+		}
+		if !due {
+			continue
 		}
 		rb.flushMu.Lock()
 		if err := rb.flushLocked(); err != nil {
