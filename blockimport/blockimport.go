@@ -120,7 +120,8 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(opts.Matchers) == 0 {
+	everySeries := len(opts.Matchers) == 0
+	if everySeries {
 		opts.Matchers = [][]*labels.Matcher{{labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+")}}
 	}
 	var st Stats
@@ -177,6 +178,18 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 		if done < 0 {
 			st.BlocksDone++
 			st.BlocksSkipped++
+			continue
+		}
+		// A block selected whole and older than ExpireBefore (its MaxTime
+		// is exclusive) is counted from its meta.json, not read.
+		m := b.Meta()
+		if done == 0 && everySeries && opts.ExpireBefore > 0 && m.MaxTime <= opts.ExpireBefore && opts.MinT <= m.MinTime && opts.MaxT >= m.MaxTime-1 {
+			st.Expired += int64(m.Stats.NumSamples)
+			prog.Blocks[id] = -1
+			st.BlocksDone++
+			if err := save(); err != nil {
+				return st, err
+			}
 			continue
 		}
 		err := importBlock(ctx, s, b, opts, done, &st, func(n, samples int64) error {

@@ -118,7 +118,7 @@ func (c *importCmd) run() error {
 	start := time.Now()
 	st, err := blockimport.Import(ctx, sender, blockimport.Options{Paths: c.paths, MinT: minT, MaxT: maxT, ExpireBefore: expireBefore, Matchers: sets,
 		BatchSamples: c.batch, Concurrency: c.concurrency, ProgressFile: c.progressFile, Job: job,
-		Progress: func(s blockimport.Stats) { bar.update(int(s.Samples), int(s.SamplesTotal)) }})
+		Progress: func(s blockimport.Stats) { bar.update(int(s.Samples+s.Expired), int(s.SamplesTotal)) }})
 	bar.finish()
 	resumed := ""
 	if st.Resumed {
