@@ -38,6 +38,8 @@ import (
 //	                                   from which every write went through the index;
 //	                                   qualifier "series-since": the same for the
 //	                                   'S' rows (which came later)
+//	row 'X' ‖ ms ‖ writer ‖ seq          the results cache's log of changes of old
+//	                                   data (package cachelog; HBase only)
 //
 // A cell is written once per process and key (bounded caches remember
 // what was written; an 'S' cell once per series and day, as the series'

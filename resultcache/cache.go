@@ -19,9 +19,11 @@
 //     changed (a write older than Offset, a deletion, retention, a rollup
 //     hour built again): every kept step t with mint ≤ t ≤ maxt + window is
 //     dropped, at once and from the answers of queries running meanwhile.
-//   - A kept extent is served for at most MaxAge after its oldest steps
-//     were evaluated: the bound on what this process cannot be told of
-//     (writes through another promhbase replica, or by OpenTSDB).
+//   - A kept extent is served for at most MaxAge (when set) after its
+//     oldest steps were evaluated: the bound on what this process cannot
+//     be told of (writes through another promhbase replica, or by
+//     OpenTSDB). A process that is the only writer of its store (the
+//     embedded store, locked by the process that opened it) needs none.
 //   - Reset(tenant) drops a tenant's answers (its limits changed).
 //
 // Memory is bounded by MaxBytes, least recently used first.
@@ -45,7 +47,8 @@ type Options struct {
 	MaxBytes int64
 	// Offset: steps later than now − Offset are never kept.
 	Offset time.Duration
-	// MaxAge bounds how long a kept step is served (0: Offset).
+	// MaxAge bounds how long a kept step is served; 0: no bound (every
+	// change of the data is told to the cache).
 	MaxAge time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -118,9 +121,6 @@ type metrics struct {
 
 // New returns a cache; its metrics go to opts.Registerer.
 func New(opts Options) *Cache {
-	if opts.MaxAge <= 0 {
-		opts.MaxAge = opts.Offset
-	}
 	c := &Cache{opts: opts, now: opts.Now, entries: map[key]*entry{}}
 	if c.now == nil {
 		c.now = time.Now
@@ -277,7 +277,7 @@ func (c *Cache) lookup(k key) (*entry, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[k]
-	if e != nil && c.now().Sub(e.born) > c.opts.MaxAge {
+	if e != nil && c.opts.MaxAge > 0 && c.now().Sub(e.born) > c.opts.MaxAge {
 		c.remove(e)
 		e = nil
 	}

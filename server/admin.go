@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/cachelog"
 	"github.com/promhbase/promhbase/deletion"
-	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -17,10 +17,9 @@ import (
 // deleted data's space back on a store that can do it on request, and
 // snapshots of its tables.
 type admin struct {
-	del    *deletion.Deleter
-	st     store.Store
-	cache  *resultcache.Cache // told of what was deleted
-	tenant string
+	del   *deletion.Deleter
+	st    store.Store
+	cache *cacheTeller // told of what was deleted; nil: no cache
 	// tables are every table the server uses, snapshotted together.
 	tables []string
 }
@@ -51,7 +50,9 @@ func snapshotTables(t Tables, rollups []string) []string {
 func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) error {
 	_, err := a.del.Delete(ctx, ms, mint, maxt)
 	// Also after a failure: some of the range may be gone.
-	a.cache.Invalidate(a.tenant, mint, maxt)
+	if a.cache != nil {
+		a.cache.changed(cachelog.Samples, mint, maxt)
+	}
 	return err
 }
 

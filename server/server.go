@@ -159,6 +159,9 @@ type Config struct {
 	// resultcache), shared by every tenant; the server tells it of the
 	// old data it changes.
 	ResultsCache *resultcache.Cache
+	// ResultsCacheLog shares the results cache's invalidations with the
+	// other processes that write to the same tables (package cachelog).
+	ResultsCacheLog ResultsCacheLogConfig
 	// Registerer takes the server's metrics; nil: none are registered.
 	Registerer prometheus.Registerer
 	// SharedRegisterer takes the metrics that carry a tenant label of
@@ -185,6 +188,7 @@ type Server struct {
 	builder     *rollup.Builder   // the rollups' builder
 	cache       *resultcache.Cache
 	cacheTenant string
+	cacheTeller *cacheTeller // nil: the cache is off
 	logger      *slog.Logger
 	// writer and api are the ruler's (RulerTenant).
 	writer *ingest.Writer
@@ -259,12 +263,12 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		}
 		wopts.RowNoter = s.sched
 	}
+	s.wireResultsCache(ctx, st, cfg, &wopts, reg, logger.With("component", "results-cache"))
 	if cfg.Rollup.Enabled {
 		if err := s.openRollups(ctx, st, cfg, &qopts, &wopts, reg, logger); err != nil {
 			return nil, err
 		}
 	}
-	s.wireResultsCache(cfg, &wopts)
 	var haPage http.Handler
 	if cfg.HA.Enabled {
 		if err := checkTable(ctx, st, cfg.Tables.HA, hatracker.Family, "or turn --ha-tracker.enable off"); err != nil {
@@ -321,7 +325,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		r := cfg.Retention
 		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
 			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-			Registerer: reg, Logger: logger.With("component", "retention"), Now: r.Now, Deleted: cacheDeleted(cfg.ResultsCache, cfg.Tenant)}
+			Registerer: reg, Logger: logger.With("component", "retention"), Now: r.Now, Deleted: s.cacheDeleted()}
 		if ixw != nil {
 			ropts.IndexWriter = ixw
 		}
@@ -343,7 +347,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 			rollupTables = append(rollupTables, iv.Table)
 		}
 	}
-	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: cfg.ResultsCache, tenant: cfg.Tenant,
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: s.cacheTeller,
 		tables: snapshotTables(cfg.Tables, rollupTables)}
 	popts.ResultsCache, popts.Tenant = cfg.ResultsCache, cfg.Tenant
 	if ixw != nil && popts.Cardinality == nil {
@@ -451,6 +455,9 @@ func (s *Server) Run(ctx context.Context) {
 	if s.rollups != nil {
 		wg.Go(func() { s.rollups.Run(ctx) })
 	}
+	if t := s.cacheTeller; t != nil && t.log != nil {
+		wg.Go(func() { t.run(ctx) })
+	}
 	wg.Go(func() { s.watchUIDs(ctx) })
 	wg.Wait()
 }
@@ -508,7 +515,7 @@ func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qo
 	}
 	s.builder = b
 	s.rollups = rollup.NewScheduler(b, st, rollup.SchedulerOptions{Grace: cfg.Rollup.Grace, CheckInterval: cfg.Rollup.CheckInterval,
-		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup"), Built: cacheBuilt(cfg.ResultsCache, cfg.Tenant)})
+		Now: cfg.Rollup.Now, Registerer: reg, Logger: logger.With("component", "rollup"), Built: s.cacheBuilt()})
 	qopts.Rollups = rc
 	addNoter(wopts, rollupNoter{s: s.rollups, l: cfg.Layout})
 	return nil

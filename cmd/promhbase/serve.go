@@ -119,9 +119,9 @@ type rulerLimitFlags struct {
 
 // resultsCacheFlags are the --query.results-cache.* flags of serve.
 type resultsCacheFlags struct {
-	maxBytes       units.Base2Bytes
-	offset, maxAge time.Duration
-	dataClock      bool
+	maxBytes                     units.Base2Bytes
+	offset, maxAge, pollInterval time.Duration
+	dataClock                    bool
 }
 
 // rollupFlags are the --rollup.* flags of serve and --query.auto-downsampling.
@@ -179,7 +179,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
 	cmd.Flag("query.results-cache.max-bytes", "Memory for the answers of range queries kept for refreshes: a refresh of a query_range with its range moved forward evaluates only the steps not kept (the oldest kept answers go first when full); shared by every tenant; 0 turns the cache off. nocache=1 on a request bypasses it. See docs/query-engine.md.").Default("256MiB").BytesVar(&serveOpts.resultsCache.maxBytes)
 	cmd.Flag("query.results-cache.offset", "Steps later than now minus this are never kept: the newest samples may still arrive (scrapes, slow senders, an HA failover; at least --ha-tracker.failover-timeout when the HA tracker is on). Older samples written later drop the kept steps that read them.").Default("5m").DurationVar(&serveOpts.resultsCache.offset)
-	cmd.Flag("query.results-cache.max-age", "How long a kept step is served before it is evaluated again: the longest that samples written or deleted through another promhbase process (a replica behind the same load balancer, `promhbase rollup`) or by OpenTSDB stay unseen; 0: --query.results-cache.offset.").Default("0s").DurationVar(&serveOpts.resultsCache.maxAge)
+	cmd.Flag("query.results-cache.max-age", "How long a kept step is served before it is evaluated again: the longest that samples written or deleted through another promhbase process (a replica behind the same load balancer, `promhbase rollup`) or by OpenTSDB stay unseen. 0: no bound on the embedded store (only the serve that opened it writes to it, and it tells the cache of every change), 1h on HBase, where replicas tell each other through the store within --query.results-cache.log-poll-interval and this bounds only the changes made around serve (OpenTSDB's TSDs, the delete and rules backfill commands, a snapshot restored).").Default("0s").DurationVar(&serveOpts.resultsCache.maxAge)
+	cmd.Flag("query.results-cache.log-poll-interval", "HBase: how often the changes of old data other replicas made (old writes, deletions, rollup hours built) are read from the results cache's log in the series index table, and their kept steps dropped: the longest a replica serves steps another replica changed. Each replica appends its own changes before it acknowledges them.").Default("5s").DurationVar(&serveOpts.resultsCache.pollInterval)
 	cmd.Flag("query.results-cache.data-clock", "The results cache's now is the newest sample written through this process, not the wall clock: for replays of old data (make bench-refresh).").Hidden().BoolVar(&serveOpts.resultsCache.dataClock)
 	cmd.Flag("query.engine", "The PromQL evaluator of /api/v1/query and query_range: promhbase (its own, on every core, for selectors, range functions, aggregations, classic histogram_quantile and simple binary operations, with Prometheus's engine for every other expression) or prometheus (Prometheus's engine for every query). Both give Prometheus's answers; see docs/query-engine.md.").Default(promapi.EnginePromhbase).EnumVar(&serveOpts.queryEngine, promapi.EnginePromhbase, promapi.EnginePrometheus)
 	cmd.Flag("query.scan-concurrency", "Scans (metrics × salt buckets) one query runs at once.").Default("4").IntVar(&serveOpts.scanConc)
@@ -311,6 +312,12 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if serveOpts.ha.enabled && rc.maxBytes > 0 && rc.offset < serveOpts.ha.failover {
 		return fmt.Errorf("--query.results-cache.offset=%s is shorter than --ha-tracker.failover-timeout=%s: the samples of a replica elected after a failover would land in kept steps", rc.offset, serveOpts.ha.failover)
 	}
+	if rc.pollInterval <= 0 {
+		return fmt.Errorf("--query.results-cache.log-poll-interval=%s: must be positive", rc.pollInterval)
+	}
+	if rc.maxAge == 0 && cfg.backend == "hbase" {
+		rc.maxAge = time.Hour // what the log does not carry: TSDs, CLI jobs
+	}
 	resultsCache := resultcache.New(resultcache.Options{MaxBytes: int64(rc.maxBytes), Offset: rc.offset, MaxAge: rc.maxAge, DataClock: rc.dataClock, Registerer: reg})
 	srvCfg := server.Config{
 		Layout: cfg.layout,
@@ -341,11 +348,12 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
 			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features),
 			Engine: serveOpts.queryEngine},
-		Web:          web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
-		Pprof:        serveOpts.enablePprof,
-		ResultsCache: resultsCache,
-		Registerer:   reg,
-		Logger:       logger,
+		Web:             web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
+		Pprof:           serveOpts.enablePprof,
+		ResultsCache:    resultsCache,
+		ResultsCacheLog: server.ResultsCacheLogConfig{Enabled: cfg.backend == "hbase", PollInterval: rc.pollInterval},
+		Registerer:      reg,
+		Logger:          logger,
 	}
 	if serveOpts.readTimeout <= 0 {
 		// It also resets, between requests on one connection, the write

@@ -65,6 +65,9 @@ type Options struct {
 	// ResultsCache, when set, keeps the answers of range queries
 	// (server.Config.ResultsCache).
 	ResultsCache *resultcache.Cache
+	// ResultsCacheLog shares the cache's invalidations through the store
+	// (server.Config.ResultsCacheLog).
+	ResultsCacheLog server.ResultsCacheLogConfig
 	// Retention, when set, configures the retention cycles.
 	Retention *server.RetentionConfig
 	// Engine is the PromQL evaluator (promapi.Options.Engine); empty:
@@ -217,8 +220,8 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 		Query: qopts, Adapter: opts.Adapter,
 		EnableAdmin:  opts.EnableAdmin,
 		API:          promapi.Options{Version: "test", Engine: opts.Engine},
-		ResultsCache: opts.ResultsCache,
-		Registerer:   reg, Logger: opts.Logger,
+		ResultsCache: opts.ResultsCache, ResultsCacheLog: opts.ResultsCacheLog,
+		Registerer: reg, Logger: opts.Logger,
 	}
 	if opts.Retention != nil {
 		cfg.Retention = *opts.Retention
