@@ -271,8 +271,10 @@ func (c *Cache) remove(e *entry) {
 	c.bytes -= e.bytes
 }
 
-// lookup returns the kept answer of k, if it is still young enough, and
-// the invalidation count a query evaluated from now on starts from.
+// lookup returns a copy of the kept answer of k, if it is still young
+// enough, and the invalidation count a query evaluated from now on starts
+// from. A copy: an invalidation trims the kept entry in place meanwhile
+// (the points themselves are never written).
 func (c *Cache) lookup(k key) (*entry, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,10 +283,13 @@ func (c *Cache) lookup(k key) (*entry, uint64) {
 		c.remove(e)
 		e = nil
 	}
-	if e != nil {
-		c.lru.MoveToFront(e.elem)
+	if e == nil {
+		return nil, c.seq
 	}
-	return e, c.seq
+	c.lru.MoveToFront(e.elem)
+	cp := *e
+	cp.elem = nil
+	return &cp, c.seq
 }
 
 // store keeps ne for its key, replacing what was kept, after applying the
