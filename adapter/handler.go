@@ -207,6 +207,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	h.mux.HandleFunc("/-/ready", h.instrument("ready", h.serveReady))
 	h.mux.HandleFunc("/api/v1/import", h.instrument("import", h.serveImport))
 	h.mux.HandleFunc("/api/v1/import/prometheus", h.instrument("import_prometheus", h.serveImportText))
+	h.mux.HandleFunc("/api/v1/import/chunks", h.instrument("import_chunks", h.serveImportChunks))
 	h.mux.HandleFunc("/api/v1/export", h.instrument("export", h.serveExport))
 	h.mux.HandleFunc("/health", h.instrument("health", h.serveHealth))
 	if gatherer != nil {

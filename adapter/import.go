@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -23,6 +24,9 @@ import (
 //
 //	POST /api/v1/import             JSON lines (migrate.ParseJSONLines)
 //	POST /api/v1/import/prometheus  text exposition, timestamps optional
+//	POST /api/v1/import/chunks      Prometheus's TSDB chunks as remote read
+//	                                streams them (migrate.ParseChunks):
+//	                                promhbase import's format, snappy
 //	GET|POST /api/v1/export         JSON lines of the series match[] selects
 //
 // An import body, gzip-compressed or not, is parsed whole before any of it
@@ -53,6 +57,24 @@ func (h *Handler) readImport(r *http.Request) ([]byte, error) {
 	body := io.Reader(r.Body)
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
+	case "snappy":
+		// Remote write's block format: bounded before it is decoded.
+		comp, err := readLimited(r.Body, nil, int64(h.opts.MaxRequestBytes))
+		if err != nil {
+			return nil, fmt.Errorf("import body (at most %d bytes compressed: --web.max-request-bytes): %w", h.opts.MaxRequestBytes, err)
+		}
+		n, err := snappy.DecodedLen(comp)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
+		}
+		if int64(n) > limit {
+			return nil, fmt.Errorf("%w: snappy body of %d bytes decoded, at most %d (%d × --web.max-request-bytes)", errBadRequest, n, limit, importExpansion)
+		}
+		b, err := snappy.Decode(nil, comp)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
+		}
+		return b, nil
 	case "gzip":
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
@@ -61,7 +83,7 @@ func (h *Handler) readImport(r *http.Request) ([]byte, error) {
 		defer zr.Close()
 		body = zr
 	default:
-		return nil, fmt.Errorf("%w: content encoding %q, want gzip or none", errUnsupportedMedia, enc)
+		return nil, fmt.Errorf("%w: content encoding %q, want gzip, snappy or none", errUnsupportedMedia, enc)
 	}
 	// The body's buffer starts at its announced length (gzip: four
 	// times it, what JSON lines of samples inflate to), within the
@@ -84,23 +106,70 @@ func (h *Handler) serveImport(w http.ResponseWriter, r *http.Request) error {
 	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) { return migrate.ParseJSONLines(nil, body) })
 }
 
+// importMaxChunkSamples bounds the samples the chunks of one
+// /api/v1/import/chunks request hold (promhbase import sends 50 000).
+const importMaxChunkSamples = 4_000_000
+
+// serveImportChunks decodes the chunks straight into remote-write
+// requests (no series in between) and writes them as importWith does.
+func (h *Handler) serveImportChunks(w http.ResponseWriter, r *http.Request) error {
+	body, free, err := h.importBody(w, r)
+	if err != nil {
+		return err
+	}
+	defer free()
+	reqs, _, err := migrate.ChunksToWriteRequests(body, importMaxChunkSamples, importBatchSamples)
+	if err != nil {
+		return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
+	}
+	written := 0
+	for _, data := range reqs {
+		if err := h.writeImport(r, data, &written); err != nil {
+			return err
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// writeImport writes one remote-write request body of an import, adding
+// its samples to written.
+func (h *Handler) writeImport(r *http.Request, data []byte, written *int) error {
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	res, err := h.w.Write(ctx, data, false)
+	cancel()
+	h.count(res)
+	if err != nil {
+		return fmt.Errorf("after %d samples written: %w", *written, err)
+	}
+	*written += res.Samples
+	return nil
+}
+
 func (h *Handler) serveImportText(w http.ResponseWriter, r *http.Request) error {
 	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) {
 		return migrate.ParseText(nil, body, time.Now().UnixMilli())
 	})
 }
 
-// importWith parses an import request's body with parse and writes it.
-func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func([]byte) ([]prompb.TimeSeries, error)) error {
-	// The body arrives before the request takes a slot, within
-	// BodyTimeout, as a remote write's.
+// importBody reads an import request's body, then takes a slot (free
+// gives it back): the body arrives before the request takes a slot,
+// within BodyTimeout, as a remote write's.
+func (h *Handler) importBody(w http.ResponseWriter, r *http.Request) (body []byte, free func(), err error) {
 	setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
-	body, err := h.readImport(r)
-	if err != nil {
-		return err
+	if body, err = h.readImport(r); err != nil {
+		return nil, nil, err
 	}
 	setDeadline(w, time.Time{}, false)
-	free, err := h.acquire(r.Context())
+	if free, err = h.acquire(r.Context()); err != nil {
+		return nil, nil, err
+	}
+	return body, free, nil
+}
+
+// importWith parses an import request's body with parse and writes it.
+func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func([]byte) ([]prompb.TimeSeries, error)) error {
+	body, free, err := h.importBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -121,14 +190,9 @@ func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func(
 		if err != nil {
 			return fmt.Errorf("encode import batch: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
-		res, err := h.w.Write(ctx, data, false)
-		cancel()
-		h.count(res)
-		if err != nil {
-			return fmt.Errorf("after %d samples written: %w", written, err)
+		if err := h.writeImport(r, data, &written); err != nil {
+			return err
 		}
-		written += res.Samples
 		series = series[n:]
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -192,7 +192,17 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 			}
 			continue
 		}
-		err := importBlock(ctx, s, b, opts, done, &st, func(n, samples int64) error {
+		read := func(ctx context.Context, b *tsdb.Block, opts Options, skip int64, st *Stats, acked func(n, samples int64) error) error {
+			return importBlock(ctx, s, b, opts, skip, st, acked)
+		}
+		// A block with deletions has its chunks encoded again where they
+		// cut one (see importBlockChunks): its samples go one by one.
+		if cs, ok := s.(ChunkSender); ok && b.Meta().Stats.NumTombstones == 0 {
+			read = func(ctx context.Context, b *tsdb.Block, opts Options, skip int64, st *Stats, acked func(n, samples int64) error) error {
+				return importBlockChunks(ctx, cs, b, opts, skip, st, acked)
+			}
+		}
+		err := read(ctx, b, opts, done, &st, func(n, samples int64) error {
 			prog.Blocks[id] = n
 			st.Samples += samples
 			if opts.Progress != nil {
@@ -213,6 +223,21 @@ func Import(ctx context.Context, s Sender, opts Options) (Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// appendAt appends the sample of type vt where it stands to ts.
+func appendAt(ts *prompb.TimeSeries, it chunkenc.Iterator, vt chunkenc.ValueType) {
+	switch vt {
+	case chunkenc.ValFloat:
+		t, v := it.At()
+		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
+	case chunkenc.ValHistogram:
+		t, h := it.AtHistogram(nil)
+		ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, h))
+	case chunkenc.ValFloatHistogram:
+		t, h := it.AtFloatHistogram(nil)
+		ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, h))
+	}
 }
 
 // importBlock sends the selected series of b from the skip-th on; acked
@@ -243,7 +268,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		pending       bool
 		sent, skipped int64
 		expired       int64
-		p             = newPipeline(ctx, s, cmp.Or(opts.Concurrency, 4), acked)
+		p             = newPipeline(ctx, cmp.Or(opts.Concurrency, 4), acked)
 	)
 	expireBefore := opts.ExpireBefore
 	if expireBefore <= 0 {
@@ -256,7 +281,8 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		if !pending {
 			return nil
 		}
-		if err := p.send(req, complete); err != nil {
+		r := req
+		if err := p.send(func(ctx context.Context) error { return s.Send(ctx, r) }, int64(samples), complete); err != nil {
 			return err
 		}
 		req, samples, pending = &prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, len(req.Timeseries))}, 0, false
@@ -278,17 +304,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 				expired++
 				continue
 			}
-			switch vt {
-			case chunkenc.ValFloat:
-				t, v := it.At()
-				ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
-			case chunkenc.ValHistogram:
-				t, h := it.AtHistogram(nil)
-				ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(t, h))
-			case chunkenc.ValFloatHistogram:
-				t, h := it.AtFloatHistogram(nil)
-				ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(t, h))
-			}
+			appendAt(&ts, it, vt)
 			samples++
 			if samples >= opts.BatchSamples {
 				req.Timeseries = append(req.Timeseries, ts)
@@ -314,12 +330,5 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 			}
 		}
 	}
-	if err := set.Err(); err != nil {
-		_ = p.wait()
-		return fmt.Errorf("read series: %w", err)
-	}
-	if err := flush(index); err != nil {
-		return err
-	}
-	return p.wait()
+	return p.finish(set.Err(), flush, index)
 }

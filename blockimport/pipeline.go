@@ -2,9 +2,8 @@ package blockimport
 
 import (
 	"context"
+	"fmt"
 	"sync"
-
-	"github.com/prometheus/prometheus/prompb"
 )
 
 // pipeline sends batches on up to n requests at once and reports them
@@ -14,7 +13,6 @@ import (
 type pipeline struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	s      Sender
 	slots  chan struct{}
 	acked  func(complete, samples int64) error
 	wg     sync.WaitGroup
@@ -26,29 +24,26 @@ type pipeline struct {
 	err  error
 }
 
-func newPipeline(ctx context.Context, s Sender, n int, acked func(complete, samples int64) error) *pipeline {
+func newPipeline(ctx context.Context, n int, acked func(complete, samples int64) error) *pipeline {
 	ctx, cancel := context.WithCancelCause(ctx)
-	return &pipeline{ctx: ctx, cancel: cancel, s: s, slots: make(chan struct{}, max(n, 1)), acked: acked, done: map[int][2]int64{}}
+	return &pipeline{ctx: ctx, cancel: cancel, slots: make(chan struct{}, max(n, 1)), acked: acked, done: map[int][2]int64{}}
 }
 
-// send sends req, which it owns from now on; complete is the number of
-// series sent whole once it and every batch before it are acknowledged.
-func (p *pipeline) send(req *prompb.WriteRequest, complete int64) error {
+// send runs do, a batch of samples that owns its memory from now on;
+// complete is the number of series sent whole once it and every batch
+// before it are acknowledged.
+func (p *pipeline) send(do func(ctx context.Context) error, samples, complete int64) error {
 	select {
 	case p.slots <- struct{}{}:
 	case <-p.ctx.Done():
 		return p.wait()
-	}
-	var samples int64
-	for i := range req.Timeseries {
-		samples += int64(len(req.Timeseries[i].Samples) + len(req.Timeseries[i].Histograms))
 	}
 	seq := p.seq
 	p.seq++
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		err := p.s.Send(p.ctx, req)
+		err := do(p.ctx)
 		<-p.slots
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -86,4 +81,18 @@ func (p *pipeline) wait() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
+}
+
+// finish ends a block once its series set is read (err: how reading
+// ended): the last batch is flushed through index, and every batch waited
+// for.
+func (p *pipeline) finish(err error, flush func(index int64) error, index int64) error {
+	if err != nil {
+		_ = p.wait()
+		return fmt.Errorf("read series: %w", err)
+	}
+	if err := flush(index); err != nil {
+		return err
+	}
+	return p.wait()
 }

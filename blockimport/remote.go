@@ -41,7 +41,12 @@ func (h *HTTPSender) Send(ctx context.Context, req *prompb.WriteRequest) error {
 	if err != nil {
 		return fmt.Errorf("encode a batch: %w", err)
 	}
-	body := snappy.Encode(nil, data)
+	return h.post(ctx, h.URL, snappy.Encode(nil, data), "0.1.0")
+}
+
+// post sends body to url until it is acknowledged, refused for good, or
+// has failed for RetryFor.
+func (h *HTTPSender) post(ctx context.Context, url string, body []byte, version string) error {
 	client := h.Client
 	if client == nil {
 		client = &http.Client{Timeout: time.Minute}
@@ -53,7 +58,7 @@ func (h *HTTPSender) Send(ctx context.Context, req *prompb.WriteRequest) error {
 	giveUp := time.Now().Add(retryFor)
 	backoff := 100 * time.Millisecond
 	for {
-		wait, err := h.try(ctx, client, body)
+		wait, err := h.try(ctx, client, url, body, version)
 		if err == nil || errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return err
 		}
@@ -76,21 +81,42 @@ func (h *HTTPSender) Send(ctx context.Context, req *prompb.WriteRequest) error {
 	}
 }
 
+// HTTPChunkSender is an HTTPSender that also sends whole chunks to a
+// promhbase's /api/v1/import/chunks (a snappy-compressed
+// prometheus.ChunkedReadResponse, remote read's streamed message).
+type HTTPChunkSender struct {
+	HTTPSender
+	// ChunksURL is the chunk import endpoint
+	// (http://host:9201/api/v1/import/chunks).
+	ChunksURL string
+}
+
+// SendChunks implements ChunkSender.
+func (h *HTTPChunkSender) SendChunks(ctx context.Context, req *prompb.ChunkedReadResponse) error {
+	data, err := req.Marshal()
+	if err != nil {
+		return fmt.Errorf("encode a batch of chunks: %w", err)
+	}
+	return h.post(ctx, h.ChunksURL, snappy.Encode(nil, data), "")
+}
+
 // try sends body once; wait is the server's Retry-After, if any.
-func (h *HTTPSender) try(ctx context.Context, client *http.Client, body []byte) (wait time.Duration, err error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+func (h *HTTPSender) try(ctx context.Context, client *http.Client, url string, body []byte, version string) (wait time.Duration, err error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	r.Header.Set("Content-Type", "application/x-protobuf")
 	r.Header.Set("Content-Encoding", "snappy")
-	r.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	if version != "" {
+		r.Header.Set("X-Prometheus-Remote-Write-Version", version)
+	}
 	if h.Tenant != "" {
 		r.Header.Set("X-Scope-OrgID", h.Tenant)
 	}
 	resp, err := client.Do(r)
 	if err != nil {
-		return 0, fmt.Errorf("send a batch to %s: %w", h.URL, err)
+		return 0, fmt.Errorf("send a batch to %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -101,7 +127,7 @@ func (h *HTTPSender) try(ctx context.Context, client *http.Client, body []byte) 
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			wait = time.Duration(s) * time.Second
 		}
-		return wait, fmt.Errorf("%s answered %d: %s", h.URL, resp.StatusCode, bytes.TrimSpace(msg))
+		return wait, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg))
 	}
-	return 0, fmt.Errorf("%w: %s answered %d: %s", ErrRefused, h.URL, resp.StatusCode, bytes.TrimSpace(msg))
+	return 0, fmt.Errorf("%w: %s answered %d: %s", ErrRefused, url, resp.StatusCode, bytes.TrimSpace(msg))
 }

@@ -174,7 +174,7 @@ func writePath(r *http.Request) bool {
 	if rulerConfigPath(path) {
 		return r.Method != http.MethodGet && r.Method != http.MethodHead
 	}
-	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || strings.HasPrefix(path, "/api/v1/admin/")
+	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || path == "/api/v1/import/chunks" || strings.HasPrefix(path, "/api/v1/admin/")
 }
 
 // rulerConfigPath reports whether path is the ruler's configuration

@@ -61,7 +61,7 @@ type Options struct {
 func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready",
-		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/export", "/health"} {
+		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/import/chunks", "/api/v1/export", "/health"} {
 		mux.Handle(p, opts.Remote)
 	}
 	if opts.API != nil {

@@ -100,11 +100,16 @@ func (c *importCmd) run() error {
 	defer stop()
 	bar := newProgressBar(os.Stderr)
 	bar.unit = "samples"
-	sender := &blockimport.HTTPSender{URL: strings.TrimSuffix(c.url, "/") + "/api/v1/write", Tenant: c.tenant, RetryFor: c.retryFor,
+	// Whole chunks go to /api/v1/import/chunks as the blocks hold them;
+	// samples of chunks that the range or the retention cuts go by
+	// remote write.
+	base := strings.TrimSuffix(c.url, "/")
+	sender := &blockimport.HTTPChunkSender{ChunksURL: base + "/api/v1/import/chunks", HTTPSender: blockimport.HTTPSender{
+		URL: base + "/api/v1/write", Tenant: c.tenant, RetryFor: c.retryFor,
 		OnRetry: func(err error, wait time.Duration) {
 			bar.finish()
 			fmt.Fprintf(os.Stderr, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
-		}}
+		}}}
 	// Samples older than the server's retention would be dropped there:
 	// they are not sent, and counted.
 	var expireBefore int64

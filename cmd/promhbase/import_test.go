@@ -220,16 +220,33 @@ func TestImportCommand(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 		killed := 0
 		for k := range 3 {
-			// 480 requests of 20 samples: each kill lands in the middle.
+			// About 80 requests (a chunk each, and the samples of the
+			// chunks the range cuts): the kill lands once the progress
+			// file moved, a few batches later.
+			before, _ := os.Stat(progress)
 			cmd := imp(base, progress, "--batch-samples=20")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+			exited, waitErr := make(chan struct{}), error(nil)
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+		wait:
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				select {
+				case <-exited:
+					break wait
+				default:
+				}
+				if st, err := os.Stat(progress); err == nil && (before == nil || st.ModTime() != before.ModTime()) {
+					break
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
-			err := cmd.Wait()
-			t.Logf("kill %d: %v", k, err)
-			if err != nil {
+			<-exited
+			t.Logf("kill %d: %v", k, waitErr)
+			if waitErr != nil {
 				killed++
 			}
 		}
