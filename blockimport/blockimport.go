@@ -316,7 +316,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 			}
 		}
 		if err := it.Err(); err != nil {
-			return fmt.Errorf("series %s: %w", series.Labels(), err)
+			return p.abort(fmt.Errorf("series %s: %w", series.Labels(), err))
 		}
 		index++
 		sent++

@@ -109,6 +109,22 @@ func importBlockChunks(ctx context.Context, s ChunkSender, b *tsdb.Block, opts O
 		cs := &prompb.ChunkedSeries{Labels: lbls}
 		ts := prompb.TimeSeries{Labels: lbls}
 		partSent := false // a part of the series was sent already
+		// flushPart sends what the series has so far: a series longer
+		// than a batch goes in parts, and counts as sent once its last
+		// part is.
+		flushPart := func() error {
+			if len(cs.Chunks) > 0 {
+				req.ChunkedSeries = append(req.ChunkedSeries, cs)
+			}
+			if len(ts.Samples)+len(ts.Histograms) > 0 {
+				cut.Timeseries = append(cut.Timeseries, ts)
+			}
+			if err := flush(index); err != nil {
+				return err
+			}
+			cs, ts, partSent = &prompb.ChunkedSeries{Labels: lbls}, prompb.TimeSeries{Labels: lbls}, true
+			return nil
+		}
 		cit = series.Iterator(cit)
 		for cit.Next() {
 			m := cit.At()
@@ -123,16 +139,9 @@ func importBlockChunks(ctx context.Context, s ChunkSender, b *tsdb.Block, opts O
 					Type: prompb.Chunk_Encoding(m.Chunk.Encoding()), Data: append([]byte(nil), m.Chunk.Bytes()...)})
 				chunkSamples += n
 				if chunkSamples+cutSamples >= int64(opts.BatchSamples) {
-					// A series longer than a batch goes in parts; it
-					// counts as sent once its last part is.
-					req.ChunkedSeries = append(req.ChunkedSeries, cs)
-					if len(ts.Samples)+len(ts.Histograms) > 0 {
-						cut.Timeseries = append(cut.Timeseries, ts)
-					}
-					if err := flush(index); err != nil {
+					if err := flushPart(); err != nil {
 						return err
 					}
-					cs, ts, partSent = &prompb.ChunkedSeries{Labels: lbls}, prompb.TimeSeries{Labels: lbls}, true
 				}
 				continue
 			}
@@ -148,13 +157,18 @@ func importBlockChunks(ctx context.Context, s ChunkSender, b *tsdb.Block, opts O
 				}
 				appendAt(&ts, it, vt)
 				cutSamples++
+				if chunkSamples+cutSamples >= int64(opts.BatchSamples) {
+					if err := flushPart(); err != nil {
+						return err
+					}
+				}
 			}
 			if err := it.Err(); err != nil {
-				return fmt.Errorf("series %s, chunk %d–%d: %w", series.Labels(), m.MinTime, m.MaxTime, err)
+				return p.abort(fmt.Errorf("series %s, chunk %d–%d: %w", series.Labels(), m.MinTime, m.MaxTime, err))
 			}
 		}
 		if err := cit.Err(); err != nil {
-			return fmt.Errorf("series %s: %w", series.Labels(), err)
+			return p.abort(fmt.Errorf("series %s: %w", series.Labels(), err))
 		}
 		index++
 		if partSent || len(cs.Chunks)+len(ts.Samples)+len(ts.Histograms) > 0 {

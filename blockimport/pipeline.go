@@ -96,3 +96,13 @@ func (p *pipeline) finish(err error, flush func(index int64) error, index int64)
 	}
 	return p.wait()
 }
+
+// abort ends a block on err, once the batches in flight have ended (their
+// acknowledgements are recorded before the import returns).
+func (p *pipeline) abort(err error) error {
+	p.mu.Lock()
+	p.fail(err)
+	p.mu.Unlock()
+	_ = p.wait()
+	return err
+}

@@ -17,17 +17,21 @@
 //	      big-endian two's complement, Unix ms, inclusive)
 //
 // A poll scans the rows of the last Window (clocks of replicas may differ
-// by up to Window minus two poll intervals) and returns the ones it has not
+// by up to Window minus two poll intervals and AppendTimeout: a row's time
+// is taken before its Put) and returns the ones it has not
 // returned before that another writer appended. Rows older than Keep are
 // deleted by whichever replica polls.
 package cachelog
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,7 +110,8 @@ type Options struct {
 	// Table is the series index table.
 	Table string
 	// Window is how far back a poll looks (default 1m): more than two poll
-	// intervals plus the clock difference of any two replicas.
+	// intervals, AppendTimeout and the clock difference of any two
+	// replicas.
 	Window time.Duration
 	// Keep is how long rows stay before a poll deletes them (default 1h;
 	// at least Window).
@@ -159,7 +164,7 @@ func New(st store.Store, opts Options) *Log {
 
 // Append writes ev to the log and returns once the store acknowledged it.
 // Appends that come while another is being written are written together,
-// in one Put of a row per kind covering all of theirs.
+// in one Put (overlapping ranges of a kind in one row).
 func (l *Log) Append(ctx context.Context, ev Event) error {
 	l.mu.Lock()
 	b := l.next
@@ -172,20 +177,27 @@ func (l *Log) Append(ctx context.Context, ev Event) error {
 	l.writing = true
 	l.mu.Unlock()
 	if lead {
-		// The batches of others ride on this write: it must not end with
-		// this caller's context.
-		l.drain(context.WithoutCancel(ctx))
+		// The batches of others ride on these writes, and later ones
+		// may follow: they neither end with this caller's context nor
+		// hold it.
+		go l.drain(context.WithoutCancel(ctx))
 	}
 	select {
 	case <-b.done:
 		return b.err
 	case <-ctx.Done():
+		select {
+		case <-b.done:
+			return b.err
+		default:
+		}
 		return fmt.Errorf("append to the results cache log: %w", ctx.Err())
 	}
 }
 
-// appendTimeout bounds one batch's Put.
-const appendTimeout = 30 * time.Second
+// AppendTimeout bounds one batch's Put: a row appended becomes visible at
+// most this long after the time in its key.
+const AppendTimeout = 10 * time.Second
 
 // drain writes the open batches until none is left.
 func (l *Log) drain(ctx context.Context) {
@@ -199,37 +211,36 @@ func (l *Log) drain(ctx context.Context) {
 			return
 		}
 		l.mu.Unlock()
-		pctx, cancel := context.WithTimeout(ctx, appendTimeout)
+		pctx, cancel := context.WithTimeout(ctx, AppendTimeout)
 		b.err = l.put(pctx, b.evs)
 		cancel()
 		close(b.done)
 	}
 }
 
-// put writes evs merged into a row per kind.
+// put writes evs, those of a kind that overlap or touch merged, a row
+// each.
 func (l *Log) put(ctx context.Context, evs []Event) error {
-	var merged [2]*Event
+	slices.SortFunc(evs, func(a, b Event) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Mint, b.Mint))
+	})
+	merged := evs[:0:0]
 	for _, ev := range evs {
-		m := merged[ev.Kind&1]
-		if m == nil {
-			e := ev
-			merged[ev.Kind&1] = &e
+		if n := len(merged); n > 0 && merged[n-1].Kind == ev.Kind && (merged[n-1].Maxt == math.MaxInt64 || ev.Mint <= merged[n-1].Maxt+1) {
+			merged[n-1].Maxt = max(merged[n-1].Maxt, ev.Maxt)
 			continue
 		}
-		m.Mint, m.Maxt = min(m.Mint, ev.Mint), max(m.Maxt, ev.Maxt)
+		merged = append(merged, ev)
 	}
 	ms := l.opts.Now().UnixMilli()
-	puts := make([]store.Put, 0, 2)
+	puts := make([]store.Put, 0, len(merged))
 	for _, m := range merged {
-		if m == nil {
-			continue
-		}
 		l.mu.Lock()
 		l.seq++
 		seq := l.seq
 		l.mu.Unlock()
 		puts = append(puts, store.Put{Row: AppendKey(nil, ms, l.writer, seq), Cells: []store.Cell{{
-			Family: []byte(mapping.IndexFamily), Qualifier: qualifier, Value: AppendValue(nil, *m)}}})
+			Family: []byte(mapping.IndexFamily), Qualifier: qualifier, Value: AppendValue(nil, m)}}})
 	}
 	if err := l.st.Put(ctx, l.opts.Table, puts); err != nil {
 		return fmt.Errorf("append to the results cache log in table %q: %w", l.opts.Table, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -214,4 +215,32 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPutMergesOverlapsOnly: the events of one batch become a row per
+// kind and run of overlapping or touching ranges, so that a retention
+// cycle's open range and a write far from it stay apart.
+func TestPutMergesOverlapsOnly(t *testing.T) {
+	st, tb := testbackend.New(t)
+	ctx := context.Background()
+	a := New(st, Options{Table: tb.Index})
+	b := New(st, Options{Table: tb.Index})
+	err := a.put(ctx, []Event{
+		{Kind: Samples, Mint: math.MinInt64, Maxt: 1000},
+		{Kind: Samples, Mint: 50_000, Maxt: 60_000},
+		{Kind: Samples, Mint: 60_001, Maxt: 61_000}, // touches the one before
+		{Kind: Rollups, Mint: 0, Maxt: 3_600_000},
+		{Kind: Samples, Mint: 55_000, Maxt: 56_000}, // inside
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := b.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{{Kind: Samples, Mint: math.MinInt64, Maxt: 1000}, {Kind: Samples, Mint: 50_000, Maxt: 61_000}, {Kind: Rollups, Mint: 0, Maxt: 3_600_000}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("polled %v, want %v", got, want)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testserver"
+	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/server"
 )
 
@@ -21,21 +22,27 @@ import (
 // B keeps answers; then an old write, and then a delete_series, through
 // A: every answer B gives to a request sent more than a poll interval
 // (plus a slack for the poll's own read) after A acknowledged the change
-// is nocache=1's. Without the log, B still serves its kept answers then,
-// which shows that the check sees a stale answer.
+// is nocache=1's, also when A keeps no answers itself. Without the log, B
+// still serves its kept answers then, which shows that the check sees a
+// stale answer.
 func TestResultsCacheReplicasLog(t *testing.T) {
 	const (
 		poll  = 100 * time.Millisecond
 		slack = 2 * time.Second
 	)
 	for _, tc := range []struct {
-		name string
-		log  bool
-	}{{"with the log", true}, {"without the log", false}} {
+		name     string
+		log      bool
+		aNoCache bool // A keeps no answers (a replica that only takes writes)
+	}{{"with the log", true, false}, {"with the log, A keeping no answers", true, true}, {"without the log", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, tb := testbackend.New(t)
 			lc := server.ResultsCacheLogConfig{Enabled: tc.log, PollInterval: poll}
-			a := newCacheRig(t, st, tb, testserver.Options{EnableAdmin: true, ResultsCacheLog: lc}, time.Hour, true)
+			aOpts := testserver.Options{EnableAdmin: true, ResultsCacheLog: lc}
+			if tc.aNoCache {
+				aOpts.ResultsCache = resultcache.New(resultcache.Options{Offset: 5 * time.Minute})
+			}
+			a := newCacheRig(t, st, tb, aOpts, time.Hour, true)
 			b := newCacheRig(t, st, tb, testserver.Options{ColdReads: true, ResultsCacheLog: lc}, time.Hour, false)
 			b.start, b.end = a.start, a.end
 			changes := []struct {

@@ -59,12 +59,15 @@ type cacheRig struct {
 	params     url.Values // more form values of each query
 }
 
-// newCacheRig starts a server over st with a cache of maxAge (offset 5m)
-// and writes cacheSeries through it unless another server wrote them.
+// newCacheRig starts a server over st with a cache of maxAge (offset 5m),
+// or opts.ResultsCache when set, and writes cacheSeries through it unless
+// another server wrote them.
 func newCacheRig(t *testing.T, st store.Store, tb testbackend.Tables, opts testserver.Options, maxAge time.Duration, write bool) *cacheRig {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	opts.ResultsCache = resultcache.New(resultcache.Options{MaxBytes: 64 << 20, Offset: 5 * time.Minute, MaxAge: maxAge, Registerer: reg})
+	if opts.ResultsCache == nil {
+		opts.ResultsCache = resultcache.New(resultcache.Options{MaxBytes: 64 << 20, Offset: 5 * time.Minute, MaxAge: maxAge, Registerer: reg})
+	}
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), opts)
 	now := time.Now().UnixMilli() / 60_000 * 60_000
 	r := &cacheRig{t: t, url: srv.URL, srv: srv, reg: reg, start: now - 4*hour(), end: now - 10*60_000, step: time.Minute, queries: cacheQueries}

@@ -55,6 +55,16 @@ type RowNoter interface {
 	NoteRows(puts []store.Put)
 }
 
+// CheckedRowNoter is a RowNoter whose noting may fail and must not be
+// lost (the results cache's log in the store, which other replicas read):
+// the Writer calls NoteRowsChecked instead of NoteRows, and its error
+// fails the request as a store error does, so that the sender writes it
+// again. It may block on I/O.
+type CheckedRowNoter interface {
+	RowNoter
+	NoteRowsChecked(puts []store.Put) error
+}
+
 // Writer turns decoded remote-write requests (1.0 and 2.0) into store
 // Puts: one Put per row (series and hour) carrying one cell per float
 // sample and per native histogram (see mapping.AppendHistogramValue), all
@@ -411,9 +421,13 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	if len(b.puts) > 0 {
 		err := w.st.Put(ctx, w.table, b.puts)
 		reuse = err == nil
-		if w.noter != nil {
+		var noteErr error
+		if c, ok := w.noter.(CheckedRowNoter); ok {
+			noteErr = c.NoteRowsChecked(b.puts)
+		} else if w.noter != nil {
 			w.noter.NoteRows(b.puts)
 		}
+
 		if ixDone != nil {
 			<-ixDone // b is reused once Write returns
 			if ixErr != nil && err == nil {
@@ -423,6 +437,9 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 		}
 		if err != nil {
 			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
+		}
+		if noteErr != nil {
+			return res, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
 		}
 	}
 	res.Samples, res.Histograms, res.Expired = b.samples, b.histograms, b.expired

@@ -16,6 +16,7 @@ import (
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )
 
@@ -267,4 +268,45 @@ func floatsStored(s *teststack.Stack) string {
 		}
 	}
 	return sb.String()
+}
+
+// checkedNoter fails its noting with err, counting the calls.
+type checkedNoter struct {
+	err   error
+	calls int
+}
+
+func (n *checkedNoter) NoteRows([]store.Put) { n.calls += 100 } // must not be called
+
+func (n *checkedNoter) NoteRowsChecked([]store.Put) error {
+	n.calls++
+	return n.err
+}
+
+// TestCheckedRowNoter: a CheckedRowNoter is told by NoteRowsChecked, and
+// its error fails the write (a retryable error, not a RejectError) after
+// the rows were stored; without an error the write succeeds.
+func TestCheckedRowNoter(t *testing.T) {
+	errLog := errors.New("log unreachable")
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"noted", nil}, {"noting fails", errLog}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := teststack.New(t, teststack.Options{})
+			n := &checkedNoter{err: tc.err}
+			s.Writer = s.NewWriter(func(o *ingest.Options) { o.RowNoter = n })
+			_, err := s.TryWrite(at(1, "m", "job", "a"))
+			var rej *ingest.RejectError
+			if !errors.Is(err, tc.err) || (err != nil && errors.As(err, &rej)) {
+				t.Fatalf("write: %v, want %v", err, tc.err)
+			}
+			if n.calls != 1 {
+				t.Errorf("noter calls %d, want NoteRowsChecked once", n.calls)
+			}
+			if got := stored(s); got != "{__name__=\"m\", job=\"a\"} 1\n" {
+				t.Errorf("stored %q", got)
+			}
+		})
+	}
 }

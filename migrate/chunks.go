@@ -15,8 +15,8 @@ import (
 // (remote read's streamed message; promhbase import sends the blocks'
 // chunks so), into remote write 1.0 WriteRequest bodies of at most batch
 // samples each (a longer series goes in parts), encoded as Prometheus's
-// generated code encodes them: floats from XOR chunks, native histograms
-// from histogram and float histogram chunks. The whole body is decoded
+// generated code encodes them: the floats of XOR chunks (ChunkEncoding).
+// The whole body is decoded
 // before anything is returned. It refuses a body whose chunks claim more
 // than maxSamples samples in all (before decoding any), a chunk of another
 // encoding, and a chunk that does not decode, holds a sample outside its
@@ -94,17 +94,11 @@ func ChunksToWriteRequests(body []byte, maxSamples, batch int) ([][]byte, int, e
 				if open < 0 {
 					openSeries()
 				}
-				switch vt {
-				case chunkenc.ValFloat:
-					_, v := it.At()
-					req = wire.AppendSample(req, t, v)
-				case chunkenc.ValHistogram:
-					_, h := it.AtHistogram(nil)
-					req = wire.AppendHistogram(req, t, h)
-				case chunkenc.ValFloatHistogram:
-					_, h := it.AtFloatHistogram(nil)
-					req = wire.AppendFloatHistogram(req, t, h)
+				if vt != chunkenc.ValFloat { // cannot happen: XOR chunks only
+					return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: a %s sample", ErrMalformed, i, seriesName(cs.Labels), j, vt)
 				}
+				_, v := it.At()
+				req = wire.AppendSample(req, t, v)
 				inReq++
 				written++
 				if inReq == batch {
@@ -124,12 +118,13 @@ func ChunksToWriteRequests(body []byte, maxSamples, batch int) ([][]byte, int, e
 	return reqs, written, nil
 }
 
-// ChunkEncoding reports whether ParseChunks takes chunks of encoding e:
-// XOR, histogram and float histogram chunks, whose first two bytes count
-// their samples and bound what their iterators read.
-func ChunkEncoding(e chunkenc.Encoding) bool {
-	return e == chunkenc.EncXOR || e == chunkenc.EncHistogram || e == chunkenc.EncFloatHistogram
-}
+// ChunkEncoding reports whether ChunksToWriteRequests takes chunks of
+// encoding e: XOR chunks only, whose first two bytes count their samples
+// and whose samples take 16 bytes each decoded. A histogram chunk's
+// header names bucket spans that its iterator allocates before it reads
+// any bucket, and an unchanged bucket costs a bit but decodes to 8 bytes:
+// histograms go by remote write, where every bucket is in the body.
+func ChunkEncoding(e chunkenc.Encoding) bool { return e == chunkenc.EncXOR }
 
 // seriesName prints a series' labels for an error.
 func seriesName(ls []prompb.Label) string {

@@ -81,21 +81,21 @@ func parseChunks(body []byte, maxSamples, batch int) ([]prompb.TimeSeries, error
 func TestChunksToWriteRequests(t *testing.T) {
 	lbls := []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "i", Value: "1"}}
 	good := chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{xorChunk(t, 1000, 2000, 3000), xorChunk(t, 4000, 5500)}},
-		&prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "h"}}, Chunks: []prompb.Chunk{histChunk(t, 1000, 2000)}})
+		&prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "g"}}, Chunks: []prompb.Chunk{xorChunk(t, 1000, 2000)}})
 	tss, err := parseChunks(good, 100, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tss) != 2 || len(tss[0].Samples) != 5 || len(tss[1].Histograms) != 2 {
+	if len(tss) != 2 || len(tss[0].Samples) != 5 || len(tss[1].Samples) != 2 {
 		t.Fatalf("parsed %v", tss)
 	}
 	// In requests of 2 samples: the first series in three parts, the
-	// second in two (its first histogram shares a request with 5500).
+	// second in two (its first sample shares a request with 5500).
 	parts, err := parseChunks(good, 100, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(parts) != 5 || len(parts[2].Samples) != 1 || parts[2].Samples[0].Timestamp != 5500 || len(parts[3].Histograms) != 1 || len(parts[4].Histograms) != 1 {
+	if len(parts) != 5 || len(parts[2].Samples) != 1 || parts[2].Samples[0].Timestamp != 5500 || len(parts[3].Samples) != 1 || len(parts[4].Samples) != 1 {
 		t.Fatalf("in requests of 2 samples: %v", parts)
 	}
 	// The same bytes as Prometheus's generated code.
@@ -106,9 +106,6 @@ func TestChunksToWriteRequests(t *testing.T) {
 	}
 	if s := tss[0].Samples[3]; s.Timestamp != 4000 || s.Value != 4.5 {
 		t.Errorf("4th sample %v, want 4.5 at 4000", s)
-	}
-	if h := tss[1].Histograms[1]; h.Timestamp != 2000 || h.GetCountInt() != 4 {
-		t.Errorf("2nd histogram %v", h.String())
 	}
 
 	bad := xorChunk(t, 1000, 2000, 3000)
@@ -128,6 +125,7 @@ func TestChunksToWriteRequests(t *testing.T) {
 	}{
 		{"not protobuf", []byte{0xff, 0xff, 0xff}, 100, "chunks"},
 		{"too many samples", good, 6, "at most 6"},
+		{"a histogram chunk (its buckets go by remote write)", chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{histChunk(t, 1000, 2000)}}), 100, "chunk 0: encoding 2"},
 		{"unknown encoding", chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{unknown}}), 100, `{__name__="m", i="1"}, chunk 0: encoding 9`},
 		{"a truncated chunk", chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{xorChunk(t, 5), truncated}}), 100, "chunk 1"},
 		{"a sample outside its chunk", chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{outside}}), 100, "sample at 3000 outside"},
@@ -146,6 +144,8 @@ func TestChunksToWriteRequests(t *testing.T) {
 func FuzzChunksToWriteRequests(f *testing.F) {
 	f.Add(chunkBody(f, &prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "m"}},
 		Chunks: []prompb.Chunk{xorChunk(f, 1000, 2000, 3000), histChunk(f, 5000, 6000)}}))
+	f.Add(chunkBody(f, &prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "m"}},
+		Chunks: []prompb.Chunk{xorChunk(f, 1000, 2000, 3000), xorChunk(f, 5000, 6000)}}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tss, err := parseChunks(body, 10_000, 1000)
 		if err != nil {

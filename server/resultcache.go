@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -25,11 +27,20 @@ type cacheNoter struct {
 	l mapping.Layout
 }
 
-func (n cacheNoter) NoteRows(puts []store.Put) {
+func (n cacheNoter) NoteRows(puts []store.Put) { _ = n.NoteRowsChecked(puts) }
+
+// NoteRowsChecked tells the cache and, with the log, the other replicas;
+// an error (the log's append failed) fails the write, which is sent again.
+func (n cacheNoter) NoteRowsChecked(puts []store.Put) error {
 	if n.t.c.DataClock() {
 		n.sawNewest(puts)
 	}
 	horizon := n.t.c.Horizon()
+	if n.t.log != nil {
+		// Another replica's clock may be ahead: it keeps steps a little
+		// newer than this one would.
+		horizon += logClockSkew.Milliseconds()
+	}
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, p := range puts {
 		base, ok := n.l.BaseTimeOf(p.Row)
@@ -56,8 +67,9 @@ func (n cacheNoter) NoteRows(puts []store.Put) {
 		}
 	}
 	if mint <= maxt {
-		n.t.changed(cachelog.Samples, mint, maxt)
+		return n.t.changed(cachelog.Samples, mint, maxt)
 	}
+	return nil
 }
 
 // sawNewest tells a DataClock cache of the newest sample of puts.
@@ -82,43 +94,54 @@ type ResultsCacheLogConfig struct {
 	// PollInterval is how often the other replicas' changes are read
 	// (default 5s): how long a replica may serve steps another changed.
 	PollInterval time.Duration
-	// Window is how far back each poll reads (cachelog.Options.Window).
-	Window time.Duration
+}
+
+// logClockSkew is how far the clocks of two replicas may differ for the
+// log to tell every change: a writer logs the samples up to this much
+// newer than its offset, and a poll reads this much further back.
+const logClockSkew = 30 * time.Second
+
+// logWindow is how far back a poll reads: two poll intervals, the longest
+// append (its row's time is taken before its Put), and the clock skew.
+func logWindow(poll time.Duration) time.Duration {
+	return max(time.Minute, 2*poll+cachelog.AppendTimeout+logClockSkew)
 }
 
 // cacheTeller tells the results cache of the changes of old data this
 // server makes and, when several processes write to the same tables
 // (HBase), appends them to the store's log (package cachelog), whose
-// appends by other replicas it applies every poll interval.
+// appends by other replicas it applies every poll interval. With the
+// cache off it still appends, for the replicas that keep answers.
 type cacheTeller struct {
 	c      *resultcache.Cache
 	tenant string
 	log    *cachelog.Log // nil: this process is the only writer
 	poll   time.Duration
 	logger *slog.Logger
-	// appendErrs counts appends that failed (the other replicas then see
-	// the change only after their max-age); polled the events applied.
+	// appendErrs counts appends that failed (the change was refused, or
+	// retention's or a rollup build's changes are seen by the other
+	// replicas only after their max-age); polled the events applied.
 	appendErrs, pollErrs, polled prometheus.Counter
 }
 
 // changed says that samples (or rollup windows) in [mint, maxt] changed.
-// It returns once the log, if any, has the change, so that a write is
-// acknowledged only after the other replicas can learn of it.
-func (t *cacheTeller) changed(kind cachelog.Kind, mint, maxt int64) {
+// It returns once the log, if any, has the change, so that a change is
+// acknowledged only after the other replicas can learn of it; an error
+// says the log does not have it.
+func (t *cacheTeller) changed(kind cachelog.Kind, mint, maxt int64) error {
 	t.apply(cachelog.Event{Kind: kind, Mint: mint, Maxt: maxt})
 	if t.log == nil {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), logAppendTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cachelog.AppendTimeout)
 	defer cancel()
 	if err := t.log.Append(ctx, cachelog.Event{Kind: kind, Mint: mint, Maxt: maxt}); err != nil {
 		t.appendErrs.Inc()
-		t.logger.Warn("other replicas will see this change of old data only after --query.results-cache.max-age", "mint", mint, "maxt", maxt, "err", err)
+		t.logger.Warn("the results cache's log does not have a change of old data", "mint", mint, "maxt", maxt, "err", err)
+		return fmt.Errorf("tell the other replicas' results caches: %w", err)
 	}
+	return nil
 }
-
-// logAppendTimeout bounds how long a change waits for the log.
-const logAppendTimeout = 10 * time.Second
 
 func (t *cacheTeller) apply(ev cachelog.Event) {
 	if ev.Kind == cachelog.Rollups {
@@ -129,12 +152,17 @@ func (t *cacheTeller) apply(ev cachelog.Event) {
 }
 
 // run applies the other replicas' changes every poll interval until ctx
-// ends.
+// ends. When polls failed for longer than a poll reads back, changes may
+// have been missed: every kept answer of the tenant is dropped.
 func (t *cacheTeller) run(ctx context.Context) {
 	tick := time.NewTicker(t.poll)
 	defer tick.Stop()
+	window := logWindow(t.poll)
+	lastOK := time.Now()
 	for {
-		evs, skipped, err := t.log.Poll(ctx)
+		pctx, cancel := context.WithTimeout(ctx, window/2)
+		evs, skipped, err := t.log.Poll(pctx)
+		cancel()
 		for _, ev := range evs {
 			t.apply(ev)
 		}
@@ -142,6 +170,12 @@ func (t *cacheTeller) run(ctx context.Context) {
 		if err != nil || skipped > 0 {
 			t.pollErrs.Inc()
 			t.logger.Warn("read the results cache's log", "skipped_rows", skipped, "err", err)
+		}
+		if err == nil {
+			if now := time.Now(); now.Sub(lastOK) > window-cachelog.AppendTimeout-logClockSkew-t.poll {
+				t.c.Reset(t.tenant) // rows may have left the window unread
+			}
+			lastOK = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -155,33 +189,35 @@ func (t *cacheTeller) run(ctx context.Context) {
 // the server makes: old writes (through the write path's RowNoter),
 // deletions, retention cycles and rollup builds.
 func (s *Server) wireResultsCache(ctx context.Context, st store.Store, cfg Config, wopts *ingest.Options, reg prometheus.Registerer, logger *slog.Logger) {
-	c, tenant := cfg.ResultsCache, cfg.Tenant
-	if !c.Enabled() {
+	c, tenant, lc := cfg.ResultsCache, cfg.Tenant, cfg.ResultsCacheLog
+	if c == nil || (!c.Enabled() && !lc.Enabled) {
 		return
 	}
-	counter := func(name, help string) prometheus.Counter {
-		m := prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_query_results_cache_log_" + name, Help: help})
-		if reg != nil && cfg.ResultsCacheLog.Enabled {
-			reg.MustRegister(m)
-		}
-		return m
+	if lc.Enabled && cfg.Tables.Index == "" {
+		lc.Enabled = false
 	}
-	t := &cacheTeller{c: c, tenant: tenant, poll: cfg.ResultsCacheLog.PollInterval, logger: logger,
-		appendErrs: counter("append_failures_total", "Changes of old data not appended to the results cache's log in the store (other replicas see them only after their max-age)."),
-		pollErrs:   counter("poll_failures_total", "Polls of the results cache's log that failed or met rows that do not decode."),
-		polled:     counter("polled_total", "Changes of old data by other replicas read from the results cache's log and applied.")}
-	lc := cfg.ResultsCacheLog
-	if lc.Enabled && cfg.Tables.Index != "" {
+	if lc.Enabled {
 		if err := checkTable(ctx, st, cfg.Tables.Index, mapping.IndexFamily, ""); err != nil {
 			logger.Warn("no results cache log: other replicas' changes of old data are seen only after --query.results-cache.max-age", "err", err)
 			lc.Enabled = false
 		}
 	}
-	if lc.Enabled && cfg.Tables.Index != "" {
-		t.log = cachelog.New(st, cachelog.Options{Table: cfg.Tables.Index, Window: lc.Window})
-		if t.poll <= 0 {
-			t.poll = 5 * time.Second
+	if !c.Enabled() && !lc.Enabled {
+		return
+	}
+	counter := func(name, help string) prometheus.Counter {
+		m := prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_query_results_cache_log_" + name, Help: help})
+		if reg != nil && lc.Enabled {
+			reg.MustRegister(m)
 		}
+		return m
+	}
+	t := &cacheTeller{c: c, tenant: tenant, poll: cmp.Or(lc.PollInterval, 5*time.Second), logger: logger,
+		appendErrs: counter("append_failures_total", "Changes of old data not appended to the results cache's log in the store: writes and deletions then fail, retention's and rollup builds' changes are seen by other replicas only after their max-age."),
+		pollErrs:   counter("poll_failures_total", "Polls of the results cache's log that failed or met rows that do not decode."),
+		polled:     counter("polled_total", "Changes of old data by other replicas read from the results cache's log and applied.")}
+	if lc.Enabled {
+		t.log = cachelog.New(st, cachelog.Options{Table: cfg.Tables.Index, Window: logWindow(t.poll)})
 	}
 	addNoter(wopts, cacheNoter{t: t, l: cfg.Layout})
 	s.cacheTenant = tenant
@@ -195,7 +231,7 @@ func (s *Server) cacheDeleted() func(time.Time) {
 	if t == nil {
 		return nil
 	}
-	return func(before time.Time) { t.changed(cachelog.Samples, math.MinInt64, before.UnixMilli()-1) }
+	return func(before time.Time) { _ = t.changed(cachelog.Samples, math.MinInt64, before.UnixMilli()-1) }
 }
 
 // cacheBuilt is the rollup scheduler's Built for the results cache.
@@ -204,7 +240,7 @@ func (s *Server) cacheBuilt() func(int64) {
 	if t == nil {
 		return nil
 	}
-	return func(h int64) { t.changed(cachelog.Rollups, h*1000, (h+mapping.MaxTimespan)*1000) }
+	return func(h int64) { _ = t.changed(cachelog.Rollups, h*1000, (h+mapping.MaxTimespan)*1000) }
 }
 
 // addNoter adds n to the write path's row noters.

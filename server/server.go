@@ -455,7 +455,7 @@ func (s *Server) Run(ctx context.Context) {
 	if s.rollups != nil {
 		wg.Go(func() { s.rollups.Run(ctx) })
 	}
-	if t := s.cacheTeller; t != nil && t.log != nil {
+	if t := s.cacheTeller; t != nil && t.log != nil && t.c.Enabled() {
 		wg.Go(func() { t.run(ctx) })
 	}
 	wg.Go(func() { s.watchUIDs(ctx) })
@@ -532,10 +532,22 @@ func (n rollupNoter) NoteRows(puts []store.Put) { n.s.NoteRows(n.l, puts) }
 // noters tells each of its noters.
 type noters []ingest.RowNoter
 
-func (ns noters) NoteRows(puts []store.Put) {
+func (ns noters) NoteRows(puts []store.Put) { _ = ns.NoteRowsChecked(puts) }
+
+// NoteRowsChecked tells each noter, the checked ones by NoteRowsChecked,
+// and returns the first error.
+func (ns noters) NoteRowsChecked(puts []store.Put) error {
+	var first error
 	for _, n := range ns {
+		if c, ok := n.(ingest.CheckedRowNoter); ok {
+			if err := c.NoteRowsChecked(puts); err != nil && first == nil {
+				first = err
+			}
+			continue
+		}
 		n.NoteRows(puts)
 	}
+	return first
 }
 
 // checkTable returns an error naming table when it does not exist.
