@@ -18,9 +18,8 @@
 //   - Invalidate(tenant, mint, maxt) says that samples in [mint, maxt]
 //     changed (a write older than Offset, a deletion, retention, a rollup
 //     hour built again): every kept step t with mint ≤ t ≤ maxt + window is
-//     dropped at once, and from what queries running meanwhile keep when
-//     they end (they answer with what they read, which the change was
-//     acknowledged after).
+//     dropped at once; a query running meanwhile answers with what it
+//     read, and keeps only the steps the change left.
 //   - A kept extent is served for at most MaxAge (when set) after its
 //     oldest steps were evaluated: the bound on what this process cannot
 //     be told of (writes through another promhbase replica, or by
