@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/promhbase/promhbase/cachelog"
 	"github.com/promhbase/promhbase/deletion"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/rollup"
@@ -83,6 +86,16 @@ func (c *deleteCmd) run(cfg *config) error {
 	began := time.Now()
 	stats, err := d.DeleteSeries(ctx, sets, start, end)
 	fmt.Printf("deleted: %s in %s\n", stats, time.Since(began).Round(time.Millisecond))
+	// On HBase, the serve replicas' results caches learn of it from their
+	// log; also after a failure, some of the range may be gone.
+	if cfg.backend == "hbase" && cfg.indexTable != "" {
+		actx, cancel := context.WithTimeout(ctx, cachelog.AppendTimeout)
+		lerr := cachelog.New(st, cachelog.Options{Table: cfg.indexTable}).Append(actx, cachelog.Event{Kind: cachelog.Samples, Mint: start, Maxt: end})
+		cancel()
+		if lerr != nil {
+			err = errors.Join(err, fmt.Errorf("the running serve replicas' results caches were not told (they keep answering from before the delete for up to --query.results-cache.max-age): %w", lerr))
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w (run the same command again to finish)", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -179,7 +180,46 @@ func TestDeleteKilled(t *testing.T) {
 	stopServe(t, srv)
 
 	if testbackend.Name() == "hbase" {
-		return // the offline command is the same code; the embedded store is the one serve locks
+		// The offline command, with serve running on the same tables:
+		// serve's results cache learns of it from the log within a poll.
+		srv, base = startServe(t, bin, append([]string{"--query.results-cache.log-poll-interval=100ms"}, serveFlags...)...)
+		defer stopServe(t, srv)
+		ask := func(nocache bool) string {
+			t.Helper()
+			form := url.Values{"query": {`sum(del_test{i="3"})`}, "start": {fmt.Sprint(delT0 / 1000)}, "end": {fmt.Sprint(delT0/1000 + 3*3600)}, "step": {"60"}}
+			if nocache {
+				form.Set("nocache", "1")
+			}
+			resp, err := http.PostForm(base+"/api/v1/query_range", form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("query_range: %d %v %s", resp.StatusCode, err, b)
+			}
+			return string(b)
+		}
+		kept := ask(false)
+		if again := ask(false); again != kept || again != ask(true) {
+			t.Fatal("answers differ before the delete")
+		}
+		out, err := run(t, bin, append([]string{"delete", `--match=del_test{i="3"}`, fmt.Sprintf("--start=%d", delT0), fmt.Sprintf("--end=%d", delT0+29_999)}, flags...)...)
+		if err != nil {
+			t.Fatalf("promhbase delete: %v\n%s", err, out)
+		}
+		deleted := time.Now()
+		for got := ask(false); got != ask(true); got = ask(false) {
+			if time.Since(deleted) > 5*time.Second {
+				t.Fatalf("serve still answers from before promhbase delete after %s: %.200s", time.Since(deleted).Round(time.Millisecond), got)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if ask(true) == kept {
+			t.Fatal("the delete does not show in the answer")
+		}
+		return
 	}
 	out, err := run(t, bin, append([]string{"delete", `--match=del_test{i="3"}`, fmt.Sprintf("--start=%d", delT0), fmt.Sprintf("--end=%d", delT0+29_999)}, flags...)...)
 	if err != nil {
