@@ -295,8 +295,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 			continue
 		}
 		series := set.At()
-		lbls := make([]prompb.Label, 0, series.Labels().Len())
-		series.Labels().Range(func(l labels.Label) { lbls = append(lbls, prompb.Label{Name: l.Name, Value: l.Value}) })
+		lbls := prompb.FromLabels(series.Labels(), nil)
 		ts := prompb.TimeSeries{Labels: lbls}
 		it = series.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {

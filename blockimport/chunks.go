@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -104,8 +103,7 @@ func importBlockChunks(ctx context.Context, s ChunkSender, b *tsdb.Block, opts O
 			continue
 		}
 		series := set.At()
-		lbls := make([]prompb.Label, 0, series.Labels().Len())
-		series.Labels().Range(func(l labels.Label) { lbls = append(lbls, prompb.Label{Name: l.Name, Value: l.Value}) })
+		lbls := prompb.FromLabels(series.Labels(), nil)
 		cs := &prompb.ChunkedSeries{Labels: lbls}
 		ts := prompb.TimeSeries{Labels: lbls}
 		partSent := false // a part of the series was sent already

@@ -220,8 +220,6 @@ func (s *Server) wireResultsCache(ctx context.Context, st store.Store, cfg Confi
 		t.log = cachelog.New(st, cachelog.Options{Table: cfg.Tables.Index, Window: logWindow(t.poll)})
 	}
 	addNoter(wopts, cacheNoter{t: t, l: cfg.Layout})
-	s.cacheTenant = tenant
-	s.cache = c
 	s.cacheTeller = t
 }
 

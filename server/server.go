@@ -186,9 +186,7 @@ type Server struct {
 	ret         *retention.Retention
 	rollups     *rollup.Scheduler // nil: no rollups
 	builder     *rollup.Builder   // the rollups' builder
-	cache       *resultcache.Cache
-	cacheTenant string
-	cacheTeller *cacheTeller // nil: the cache is off
+	cacheTeller *cacheTeller      // nil: the cache is off
 	logger      *slog.Logger
 	// writer and api are the ruler's (RulerTenant).
 	writer *ingest.Writer
@@ -429,7 +427,9 @@ func (s *Server) SetLimits(l limits.Config, maxQuerySamples int) error {
 	s.q.SetMaxSamples(maxQuerySamples)
 	// A limit may turn an answer into an error or back: the tenant's kept
 	// answers go.
-	s.cache.Reset(s.cacheTenant)
+	if t := s.cacheTeller; t != nil {
+		t.c.Reset(t.tenant)
+	}
 	return nil
 }
 
