@@ -93,12 +93,18 @@ type Options struct {
 
 // Handler serves promhbase's HTTP endpoints.
 type Handler struct {
-	w      *ingest.Writer
-	q      *query.Querier
-	opts   Options
-	logger *slog.Logger
-	mux    *http.ServeMux
-	bufs   sync.Pool // *bodyBuf
+	w *ingest.Writer
+	// imports keeps the memory of finished import requests for the next
+	// ones: a few, as a sync.Pool would lose them at every other GC.
+	imports chan *importBuf
+	// importBatch is the samples of one write of an import
+	// (importBatchSamples; tests make it small).
+	importBatch int
+	q           *query.Querier
+	opts        Options
+	logger      *slog.Logger
+	mux         *http.ServeMux
+	bufs        sync.Pool // *bodyBuf
 	// answers holds the buffers of SAMPLES answers (*[]byte), the
 	// protobuf and its snappy block, for the next read.
 	answers sync.Pool
@@ -145,7 +151,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		opts.ReadWait = 10 * time.Second
 	}
 	h := &Handler{
-		w: w, q: q, opts: opts, logger: logger,
+		w: w, q: q, opts: opts, logger: logger, imports: make(chan *importBuf, 2), importBatch: importBatchSamples,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_http_requests_total", Help: "HTTP requests by handler and status code.",
 		}, []string{"handler", "code"}),

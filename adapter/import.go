@@ -13,10 +13,11 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // The import and export endpoints of migration tools, as VictoriaMetrics
@@ -49,7 +50,7 @@ const importBatchSamples = 50_000
 // readImport reads the body of an import request, gunzipping it when its
 // Content-Encoding says gzip, bounded to importExpansion times
 // MaxRequestBytes.
-func (h *Handler) readImport(r *http.Request) ([]byte, error) {
+func (h *Handler) readImport(r *http.Request, ib *importBuf) ([]byte, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: %s on %s", errMethod, r.Method, r.URL.Path)
 	}
@@ -70,30 +71,37 @@ func (h *Handler) readImport(r *http.Request) ([]byte, error) {
 		if int64(n) > limit {
 			return nil, fmt.Errorf("%w: snappy body of %d bytes decoded, at most %d (%d × --web.max-request-bytes)", errBadRequest, n, limit, importExpansion)
 		}
-		b, err := snappy.Decode(nil, comp)
+		b, err := snappy.Decode(ib.body[:cap(ib.body)], comp)
 		if err != nil {
 			return nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
 		}
 		return b, nil
 	case "gzip":
-		zr, err := gzip.NewReader(r.Body)
+		var err error
+		if ib.zr == nil {
+			ib.zr, err = gzip.NewReader(r.Body)
+		} else {
+			err = ib.zr.Reset(r.Body)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: gzip body: %w", errBadRequest, err)
 		}
-		defer zr.Close()
-		body = zr
+		defer ib.zr.Close()
+		body = ib.zr
 	default:
 		return nil, fmt.Errorf("%w: content encoding %q, want gzip, snappy or none", errUnsupportedMedia, enc)
 	}
 	// The body's buffer starts at its announced length (gzip: four
 	// times it, what JSON lines of samples inflate to), within the
 	// limit, rather than growing a copy at a time.
-	var buf []byte
+	buf := ib.body[:0]
 	if n := r.ContentLength; n > 0 {
 		if r.Header.Get("Content-Encoding") == "gzip" {
 			n *= 4
 		}
-		buf = make([]byte, 0, min(n, limit)+1)
+		if n = min(n, limit) + 1; int64(cap(buf)) < n {
+			buf = make([]byte, 0, n)
+		}
 	}
 	b, err := readLimited(body, buf, limit)
 	if err != nil {
@@ -103,40 +111,24 @@ func (h *Handler) readImport(r *http.Request) ([]byte, error) {
 }
 
 func (h *Handler) serveImport(w http.ResponseWriter, r *http.Request) error {
-	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) { return migrate.ParseJSONLines(nil, body) })
+	return h.importWith(w, r, func(b *migrate.Batch, body []byte) error { return b.ParseJSONLines(body) })
 }
 
 // importMaxChunkSamples bounds the samples the chunks of one
 // /api/v1/import/chunks request hold (promhbase import sends 50 000).
 const importMaxChunkSamples = 4_000_000
 
-// serveImportChunks decodes the chunks straight into remote-write
-// requests (no series in between) and writes them as importWith does.
+// serveImportChunks decodes the chunks and writes their samples as
+// importWith does.
 func (h *Handler) serveImportChunks(w http.ResponseWriter, r *http.Request) error {
-	body, free, err := h.importBody(w, r)
-	if err != nil {
-		return err
-	}
-	defer free()
-	reqs, _, err := migrate.ChunksToWriteRequests(body, importMaxChunkSamples, importBatchSamples)
-	if err != nil {
-		return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
-	}
-	written := 0
-	for _, data := range reqs {
-		if err := h.writeImport(r, data, &written); err != nil {
-			return err
-		}
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return h.importWith(w, r, func(b *migrate.Batch, body []byte) error { return b.ParseChunks(body, importMaxChunkSamples) })
 }
 
-// writeImport writes one remote-write request body of an import, adding
-// its samples to written.
-func (h *Handler) writeImport(r *http.Request, data []byte, written *int) error {
+// writeImportWith makes one write of an import, adding its samples to
+// written.
+func (h *Handler) writeImportWith(r *http.Request, written *int, write func(context.Context) (ingest.Result, error)) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
-	res, err := h.w.Write(ctx, data, false)
+	res, err := write(ctx)
 	cancel()
 	h.count(res)
 	if err != nil {
@@ -147,19 +139,54 @@ func (h *Handler) writeImport(r *http.Request, data []byte, written *int) error 
 }
 
 func (h *Handler) serveImportText(w http.ResponseWriter, r *http.Request) error {
-	return h.importWith(w, r, func(body []byte) ([]prompb.TimeSeries, error) {
-		return migrate.ParseText(nil, body, time.Now().UnixMilli())
-	})
+	now := time.Now().UnixMilli()
+	return h.importWith(w, r, func(b *migrate.Batch, body []byte) error { return b.ParseText(body, now) })
 }
 
-// importBody reads an import request's body, then takes a slot (free
-// gives it back): the body arrives before the request takes a slot,
+// importBuf is the memory of one import request, kept for the next
+// ones (Handler.imports): its body, its gzip reader, its parsed series.
+type importBuf struct {
+	body  []byte
+	zr    *gzip.Reader
+	batch migrate.Batch
+}
+
+// maxKeptImportBytes bounds the body an importBuf kept for the next
+// request has room for; its series take about as much again.
+const maxKeptImportBytes = 32 << 20
+
+// getImportBuf returns a kept importBuf, or a new one.
+func (h *Handler) getImportBuf() *importBuf {
+	select {
+	case ib := <-h.imports:
+		return ib
+	default:
+		return new(importBuf)
+	}
+}
+
+// putImportBuf keeps ib for a later request, when it is not too large and
+// the list has room.
+func (h *Handler) putImportBuf(ib *importBuf) {
+	if cap(ib.body) > maxKeptImportBytes || ib.batch.Cap() > maxKeptImportBytes {
+		return
+	}
+	ib.batch.Reset()
+	select {
+	case h.imports <- ib:
+	default:
+	}
+}
+
+// importBody reads an import request's body into ib, then takes a slot
+// (free gives it back): the body arrives before the request takes a slot,
 // within BodyTimeout, as a remote write's.
-func (h *Handler) importBody(w http.ResponseWriter, r *http.Request) (body []byte, free func(), err error) {
+func (h *Handler) importBody(w http.ResponseWriter, r *http.Request, ib *importBuf) (body []byte, free func(), err error) {
 	setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
-	if body, err = h.readImport(r); err != nil {
+	if body, err = h.readImport(r, ib); err != nil {
 		return nil, nil, err
 	}
+	ib.body = body
 	setDeadline(w, time.Time{}, false)
 	if free, err = h.acquire(r.Context()); err != nil {
 		return nil, nil, err
@@ -167,33 +194,66 @@ func (h *Handler) importBody(w http.ResponseWriter, r *http.Request) (body []byt
 	return body, free, nil
 }
 
-// importWith parses an import request's body with parse and writes it.
-func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func([]byte) ([]prompb.TimeSeries, error)) error {
-	body, free, err := h.importBody(w, r)
+// importCursor is a place in a parsed import: sample sample of series
+// series.
+type importCursor struct{ series, sample int }
+
+// advance returns the place n samples after c (or the end), and the
+// samples between: the next write. A series longer than what is left of
+// n goes in parts.
+func (c importCursor) advance(b *migrate.Batch, n int) (importCursor, int) {
+	took, n := 0, max(n, 1)
+	for c.series < b.Len() && took < n {
+		_, pts := b.Series(c.series)
+		k := min(len(pts)-c.sample, n-took)
+		took += k
+		if c.sample += k; c.sample == len(pts) {
+			c.series, c.sample = c.series+1, 0
+		}
+	}
+	return c, took
+}
+
+// importWith parses an import request's body with parse and writes its
+// series, in writes of h.importBatch samples (a series in parts when it
+// must), straight from
+// the parsed batch (ingest.Writer.WriteSeries: no remote-write encoding
+// in between).
+func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func(*migrate.Batch, []byte) error) error {
+	ib := h.getImportBuf()
+	defer h.putImportBuf(ib)
+	body, free, err := h.importBody(w, r, ib)
 	if err != nil {
 		return err
 	}
 	defer free()
-	series, err := parse(body)
-	if err != nil {
+	b := &ib.batch
+	if err := parse(b, body); err != nil {
 		return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
 	}
 	written := 0
-	for len(series) > 0 {
-		n, samples := 0, 0
-		for n < len(series) && (n == 0 || samples+len(series[n].Samples) <= importBatchSamples) {
-			samples += len(series[n].Samples)
-			n++
+	var s wire.Series
+	for from := (importCursor{}); from.series < b.Len(); {
+		to, samples := from.advance(b, h.importBatch)
+		each := func(fn func(*wire.Series) error) error {
+			for c := from; c.series < to.series || c.series == to.series && c.sample < to.sample; c.series, c.sample = c.series+1, 0 {
+				key, pts := b.Series(c.series)
+				if c.series == to.series {
+					pts = pts[:to.sample]
+				}
+				s.Key, s.Samples = key, pts[c.sample:]
+				if err := fn(&s); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		req := prompb.WriteRequest{Timeseries: series[:n]}
-		data, err := req.Marshal()
-		if err != nil {
-			return fmt.Errorf("encode import batch: %w", err)
-		}
-		if err := h.writeImport(r, data, &written); err != nil {
+		if err := h.writeImportWith(r, &written, func(ctx context.Context) (ingest.Result, error) {
+			return h.w.WriteSeries(ctx, samples, each)
+		}); err != nil {
 			return err
 		}
-		series = series[n:]
+		from = to
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

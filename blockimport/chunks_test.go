@@ -86,17 +86,15 @@ func (r *chunkRecorder) SendChunks(_ context.Context, req *prompb.ChunkedReadRes
 	if err != nil {
 		return err
 	}
-	reqs, _, err := migrate.ChunksToWriteRequests(data, 1<<20, 1000)
-	if err != nil {
+	var b migrate.Batch
+	if err := b.ParseChunks(data, 1<<20); err != nil {
 		return err
 	}
-	var tss []prompb.TimeSeries
-	for _, b := range reqs {
-		var wr prompb.WriteRequest
-		if err := wr.Unmarshal(b); err != nil {
+	tss := make([]prompb.TimeSeries, b.Len())
+	for i := range tss {
+		if tss[i], err = b.TimeSeries(i); err != nil {
 			return err
 		}
-		tss = append(tss, wr.Timeseries...)
 	}
 	for _, cs := range req.ChunkedSeries {
 		r.chunks.Add(int64(len(cs.Chunks)))

@@ -9,11 +9,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/promhbase/promhbase/index"
-	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
@@ -73,12 +71,12 @@ type CheckedRowNoter interface {
 // then metric metadata that changed (metadata.Metas). It is safe for
 // concurrent use.
 type Writer struct {
-	mapper *series.Mapper
-	st     Putter
-	table  string
-	family []byte    // the data table's column family, "t"
-	pool   sync.Pool // *writeBatch
-	noter  RowNoter  // nil: nobody is told
+	mapper  *series.Mapper
+	st      Putter
+	table   string
+	family  []byte // the data table's column family, "t"
+	batches batchPool
+	noter   RowNoter // nil: nobody is told
 
 	retention time.Duration    // 0: nothing expires at its write
 	now       func() time.Time // retention's clock
@@ -172,7 +170,7 @@ type Options struct {
 
 // New returns a Writer into st configured by opts.
 func New(m *series.Mapper, st Putter, opts Options) *Writer {
-	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(),
+	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(), batches: newBatchPool(),
 		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
 	w.forgot, _ = opts.Indexer.(DayForgetter)
 	w.retention, w.now = opts.Retention, opts.Now
@@ -220,106 +218,45 @@ func (e *RejectError) Error() string {
 	return sb.String()
 }
 
-// writeBatch holds the reusable buffers of one request.
-type writeBatch struct {
-	series wire.Series
-	v2     wire.V2State
-	puts   []store.Put
-	starts []int // index in cells of each put's first cell
-	cells  []store.Cell
-	arena  arena.Arena
-	rej    *RejectError
-	reject map[string]int
-	cache  series.SeriesCacheReader
-	missed []missedSeries
-	// resolveItems is resolveMissed's scratch.
-	resolveItems []series.ResolveItem
-	// labelsOf decodes the labels of missed series (its label slice is
-	// reused; each series keeps a copy in labelBuf, one after the other).
-	labelsOf wire.Series
-	labelBuf []mapping.Label
-	sketch   *limits.Sketch // active series; nil without limits
-	// dropLabel is the replica label of an HA pair's request, left out
-	// of the labels its new series are resolved with; nil: none.
-	dropLabel []byte
-
-	samples, histograms int
-	// minT is the oldest timestamp kept (Options.Retention); expired
-	// counts the samples and histograms older than it.
-	minT        int64
-	expired     int
-	hist        wire.Histogram
-	scratch     []byte
-	exPuts      []store.Put
-	exCells     []store.Cell
-	exSeen      map[string]struct{} // row ‖ slot of this request's exemplars
-	metas       []wire.Meta         // 1.0's metadata field
-	pendingMeta []pendingMeta
-	index       []index.Entry // series and days not yet indexed
-}
-
-func (b *writeBatch) reset() {
-	b.dropLabel = nil
-	b.puts = b.puts[:0]
-	b.starts = b.starts[:0]
-	b.cells = b.cells[:0]
-	b.arena.Reset()
-	b.rej = nil
-	clear(b.reject)
-	clear(b.missed)
-	b.missed = b.missed[:0]
-	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
-	clear(b.labelBuf)
-	b.labelBuf = b.labelBuf[:0]
-	b.samples, b.histograms = 0, 0
-	b.minT, b.expired = 0, 0
-	b.sketch = nil
-	b.exPuts = b.exPuts[:0]
-	b.exCells = b.exCells[:0]
-	clear(b.exSeen)
-	b.metas = b.metas[:0]
-	b.pendingMeta = b.pendingMeta[:0]
-	clear(b.index)
-	b.index = b.index[:0]
-}
-
-func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
-	if b.rej == nil {
-		b.rej = &RejectError{}
-	}
-	b.rej.count += n
-	if len(b.rej.named) < maxNamedRejects {
-		b.rej.named = append(b.rej.named, msg)
-	}
-	b.reject[reason] += n
-}
-
 // Write stores the series of a decoded request body: a remote write 1.0
 // WriteRequest, or with v2 an io.prometheus.write.v2.Request. It returns
 // only after the store acknowledged every Put. A *RejectError means the
 // valid series were written and the others can never be; any other error
 // means nothing may be assumed written and the request can be retried.
 func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error) {
-	b, _ := w.pool.Get().(*writeBatch)
-	if b == nil {
-		b = &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
-		b.v2.SetNames(w.names)
-	}
+	b := w.getBatch()
 	parse := func(metas *[]wire.Meta, fn func(*wire.Series) error) error {
 		if v2 {
 			return wire.ParseWriteRequestV2(body, &b.v2, &b.series, fn)
 		}
 		return wire.ParseWriteRequest(body, &b.series, metas, fn)
 	}
+	return w.write(ctx, b, parse, v2, 0)
+}
+
+// WriteSeries stores series that are decoded already, as Write stores a
+// remote write 1.0 request of them. each calls fn for every series, in
+// the same order every time it is called (up to three times); the series
+// need only Key (remote write's Label fields in name order) and Samples,
+// and may be reused once fn returns. samples, the number of samples, sizes
+// the write's buffers.
+func (w *Writer) WriteSeries(ctx context.Context, samples int, each func(fn func(*wire.Series) error) error) (Result, error) {
+	return w.write(ctx, w.getBatch(), func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
+}
+
+// write is Write's work, from parse that calls fn for each series (and
+// collects 1.0's metadata into metas when it is not nil); samples
+// estimates the samples it holds.
+func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]wire.Meta, fn func(*wire.Series) error) error, v2 bool, samples int) (Result, error) {
 	// A failed Put may leave RPCs queued in the store's client that still
 	// read the batch's buffers: such a batch is not reused.
 	reuse := true
 	defer func() {
 		if reuse {
-			b.reset()
-			w.pool.Put(b)
+			w.putBatch(b)
 		}
 	}()
+	b.grow(samples)
 	if w.limits != nil {
 		b.sketch = w.limits.Sketch()
 	}

@@ -23,8 +23,10 @@ func BenchmarkParseJSONLines(b *testing.B) {
 	body := benchBody()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	var batch Batch
 	for b.Loop() {
-		if _, err := ParseJSONLines(nil, body); err != nil {
+		batch.Reset()
+		if err := batch.ParseJSONLines(body); err != nil {
 			b.Fatal(err)
 		}
 	}

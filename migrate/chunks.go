@@ -3,39 +3,39 @@ package migrate
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/wire"
 )
 
-// ChunksToWriteRequests decodes body, a prometheus.ChunkedReadResponse
-// (remote read's streamed message; promhbase import sends the blocks'
-// chunks so), into remote write 1.0 WriteRequest bodies of at most batch
-// samples each (a longer series goes in parts), encoded as Prometheus's
-// generated code encodes them: the floats of XOR chunks (ChunkEncoding).
-// The whole body is decoded
-// before anything is returned. It refuses a body whose chunks claim more
-// than maxSamples samples in all (before decoding any), a chunk of another
-// encoding, and a chunk that does not decode, holds a sample outside its
-// own time range or samples out of order, naming the series and the chunk.
-// (A chunk carries no checksum: bytes damaged in a way that still decodes
-// give other samples, as a damaged remote-write body would.)
-func ChunksToWriteRequests(body []byte, maxSamples, batch int) ([][]byte, int, error) {
+// ParseChunks decodes body, a prometheus.ChunkedReadResponse (remote
+// read's streamed message; promhbase import sends the blocks' chunks so),
+// appending its series to b, a series' chunks one after the other: the
+// floats of XOR chunks (ChunkEncoding). The whole body is decoded before
+// it returns. It refuses a body whose chunks claim more than maxSamples
+// samples in all (before decoding any), a chunk of another encoding, and
+// a chunk that does not decode, holds a sample outside its own time range
+// or samples out of order, naming the series and the chunk; then b is as
+// before. (A chunk carries no checksum: bytes damaged in a way that still
+// decode give other samples, as a damaged remote-write body would.)
+func (b *Batch) ParseChunks(body []byte, maxSamples int) error {
 	var resp prompb.ChunkedReadResponse
 	if err := resp.Unmarshal(body); err != nil {
-		return nil, 0, fmt.Errorf("%w: chunks: %w", ErrMalformed, err)
+		return fmt.Errorf("%w: chunks: %w", ErrMalformed, err)
 	}
 	total := 0
 	for i, cs := range resp.ChunkedSeries {
 		for j, c := range cs.Chunks {
 			if !ChunkEncoding(chunkenc.Encoding(c.Type)) {
-				return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: encoding %d", ErrMalformed, i, seriesName(cs.Labels), j, c.Type)
+				return fmt.Errorf("%w: series %d %s, chunk %d: encoding %d", ErrMalformed, i, seriesName(cs.Labels), j, c.Type)
 			}
 			if len(c.Data) < 2 {
-				return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: %d bytes", ErrMalformed, i, seriesName(cs.Labels), j, len(c.Data))
+				return fmt.Errorf("%w: series %d %s, chunk %d: %d bytes", ErrMalformed, i, seriesName(cs.Labels), j, len(c.Data))
 			}
 			// The first two bytes of every encoding count its samples,
 			// and bound what its iterator reads.
@@ -43,82 +43,54 @@ func ChunksToWriteRequests(body []byte, maxSamples, batch int) ([][]byte, int, e
 		}
 	}
 	if total > maxSamples {
-		return nil, 0, fmt.Errorf("%w: the chunks hold %d samples, at most %d a request", ErrMalformed, total, maxSamples)
+		return fmt.Errorf("%w: the chunks hold %d samples, at most %d a request", ErrMalformed, total, maxSamples)
 	}
-	batch = max(batch, 1)
-	var (
-		reqs    [][]byte
-		req     []byte
-		inReq   int // samples in req
-		written int
-		it      chunkenc.Iterator
-	)
-	var lb labels.ScratchBuilder
+	k0, p0, e0 := len(b.keys), len(b.points), len(b.ends)
+	b.points = slices.Grow(b.points, total)
+	var it chunkenc.Iterator
 	for i, cs := range resp.ChunkedSeries {
-		lb.Reset()
 		for _, l := range cs.Labels {
-			lb.Add(l.Name, l.Value)
-		}
-		lbls := lb.Labels()
-		open := -1 // where the open TimeSeries' length goes; -1: none
-		openSeries := func() {
-			if req == nil {
-				req = make([]byte, 0, min(total-written, batch)*wire.MaxSampleBytes+1024)
-			}
-			req = append(req, 0x0a, 0, 0, 0, 0, 0)
-			open = len(req) - 5
-			req = wire.AppendLabels(req, lbls)
-		}
-		closeSeries := func() {
-			if open >= 0 {
-				req = wire.PutLength(req, open, 5)
-				open = -1
-			}
+			b.keys = wire.AppendLabel(b.keys, l.Name, l.Value)
 		}
 		for j, c := range cs.Chunks {
-			ch, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
-			if err != nil {
-				return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: %w", ErrMalformed, i, seriesName(cs.Labels), j, err)
-			}
-			it = ch.Iterator(it)
-			prev := int64(math.MinInt64)
-			for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-				t := it.AtT()
-				if t < c.MinTimeMs || t > c.MaxTimeMs {
-					return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: sample at %d outside the chunk's %d–%d", ErrMalformed, i, seriesName(cs.Labels), j, t, c.MinTimeMs, c.MaxTimeMs)
-				}
-				if t <= prev {
-					return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: sample at %d not after the one at %d", ErrMalformed, i, seriesName(cs.Labels), j, t, prev)
-				}
-				prev = t
-				if open < 0 {
-					openSeries()
-				}
-				if vt != chunkenc.ValFloat { // cannot happen: XOR chunks only
-					return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: a %s sample", ErrMalformed, i, seriesName(cs.Labels), j, vt)
-				}
-				_, v := it.At()
-				req = wire.AppendSample(req, t, v)
-				inReq++
-				written++
-				if inReq == batch {
-					closeSeries()
-					reqs, req, inReq = append(reqs, req), nil, 0
-				}
-			}
-			if err := it.Err(); err != nil {
-				return nil, 0, fmt.Errorf("%w: series %d %s, chunk %d: %w", ErrMalformed, i, seriesName(cs.Labels), j, err)
+			var err error
+			if it, err = b.decodeChunk(c, it); err != nil {
+				b.keys, b.points, b.ends = b.keys[:k0], b.points[:p0], b.ends[:e0]
+				return fmt.Errorf("%w: series %d %s, chunk %d: %w", ErrMalformed, i, seriesName(cs.Labels), j, err)
 			}
 		}
-		closeSeries()
+		b.ends = append(b.ends, seriesEnd{key: len(b.keys), points: len(b.points)})
 	}
-	if inReq > 0 {
-		reqs = append(reqs, req)
-	}
-	return reqs, written, nil
+	return nil
 }
 
-// ChunkEncoding reports whether ChunksToWriteRequests takes chunks of
+// decodeChunk appends the samples of an XOR chunk to b.points, with it
+// (returned for the next chunk) as its iterator.
+func (b *Batch) decodeChunk(c prompb.Chunk, it chunkenc.Iterator) (chunkenc.Iterator, error) {
+	ch, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
+	if err != nil {
+		return it, err
+	}
+	it = ch.Iterator(it)
+	prev := int64(math.MinInt64)
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		if vt != chunkenc.ValFloat { // cannot happen: XOR chunks only
+			return it, fmt.Errorf("a %s sample", vt)
+		}
+		t, v := it.At()
+		if t < c.MinTimeMs || t > c.MaxTimeMs {
+			return it, fmt.Errorf("sample at %d outside the chunk's %d–%d", t, c.MinTimeMs, c.MaxTimeMs)
+		}
+		if t <= prev {
+			return it, fmt.Errorf("sample at %d not after the one at %d", t, prev)
+		}
+		prev = t
+		b.points = append(b.points, mapping.Point{T: t, V: v})
+	}
+	return it, it.Err()
+}
+
+// ChunkEncoding reports whether ParseChunks takes chunks of
 // encoding e: XOR chunks only, whose first two bytes count their samples
 // and whose samples take 16 bytes each decoded. A histogram chunk's
 // header names bucket spans that its iterator allocates before it reads

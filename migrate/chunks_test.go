@@ -53,56 +53,46 @@ func chunkBody(t testing.TB, series ...*prompb.ChunkedSeries) []byte {
 	return b
 }
 
-// parseChunks is ChunksToWriteRequests's requests decoded by Prometheus's
-// generated code, the series of every request in order.
-func parseChunks(body []byte, maxSamples, batch int) ([]prompb.TimeSeries, error) {
-	reqs, n, err := ChunksToWriteRequests(body, maxSamples, batch)
-	if err != nil {
+// parseChunks is ParseChunks's series as remote-write TimeSeries.
+func parseChunks(body []byte, maxSamples int) ([]prompb.TimeSeries, error) {
+	var b Batch
+	if err := b.ParseChunks(body, maxSamples); err != nil {
+		if b.Len() != 0 || b.Samples() != 0 {
+			return nil, fmt.Errorf("%w, and %d series and %d samples left in the batch", err, b.Len(), b.Samples())
+		}
 		return nil, err
 	}
-	var out []prompb.TimeSeries
-	got := 0
-	for _, b := range reqs {
-		var req prompb.WriteRequest
-		if err := req.Unmarshal(b); err != nil {
-			return nil, fmt.Errorf("a request does not decode: %w", err)
+	out := make([]prompb.TimeSeries, b.Len())
+	for i := range out {
+		var err error
+		if out[i], err = b.TimeSeries(i); err != nil {
+			return nil, err
 		}
-		for _, ts := range req.Timeseries {
-			got += len(ts.Samples) + len(ts.Histograms)
-		}
-		out = append(out, req.Timeseries...)
-	}
-	if got != n {
-		return nil, fmt.Errorf("%d samples counted, %d in the requests", n, got)
 	}
 	return out, nil
 }
 
-func TestChunksToWriteRequests(t *testing.T) {
+func TestParseChunks(t *testing.T) {
 	lbls := []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "i", Value: "1"}}
 	good := chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{xorChunk(t, 1000, 2000, 3000), xorChunk(t, 4000, 5500)}},
 		&prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "g"}}, Chunks: []prompb.Chunk{xorChunk(t, 1000, 2000)}})
-	tss, err := parseChunks(good, 100, 100)
+	tss, err := parseChunks(good, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tss) != 2 || len(tss[0].Samples) != 5 || len(tss[1].Samples) != 2 {
 		t.Fatalf("parsed %v", tss)
 	}
-	// In requests of 2 samples: the first series in three parts, the
-	// second in two (its first sample shares a request with 5500).
-	parts, err := parseChunks(good, 100, 2)
-	if err != nil {
+	// The keys are the series' Label fields as Prometheus's generated
+	// code encodes them.
+	var b Batch
+	if err := b.ParseChunks(good, 100); err != nil {
 		t.Fatal(err)
 	}
-	if len(parts) != 5 || len(parts[2].Samples) != 1 || parts[2].Samples[0].Timestamp != 5500 || len(parts[3].Samples) != 1 || len(parts[4].Samples) != 1 {
-		t.Fatalf("in requests of 2 samples: %v", parts)
-	}
-	// The same bytes as Prometheus's generated code.
-	reqs, _, _ := ChunksToWriteRequests(good, 100, 100)
-	want, _ := (&prompb.WriteRequest{Timeseries: tss}).Marshal()
-	if len(reqs) != 1 || !bytes.Equal(reqs[0], want) {
-		t.Errorf("request\n%x\nPrometheus's encoding\n%x", reqs[0], want)
+	key, _ := b.Series(0)
+	want, _ := (&prompb.TimeSeries{Labels: lbls}).Marshal()
+	if !bytes.Equal(key, want) {
+		t.Errorf("key\n%x\nPrometheus's encoding\n%x", key, want)
 	}
 	if s := tss[0].Samples[3]; s.Timestamp != 4000 || s.Value != 4.5 {
 		t.Errorf("4th sample %v, want 4.5 at 4000", s)
@@ -133,7 +123,7 @@ func TestChunksToWriteRequests(t *testing.T) {
 		{"an empty chunk", chunkBody(t, &prompb.ChunkedSeries{Labels: lbls, Chunks: []prompb.Chunk{{Type: prompb.Chunk_XOR}}}), 100, "0 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := ChunksToWriteRequests(tc.body, tc.max, 1000)
+			_, err := parseChunks(tc.body, tc.max)
 			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrMalformed naming %q", err, tc.want)
 			}
@@ -141,13 +131,13 @@ func TestChunksToWriteRequests(t *testing.T) {
 	}
 }
 
-func FuzzChunksToWriteRequests(f *testing.F) {
+func FuzzParseChunks(f *testing.F) {
 	f.Add(chunkBody(f, &prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "m"}},
 		Chunks: []prompb.Chunk{xorChunk(f, 1000, 2000, 3000), histChunk(f, 5000, 6000)}}))
 	f.Add(chunkBody(f, &prompb.ChunkedSeries{Labels: []prompb.Label{{Name: "__name__", Value: "m"}},
 		Chunks: []prompb.Chunk{xorChunk(f, 1000, 2000, 3000), xorChunk(f, 5000, 6000)}}))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tss, err := parseChunks(body, 10_000, 1000)
+		tss, err := parseChunks(body, 10_000)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatal(err)

@@ -50,7 +50,26 @@ const (
 
 // ParseJSONLines parses body, JSON lines (blank lines skipped), into
 // series, appending to dst. It fails on the first bad line, naming it.
+// Batch.ParseJSONLines is the same without a value per series.
 func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, error) {
+	var b Batch
+	if err := b.ParseJSONLines(body); err != nil {
+		return dst, err
+	}
+	for i := range b.Len() {
+		ts, err := b.TimeSeries(i)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, ts)
+	}
+	return dst, nil
+}
+
+// ParseJSONLines parses body, JSON lines (blank lines skipped), appending
+// its series to b. It fails on the first bad line, naming it; the lines
+// before it stay in b.
+func (b *Batch) ParseJSONLines(body []byte) error {
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -62,13 +81,11 @@ func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, 
 		if len(line) == 0 {
 			continue
 		}
-		ts, err := scanJSONLine(line)
-		if err != nil {
-			return dst, &LineError{Line: n, Err: err}
+		if err := b.scanJSONLine(line); err != nil {
+			return &LineError{Line: n, Err: err}
 		}
-		dst = append(dst, ts)
 	}
-	return dst, nil
+	return nil
 }
 
 // parseTimestamp reads a timestamp in Unix ms (an integer, or a number

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+
+	"github.com/promhbase/promhbase/mapping"
 )
 
 // goldenLine is one JSON line, field by field:
@@ -207,4 +210,59 @@ func FuzzParseText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, _ = ParseText(nil, body, 0)
 	})
+}
+
+// FuzzDecimal: decimal's fast path gives strconv.ParseFloat's bits
+// wherever it takes a token.
+func FuzzDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1.5", "123456.789", "9007199254740992", "9007199254740993", "0.1", "1.0000000000000000000001", "12345678901234567", "-42.", ".5", "1e5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := decimal([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("decimal(%q) = %v (%x), strconv %v (%x) %v", s, got, math.Float64bits(got), want, math.Float64bits(want), err)
+		}
+	})
+}
+
+func TestBatchKeysAndOrder(t *testing.T) {
+	var b Batch
+	body := `{"timestamps":[1,2],"metric":{"job":"a\u00e9","__name__":"up"},"values":[1.5,-2]}` + "\n" +
+		`{"metric":{"__name__":"x"},"values":[3],"timestamps":[7]}`
+	if err := b.ParseJSONLines([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 2 || b.Samples() != 3 || b.SamplesUntil(1) != 2 {
+		t.Fatalf("%d series, %d samples", b.Len(), b.Samples())
+	}
+	key, pts := b.Series(0)
+	// Label{name "__name__", value "up"}, then Label{name "job", value "aé"}.
+	want := "0a0e0a085f5f6e616d655f5f1202" + "7570" + "0a0a0a036a6f6212" + "0361c3a9"
+	if got := hex.EncodeToString(key); got != want {
+		t.Errorf("key %s, want %s", got, want)
+	}
+	if len(pts) != 2 || pts[0] != (mapping.Point{T: 1, V: 1.5}) || pts[1] != (mapping.Point{T: 2, V: -2}) {
+		t.Errorf("samples %v", pts)
+	}
+	for _, c := range []struct{ name, line, has string }{
+		{"values twice", `{"metric":{"__name__":"a"},"values":[1],"Values":[2],"timestamps":[1]}`, `"values" twice`},
+		{"timestamps twice", `{"metric":{"__name__":"a"},"values":[1],"timestamps":[1],"timestamps":[1]}`, `"timestamps" twice`},
+		{"metric twice", `{"metric":{"__name__":"a"},"metric":{"__name__":"b"},"values":[1],"timestamps":[1]}`, `"metric" twice`},
+		{"timestamps first, fewer values", `{"timestamps":[1,2],"metric":{"__name__":"a"},"values":[1]}`, "must be as many"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := b.Samples()
+			if err := b.ParseJSONLines([]byte(c.line)); err == nil || !strings.Contains(err.Error(), c.has) {
+				t.Fatalf("error %v, want %q", err, c.has)
+			}
+			if b.Len() != 2 || b.Samples() != before {
+				t.Errorf("a bad line left %d series, %d samples", b.Len(), b.Samples())
+			}
+		})
+	}
 }

@@ -101,27 +101,34 @@ func AppendSamples(dst []byte, fs []mapping.Point, room int) []byte {
 
 // AppendLabels appends the labels of a TimeSeries (field 1).
 func AppendLabels(dst []byte, lbls labels.Labels) []byte {
-	lbls.Range(func(l labels.Label) {
-		n := 0
-		if len(l.Name) > 0 {
-			n += 1 + mapping.UvarintLen(uint64(len(l.Name))) + len(l.Name)
-		}
-		if len(l.Value) > 0 {
-			n += 1 + mapping.UvarintLen(uint64(len(l.Value))) + len(l.Value)
-		}
+	lbls.Range(func(l labels.Label) { dst = AppendLabel(dst, l.Name, l.Value) })
+	return dst
+}
+
+// AppendLabel appends one Label field of a TimeSeries (field 1): tag 0x0a,
+// the Label's length, then its name (tag 0x0a) and value (tag 0x12), each
+// left out when empty as Prometheus's generated code does. A series' Label
+// fields in name order are its key (Series.Key).
+func AppendLabel[S string | []byte](dst []byte, name, value S) []byte {
+	n := 0
+	if len(name) > 0 {
+		n += 1 + mapping.UvarintLen(uint64(len(name))) + len(name)
+	}
+	if len(value) > 0 {
+		n += 1 + mapping.UvarintLen(uint64(len(value))) + len(value)
+	}
+	dst = append(dst, 0x0a)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	if len(name) > 0 {
 		dst = append(dst, 0x0a)
-		dst = binary.AppendUvarint(dst, uint64(n))
-		if len(l.Name) > 0 {
-			dst = append(dst, 0x0a)
-			dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
-			dst = append(dst, l.Name...)
-		}
-		if len(l.Value) > 0 {
-			dst = append(dst, 0x12)
-			dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
-			dst = append(dst, l.Value...)
-		}
-	})
+		dst = binary.AppendUvarint(dst, uint64(len(name)))
+		dst = append(dst, name...)
+	}
+	if len(value) > 0 {
+		dst = append(dst, 0x12)
+		dst = binary.AppendUvarint(dst, uint64(len(value)))
+		dst = append(dst, value...)
+	}
 	return dst
 }
 

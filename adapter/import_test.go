@@ -1,0 +1,126 @@
+package adapter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/store"
+)
+
+func TestImportCursorAdvance(t *testing.T) {
+	var b migrate.Batch
+	for i, n := range []int{5, 0, 2, 1} {
+		pts := make([]mapping.Point, n)
+		for j := range pts {
+			pts[j] = mapping.Point{T: int64(j), V: float64(i)}
+		}
+		b.Append(labels.FromStrings("__name__", "m", "i", string(rune('a'+i))), pts...)
+	}
+	for _, tc := range []struct {
+		name    string
+		from    importCursor
+		n       int
+		to      importCursor
+		samples int
+	}{
+		{"within the first series", importCursor{0, 0}, 3, importCursor{0, 3}, 3},
+		{"the rest of a series", importCursor{0, 3}, 2, importCursor{1, 0}, 2},
+		{"across series, past the empty one", importCursor{0, 3}, 4, importCursor{3, 0}, 4},
+		{"past the end", importCursor{2, 1}, 10, importCursor{4, 0}, 2},
+		{"all at once", importCursor{}, 100, importCursor{4, 0}, 8},
+		{"a batch of 0 takes 1", importCursor{}, 0, importCursor{0, 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to, n := tc.from.advance(&b, tc.n)
+			if to != tc.to || n != tc.samples {
+				t.Errorf("advance(%v, %d) = %v, %d; want %v, %d", tc.from, tc.n, to, n, tc.to, tc.samples)
+			}
+		})
+	}
+}
+
+// countingPutter records the cells of each Put into the data table.
+type countingPutter struct {
+	store.Store
+	mu    sync.Mutex
+	cells []int
+}
+
+func (c *countingPutter) Put(ctx context.Context, table string, puts []store.Put) error {
+	if table == "tsdb" {
+		n := 0
+		for _, p := range puts {
+			n += len(p.Cells)
+		}
+		c.mu.Lock()
+		c.cells = append(c.cells, n)
+		c.mu.Unlock()
+	}
+	return c.Store.Put(ctx, table, puts)
+}
+
+// TestImportSplitsWrites: an import is written in writes of at most the
+// batch's samples, a long series in parts, and reads back whole.
+func TestImportSplitsWrites(t *testing.T) {
+	st := openEmbedded(t)
+	put := &countingPutter{Store: st}
+	h := newTestHandlerPut(t, st, put, nil)
+	h.importBatch = 3
+	const t0 = 1_700_000_000_000
+	var body []byte
+	want := map[string]int{}
+	for i, n := range []int{7, 0, 2, 4} {
+		ts, vs := make([]int64, n), make([]float64, n)
+		for j := range ts {
+			ts[j], vs[j] = t0+int64(j)*15_000, float64(i*100+j)+0.25
+		}
+		name := "imp_" + string(rune('a'+i))
+		body = migrate.AppendJSONLine(body, labels.FromStrings("__name__", name), ts, vs)
+		if n > 0 {
+			want[string(migrate.AppendJSONLine(nil, labels.FromStrings("__name__", name), ts, vs))]++
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/import", bytes.NewReader(body)))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("import: %d %s", rec.Code, rec.Body)
+	}
+	total := 0
+	for _, n := range put.cells {
+		if n > 3 {
+			t.Errorf("a write of %d samples, batch 3 (writes %v)", n, put.cells)
+		}
+		total += n
+	}
+	if total != 13 || len(put.cells) != 5 {
+		t.Errorf("writes %v: want 13 samples in 5 writes", put.cells)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, `/api/v1/export?match[]={__name__=~"imp_.*"}&start=1699999999&end=1700000100`, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export: %d %s", rec.Code, rec.Body)
+	}
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		if line := sc.Text() + "\n"; want[line] > 0 {
+			want[line]--
+		} else if strings.TrimSpace(line) != "" {
+			t.Errorf("exported %q, not imported", line)
+		}
+	}
+	for line, n := range want {
+		if n > 0 {
+			t.Errorf("imported %q, not exported", line)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package ingest
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/internal/arena"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/wire"
+)
+
+// batchPool keeps the buffers of finished writes for the next ones: a
+// bounded free list first, since a sync.Pool is emptied by every other
+// garbage collection and a bulk import, which collects often, would grow
+// a large batch's buffers again at nearly every write; then a sync.Pool
+// for what the list has no room for. Batches past maxKeptCells cells go
+// only to the sync.Pool, so the list holds at most its length times that.
+type batchPool struct {
+	free chan *writeBatch
+	pool sync.Pool
+}
+
+// maxKeptCells bounds the cells a batch kept on the free list has room
+// for (80 bytes a cell: 10 MB).
+const maxKeptCells = 128 << 10
+
+func newBatchPool() batchPool {
+	return batchPool{free: make(chan *writeBatch, min(max(runtime.GOMAXPROCS(0), 2), 8))}
+}
+
+// getBatch returns a batch for a write: a kept one, or a new one.
+func (w *Writer) getBatch() *writeBatch {
+	select {
+	case b := <-w.batches.free:
+		return b
+	default:
+	}
+	if b, ok := w.batches.pool.Get().(*writeBatch); ok {
+		return b
+	}
+	b := &writeBatch{reject: map[string]int{}, exSeen: map[string]struct{}{}}
+	b.v2.SetNames(w.names)
+	return b
+}
+
+// putBatch resets b and keeps it for a later write.
+func (w *Writer) putBatch(b *writeBatch) {
+	b.reset()
+	if cap(b.cells) <= maxKeptCells {
+		select {
+		case w.batches.free <- b:
+			return
+		default:
+		}
+	}
+	w.batches.pool.Put(b)
+}
+
+// grow makes room for the cells of samples samples at once, rather than
+// as appends double the arrays.
+func (b *writeBatch) grow(samples int) {
+	if samples > cap(b.cells) {
+		b.cells = slices.Grow(b.cells, samples)
+	}
+}
+
+// writeBatch holds the reusable buffers of one request.
+type writeBatch struct {
+	series wire.Series
+	v2     wire.V2State
+	puts   []store.Put
+	starts []int // index in cells of each put's first cell
+	cells  []store.Cell
+	arena  arena.Arena
+	rej    *RejectError
+	reject map[string]int
+	cache  series.SeriesCacheReader
+	missed []missedSeries
+	// resolveItems is resolveMissed's scratch.
+	resolveItems []series.ResolveItem
+	// labelsOf decodes the labels of missed series (its label slice is
+	// reused; each series keeps a copy in labelBuf, one after the other).
+	labelsOf wire.Series
+	labelBuf []mapping.Label
+	sketch   *limits.Sketch // active series; nil without limits
+	// dropLabel is the replica label of an HA pair's request, left out
+	// of the labels its new series are resolved with; nil: none.
+	dropLabel []byte
+
+	samples, histograms int
+	// minT is the oldest timestamp kept (Options.Retention); expired
+	// counts the samples and histograms older than it.
+	minT        int64
+	expired     int
+	hist        wire.Histogram
+	scratch     []byte
+	exPuts      []store.Put
+	exCells     []store.Cell
+	exSeen      map[string]struct{} // row ‖ slot of this request's exemplars
+	metas       []wire.Meta         // 1.0's metadata field
+	pendingMeta []pendingMeta
+	index       []index.Entry // series and days not yet indexed
+}
+
+func (b *writeBatch) reset() {
+	b.dropLabel = nil
+	b.puts = b.puts[:0]
+	b.starts = b.starts[:0]
+	b.cells = b.cells[:0]
+	b.arena.Reset()
+	b.rej = nil
+	clear(b.reject)
+	clear(b.missed)
+	b.missed = b.missed[:0]
+	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
+	clear(b.labelBuf)
+	b.labelBuf = b.labelBuf[:0]
+	b.samples, b.histograms = 0, 0
+	b.minT, b.expired = 0, 0
+	b.sketch = nil
+	b.exPuts = b.exPuts[:0]
+	b.exCells = b.exCells[:0]
+	clear(b.exSeen)
+	b.metas = b.metas[:0]
+	b.pendingMeta = b.pendingMeta[:0]
+	clear(b.index)
+	b.index = b.index[:0]
+}
+
+func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
+	if b.rej == nil {
+		b.rej = &RejectError{}
+	}
+	b.rej.count += n
+	if len(b.rej.named) < maxNamedRejects {
+		b.rej.named = append(b.rej.named, msg)
+	}
+	b.reject[reason] += n
+}
