@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/ingest"
