@@ -249,7 +249,8 @@ func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func(
 			return nil
 		}
 		if err := h.writeImportWith(r, &written, func(ctx context.Context) (ingest.Result, error) {
-			return h.w.WriteSeries(ctx, samples, each)
+			// One fsync for the request: its last write's.
+			return h.w.WriteSeries(ctx, samples, to.series < b.Len(), each)
 		}); err != nil {
 			return err
 		}

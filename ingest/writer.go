@@ -239,9 +239,15 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 // the same order every time it is called (up to three times); the series
 // need only Key (remote write's Label fields in name order) and Samples,
 // and may be reused once fn returns. samples, the number of samples, sizes
-// the write's buffers.
-func (w *Writer) WriteSeries(ctx context.Context, samples int, each func(fn func(*wire.Series) error) error) (Result, error) {
-	return w.write(ctx, w.getBatch(), func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
+// the write's buffers. With deferSync, on a store that defers durability
+// (store.DeferredPutter: the embedded store) the samples are visible but
+// not yet durable when it returns: the next write without it makes them
+// so (one fsync for the parts of one import), and nothing may be
+// acknowledged before that write returns.
+func (w *Writer) WriteSeries(ctx context.Context, samples int, deferSync bool, each func(fn func(*wire.Series) error) error) (Result, error) {
+	b := w.getBatch()
+	b.deferSync, b.syncLast = deferSync, !deferSync
+	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
 }
 
 // write is Write's work, from parse that calls fn for each series (and
@@ -356,7 +362,12 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 		}
 	}
 	if len(b.puts) > 0 {
-		err := w.st.Put(ctx, w.table, b.puts)
+		var err error
+		if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
+			err = d.PutDeferred(ctx, w.table, b.puts)
+		} else {
+			err = w.st.Put(ctx, w.table, b.puts)
+		}
 		reuse = err == nil
 		var noteErr error
 		if c, ok := w.noter.(CheckedRowNoter); ok {
@@ -377,6 +388,15 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 		}
 		if noteErr != nil {
 			return res, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
+		}
+	}
+	if len(b.puts) == 0 && b.syncLast {
+		// The import's last write, with nothing to put: its earlier
+		// deferred writes are made durable here.
+		if sy, ok := store.As[store.Syncer](w.st); ok {
+			if err := sy.Sync(ctx); err != nil {
+				return res, fmt.Errorf("sync: %w", err)
+			}
 		}
 	}
 	res.Samples, res.Histograms, res.Expired = b.samples, b.histograms, b.expired

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.
@@ -308,5 +310,63 @@ func TestCheckedRowNoter(t *testing.T) {
 				t.Errorf("stored %q", got)
 			}
 		})
+	}
+}
+
+// syncRecorder is a store that defers durability (store.DeferredPutter,
+// store.Syncer), recording which of its writes each call made.
+type syncRecorder struct {
+	store.Store
+	calls []string
+}
+
+func (r *syncRecorder) Put(ctx context.Context, table string, puts []store.Put) error {
+	r.calls = append(r.calls, "put")
+	return r.Store.Put(ctx, table, puts)
+}
+
+func (r *syncRecorder) PutDeferred(ctx context.Context, table string, puts []store.Put) error {
+	r.calls = append(r.calls, "deferred")
+	return r.Store.Put(ctx, table, puts)
+}
+
+func (r *syncRecorder) Sync(context.Context) error {
+	r.calls = append(r.calls, "sync")
+	return nil
+}
+
+// TestWriteSeriesDeferSync: WriteSeries's deferred writes put without the
+// fsync, the last write of an import puts with it, and a last write with
+// nothing to put (all expired) syncs what the deferred ones put.
+func TestWriteSeriesDeferSync(t *testing.T) {
+	s := teststack.New(t, teststack.Options{})
+	key := wire.AppendLabel(nil, "__name__", "ws")
+	now := time.UnixMilli(t0 + 3_600_000)
+	for _, tc := range []struct {
+		name      string
+		deferSync bool
+		at        int64
+		want      string
+	}{
+		{"deferred", true, t0, "deferred"},
+		{"last", false, t0 + 1, "put"},
+		{"last, all expired", false, t0 - 7_200_000, "sync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &syncRecorder{Store: s.Store}
+			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }})
+			_, err := w.WriteSeries(s.Ctx(), 1, tc.deferSync, func(fn func(*wire.Series) error) error {
+				return fn(&wire.Series{Key: key, Samples: []mapping.Point{{T: tc.at, V: 1}}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rec.calls, " "); got != tc.want {
+				t.Errorf("store calls %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got, want := stored(s), "{__name__=\"ws\"} 1 1\n"; got != want {
+		t.Errorf("stored:\n%swant\n%s", got, want)
 	}
 }
