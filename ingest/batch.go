@@ -74,16 +74,16 @@ type writeBatch struct {
 	// deferSync: the data's Put need not be durable yet; syncLast: the
 	// write makes the deferred ones before it durable (WriteSeries).
 	deferSync, syncLast bool
-	series wire.Series
-	v2     wire.V2State
-	puts   []store.Put
-	starts []int // index in cells of each put's first cell
-	cells  []store.Cell
-	arena  arena.Arena
-	rej    *RejectError
-	reject map[string]int
-	cache  series.SeriesCacheReader
-	missed []missedSeries
+	series              wire.Series
+	v2                  wire.V2State
+	puts                []store.Put
+	starts              []int // index in cells of each put's first cell
+	cells               []store.Cell
+	arena               arena.Arena
+	rej                 *RejectError
+	reject              map[string]int
+	cache               series.SeriesCacheReader
+	missed              []missedSeries
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
