@@ -23,18 +23,21 @@ import (
 // The import and export endpoints of migration tools, as VictoriaMetrics
 // answers them (vmctl writes to /api/v1/import, and asks /health first):
 //
-//	POST /api/v1/import             JSON lines (migrate.ParseJSONLines)
+//	POST /api/v1/import             JSON lines (migrate.Batch.ParseJSONLines)
 //	POST /api/v1/import/prometheus  text exposition, timestamps optional
 //	POST /api/v1/import/chunks      Prometheus's TSDB chunks as remote read
-//	                                streams them (migrate.ParseChunks):
+//	                                streams them (migrate.Batch.ParseChunks):
 //	                                promhbase import's format, snappy
 //	GET|POST /api/v1/export         JSON lines of the series match[] selects
 //
 // An import body, gzip-compressed or not, is parsed whole before any of it
 // is written: a bad line answers 400 naming it, and nothing is written.
-// The series are then written through the remote-write path (its limits,
-// series index, compaction and rollups) in batches of importBatchSamples;
-// the answer is 204 once the store acknowledged them all. A store failure
+// The parsed series (a migrate.Batch) are then written through the
+// remote-write path (its limits, series index, compaction and rollups),
+// with no remote-write encoding in between (ingest.Writer.WriteSeries), in
+// writes of importBatchSamples, all but the last deferring their fsync on
+// a store that can; the answer is 204 once the store acknowledged them
+// all. A store failure
 // answers 503 (what was written is written again by the retry, the same
 // cells); a series the write limits refuse answers 400 with the samples
 // written before it.
