@@ -89,3 +89,39 @@ func BenchmarkPutRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutHours puts what one write of an import becomes: 200 rows
+// (series and hour) of 240 cells each (an hour of 15 s samples), in one
+// Put into the row buffer (no fsync); each iteration the next hour of the
+// same series, flushes included.
+func BenchmarkPutHours(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{NoSync: true, BufferTables: []string{"tsdb"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const rows, cells = 200, 240
+	puts := make([]store.Put, rows)
+	for i := range puts {
+		row := openTSDBRow()
+		binary.BigEndian.PutUint32(row[len(row)-6:], uint32(i))
+		cs := make([]store.Cell, cells)
+		for j := range cs {
+			q := binary.BigEndian.AppendUint16(nil, uint16(j*15)<<4|7)
+			cs[j] = store.Cell{Family: []byte("t"), Qualifier: q, Value: binary.BigEndian.AppendUint64(nil, uint64(i*j))}
+		}
+		puts[i] = store.Put{Row: row, Cells: cs}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range puts {
+			base := binary.BigEndian.Uint32(puts[i].Row[3:])
+			binary.BigEndian.PutUint32(puts[i].Row[3:], base+3600)
+		}
+		if err := s.Put(ctx, "tsdb", puts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows*cells), "ns/cell")
+}
