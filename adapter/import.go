@@ -17,6 +17,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/wire"
 )
 
@@ -142,8 +143,7 @@ func (h *Handler) writeImportWith(r *http.Request, written *int, write func(cont
 }
 
 func (h *Handler) serveImportText(w http.ResponseWriter, r *http.Request) error {
-	now := time.Now().UnixMilli()
-	return h.importWith(w, r, func(b *migrate.Batch, body []byte) error { return b.ParseText(body, now) })
+	return h.importWith(w, r, func(b *migrate.Batch, body []byte) error { return b.ParseText(body, time.Now().UnixMilli()) })
 }
 
 // importBuf is the memory of one import request, kept for the next
@@ -217,6 +217,19 @@ func (c importCursor) advance(b *migrate.Batch, n int) (importCursor, int) {
 	return c, took
 }
 
+// syncAfter returns err, the error of an import's write, once the writes
+// before it, which deferred their fsync (and what a write refused in part
+// wrote), are durable: the answer says what was written. If that fails,
+// nothing may be assumed written, and the client sends the request again.
+func (h *Handler) syncAfter(r *http.Request, err error) error {
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	defer cancel()
+	if serr := h.w.Sync(ctx); serr != nil {
+		return fmt.Errorf("%w: %w (after the write error: %s)", store.ErrUnavailable, serr, err.Error()) // 503 whatever err was
+	}
+	return err
+}
+
 // importWith parses an import request's body with parse and writes its
 // series, in writes of h.importBatch samples (a series in parts when it
 // must), straight from
@@ -255,7 +268,7 @@ func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parse func(
 			// One fsync for the request: its last write's.
 			return h.w.WriteSeries(ctx, samples, to.series < b.Len(), each)
 		}); err != nil {
-			return err
+			return h.syncAfter(r, err)
 		}
 		from = to
 	}

@@ -124,3 +124,73 @@ func TestImportSplitsWrites(t *testing.T) {
 		}
 	}
 }
+
+// deferringPutter is a store that defers durability, recording its
+// calls into the data table and its syncs.
+type deferringPutter struct {
+	store.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (d *deferringPutter) note(call string) {
+	d.mu.Lock()
+	d.calls = append(d.calls, call)
+	d.mu.Unlock()
+}
+
+func (d *deferringPutter) Put(ctx context.Context, table string, puts []store.Put) error {
+	if table == "tsdb" {
+		d.note("put")
+	}
+	return d.Store.Put(ctx, table, puts)
+}
+
+func (d *deferringPutter) PutDeferred(ctx context.Context, table string, puts []store.Put) error {
+	if table == "tsdb" {
+		d.note("deferred")
+	}
+	return d.Store.Put(ctx, table, puts)
+}
+
+func (d *deferringPutter) Sync(context.Context) error {
+	d.note("sync")
+	return nil
+}
+
+// TestImportSyncs: an import's writes defer their fsync but the last,
+// which makes them durable; when a write fails after deferred ones, they
+// are made durable before the answer says what was written.
+func TestImportSyncs(t *testing.T) {
+	line := func(name string, n int) string {
+		ts, vs := make([]int64, n), make([]float64, n)
+		for i := range ts {
+			ts[i], vs[i] = 1_700_000_000_000+int64(i)*15_000, float64(i)
+		}
+		return string(migrate.AppendJSONLine(nil, labels.FromStrings("__name__", name), ts, vs))
+	}
+	bad := `{"metric":{"__name__":"b","":"x"},"values":[1],"timestamps":[1700000000000]}` + "\n"
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		calls      string
+	}{
+		{"whole", line("a", 3) + line("c", 5), http.StatusNoContent, "deferred deferred put"},
+		{"a write refused in part", line("a", 3) + bad + line("c", 5), http.StatusBadRequest, "deferred deferred sync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openEmbedded(t)
+			put := &deferringPutter{Store: st}
+			h := newTestHandlerPut(t, st, put, nil)
+			h.importBatch = 3
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/import", strings.NewReader(tc.body)))
+			if rec.Code != tc.code {
+				t.Fatalf("import: %d %s, want %d", rec.Code, rec.Body, tc.code)
+			}
+			if got := strings.Join(put.calls, " "); got != tc.calls {
+				t.Errorf("store calls %q, want %q", got, tc.calls)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/internal/arena"
@@ -18,16 +19,29 @@ import (
 // bounded free list first, since a sync.Pool is emptied by every other
 // garbage collection and a bulk import, which collects often, would grow
 // a large batch's buffers again at nearly every write; then a sync.Pool
-// for what the list has no room for. Batches past maxKeptCells cells go
-// only to the sync.Pool, so the list holds at most its length times that.
+// for what the list has no room for. Batches holding more than
+// maxKeptBytes (heldBytes) go only to the sync.Pool, so the list holds at
+// most its length times that.
 type batchPool struct {
 	free chan *writeBatch
 	pool sync.Pool
 }
 
-// maxKeptCells bounds the cells a batch kept on the free list has room
-// for (80 bytes a cell: 10 MB).
-const maxKeptCells = 128 << 10
+// maxKeptBytes bounds what a batch kept on the free list holds: an
+// import's write of 50 000 samples (4 MB of cells, 0.6 MB of arena) with
+// room to spare.
+const maxKeptBytes = 12 << 20
+
+// heldBytes estimates the memory b's buffers hold: their capacities, at
+// their elements' sizes.
+func (b *writeBatch) heldBytes() int {
+	return b.arena.Size() + cap(b.scratch) +
+		int(unsafe.Sizeof(store.Cell{}))*(cap(b.cells)+cap(b.exCells)) +
+		int(unsafe.Sizeof(store.Put{}))*(cap(b.puts)+cap(b.exPuts)) + 8*cap(b.starts) +
+		int(unsafe.Sizeof(mapping.Label{}))*cap(b.labelBuf) +
+		int(unsafe.Sizeof(missedSeries{}))*cap(b.missed) +
+		int(unsafe.Sizeof(index.Entry{}))*cap(b.index)
+}
 
 func newBatchPool() batchPool {
 	return batchPool{free: make(chan *writeBatch, min(max(runtime.GOMAXPROCS(0), 2), 8))}
@@ -51,7 +65,7 @@ func (w *Writer) getBatch() *writeBatch {
 // putBatch resets b and keeps it for a later write.
 func (w *Writer) putBatch(b *writeBatch) {
 	b.reset()
-	if cap(b.cells) <= maxKeptCells {
+	if b.heldBytes() <= maxKeptBytes {
 		select {
 		case w.batches.free <- b:
 			return

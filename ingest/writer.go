@@ -250,6 +250,22 @@ func (w *Writer) WriteSeries(ctx context.Context, samples int, deferSync bool, e
 	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
 }
 
+// Sync makes the writes WriteSeries deferred durable, on a store that
+// defers them (store.Syncer); on others it does nothing. An import whose
+// write fails after deferred ones calls it before saying what was
+// written.
+func (w *Writer) Sync(ctx context.Context) error {
+	if _, ok := store.As[store.DeferredPutter](w.st); !ok {
+		return nil
+	}
+	if sy, ok := store.As[store.Syncer](w.st); ok {
+		if err := sy.Sync(ctx); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	return nil
+}
+
 // write is Write's work, from parse that calls fn for each series (and
 // collects 1.0's metadata into metas when it is not nil); samples
 // estimates the samples it holds.

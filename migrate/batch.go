@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -60,7 +61,9 @@ func (b *Batch) SamplesUntil(i int) int {
 }
 
 // Cap is the bytes the Batch's arrays hold.
-func (b *Batch) Cap() int { return cap(b.keys) + 16*cap(b.points) + 16*cap(b.ends) }
+func (b *Batch) Cap() int {
+	return cap(b.keys) + 16*cap(b.points) + 16*cap(b.ends) + 48*cap(b.lbls) + cap(b.unesc)
+}
 
 // Reset empties the Batch, keeping its arrays.
 func (b *Batch) Reset() {
@@ -101,11 +104,16 @@ func (b *Batch) TimeSeries(i int) (prompb.TimeSeries, error) {
 // key. On an error nothing of the line stays.
 func (b *Batch) endLine(p0 int) error {
 	lbls := b.lbls
-	// Insertion sort: a series has a handful of labels, often in order.
-	for i := 1; i < len(lbls); i++ {
-		for j := i; j > 0 && bytes.Compare(lbls[j-1].name, lbls[j].name) > 0; j-- {
-			lbls[j-1], lbls[j] = lbls[j], lbls[j-1]
+	if len(lbls) <= 16 {
+		// Insertion sort: a series has a handful of labels, often in
+		// order.
+		for i := 1; i < len(lbls); i++ {
+			for j := i; j > 0 && bytes.Compare(lbls[j-1].name, lbls[j].name) > 0; j-- {
+				lbls[j-1], lbls[j] = lbls[j], lbls[j-1]
+			}
 		}
+	} else { // O(n log n) whatever a hostile line holds
+		slices.SortFunc(lbls, func(a, b rawLabel) int { return bytes.Compare(a.name, b.name) })
 	}
 	named := false
 	for i, l := range lbls {

@@ -46,7 +46,10 @@ func (b *Batch) ParseChunks(body []byte, maxSamples int) error {
 		return fmt.Errorf("%w: the chunks hold %d samples, at most %d a request", ErrMalformed, total, maxSamples)
 	}
 	k0, p0, e0 := len(b.keys), len(b.points), len(b.ends)
-	b.points = slices.Grow(b.points, total)
+	// Room for the samples the chunks claim, up to what the body's
+	// bytes can hold (an XOR sample takes at least two bits): a claim
+	// alone makes no large allocation.
+	b.points = slices.Grow(b.points, min(total, 4*len(body)))
 	var it chunkenc.Iterator
 	for i, cs := range resp.ChunkedSeries {
 		for _, l := range cs.Labels {

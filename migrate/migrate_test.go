@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/wire"
 )
 
 // goldenLine is one JSON line, field by field:
@@ -264,5 +266,28 @@ func TestBatchKeysAndOrder(t *testing.T) {
 				t.Errorf("a bad line left %d series, %d samples", b.Len(), b.Samples())
 			}
 		})
+	}
+}
+
+// TestBatchManyLabels: a line of many labels out of order (past the
+// insertion sort's few) gets the key of its labels in name order.
+func TestBatchManyLabels(t *testing.T) {
+	var line strings.Builder
+	line.WriteString(`{"metric":{`)
+	var sb labels.ScratchBuilder
+	for i := 40; i > 0; i-- {
+		fmt.Fprintf(&line, `"l%02d":"v%d",`, i, i)
+		sb.Add(fmt.Sprintf("l%02d", i), fmt.Sprintf("v%d", i))
+	}
+	line.WriteString(`"__name__":"many"},"values":[1],"timestamps":[1]}`)
+	sb.Add("__name__", "many")
+	sb.Sort()
+	var b Batch
+	if err := b.ParseJSONLines([]byte(line.String())); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := b.Series(0)
+	if want := wire.AppendLabels(nil, sb.Labels()); !bytes.Equal(key, want) {
+		t.Errorf("key\n%x\nwant\n%x", key, want)
 	}
 }

@@ -42,6 +42,15 @@ func (a *Arena) Alloc(n int) []byte {
 // length.
 func (a *Arena) Copy(b []byte) []byte { return append(a.Alloc(len(b)), b...) }
 
+// Size is the bytes of the arena's chunks.
+func (a *Arena) Size() int {
+	n := 0
+	for _, c := range a.chunks {
+		n += cap(c)
+	}
+	return n
+}
+
 // Reset makes every chunk free again; the slices handed out before must no
 // longer be used.
 func (a *Arena) Reset() {
