@@ -52,14 +52,6 @@ func (b *Batch) Series(i int) (key []byte, points []mapping.Point) {
 	return b.keys[k0:e.key:e.key], b.points[p0:e.points:e.points]
 }
 
-// SamplesUntil returns the samples of series [0, i).
-func (b *Batch) SamplesUntil(i int) int {
-	if i == 0 {
-		return 0
-	}
-	return b.ends[i-1].points
-}
-
 // Cap is the bytes the Batch's arrays hold.
 func (b *Batch) Cap() int {
 	return cap(b.keys) + 16*cap(b.points) + 16*cap(b.ends) + 48*cap(b.lbls) + cap(b.unesc)

@@ -239,7 +239,7 @@ func TestBatchKeysAndOrder(t *testing.T) {
 	if err := b.ParseJSONLines([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	if b.Len() != 2 || b.Samples() != 3 || b.SamplesUntil(1) != 2 {
+	if _, first := b.Series(0); b.Len() != 2 || b.Samples() != 3 || len(first) != 2 {
 		t.Fatalf("%d series, %d samples", b.Len(), b.Samples())
 	}
 	key, pts := b.Series(0)
