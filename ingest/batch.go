@@ -86,8 +86,9 @@ func (b *writeBatch) grow(samples int) {
 // writeBatch holds the reusable buffers of one request.
 type writeBatch struct {
 	// deferSync: the data's Put need not be durable yet; syncLast: the
-	// write makes the deferred ones before it durable (WriteSeries).
-	deferSync, syncLast bool
+	// write makes the deferred ones before it durable; bulk: the data
+	// goes through store.BulkPutter where the store has it (WriteSeries).
+	deferSync, syncLast, bulk bool
 	series              wire.Series
 	v2                  wire.V2State
 	puts                []store.Put
@@ -125,7 +126,7 @@ type writeBatch struct {
 }
 
 func (b *writeBatch) reset() {
-	b.deferSync, b.syncLast = false, false
+	b.deferSync, b.syncLast, b.bulk = false, false, false
 	b.dropLabel = nil
 	b.puts = b.puts[:0]
 	b.starts = b.starts[:0]

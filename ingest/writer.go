@@ -239,14 +239,16 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 // the same order every time it is called (up to three times); the series
 // need only Key (remote write's Label fields in name order) and Samples,
 // and may be reused once fn returns. samples, the number of samples, sizes
-// the write's buffers. With deferSync, on a store that defers durability
-// (store.DeferredPutter: the embedded store) the samples are visible but
-// not yet durable when it returns: the next write without it makes them
-// so (one fsync for the parts of one import), and nothing may be
-// acknowledged before that write returns.
+// the write's buffers. On a store that takes bulk loads
+// (store.BulkPutter: the embedded store) the samples go that way, durable
+// when it returns, and the series index before them. Else with
+// deferSync, on a store that defers durability (store.DeferredPutter)
+// the samples are visible but not yet durable when it returns: the next
+// write without it makes them so (one fsync for the parts of one
+// import), and nothing may be acknowledged before that write returns.
 func (w *Writer) WriteSeries(ctx context.Context, samples int, deferSync bool, each func(fn func(*wire.Series) error) error) (Result, error) {
 	b := w.getBatch()
-	b.deferSync, b.syncLast = deferSync, !deferSync
+	b.deferSync, b.syncLast, b.bulk = deferSync, !deferSync, true
 	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
 }
 
@@ -359,11 +361,16 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 	// each is a round trip of its own) it is written while the data is.
 	var ixErr error
 	var ixDone chan struct{}
+	bulk, isBulk := store.As[store.BulkPutter](w.st)
+	isBulk = isBulk && b.bulk
 	if len(b.index) > 0 {
 		_, deferrable := store.As[store.DeferredPutter](w.st)
 		switch {
 		case len(b.puts) == 0:
 			ixErr = w.indexer.Write(ctx, b.index) // no durable write follows
+		case isBulk:
+			// Durable first: the bulk put makes only its own rows so.
+			ixErr = w.indexer.Write(ctx, b.index)
 		case deferrable:
 			ixErr = w.indexer.WriteDeferred(ctx, b.index)
 		default:
@@ -379,7 +386,9 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 	}
 	if len(b.puts) > 0 {
 		var err error
-		if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
+		if isBulk {
+			err = bulk.PutBulk(ctx, w.table, b.puts)
+		} else if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
 			err = d.PutDeferred(ctx, w.table, b.puts)
 		} else {
 			err = w.st.Put(ctx, w.table, b.puts)

@@ -335,6 +335,50 @@ func (r *syncRecorder) Sync(context.Context) error {
 	return nil
 }
 
+// bulkRecorder is a syncRecorder of a store that takes bulk loads.
+type bulkRecorder struct{ syncRecorder }
+
+func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.Put) error {
+	r.calls = append(r.calls, "bulk")
+	return r.Store.Put(ctx, table, puts)
+}
+
+// TestWriteSeriesBulk: on a store that takes bulk loads
+// (store.BulkPutter), every WriteSeries puts through it, deferred or
+// last, and a last write with nothing to put syncs.
+func TestWriteSeriesBulk(t *testing.T) {
+	s := teststack.New(t, teststack.Options{})
+	key := wire.AppendLabel(nil, "__name__", "wb")
+	now := time.UnixMilli(t0 + 3_600_000)
+	for _, tc := range []struct {
+		name      string
+		deferSync bool
+		at        int64
+		want      string
+	}{
+		{"deferred", true, t0, "bulk"},
+		{"last", false, t0 + 1, "bulk"},
+		{"last, all expired", false, t0 - 7_200_000, "sync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &bulkRecorder{syncRecorder{Store: s.Store}}
+			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }})
+			_, err := w.WriteSeries(s.Ctx(), 1, tc.deferSync, func(fn func(*wire.Series) error) error {
+				return fn(&wire.Series{Key: key, Samples: []mapping.Point{{T: tc.at, V: 1}}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rec.calls, " "); got != tc.want {
+				t.Errorf("store calls %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got, want := stored(s), "{__name__=\"wb\"} 1 1\n"; got != want {
+		t.Errorf("stored:\n%swant\n%s", got, want)
+	}
+}
+
 // TestWriteSeriesDeferSync: WriteSeries's deferred writes put without the
 // fsync, the last write of an import puts with it, and a last write with
 // nothing to put (all expired) syncs what the deferred ones put.

@@ -53,6 +53,10 @@ func (f *full) PutDeferred(_ context.Context, table string, _ []Put) error {
 	f.called("PutDeferred", table)
 	return nil
 }
+func (f *full) PutBulk(_ context.Context, table string, _ []Put) error {
+	f.called("PutBulk", table)
+	return nil
+}
 func (f *full) SplitRange(_ context.Context, table string, _, _ []byte, _ int) ([][]byte, error) {
 	f.called("SplitRange", table)
 	return nil, nil

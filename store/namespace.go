@@ -119,6 +119,8 @@ func (v *nsView) As(target any) bool {
 		return forward(v.st, p, func(c CheckAndPutSyncer) CheckAndPutSyncer { return c })
 	case *DeferredPutter:
 		return forward(v.st, p, func(d DeferredPutter) DeferredPutter { return nsDeferred{v, d} })
+	case *BulkPutter:
+		return forward(v.st, p, func(b BulkPutter) BulkPutter { return nsBulk{v, b} })
 	case *RangeSplitter:
 		return forward(v.st, p, func(r RangeSplitter) RangeSplitter { return nsSplitter{v, r} })
 	case *BatchCheckAndPutter:
@@ -144,6 +146,7 @@ type nsOf[T any] struct {
 
 type (
 	nsDeferred     nsOf[DeferredPutter]
+	nsBulk         nsOf[BulkPutter]
 	nsSplitter     nsOf[RangeSplitter]
 	nsBatchCAS     nsOf[BatchCheckAndPutter]
 	nsCell         nsOf[CellGetter]
@@ -154,6 +157,10 @@ type (
 
 func (n nsDeferred) PutDeferred(ctx context.Context, table string, puts []Put) error {
 	return n.x.PutDeferred(ctx, n.v.table(table), puts)
+}
+
+func (n nsBulk) PutBulk(ctx context.Context, table string, puts []Put) error {
+	return n.x.PutBulk(ctx, n.v.table(table), puts)
 }
 
 func (n nsSplitter) SplitRange(ctx context.Context, table string, start, stop []byte, parts int) ([][]byte, error) {

@@ -31,6 +31,7 @@ func Optional() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[Syncer](),
 		reflect.TypeFor[DeferredPutter](),
+		reflect.TypeFor[BulkPutter](),
 		reflect.TypeFor[RangeSplitter](),
 		reflect.TypeFor[BatchCheckAndPutter](),
 		reflect.TypeFor[CheckAndPutSyncer](),
@@ -123,6 +124,18 @@ type Syncer interface {
 // a write.
 type DeferredPutter interface {
 	PutDeferred(ctx context.Context, table string, puts []Put) error
+}
+
+// BulkPutter is a Store that can take a bulk load's puts (an import of
+// history) in a form cheaper than Put's: the embedded store writes the
+// rows its write buffer does not hold straight into its settled form, one
+// sorted table a call, bypassing the buffer's log, memory and flush.
+// PutBulk is Put's contract: the puts are durable when it returns, a later
+// put's cell replaces an earlier one's, and on error some of the puts may
+// have been applied. Puts written before it that a caller has not made
+// durable (DeferredPutter) may still be pending: Sync makes them so.
+type BulkPutter interface {
+	PutBulk(ctx context.Context, table string, puts []Put) error
 }
 
 // RangeSplitter is a Store that can cut a row range into parts holding

@@ -64,7 +64,10 @@ type rowBuffer struct {
 	closed      bool
 
 	flushMu sync.Mutex
-	kick    chan struct{} // never closed (see flusher)
+	// bulks counts the bulk puts writing runs (putRuns) that close waits
+	// for: added under mu while not closed.
+	bulks sync.WaitGroup
+	kick  chan struct{} // never closed (see flusher)
 	// stopFlush is closed by close: the flusher returns.
 	stopFlush chan struct{}
 	stopped   chan struct{}
@@ -84,9 +87,10 @@ type rowBuffer struct {
 	flushes     atomic.Int64
 	flushErrors atomic.Int64
 
-	// seq is the sequence number of the last flush that wrote runs (see
-	// runs.go). Under flushMu.
-	seq uint64
+	// seq is the sequence number of the last flush (or PutBulk) that
+	// wrote runs (see runs.go), seqDurable the largest one runSeqKey holds
+	// (nextSeq). Under flushMu.
+	seq, seqDurable uint64
 	// marked are the tables that hold runs: a flush writes runs for them
 	// even when this session does not buffer them (their log replayed
 	// under other flags), so that their cell keys stay older than their
@@ -137,9 +141,13 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	if rb.seq, err = lastRunSeq(db); err != nil {
 		return nil, fmt.Errorf("read the row buffer's flush sequence: %w", err)
 	}
+	rb.seqDurable = rb.seq
 	rb.marked = map[string]bool{}
 	for _, t := range marked {
 		rb.marked[t] = true
+	}
+	if err := removeSSTables(dir); err != nil {
+		return nil, err
 	}
 	segs, err := walSegments(dir)
 	if err != nil {
@@ -181,6 +189,21 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	go rb.flusher()
 	go rb.sorter()
 	return rb, nil
+}
+
+// removeSSTables removes the sstables a flush or a bulk put left in dir
+// when the process stopped before it ingested (and removed) them.
+func removeSSTables(dir string) error {
+	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		return fmt.Errorf("list row buffer sstables: %w", err)
+	}
+	for _, p := range ssts {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove row buffer sstable: %w", err)
+		}
+	}
+	return nil
 }
 
 // fresh returns an empty active buffer: a memRows per buffered table.
@@ -530,6 +553,7 @@ func (rb *rowBuffer) close() error {
 	rb.closed = true
 	rb.cond.Broadcast()
 	rb.mu.Unlock()
+	rb.bulks.Wait()
 	close(rb.stopFlush)
 	<-rb.stopped
 	if err == nil {

@@ -125,19 +125,14 @@ func (rb *rowBuffer) flushLocked() error {
 // ingest writes the live cells of bufs into one sstable, in key order, and
 // ingests it into Pebble. The cells of a buffered table go in as one run a
 // row (runs.go; packed by the table's RowCodec when it has one and the
-// codec takes the row), under the next flush sequence number, which is made
-// durable first, with the table's mark, so that no later flush reuses it;
-// those of a table the log named but this session does not buffer go in
-// as a key a cell. The caller holds flushMu (nothing changes bufs).
+// codec takes the row), under the next flush sequence number (nextSeq),
+// which is made durable first, with the table's mark, so that no later
+// flush reuses it; those of a table the log named but this session does
+// not buffer go in as a key a cell. The caller holds flushMu (nothing
+// changes bufs).
 func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	tables := sortedTables(bufs)
-	seq := rb.seq + 1
-	var marks *pebble.Batch
-	defer func() {
-		if marks != nil {
-			marks.Close()
-		}
-	}()
+	var runTables []string
 	for _, table := range tables {
 		if !rb.writesRuns(table) {
 			continue
@@ -146,114 +141,165 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 		m.mu.RLock()
 		empty := len(m.rows) == 0
 		m.mu.RUnlock()
-		if empty {
-			continue
+		if !empty {
+			runTables = append(runTables, table)
 		}
-		if marks == nil {
-			marks = rb.db.NewBatch()
-			if err := marks.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
-				return fmt.Errorf("row buffer flush sequence: %w", err)
-			}
-		}
-		if err := marks.Set(append(append([]byte(nil), runsTablePrefix...), table...), nil, nil); err != nil {
-			return fmt.Errorf("row buffer table mark: %w", err)
-		}
-		if rb.marked == nil {
-			rb.marked = map[string]bool{}
-		}
-		rb.marked[table] = true
 	}
-	if marks != nil {
-		if err := marks.Commit(pebble.Sync); err != nil {
-			return fmt.Errorf("row buffer flush sequence: %w: %w", store.ErrUnavailable, err)
+	var seq uint64
+	if len(runTables) > 0 {
+		var err error
+		if seq, err = rb.nextSeq(runTables, false); err != nil {
+			return err
 		}
-		rb.seq = seq
 	}
-	path := filepath.Join(rb.dir, "ingest.sst")
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("create row buffer sstable: %w", err)
-	}
-	defer os.Remove(path)
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), rb.wopts)
-	n := 0
-	var key, val []byte
-	var cells []memCell
-	var live []store.Cell // a row's live cells, for a codec
-	for _, table := range tables {
-		m := bufs[table]
-		runs := rb.writesRuns(table)
-		codec := codecFor(rb.codecs, table)
-		order, rows, chunks := m.sortedRows()
-		m.mu.RLock()
-		for _, i := range order {
-			row := rowKey(chunks, rows, i)
-			cells, _ = m.rowCells(cells[:0], int(i))
-			if runs && codec != nil {
-				live = live[:0]
-				for _, c := range cells {
-					if !c.dead { // deleted: Pebble has the tombstone already
-						live = append(live, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+	return rb.ingestTable("ingest.sst", "row buffer", func(w *sstable.Writer) (n int, err error) {
+		var key, val []byte
+		var cells []memCell
+		var live []store.Cell // a row's live cells, for a codec
+		for _, table := range tables {
+			m := bufs[table]
+			runs := rb.writesRuns(table)
+			codec := codecFor(rb.codecs, table)
+			order, rows, chunks := m.sortedRows()
+			m.mu.RLock()
+			for _, i := range order {
+				row := rowKey(chunks, rows, i)
+				cells, _ = m.rowCells(cells[:0], int(i))
+				if runs && codec != nil {
+					live = live[:0]
+					for _, c := range cells {
+						if !c.dead { // deleted: Pebble has the tombstone already
+							live = append(live, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+						}
 					}
-				}
-				if len(live) > 0 {
-					val = appendRun(val[:0], live, codec, row)
-					key = appendRunKey(key[:0], table, row, seq)
-					if err = w.Set(key, val); err == nil {
+					if len(live) > 0 {
+						val = appendRun(val[:0], live, codec, row)
+						key = appendRunKey(key[:0], table, row, seq)
+						if err = w.Set(key, val); err == nil {
+							n++
+						}
+					}
+				} else if runs {
+					val = append(val[:0], runFormat)
+					var prev []byte
+					live := 0
+					for _, c := range cells {
+						if c.dead {
+							continue // deleted: Pebble has the tombstone already
+						}
+						val = appendRunCell(val, prev, c.family, c.qualifier, c.value, c.ts)
+						prev = c.family
+						live++
+					}
+					if live > 0 {
+						key = appendRunKey(key[:0], table, row, seq)
+						if err = w.Set(key, val); err == nil {
+							n++
+						}
+					}
+				} else {
+					for _, c := range cells {
+						if c.dead {
+							continue
+						}
+						key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
+						val = appendCellValue(val[:0], c.ts, c.value)
+						if err = w.Set(key, val); err != nil {
+							break
+						}
 						n++
 					}
 				}
-			} else if runs {
-				val = append(val[:0], runFormat)
-				var prev []byte
-				live := 0
-				for _, c := range cells {
-					if c.dead {
-						continue // deleted: Pebble has the tombstone already
-					}
-					val = appendRunCell(val, prev, c.family, c.qualifier, c.value, c.ts)
-					prev = c.family
-					live++
-				}
-				if live > 0 {
-					key = appendRunKey(key[:0], table, row, seq)
-					if err = w.Set(key, val); err == nil {
-						n++
-					}
-				}
-			} else {
-				for _, c := range cells {
-					if c.dead {
-						continue
-					}
-					key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
-					val = appendCellValue(val[:0], c.ts, c.value)
-					if err = w.Set(key, val); err != nil {
-						break
-					}
-					n++
+				if err != nil {
+					break
 				}
 			}
+			m.mu.RUnlock()
 			if err != nil {
 				break
 			}
 		}
-		m.mu.RUnlock()
-		if err != nil {
-			break
+		return n, err
+	})
+}
+
+// seqReserve is how many sequence numbers a bulk put's nextSeq makes
+// durable at once: a bulk load (PutBulk) takes one a call, and needs no
+// write of its own for most.
+const seqReserve = 64
+
+// nextSeq returns the sequence number of the next write of runs into
+// tables: a flush's, or with bulk PutBulk's. Before it returns, that
+// number is durable (runSeqKey holds it or a larger one, so that no
+// session reuses it: lastRunSeq starts above it) and so are the tables'
+// marks (which buffer them in every later session). A flush writes both
+// each time, so that they stay in the tables that flushes write (and
+// settle with them); a bulk put writes them only when its number is past
+// those reserved (seqReserve) or a table is not marked yet. The caller
+// holds flushMu.
+func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
+	seq := rb.seq + 1
+	var unmarked []string
+	for _, t := range tables {
+		if !rb.marked[t] || !bulk {
+			unmarked = append(unmarked, t)
 		}
 	}
+	if bulk && seq <= rb.seqDurable && len(unmarked) == 0 {
+		rb.seq = seq
+		return seq, nil
+	}
+	reserved := max(rb.seqDurable, seq)
+	if bulk {
+		reserved = max(reserved, seq+seqReserve-1)
+	}
+	b := rb.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, reserved), nil); err != nil {
+		return 0, fmt.Errorf("row buffer flush sequence: %w", err)
+	}
+	for _, t := range unmarked {
+		if err := b.Set(append(append([]byte(nil), runsTablePrefix...), t...), nil, nil); err != nil {
+			return 0, fmt.Errorf("row buffer table mark: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("row buffer flush sequence: %w: %w", store.ErrUnavailable, err)
+	}
+	if rb.marked == nil {
+		rb.marked = map[string]bool{}
+	}
+	for _, t := range unmarked {
+		rb.marked[t] = true
+	}
+	rb.seq, rb.seqDurable = seq, reserved
+	return seq, nil
+}
+
+// ingestTable writes one sstable with fill, in key order, into the file
+// name of the buffer's directory (one no other writer uses meanwhile),
+// and ingests it into Pebble when fill wrote any key (n); what names the
+// writer in errors.
+func (rb *rowBuffer) ingestTable(name, what string, fill func(w *sstable.Writer) (n int, err error)) error {
+	path := filepath.Join(rb.dir, name)
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s sstable: %w", what, err)
+	}
+	defer os.Remove(path)
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), rb.wopts)
+	n, err := fill(w)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write row buffer sstable: %w: %w", store.ErrUnavailable, err)
+		return fmt.Errorf("write %s sstable: %w: %w", what, store.ErrUnavailable, err)
 	}
 	if n == 0 {
 		return nil
 	}
 	if err := rb.db.Ingest(context.Background(), []string{path}); err != nil {
-		return fmt.Errorf("ingest row buffer: %w: %w", store.ErrUnavailable, err)
+		return fmt.Errorf("ingest %s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,7 +84,41 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 				row := rowKey()
 				fam, qual := col()
 				var op string
-				switch r := rng.IntN(21); {
+				switch r := rng.IntN(24); {
+				case r >= 21:
+					// A bulk put (PutBulk) of a few rows, a row now and
+					// then twice, cells now and then out of column order
+					// or with a timestamp: those go through the buffer.
+					var puts []store.Put
+					for n := range 1 + rng.IntN(4) {
+						r := row
+						if n > 0 && rng.IntN(4) > 0 {
+							r = rowKey()
+						}
+						var cells []store.Cell
+						for k := range 1 + rng.IntN(3) {
+							f, q := col()
+							c := store.Cell{Family: f, Qualifier: q, Value: []byte{byte(step), byte(step >> 8), byte(n), byte(k)}}
+							if rng.IntN(8) == 0 {
+								c.Timestamp = uint64(clock.UnixMilli()) - uint64(rng.IntN(5))
+							}
+							cells = append(cells, c)
+						}
+						if rng.IntN(3) > 0 {
+							slices.SortFunc(cells, func(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) })
+							cells = slices.CompactFunc(cells, func(a, b store.Cell) bool {
+								return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) == 0
+							})
+						}
+						puts = append(puts, store.Put{Row: r, Cells: cells})
+						op += fmt.Sprintf(" %x %s", r, cellString(cells))
+					}
+					op = "bulk put" + op
+					for _, s := range []*Store{ref, buf} {
+						if err := s.PutBulk(ctx, "d", puts); err != nil {
+							t.Fatal(op, err)
+						}
+					}
 				case r < 10:
 					// One cell, or several (a later one of a column wins).
 					var cells []store.Cell

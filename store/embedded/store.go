@@ -96,6 +96,7 @@ var (
 	_ store.Store               = (*Store)(nil)
 	_ store.Syncer              = (*Store)(nil)
 	_ store.DeferredPutter      = (*Store)(nil)
+	_ store.BulkPutter          = (*Store)(nil)
 	_ store.BatchCheckAndPutter = (*Store)(nil)
 	_ store.CellGetter          = (*Store)(nil)
 	_ store.CellsGetter         = (*Store)(nil)
