@@ -382,7 +382,7 @@ func (h *Handler) receive(fn func(http.ResponseWriter, *http.Request) error) fun
 		if bb == nil {
 			bb = &bodyBuf{}
 		}
-		comp, err := readLimited(r.Body, bb.comp[:0], h.maxCompressed())
+		comp, err := readLimited(r.Body, bb.comp[:0], h.maxCompressed(), nil)
 		if err != nil {
 			// The deadline stays: what is left of the body is not waited
 			// for, and the connection is closed after the answer.
@@ -436,7 +436,7 @@ func (h *Handler) readBody(r *http.Request) ([]byte, func(), error) {
 			bb = &bodyBuf{}
 		}
 		var err error
-		if comp, err = readLimited(r.Body, bb.comp[:0], maxCompressed); err != nil {
+		if comp, err = readLimited(r.Body, bb.comp[:0], maxCompressed, nil); err != nil {
 			h.putBuf(bb)
 			return nil, nil, err
 		}
@@ -484,7 +484,9 @@ func noRelease() {}
 func maxSnappyExpansion(n int) int { return n/3*64 + 64 }
 
 // readLimited reads r into buf, failing with errTooLarge past limit bytes.
-func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+// feed, when not nil, is called with the body so far after each read that
+// added to it; its error ends the read, returned as a fedError.
+func readLimited(r io.Reader, buf []byte, limit int64, feed func([]byte) error) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
@@ -496,6 +498,11 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
 			return nil, fmt.Errorf("%w: body exceeds %d bytes", errTooLarge, limit)
+		}
+		if feed != nil && n > 0 {
+			if ferr := feed(buf); ferr != nil {
+				return nil, fedError{ferr}
+			}
 		}
 		if err == io.EOF {
 			return buf, nil
@@ -509,6 +516,12 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 		}
 	}
 }
+
+// fedError is the error of readLimited's feed.
+type fedError struct{ err error }
+
+func (e fedError) Error() string { return e.err.Error() }
+func (e fedError) Unwrap() error { return e.err }
 
 func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {

@@ -89,16 +89,16 @@ type writeBatch struct {
 	// write makes the deferred ones before it durable; bulk: the data
 	// goes through store.BulkPutter where the store has it (WriteSeries).
 	deferSync, syncLast, bulk bool
-	series              wire.Series
-	v2                  wire.V2State
-	puts                []store.Put
-	starts              []int // index in cells of each put's first cell
-	cells               []store.Cell
-	arena               arena.Arena
-	rej                 *RejectError
-	reject              map[string]int
-	cache               series.SeriesCacheReader
-	missed              []missedSeries
+	series                    wire.Series
+	v2                        wire.V2State
+	puts                      []store.Put
+	starts                    []int // index in cells of each put's first cell
+	cells                     []store.Cell
+	arena                     arena.Arena
+	rej                       *RejectError
+	reject                    map[string]int
+	cache                     series.SeriesCacheReader
+	missed                    []missedSeries
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is

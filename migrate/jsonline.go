@@ -70,7 +70,49 @@ func ParseJSONLines(dst []prompb.TimeSeries, body []byte) ([]prompb.TimeSeries, 
 // its series to b. It fails on the first bad line, naming it; the lines
 // before it stay in b.
 func (b *Batch) ParseJSONLines(body []byte) error {
-	for n := 1; len(body) > 0; n++ {
+	_, err := b.parseJSONLines(body, 1)
+	return err
+}
+
+// JSONLinesStream parses a body of JSON lines into a Batch while it
+// arrives, as ParseJSONLines parses it whole: Feed takes the body so far
+// and parses the complete lines it has not parsed yet, End parses the
+// rest. Errors name the line as ParseJSONLines does.
+type JSONLinesStream struct {
+	B *Batch
+	// off is where the lines not parsed yet start in the body; line is
+	// the number of the first of them.
+	off, line int
+}
+
+// Feed parses the complete lines of body (the body so far: what an
+// earlier Feed saw and more) that no earlier Feed parsed.
+func (s *JSONLinesStream) Feed(body []byte) error {
+	end := bytes.LastIndexByte(body[s.off:], '\n')
+	if end < 0 {
+		return nil
+	}
+	return s.parse(body[:s.off+end+1])
+}
+
+// End parses what of body (the whole body) Feed has not.
+func (s *JSONLinesStream) End(body []byte) error { return s.parse(body) }
+
+func (s *JSONLinesStream) parse(body []byte) error {
+	if s.line == 0 {
+		s.line = 1
+	}
+	next, err := s.B.parseJSONLines(body[s.off:], s.line)
+	s.off, s.line = len(body), next
+	return err
+}
+
+// parseJSONLines is ParseJSONLines of lines numbered from first; it
+// returns the number of the line after body's (a body ending in a
+// newline ends its last line).
+func (b *Batch) parseJSONLines(body []byte, first int) (int, error) {
+	n := first
+	for ; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
 			line, body = body[:i], body[i+1:]
@@ -82,10 +124,10 @@ func (b *Batch) ParseJSONLines(body []byte) error {
 			continue
 		}
 		if err := b.scanJSONLine(line); err != nil {
-			return &LineError{Line: n, Err: err}
+			return n, &LineError{Line: n, Err: err}
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // parseTimestamp reads a timestamp in Unix ms (an integer, or a number

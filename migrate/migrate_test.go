@@ -291,3 +291,90 @@ func TestBatchManyLabels(t *testing.T) {
 		t.Errorf("key\n%x\nwant\n%x", key, want)
 	}
 }
+
+// streamed parses body with a JSONLinesStream fed the body's prefixes in
+// steps of step bytes (the body so far, as a read gives it), then End.
+func streamed(body []byte, step int) (*Batch, error) {
+	b := &Batch{}
+	s := &JSONLinesStream{B: b}
+	for n := step; n < len(body); n += step {
+		if err := s.Feed(body[:n]); err != nil {
+			return b, err
+		}
+	}
+	return b, s.End(body)
+}
+
+// sameBatch reports how two batches differ: keys, then samples bit for
+// bit; "" when they do not.
+func sameBatch(a, b *Batch) string {
+	if a.Len() != b.Len() {
+		return fmt.Sprintf("%d series, want %d", a.Len(), b.Len())
+	}
+	for i := range a.Len() {
+		ka, pa := a.Series(i)
+		kb, pb := b.Series(i)
+		if !bytes.Equal(ka, kb) || len(pa) != len(pb) {
+			return fmt.Sprintf("series %d: key %x, %d samples; want %x, %d", i, ka, len(pa), kb, len(pb))
+		}
+		for j := range pa {
+			if pa[j].T != pb[j].T || math.Float64bits(pa[j].V) != math.Float64bits(pb[j].V) {
+				return fmt.Sprintf("series %d sample %d: %v, want %v", i, j, pa[j], pb[j])
+			}
+		}
+	}
+	return ""
+}
+
+// TestJSONLinesStream: a body parsed while it arrives, in reads of any
+// size, gives the series and the errors (the line named) that
+// ParseJSONLines gives it whole.
+func TestJSONLinesStream(t *testing.T) {
+	good := `{"metric":{"__name__":"a","job":"x"},"values":[1,2.5],"timestamps":[1000,2000]}`
+	other := `{"metric":{"__name__":"b"},"values":[null],"timestamps":[3000]}`
+	bodies := []struct{ name, body string }{
+		{"lines", good + "\n" + other + "\n"},
+		{"no last newline", good + "\n" + other},
+		{"blank lines and CRLF", "\n" + good + "\r\n\r\n  \n" + other + "\n\n"},
+		{"a bad third line", good + "\n\n" + `{"metric":{"__name__":"c"},"values":[1],"timestamps":[]}` + "\n" + other + "\n"},
+		{"a bad last line without newline", good + "\n" + `{"metric":`},
+		{"empty", ""},
+	}
+	for _, c := range bodies {
+		want := &Batch{}
+		wantErr := want.ParseJSONLines([]byte(c.body))
+		for _, step := range []int{1, 2, 7, 64, len(c.body) + 1} {
+			t.Run(fmt.Sprintf("%s/reads of %d", c.name, step), func(t *testing.T) {
+				got, err := streamed([]byte(c.body), step)
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Fatalf("error %v, want %v", err, wantErr)
+				}
+				if err == nil {
+					if d := sameBatch(got, want); d != "" {
+						t.Error(d)
+					}
+				}
+			})
+		}
+	}
+}
+
+// FuzzJSONLinesStream: as TestJSONLinesStream, on any body and read size.
+func FuzzJSONLinesStream(f *testing.F) {
+	f.Add([]byte(goldenLine+"\n"+goldenLine), 5)
+	f.Add([]byte("\n{\"metric\":{}}\n"), 1)
+	f.Fuzz(func(t *testing.T, body []byte, step int) {
+		step = 1 + int(uint(step)%uint(len(body)+1))
+		want := &Batch{}
+		wantErr := want.ParseJSONLines(body)
+		got, err := streamed(body, step)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("error %v, want %v", err, wantErr)
+		}
+		if err == nil {
+			if d := sameBatch(got, want); d != "" {
+				t.Fatal(d)
+			}
+		}
+	})
+}

@@ -89,7 +89,7 @@ func (rb *rowBuffer) putRuns(table string, puts []store.Put, now uint64) ([]stor
 	}
 	defer rb.bulks.Done()
 	codec := codecFor(rb.codecs, table)
-	err = rb.ingestTable(fmt.Sprintf("bulk-%d.sst", seq), "bulk put", func(w *sstable.Writer) (int, error) {
+	err = rb.ingestTable(fmt.Sprintf("bulk-%d.sst", seq), "bulk put", rb.bulkWopts, func(w *sstable.Writer) (int, error) {
 		var key, val []byte
 		var cells []store.Cell
 		for _, i := range direct {

@@ -41,13 +41,17 @@ import (
 //     range of rows: one range tombstone, then every record of the rows
 //     dead and the rows wiped (killRows), one record in the log.
 type rowBuffer struct {
-	dir    string
-	db     *pebble.DB
-	wopts  sstable.WriterOptions
-	budget int64
-	seed   maphash.Seed
-	tables map[string]bool
-	cache  *pebble.Cache // the block cache the buffers reserve from; nil for none
+	dir   string
+	db    *pebble.DB
+	wopts sstable.WriterOptions
+	// bulkWopts write a bulk put's sstable as the bottom level's (its
+	// compression and block size): a bulk load of history that lands
+	// there, below the data already held, is then settled as written.
+	bulkWopts sstable.WriterOptions
+	budget    int64
+	seed      maphash.Seed
+	tables    map[string]bool
+	cache     *pebble.Cache // the block cache the buffers reserve from; nil for none
 	// codecs pack the runs of the tables that have one (Options.RowCodecs).
 	codecs map[string]RowCodec
 
@@ -126,7 +130,8 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	}
 	rb := &rowBuffer{
 		dir: dir, db: db, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
-		seed: maphash.MakeSeed(), tables: map[string]bool{}, codecs: codecs,
+		bulkWopts: po.MakeWriterOptions(len(po.Levels)-1, db.TableFormat()),
+		seed:      maphash.MakeSeed(), tables: map[string]bool{}, codecs: codecs,
 		kick: make(chan struct{}, 1), stopFlush: make(chan struct{}), stopped: make(chan struct{}),
 		sortKick: make(chan struct{}, 1), stopSort: make(chan struct{}), sorterDone: make(chan struct{}),
 	}

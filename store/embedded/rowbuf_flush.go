@@ -152,7 +152,7 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 			return err
 		}
 	}
-	return rb.ingestTable("ingest.sst", "row buffer", func(w *sstable.Writer) (n int, err error) {
+	return rb.ingestTable("ingest.sst", "row buffer", rb.wopts, func(w *sstable.Writer) (n int, err error) {
 		var key, val []byte
 		var cells []memCell
 		var live []store.Cell // a row's live cells, for a codec
@@ -280,14 +280,14 @@ func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
 // name of the buffer's directory (one no other writer uses meanwhile),
 // and ingests it into Pebble when fill wrote any key (n); what names the
 // writer in errors.
-func (rb *rowBuffer) ingestTable(name, what string, fill func(w *sstable.Writer) (n int, err error)) error {
+func (rb *rowBuffer) ingestTable(name, what string, wopts sstable.WriterOptions, fill func(w *sstable.Writer) (n int, err error)) error {
 	path := filepath.Join(rb.dir, name)
 	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("create %s sstable: %w", what, err)
 	}
 	defer os.Remove(path)
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), rb.wopts)
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wopts)
 	n, err := fill(w)
 	if cerr := w.Close(); err == nil {
 		err = cerr
