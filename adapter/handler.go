@@ -100,11 +100,14 @@ type Handler struct {
 	// importBatch is the samples of one write of an import
 	// (importBatchSamples; tests make it small).
 	importBatch int
-	q           *query.Querier
-	opts        Options
-	logger      *slog.Logger
-	mux         *http.ServeMux
-	bufs        sync.Pool // *bodyBuf
+	// streams holds a token for each import parsing while its body
+	// arrives (serveImport).
+	streams chan struct{}
+	q       *query.Querier
+	opts    Options
+	logger  *slog.Logger
+	mux     *http.ServeMux
+	bufs    sync.Pool // *bodyBuf
 	// answers holds the buffers of SAMPLES answers (*[]byte), the
 	// protobuf and its snappy block, for the next read.
 	answers sync.Pool
@@ -151,7 +154,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		opts.ReadWait = 10 * time.Second
 	}
 	h := &Handler{
-		w: w, q: q, opts: opts, logger: logger, imports: make(chan *importBuf, 2), importBatch: importBatchSamples,
+		w: w, q: q, opts: opts, logger: logger, imports: make(chan *importBuf, 2), streams: make(chan struct{}, importStreams), importBatch: importBatchSamples,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_http_requests_total", Help: "HTTP requests by handler and status code.",
 		}, []string{"handler", "code"}),

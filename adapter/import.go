@@ -128,18 +128,31 @@ func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) e
 
 // serveImport parses the JSON lines while the body arrives
 // (migrate.JSONLinesStream): the parse overlaps the upload, and nothing
-// is written before the whole body parsed.
+// is written before the whole body parsed. Up to importStreams requests
+// at once parse so, before they take a slot (their parsed series held
+// besides their bodies); the others parse the whole body once they have
+// a slot.
 func (h *Handler) serveImport(w http.ResponseWriter, r *http.Request) error {
 	return h.importWith(w, r, func(b *migrate.Batch) importParser {
+		select {
+		case h.streams <- struct{}{}:
+		default:
+			return wholeBody(func(b *migrate.Batch, body []byte) error { return b.ParseJSONLines(body) })(b)
+		}
 		s := &migrate.JSONLinesStream{B: b}
-		return importParser{feed: s.Feed, end: s.End}
+		return importParser{feed: s.Feed, end: s.End, done: func() { <-h.streams }}
 	})
 }
 
+// importStreams bounds the imports that parse while their bodies arrive.
+const importStreams = 2
+
 // importParser parses an import body into a Batch: feed (nil: none) the
-// body so far while it arrives, end the whole body once it has.
+// body so far while it arrives, end the whole body once it has; done
+// (nil: none) is called once the body is parsed or the request failed.
 type importParser struct {
 	feed, end func(body []byte) error
+	done      func()
 }
 
 // wholeBody is the importParser of parse, which takes the whole body.
@@ -280,12 +293,21 @@ func (h *Handler) importWith(w http.ResponseWriter, r *http.Request, parser func
 	defer h.putImportBuf(ib)
 	b := &ib.batch
 	p := parser(b)
+	parsed := func() {
+		if p.done != nil {
+			p.done()
+			p.done = nil
+		}
+	}
+	defer parsed()
 	body, free, err := h.importBody(w, r, ib, p)
 	if err != nil {
 		return err
 	}
 	defer free()
-	if err := p.end(body); err != nil {
+	err = p.end(body)
+	parsed()
+	if err != nil {
 		return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
 	}
 	written := 0

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,6 +191,49 @@ func TestImportSyncs(t *testing.T) {
 			}
 			if got := strings.Join(put.calls, " "); got != tc.calls {
 				t.Errorf("store calls %q, want %q", got, tc.calls)
+			}
+		})
+	}
+}
+
+// TestImportStreams: JSON lines parse while the body arrives for up to
+// importStreams requests at once, the others once their body is in; both
+// answer alike (a bad line: 400 naming it, nothing written), and every
+// request gives its token back.
+func TestImportStreams(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	good := migrate.AppendJSONLine(nil, labels.FromStrings("__name__", "st_good"), []int64{t0}, []float64{1})
+	bad := []byte(`{"metric":{"__name__":"st_bad"},"values":[1,2],"timestamps":[1]}` + "\n")
+	for _, tc := range []struct {
+		name     string
+		taken    int // tokens taken by other requests
+		body     []byte
+		wantCode int
+		wantBody string
+	}{
+		{"streamed", 0, good, http.StatusNoContent, ""},
+		{"streamed, a bad line", 0, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3"},
+		{"no token left", importStreams, good, http.StatusNoContent, ""},
+		{"no token left, a bad line", importStreams, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openEmbedded(t)
+			h := newTestHandlerPut(t, st, st, nil)
+			for range tc.taken {
+				h.streams <- struct{}{}
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/import", bytes.NewReader(tc.body)))
+			if rec.Code != tc.wantCode || !strings.Contains(rec.Body.String(), tc.wantBody) {
+				t.Errorf("answer %d %q, want %d with %q", rec.Code, rec.Body, tc.wantCode, tc.wantBody)
+			}
+			if n := len(h.streams); n != tc.taken {
+				t.Errorf("%d tokens taken after the request, want %d", n, tc.taken)
+			}
+			rec = httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, `/api/v1/export?match[]={__name__=~"st_.*"}&start=1699999999&end=1700000100`, nil))
+			if got, want := rec.Body.String(), map[bool]string{true: string(good), false: ""}[tc.wantCode == http.StatusNoContent]; got != want {
+				t.Errorf("exported %q, want %q", got, want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/limits"
@@ -335,8 +336,19 @@ func (r *syncRecorder) Sync(context.Context) error {
 	return nil
 }
 
-// bulkRecorder is a syncRecorder of a store that takes bulk loads.
+// bulkRecorder is a syncRecorder of a store that takes bulk loads; as
+// the Writer's SeriesIndexer it records how the index is written.
 type bulkRecorder struct{ syncRecorder }
+
+func (r *bulkRecorder) Write(context.Context, []index.Entry) error {
+	r.calls = append(r.calls, "index")
+	return nil
+}
+
+func (r *bulkRecorder) WriteDeferred(context.Context, []index.Entry) error {
+	r.calls = append(r.calls, "index-deferred")
+	return nil
+}
 
 func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.Put) error {
 	r.calls = append(r.calls, "bulk")
@@ -345,7 +357,8 @@ func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.P
 
 // TestWriteSeriesBulk: on a store that takes bulk loads
 // (store.BulkPutter), every WriteSeries puts through it, deferred or
-// last, and a last write with nothing to put syncs.
+// last, its new series indexed durably first (the bulk put makes only
+// its own rows durable), and a last write with nothing to put syncs.
 func TestWriteSeriesBulk(t *testing.T) {
 	s := teststack.New(t, teststack.Options{})
 	key := wire.AppendLabel(nil, "__name__", "wb")
@@ -356,13 +369,13 @@ func TestWriteSeriesBulk(t *testing.T) {
 		at        int64
 		want      string
 	}{
-		{"deferred", true, t0, "bulk"},
-		{"last", false, t0 + 1, "bulk"},
+		{"deferred", true, t0, "index bulk"},
+		{"last", false, t0 + 1, "index bulk"},
 		{"last, all expired", false, t0 - 7_200_000, "sync"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &bulkRecorder{syncRecorder{Store: s.Store}}
-			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }})
+			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }, Indexer: rec})
 			_, err := w.WriteSeries(s.Ctx(), 1, tc.deferSync, func(fn func(*wire.Series) error) error {
 				return fn(&wire.Series{Key: key, Samples: []mapping.Point{{T: tc.at, V: 1}}})
 			})

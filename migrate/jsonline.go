@@ -81,18 +81,21 @@ func (b *Batch) ParseJSONLines(body []byte) error {
 type JSONLinesStream struct {
 	B *Batch
 	// off is where the lines not parsed yet start in the body; line is
-	// the number of the first of them.
-	off, line int
+	// the number of the first of them; scanned is how far the body is
+	// known to hold no newline past off.
+	off, line, scanned int
 }
 
 // Feed parses the complete lines of body (the body so far: what an
 // earlier Feed saw and more) that no earlier Feed parsed.
 func (s *JSONLinesStream) Feed(body []byte) error {
-	end := bytes.LastIndexByte(body[s.off:], '\n')
+	from := max(s.off, s.scanned)
+	end := bytes.LastIndexByte(body[from:], '\n')
+	s.scanned = len(body)
 	if end < 0 {
 		return nil
 	}
-	return s.parse(body[:s.off+end+1])
+	return s.parse(body[:from+end+1])
 }
 
 // End parses what of body (the whole body) Feed has not.

@@ -22,11 +22,17 @@ import (
 // explicit timestamps or are not one a column in ascending column order,
 // or that Put would refuse (it says why).
 //
-// Why the runs are exact: the rows checked absent from the buffer stay
-// out of every flush until the sstable is in (PutBulk holds flushMu, as a
-// flush and a delete do), so a later put of such a row is flushed under a
-// larger sequence number and stays the newer; and the runs' sequence
-// number is durable before they are (nextSeq).
+// Why the runs are exact: the rows are checked absent from the buffer
+// and their sequence number taken under flushMu (as a flush and a delete
+// take it), so a later put of such a row is flushed under a larger
+// sequence number and stays the newer, whenever the runs land; the rows'
+// stripes, taken after flushMu as a delete takes them, are held until
+// the runs are in, so a delete of such a row waits for them (and then
+// rewrites them) rather than missing them; and the runs' sequence number
+// is durable before they are (nextSeq). PutBulk syncs before it returns:
+// what it depends on (the UIDs and index entries of its series, written
+// deferred by this or another request) must not be lost while its runs
+// stay.
 func (s *Store) PutBulk(ctx context.Context, table string, puts []store.Put) error {
 	if err := s.checkTable(table); err != nil {
 		return err
@@ -44,8 +50,7 @@ func (s *Store) PutBulk(ctx context.Context, table string, puts []store.Put) err
 	for _, p := range puts {
 		set.add(s.stripe(p.Row), hasVersion(p.Cells))
 	}
-	set.lock(&s.locks)
-	rest, err := s.rb.putRuns(table, puts, uint64(s.now().UnixMilli()))
+	rest, err := s.rb.putRuns(table, puts, uint64(s.now().UnixMilli()), func() { set.lock(&s.locks) })
 	if err == nil && len(rest) > 0 {
 		err = s.apply(table, rest)
 	}
@@ -53,10 +58,8 @@ func (s *Store) PutBulk(ctx context.Context, table string, puts []store.Put) err
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		if err := s.sync(); err != nil {
-			return fmt.Errorf("put %d rows into %s: %w", len(rest), table, err)
-		}
+	if err := s.sync(); err != nil {
+		return fmt.Errorf("put %d rows into %s: %w", len(puts), table, err)
 	}
 	return nil
 }
@@ -64,8 +67,9 @@ func (s *Store) PutBulk(ctx context.Context, table string, puts []store.Put) err
 // putRuns writes the puts that can go straight into Pebble as runs of one
 // sequence number (see PutBulk), a cell without a timestamp taking now,
 // and returns the others, in their order, for the caller to put through
-// the buffer. The caller holds the puts' row stripes.
-func (rb *rowBuffer) putRuns(table string, puts []store.Put, now uint64) ([]store.Put, error) {
+// the buffer. lockRows takes the puts' row stripes: putRuns calls it once,
+// under flushMu, whatever it returns (the caller releases them).
+func (rb *rowBuffer) putRuns(table string, puts []store.Put, now uint64, lockRows func()) ([]store.Put, error) {
 	direct := make([]int, len(puts))
 	for i := range puts {
 		direct[i] = i
@@ -83,7 +87,7 @@ func (rb *rowBuffer) putRuns(table string, puts []store.Put, now uint64) ([]stor
 			out[direct[k-1]], out[i] = true, true
 		}
 	}
-	seq, direct, rest, err := rb.reserveRuns(table, puts, direct, out)
+	seq, direct, rest, err := rb.reserveRuns(table, puts, direct, out, lockRows)
 	if err != nil || len(direct) == 0 {
 		return rest, err
 	}
@@ -120,17 +124,26 @@ func (rb *rowBuffer) putRuns(table string, puts []store.Put, now uint64) ([]stor
 // that the runs can be written and ingested without flushMu, at the same
 // time as other bulk puts, flushes and puts. When direct is not empty
 // the caller calls rb.bulks.Done once the runs are ingested (close waits
-// for them).
-func (rb *rowBuffer) reserveRuns(table string, puts []store.Put, direct []int, out []bool) (uint64, []int, []store.Put, error) {
+// for them). lockRows is putRuns's.
+func (rb *rowBuffer) reserveRuns(table string, puts []store.Put, direct []int, out []bool, lockRows func()) (uint64, []int, []store.Put, error) {
 	rb.flushMu.Lock()
 	defer rb.flushMu.Unlock()
+	lockRows()
 	rb.mu.Lock()
 	if rb.closed {
 		rb.mu.Unlock()
 		return 0, nil, nil, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
 	}
+	// Counted now, while not closed: close waits for it from here on.
+	rb.bulks.Add(1)
 	layers := rb.layersLocked(table)
 	rb.mu.Unlock()
+	done := true
+	defer func() {
+		if done {
+			rb.bulks.Done()
+		}
+	}()
 	for _, m := range layers {
 		m.mu.RLock()
 		for _, i := range direct {
@@ -154,12 +167,8 @@ func (rb *rowBuffer) reserveRuns(table string, puts []store.Put, direct []int, o
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	if rb.closed {
-		return 0, nil, nil, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
-	}
-	rb.bulks.Add(1)
+	rb.bulkPuts.Add(1)
+	done = false
 	return seq, direct, rest, nil
 }
 

@@ -69,9 +69,11 @@ type rowBuffer struct {
 
 	flushMu sync.Mutex
 	// bulks counts the bulk puts writing runs (putRuns) that close waits
-	// for: added under mu while not closed.
-	bulks sync.WaitGroup
-	kick  chan struct{} // never closed (see flusher)
+	// for: added under mu while not closed. bulkPuts counts those that
+	// wrote runs, the settler's sign of activity (Store.activity).
+	bulks    sync.WaitGroup
+	bulkPuts atomic.Int64
+	kick     chan struct{} // never closed (see flusher)
 	// stopFlush is closed by close: the flusher returns.
 	stopFlush chan struct{}
 	stopped   chan struct{}

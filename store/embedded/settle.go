@@ -140,9 +140,10 @@ type settler struct {
 	foundSpans atomic.Int64
 }
 
-// activity is what counts the writes: Pebble commits and the row buffer's
-// log position. Equal values at two ticks mean no write in between.
-type activity struct{ commits, logged uint64 }
+// activity is what counts the writes: Pebble commits, the row buffer's
+// log position and the bulk puts that wrote runs past it. Equal values at
+// two ticks mean no write in between.
+type activity struct{ commits, logged, bulks uint64 }
 
 // newSettler returns the settler of s, not yet started.
 func newSettler(s *Store, interval time.Duration) *settler {
@@ -351,6 +352,7 @@ func (s *Store) activity() activity {
 	a := activity{commits: s.committed.Load()}
 	if s.rb != nil {
 		a.logged = s.rb.wal.position()
+		a.bulks = uint64(s.rb.bulkPuts.Load())
 	}
 	return a
 }
