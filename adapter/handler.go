@@ -487,24 +487,34 @@ func noRelease() {}
 func maxSnappyExpansion(n int) int { return n/3*64 + 64 }
 
 // readLimited reads r into buf, failing with errTooLarge past limit bytes.
-// feed, when not nil, is called with the body so far after each read that
-// added to it; its error ends the read, returned as a fedError.
-func readLimited(r io.Reader, buf []byte, limit int64, feed func([]byte) error) ([]byte, error) {
+// feed, when not nil, is called with what buf holds after each read that
+// added to it, and returns how many of its first bytes it is done with:
+// those are dropped from buf (the bytes after them moved to its start),
+// so that buf holds the rest, what feed has not taken, and the limit
+// counts every byte read; feed's error ends the read, returned as a
+// fedError.
+func readLimited(r io.Reader, buf []byte, limit int64, feed func([]byte) (int, error)) ([]byte, error) {
+	var dropped int64 // bytes feed took and buf no longer holds
 	for {
 		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit {
+			if dropped+int64(len(buf)) > limit {
 				return nil, fmt.Errorf("%w: body exceeds %d bytes", errTooLarge, limit)
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
+		if dropped+int64(len(buf)) > limit {
 			return nil, fmt.Errorf("%w: body exceeds %d bytes", errTooLarge, limit)
 		}
 		if feed != nil && n > 0 {
-			if ferr := feed(buf); ferr != nil {
+			took, ferr := feed(buf)
+			if ferr != nil {
 				return nil, fedError{ferr}
+			}
+			if took > 0 {
+				buf = buf[:copy(buf, buf[took:])]
+				dropped += int64(took)
 			}
 		}
 		if err == io.EOF {
@@ -512,7 +522,7 @@ func readLimited(r io.Reader, buf []byte, limit int64, feed func([]byte) error) 
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// Possibly a slow network, not bad data: the sender retries.
-			return nil, fmt.Errorf("%w after %d bytes (--web.request-body-timeout): %w", errBodyTimeout, len(buf), err)
+			return nil, fmt.Errorf("%w after %d bytes (--web.request-body-timeout): %w", errBodyTimeout, dropped+int64(len(buf)), err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: read body: %w", errBadRequest, err)

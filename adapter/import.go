@@ -61,9 +61,10 @@ const importBatchSamples = 256_000
 
 // readImport reads the body of an import request, gunzipping it when its
 // Content-Encoding says gzip, bounded to importExpansion times
-// MaxRequestBytes. feed, when not nil, is given the body so far as it
-// arrives (readLimited); its error is returned as it is.
-func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) error) ([]byte, error) {
+// MaxRequestBytes. feed, when not nil, is given the body as it arrives
+// and takes what it is done with (readLimited): readImport then returns
+// the rest; feed's error is returned as it is.
+func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) (int, error)) ([]byte, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: %s on %s", errMethod, r.Method, r.URL.Path)
 	}
@@ -88,6 +89,13 @@ func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) e
 		if err != nil {
 			return nil, fmt.Errorf("%w: snappy body: %w", errBadRequest, err)
 		}
+		if feed != nil {
+			took, err := feed(b)
+			if err != nil {
+				return nil, err
+			}
+			b = b[:copy(b, b[took:])]
+		}
 		return b, nil
 	case "gzip":
 		var err error
@@ -106,13 +114,18 @@ func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) e
 	}
 	// The body's buffer starts at its announced length (gzip: four
 	// times it, what JSON lines of samples inflate to), within the
-	// limit, rather than growing a copy at a time.
+	// limit, rather than growing a copy at a time; one that feed takes
+	// as it arrives at streamWindow (it grows only for a longer line).
 	buf := ib.body[:0]
-	if n := r.ContentLength; n > 0 {
+	if n := r.ContentLength; n > 0 || feed != nil {
 		if r.Header.Get("Content-Encoding") == "gzip" {
 			n *= 4
 		}
-		if n = min(n, limit) + 1; int64(cap(buf)) < n {
+		n = min(n, limit) + 1
+		if feed != nil {
+			n = streamWindow
+		}
+		if int64(cap(buf)) < n {
 			buf = make([]byte, 0, n)
 		}
 	}
@@ -144,15 +157,23 @@ func (h *Handler) serveImport(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// importStreams bounds the imports that parse while their bodies arrive.
-const importStreams = 2
+// importStreams bounds the imports that parse while their bodies arrive;
+// streamWindow is the body buffer of each, what it holds of the body at
+// once (a longer line grows it).
+const (
+	importStreams = 2
+	streamWindow  = 1 << 20
+)
 
 // importParser parses an import body into a Batch: feed (nil: none) the
 // body so far while it arrives, end the whole body once it has; done
 // (nil: none) is called once the body is parsed or the request failed.
 type importParser struct {
-	feed, end func(body []byte) error
-	done      func()
+	// feed takes the body so far that earlier feeds did not take, and
+	// returns how many of its first bytes it is done with.
+	feed func(body []byte) (int, error)
+	end  func(body []byte) error
+	done func()
 }
 
 // wholeBody is the importParser of parse, which takes the whole body.
@@ -230,13 +251,14 @@ func (h *Handler) putImportBuf(ib *importBuf) {
 // within BodyTimeout, as a remote write's.
 func (h *Handler) importBody(w http.ResponseWriter, r *http.Request, ib *importBuf, p importParser) (body []byte, free func(), err error) {
 	setDeadline(w, time.Now().Add(h.opts.BodyTimeout), false)
-	var feed func([]byte) error
+	var feed func([]byte) (int, error)
 	if p.feed != nil {
-		feed = func(body []byte) error {
-			if err := p.feed(body); err != nil {
-				return fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
+		feed = func(body []byte) (int, error) {
+			took, err := p.feed(body)
+			if err != nil {
+				return 0, fmt.Errorf("%w: nothing written: %w", errBadRequest, err)
 			}
-			return nil
+			return took, nil
 		}
 	}
 	if body, err = h.readImport(r, ib, feed); err != nil {

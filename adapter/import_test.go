@@ -204,17 +204,31 @@ func TestImportStreams(t *testing.T) {
 	const t0 = 1_700_000_000_000
 	good := migrate.AppendJSONLine(nil, labels.FromStrings("__name__", "st_good"), []int64{t0}, []float64{1})
 	bad := []byte(`{"metric":{"__name__":"st_bad"},"values":[1,2],"timestamps":[1]}` + "\n")
+	// A line longer than the stream's window, and a body of such lines
+	// past the limit (4 × the test handler's 1 MiB).
+	ts, vs := make([]int64, 60_000), make([]float64, 60_000)
+	for i := range ts {
+		ts[i], vs[i] = t0+int64(i), float64(i)
+	}
+	long := migrate.AppendJSONLine(nil, labels.FromStrings("__name__", "st_long"), ts, vs)
+	var huge []byte
+	for len(huge) <= 4<<20 {
+		huge = append(huge, long...)
+	}
 	for _, tc := range []struct {
 		name     string
 		taken    int // tokens taken by other requests
 		body     []byte
 		wantCode int
 		wantBody string
+		exported []byte
 	}{
-		{"streamed", 0, good, http.StatusNoContent, ""},
-		{"streamed, a bad line", 0, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3"},
-		{"no token left", importStreams, good, http.StatusNoContent, ""},
-		{"no token left, a bad line", importStreams, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3"},
+		{"streamed", 0, good, http.StatusNoContent, "", good},
+		{"streamed, a bad line", 0, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3", nil},
+		{"streamed, a line longer than the window", 0, long, http.StatusNoContent, "", long},
+		{"streamed, past the limit", 0, huge, http.StatusRequestEntityTooLarge, "exceeds", nil},
+		{"no token left", importStreams, good, http.StatusNoContent, "", good},
+		{"no token left, a bad line", importStreams, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := openEmbedded(t)
@@ -232,8 +246,8 @@ func TestImportStreams(t *testing.T) {
 			}
 			rec = httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, `/api/v1/export?match[]={__name__=~"st_.*"}&start=1699999999&end=1700000100`, nil))
-			if got, want := rec.Body.String(), map[bool]string{true: string(good), false: ""}[tc.wantCode == http.StatusNoContent]; got != want {
-				t.Errorf("exported %q, want %q", got, want)
+			if got := rec.Body.String(); got != string(tc.exported) {
+				t.Errorf("exported %d bytes, want %d", len(got), len(tc.exported))
 			}
 		})
 	}

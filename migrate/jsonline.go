@@ -75,38 +75,45 @@ func (b *Batch) ParseJSONLines(body []byte) error {
 }
 
 // JSONLinesStream parses a body of JSON lines into a Batch while it
-// arrives, as ParseJSONLines parses it whole: Feed takes the body so far
-// and parses the complete lines it has not parsed yet, End parses the
-// rest. Errors name the line as ParseJSONLines does.
+// arrives, as ParseJSONLines parses it whole, without holding the whole
+// body: Feed parses the complete lines at the start of what it is given
+// and says how many bytes they took, End parses the rest. Errors name
+// the line, counted from the body's start, as ParseJSONLines does.
 type JSONLinesStream struct {
 	B *Batch
-	// off is where the lines not parsed yet start in the body; line is
-	// the number of the first of them; scanned is how far the body is
-	// known to hold no newline past off.
-	off, line, scanned int
+	// line is the number of the next line; scanned is how many bytes at
+	// the start of what Feed is given next are known to hold no newline.
+	line, scanned int
 }
 
-// Feed parses the complete lines of body (the body so far: what an
-// earlier Feed saw and more) that no earlier Feed parsed.
-func (s *JSONLinesStream) Feed(body []byte) error {
-	from := max(s.off, s.scanned)
-	end := bytes.LastIndexByte(body[from:], '\n')
-	s.scanned = len(body)
+// Feed parses the complete lines at the start of buf: what is left of
+// the body (what earlier Feeds did not take, then what arrived since).
+// It returns the bytes it took, those lines'; the next Feed or End is
+// given what follows them.
+func (s *JSONLinesStream) Feed(buf []byte) (int, error) {
+	from := min(s.scanned, len(buf))
+	end := bytes.LastIndexByte(buf[from:], '\n')
 	if end < 0 {
-		return nil
+		s.scanned = len(buf)
+		return 0, nil
 	}
-	return s.parse(body[:from+end+1])
+	took := from + end + 1
+	if err := s.parse(buf[:took]); err != nil {
+		return 0, err
+	}
+	s.scanned = len(buf) - took // the tail after the last newline
+	return took, nil
 }
 
-// End parses what of body (the whole body) Feed has not.
-func (s *JSONLinesStream) End(body []byte) error { return s.parse(body) }
+// End parses rest, the body's end that no Feed took.
+func (s *JSONLinesStream) End(rest []byte) error { return s.parse(rest) }
 
-func (s *JSONLinesStream) parse(body []byte) error {
+func (s *JSONLinesStream) parse(lines []byte) error {
 	if s.line == 0 {
 		s.line = 1
 	}
-	next, err := s.B.parseJSONLines(body[s.off:], s.line)
-	s.off, s.line = len(body), next
+	next, err := s.B.parseJSONLines(lines, s.line)
+	s.line = next
 	return err
 }
 

@@ -292,17 +292,22 @@ func TestBatchManyLabels(t *testing.T) {
 	}
 }
 
-// streamed parses body with a JSONLinesStream fed the body's prefixes in
-// steps of step bytes (the body so far, as a read gives it), then End.
+// streamed parses body with a JSONLinesStream fed step bytes at a time
+// after what it left of the bytes before, as a read loop feeds it, then
+// End with what it left.
 func streamed(body []byte, step int) (*Batch, error) {
 	b := &Batch{}
 	s := &JSONLinesStream{B: b}
-	for n := step; n < len(body); n += step {
-		if err := s.Feed(body[:n]); err != nil {
+	var buf []byte
+	for n := 0; n < len(body); n += step {
+		buf = append(buf, body[n:min(n+step, len(body))]...)
+		took, err := s.Feed(buf)
+		if err != nil {
 			return b, err
 		}
+		buf = buf[took:]
 	}
-	return b, s.End(body)
+	return b, s.End(buf)
 }
 
 // sameBatch reports how two batches differ: keys, then samples bit for
