@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -215,6 +219,15 @@ func TestImportStreams(t *testing.T) {
 	for len(huge) <= 4<<20 {
 		huge = append(huge, long...)
 	}
+	// Short lines past the window, then a bad one: its number counted
+	// across the window's moves.
+	var many []byte
+	lines := 0
+	for ; len(many) < 3<<20; lines++ {
+		many = migrate.AppendJSONLine(many, labels.FromStrings("__name__", "st_many", "i", strconv.Itoa(lines)), []int64{t0}, []float64{1})
+	}
+	many = append(many, bad...)
+	wantLine := fmt.Sprintf("line %d", lines+1)
 	for _, tc := range []struct {
 		name     string
 		taken    int // tokens taken by other requests
@@ -227,6 +240,7 @@ func TestImportStreams(t *testing.T) {
 		{"streamed, a bad line", 0, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3", nil},
 		{"streamed, a line longer than the window", 0, long, http.StatusNoContent, "", long},
 		{"streamed, past the limit", 0, huge, http.StatusRequestEntityTooLarge, "exceeds", nil},
+		{"streamed, a bad line past the window", 0, many, http.StatusBadRequest, wantLine, nil},
 		{"no token left", importStreams, good, http.StatusNoContent, "", good},
 		{"no token left, a bad line", importStreams, append(append(slices.Clone(good), '\n'), bad...), http.StatusBadRequest, "line 3", nil},
 	} {
@@ -250,5 +264,37 @@ func TestImportStreams(t *testing.T) {
 				t.Errorf("exported %d bytes, want %d", len(got), len(tc.exported))
 			}
 		})
+	}
+}
+
+// TestReadLimitedFeed: with a feed that takes its complete lines, a body
+// of many MiB is read through a buffer that stays at its start size, and
+// what the feed took followed by what is left is the body.
+func TestReadLimitedFeed(t *testing.T) {
+	var body []byte
+	for i := 0; len(body) < 5<<20; i++ {
+		body = fmt.Appendf(body, "line %d\n", i)
+	}
+	body = append(body, "tail"...)
+	var took []byte
+	maxCap := 0
+	feed := func(buf []byte) (int, error) {
+		maxCap = max(maxCap, cap(buf))
+		n := bytes.LastIndexByte(buf, '\n') + 1
+		took = append(took, buf[:n]...)
+		return n, nil
+	}
+	rest, err := readLimited(iotest.HalfReader(bytes.NewReader(body)), make([]byte, 0, 64<<10), int64(len(body)), feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(took, rest...), body) {
+		t.Errorf("taken and left: %d + %d bytes, not the body's %d", len(took), len(rest), len(body))
+	}
+	if maxCap > 64<<10 {
+		t.Errorf("the buffer grew to %d bytes", maxCap)
+	}
+	if _, err := readLimited(bytes.NewReader(body), make([]byte, 0, 64<<10), int64(len(body))-1, feed); !errors.Is(err, errTooLarge) {
+		t.Errorf("a body a byte past the limit: %v, want errTooLarge", err)
 	}
 }
