@@ -117,17 +117,18 @@ func (h *Handler) readImport(r *http.Request, ib *importBuf, feed func([]byte) (
 	// limit, rather than growing a copy at a time; one that feed takes
 	// as it arrives at streamWindow (it grows only for a longer line).
 	buf := ib.body[:0]
-	if n := r.ContentLength; n > 0 || feed != nil {
+	n := r.ContentLength
+	switch {
+	case feed != nil:
+		n = streamWindow
+	case n > 0:
 		if r.Header.Get("Content-Encoding") == "gzip" {
 			n *= 4
 		}
 		n = min(n, limit) + 1
-		if feed != nil {
-			n = streamWindow
-		}
-		if int64(cap(buf)) < n {
-			buf = make([]byte, 0, n)
-		}
+	}
+	if int64(cap(buf)) < n {
+		buf = make([]byte, 0, n)
 	}
 	b, err := readLimited(body, buf, limit, feed)
 	if fe := (fedError{}); errors.As(err, &fe) {

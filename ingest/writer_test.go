@@ -360,70 +360,63 @@ func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.P
 // last, its new series indexed durably first (the bulk put makes only
 // its own rows durable), and a last write with nothing to put syncs.
 func TestWriteSeriesBulk(t *testing.T) {
-	s := teststack.New(t, teststack.Options{})
-	key := wire.AppendLabel(nil, "__name__", "wb")
-	now := time.UnixMilli(t0 + 3_600_000)
-	for _, tc := range []struct {
-		name      string
-		deferSync bool
-		at        int64
-		want      string
-	}{
+	testWriteSeriesCalls(t, "wb", true, []writeSeriesCase{
 		{"deferred", true, t0, "index bulk"},
 		{"last", false, t0 + 1, "index bulk"},
 		{"last, all expired", false, t0 - 7_200_000, "sync"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := &bulkRecorder{syncRecorder{Store: s.Store}}
-			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }, Indexer: rec})
-			_, err := w.WriteSeries(s.Ctx(), 1, tc.deferSync, func(fn func(*wire.Series) error) error {
-				return fn(&wire.Series{Key: key, Samples: []mapping.Point{{T: tc.at, V: 1}}})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Join(rec.calls, " "); got != tc.want {
-				t.Errorf("store calls %q, want %q", got, tc.want)
-			}
-		})
-	}
-	if got, want := stored(s), "{__name__=\"wb\"} 1 1\n"; got != want {
-		t.Errorf("stored:\n%swant\n%s", got, want)
-	}
+	})
 }
 
 // TestWriteSeriesDeferSync: WriteSeries's deferred writes put without the
 // fsync, the last write of an import puts with it, and a last write with
 // nothing to put (all expired) syncs what the deferred ones put.
 func TestWriteSeriesDeferSync(t *testing.T) {
-	s := teststack.New(t, teststack.Options{})
-	key := wire.AppendLabel(nil, "__name__", "ws")
-	now := time.UnixMilli(t0 + 3_600_000)
-	for _, tc := range []struct {
-		name      string
-		deferSync bool
-		at        int64
-		want      string
-	}{
+	testWriteSeriesCalls(t, "ws", false, []writeSeriesCase{
 		{"deferred", true, t0, "deferred"},
 		{"last", false, t0 + 1, "put"},
 		{"last, all expired", false, t0 - 7_200_000, "sync"},
-	} {
+	})
+}
+
+// writeSeriesCase is one WriteSeries of a sample at at, and the store
+// calls it makes, in order.
+type writeSeriesCase struct {
+	name      string
+	deferSync bool
+	at        int64
+	want      string
+}
+
+// testWriteSeriesCalls runs each case on a Writer over a syncRecorder
+// (bulk: a bulkRecorder, also its SeriesIndexer) of one store, then
+// checks the store holds one sample of metric that was not expired.
+func testWriteSeriesCalls(t *testing.T, metric string, bulk bool, cases []writeSeriesCase) {
+	s := teststack.New(t, teststack.Options{})
+	key := wire.AppendLabel(nil, "__name__", metric)
+	now := time.UnixMilli(t0 + 3_600_000)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &syncRecorder{Store: s.Store}
-			w := ingest.New(s.Mapper, rec, ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }})
+			opts := ingest.Options{Table: s.Tables.Data, Retention: time.Hour, Now: func() time.Time { return now }}
+			sr := &syncRecorder{Store: s.Store}
+			var st ingest.Putter = sr
+			calls := &sr.calls
+			if bulk {
+				br := &bulkRecorder{syncRecorder{Store: s.Store}}
+				st, calls, opts.Indexer = br, &br.calls, br
+			}
+			w := ingest.New(s.Mapper, st, opts)
 			_, err := w.WriteSeries(s.Ctx(), 1, tc.deferSync, func(fn func(*wire.Series) error) error {
 				return fn(&wire.Series{Key: key, Samples: []mapping.Point{{T: tc.at, V: 1}}})
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(rec.calls, " "); got != tc.want {
+			if got := strings.Join(*calls, " "); got != tc.want {
 				t.Errorf("store calls %q, want %q", got, tc.want)
 			}
 		})
 	}
-	if got, want := stored(s), "{__name__=\"ws\"} 1 1\n"; got != want {
+	if got, want := stored(s), fmt.Sprintf("{__name__=%q} 1 1\n", metric); got != want {
 		t.Errorf("stored:\n%swant\n%s", got, want)
 	}
 }

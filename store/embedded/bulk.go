@@ -34,22 +34,13 @@ import (
 // deferred by this or another request) must not be lost while its runs
 // stay.
 func (s *Store) PutBulk(ctx context.Context, table string, puts []store.Put) error {
-	if err := s.checkTable(table); err != nil {
+	if err := s.checkPut(ctx, table); err != nil || len(puts) == 0 {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put into %s: %w", table, err)
-	}
-	if len(puts) == 0 {
-		return nil
-	}
-	if s.rb == nil || !s.buffered(table) {
+	if !s.buffered(table) {
 		return s.Put(ctx, table, puts)
 	}
-	var set stripeSet
-	for _, p := range puts {
-		set.add(s.stripe(p.Row), hasVersion(p.Cells))
-	}
+	set := s.putStripes(puts)
 	rest, err := s.rb.putRuns(table, puts, uint64(s.now().UnixMilli()), func() { set.lock(&s.locks) })
 	if err == nil && len(rest) > 0 {
 		err = s.apply(table, rest)

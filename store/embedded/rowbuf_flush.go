@@ -239,13 +239,13 @@ const seqReserve = 64
 // holds flushMu.
 func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
 	seq := rb.seq + 1
-	var unmarked []string
+	var mark []string // the tables whose marks are written
 	for _, t := range tables {
 		if !rb.marked[t] || !bulk {
-			unmarked = append(unmarked, t)
+			mark = append(mark, t)
 		}
 	}
-	if bulk && seq <= rb.seqDurable && len(unmarked) == 0 {
+	if bulk && seq <= rb.seqDurable && len(mark) == 0 {
 		rb.seq = seq
 		return seq, nil
 	}
@@ -258,7 +258,7 @@ func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
 	if err := b.Set(runSeqKey, binary.BigEndian.AppendUint64(nil, reserved), nil); err != nil {
 		return 0, fmt.Errorf("row buffer flush sequence: %w", err)
 	}
-	for _, t := range unmarked {
+	for _, t := range mark {
 		if err := b.Set(append(append([]byte(nil), runsTablePrefix...), t...), nil, nil); err != nil {
 			return 0, fmt.Errorf("row buffer table mark: %w", err)
 		}
@@ -269,7 +269,7 @@ func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
 	if rb.marked == nil {
 		rb.marked = map[string]bool{}
 	}
-	for _, t := range unmarked {
+	for _, t := range mark {
 		rb.marked[t] = true
 	}
 	rb.seq, rb.seqDurable = seq, reserved

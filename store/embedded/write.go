@@ -25,23 +25,36 @@ func (s *Store) Put(ctx context.Context, table string, puts []store.Put) error {
 // PutDeferred is Put without the fsync (store.DeferredPutter): the puts are
 // visible at once and durable with the next Put, Sync or Close.
 func (s *Store) PutDeferred(ctx context.Context, table string, puts []store.Put) error {
+	if err := s.checkPut(ctx, table); err != nil || len(puts) == 0 {
+		return err
+	}
+	set := s.putStripes(puts)
+	set.lock(&s.locks)
+	err := s.apply(table, puts)
+	set.unlock(&s.locks)
+	return err
+}
+
+// checkPut reports why a put into table cannot go on: the table is not
+// one of the store's, or ctx is done.
+func (s *Store) checkPut(ctx context.Context, table string) error {
 	if err := s.checkTable(table); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put into %s: %w", table, err)
 	}
-	if len(puts) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// putStripes returns the stripes of the puts' rows, each exclusive when
+// a put of it carries explicit timestamps (see writer).
+func (s *Store) putStripes(puts []store.Put) stripeSet {
 	var set stripeSet
 	for _, p := range puts {
 		set.add(s.stripe(p.Row), hasVersion(p.Cells))
 	}
-	set.lock(&s.locks)
-	err := s.apply(table, puts)
-	set.unlock(&s.locks)
-	return err
+	return set
 }
 
 // hasVersion reports whether any of cells carries an explicit timestamp.
