@@ -18,10 +18,11 @@ import (
 // A key is 16 bytes however many labels the series has, instead of the
 // label bytes themselves (about 200 for a series of 10 labels), which
 // is what lets a million active series be cached in about 136 MB. The
-// price is that two label sets whose keys agree in 128 bits of keyed hash
-// would share a row key: for a billion distinct series the chance is
-// about 1 in 10^21, and without the seeds, which never leave the process,
-// a sender cannot search for such a pair.
+// price is that two label sets whose keys agree in their bits of keyed hash
+// would share a row key. They are compared in 127 bits (the low bit of the
+// second hash is always set): for a billion distinct series the chance
+// is about 1 in 10^20, and without the seeds, which never leave the
+// process, a sender cannot search for such a pair.
 type seriesKey [2]uint64
 
 // seriesEntry is a cached Series, stored compactly and without pointers
@@ -48,9 +49,10 @@ type seriesEntry struct {
 const seriesHeaderBytes = 16
 
 // seriesEntryBytes is what an entry is counted as besides its UIDs: the
-// map slot (16-byte key, 8-byte entry, control byte), doubled for the
-// load-factor slack, the record's header and the index mark.
-const seriesEntryBytes = 2*(16+8+1) + seriesHeaderBytes + 8
+// table's slot (16-byte key, 8-byte entry), doubled for the load-factor
+// slack (a keyTable is 3/8 to 3/4 full), the record's header and the
+// index mark.
+const seriesEntryBytes = 2*(16+8) + seriesHeaderBytes + 8
 
 // Index marks are kept in chunks of markChunk.
 const markChunk = 4096
@@ -181,7 +183,7 @@ type seriesCache struct {
 // lines so that the locks of neighbouring shards do not share one.
 type seriesShard struct {
 	mu       sync.RWMutex
-	cur, old map[seriesKey]seriesEntry
+	cur, old keyTable
 	_        [64]byte
 }
 
@@ -205,7 +207,7 @@ func newSeriesCache(max int) *seriesCache {
 		cur: new(seriesArena), old: new(seriesArena), max: max}
 	for i := range c.shards {
 		sh := &c.shards[i]
-		sh.cur, sh.old = map[seriesKey]seriesEntry{}, map[seriesKey]seriesEntry{}
+		sh.cur, sh.old = newKeyTable(0), newKeyTable(0)
 		c.locks[i] = &sh.mu
 	}
 	return c
@@ -213,7 +215,9 @@ func newSeriesCache(max int) *seriesCache {
 
 // key hashes the key bytes of a label set.
 func (c *seriesCache) key(k []byte) seriesKey {
-	return seriesKey{maphash.Bytes(c.seeds[0], k), maphash.Bytes(c.seeds[1], k)}
+	// The low bit of the second hash is set so that no key is zero, the
+	// keyTable's empty slot.
+	return seriesKey{maphash.Bytes(c.seeds[0], k), maphash.Bytes(c.seeds[1], k) | 1}
 }
 
 // shardIndex returns the index of h's shard: the second hash's high bits
@@ -250,10 +254,10 @@ func (c *seriesCache) Counts() (hits, misses uint64) { return c.hits.Load(), c.m
 // reading at least). It neither promotes nor counts, but reports whether
 // the entry is in the older generation, for the caller to promote.
 func (c *seriesCache) lookupLocked(sh *seriesShard, h seriesKey) (s Series, ok, old bool) {
-	if e, ok := sh.cur[h]; ok {
+	if e, ok := sh.cur.get(h); ok {
 		return c.cur.series(e), true, false
 	}
-	if e, ok := sh.old[h]; ok {
+	if e, ok := sh.old.get(h); ok {
 		return c.old.series(e), true, true
 	}
 	return Series{}, false, false
@@ -314,7 +318,7 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 // set: the caller then lets the locks go, starts a new generation
 // (newGeneration) and tries again with force.
 func (c *seriesCache) putLocked(sh *seriesShard, h seriesKey, s Series, promoted, force bool) (Series, bool) {
-	if e, ok := sh.cur[h]; ok {
+	if e, ok := sh.cur.get(h); ok {
 		return c.cur.series(e), true
 	}
 	n := seriesEntryBytes + len(s.Metric) + len(s.Tags)
@@ -322,7 +326,7 @@ func (c *seriesCache) putLocked(sh *seriesShard, h seriesKey, s Series, promoted
 		return Series{}, false
 	}
 	e := c.cur.add(s, promoted)
-	sh.cur[h] = e
+	sh.cur.set(h, e)
 	c.curN++
 	c.curBytes += n
 	return c.cur.series(e), true
@@ -346,7 +350,7 @@ func (c *seriesCache) newGeneration(n int) {
 	if c.fullLocked(n) {
 		for i := range c.shards {
 			sh := &c.shards[i]
-			sh.old, sh.cur = sh.cur, make(map[seriesKey]seriesEntry, len(sh.cur)/4)
+			sh.old, sh.cur = sh.cur, newKeyTable(sh.cur.len()/4)
 		}
 		c.old, c.oldN, c.oldBytes = c.cur, c.curN, c.curBytes
 		c.cur, c.curN, c.curBytes = new(seriesArena), 0, 0
@@ -414,12 +418,12 @@ func (c *seriesCache) putItems(items []ResolveItem) {
 		for _, i := range order[:n] {
 			h, s := hs[i], items[i].Series
 			size := seriesEntryBytes + len(s.Metric) + len(s.Tags)
-			e, ok := sh.cur[h]
+			e, ok := sh.cur.get(h)
 			switch {
 			case ok:
 				items[i].Series = c.cur.series(e)
 			case c.cur == a && !c.fullLocked(size):
-				sh.cur[h] = ents[i]
+				sh.cur.set(h, ents[i])
 				c.curN++
 				c.curBytes += size
 				items[i].Series = a.series(ents[i])

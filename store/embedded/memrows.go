@@ -166,8 +166,13 @@ func (m *memRows) find(h uint64, row []byte) int {
 
 // rowFor returns the index of row, added when absent. The caller holds mu
 // exclusively.
-func (m *memRows) rowFor(row []byte) int {
-	h := maphash.Bytes(m.seed, row)
+func (m *memRows) rowFor(row []byte) int { return m.rowForHash(m.hash(row), row) }
+
+// hash returns the hash of row that find and rowForHash take.
+func (m *memRows) hash(row []byte) uint64 { return maphash.Bytes(m.seed, row) }
+
+// rowForHash is rowFor of a row whose hash (m.hash) is h.
+func (m *memRows) rowForHash(h uint64, row []byte) int {
 	if i := m.find(h, row); i >= 0 {
 		return i
 	}

@@ -103,8 +103,9 @@ type rowBuffer struct {
 	// runs.
 	marked map[string]bool
 
-	// recs are put's record buffers (*[]byte), reused.
-	recs sync.Pool
+	// recs are put's record buffers (*[]byte), hashes its rows' hashes
+	// (*[]uint64), reused.
+	recs, hashes sync.Pool
 	// afterLog, when set (tests), runs in put between its record's
 	// append to the log and its cells' insert.
 	afterLog func()
@@ -139,6 +140,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	}
 	rb.cond = sync.NewCond(&rb.mu)
 	rb.recs.New = func() any { return new([]byte) }
+	rb.hashes.New = func() any { return new([]uint64) }
 	rb.cache = po.Cache // referenced below once the buffer is open
 	for _, t := range tables {
 		rb.tables[t] = true
@@ -339,10 +341,22 @@ func checkColumn(family, qualifier []byte) error {
 func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, error) {
 	bp := rb.recs.Get().(*[]byte)
 	rec := appendPutRecord((*bp)[:0], table, puts, now)
+	// The rows' hashes, taken before any lock, so that the table
+	// buffer's lock is held for the inserts alone (every generation's
+	// buffers hash with rb.seed).
+	hp := rb.hashes.Get().(*[]uint64)
+	hs := (*hp)[:0]
+	for _, p := range puts {
+		hs = append(hs, maphash.Bytes(rb.seed, p.Row))
+	}
 	defer func() {
 		if cap(rec) <= maxPooledRecord {
 			*bp = rec[:0]
 			rb.recs.Put(bp)
+		}
+		if cap(hs) <= maxPooledRecord/8 {
+			*hp = hs[:0]
+			rb.hashes.Put(hp)
 		}
 	}()
 	rb.mu.Lock()
@@ -374,8 +388,8 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 		rb.afterLog()
 	}
 	rowsBefore := len(m.rows)
-	for _, p := range puts {
-		i := m.rowFor(p.Row)
+	for k, p := range puts {
+		i := m.rowForHash(hs[k], p.Row)
 		for _, c := range p.Cells {
 			ts := c.Timestamp
 			if ts == 0 {
