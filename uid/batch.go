@@ -613,12 +613,13 @@ func kindOfQualifier(q string) Kind {
 	return k
 }
 
-// allocate takes len(items) UIDs of kind with one Increment and appends
+// allocate takes len(items) UIDs of kind with one claim (one Increment,
+// shared with the allocations of kind at the same time) and appends
 // the reverse check-and-put of each item that got one; items past the
 // kind's last UID get ErrUIDExhausted.
 func (u *UIDs) allocate(ctx context.Context, kind Kind, work []uidWork, items []int, ops []store.CondPut, opWork []int) ([]store.CondPut, []int) {
 	n := int64(len(items))
-	top, err := u.st.Increment(ctx, u.table, maxIDRow, FamilyID, kind.Qualifier(), n)
+	top, err := u.claim(ctx, kind, n)
 	if err != nil {
 		for _, i := range items {
 			work[i].err = fmt.Errorf("allocate %d uids of kind %s for %q and others: %w", n, kind, work[items[0]].name, err)

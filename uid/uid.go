@@ -146,6 +146,10 @@ type UIDs struct {
 	metricGen atomic.Uint64
 
 	headroom headroom
+
+	// counters combine the counter row's increments of each kind's
+	// allocations at the same time (claim).
+	counters [NumKinds]counterQueue
 }
 
 // The directions of UID lookups, indexes of UIDs.hitsBy and missesBy.
@@ -481,7 +485,7 @@ func (u *UIDs) getOrCreate(ctx context.Context, kind Kind, name string) ([]byte,
 	width := u.widths[kind]
 	q := kind.Qualifier()
 	for range maxAssignAttempts {
-		id, err := u.st.Increment(ctx, u.table, maxIDRow, FamilyID, q, 1)
+		id, err := u.claim(ctx, kind, 1)
 		if err != nil {
 			return nil, false, fmt.Errorf("allocate uid for %s %q: %w", kind, name, err)
 		}
