@@ -275,7 +275,7 @@ func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byt
 		}
 		cmd = exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver")
 	case "promhbase-hbase":
-		tables, drop, err := benchTables(c.hbaseQuorum)
+		tables, drop, err := benchTables(c.hbaseQuorum, dir)
 		if err != nil {
 			return res, err
 		}

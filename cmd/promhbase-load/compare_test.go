@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/internal/testkit/testproc"
 )
 
@@ -71,6 +72,27 @@ func TestCompareSmoke(t *testing.T) {
 				t.Errorf("plot lacks the bars:\n%.500s", b)
 			}
 		})
+	}
+}
+
+// TestCompareHBaseSmoke runs the harness small against promhbase on the
+// test HBase (--systems=promhbase-hbase): fresh tables under a suffix,
+// the rollup tables of the built-in configuration among them, which serve
+// refuses to start without; every sample acknowledged and read back.
+func TestCompareHBaseSmoke(t *testing.T) {
+	testbackend.NewHBaseStore(t) // fails under CI=true without the HBase
+	promhbase := testproc.BuildBinary(t, "../promhbase")
+	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
+	c := compareOptions{promhbase: promhbase, systems: []string{"promhbase-hbase"}, hbaseQuorum: testbackend.ZKQuorum(), protocol: "v1", dir: t.TempDir()}
+	rs, err := runCompare(o, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d results, want 1", len(rs))
+	}
+	if r := rs[0]; r.samples != 600*3 || r.readSamples <= 0 || r.queryPoints < 6*3 {
+		t.Errorf("%s: %d samples acknowledged (want %d), %v read back, %d query points (want at least %d)", r.system, r.samples, 600*3, r.readSamples, r.queryPoints, 6*3)
 	}
 }
 

@@ -8,25 +8,53 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store/hbase"
 )
 
-// benchTables creates fresh promhbase tables in the HBase at quorum and
+// benchTables creates fresh promhbase tables in the HBase at quorum, the
+// rollup tables of the built-in rollup configuration among them (under
+// the same suffix, in a configuration file written into dir), and
 // returns serve's flags naming them and a function that drops them.
-func benchTables(quorum string) (flags []string, drop func(), err error) {
+func benchTables(quorum, dir string) (flags []string, drop func(), err error) {
+	suffix := fmt.Sprintf("-bench%d", time.Now().UnixNano())
+	tc := hbase.TablesConfig{DataTable: mapping.DefaultDataTable + suffix, UIDTable: mapping.DefaultUIDTable + suffix, ExemplarTable: mapping.DefaultExemplarTable + suffix,
+		MetaTable: mapping.DefaultMetaTable + suffix, IndexTable: mapping.DefaultIndexTable + suffix}
+	def := rollup.Default()
+	ivs := def.Intervals()
+	for i := range ivs {
+		if ivs[i].Table == mapping.DefaultDataTable {
+			ivs[i].Table = tc.DataTable
+		} else {
+			ivs[i].Table += suffix
+			tc.RollupTables = append(tc.RollupTables, ivs[i].Table)
+		}
+		if ivs[i].PreAggregationTable != "" {
+			ivs[i].PreAggregationTable += suffix
+			if ivs[i].Table != tc.DataTable {
+				tc.RollupTables = append(tc.RollupTables, ivs[i].PreAggregationTable)
+			}
+		}
+	}
+	rc, err := rollup.New(def.Aggregations(), ivs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench rollup configuration: %w", err)
+	}
+	rollups := filepath.Join(dir, "rollups.json")
+	if err := os.WriteFile(rollups, rc.AppendJSON(nil), 0o644); err != nil {
+		return nil, nil, err
+	}
 	st, err := hbase.New(hbase.Config{ZKQuorum: quorum}, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, nil, err
 	}
-	suffix := fmt.Sprintf("-bench%d", time.Now().UnixNano())
-	tc := hbase.TablesConfig{DataTable: mapping.DefaultDataTable + suffix, UIDTable: mapping.DefaultUIDTable + suffix, ExemplarTable: mapping.DefaultExemplarTable + suffix,
-		MetaTable: mapping.DefaultMetaTable + suffix, IndexTable: mapping.DefaultIndexTable + suffix}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := st.CreateTables(ctx, tc); err != nil {
@@ -34,11 +62,12 @@ func benchTables(quorum string) (flags []string, drop func(), err error) {
 		return nil, nil, err
 	}
 	flags = []string{"--hbase.table.data=" + tc.DataTable, "--hbase.table.uid=" + tc.UIDTable, "--hbase.table.exemplar=" + tc.ExemplarTable,
-		"--hbase.table.meta=" + tc.MetaTable, "--hbase.table.index=" + tc.IndexTable}
+		"--hbase.table.meta=" + tc.MetaTable, "--hbase.table.index=" + tc.IndexTable, "--rollup.config-file=" + rollups}
 	return flags, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if err := st.DropTables(ctx, tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable); err != nil {
+		tables := append([]string{tc.DataTable, tc.UIDTable, tc.ExemplarTable, tc.MetaTable, tc.IndexTable}, tc.RollupTables...)
+		if err := st.DropTables(ctx, tables...); err != nil {
 			fmt.Fprintf(os.Stderr, "drop bench tables: %v\n", err)
 		}
 		st.Close()

@@ -3,10 +3,11 @@ package main
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/promhbase/promhbase/internal/testkit/testleak"
 )
 
-// TestMain fails the package's tests when they leave goroutines behind.
+// TestMain fails the package's tests when they leave goroutines behind
+// (beyond testleak's list: the HBase harness's admin client).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testleak.VerifyTestMain(m)
 }
