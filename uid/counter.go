@@ -48,7 +48,7 @@ type counterClaim struct {
 func (u *UIDs) claim(ctx context.Context, kind Kind, n int64) (int64, error) {
 	for {
 		c, err := u.claimOnce(ctx, kind, n)
-		if err != nil && c != nil && c.leaderCtx && ctx.Err() == nil {
+		if err != nil && c.leaderCtx && ctx.Err() == nil {
 			continue
 		}
 		return c.top, err
@@ -58,7 +58,7 @@ func (u *UIDs) claim(ctx context.Context, kind Kind, n int64) (int64, error) {
 // claimOnce queues a claim of n and, when no leader is incrementing,
 // leads. While it waits, an end of ctx takes the claim out of the queue
 // unless a leader has taken it (then the wait is that leader's one store
-// call) or made it the next leader.
+// call); made the next leader after its ctx ended, it passes the lead on.
 func (u *UIDs) claimOnce(ctx context.Context, kind Kind, n int64) (*counterClaim, error) {
 	q := &u.counters[kind]
 	c := &counterClaim{n: n, done: make(chan struct{})}
@@ -82,6 +82,15 @@ func (u *UIDs) claimOnce(ctx context.Context, kind Kind, n int64) (*counterClaim
 			return c, c.err
 		}
 		q.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			// Made the next leader after its context ended: it does not
+			// lead (every claim of its batch would fail with it), but
+			// leaves and passes the lead on.
+			q.waiting = slices.DeleteFunc(q.waiting, func(w *counterClaim) bool { return w == c })
+			q.handOffLocked()
+			q.mu.Unlock()
+			return c, fmt.Errorf("allocate %d uids of kind %s: %w", n, kind, err)
+		}
 	}
 	q.busy = true
 	batch := q.waiting
@@ -112,13 +121,7 @@ func (u *UIDs) lead(ctx context.Context, q *counterQueue, kind Kind, batch []*co
 			}
 		}
 		q.mu.Lock()
-		if len(q.waiting) > 0 {
-			next := q.waiting[0]
-			next.lead = true
-			close(next.done)
-		} else {
-			q.busy = false
-		}
+		q.handOffLocked()
 		q.mu.Unlock()
 	}()
 	top, err := u.st.Increment(ctx, u.table, maxIDRow, FamilyID, kind.Qualifier(), total)
@@ -126,7 +129,23 @@ func (u *UIDs) lead(ctx context.Context, q *counterQueue, kind Kind, batch []*co
 	end := top - total
 	for _, b := range batch {
 		end += b.n
-		b.top, b.err, b.leaderCtx = end, err, ended && b != c
+		b.err, b.leaderCtx = err, ended && b != c
+		if err == nil {
+			b.top = end
+		}
 	}
 	handed = true
+}
+
+// handOffLocked makes the first claim queued the next leader, or ends
+// q's busy state when none is. The caller holds q.mu and is the leader,
+// or the next leader leaving.
+func (q *counterQueue) handOffLocked() {
+	if len(q.waiting) > 0 {
+		next := q.waiting[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		q.busy = false
+	}
 }

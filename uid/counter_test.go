@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
@@ -35,12 +36,21 @@ func (h *hookedStore) Increment(ctx context.Context, table string, row []byte, f
 // gateFirst returns UIDs over a hookedStore whose first Increment
 // closes entered and waits until release is closed.
 func gateFirst(t *testing.T) (*UIDs, *gate, chan struct{}) {
+	return gateFirstThen(t, nil)
+}
+
+// gateFirstThen is gateFirst whose later Increments run then (when set).
+func gateFirstThen(t *testing.T, then func(ctx context.Context, call int64) error) (*UIDs, *gate, chan struct{}) {
 	g := &gate{entered: make(chan struct{})}
 	release := make(chan struct{})
-	g.hookedStore = hookedStore{Store: openUIDStore(t), hook: func(_ context.Context, call int64) error {
+	g.hookedStore = hookedStore{Store: openUIDStore(t), hook: func(ctx context.Context, call int64) error {
 		if call == 1 {
 			close(g.entered)
 			<-release
+			return nil
+		}
+		if then != nil {
+			return then(ctx, call)
 		}
 		return nil
 	}}
@@ -50,6 +60,19 @@ func gateFirst(t *testing.T) (*UIDs, *gate, chan struct{}) {
 type gate struct {
 	hookedStore
 	entered chan struct{}
+}
+
+// errOnlyCtx reports its end through Err alone: Done never fires.
+type errOnlyCtx struct {
+	context.Context
+	ended atomic.Bool
+}
+
+func (c *errOnlyCtx) Err() error {
+	if c.ended.Load() {
+		return context.Canceled
+	}
+	return nil
 }
 
 type claimResult struct {
@@ -65,6 +88,19 @@ func goClaim(ctx context.Context, u *UIDs, n int64) chan claimResult {
 		ch <- claimResult{n, top, err}
 	}()
 	return ch
+}
+
+// recv returns what ch gives, failing the test after 20 s rather than
+// hanging until the test binary's timeout.
+func recv(t *testing.T, ch chan claimResult) claimResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("a claim did not return within 20 s")
+		return claimResult{}
+	}
 }
 
 // waitQueued waits until n claims of tag values are queued.
@@ -129,9 +165,9 @@ func TestClaim(t *testing.T) {
 		}
 		waitQueued(u, others)
 		close(release)
-		res := []claimResult{<-first}
+		res := []claimResult{recv(t, first)}
 		for _, ch := range chans {
-			res = append(res, <-ch)
+			res = append(res, recv(t, ch))
 		}
 		checkTiled(t, u, res)
 		// The first claim's, one for all that queued behind it, the
@@ -170,12 +206,12 @@ func TestClaim(t *testing.T) {
 		close(release)
 		<-second
 		cancel()
-		if r := <-leader; !errors.Is(r.err, context.Canceled) {
+		if r := recv(t, leader); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("the leader whose context ended: %v, want context.Canceled", r.err)
 		}
-		res := []claimResult{<-first}
+		res := []claimResult{recv(t, first)}
 		for _, ch := range chans {
-			res = append(res, <-ch)
+			res = append(res, recv(t, ch))
 		}
 		checkTiled(t, u, res)
 		if n := h.increments.Load(); n < 4 {
@@ -192,11 +228,11 @@ func TestClaim(t *testing.T) {
 		waitQueued(u, 1)
 		cancel()
 		// It leaves while the first increment is still held.
-		if r := <-queued; !errors.Is(r.err, context.Canceled) {
+		if r := recv(t, queued); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("queued claim whose context ended: %v, want context.Canceled", r.err)
 		}
 		close(release)
-		checkTiled(t, u, []claimResult{<-first})
+		checkTiled(t, u, []claimResult{recv(t, first)})
 	})
 	t.Run("store error", func(t *testing.T) {
 		h := &hookedStore{Store: openUIDStore(t), hook: func(_ context.Context, call int64) error {
@@ -213,5 +249,97 @@ func TestClaim(t *testing.T) {
 			t.Fatalf("%d increments, want 1 (not made again)", n)
 		}
 		checkTiled(t, u, nil)
+	})
+
+	t.Run("store error of a combined increment", func(t *testing.T) {
+		u, g, release := gateFirstThen(t, func(_ context.Context, call int64) error {
+			if call == 2 { // the leader's context alive: not made again
+				return fmt.Errorf("%w: increment: %w", store.ErrUnavailable, context.DeadlineExceeded)
+			}
+			return nil
+		})
+		ctx := context.Background()
+		first := goClaim(ctx, u, 3)
+		<-g.entered
+		leader := goClaim(ctx, u, 5)
+		waitQueued(u, 1)
+		follower := goClaim(ctx, u, 7)
+		waitQueued(u, 2)
+		close(release)
+		for _, ch := range []chan claimResult{leader, follower} {
+			if r := recv(t, ch); !errors.Is(r.err, store.ErrUnavailable) {
+				t.Fatalf("claim of %d = %v, want store.ErrUnavailable", r.n, r.err)
+			}
+		}
+		if n := g.increments.Load(); n != 2 {
+			t.Fatalf("%d increments, want 2 (the failed one not made again)", n)
+		}
+		checkTiled(t, u, []claimResult{recv(t, first)})
+	})
+	t.Run("leader panics", func(t *testing.T) {
+		u, g, release := gateFirstThen(t, func(_ context.Context, call int64) error {
+			if call == 2 {
+				panic("store panic")
+			}
+			return nil
+		})
+		ctx := context.Background()
+		first := goClaim(ctx, u, 3)
+		<-g.entered
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			_, _ = u.claim(ctx, KindTagV, 5)
+		}()
+		waitQueued(u, 1)
+		follower := goClaim(ctx, u, 7)
+		waitQueued(u, 2)
+		close(release)
+		if r := recv(t, follower); r.err == nil {
+			t.Fatal("the claim combined into the increment that panicked got no error")
+		}
+		select {
+		case p := <-panicked:
+			if p == nil {
+				t.Fatal("the leader's panic was swallowed")
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the leader did not return")
+		}
+		// The queue is not left busy: later claims go on.
+		checkTiled(t, u, []claimResult{recv(t, first)})
+	})
+	t.Run("next leader's context ended", func(t *testing.T) {
+		// A context whose end the claim sees only through Err, so that it
+		// is made the next leader (its Done never fires) with its context
+		// already ended.
+		var dead atomic.Int64
+		u, g, release := gateFirstThen(t, func(ctx context.Context, _ int64) error {
+			if ctx.Err() != nil {
+				dead.Add(1)
+			}
+			return nil
+		})
+		ctx := context.Background()
+		first := goClaim(ctx, u, 3)
+		<-g.entered
+		ended := &errOnlyCtx{Context: ctx}
+		queued := goClaim(ended, u, 5)
+		waitQueued(u, 1)
+		behind := goClaim(ctx, u, 7)
+		waitQueued(u, 2)
+		ended.ended.Store(true)
+		close(release)
+		if r := recv(t, queued); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("next leader whose context ended: %v, want context.Canceled", r.err)
+		}
+		res := []claimResult{recv(t, first), recv(t, behind)}
+		if n := dead.Load(); n != 0 {
+			t.Fatalf("%d increments made with an ended context", n)
+		}
+		if n := g.increments.Load(); n != 2 {
+			t.Fatalf("%d increments, want 2 (the first, then the claim behind alone)", n)
+		}
+		checkTiled(t, u, res)
 	})
 }
