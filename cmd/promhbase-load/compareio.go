@@ -30,22 +30,18 @@ func benchTables(quorum, dir string) (flags []string, drop func(), err error) {
 	def := rollup.Default()
 	ivs := def.Intervals()
 	for i := range ivs {
-		if ivs[i].Table == mapping.DefaultDataTable {
-			ivs[i].Table = tc.DataTable
-		} else {
-			ivs[i].Table += suffix
-			tc.RollupTables = append(tc.RollupTables, ivs[i].Table)
-		}
+		ivs[i].Table += suffix
 		if ivs[i].PreAggregationTable != "" {
 			ivs[i].PreAggregationTable += suffix
-			if ivs[i].Table != tc.DataTable {
-				tc.RollupTables = append(tc.RollupTables, ivs[i].PreAggregationTable)
-			}
 		}
 	}
 	rc, err := rollup.New(def.Aggregations(), ivs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench rollup configuration: %w", err)
+	}
+	// The tables create-tables makes for a rollup configuration.
+	for _, iv := range rc.RollupIntervals() {
+		tc.RollupTables = append(tc.RollupTables, iv.Table, iv.PreAggregationTable)
 	}
 	rollups := filepath.Join(dir, "rollups.json")
 	if err := os.WriteFile(rollups, rc.AppendJSON(nil), 0o644); err != nil {
