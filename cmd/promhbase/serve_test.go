@@ -163,3 +163,39 @@ func TestServeKilled(t *testing.T) {
 		t.Errorf("%d samples after SIGKILL and restart, want %d\n%s", n, requests*series, testproc.TailLines(out, 20))
 	}
 }
+
+func TestAutoBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in, str string
+		want    uint64 // or(7)
+		err     bool
+	}{
+		{in: "auto", str: "auto", want: 7},
+		{in: "0", str: "0", want: 0},
+		{in: "134217728", str: "134217728", want: 134217728},
+		{in: "18446744073709551615", str: "18446744073709551615", want: 18446744073709551615},
+		{in: "-1", err: true},
+		{in: "128MiB", err: true},
+		{in: "", err: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			var a autoBytes
+			err := a.Set(tc.in)
+			if tc.err {
+				if err == nil {
+					t.Fatalf("Set(%q) = nil error, %v", tc.in, a)
+				}
+				if a.String() != "auto" || a.or(7) != 7 {
+					t.Errorf("after a failed Set: %q, or(7) = %d, want auto", a.String(), a.or(7))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Set(%q): %v", tc.in, err)
+			}
+			if a.String() != tc.str || a.or(7) != tc.want {
+				t.Errorf("Set(%q): String %q, or(7) %d; want %q, %d", tc.in, a.String(), a.or(7), tc.str, tc.want)
+			}
+		})
+	}
+}

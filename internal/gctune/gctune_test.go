@@ -1,6 +1,7 @@
 package gctune
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -99,5 +100,29 @@ func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool, want string) {
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDefaultHeadroom(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		procs int
+		want  uint64
+	}{
+		{procs: -1, want: 32 * mib},
+		{procs: 0, want: 32 * mib},
+		{procs: 1, want: 32 * mib},
+		{procs: 2, want: 32 * mib},
+		{procs: 3, want: 48 * mib},
+		{procs: 8, want: 128 * mib},
+		{procs: 16, want: 256 * mib},
+		{procs: 64, want: 256 * mib},
+		{procs: math.MaxInt32, want: 256 * mib},
+	} {
+		t.Run(fmt.Sprint(tc.procs), func(t *testing.T) {
+			if got := DefaultHeadroom(tc.procs); got != tc.want {
+				t.Errorf("DefaultHeadroom(%d) = %d MiB, want %d MiB", tc.procs, got/mib, tc.want/mib)
+			}
+		})
 	}
 }
