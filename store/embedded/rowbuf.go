@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -103,12 +102,13 @@ type rowBuffer struct {
 	// runs.
 	marked map[string]bool
 
-	// recs are put's record buffers (*[]byte), hashes its rows' hashes
-	// (*[]uint64), reused.
-	recs, hashes sync.Pool
-	// afterLog, when set (tests), runs in put between its record's
+	// recs are put's record buffers (*[]byte), probes its rows' hashes
+	// and indices (*putProbes), reused.
+	recs, probes sync.Pool
+	// afterProbe and afterLog, when set (tests), run in put after its
+	// rows' lookup under the read lock (probe), and between its record's
 	// append to the log and its cells' insert.
-	afterLog func()
+	afterProbe, afterLog func()
 }
 
 // rowBufferDir is the buffer's directory inside the store's.
@@ -140,7 +140,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	}
 	rb.cond = sync.NewCond(&rb.mu)
 	rb.recs.New = func() any { return new([]byte) }
-	rb.hashes.New = func() any { return new([]uint64) }
+	rb.probes.New = func() any { return new(putProbes) }
 	rb.cache = po.Cache // referenced below once the buffer is open
 	for _, t := range tables {
 		rb.tables[t] = true
@@ -324,122 +324,6 @@ func checkColumn(family, qualifier []byte) error {
 		return fmt.Errorf("qualifier of %d bytes: %w", len(qualifier), store.ErrInvalid)
 	}
 	return nil
-}
-
-// put adds the cells of puts to the active buffer and its log (a cell
-// without a timestamp takes now), and returns the log position that makes
-// them durable. It waits while the buffer is twice its budget and a flush is
-// under way, and fails when flushes fail and the buffer is full.
-//
-// The log record is encoded before any lock is taken, and the cells go
-// into the buffer after rb.mu is released: only the record's copy into
-// the log is made under it. The buffer's own lock (m.mu) is taken before
-// rb.mu is released, so that puts enter the buffer in the order of their
-// records in the log (a replay gives what was read), and a flush, which
-// swaps the buffer out under rb.mu, takes m.mu before it reads it, after
-// the puts that reached it are in.
-func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, error) {
-	bp := rb.recs.Get().(*[]byte)
-	rec := appendPutRecord((*bp)[:0], table, puts, now)
-	// The rows' hashes, taken before any lock, so that the table
-	// buffer's lock is held for the inserts alone (every generation's
-	// buffers hash with rb.seed).
-	hp := rb.hashes.Get().(*[]uint64)
-	hs := (*hp)[:0]
-	for _, p := range puts {
-		hs = append(hs, maphash.Bytes(rb.seed, p.Row))
-	}
-	defer func() {
-		if cap(rec) <= maxPooledRecord {
-			*bp = rec[:0]
-			rb.recs.Put(bp)
-		}
-		if cap(hs) <= maxPooledRecord/8 {
-			*hp = hs[:0]
-			rb.hashes.Put(hp)
-		}
-	}()
-	rb.mu.Lock()
-	for {
-		if rb.closed {
-			rb.mu.Unlock()
-			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
-		}
-		// Writers wait for a flush under way when the buffer has grown to
-		// twice its budget meanwhile; with none under way they go on
-		// and leave the flusher to swap the buffer out.
-		if rb.flushing == nil && rb.flushErr == nil || rb.size() < 2*rb.budget {
-			break
-		}
-		if rb.flushErr != nil {
-			err := rb.flushErr
-			rb.mu.Unlock()
-			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, err)
-		}
-		rb.signal()
-		rb.cond.Wait()
-	}
-	m := rb.activeFor(table)
-	active := rb.activeBytes // replaced under rb.mu
-	m.mu.Lock()
-	pos := rb.wal.appendRecord(rec)
-	rb.mu.Unlock()
-	if rb.afterLog != nil {
-		rb.afterLog()
-	}
-	rowsBefore := len(m.rows)
-	for k, p := range puts {
-		i := m.rowForHash(hs[k], p.Row)
-		for _, c := range p.Cells {
-			ts := c.Timestamp
-			if ts == 0 {
-				ts = now
-			}
-			m.addCell(i, c.Family, c.Qualifier, c.Value, ts)
-		}
-	}
-	fresh := len(m.rows) > rowsBefore
-	m.mu.Unlock()
-	if fresh {
-		rb.lastFresh.Store(time.Now().UnixNano())
-		if !rb.sortArmed.Load() {
-			select {
-			case rb.sortKick <- struct{}{}:
-			default:
-			}
-		}
-	}
-	if active.Load() >= rb.budget {
-		rb.signal()
-	}
-	return pos, nil
-}
-
-// maxPooledRecord bounds the record buffers put keeps for reuse.
-const maxPooledRecord = 4 << 20
-
-// appendPutRecord appends the payload of the log's put record of puts
-// into table (see rowWAL) to dst; a cell without a timestamp takes now.
-func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []byte {
-	dst = append(dst, walOpPut)
-	dst = binary.AppendUvarint(dst, uint64(len(table)))
-	dst = append(dst, table...)
-	dst = binary.AppendUvarint(dst, uint64(len(puts)))
-	for _, p := range puts {
-		dst = appendBytes(dst, p.Row)
-		dst = binary.AppendUvarint(dst, uint64(len(p.Cells)))
-		for _, c := range p.Cells {
-			ts := c.Timestamp
-			if ts == 0 {
-				ts = now
-			}
-			dst = appendBytes(dst, c.Family)
-			dst = appendBytes(dst, c.Qualifier)
-			dst = binary.LittleEndian.AppendUint64(dst, ts)
-			dst = appendBytes(dst, c.Value)
-		}
-	}
-	return dst
 }
 
 // size returns the bytes of the active buffer (of every table: tenants'

@@ -595,3 +595,48 @@ func TestRowBufferPutsAcrossClose(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestRowBufferProbeAcrossFlush: a put looks its rows up before it takes
+// the buffer's lock (probe); when a flush swaps the buffer out between the
+// two, the indices it found name other rows of the new buffer, or none,
+// and its cells must still go into their own rows.
+func TestRowBufferProbeAcrossFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool // the new buffer gets a row of its own first
+	}{
+		{name: "new buffer empty"},
+		{name: "new buffer holds another row", other: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t, t.TempDir(), Options{Tables: []string{"d"}, BufferTables: []string{"d"}})
+			defer s.Close()
+			ctx := t.Context()
+			put := func(row string, q, v byte) {
+				t.Helper()
+				p := store.Put{Row: []byte(row), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{q}, Value: []byte{v}, Timestamp: 1}}}
+				if err := s.PutDeferred(ctx, "d", []store.Put{p}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put("a", 1, 0xa1) // row a: index 0 of the first buffer
+			s.rb.afterProbe = func() {
+				s.rb.afterProbe = nil
+				if err := s.rb.flush(); err != nil {
+					t.Fatal(err)
+				}
+				if tc.other {
+					put("c", 2, 0xc2) // row c: index 0 of the new buffer
+				}
+			}
+			put("a", 2, 0xa2) // probed: row a at index 0
+			want := "61: t:01=a1@1 t:02=a2@1\n"
+			if tc.other {
+				want += "63: t:02=c2@1\n"
+			}
+			if got := dump(t, s, "d"); got != want {
+				t.Errorf("after a put probed across a flush:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/promhbase/promhbase/store"
@@ -88,6 +89,46 @@ func BenchmarkPutRequest(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/cell")
 		})
 	}
+}
+
+// BenchmarkPutRequestParallel is BenchmarkPutRequest's buffer case with
+// GOMAXPROCS writers at once (set with -cpu), each writing 2000 series of
+// its own: how the row buffer's puts scale with cores (its table buffer
+// takes one put at a time).
+func BenchmarkPutRequestParallel(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{NoSync: true, BufferTables: []string{"tsdb"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		b.StopTimer() // the flush of Close left out
+		s.Close()
+	}()
+	const n = 2000
+	var writers atomic.Uint32
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := writers.Add(1)
+		puts := make([]store.Put, n)
+		for i := range puts {
+			row := openTSDBRow()
+			binary.BigEndian.PutUint32(row[len(row)-6:], w<<16|uint32(i))
+			puts[i] = store.Put{Row: row, Cells: []store.Cell{{Family: []byte("t"), Qualifier: make([]byte, 2), Value: []byte{1}}}}
+		}
+		q := uint16(0)
+		for pb.Next() {
+			q++
+			for i := range puts {
+				binary.BigEndian.PutUint16(puts[i].Cells[0].Qualifier, q<<4)
+			}
+			if err := s.Put(ctx, "tsdb", puts); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/cell")
 }
 
 // BenchmarkPutHours puts what one write of an import becomes: 200 rows

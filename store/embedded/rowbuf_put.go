@@ -1,0 +1,191 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"time"
+
+	"github.com/promhbase/promhbase/store"
+)
+
+// put adds the cells of puts to the active buffer and its log (a cell
+// without a timestamp takes now), and returns the log position that makes
+// them durable. It waits while the buffer is twice its budget and a flush is
+// under way, and fails when flushes fail and the buffer is full.
+//
+// The log record is encoded and the rows are looked up (probe, under the
+// table buffer's read lock) before rb.mu is taken, and the cells go into
+// the buffer after rb.mu is released: only the record's copy into the log
+// is made under it. The buffer's own lock (m.mu) is taken before
+// rb.mu is released, so that puts enter the buffer in the order of their
+// records in the log (a replay gives what was read), and a flush, which
+// swaps the buffer out under rb.mu, takes m.mu before it reads it, after
+// the puts that reached it are in.
+func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, error) {
+	bp := rb.recs.Get().(*[]byte)
+	rec := appendPutRecord((*bp)[:0], table, puts, now)
+	// The rows' hashes, taken before any lock, so that the table
+	// buffer's lock is held for the inserts alone (every generation's
+	// buffers hash with rb.seed).
+	pr := rb.probes.Get().(*putProbes)
+	hs := pr.hashes[:0]
+	for _, p := range puts {
+		hs = append(hs, maphash.Bytes(rb.seed, p.Row))
+	}
+	defer func() {
+		if cap(rec) <= maxPooledRecord {
+			*bp = rec[:0]
+			rb.recs.Put(bp)
+		}
+		if cap(hs) <= maxPooledRecord/8 {
+			pr.hashes, pr.rows = hs[:0], pr.rows[:0]
+			rb.probes.Put(pr)
+		}
+	}()
+	// The rows already in the table's active buffer, found under its
+	// read lock, which puts share, before its write lock is taken: the
+	// write lock is then held for the cells' appends and the new rows
+	// alone, and the rows' memory is in this core's cache.
+	pre := rb.probe(table, puts, hs, pr)
+	if rb.afterProbe != nil {
+		rb.afterProbe()
+	}
+	rb.mu.Lock()
+	for {
+		if rb.closed {
+			rb.mu.Unlock()
+			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
+		}
+		// Writers wait for a flush under way when the buffer has grown to
+		// twice its budget meanwhile; with none under way they go on
+		// and leave the flusher to swap the buffer out.
+		if rb.flushing == nil && rb.flushErr == nil || rb.size() < 2*rb.budget {
+			break
+		}
+		if rb.flushErr != nil {
+			err := rb.flushErr
+			rb.mu.Unlock()
+			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, err)
+		}
+		rb.signal()
+		rb.cond.Wait()
+	}
+	m := rb.activeFor(table)
+	// Rows are only ever appended to a buffer: an index found in it stays
+	// its row's. A flush may have swapped the buffer out since.
+	rows := pr.rows
+	if m != pre {
+		rows = nil
+	}
+	active := rb.activeBytes // replaced under rb.mu
+	m.mu.Lock()
+	pos := rb.wal.appendRecord(rec)
+	rb.mu.Unlock()
+	if rb.afterLog != nil {
+		rb.afterLog()
+	}
+	rowsBefore := len(m.rows)
+	for k, p := range puts {
+		i := -1
+		if rows != nil {
+			i = int(rows[k])
+		}
+		if i < 0 {
+			i = m.rowForHash(hs[k], p.Row)
+		}
+		for _, c := range p.Cells {
+			ts := c.Timestamp
+			if ts == 0 {
+				ts = now
+			}
+			m.addCell(i, c.Family, c.Qualifier, c.Value, ts)
+		}
+	}
+	fresh := len(m.rows) > rowsBefore
+	m.mu.Unlock()
+	if fresh {
+		rb.lastFresh.Store(time.Now().UnixNano())
+		if !rb.sortArmed.Load() {
+			select {
+			case rb.sortKick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if active.Load() >= rb.budget {
+		rb.signal()
+	}
+	return pos, nil
+}
+
+// putProbes are a put's rows' hashes and, from probe, their indices in
+// the active buffer (-1: not found).
+type putProbes struct {
+	hashes []uint64
+	rows   []int32
+	// touched sums a word of each found row's newest cell block, read so
+	// that the block is in the cache when the cell is appended.
+	touched uint32
+}
+
+// probe looks up the rows of puts (whose hashes are hs) in table's active
+// buffer under its read lock, into pr.rows, and returns that buffer; nil
+// (pr.rows not set) when the table has none yet or the buffer is too
+// large for an index to fit an int32.
+func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putProbes) *memRows {
+	rb.mu.Lock()
+	m := rb.active[table]
+	rb.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	rows := pr.rows[:0]
+	touched := pr.touched
+	m.mu.RLock()
+	if len(m.rows) >= math.MaxInt32 {
+		m.mu.RUnlock()
+		return nil
+	}
+	for k, p := range puts {
+		i := m.find(hs[k], p.Row)
+		rows = append(rows, int32(i))
+		if i >= 0 {
+			if last := m.rows[i].last; last != 0 {
+				c := m.chunks[(last-1)>>32]
+				touched += uint32(c[uint32(last-1)+12])
+			}
+		}
+	}
+	m.mu.RUnlock()
+	pr.rows, pr.touched = rows, touched
+	return m
+}
+
+// maxPooledRecord bounds the record buffers put keeps for reuse.
+const maxPooledRecord = 4 << 20
+
+// appendPutRecord appends the payload of the log's put record of puts
+// into table (see rowWAL) to dst; a cell without a timestamp takes now.
+func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []byte {
+	dst = append(dst, walOpPut)
+	dst = binary.AppendUvarint(dst, uint64(len(table)))
+	dst = append(dst, table...)
+	dst = binary.AppendUvarint(dst, uint64(len(puts)))
+	for _, p := range puts {
+		dst = appendBytes(dst, p.Row)
+		dst = binary.AppendUvarint(dst, uint64(len(p.Cells)))
+		for _, c := range p.Cells {
+			ts := c.Timestamp
+			if ts == 0 {
+				ts = now
+			}
+			dst = appendBytes(dst, c.Family)
+			dst = appendBytes(dst, c.Qualifier)
+			dst = binary.LittleEndian.AppendUint64(dst, ts)
+			dst = appendBytes(dst, c.Value)
+		}
+	}
+	return dst
+}
