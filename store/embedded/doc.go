@@ -37,7 +37,9 @@
 // in memory a row at a time (memrows.go) with their own log (rowwal.go),
 // ingested into Pebble as sorted sstables that hold one run a row, not one
 // key a cell; every read merges the buffer with Pebble's runs and cell
-// keys.
+// keys. A put (rowbuf_put.go) finds its rows under a table buffer's read
+// lock, which puts share, and appends its cells under its write lock,
+// taken in the order of the puts' records in the log.
 //
 // Atomicity per row: rows hash to one of 256 lock stripes (locks.go). Put
 // holds the stripes of its rows shared while it applies its batch
