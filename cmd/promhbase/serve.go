@@ -210,8 +210,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(ingest.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
 	ix := &serveOpts.index
 	cmd.Flag("runtime.gogc", "Go's garbage collector target (GOGC) when the GOGC environment variable is not set: the heap may grow this many percent over the live data before a collection. 75 as Prometheus's default.").Default("75").IntVar(&serveOpts.gogc)
-	cmd.Flag("runtime.gc-headroom-max-bytes", "Most bytes the heap may grow over the live data before a collection: when --runtime.gogc's percentage of a large live heap (the caches at millions of series) would give more, the percentage is lowered after each collection to give this much (not below 10 %). auto: 16 MiB per core of GOMAXPROCS, at least 32 MiB and at most 256 MiB (more cores make more garbage a second). 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroom)
-	cmd.Flag("runtime.gc-headroom-min-bytes", "Least bytes the heap may grow over the live data before a collection: while --runtime.gogc's percentage of a small live heap (a process just started) would give less, the percentage is raised after each collection to give this much (at most --runtime.gc-headroom-max-bytes), so that the first requests do not pay for a collection every few megabytes. auto: as --runtime.gc-headroom-max-bytes's auto. 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroomMin)
+	cmd.Flag(serveOpts.gcHeadroom.named("runtime.gc-headroom-max-bytes"), "Most bytes the heap may grow over the live data before a collection: when --runtime.gogc's percentage of a large live heap (the caches at millions of series) would give more, the percentage is lowered after each collection to give this much (not below 10 %). auto: 16 MiB per core of GOMAXPROCS, at least 32 MiB and at most 256 MiB (more cores make more garbage a second). 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroom)
+	cmd.Flag(serveOpts.gcHeadroomMin.named("runtime.gc-headroom-min-bytes"), "Least bytes the heap may grow over the live data before a collection: while --runtime.gogc's percentage of a small live heap (a process just started) would give less, the percentage is raised after each collection to give this much (at most --runtime.gc-headroom-max-bytes), so that the first requests do not pay for a collection every few megabytes. auto: as --runtime.gc-headroom-max-bytes's auto. 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroomMin)
 	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
 	cmd.Flag("storage.index.cache-bytes", "Memory for remembering which index cells this process wrote (above it the oldest are forgotten and written again when seen).").Default(fmt.Sprint(index.DefaultCacheBytes)).IntVar(&ix.cacheBytes)
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
@@ -495,21 +495,29 @@ func runServe(app *kingpin.Application, cfg *config) error {
 // autoBytes is a flag's byte count, or auto (the zero value's meaning
 // until Set): a default the program computes (or).
 type autoBytes struct {
-	n   uint64
-	set bool
+	name string // the flag's, for errors
+	n    uint64
+	set  bool
 }
 
-// Set parses auto or a count of bytes.
+// named sets the flag's name, which errors give, and returns it.
+func (a *autoBytes) named(name string) string {
+	a.name = name
+	return name
+}
+
+// Set parses auto or a count of bytes (as kingpin's integer flags do:
+// decimal, or with a 0x, 0o or 0b prefix).
 func (a *autoBytes) Set(s string) error {
 	if s == "auto" {
-		*a = autoBytes{}
+		a.n, a.set = 0, false
 		return nil
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
+	n, err := strconv.ParseUint(s, 0, 64)
 	if err != nil {
-		return fmt.Errorf("want auto or a count of bytes, got %q", s)
+		return fmt.Errorf("--%s: want auto or a count of bytes, got %q", a.name, s)
 	}
-	*a = autoBytes{n: n, set: true}
+	a.n, a.set = n, true
 	return nil
 }
 

@@ -173,17 +173,23 @@ func TestAutoBytes(t *testing.T) {
 		{in: "auto", str: "auto", want: 7},
 		{in: "0", str: "0", want: 0},
 		{in: "134217728", str: "134217728", want: 134217728},
+		{in: "0x8000000", str: "134217728", want: 134217728},
 		{in: "18446744073709551615", str: "18446744073709551615", want: 18446744073709551615},
+		{in: "18446744073709551616", err: true},
 		{in: "-1", err: true},
 		{in: "128MiB", err: true},
 		{in: "", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			var a autoBytes
+			a.named("some-bytes")
 			err := a.Set(tc.in)
 			if tc.err {
 				if err == nil {
 					t.Fatalf("Set(%q) = nil error, %v", tc.in, a)
+				}
+				if !strings.Contains(err.Error(), "--some-bytes") || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.in)) {
+					t.Errorf("Set(%q): %v, want the flag and the value named", tc.in, err)
 				}
 				if a.String() != "auto" || a.or(7) != 7 {
 					t.Errorf("after a failed Set: %q, or(7) = %d, want auto", a.String(), a.or(7))
@@ -195,6 +201,9 @@ func TestAutoBytes(t *testing.T) {
 			}
 			if a.String() != tc.str || a.or(7) != tc.want {
 				t.Errorf("Set(%q): String %q, or(7) %d; want %q, %d", tc.in, a.String(), a.or(7), tc.str, tc.want)
+			}
+			if err := a.Set("auto"); err != nil || a.String() != "auto" || a.or(7) != 7 {
+				t.Errorf("Set(auto) after Set(%q): %v, %q, or(7) = %d; want auto", tc.in, err, a.String(), a.or(7))
 			}
 		})
 	}

@@ -115,7 +115,9 @@ func TestDefaultHeadroom(t *testing.T) {
 		{procs: 2, want: 32 * mib},
 		{procs: 3, want: 48 * mib},
 		{procs: 8, want: 128 * mib},
+		{procs: 15, want: 240 * mib},
 		{procs: 16, want: 256 * mib},
+		{procs: 17, want: 256 * mib},
 		{procs: 64, want: 256 * mib},
 		{procs: math.MaxInt32, want: 256 * mib},
 	} {

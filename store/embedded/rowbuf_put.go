@@ -16,7 +16,8 @@ import (
 // under way, and fails when flushes fail and the buffer is full.
 //
 // The log record is encoded and the rows are looked up (probe, under the
-// table buffer's read lock) before rb.mu is taken, and the cells go into
+// table buffer's read lock; it holds rb.mu only to find that buffer)
+// before rb.mu is taken for the put, and the cells go into
 // the buffer after rb.mu is released: only the record's copy into the log
 // is made under it. The buffer's own lock (m.mu) is taken before
 // rb.mu is released, so that puts enter the buffer in the order of their
@@ -125,7 +126,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 type putProbes struct {
 	hashes []uint64
 	rows   []int32
-	// touched sums a word of each found row's newest cell block, read so
+	// touched sums a byte of each found row's newest cell block, read so
 	// that the block is in the cache when the cell is appended.
 	touched uint32
 }

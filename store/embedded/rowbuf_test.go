@@ -610,10 +610,23 @@ func TestRowBufferProbeAcrossFlush(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustOpen(t, t.TempDir(), Options{Tables: []string{"d"}, BufferTables: []string{"d"}})
-			defer s.Close()
+			// A put that panicked holds the buffer's lock: Close would
+			// wait for it forever.
+			panicked := false
+			defer func() {
+				if !panicked {
+					s.Close()
+				}
+			}()
 			ctx := t.Context()
 			put := func(row string, q, v byte) {
 				t.Helper()
+				defer func() {
+					if r := recover(); r != nil {
+						panicked = true
+						t.Fatalf("put of row %s panicked: %v", row, r)
+					}
+				}()
 				p := store.Put{Row: []byte(row), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{q}, Value: []byte{v}, Timestamp: 1}}}
 				if err := s.PutDeferred(ctx, "d", []store.Put{p}); err != nil {
 					t.Fatal(err)
