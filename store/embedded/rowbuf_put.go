@@ -154,8 +154,7 @@ func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putP
 		rows = append(rows, int32(i))
 		if i >= 0 {
 			if last := m.rows[i].last; last != 0 {
-				c := m.chunks[(last-1)>>32]
-				touched += uint32(c[uint32(last-1)+12])
+				touched += uint32(m.block(last - 1)[12]) // its used bytes
 			}
 		}
 	}
