@@ -275,9 +275,22 @@ http_server_config:
 			t.Fatalf("B: up{job=\"promhbase\"} = %v, %v\n%s", res.summary(), err, testproc.Tail(b.proc.LogPath, 20))
 		}
 	}
-	resp, body := get("/metrics", "prom", password) //nolint:bodyclose // get closed the body
-	if resp == nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics with credentials: %v %s", resp, body)
+	// A request is counted when its handler returns, which can be after
+	// its samples are readable (the embedded store's cells are visible
+	// before the write waits on its log's fsync) and after its client has
+	// the answer (a read flushes what it streams): the counts are polled
+	// for.
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var resp *http.Response
+		resp, body = get("/metrics", "prom", password) //nolint:bodyclose // get closed the body
+		if resp == nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("/metrics with credentials: %v %s", resp, body)
+		}
+		if (strings.Contains(body, `promhbase_http_requests_total{code="204",handler="write"}`) &&
+			strings.Contains(body, `promhbase_http_requests_total{code="200",handler="read"}`)) || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, bad := range []string{`promhbase_http_requests_total{code="401",handler="write"}`, `promhbase_http_requests_total{code="401",handler="read"}`} {
 		if strings.Contains(body, bad) {
