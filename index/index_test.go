@@ -354,7 +354,7 @@ func TestGroupCells(t *testing.T) {
 			continue
 		}
 		rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
-		puts := groupCells(cells, buf)
+		puts := new(cellScratch).group(cells, buf)
 		got := map[string][]string{}
 		for i, p := range puts {
 			if i > 0 && string(puts[i-1].Row) >= string(p.Row) {

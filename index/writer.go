@@ -72,6 +72,8 @@ type Writer struct {
 	opts    Options
 	seen    *seenSet
 	forgets *forgets // days whose cells were deleted since (Forget)
+	// scratch keeps writeCells' buffers (*cellScratch) between calls.
+	scratch sync.Pool
 
 	cells, tsmetas prometheus.Counter
 }
@@ -357,23 +359,27 @@ func uidInt(uid []byte) uint32 {
 
 // writeCells writes the label cells of the entries not yet written.
 func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
+	sc := w.getScratch()
 	// The cells to write, their rows copied into one buffer; sorted by
 	// row below and put as one store.Put a row.
-	var pending []pendingCell
-	var rowBuf []byte
+	pending, rowBuf := sc.pending[:0], sc.rowBuf[:0]
 	if lay := w.opts.Layout; lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 {
 		// Room for three cells an entry without growing, as in a first
 		// contact where a label value of each series' own is new: its 'S'
 		// and 'V' cells, and one in every few series for the values they
 		// share.
-		pending = make([]pendingCell, 0, 3*len(entries))
-		rowBuf = make([]byte, 0, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
+		pending = slices.Grow(pending, 3*len(entries))
+		rowBuf = slices.Grow(rowBuf, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
 	}
-	var keys []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
+	keys := sc.keys[:0] // of row ‖ 0x00 ‖ qualifier, remembered once written
 	// done: the keys of this call already settled (written or to be), so
 	// that the labels the entries share cost one lookup in a small map,
 	// not one in the shared set each.
-	done := make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
+	done := sc.done
+	if done == nil {
+		done = make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
+		sc.done = done
+	}
 	seen := w.seen.reader()
 	var kbuf []byte
 	// add adds the cell qual of row unless written already. A fresh cell
@@ -414,7 +420,10 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		all(entries, func(e Entry) bool { return e.Day < 1<<24 })
 	var tuples map[cellTuple]struct{}
 	if packed {
-		tuples = make(map[cellTuple]struct{}, 2*len(entries))
+		if sc.tuples == nil {
+			sc.tuples = make(map[cellTuple]struct{}, 2*len(entries))
+		}
+		tuples = sc.tuples
 	}
 	// recent holds the last tuple seen in each of its slots: the tuples a
 	// call's entries share come again and again, and are told apart here
@@ -478,15 +487,20 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		}
 	}
 	seen.release()
+	sc.pending, sc.rowBuf, sc.keys = pending, rowBuf, keys
 	if len(pending) == 0 {
+		w.putScratch(sc)
 		return nil
 	}
-	puts := groupCells(pending, rowBuf)
+	puts := sc.group(pending, rowBuf)
 	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
+		// A failed put may leave RPCs queued in the store's client that
+		// still read the rows: the scratch is not reused.
 		return fmt.Errorf("write %d series index cells: %w", len(pending), err)
 	}
 	w.seen.addAll(keys)
 	w.cells.Add(float64(len(pending)))
+	w.putScratch(sc)
 	return nil
 }
 
@@ -508,17 +522,18 @@ func rowPrefix(row []byte) uint64 {
 	return binary.BigEndian.Uint64(p[:])
 }
 
-// groupCells sorts cells by row and returns one Put a row, in ascending
-// row order (which the embedded store applies without sorting again), the
+// group sorts cells by row and returns one Put a row, in ascending row
+// order (which the embedded store applies without sorting again), the
 // cells' values empty; the Puts' rows and cells share rowBuf and one
-// slice. Of cells of one row and qualifier (an 'S' cell of a series
-// twice in a call) one is kept.
-func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
+// slice of sc, which keeps them until it is reused. Of cells of one row
+// and qualifier (an 'S' cell of a series twice in a call) one is kept.
+func (sc *cellScratch) group(cells []pendingCell, rowBuf []byte) []store.Put {
 	row := func(i uint32) []byte { c := &cells[i]; return rowBuf[c.start:c.end:c.end] }
 	// A radix sort of the rows (keysort): the index rows of a request
 	// share their first bytes (kind, day, metric), where a comparison
 	// sort compares most pairs byte by byte.
-	idx := make([]uint32, len(cells))
+	idx := slices.Grow(sc.idx[:0], len(cells))[:len(cells)]
+	sc.idx = idx
 	for i := range idx {
 		idx[i] = uint32(i)
 	}
@@ -534,8 +549,9 @@ func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
 		}
 	}
 	fam := []byte(mapping.IndexFamily)
-	out := make([]store.Cell, len(cells))
-	puts := make([]store.Put, 0, rows)
+	out := slices.Grow(sc.out[:0], len(cells))[:len(cells)]
+	puts := slices.Grow(sc.puts[:0], rows)
+	sc.out = out
 	n := 0 // cells in out
 	for k := 0; k < len(idx); {
 		// The cells of a row, by qualifier, one of each.
@@ -558,5 +574,6 @@ func groupCells(cells []pendingCell, rowBuf []byte) []store.Put {
 		puts = append(puts, store.Put{Row: row(group[0]), Cells: out[first:n:n]})
 		k = end
 	}
+	sc.puts = puts
 	return puts
 }

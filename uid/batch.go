@@ -322,8 +322,16 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		}
 		fresh[w.kind] = append(fresh[w.kind], i)
 	}
+	// Sized up front: a first contact assigns a UID a series or more.
+	total := 0
+	for k := range NumKinds {
+		total += len(fresh[k])
+	}
 	var ops []store.CondPut
 	var opWork []int
+	if total > 0 {
+		ops, opWork = make([]store.CondPut, 0, total), make([]int, 0, total)
+	}
 	for k := range NumKinds {
 		if len(fresh[k]) > 0 {
 			ops, opWork = u.allocate(ctx, k, work, fresh[k], ops, opWork)
