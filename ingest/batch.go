@@ -38,7 +38,7 @@ func (b *writeBatch) heldBytes() int {
 	return b.arena.Size() + cap(b.scratch) +
 		int(unsafe.Sizeof(store.Cell{}))*(cap(b.cells)+cap(b.exCells)) +
 		int(unsafe.Sizeof(store.Put{}))*(cap(b.puts)+cap(b.exPuts)) + 8*cap(b.starts) +
-		int(unsafe.Sizeof(mapping.Label{}))*cap(b.labelBuf) +
+		int(unsafe.Sizeof(mapping.Label{}))*labelChunk*len(b.labelChunks) +
 		int(unsafe.Sizeof(missedSeries{}))*cap(b.missed) +
 		int(unsafe.Sizeof(index.Entry{}))*cap(b.index)
 }
@@ -102,9 +102,12 @@ type writeBatch struct {
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
-	// reused; each series keeps a copy in labelBuf, one after the other).
+	// reused; each series keeps a copy, keepLabels).
 	labelsOf wire.Series
-	labelBuf []mapping.Label
+	// labelChunks hold the copies, labelChunk labels each, kept with the
+	// batch; those before labelAt are full for this request.
+	labelChunks [][]mapping.Label
+	labelAt     int
 	sketch   *limits.Sketch // active series; nil without limits
 	// dropLabel is the replica label of an HA pair's request, left out
 	// of the labels its new series are resolved with; nil: none.
@@ -137,8 +140,11 @@ func (b *writeBatch) reset() {
 	clear(b.missed)
 	b.missed = b.missed[:0]
 	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
-	clear(b.labelBuf)
-	b.labelBuf = b.labelBuf[:0]
+	for i := range b.labelChunks[:min(b.labelAt+1, len(b.labelChunks))] {
+		clear(b.labelChunks[i])
+		b.labelChunks[i] = b.labelChunks[i][:0]
+	}
+	b.labelAt = 0
 	b.samples, b.histograms = 0, 0
 	b.minT, b.expired = 0, 0
 	b.sketch = nil
@@ -160,4 +166,34 @@ func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
 		b.rej.named = append(b.rej.named, msg)
 	}
 	b.reject[reason] += n
+}
+
+// labelChunk is the number of labels of a chunk of a batch's label copies
+// (192 KiB): the 2000 new series of a request of ten labels each fill
+// six. Chunks, not one slice that appends grow, so that a batch made for
+// a burst of new series allocates its copies once, not about twice over
+// as a doubling slice does, and keeps them for the requests after it.
+const labelChunk = 4096
+
+// keepLabels returns a copy of lbls that lasts as long as the request:
+// in the batch's current chunk, the next one when it is full, or a slice
+// of its own for a series of more than labelChunk labels.
+func (b *writeBatch) keepLabels(lbls []mapping.Label) []mapping.Label {
+	if len(lbls) > labelChunk {
+		c := make([]mapping.Label, len(lbls))
+		copy(c, lbls)
+		return c
+	}
+	for {
+		if b.labelAt == len(b.labelChunks) {
+			b.labelChunks = append(b.labelChunks, make([]mapping.Label, 0, labelChunk))
+		}
+		c := b.labelChunks[b.labelAt]
+		if len(c)+len(lbls) <= cap(c) {
+			c = append(c, lbls...)
+			b.labelChunks[b.labelAt] = c
+			return c[len(c)-len(lbls) : len(c) : len(c)]
+		}
+		b.labelAt++
+	}
 }

@@ -517,8 +517,7 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 			return nil
 		}
 	}
-	b.labelBuf = append(b.labelBuf, lbls...)
-	m.labels = b.labelBuf[len(b.labelBuf)-len(lbls) : len(b.labelBuf) : len(b.labelBuf)]
+	m.labels = b.keepLabels(lbls)
 	b.missed = append(b.missed, m)
 	return nil
 }
