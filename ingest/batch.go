@@ -108,7 +108,7 @@ type writeBatch struct {
 	// batch; those before labelAt are full for this request.
 	labelChunks [][]mapping.Label
 	labelAt     int
-	sketch   *limits.Sketch // active series; nil without limits
+	sketch      *limits.Sketch // active series; nil without limits
 	// dropLabel is the replica label of an HA pair's request, left out
 	// of the labels its new series are resolved with; nil: none.
 	dropLabel []byte
