@@ -457,7 +457,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 		// (todo) tells: neither the call's keys nor the shared set are
 		// asked, but on a forgotten day, where the mark does not tell.
 		// Two entries of one series and day in a call give one cell
-		// (groupCells).
+		// (cellScratch.group).
 		buf = mapping.AppendIndexSeriesKey(buf[:0], e.Day, s.Metric, s.Tags)
 		if epoch != 0 {
 			add(buf, s.Tags, false, epoch)
@@ -500,6 +500,13 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	}
 	w.seen.addAll(keys)
 	w.cells.Add(float64(len(pending)))
+	if _, ok := store.As[store.DeferredPutter](w.st); !ok || !deferred {
+		// A remote store's client may still read what it was handed after
+		// an attempt it gave up on and retried, even once the put has
+		// succeeded: those buffers are not kept. The embedded store
+		// (PutDeferred) has copied them before it returns.
+		sc.rowBuf, sc.out, sc.puts = nil, nil, nil
+	}
 	w.putScratch(sc)
 	return nil
 }

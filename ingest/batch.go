@@ -105,7 +105,8 @@ type writeBatch struct {
 	// reused; each series keeps a copy, keepLabels).
 	labelsOf wire.Series
 	// labelChunks hold the copies, labelChunk labels each, kept with the
-	// batch; those before labelAt are full for this request.
+	// batch; those before labelAt are done with for this request (a
+	// series that does not fit in a chunk's rest goes to the next).
 	labelChunks [][]mapping.Label
 	labelAt     int
 	sketch      *limits.Sketch // active series; nil without limits
@@ -169,8 +170,8 @@ func (b *writeBatch) rejectSeries(reason string, n int, msg string) {
 }
 
 // labelChunk is the number of labels of a chunk of a batch's label copies
-// (192 KiB): the 2000 new series of a request of ten labels each fill
-// six. Chunks, not one slice that appends grow, so that a batch made for
+// (192 KiB): the 2000 new series of a request of ten or eleven labels
+// each fill five or six. Chunks, not one slice that appends grow, so that a batch made for
 // a burst of new series allocates its copies once, not about twice over
 // as a doubling slice does, and keeps them for the requests after it.
 const labelChunk = 4096
@@ -179,6 +180,9 @@ const labelChunk = 4096
 // in the batch's current chunk, the next one when it is full, or a slice
 // of its own for a series of more than labelChunk labels.
 func (b *writeBatch) keepLabels(lbls []mapping.Label) []mapping.Label {
+	if len(lbls) == 0 {
+		return nil
+	}
 	if len(lbls) > labelChunk {
 		c := make([]mapping.Label, len(lbls))
 		copy(c, lbls)
