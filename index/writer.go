@@ -501,9 +501,10 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	w.seen.addAll(keys)
 	w.cells.Add(float64(len(pending)))
 	if _, ok := store.As[store.DeferredPutter](w.st); !ok || !deferred {
-		// A remote store's client may still read what it was handed after
-		// an attempt it gave up on and retried, even once the put has
-		// succeeded: those buffers are not kept. The embedded store
+		// A remote store's client may read what it was handed after an
+		// attempt it gave up on and retried, even once the put has
+		// succeeded (the HBase store copies what its calls read; a store
+		// need not): those buffers are not kept. The embedded store
 		// (PutDeferred) has copied them before it returns.
 		sc.rowBuf, sc.out, sc.puts = nil, nil, nil
 	}

@@ -224,7 +224,9 @@ func (m mutation) options() []func(hrpc.Call) error {
 
 // mutations turns puts into hrpc mutations: one per row, or one per
 // distinct timestamp of the row's cells, as an hrpc Put carries one
-// timestamp. Puts without cells are dropped.
+// timestamp. Puts without cells are dropped. Rows and values are copies:
+// gohbase encodes a call when it sends it, which for an attempt given up
+// on can be after Put has returned and its caller reused the puts.
 func mutations(puts []store.Put) ([]mutation, error) {
 	out := make([]mutation, 0, len(puts))
 	for _, p := range puts {
@@ -246,7 +248,7 @@ func mutations(puts []store.Put) ([]mutation, error) {
 					continue cells
 				}
 			}
-			m := mutation{row: p.Row, ts: c.Timestamp, values: make(map[string]map[string][]byte, 1)}
+			m := mutation{row: bytes.Clone(p.Row), ts: c.Timestamp, values: make(map[string]map[string][]byte, 1)}
 			addValue(m.values, c)
 			out = append(out, m)
 		}
@@ -260,7 +262,7 @@ func addValue(values map[string]map[string][]byte, c store.Cell) {
 		fam = make(map[string][]byte, 1)
 		values[string(c.Family)] = fam
 	}
-	v := c.Value
+	v := bytes.Clone(c.Value)
 	if v == nil {
 		v = []byte{}
 	}

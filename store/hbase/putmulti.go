@@ -107,6 +107,15 @@ func encodePuts(puts []store.Put) (enc encodedRows, idx []int, err error) {
 		enc.rows = append(enc.rows, p.Row)
 		idx = append(idx, i)
 	}
+	// The rows as the mutations hold them (each begins with its row, field
+	// 1): the calls read their keys, to route them and to split them by
+	// region, from this buffer, never from the caller's puts, which the
+	// caller reuses once Put has returned, while an attempt given up on
+	// may not yet have been encoded.
+	for i, row := range enc.rows {
+		at := protowire.SizeTag(1) + protowire.SizeVarint(uint64(len(row)))
+		enc.rows[i] = enc.mutation(i)[at : at+len(row) : at+len(row)]
+	}
 	return enc, idx, nil
 }
 

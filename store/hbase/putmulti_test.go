@@ -380,3 +380,60 @@ func BenchmarkEncodePuts(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(puts)), "ns/row")
 }
+
+// TestPutsOwnTheirBytes: what Put sends, by either path, does not change
+// when the caller rewrites its puts' bytes after encoding (as a caller
+// does once Put has returned, while a call given up on may not yet have
+// been encoded for the wire).
+func TestPutsOwnTheirBytes(t *testing.T) {
+	puts := func() []store.Put {
+		return []store.Put{
+			{Row: []byte("row-1"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q1"), Value: []byte("v1")}}},
+			{Row: []byte("row-2"), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte("q2"), Value: []byte("v2"), Timestamp: 5}}},
+		}
+	}
+	overwrite := func(ps []store.Put) {
+		for _, p := range ps {
+			for i := range p.Row {
+				p.Row[i] = 'X'
+			}
+			for _, c := range p.Cells {
+				for i := range c.Value {
+					c.Value[i] = 'Y'
+				}
+			}
+		}
+	}
+	t.Run("put calls", func(t *testing.T) {
+		ps := puts()
+		enc, _, err := encodePuts(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(enc.buf)
+		overwrite(ps)
+		for i, row := range []string{"row-1", "row-2"} {
+			if string(enc.rows[i]) != row {
+				t.Errorf("row %d reads %q after the caller's rewrite, want %q", i, enc.rows[i], row)
+			}
+		}
+		if !bytes.Equal(enc.buf, want) {
+			t.Errorf("encoded mutations changed with the caller's rewrite")
+		}
+	})
+	t.Run("gohbase's path", func(t *testing.T) {
+		ps := puts()
+		muts, err := mutations(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		overwrite(ps)
+		var got []string
+		for _, m := range muts {
+			got = append(got, fmt.Sprintf("%s@%d:%s", m.row, m.ts, m.values["t"]))
+		}
+		if want := "row-1@0:map[q1:v1] row-2@5:map[q2:v2]"; strings.Join(got, " ") != want {
+			t.Errorf("mutations after the caller's rewrite: %s, want %s", strings.Join(got, " "), want)
+		}
+	})
+}
