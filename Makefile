@@ -120,7 +120,7 @@ DISK_LOAD = bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$pro
 bench-bins:
 	@mkdir -p bin
 	$(GO) build -o bin/promhbase ./cmd/promhbase
-	$(GO) build -o bin/promhbase-load ./cmd/promhbase-load
+	$(GO) build -o bin/promhbase-load ./tools/promhbase-load
 
 ## bench-e2e: promhbase (embedded) side by side with Prometheus's own
 ## remote-write receiver (the project's Prometheus 3.15): the same

@@ -26,7 +26,6 @@ import (
 
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/metadata"
@@ -34,6 +33,7 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/uid"
 	"github.com/promhbase/promhbase/wire"
 )

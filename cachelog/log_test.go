@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 func TestGoldenBytes(t *testing.T) {

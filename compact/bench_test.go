@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/benchdata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/benchdata"
 )
 
 // nopPutter acknowledges every Put without storing it.

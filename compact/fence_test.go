@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/deletion"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // fenceEnv is an env with two series of 12 single cells in hour t0, and

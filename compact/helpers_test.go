@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/cells"
-	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
 // TestAdminDeleteSeries: the admin API's delete_series through the

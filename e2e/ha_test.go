@@ -18,8 +18,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // configHA is one Prometheus of an HA pair: it scrapes the exporter every

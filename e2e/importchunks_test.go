@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
 // TestImportChunks: /api/v1/import/chunks takes a snappy-compressed

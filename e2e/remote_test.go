@@ -1,6 +1,6 @@
 // Package e2e drives promhbase end to end through Prometheus's own
 // remote-write and remote-read client code, against the backend chosen by
-// PROMHBASE_TEST_BACKEND (see internal/testkit/testbackend).
+// PROMHBASE_TEST_BACKEND (see testkit/testbackend).
 package e2e
 
 import (
@@ -29,10 +29,10 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testserver"
 	"github.com/promhbase/promhbase/uid"
 )
 

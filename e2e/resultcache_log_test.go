@@ -9,10 +9,10 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
 // TestResultsCacheReplicasLog: two promhbase replicas (A and B, each with

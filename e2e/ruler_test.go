@@ -23,8 +23,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // The ruler test's settings: every group is evaluated each second; the

@@ -23,8 +23,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // secureWriter is Prometheus A of TestTLSAndBasicAuth: it scrapes itself

@@ -33,11 +33,11 @@ import (
 
 	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
 // The PromQL options promhbase serves with by default (promapi.New

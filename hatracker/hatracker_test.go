@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/promhbase/promhbase/hatracker"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // clock is a test clock shared by trackers, as processes share time.

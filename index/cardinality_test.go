@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/index"
-	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
 // cardSeries is a generated series and the days it has data on.

@@ -14,11 +14,11 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/teststack"
 	"github.com/promhbase/promhbase/uid"
 	"github.com/promhbase/promhbase/wire"
 )

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testuid"
 	"github.com/promhbase/promhbase/uid"
 )
 

@@ -15,11 +15,11 @@ import (
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/engine"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/teststack"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
 // Query-range benchmark: 1000 series × 24 h of samples every 60 s (1.44 M

@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/uid"
 )
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // BenchmarkDownsampledQuery times 30-day query_range requests at a 1h

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // TestDeleteSeriesDropsRollups: delete_series removes the rollups of the

@@ -16,13 +16,13 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
 // TestExactDownsampling is the differential test of auto downsampling:

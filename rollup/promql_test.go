@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // TestDownsampledQueriesEqualRaw: over two days of counters with resets

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // testGroup returns a group of one recording rule, its expression expr.

@@ -452,9 +452,9 @@ check_ports() {
 }
 
 build_ready() {
-	log "building cmd/hbase-ready"
+	log "building tools/hbase-ready"
 	mkdir -p "$RUN/bin"
-	(cd "$ROOT" && go build -o "$RUN/bin/hbase-ready" ./cmd/hbase-ready) || die "go build ./cmd/hbase-ready failed"
+	(cd "$ROOT" && go build -o "$RUN/bin/hbase-ready" ./tools/hbase-ready) || die "go build ./tools/hbase-ready failed"
 }
 
 # jdk_flags prints, one per line, the flags bin/hbase adds on JDK 11 and

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promhbase/promhbase/internal/testkit/testuid"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testuid"
 	"github.com/promhbase/promhbase/uid"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // TestUIDHeadroom: the headroom gauges follow assignments, a second

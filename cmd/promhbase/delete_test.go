@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // delT0 is the first sample of the deletion tests: 2010-12-12T10:00:00Z,

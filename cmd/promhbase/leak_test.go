@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/promhbase/promhbase/internal/testkit/testleak"
+	"github.com/promhbase/promhbase/testkit/testleak"
 )
 
 // TestMain gives the package's tests a directory for the one promhbase

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // TestRollupCommand backfills two hours from exactly 10:00 through serve

@@ -27,9 +27,9 @@ import (
 	"github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // rulerStorageFlags returns storageFlags and, on HBase, the flags of

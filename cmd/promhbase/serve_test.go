@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // closedWithin reports how long conn took to be closed by the server, or

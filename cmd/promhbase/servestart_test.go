@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promhbase/promhbase/internal/testkit/testzk"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testzk"
 )
 
 // answer is what h answers a GET of path.

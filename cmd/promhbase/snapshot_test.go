@@ -19,8 +19,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
 // snapT0 is the first sample's time of TestSnapshotRestore: an hour well

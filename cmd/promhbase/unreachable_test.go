@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // These tests need no HBase: the point is that none is there. The

@@ -45,12 +45,12 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.

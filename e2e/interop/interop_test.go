@@ -43,13 +43,13 @@ import (
 
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/index"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
-	"github.com/promhbase/promhbase/internal/testkit/testserver"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testserver"
 	"github.com/promhbase/promhbase/uid"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // TestCollector: the store's metrics register, show the configured block

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/promhbase/promhbase/internal/testkit/fixture"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/fixture"
 )
 
 // readHexFixture reads testdata/name: hex bytes, '#' comments, and @crc

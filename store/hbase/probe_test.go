@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/promhbase/promhbase/internal/testkit/testzk"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testzk"
 )
 
 // These tests need no HBase: Probe meets a fake ZooKeeper (testzk), plain

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/promhbase/promhbase/internal/testkit/fixture"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/fixture"
 )
 
 func goldenPuts() []store.Put {

@@ -22,7 +22,6 @@ import (
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/overrides"
@@ -32,6 +31,7 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/uid"
 )
 

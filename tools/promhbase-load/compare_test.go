@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
-	"github.com/promhbase/promhbase/internal/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // TestCompareSmoke runs the side-by-side harness small: the project's

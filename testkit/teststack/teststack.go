@@ -27,12 +27,12 @@ import (
 
 	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/internal/testkit/testbackend"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/uid"
 )
 

@@ -6,7 +6,7 @@
 // scripts/hbase.sh runs it after starting a standalone HBase; it is also
 // handy on its own:
 //
-//	go run ./cmd/hbase-ready -zk 127.0.0.1:2181 -timeout 240s
+//	go run ./tools/hbase-ready -zk 127.0.0.1:2181 -timeout 240s
 package main
 
 import (
