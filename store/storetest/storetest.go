@@ -34,13 +34,26 @@ type Options struct {
 
 // Run runs the contract suite.
 func Run(t *testing.T, newTable NewTable, opts Options) {
+	for _, tc := range contracts(opts) {
+		t.Run(tc.name, func(t *testing.T) {
+			s, table := newTable(t)
+			tc.fn(t, s, table)
+		})
+	}
+}
+
+// contract is one test of the suite, run on a fresh table.
+type contract struct {
+	name string
+	fn   func(t *testing.T, s store.Store, table string)
+}
+
+// contracts lists the suite's tests in the order Run runs them.
+func contracts(opts Options) []contract {
 	if opts.LargeScanRows == 0 {
 		opts.LargeScanRows = 100_000
 	}
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store, table string)
-	}{
+	return []contract{
 		{"PutGet", testPutGet},
 		{"Overwrite", testOverwrite},
 		{"Ordering", testOrdering},
@@ -59,12 +72,6 @@ func Run(t *testing.T, newTable NewTable, opts Options) {
 		{"OlderVersionHidden", testOlderVersionHidden},
 		{"ScanEarlyClose", testScanEarlyClose},
 		{"LargeScan", func(t *testing.T, s store.Store, table string) { testLargeScan(t, s, table, opts.LargeScanRows) }},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s, table := newTable(t)
-			tc.fn(t, s, table)
-		})
 	}
 }
 
