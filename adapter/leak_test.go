@@ -3,10 +3,8 @@ package adapter
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/promhbase/promhbase/testkit/testleak"
 )
 
 // TestMain fails the package's tests when they leave goroutines behind.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testleak.VerifyTestMain(m) }

@@ -1,0 +1,10 @@
+package blockimport
+
+import (
+	"testing"
+
+	"github.com/promhbase/promhbase/testkit/testleak"
+)
+
+// TestMain fails the package's tests when they leave goroutines behind.
+func TestMain(m *testing.M) { testleak.VerifyTestMain(m) }
