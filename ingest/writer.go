@@ -268,10 +268,17 @@ func (w *Writer) Sync(ctx context.Context) error {
 	return nil
 }
 
+// parseFunc parses a request: it calls fn for each series, and collects
+// 1.0's metadata into metas when it is not nil.
+type parseFunc = func(metas *[]wire.Meta, fn func(*wire.Series) error) error
+
 // write is Write's work, from parse that calls fn for each series (and
 // collects 1.0's metadata into metas when it is not nil); samples
-// estimates the samples it holds.
-func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]wire.Meta, fn func(*wire.Series) error) error, v2 bool, samples int) (Result, error) {
+// estimates the samples it holds. Its phases: start the batch, map the
+// cached series, drop a deduplicated request, check the request's
+// limits, map the new series, seal the puts, commit the index and the
+// data, then write the exemplars and the metadata and report.
+func (w *Writer) write(ctx context.Context, b *writeBatch, parse parseFunc, v2 bool, samples int) (Result, error) {
 	// A failed Put may leave RPCs queued in the store's client that still
 	// read the batch's buffers: such a batch is not reused.
 	reuse := true
@@ -280,6 +287,40 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 			w.putBatch(b)
 		}
 	}()
+	w.startBatch(b, samples)
+	ordinal, dedup, err := w.mapCached(ctx, b, parse, v2)
+	if dedup.err != nil {
+		return w.dropDeduped(parse, dedup)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if w.limits != nil {
+		if reason, err := w.checkRequestLimits(b, ordinal+1); err != nil {
+			return b.rejectAll(reason), err
+		}
+	}
+	if err := w.mapMissed(ctx, b, parse); err != nil {
+		return Result{}, err
+	}
+	b.sealPuts()
+	if reuse, err = w.commit(ctx, b); err != nil {
+		return Result{}, err
+	}
+	res := Result{Samples: b.samples, Histograms: b.histograms, Expired: b.expired}
+	if res.Exemplars, err = w.writeExemplars(ctx, b); err != nil {
+		reuse = false
+		return res, err
+	}
+	if err := w.storeMetadata(ctx, b); err != nil {
+		return res, err
+	}
+	return b.report(res)
+}
+
+// startBatch readies b for a request of about samples samples: its
+// buffers, the tenant's cardinality sketch and the retention's horizon.
+func (w *Writer) startBatch(b *writeBatch, samples int) {
 	b.grow(samples)
 	if w.limits != nil {
 		b.sketch = w.limits.Sketch()
@@ -288,7 +329,12 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 	if w.retention > 0 {
 		b.minT = w.now().Add(-w.retention).UnixMilli()
 	}
-	// Pass 1: series in the cache become Puts; the others are noted.
+}
+
+// mapCached is the first pass over the request: series in the cache
+// become Puts; the others are noted in b.missed. It returns the last
+// series' ordinal and, when the HA tracker drops the request, why.
+func (w *Writer) mapCached(ctx context.Context, b *writeBatch, parse parseFunc, v2 bool) (int, haDrop, error) {
 	b.cache = w.mapper.CacheReader()
 	ordinal := -1
 	var dedup haDrop
@@ -303,49 +349,50 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 		return w.addSeries(b, s, ordinal, v2)
 	})
 	b.cache.Release()
-	if dedup.err != nil {
-		// Nothing of the request is stored; count what it held.
-		n := 0
-		if err := parse(nil, func(s *wire.Series) error {
-			n += len(s.Samples) + len(s.Hists)
-			return nil
-		}); err != nil {
-			return Result{}, err
-		}
-		w.ha.Tracker.Deduped(w.ha.Tenant, dedup.cluster, n)
-		return Result{Deduped: n}, dedup.err
-	}
-	if err != nil {
+	return ordinal, dedup, err
+}
+
+// dropDeduped answers a request the HA tracker dropped: nothing of it is
+// stored; what it held is counted.
+func (w *Writer) dropDeduped(parse parseFunc, dedup haDrop) (Result, error) {
+	n := 0
+	if err := parse(nil, func(s *wire.Series) error {
+		n += len(s.Samples) + len(s.Hists)
+		return nil
+	}); err != nil {
 		return Result{}, err
 	}
-	if w.limits != nil {
-		if reason, err := w.checkRequestLimits(b, ordinal+1); err != nil {
-			return b.rejectAll(reason), err
-		}
+	w.ha.Tracker.Deduped(w.ha.Tenant, dedup.cluster, n)
+	return Result{Deduped: n}, dedup.err
+}
+
+// mapMissed resolves the series the cache missed concurrently (UID
+// lookups and assignments are round trips to the store), then a second
+// pass over the request adds their Puts.
+func (w *Writer) mapMissed(ctx context.Context, b *writeBatch, parse parseFunc) error {
+	if len(b.missed) == 0 {
+		return nil
 	}
-	// New series: resolve them concurrently (UID lookups and assignments
-	// are round trips to the store), then pass 2 adds their Puts.
-	if len(b.missed) > 0 {
-		if err := w.resolveMissed(ctx, b); err != nil {
-			return Result{}, err
-		}
-		ordinal, next := -1, 0
-		err := parse(nil, func(s *wire.Series) error {
-			ordinal++
-			if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
-				return nil
-			}
-			m := &b.missed[next]
-			next++
-			if m.err == nil {
-				w.addSamples(b, s, m.series)
-			}
+	if err := w.resolveMissed(ctx, b); err != nil {
+		return err
+	}
+	ordinal, next := -1, 0
+	return parse(nil, func(s *wire.Series) error {
+		ordinal++
+		if next >= len(b.missed) || b.missed[next].ordinal != ordinal {
 			return nil
-		})
-		if err != nil {
-			return Result{}, err
 		}
-	}
+		m := &b.missed[next]
+		next++
+		if m.err == nil {
+			w.addSamples(b, s, m.series)
+		}
+		return nil
+	})
+}
+
+// sealPuts gives each Put its run of b.cells.
+func (b *writeBatch) sealPuts() {
 	for i := range b.puts {
 		end := len(b.cells)
 		if i+1 < len(b.starts) {
@@ -353,12 +400,18 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 		}
 		b.puts[i].Cells = b.cells[b.starts[i]:end:end]
 	}
-	res := Result{}
-	// The index is written before the request is acknowledged, so that
-	// nothing acknowledged can be missed by a query through the index. On
-	// a store that defers durability (the embedded store) it goes first
-	// and its puts wait for the data Put's fsync; on others (HBase, where
-	// each is a round trip of its own) it is written while the data is.
+}
+
+// commit writes the batch's index entries and its data rows and notes
+// the rows written; it returns whether b may be reused (not after a
+// failed Put, whose RPCs may still read its buffers).
+//
+// The index is written before the request is acknowledged, so that
+// nothing acknowledged can be missed by a query through the index. On a
+// store that defers durability (the embedded store) it goes first and
+// its puts wait for the data Put's fsync; on others (HBase, where each is
+// a round trip of its own) it is written while the data is.
+func (w *Writer) commit(ctx context.Context, b *writeBatch) (reuse bool, err error) {
 	var ixErr error
 	var ixDone chan struct{}
 	bulk, isBulk := store.As[store.BulkPutter](w.st)
@@ -381,63 +434,68 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse func(metas *[]w
 			}()
 		}
 		if ixDone == nil && ixErr != nil {
-			return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
+			return true, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
 		}
 	}
-	if len(b.puts) > 0 {
-		var err error
-		if isBulk {
-			err = bulk.PutBulk(ctx, w.table, b.puts)
-		} else if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
-			err = d.PutDeferred(ctx, w.table, b.puts)
-		} else {
-			err = w.st.Put(ctx, w.table, b.puts)
+	if len(b.puts) == 0 {
+		if b.syncLast {
+			// The import's last write, with nothing to put: its earlier
+			// deferred writes are made durable here.
+			if sy, ok := store.As[store.Syncer](w.st); ok {
+				if err := sy.Sync(ctx); err != nil {
+					return true, fmt.Errorf("sync: %w", err)
+				}
+			}
 		}
-		reuse = err == nil
-		var noteErr error
-		if c, ok := w.noter.(CheckedRowNoter); ok {
-			noteErr = c.NoteRowsChecked(b.puts)
-		} else if w.noter != nil {
-			w.noter.NoteRows(b.puts)
+		return true, nil
+	}
+	if isBulk {
+		err = bulk.PutBulk(ctx, w.table, b.puts)
+	} else if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
+		err = d.PutDeferred(ctx, w.table, b.puts)
+	} else {
+		err = w.st.Put(ctx, w.table, b.puts)
+	}
+	reuse = err == nil
+	var noteErr error
+	if c, ok := w.noter.(CheckedRowNoter); ok {
+		noteErr = c.NoteRowsChecked(b.puts)
+	} else if w.noter != nil {
+		w.noter.NoteRows(b.puts)
+	}
+	if ixDone != nil {
+		<-ixDone // b is reused once Write returns
+		if ixErr != nil && err == nil {
+			return false, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
 		}
+	}
+	if err != nil {
+		return reuse, fmt.Errorf("write %d rows: %w", len(b.puts), err)
+	}
+	if noteErr != nil {
+		return reuse, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
+	}
+	return reuse, nil
+}
 
-		if ixDone != nil {
-			<-ixDone // b is reused once Write returns
-			if ixErr != nil && err == nil {
-				reuse = false
-				return res, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
-			}
-		}
-		if err != nil {
-			return res, fmt.Errorf("write %d rows: %w", len(b.puts), err)
-		}
-		if noteErr != nil {
-			return res, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
-		}
+// writeExemplars writes the batch's exemplars to their table and
+// returns how many.
+func (w *Writer) writeExemplars(ctx context.Context, b *writeBatch) (int, error) {
+	if len(b.exPuts) == 0 {
+		return 0, nil
 	}
-	if len(b.puts) == 0 && b.syncLast {
-		// The import's last write, with nothing to put: its earlier
-		// deferred writes are made durable here.
-		if sy, ok := store.As[store.Syncer](w.st); ok {
-			if err := sy.Sync(ctx); err != nil {
-				return res, fmt.Errorf("sync: %w", err)
-			}
-		}
+	for i := range b.exPuts {
+		b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
 	}
-	res.Samples, res.Histograms, res.Expired = b.samples, b.histograms, b.expired
-	if len(b.exPuts) > 0 {
-		for i := range b.exPuts {
-			b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
-		}
-		if err := w.st.Put(ctx, w.exTable, b.exPuts); err != nil {
-			reuse = false
-			return res, fmt.Errorf("write %d exemplars: %w", len(b.exPuts), err)
-		}
-		res.Exemplars = len(b.exPuts)
+	if err := w.st.Put(ctx, w.exTable, b.exPuts); err != nil {
+		return 0, fmt.Errorf("write %d exemplars: %w", len(b.exPuts), err)
 	}
-	if err := w.storeMetadata(ctx, b); err != nil {
-		return res, err
-	}
+	return len(b.exPuts), nil
+}
+
+// report completes res with the samples the limits rejected, and returns
+// the rejection error when there was one.
+func (b *writeBatch) report(res Result) (Result, error) {
 	if len(b.reject) > 0 {
 		res.Rejected = make(map[string]int, len(b.reject))
 		for k, v := range b.reject {
