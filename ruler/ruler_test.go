@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,7 +21,6 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
-	"github.com/stretchr/testify/require"
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
@@ -36,12 +37,16 @@ func rulesStore(t *testing.T) (store.Store, string) {
 		name := fmt.Sprintf("tsdb-rules_test_%d", time.Now().UnixNano())
 		ctx := teststack.Context(t)
 		_, err := st.CreateTable(ctx, hbase.TableSpec{Name: name, Families: map[string]map[string]string{Family: {}}})
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { _ = st.DropTables(context.Background(), name) })
 		return st, name
 	}
 	st, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Tables: []string{"tsdb-rules"}})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { st.Close() })
 	return st, "tsdb-rules"
 }
@@ -125,7 +130,9 @@ func (e *env) config(am string) Config {
 func start(t *testing.T, cfg Config) (*Ruler, func(kill bool)) {
 	t.Helper()
 	r, err := New(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -162,7 +169,9 @@ func (e *env) writeData(from, to time.Time, n int) {
 func (e *env) last(ns, group string) int64 {
 	l := newGroupLease(e.rst, e.table, ns, group, nil, time.Second, time.Now)
 	v, err := l.last(teststack.Context(e.t))
-	require.NoError(e.t, err)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	return v
 }
 
@@ -186,13 +195,21 @@ func (e *env) samplesOf(name string) map[int64]float64 {
 // instant evaluates q at t with the env's engine.
 func (e *env) instant(q string, at time.Time) float64 {
 	qr, err := e.engine.NewInstantQuery(teststack.Context(e.t), e.stack.Querier.Storage(), nil, q, at)
-	require.NoError(e.t, err)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	defer qr.Close()
 	res := qr.Exec(teststack.Context(e.t))
-	require.NoError(e.t, res.Err)
+	if res.Err != nil {
+		e.t.Fatal(res.Err)
+	}
 	v, err := res.Vector()
-	require.NoError(e.t, err)
-	require.Len(e.t, v, 1, "%s at %s", q, at)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(v) != 1 {
+		e.t.Fatalf("%s at %s: %d samples, want 1: %v", q, at, len(v), v)
+	}
 	return v[0].F
 }
 
@@ -205,16 +222,20 @@ func TestRecordingRulesAndBackfill(t *testing.T) {
 	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", 500*time.Millisecond)}})
 	e.writeData(now.Add(-time.Minute), now.Add(time.Minute), 3)
 	_, stop := start(t, e.config(""))
-	require.Eventually(t, func() bool { return len(e.samplesOf("rec:g1")) >= 4 }, 20*time.Second, 50*time.Millisecond)
+	eventually(t, "4 evaluations of g1", func() bool { return len(e.samplesOf("rec:g1")) >= 4 })
 	stop(false)
 	live := e.samplesOf("rec:g1")
 	t.Run("values equal instant queries", func(t *testing.T) {
 		for ts, v := range live {
-			require.InDelta(t, e.instant("sum(x)", time.UnixMilli(ts)), v, 1e-9, "at %d", ts)
+			if want := e.instant("sum(x)", time.UnixMilli(ts)); math.Abs(want-v) > 1e-9 {
+				t.Errorf("at %d: recorded %v, instant query %v", ts, v, want)
+			}
 		}
 	})
 	t.Run("r:last is the last evaluation", func(t *testing.T) {
-		require.Equal(t, slices.Max(slices.Collect(mapsKeys(live))), e.last("ns", "g1"))
+		if got, want := e.last("ns", "g1"), slices.Max(slices.Collect(mapsKeys(live))); got != want {
+			t.Errorf("r:last = %d, want the last evaluation %d", got, want)
+		}
 	})
 	t.Run("backfill at the live timestamps", func(t *testing.T) {
 		keys := slices.Sorted(mapsKeys(live))
@@ -222,9 +243,15 @@ func TestRecordingRulesAndBackfill(t *testing.T) {
 		e.written = nil
 		e.mu.Unlock()
 		st, err := Backfill(teststack.Context(t), e.groups, e.tenant(), BackfillOptions{From: time.UnixMilli(keys[0]), To: time.UnixMilli(keys[len(keys)-1]), StepsPerQuery: 2})
-		require.NoError(t, err)
-		require.Equal(t, 1, st.Rules)
-		require.Equal(t, live, e.samplesOf("rec:g1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Rules != 1 {
+			t.Errorf("backfilled %d rules, want 1", st.Rules)
+		}
+		if got := e.samplesOf("rec:g1"); !reflect.DeepEqual(got, live) {
+			t.Errorf("backfilled %v, want the live evaluations %v", got, live)
+		}
 	})
 }
 
@@ -265,7 +292,7 @@ func TestAlertingRule(t *testing.T) {
 	r, stop := start(t, e.config(srv.URL))
 	var states []rules.AlertState
 	var activeAt time.Time
-	require.Eventually(t, func() bool {
+	eventually(t, "the alert firing and sent", func() bool {
 		for _, ar := range r.Retriever("").AlertingRules() {
 			for _, a := range ar.ActiveAlerts() {
 				states = append(states, a.State)
@@ -273,30 +300,46 @@ func TestAlertingRule(t *testing.T) {
 			}
 		}
 		return len(states) > 0 && states[len(states)-1] == rules.StateFiring && len(am.received()) > 0
-	}, 20*time.Second, 50*time.Millisecond)
+	})
 	t.Run("pending then firing", func(t *testing.T) {
-		require.Equal(t, rules.StatePending, states[0])
+		if states[0] != rules.StatePending {
+			t.Errorf("first state %s, want %s", states[0], rules.StatePending)
+		}
 	})
 	t.Run("sent to the alertmanager", func(t *testing.T) {
 		a := am.received()[0]
-		require.Equal(t, map[string]any{"alertname": "XHigh", "i": "2", "severity": "page"}, a["labels"])
-		require.Equal(t, map[string]any{"summary": "2 is high"}, a["annotations"])
+		if want := map[string]any{"alertname": "XHigh", "i": "2", "severity": "page"}; !reflect.DeepEqual(a["labels"], want) {
+			t.Errorf("labels %v, want %v", a["labels"], want)
+		}
+		if want := map[string]any{"summary": "2 is high"}; !reflect.DeepEqual(a["annotations"], want) {
+			t.Errorf("annotations %v, want %v", a["annotations"], want)
+		}
 		sa, err := time.Parse(time.RFC3339Nano, a["startsAt"].(string))
-		require.NoError(t, err)
-		require.True(t, sa.After(activeAt), "startsAt %s after activeAt %s", sa, activeAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sa.After(activeAt) {
+			t.Errorf("startsAt %s not after activeAt %s", sa, activeAt)
+		}
 	})
 	t.Run("ALERTS written", func(t *testing.T) {
-		require.NotEmpty(t, e.samplesOf("ALERTS"))
-		require.NotEmpty(t, e.samplesOf("ALERTS_FOR_STATE"))
+		for _, name := range []string{"ALERTS", "ALERTS_FOR_STATE"} {
+			if len(e.samplesOf(name)) == 0 {
+				t.Errorf("no %s written", name)
+			}
+		}
 	})
 	// Prometheus restores `for` state at second precision (the last
 	// ALERTS_FOR_STATE sample's second against activeAt's): firing a
-	// full second longer, the restore sees it as firing.
-	time.Sleep(time.Second + 100*time.Millisecond)
+	// second longer than `for`, the restore sees it as firing.
+	eventually(t, "ALERTS_FOR_STATE written `for` after activeAt at second precision", func() bool {
+		last := slices.Max(append(slices.Collect(mapsKeys(e.samplesOf("ALERTS_FOR_STATE"))), 0))
+		return time.Unix(last/1000, 0).Sub(time.Unix(activeAt.Unix(), 0)) >= time.Duration(g.Rules[0].For)
+	})
 	stop(false)
 	t.Run("for state restored after a restart", func(t *testing.T) {
 		r2, _ := start(t, e.config(""))
-		require.Eventually(t, func() bool {
+		eventually(t, "the alert restored with its activeAt", func() bool {
 			for _, ar := range r2.Retriever("").AlertingRules() {
 				if ar.Restored() {
 					for _, a := range ar.ActiveAlerts() {
@@ -305,7 +348,7 @@ func TestAlertingRule(t *testing.T) {
 				}
 			}
 			return false
-		}, 20*time.Second, 50*time.Millisecond)
+		})
 	})
 }
 
@@ -317,15 +360,6 @@ func TestTwoRulersTakeOver(t *testing.T) {
 	e.writeData(now.Add(-time.Minute), now.Add(2*time.Minute), 1)
 	r1, stop1 := start(t, e.config(""))
 	r2, _ := start(t, e.config(""))
-	held := func(r *Ruler) int {
-		n := 0
-		for _, g := range r.Retriever("").RuleGroups() {
-			if g.GetLastEvaluation().After(time.Time{}) {
-				n++
-			}
-		}
-		return n
-	}
 	heldNow := func(r *Ruler) int {
 		r.mu.Lock()
 		ts := r.tenants[""]
@@ -337,36 +371,78 @@ func TestTwoRulersTakeOver(t *testing.T) {
 		defer ts.mu.Unlock()
 		return len(ts.leases)
 	}
+	names := []string{"g1", "g2", "g3", "g4"}
+	// evaluatedSince says whether every group has n evaluations after
+	// those counted in before.
+	evaluatedSince := func(before map[string]int, n int) bool {
+		for _, name := range names {
+			if len(e.evaluations("rec:"+name)) < before[name]+n {
+				return false
+			}
+		}
+		return true
+	}
+	counts := func() map[string]int {
+		m := map[string]int{}
+		for _, name := range names {
+			m[name] = len(e.evaluations("rec:" + name))
+		}
+		return m
+	}
 	t.Run("each group held by exactly one", func(t *testing.T) {
-		require.Eventually(t, func() bool { return heldNow(r1) == 2 && heldNow(r2) == 2 }, 20*time.Second, 50*time.Millisecond)
-		_ = held
+		eventually(t, "two groups held by each ruler", func() bool { return heldNow(r1) == 2 && heldNow(r2) == 2 })
 	})
 	// Let both evaluate a while, then kill r1 (its leases stay).
-	time.Sleep(4 * iv)
+	eventually(t, "every group evaluated twice", func() bool { return evaluatedSince(nil, 2) })
 	stop1(true)
 	t.Run("taken over after the lease expires", func(t *testing.T) {
-		require.Eventually(t, func() bool { return heldNow(r2) == 4 }, 20*time.Second, 50*time.Millisecond)
-		time.Sleep(4 * iv)
+		eventually(t, "all four groups held by the second ruler", func() bool { return heldNow(r2) == 4 })
+		taken := counts()
+		eventually(t, "every group evaluated twice after the takeover", func() bool { return evaluatedSince(taken, 2) })
 	})
 	t.Run("no gap and nothing twice", func(t *testing.T) {
-		for _, name := range []string{"g1", "g2", "g3", "g4"} {
-			e.mu.Lock()
-			var tss []int64
-			for _, s := range e.written {
-				if nameOf(s.Labels) == "rec:"+name {
-					for _, p := range s.Samples {
-						tss = append(tss, p.Timestamp)
-					}
-				}
+		for _, name := range names {
+			tss := e.evaluations("rec:" + name)
+			if len(tss) == 0 {
+				t.Fatalf("%s: no evaluations", name)
 			}
-			e.mu.Unlock()
-			slices.Sort(tss)
-			require.NotEmpty(t, tss, name)
 			for i := 1; i < len(tss); i++ {
-				require.Equal(t, iv.Milliseconds(), tss[i]-tss[i-1], "%s: evaluations at %d and %d", name, tss[i-1], tss[i])
+				if d := tss[i] - tss[i-1]; d != iv.Milliseconds() {
+					t.Errorf("%s: evaluations at %d and %d, %d ms apart, want %d", name, tss[i-1], tss[i], d, iv.Milliseconds())
+				}
 			}
 		}
 	})
+}
+
+// evaluations returns the timestamps of the samples of the series named
+// name that the rulers wrote, sorted, each as many times as written.
+func (e *env) evaluations(name string) []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var tss []int64
+	for _, s := range e.written {
+		if nameOf(s.Labels) == name {
+			for _, p := range s.Samples {
+				tss = append(tss, p.Timestamp)
+			}
+		}
+	}
+	slices.Sort(tss)
+	return tss
+}
+
+// eventually fails t unless cond holds within 20 seconds, polling it
+// every 50 ms; what names the condition awaited.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func mapsKeys(m map[int64]float64) func(func(int64) bool) {
