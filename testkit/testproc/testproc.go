@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
@@ -208,33 +210,27 @@ func (p *Process) Stop() {
 // most timeout. It returns an error when the process exits first, when
 // ctx ends, or when the time is up (that one says how the last try went).
 func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	last := "no answer"
-	for time.Now().Before(deadline) {
+	return poll.Wait(ctx, timeout, 100*time.Millisecond, "ready", func() (bool, string, error) {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("exited before it was ready: %v", p.Cmd.ProcessState)
+			return false, "", fmt.Errorf("exited before it was ready: %v", p.Cmd.ProcessState)
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return fmt.Errorf("ready request: %w", err)
+			return false, "", fmt.Errorf("ready request: %w", err)
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
+		switch {
+		case err == nil:
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = "answered " + resp.Status
-		} else if ctx.Err() != nil {
-			return err
-		} else {
-			last = err.Error()
+			return resp.StatusCode == http.StatusOK, "answered " + resp.Status, nil
+		case ctx.Err() != nil:
+			return false, "", err
+		default:
+			return false, err.Error(), nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("not ready after %s (last try: %s)", timeout, last)
+	})
 }
 
 // ServerSpec describes a server for StartServer.

@@ -9,10 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/testleak"
 )
 
 // With TESTPROC_SERVE set, the test binary is a server for the tests:
-// it answers 200 on /-/ready at that address.
+// it answers 200 on /-/ready at that address. Otherwise it runs the
+// tests and fails them when they leave goroutines behind (Start's
+// watcher of a process ends once the process is stopped).
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("TESTPROC_SERVE"); addr != "" {
 		fmt.Println("serving on", addr)
@@ -20,7 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(http.ListenAndServe(addr, nil))
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	testleak.VerifyTestMain(m)
 }
 
 func serverCmd(listen string) *exec.Cmd {
@@ -84,12 +89,10 @@ func TestWaitReadyExited(t *testing.T) {
 func TestStopKillsGroup(t *testing.T) {
 	p := Start(t, "group", exec.Command("sh", "-c", "sleep 60 & echo $!; wait"), filepath.Join(t.TempDir(), "g.log"), 0)
 	var child int
-	for deadline := time.Now().Add(5 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no child pid in the log: %q", p.Log())
-		}
-		_, _ = fmt.Sscan(p.Log(), &child) // no pid yet: child stays 0 and the loop waits
-	}
+	poll.Until(t, 5*time.Second, 10*time.Millisecond, "a child pid in the log", func() (bool, string) {
+		_, _ = fmt.Sscan(p.Log(), &child) // no pid yet: child stays 0 and the poll goes on
+		return child != 0, fmt.Sprintf("log %q", p.Log())
+	})
 	start := time.Now()
 	p.Stop()
 	if d := time.Since(start); d > 5*time.Second {
@@ -97,15 +100,10 @@ func TestStopKillsGroup(t *testing.T) {
 	}
 	// The child got SIGTERM too: it is gone, or a zombie waiting to be
 	// reaped.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Until(t, 5*time.Second, 10*time.Millisecond, fmt.Sprintf("child %d of the process group gone", child), func() (bool, string) {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d of the process group still runs: %s", child, stat)
-		}
-	}
+		return err != nil || strings.Contains(string(stat), ") Z "), "it still runs: " + string(stat)
+	})
 }
 
 func TestTailLines(t *testing.T) {
