@@ -60,24 +60,50 @@ type uidWork struct {
 // after the Increment) are holes, which OpenTSDB's uid fsck accepts.
 //
 // Every request gets its UID or its Err; names another call of this
-// process is resolving are waited for.
+// process is resolving are waited for. Its phases: read the cached names,
+// claim the missed ones (or find the calls resolving them), resolve the
+// claimed names, settle them for the calls waiting, then deliver each
+// request's outcome.
 func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
-	var work []uidWork
-	var pending map[inflightKey]int
-	owners := make([]int, 0, len(reqs)) // per request: index into work, or -1 - index into waits
-	var waits []*inflightCall
-	var hits, misses [NumKinds]int
-	defer func() {
-		for k := range NumKinds {
-			if hits[k] > 0 {
-				u.hitsBy[k][forward].Add(float64(hits[k]))
-			}
-			if misses[k] > 0 {
-				u.missesBy[k][forward].Add(float64(misses[k]))
-			}
+	var b uidBatch
+	defer u.countBatch(&b)
+	cached := u.readCached(reqs)
+	u.claimMissed(reqs, cached, &b)
+	if len(b.work) > 0 {
+		u.resolveWork(ctx, b.work)
+		// Finish this call's names before waiting for others': two batches
+		// waiting for each other's names never wait in a cycle.
+		u.settle(b.work, b.done)
+	}
+	u.deliver(ctx, reqs, &b)
+}
+
+// uidBatch is the bookkeeping of one GetOrCreateBatch call.
+type uidBatch struct {
+	work   []uidWork       // the names this call resolves itself
+	owners []int           // per request: index into work, len(reqs) when settled, or -1 - index into waits
+	waits  []*inflightCall // the calls of others this call waits for
+	done   chan struct{}   // closed once every name of work is settled
+	hits   [NumKinds]int   // the requests found in the cache, by kind
+	misses [NumKinds]int   // the distinct names missed, by kind
+}
+
+// countBatch adds b's hits and misses to the metrics.
+func (u *UIDs) countBatch(b *uidBatch) {
+	for k := range NumKinds {
+		if b.hits[k] > 0 {
+			u.hitsBy[k][forward].Add(float64(b.hits[k]))
 		}
-	}()
-	// The cached names first, under one read lock per kind.
+		if b.misses[k] > 0 {
+			u.missesBy[k][forward].Add(float64(b.misses[k]))
+		}
+	}
+}
+
+// readCached sets the UID of each request whose name is cached, under
+// one read lock per kind, and clears the others' results; it returns
+// which requests were found.
+func (u *UIDs) readCached(reqs []UIDRequest) []bool {
 	cached := make([]bool, len(reqs))
 	for k := range NumKinds {
 		c := u.fwd[k]
@@ -115,9 +141,13 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			c.Put(c.key(reqs[i].Name), reqs[i].UID)
 		}
 	}
-	// Sized for the names missed (at most): a first contact with new
-	// series misses one or more names a series. The names this call
-	// resolves share one done channel, closed once all are settled.
+	return cached
+}
+
+// missedNames returns the names of the requests not cached as one
+// string, in order, and how many they are: map keys and the work's names
+// are cut from it (the caches copy what they keep).
+func missedNames(reqs []UIDRequest, cached []bool) (string, int) {
 	nmiss, missBytes := 0, 0
 	for i, c := range cached {
 		if !c {
@@ -125,8 +155,6 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			missBytes += len(reqs[i].Name)
 		}
 	}
-	// The missed names as strings, cut from one: map keys, the work's
-	// names (the caches copy what they keep).
 	var names strings.Builder
 	names.Grow(missBytes)
 	for i, c := range cached {
@@ -134,14 +162,26 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 			names.Write(reqs[i].Name)
 		}
 	}
-	allNames, at := names.String(), 0
+	return names.String(), nmiss
+}
+
+// claimMissed sets each request's owner in b: settled (cached, or a reserved
+// name), a name of b.work that this call resolves (registered as in
+// flight), or the call of another that is resolving it.
+func (u *UIDs) claimMissed(reqs []UIDRequest, cached []bool, b *uidBatch) {
+	b.owners = make([]int, 0, len(reqs))
+	// Sized for the names missed (at most): a first contact with new
+	// series misses one or more names a series. The names this call
+	// resolves share one done channel, closed once all are settled.
+	allNames, nmiss := missedNames(reqs, cached)
+	at := 0
+	var pending map[inflightKey]int
 	var calls []inflightCall
-	var done chan struct{}
 	if nmiss > 0 {
-		work = make([]uidWork, 0, nmiss)
+		b.work = make([]uidWork, 0, nmiss)
 		pending = make(map[inflightKey]int, nmiss)
 		calls = make([]inflightCall, 0, nmiss)
-		done = make(chan struct{})
+		b.done = make(chan struct{})
 	}
 	// The shards' locks are held across up to gencache.LockBatch names,
 	// not taken once a name.
@@ -149,69 +189,75 @@ func (u *UIDs) GetOrCreateBatch(ctx context.Context, reqs []UIDRequest) {
 	for i := range reqs {
 		r := &reqs[i]
 		if cached[i] {
-			hits[r.Kind]++
-			owners = append(owners, len(reqs)) // done
+			b.hits[r.Kind]++
+			b.owners = append(b.owners, len(reqs)) // done
 			continue
 		}
 		name := allNames[at : at+len(r.Name)]
 		at += len(r.Name)
 		if mapping.ReservedName(r.Name) {
 			r.Err = fmt.Errorf("%s %q is the key of the counter row: %w", r.Kind, r.Name, mapping.ErrInvalidSeries)
-			owners = append(owners, len(reqs))
+			b.owners = append(b.owners, len(reqs))
 			continue
 		}
 		key := inflightKey{r.Kind, name}
 		if j, ok := pending[key]; ok {
-			owners = append(owners, j)
+			b.owners = append(b.owners, j)
 			continue
 		}
-		misses[r.Kind]++
+		b.misses[r.Kind]++
 		sh := u.inflightShardOf(key)
 		locks.Hold(sh)
 		if c, ok := u.inflight[sh].calls[key]; ok {
-			owners = append(owners, -1-len(waits))
-			waits = append(waits, c)
+			b.owners = append(b.owners, -1-len(b.waits))
+			b.waits = append(b.waits, c)
 			continue
 		}
-		calls = append(calls, inflightCall{done: done})
+		calls = append(calls, inflightCall{done: b.done})
 		c := &calls[len(calls)-1] // calls never grows past nmiss: no move
 		u.inflight[sh].calls[key] = c
-		pending[key] = len(work)
-		owners = append(owners, len(work))
-		work = append(work, uidWork{kind: r.Kind, name: key.name, call: c})
+		pending[key] = len(b.work)
+		b.owners = append(b.owners, len(b.work))
+		b.work = append(b.work, uidWork{kind: r.Kind, name: key.name, call: c})
 	}
 	locks.Release()
-	for i := range work { // outside the lock: other calls wait for it
-		work[i].stored, _ = mapping.StoredNames(work[i].name)
+	for i := range b.work { // outside the lock: other calls wait for it
+		b.work[i].stored, _ = mapping.StoredNames(b.work[i].name)
 	}
+}
 
-	if len(work) > 0 {
-		u.resolveWork(ctx, work)
-		// Finish this call's names before waiting for others': two batches
-		// waiting for each other's names never wait in a cycle.
-		u.rememberWork(work)
-		for i := range work {
-			w := &work[i]
-			w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
-		}
-		for i := range work {
-			key := inflightKey{work[i].kind, work[i].name}
-			sh := u.inflightShardOf(key)
-			locks.Hold(sh)
-			delete(u.inflight[sh].calls, key)
-		}
-		locks.Release()
-		close(done)
+// settle remembers the names of work, hands their outcomes to the calls
+// waiting for them, and ends their being in flight (closing done).
+func (u *UIDs) settle(work []uidWork, done chan struct{}) {
+	u.rememberWork(work)
+	for i := range work {
+		w := &work[i]
+		w.call.uid, w.call.created, w.call.err = w.uid, w.created, w.err
 	}
-	for i, o := range owners {
+	locks := gencache.NewWriteLocks(u.inflightLocks)
+	for i := range work {
+		key := inflightKey{work[i].kind, work[i].name}
+		sh := u.inflightShardOf(key)
+		locks.Hold(sh)
+		delete(u.inflight[sh].calls, key)
+	}
+	locks.Release()
+	close(done)
+}
+
+// deliver gives each request its outcome: its work's, or that of the
+// call of another it waits for (retried under ctx when that caller gave
+// up).
+func (u *UIDs) deliver(ctx context.Context, reqs []UIDRequest, b *uidBatch) {
+	for i, o := range b.owners {
 		r := &reqs[i]
 		switch {
 		case o == len(reqs):
 		case o >= 0:
-			w := &work[o]
+			w := &b.work[o]
 			r.UID, r.Created, r.Err = w.uid, w.created, w.err
 		default:
-			c := waits[-1-o]
+			c := b.waits[-1-o]
 			select {
 			case <-c.done:
 				r.UID, r.Created, r.Err = c.uid, c.created, c.err
@@ -283,9 +329,31 @@ func (u *UIDs) lookupAll(ctx context.Context, cg store.CellsGetter, work []uidWo
 }
 
 // resolveWork looks the names of work up and assigns UIDs to the absent
-// ones, setting each one's uid, created and err.
+// ones, setting each one's uid, created and err. Its phases: look the
+// names up, take back stranded UIDs, allocate the others, then write the
+// reverse rows and the forward rows (or both at once where these UIDs
+// are the table's sole writer).
 func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
-	// Lookups: an error is the name's own, the others go on.
+	if !u.lookupWork(ctx, work) {
+		return
+	}
+	fresh, reused := u.takeBack(ctx, work)
+	ops, opWork := u.allocateFresh(ctx, work, &fresh)
+	if len(ops) == 0 && len(reused) == 0 {
+		return
+	}
+	if u.sole && len(reused) == 0 {
+		u.writeSole(ctx, work, ops, opWork)
+		return
+	}
+	fwd, fwdWork := u.writeReverseRows(ctx, work, ops, opWork, reused)
+	u.writeForwardRows(ctx, work, fwd, fwdWork)
+}
+
+// lookupWork looks the names of work up: an error is the name's own, the
+// others go on. It reports false when ctx ended, failing the names the
+// cancellation kept from being looked up (they are not new).
+func (u *UIDs) lookupWork(ctx context.Context, work []uidWork) bool {
 	if cg, ok := store.As[store.CellsGetter](u.st); ok {
 		u.lookupAll(ctx, cg, work)
 	} else {
@@ -300,16 +368,20 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		})
 	}
 	if err := ctx.Err(); err != nil {
-		// Names the cancellation kept from being looked up are not new.
 		for i := range work {
 			if w := &work[i]; w.uid == nil && w.err == nil {
 				w.err = fmt.Errorf("look up uid of %s %q: %w", w.kind, w.name, err)
 			}
 		}
-		return
+		return false
 	}
-	var fresh [NumKinds][]int // per kind, the work items to assign
-	var reused []int          // items given back the UID of a failed attempt
+	return true
+}
+
+// takeBack gives the names not found the UIDs of their failed attempts
+// where there are some (reused) and returns, per kind, the others to
+// assign (fresh).
+func (u *UIDs) takeBack(ctx context.Context, work []uidWork) (fresh [NumKinds][]int, reused []int) {
 	for i := range work {
 		w := &work[i]
 		if w.err != nil || w.uid != nil {
@@ -322,13 +394,17 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 		}
 		fresh[w.kind] = append(fresh[w.kind], i)
 	}
+	return fresh, reused
+}
+
+// allocateFresh assigns UIDs to the fresh names, a kind at a time, and
+// returns their reverse rows' check-and-puts with the work item of each.
+func (u *UIDs) allocateFresh(ctx context.Context, work []uidWork, fresh *[NumKinds][]int) (ops []store.CondPut, opWork []int) {
 	// Sized up front: a first contact assigns a UID a series or more.
 	total := 0
 	for k := range NumKinds {
 		total += len(fresh[k])
 	}
-	var ops []store.CondPut
-	var opWork []int
 	if total > 0 {
 		ops, opWork = make([]store.CondPut, 0, total), make([]int, 0, total)
 	}
@@ -337,19 +413,17 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			ops, opWork = u.allocate(ctx, k, work, fresh[k], ops, opWork)
 		}
 	}
-	if len(ops) == 0 && len(reused) == 0 {
-		return
-	}
-	if u.sole && len(reused) == 0 {
-		u.writeSole(ctx, work, ops, opWork)
-		return
-	}
-	// Reverse rows first, as OpenTSDB: a forward row never points at a
-	// UID whose reverse row is missing.
+	return ops, opWork
+}
+
+// writeReverseRows writes the reverse rows of ops first, as OpenTSDB: a
+// forward row never points at a UID whose reverse row is missing. It
+// returns the forward rows to write, for the names whose reverse row was
+// written and for the reused ones, with the work item of each.
+func (u *UIDs) writeReverseRows(ctx context.Context, work []uidWork, ops []store.CondPut, opWork, reused []int) (fwd []store.CondPut, fwdWork []int) {
 	written, errs := make([]bool, len(ops)), make([]error, len(ops))
 	u.writeReverse(ctx, ops, written, errs)
-	fwd := ops[:0:0]
-	var fwdWork []int
+	fwd = ops[:0:0]
 	for j, i := range opWork {
 		w := &work[i]
 		switch {
@@ -364,23 +438,32 @@ func (u *UIDs) resolveWork(ctx context.Context, work []uidWork) {
 			w.uid, w.created, w.err = u.getOrCreate(ctx, w.kind, w.name)
 			continue
 		}
-		q := w.kind.Qualifier()
-		fwd = append(fwd, store.CondPut{
-			Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(FamilyID), Qualifier: []byte(q), Value: w.uid}}},
-			Family: FamilyID, Qualifier: q,
-		})
+		fwd = append(fwd, w.forwardPut())
 		fwdWork = append(fwdWork, i)
 	}
 	for _, i := range reused {
-		w := &work[i]
-		q := w.kind.Qualifier()
-		fwd = append(fwd, store.CondPut{
-			Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(FamilyID), Qualifier: []byte(q), Value: w.uid}}},
-			Family: FamilyID, Qualifier: q,
-		})
+		fwd = append(fwd, work[i].forwardPut())
 		fwdWork = append(fwdWork, i)
 	}
-	written, errs = make([]bool, len(fwd)), make([]error, len(fwd))
+	return fwd, fwdWork
+}
+
+// forwardPut is the check-and-put of w's forward row: its stored name
+// to its UID.
+func (w *uidWork) forwardPut() store.CondPut {
+	q := w.kind.Qualifier()
+	return store.CondPut{
+		Put:    store.Put{Row: []byte(w.stored), Cells: []store.Cell{{Family: []byte(FamilyID), Qualifier: []byte(q), Value: w.uid}}},
+		Family: FamilyID, Qualifier: q,
+	}
+}
+
+// writeForwardRows writes fwd and settles each name: created when its
+// row was written (or a failed attempt had landed), the winner's UID
+// when another writer won the race (its reverse row dropped), an error
+// otherwise (its UID kept as stranded).
+func (u *UIDs) writeForwardRows(ctx context.Context, work []uidWork, fwd []store.CondPut, fwdWork []int) {
+	written, errs := make([]bool, len(fwd)), make([]error, len(fwd))
 	store.CheckAndPutAll(ctx, u.st, u.table, fwd, written, errs, batchConcurrency)
 	for j, i := range fwdWork {
 		w := &work[i]
