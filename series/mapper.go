@@ -239,8 +239,47 @@ func (m *Mapper) ResolveMissed(ctx context.Context, items []ResolveItem) {
 }
 
 // resolveItems builds the Series of each item's labels, assigning UIDs to
-// new names in one batch.
+// new names in one batch. Its phases: take a request slice, name the
+// items' distinct names in it, resolve them in one batch, then build
+// each item's Series from their UIDs.
 func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
+	reqs := m.takeRequests()
+	defer func() { m.giveRequests(reqs) }()
+	refs, first := m.nameRequests(items, &reqs)
+	m.uids.GetOrCreateBatch(ctx, reqs)
+	m.buildSeries(items, reqs, refs, first)
+}
+
+// takeRequests returns an empty request slice, one given back before
+// where there is one.
+func (m *Mapper) takeRequests() []uid.UIDRequest {
+	var reqs []uid.UIDRequest
+	m.freeMu.Lock()
+	if k := len(m.freeReqs); k > 0 {
+		reqs, m.freeReqs = m.freeReqs[k-1], m.freeReqs[:k-1]
+	}
+	m.freeMu.Unlock()
+	return reqs[:0]
+}
+
+// giveRequests keeps reqs for a later call, cleared (no names or
+// uid.UIDs kept alive), unless it is too large or enough are kept.
+func (m *Mapper) giveRequests(reqs []uid.UIDRequest) {
+	clear(reqs)
+	m.freeMu.Lock()
+	if cap(reqs) <= maxFreeRequests && len(m.freeReqs) < maxFreeRequestSlices {
+		m.freeReqs = append(m.freeReqs, reqs[:0])
+	}
+	m.freeMu.Unlock()
+}
+
+// nameRequests appends one request per distinct name of the call to
+// reqs: the names a request's series share (every label name, most
+// values) are looked up in the UID caches once, not once a series. It
+// returns each item's name slots (tagk, tagv of each label, the metric
+// last) as indexes into reqs: item i's are refs[first[i]:first[i+1]]. An
+// item whose labels are refused gets its Err and no slots.
+func (m *Mapper) nameRequests(items []ResolveItem, reqs *[]uid.UIDRequest) (refs []int32, first []int) {
 	// First the row key's length, which counts labels: a series of
 	// thousands of labels is refused before ValidateLabels compares them
 	// pairwise and before any UID is assigned.
@@ -248,29 +287,9 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 	for i := range items {
 		n += 2*len(items[i].Labels) + 1
 	}
-	var reqs []uid.UIDRequest
-	m.freeMu.Lock()
-	if k := len(m.freeReqs); k > 0 {
-		reqs, m.freeReqs = m.freeReqs[k-1], m.freeReqs[:k-1]
-	}
-	m.freeMu.Unlock()
-	reqs = reqs[:0]
-	defer func() {
-		clear(reqs) // no names or uid.UIDs kept alive
-		m.freeMu.Lock()
-		if cap(reqs) <= maxFreeRequests && len(m.freeReqs) < maxFreeRequestSlices {
-			m.freeReqs = append(m.freeReqs, reqs[:0])
-		}
-		m.freeMu.Unlock()
-	}()
-	// One request per distinct name of the call: the names a request's
-	// series share (every label name, most values) are looked up in the
-	// UID caches once, not once a series. refs holds each item's name
-	// slots (tagk, tagv of each label, the metric last) as indexes into
-	// reqs.
 	d := nameDedup{seed: m.dedupSeed, items: len(items)}
-	refs := make([]int32, 0, n)
-	first := make([]int, len(items)+1) // item i's slots: refs[first[i]:first[i+1]]
+	refs = make([]int32, 0, n)
+	first = make([]int, len(items)+1)
 	for i := range items {
 		it := &items[i]
 		first[i] = len(refs)
@@ -294,16 +313,21 @@ func (m *Mapper) resolveItems(ctx context.Context, items []ResolveItem) {
 			if len(l.Value) == 0 {
 				continue // an empty label is an absent label
 			}
-			refs = append(refs, d.ref(&reqs, uid.KindTagK, l.Name), d.ref(&reqs, uid.KindTagV, l.Value))
+			refs = append(refs, d.ref(reqs, uid.KindTagK, l.Name), d.ref(reqs, uid.KindTagV, l.Value))
 			tags++
 		}
 		if tags == 0 {
-			refs = append(refs, d.ref(&reqs, uid.KindTagK, []byte(mapping.MetricLabel)), d.ref(&reqs, uid.KindTagV, metric))
+			refs = append(refs, d.ref(reqs, uid.KindTagK, []byte(mapping.MetricLabel)), d.ref(reqs, uid.KindTagV, metric))
 		}
-		refs = append(refs, d.ref(&reqs, uid.KindMetric, metric))
+		refs = append(refs, d.ref(reqs, uid.KindMetric, metric))
 	}
 	first[len(items)] = len(refs)
-	m.uids.GetOrCreateBatch(ctx, reqs)
+	return refs, first
+}
+
+// buildSeries sets each item's Series from the resolved reqs, or its Err
+// from the first of its names that failed.
+func (m *Mapper) buildSeries(items []ResolveItem, reqs []uid.UIDRequest, refs []int32, first []int) {
 	pair := m.layout.TagKWidth + m.layout.TagVWidth
 	// The items' tags and index marks come from one allocation each (the
 	// series cache copies both; a Series too large for it keeps its part),
