@@ -25,6 +25,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/teststack"
 )
@@ -222,7 +223,10 @@ func TestRecordingRulesAndBackfill(t *testing.T) {
 	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", 500*time.Millisecond)}})
 	e.writeData(now.Add(-time.Minute), now.Add(time.Minute), 3)
 	_, stop := start(t, e.config(""))
-	eventually(t, "4 evaluations of g1", func() bool { return len(e.samplesOf("rec:g1")) >= 4 })
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, "g1 evaluated 4 times", func() (bool, string) {
+		n := len(e.samplesOf("rec:g1"))
+		return n >= 4, fmt.Sprintf("%d evaluations", n)
+	})
 	stop(false)
 	live := e.samplesOf("rec:g1")
 	t.Run("values equal instant queries", func(t *testing.T) {
@@ -292,14 +296,14 @@ func TestAlertingRule(t *testing.T) {
 	r, stop := start(t, e.config(srv.URL))
 	var states []rules.AlertState
 	var activeAt time.Time
-	eventually(t, "the alert firing and sent", func() bool {
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, "the alert firing and sent", func() (bool, string) {
 		for _, ar := range r.Retriever("").AlertingRules() {
 			for _, a := range ar.ActiveAlerts() {
 				states = append(states, a.State)
 				activeAt = a.ActiveAt
 			}
 		}
-		return len(states) > 0 && states[len(states)-1] == rules.StateFiring && len(am.received()) > 0
+		return len(states) > 0 && states[len(states)-1] == rules.StateFiring && len(am.received()) > 0, fmt.Sprintf("states %v, %d alerts sent", states, len(am.received()))
 	})
 	t.Run("pending then firing", func(t *testing.T) {
 		if states[0] != rules.StatePending {
@@ -332,22 +336,22 @@ func TestAlertingRule(t *testing.T) {
 	// Prometheus restores `for` state at second precision (the last
 	// ALERTS_FOR_STATE sample's second against activeAt's): firing a
 	// second longer than `for`, the restore sees it as firing.
-	eventually(t, "ALERTS_FOR_STATE written `for` after activeAt at second precision", func() bool {
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, "ALERTS_FOR_STATE written `for` after activeAt at second precision", func() (bool, string) {
 		last := slices.Max(append(slices.Collect(mapsKeys(e.samplesOf("ALERTS_FOR_STATE"))), 0))
-		return time.Unix(last/1000, 0).Sub(time.Unix(activeAt.Unix(), 0)) >= time.Duration(g.Rules[0].For)
+		return time.Unix(last/1000, 0).Sub(time.Unix(activeAt.Unix(), 0)) >= time.Duration(g.Rules[0].For), fmt.Sprintf("last at %d, activeAt %s", last, activeAt)
 	})
 	stop(false)
 	t.Run("for state restored after a restart", func(t *testing.T) {
 		r2, _ := start(t, e.config(""))
-		eventually(t, "the alert restored with its activeAt", func() bool {
+		poll.Until(t, 20*time.Second, 50*time.Millisecond, "the alert restored with its activeAt", func() (bool, string) {
 			for _, ar := range r2.Retriever("").AlertingRules() {
 				if ar.Restored() {
 					for _, a := range ar.ActiveAlerts() {
-						return a.ActiveAt.Unix() == activeAt.Unix()
+						return a.ActiveAt.Unix() == activeAt.Unix(), fmt.Sprintf("restored activeAt %s, want %s", a.ActiveAt, activeAt)
 					}
 				}
 			}
-			return false
+			return false, "not restored"
 		})
 	})
 }
@@ -372,16 +376,6 @@ func TestTwoRulersTakeOver(t *testing.T) {
 		return len(ts.leases)
 	}
 	names := []string{"g1", "g2", "g3", "g4"}
-	// evaluatedSince says whether every group has n evaluations after
-	// those counted in before.
-	evaluatedSince := func(before map[string]int, n int) bool {
-		for _, name := range names {
-			if len(e.evaluations("rec:"+name)) < before[name]+n {
-				return false
-			}
-		}
-		return true
-	}
 	counts := func() map[string]int {
 		m := map[string]int{}
 		for _, name := range names {
@@ -389,16 +383,29 @@ func TestTwoRulersTakeOver(t *testing.T) {
 		}
 		return m
 	}
+	// evaluatedSince says whether every group has n evaluations after
+	// those counted in before, and the counts it found.
+	evaluatedSince := func(before map[string]int, n int) (bool, string) {
+		now := counts()
+		for _, name := range names {
+			if now[name] < before[name]+n {
+				return false, fmt.Sprintf("evaluations %v, before %v", now, before)
+			}
+		}
+		return true, ""
+	}
 	t.Run("each group held by exactly one", func(t *testing.T) {
-		eventually(t, "two groups held by each ruler", func() bool { return heldNow(r1) == 2 && heldNow(r2) == 2 })
+		poll.Until(t, 20*time.Second, 50*time.Millisecond, "two groups held by each ruler", func() (bool, string) {
+			return heldNow(r1) == 2 && heldNow(r2) == 2, fmt.Sprintf("held %d and %d", heldNow(r1), heldNow(r2))
+		})
 	})
 	// Let both evaluate a while, then kill r1 (its leases stay).
-	eventually(t, "every group evaluated twice", func() bool { return evaluatedSince(nil, 2) })
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, "every group evaluated twice", func() (bool, string) { return evaluatedSince(nil, 2) })
 	stop1(true)
 	t.Run("taken over after the lease expires", func(t *testing.T) {
-		eventually(t, "all four groups held by the second ruler", func() bool { return heldNow(r2) == 4 })
+		poll.Until(t, 20*time.Second, 50*time.Millisecond, "all four groups held by the second ruler", func() (bool, string) { return heldNow(r2) == 4, fmt.Sprintf("held %d", heldNow(r2)) })
 		taken := counts()
-		eventually(t, "every group evaluated twice after the takeover", func() bool { return evaluatedSince(taken, 2) })
+		poll.Until(t, 20*time.Second, 50*time.Millisecond, "every group evaluated twice after the takeover", func() (bool, string) { return evaluatedSince(taken, 2) })
 	})
 	t.Run("no gap and nothing twice", func(t *testing.T) {
 		for _, name := range names {
@@ -430,19 +437,6 @@ func (e *env) evaluations(name string) []int64 {
 	}
 	slices.Sort(tss)
 	return tss
-}
-
-// eventually fails t unless cond holds within 20 seconds, polling it
-// every 50 ms; what names the condition awaited.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func mapsKeys(m map[int64]float64) func(func(int64) bool) {
