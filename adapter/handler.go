@@ -3,6 +3,16 @@
 // endpoints and /metrics. It decodes and bounds requests, hands them to the
 // write path (mapping + store) or to query, and maps errors to status codes
 // in one place (statusFor).
+//
+// It also holds the concurrency slots, bounds bodies (a size limit,
+// snappy's decoded length checked before decoding), negotiates remote
+// read's answer (SAMPLES or STREAMED_XOR_CHUNKS) and answers health and
+// readiness (/-/healthy, /-/ready) for one server. statusFor gives each
+// remote write and read error its status: 4xx, which a sender never
+// retries, for data that can never be stored; 5xx, which it retries, for
+// store trouble. import.go serves the migration tools' endpoints as
+// VictoriaMetrics answers them: /api/v1/import, /api/v1/import/prometheus,
+// /api/v1/import/chunks, /api/v1/export and /health.
 package adapter
 
 import (

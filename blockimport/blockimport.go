@@ -5,6 +5,12 @@
 // samples the store acknowledged, and a run with the same job goes on
 // after them. Samples sent twice (the batch in flight when a run was
 // killed) are written as the same cells, so nothing is doubled.
+//
+// Blocks are read with Prometheus's own tsdb package. Float chunks go as
+// they are to /api/v1/import/chunks (chunks.go); native histograms, the
+// samples of chunks that the range or the retention cuts, and blocks with
+// deletions go by remote write. The HTTP senders (remote.go) retry network
+// errors, 5xx and 429.
 package blockimport
 
 import (

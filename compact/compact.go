@@ -32,6 +32,10 @@
 // OpenTSDB leaves them; annotations and other odd-length cells, which stay
 // as they are beside the compacted cell; rows that already hold at most one
 // data-point cell; rows of more than MaxPoints points.
+//
+// Rows are compacted by `promhbase compact` over a range, and by the
+// background Scheduler, which the write path tells of each row it writes
+// (NoteRows), once the row's hour and a grace have passed.
 package compact
 
 import (

@@ -128,4 +128,7 @@
 // kept exact. Values are bit-packed rather than byte-aligned so that they
 // stay small under snappy, Pebble's default block compression, which does
 // no entropy coding.
+//
+// column.go holds float columns for the other packed forms (the rollup
+// runs').
 package dense

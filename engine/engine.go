@@ -37,6 +37,11 @@
 //   - range windows move with two cursors; counter resets and value
 //     changes are found once per series, so rate, increase, resets and
 //     changes cost O(1) per step (plus the resets inside the window).
+//
+// Files by job: compile.go (the plan compiled from Prometheus's parse),
+// eval.go (series read and evaluated on every core), rangefn.go (windows
+// with cursors), aggr.go (groups folded per worker). docs/query-engine.md
+// describes it.
 package engine
 
 import (

@@ -22,6 +22,9 @@
 // value read again, and a replica that is not elected reads the store at
 // most once a second per cluster, to learn of a failover another process
 // decided.
+//
+// Its metrics and the /distributor/ha_tracker page (http.go, as Mimir's)
+// show the elections; the page answers 503 when the store fails.
 package hatracker
 
 import (

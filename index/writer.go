@@ -4,6 +4,10 @@
 // path with the series and days it wrote; the Reader answers label names,
 // label values and the metrics a name-less selector can match, without
 // reading data rows.
+//
+// `promhbase reindex` builds the index of rows written without it
+// (reindex.go); cardinality.go counts the series of a day or a range for
+// /api/v1/status/tsdb, in one pass over the day's series rows.
 package index
 
 import (

@@ -6,4 +6,10 @@
 // metadata) and the series index (package index). A write is acknowledged
 // only after the store acknowledged every Put; HTTP lives in package
 // adapter.
+//
+// HA pairs (ha.go): with an HADeduper, the first series' cluster and
+// replica labels decide the request (package hatracker): a replica that is
+// not elected is answered 202 and nothing is stored; an elected one's
+// series lose the replica label. Samples older than the retention time are
+// dropped and counted.
 package ingest

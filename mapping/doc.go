@@ -31,4 +31,7 @@
 // Values are signed big-endian integers on 1, 2, 4 or 8 bytes, or IEEE-754
 // floats on 4 or 8 bytes. promhbase writes 4-byte millisecond qualifiers only;
 // it reads every form OpenTSDB stores (see [AppendPoints]).
+//
+// rowbuild.go is the row builder of the write path; tables.go names the
+// default tables.
 package mapping

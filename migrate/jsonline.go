@@ -4,6 +4,13 @@
 // exposition with timestamps (/api/v1/import/prometheus). Parsers turn a
 // whole request body into remote-write series, checking every line before
 // any is written, and name the line of the first error.
+//
+// A JSON-lines body may also be parsed while it arrives (JSONLinesStream).
+// A Batch holds its series keys (in the remote-write encoding of package
+// wire) and samples in shared arrays, and goes to ingest.Writer.WriteSeries
+// as it is. Samples written back as JSON lines keep every float's bits.
+// chunks.go decodes the TSDB XOR chunks of remote read's
+// ChunkedReadResponse into a Batch.
 package migrate
 
 import (

@@ -16,6 +16,14 @@
 // promhbase's own handler, from the UID metadata the write path keeps
 // (Prometheus answers it from its scrape targets), and so is status/tsdb,
 // from the series index (tsdbstatus.go).
+//
+// The evaluator is package engine's, over the storage.Queryable that
+// package server hands it (query's); the metadata handler answers 503 when
+// the store fails. max_source_resolution (downsample.go) rewrites the calls
+// and selectors that rollups answer into downsampled selections: exact
+// answers by default, approximations when asked, the resolution used in
+// X-Promhbase-Resolution, a warning past the raw samples kept, and native
+// histograms answered again from raw samples.
 package promapi
 
 import (

@@ -27,6 +27,12 @@
 //     sorted by labels, and handed on; storage.go serves them to PromQL.
 //
 // Rows stream through; only the samples of matching series are kept.
+//
+// For package engine, floats.go hands over each series' rows as stored
+// (FloatSelection), decoded by the evaluator's workers (RowDecoder), with
+// no chunks. Downsampled selections: windows.go reads rollup windows per
+// step and raw samples where rollups do not reach; exact.go gives each step
+// its exact range, with raw pieces where a range's end cuts a window.
 package query
 
 import (

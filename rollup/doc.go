@@ -1,7 +1,12 @@
-// Package rollup is downsampling into OpenTSDB 2.4's rollup tables. So
-// far it holds the rollup configuration: the file that
-// OpenTSDB's tsd.rollups.config names, in its JSON format, so that the one
-// file configures promhbase and a TSD alike. The bytes of rollup rows and
+// Package rollup is downsampling into OpenTSDB 2.4's rollup tables: the
+// rollup configuration (config.go: the file that OpenTSDB's
+// tsd.rollups.config names, in its JSON format, so that the one file
+// configures promhbase and a TSD alike), windows and the counter
+// aggregate (window.go), rollup cells and their decoder (cells.go), the
+// embedded store's packed forms (dense.go: each aggregate a float column
+// of package dense; codec.go: the generic form), the Builder of an hour
+// (build.go), and the background Scheduler with its progress row
+// (scheduler.go) and build lease (lease.go). The bytes of rollup rows and
 // cells are package mapping's (mapping/rollup.go).
 //
 // # The file

@@ -24,4 +24,8 @@
 //
 // A rule namespace (Mimir's word: a rule file) and a group name are any
 // UTF-8 text without a 0x00 byte.
+//
+// The configuration API (YAML, as Mimir's) validates groups and applies
+// each tenant's limits; rules query through the tenant's engine; `promhbase
+// rules backfill` evaluates the recording rules over past ranges.
 package ruler

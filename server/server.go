@@ -5,6 +5,21 @@
 // endpoints (adapter), the Prometheus query API (promapi) and the web
 // pages (web). `promhbase serve` and the test server both build theirs
 // with New, so the suites run what users run.
+//
+// Also wired here: the admin API (admin.go: Admin over package deletion and
+// the store's snapshots, every table of the server, the UID table last);
+// the rollup scheduler, told of the rows written; the results cache, told
+// of every change of old data and, on HBase, polling the log of the other
+// replicas' changes (resultcache.go, package cachelog); the HA tracker,
+// given to the write path; the ruler's view of a server (ruler.go: its
+// engine, queryable and write path).
+//
+// Tenants (tenants.go) reads the tenant of each request (X-Scope-OrgID or
+// the login; statusOf answers 401, 400, 403, or 503 for a tenant whose
+// tables cannot be opened) and keeps one Server per tenant over its
+// namespace of the store (store.Namespaced), opened at its first request,
+// with shared request and query slots, federated query APIs, and the limits
+// of package overrides put in force on reload.
 package server
 
 import (

@@ -6,6 +6,12 @@
 // milliseconds. Backends: store/hbase (a real HBase through gohbase) and
 // store/embedded (one machine, on Pebble). store/storetest holds the
 // contract suite every backend must pass.
+//
+// A backend may have optional interfaces (optional.go: batched reads,
+// deferred puts, range deletes, settling, snapshots and more), asked for
+// with As, which finds them through wrappers. FirstKey and DeleteRows work
+// over any store. Namespaced (namespace.go) is a view whose tables are
+// ns:table (a tenant's), forwarding each optional interface the store has.
 package store
 
 import (

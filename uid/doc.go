@@ -5,4 +5,7 @@
 // the UID caches, batched assignment for many new names at once, the
 // headroom of each kind's UID space, the metric-name listings of the
 // table, and `uid fsck`.
+//
+// Increments of the counter row are combined across concurrent requests.
+// Listing is the metric-name listing that queries plan with.
 package uid

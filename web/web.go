@@ -2,7 +2,7 @@
 // endpoints, health, readiness and metrics (adapter's handler, or with
 // tenants server.Tenants'), the Prometheus query API (promapi), the HA
 // tracker's page, Mimir's ruler configuration API (ruler.ConfigAPI) and
-// the landing page at /; and it puts Retry-After on
+// the landing page at / and pprof; and it puts Retry-After on
 // every 503 answer (RetryUnavailable).
 package web
 

@@ -12,6 +12,15 @@
 //	promhbase rollup-config  print the rollup configuration (OpenTSDB's tsd.rollups.config JSON)
 //	promhbase tenants        list the tenants and their HBase namespaces
 //	promhbase rules backfill evaluate the stored recording rules over a past range
+//	promhbase import         import Prometheus's TSDB blocks into a running promhbase
+//	promhbase snapshot       create, list, delete and restore snapshots of the store
+//
+// Besides the flags (kingpin) and the commands: ruler.go starts the ruler
+// in serve (its tenants, one per namespace with the rules table);
+// servestart.go starts serve on an HBase not reached yet (503 with the
+// reason, tried again in the background); tenants.go makes a tenant's
+// tables on each backend; job.settle settles the embedded store after the
+// commands that rewrite.
 //
 // docs/flags.md is generated from the flags defined here (see flagdoc.go).
 package main

@@ -13,6 +13,9 @@
 // the percentage would collect every few megabytes (a process just
 // started, whose first requests then pay for collection after
 // collection).
+//
+// DefaultHeadroom is the byte bound when none is configured: 16 MiB a core
+// of GOMAXPROCS, from 32 to 256 MiB.
 package gctune
 
 import (

@@ -74,4 +74,9 @@
 // write-ahead log while open) and rowbuf/: the row buffer's log segments
 // (%016d.wal), free.wal.reuse (a retired segment kept for reuse) and,
 // during a flush, ingest.sst.
+//
+// Besides: bulk.go (store.BulkPutter: an import's rows that the row buffer
+// does not hold, written straight into an ingested sstable as runs),
+// snapshot.go (snapshots as Pebble checkpoints), namespace.go (namespaces
+// as key prefixes).
 package embedded

@@ -15,6 +15,11 @@
 // Cell versions: a Store writes cells with the server's time unless the
 // cell carries a timestamp, and reads only the newest version of a cell, as
 // the tables are meant to keep one version (VERSIONS=1).
+//
+// Probe (probe.go) tells whether the cluster is reached within
+// ConnectTimeout. Namespaces (namespace.go: CreateNamespace,
+// ListNamespaceTables) hold tenants' tables. snapshot.go takes snapshots,
+// one HBase snapshot a table, and restores them.
 package hbase
 
 import (
