@@ -361,149 +361,190 @@ func uidInt(uid []byte) uint32 {
 	return v
 }
 
-// writeCells writes the label cells of the entries not yet written.
+// writeCells writes the label cells of the entries not yet written. Its
+// phases: start the call's cell set, add each entry's cells, then put
+// them.
 func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
 	sc := w.getScratch()
-	// The cells to write, their rows copied into one buffer; sorted by
-	// row below and put as one store.Put a row.
-	pending, rowBuf := sc.pending[:0], sc.rowBuf[:0]
-	if lay := w.opts.Layout; lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 {
-		// Room for three cells an entry without growing, as in a first
-		// contact where a label value of each series' own is new: its 'S'
-		// and 'V' cells, and one in every few series for the values they
-		// share.
-		pending = slices.Grow(pending, 3*len(entries))
-		rowBuf = slices.Grow(rowBuf, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
+	var cs cellSet
+	w.startCells(&cs, sc, entries)
+	for _, e := range entries {
+		cs.addEntry(e)
 	}
-	keys := sc.keys[:0] // of row ‖ 0x00 ‖ qualifier, remembered once written
+	cs.seen.release()
+	sc.pending, sc.rowBuf, sc.keys = cs.pending, cs.rowBuf, cs.keys
+	return w.putCells(ctx, sc, deferred)
+}
+
+// cellSet is the index cells of one writeCells call: the cells to write,
+// their rows copied into one buffer (sorted by row once collected and put
+// as one store.Put a row), and the keys to remember once written.
+type cellSet struct {
+	w       *Writer
+	pending []pendingCell
+	rowBuf  []byte
+	keys    []seenKey // of row ‖ 0x00 ‖ qualifier, remembered once written
 	// done: the keys of this call already settled (written or to be), so
 	// that the labels the entries share cost one lookup in a small map,
 	// not one in the shared set each.
-	done := sc.done
-	if done == nil {
-		done = make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
-		sc.done = done
-	}
-	seen := w.seen.reader()
-	var kbuf []byte
-	// add adds the cell qual of row unless written already. A fresh cell
-	// (one that names a UID assigned when its series was resolved) cannot
-	// have been: it is neither looked up in the shared set nor remembered
-	// there, as writeTSMeta does with fresh series; a later series that
-	// shares it asks for it, writes it once more and remembers it.
-	//
-	// epoch is that of the cell's day (Forget), 0 for the row without a
-	// day or a day never forgotten.
-	add := func(row, qual []byte, fresh bool, epoch uint64) {
-		kbuf = append(append(append(kbuf[:0], row...), 0), qual...)
-		if epoch != 0 {
-			kbuf = binary.BigEndian.AppendUint64(kbuf, epoch)
-		}
-		k := w.seen.key(kbuf)
-		if _, ok := done[k]; ok {
-			return
-		}
-		done[k] = struct{}{}
-		if !fresh && seen.has(k) {
-			return
-		}
-		at := len(rowBuf)
-		rowBuf = append(rowBuf, row...)
-		pending = append(pending, pendingCell{prefix: rowPrefix(row), start: uint32(at), end: uint32(len(rowBuf)), qual: qual})
-		if !fresh {
-			keys = append(keys, k)
-		}
-	}
-	lay := w.opts.Layout
-	pair := lay.TagKWidth + lay.TagVWidth
+	done map[seenKey]struct{}
+	seen seenReader
+	kbuf []byte // a cell's key, built
+	buf  []byte // a cell's row, built
 	// With UIDs of at most 4 bytes the cells an entry asks for are first
-	// told apart by their UIDs as integers: the entries of a call share
-	// most of them (every tag name, most values), and only the first of
-	// each goes on to build its key and look it up.
-	packed := lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 &&
-		all(entries, func(e Entry) bool { return e.Day < 1<<24 })
-	var tuples map[cellTuple]struct{}
-	if packed {
-		if sc.tuples == nil {
-			sc.tuples = make(map[cellTuple]struct{}, 2*len(entries))
-		}
-		tuples = sc.tuples
-	}
+	// told apart by their UIDs as integers (packed): the entries of a
+	// call share most of them (every tag name, most values), and only the
+	// first of each goes on to build its key and look it up.
+	packed bool
+	tuples map[cellTuple]struct{}
 	// recent holds the last tuple seen in each of its slots: the tuples a
 	// call's entries share come again and again, and are told apart here
 	// by a multiply and a compare instead of a map lookup each time (a
 	// tuple's first word is never 0: its kind is in the top byte).
-	var recent [256]cellTuple
-	firstOf := func(t cellTuple) bool {
-		if !packed {
-			return true
+	recent [256]cellTuple
+	// The day of the last entry and its epoch (Forget).
+	epochDay uint32
+	epoch    uint64
+}
+
+// startCells readies cs for entries, on the buffers of sc.
+func (w *Writer) startCells(cs *cellSet, sc *cellScratch, entries []Entry) {
+	cs.w = w
+	cs.pending, cs.rowBuf = sc.pending[:0], sc.rowBuf[:0]
+	lay := w.opts.Layout
+	if lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 {
+		// Room for three cells an entry without growing, as in a first
+		// contact where a label value of each series' own is new: its 'S'
+		// and 'V' cells, and one in every few series for the values they
+		// share.
+		cs.pending = slices.Grow(cs.pending, 3*len(entries))
+		cs.rowBuf = slices.Grow(cs.rowBuf, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
+	}
+	cs.keys = sc.keys[:0]
+	if sc.done == nil {
+		sc.done = make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
+	}
+	cs.done = sc.done
+	cs.seen = w.seen.reader()
+	cs.packed = lay.MetricWidth <= 4 && lay.TagKWidth <= 4 && lay.TagVWidth <= 4 &&
+		all(entries, func(e Entry) bool { return e.Day < 1<<24 })
+	if cs.packed {
+		if sc.tuples == nil {
+			sc.tuples = make(map[cellTuple]struct{}, 2*len(entries))
 		}
-		slot := (t[0]*0x9E3779B97F4A7C15 ^ t[1]*0xC2B2AE3D27D4EB4F) >> 56
-		if recent[slot] == t {
-			return false
-		}
-		recent[slot] = t
-		if _, ok := tuples[t]; ok {
-			return false
-		}
-		tuples[t] = struct{}{}
+		cs.tuples = sc.tuples
+	}
+	cs.epochDay, cs.epoch = 0, w.forgets.epoch(0)
+}
+
+// add adds the cell qual of row unless written already. A fresh cell (one
+// that names a UID assigned when its series was resolved) cannot have
+// been: it is neither looked up in the shared set nor remembered there,
+// as writeTSMeta does with fresh series; a later series that shares it
+// asks for it, writes it once more and remembers it.
+//
+// epoch is that of the cell's day (Forget), 0 for the row without a day
+// or a day never forgotten.
+func (cs *cellSet) add(row, qual []byte, fresh bool, epoch uint64) {
+	cs.kbuf = append(append(append(cs.kbuf[:0], row...), 0), qual...)
+	if epoch != 0 {
+		cs.kbuf = binary.BigEndian.AppendUint64(cs.kbuf, epoch)
+	}
+	k := cs.w.seen.key(cs.kbuf)
+	if _, ok := cs.done[k]; ok {
+		return
+	}
+	cs.done[k] = struct{}{}
+	if !fresh && cs.seen.has(k) {
+		return
+	}
+	cs.addRow(row, qual)
+	if !fresh {
+		cs.keys = append(cs.keys, k)
+	}
+}
+
+// addRow adds the cell qual of row, asking no set.
+func (cs *cellSet) addRow(row, qual []byte) {
+	at := len(cs.rowBuf)
+	cs.rowBuf = append(cs.rowBuf, row...)
+	cs.pending = append(cs.pending, pendingCell{prefix: rowPrefix(row), start: uint32(at), end: uint32(len(cs.rowBuf)), qual: qual})
+}
+
+// firstOf reports whether t is the first of its tuple in the call
+// (always, when the UIDs are not packed).
+func (cs *cellSet) firstOf(t cellTuple) bool {
+	if !cs.packed {
 		return true
 	}
-	var buf []byte
-	epochDay, epoch := uint32(0), w.forgets.epoch(0)
-	for _, e := range entries {
-		s := e.Series
-		m := uidInt(s.Metric)
-		if e.Day != epochDay {
-			epochDay, epoch = e.Day, w.forgets.epoch(e.Day)
+	slot := (t[0]*0x9E3779B97F4A7C15 ^ t[1]*0xC2B2AE3D27D4EB4F) >> 56
+	if cs.recent[slot] == t {
+		return false
+	}
+	cs.recent[slot] = t
+	if _, ok := cs.tuples[t]; ok {
+		return false
+	}
+	cs.tuples[t] = struct{}{}
+	return true
+}
+
+// addEntry adds the cells of e: its series' 'S' cell, its day's metric
+// (and the metric ever), and each tag's name on the day and value.
+func (cs *cellSet) addEntry(e Entry) {
+	lay := cs.w.opts.Layout
+	pair := lay.TagKWidth + lay.TagVWidth
+	s := e.Series
+	m := uidInt(s.Metric)
+	if e.Day != cs.epochDay {
+		cs.epochDay, cs.epoch = e.Day, cs.w.forgets.epoch(e.Day)
+	}
+	epoch := cs.epoch
+	// The series' 'S' cell, once per series and day, as its mark (todo)
+	// tells: neither the call's keys nor the shared set are asked, but on
+	// a forgotten day, where the mark does not tell. Two entries of one
+	// series and day in a call give one cell (cellScratch.group).
+	cs.buf = mapping.AppendIndexSeriesKey(cs.buf[:0], e.Day, s.Metric, s.Tags)
+	if epoch != 0 {
+		cs.add(cs.buf, s.Tags, false, epoch)
+	} else {
+		cs.addRow(cs.buf, s.Tags)
+	}
+	if cs.firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
+		fresh := s.FreshCell(-1)
+		cs.buf = mapping.AppendIndexDayKey(cs.buf[:0], mapping.IndexKindMetrics, e.Day)
+		cs.add(cs.buf, s.Metric, fresh, epoch)
+		cs.add(mapping.IndexEverKey, s.Metric, fresh, 0)
+	}
+	for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
+		tagk, tagv := s.Tags[i:i+lay.TagKWidth], s.Tags[i+lay.TagKWidth:i+pair]
+		k := uidInt(tagk)
+		if cs.firstOf(newCellTuple(mapping.IndexKindTagKs, e.Day, 0, k, 0)) {
+			// Not fresh: the pair's fresh UID may be its value's.
+			cs.buf = mapping.AppendIndexDayKey(cs.buf[:0], mapping.IndexKindTagKs, e.Day)
+			cs.add(cs.buf, tagk, false, epoch)
 		}
-		// The series' 'S' cell, once per series and day, as its mark
-		// (todo) tells: neither the call's keys nor the shared set are
-		// asked, but on a forgotten day, where the mark does not tell.
-		// Two entries of one series and day in a call give one cell
-		// (cellScratch.group).
-		buf = mapping.AppendIndexSeriesKey(buf[:0], e.Day, s.Metric, s.Tags)
-		if epoch != 0 {
-			add(buf, s.Tags, false, epoch)
-		} else {
-			at := len(rowBuf)
-			rowBuf = append(rowBuf, buf...)
-			pending = append(pending, pendingCell{prefix: rowPrefix(buf), start: uint32(at), end: uint32(len(rowBuf)), qual: s.Tags})
-		}
-		if firstOf(newCellTuple(mapping.IndexKindMetrics, e.Day, m, 0, 0)) {
-			fresh := s.FreshCell(-1)
-			buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindMetrics, e.Day)
-			add(buf, s.Metric, fresh, epoch)
-			add(mapping.IndexEverKey, s.Metric, fresh, 0)
-		}
-		for i := 0; pair > 0 && i+pair <= len(s.Tags); i += pair {
-			tagk, tagv := s.Tags[i:i+lay.TagKWidth], s.Tags[i+lay.TagKWidth:i+pair]
-			k := uidInt(tagk)
-			if firstOf(newCellTuple(mapping.IndexKindTagKs, e.Day, 0, k, 0)) {
-				// Not fresh: the pair's fresh UID may be its value's.
-				buf = mapping.AppendIndexDayKey(buf[:0], mapping.IndexKindTagKs, e.Day)
-				add(buf, tagk, false, epoch)
-			}
-			if firstOf(newCellTuple(indexKindValue, e.Day, m, k, uidInt(tagv))) {
-				buf = mapping.AppendIndexValueKey(buf[:0], e.Day, tagk, tagv)
-				add(buf, s.Metric, s.FreshCell(i/pair), epoch)
-			}
+		if cs.firstOf(newCellTuple(indexKindValue, e.Day, m, k, uidInt(tagv))) {
+			cs.buf = mapping.AppendIndexValueKey(cs.buf[:0], e.Day, tagk, tagv)
+			cs.add(cs.buf, s.Metric, s.FreshCell(i/pair), epoch)
 		}
 	}
-	seen.release()
-	sc.pending, sc.rowBuf, sc.keys = pending, rowBuf, keys
-	if len(pending) == 0 {
+}
+
+// putCells puts the cells collected in sc, then remembers their keys.
+// After a failed put sc is not reused: RPCs queued in the store's client
+// may still read its rows.
+func (w *Writer) putCells(ctx context.Context, sc *cellScratch, deferred bool) error {
+	if len(sc.pending) == 0 {
 		w.putScratch(sc)
 		return nil
 	}
-	puts := sc.group(pending, rowBuf)
+	puts := sc.group(sc.pending, sc.rowBuf)
 	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
-		// A failed put may leave RPCs queued in the store's client that
-		// still read the rows: the scratch is not reused.
-		return fmt.Errorf("write %d series index cells: %w", len(pending), err)
+		return fmt.Errorf("write %d series index cells: %w", len(sc.pending), err)
 	}
-	w.seen.addAll(keys)
-	w.cells.Add(float64(len(pending)))
+	w.seen.addAll(sc.keys)
+	w.cells.Add(float64(len(sc.pending)))
 	if _, ok := store.As[store.DeferredPutter](w.st); !ok || !deferred {
 		// A remote store's client may read what it was handed after an
 		// attempt it gave up on and retried, even once the put has
