@@ -10,6 +10,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -190,11 +191,5 @@ func sameAnswers(t *testing.T, raw, down promResult) {
 // waitFor polls cond until it holds, failing t after five minutes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after five minutes", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Minute, 20*time.Millisecond, what, func() (bool, string) { return cond(), "not yet" })
 }

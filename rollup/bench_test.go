@@ -62,16 +62,7 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 	}
 	// The scheduler builds the hours written before it started, backwards.
 	buildStart := time.Now()
-	for {
-		_, res := queryRange(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, end, rollup.HourMs, "")
-		if res == "5m" {
-			break
-		}
-		if time.Since(buildStart) > 10*time.Minute {
-			b.Fatalf("rollups not built after 10 minutes: resolution %q", res)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitResolution(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, end, 10*time.Minute)
 	b.Logf("the scheduler built %d hours of %d series in %s", days*24, series, time.Since(buildStart).Round(time.Millisecond))
 	// Settled, as a store is once the writes of the hours are old: the
 	// row buffer flushed into packed runs.

@@ -34,16 +34,7 @@ func TestDeleteSeriesDropsRollups(t *testing.T) {
 	srv := startAuto(t, st, tb, time.UnixMilli(end+30*60_000), 50*time.Millisecond, true)
 	srv.Write(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{mk("a"), mk("b"), mk("c")}})
 	// The scheduler builds the hours written before its span.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, res := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, ""); res == "5m" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("rollups not built")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitResolution(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, end-rollup.HourMs, time.Minute)
 	del := func(match string, start, end int64) {
 		t.Helper()
 		post(t, srv.URL+"/api/v1/admin/tsdb/delete_series", url.Values{"match[]": {match},

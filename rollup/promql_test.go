@@ -15,6 +15,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -80,16 +81,7 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	}
 	// The scheduler's first check reads the progress.
 	deadline := time.Now().Add(time.Minute)
-	for {
-		_, res := queryRange(t, srv.URL, "max_over_time(g[1h])", H+5*rollup.HourMs, H+10*rollup.HourMs, rollup.HourMs, "")
-		if res == "5m" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("resolution %q, want 5m once the scheduler read the progress", res)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitResolution(t, srv.URL, "max_over_time(g[1h])", H+5*rollup.HourMs, H+10*rollup.HourMs, time.Until(deadline))
 
 	for _, c := range []struct {
 		q          string
@@ -146,16 +138,7 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 	}
 	// The hour before the built span was written after the scheduler
 	// started: it builds it in the background, backwards.
-	for {
-		_, res := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, H+5*rollup.HourMs, rollup.HourMs, "")
-		if res == "5m" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("resolution %q of the first hours, want 5m once the scheduler built them", res)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitResolution(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, H+5*rollup.HourMs, time.Until(deadline))
 	raw, _ := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, H+5*rollup.HourMs, rollup.HourMs, "0s")
 	first, _ := queryRange(t, srv.URL, "sum_over_time(g[1h])", H+rollup.HourMs, H+5*rollup.HourMs, rollup.HourMs, "")
 	if fmt.Sprint(raw) != fmt.Sprint(first) || len(raw) != 1 {
@@ -198,4 +181,14 @@ func TestDownsampledQueriesEqualRaw(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitResolution polls q over [start, end] at a step of an hour until
+// it is answered from the 5m rollups, failing tb after within.
+func waitResolution(tb testing.TB, url, q string, start, end int64, within time.Duration) {
+	tb.Helper()
+	poll.Until(tb, within, 50*time.Millisecond, "answered from the 5m rollups", func() (bool, string) {
+		_, res := queryRange(tb, url, q, start, end, rollup.HourMs, "")
+		return res == "5m", fmt.Sprintf("%s over [%d, %d] at resolution %q", q, start, end, res)
+	})
 }
