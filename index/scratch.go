@@ -4,7 +4,8 @@ import "github.com/promhbase/promhbase/store"
 
 // cellScratch holds the buffers of one writeCells call: the pending cells
 // and their rows, the keys to remember, the call's sets of keys and
-// tuples, and what group hands the store. A first contact of 2000 series
+// tuples, a cell's key and row as they are built, and what group hands
+// the store. A first contact of 2000 series
 // takes about 1.7 MB of them (BenchmarkWriteNewSeries); kept between
 // calls (Writer.scratch), a burst of new series no longer allocates them
 // request after request, nor does the collector run for them.
@@ -14,6 +15,8 @@ type cellScratch struct {
 	keys    []seenKey
 	done    map[seenKey]struct{}
 	tuples  map[cellTuple]struct{}
+	kbuf    []byte
+	buf     []byte
 	idx     []uint32
 	out     []store.Cell
 	puts    []store.Put

@@ -373,6 +373,7 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	}
 	cs.seen.release()
 	sc.pending, sc.rowBuf, sc.keys = cs.pending, cs.rowBuf, cs.keys
+	sc.kbuf, sc.buf = cs.kbuf, cs.buf
 	return w.putCells(ctx, sc, deferred)
 }
 
@@ -421,6 +422,7 @@ func (w *Writer) startCells(cs *cellSet, sc *cellScratch, entries []Entry) {
 		cs.rowBuf = slices.Grow(cs.rowBuf, len(entries)*(2*(5+lay.TagKWidth+lay.TagVWidth)+6+lay.MetricWidth))
 	}
 	cs.keys = sc.keys[:0]
+	cs.kbuf, cs.buf = sc.kbuf[:0], sc.buf[:0]
 	if sc.done == nil {
 		sc.done = make(map[seenKey]struct{}, 2*len(entries)) // about the keys of a first contact, so no growth
 	}
