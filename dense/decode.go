@@ -51,6 +51,7 @@ type unpacked struct {
 // flags are not derived: every word of a value with canonical flags is
 // then its float64's bits, flags nil and f1 0xF, which is all a reader
 // of values (not of bytes) needs.
+// long: a decoder of one cell's sections in their order (header, qualifier bitmap, flags, offsets, words); the shape's kinds, the count and the byte position run through all of them, and each error names the byte it stopped at.
 func (c *Codec) unpack(v []byte, floats bool) (unpacked, error) {
 	var none unpacked
 	if len(v) < 2 || v[0] != Format {
@@ -470,6 +471,7 @@ func decodeXOR(words []uint64, src []byte) (int, error) {
 // (each sample's kind from flags, nil: f1 for all) and returns the bytes
 // it took. With canon (len(words)), the words are float64s turned into
 // their canonical flags, into canon, and words.
+// long: a decoder of one section in its order (exponent, exceptions, mantissas, then the words in one of three loops), sharing its byte position; the loops are the read path's hot loops, kept inline per kind.
 func (c *Codec) decodeDecimal(words []uint64, v []byte, pos int, mode byte, flags []byte, f1 byte, canon []byte) (int, error) {
 	n := len(words)
 	start := pos
