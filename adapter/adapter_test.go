@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gogo/protobuf/proto"
@@ -414,30 +415,33 @@ func (b *blockingPutter) Put(context.Context, string, []store.Put) error {
 }
 
 // TestConcurrencyBound: with every slot taken, a further write waits for
-// one, then answers 503 (so Prometheus retries) instead of decoding.
+// one, then answers 503 (so Prometheus retries) instead of decoding. The
+// wait is on a synctest bubble's clock.
 func TestConcurrencyBound(t *testing.T) {
-	st := openEmbedded(t)
-	m := newTestMapper(t, st)
-	bp := &blockingPutter{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	h := newHandler(t, ingest.New(m, bp, ingest.Options{Table: "tsdb"}), query.New(st, m, query.Options{}),
-		Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond}, prometheus.NewRegistry())
-	body := writeBody(t, prompb.TimeSeries{
-		Labels:  []prompb.Label{{Name: "__name__", Value: "m"}},
-		Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},
+	synctest.Test(t, func(t *testing.T) {
+		st := openEmbedded(t)
+		m := newTestMapper(t, st)
+		bp := &blockingPutter{entered: make(chan struct{}, 4), release: make(chan struct{})}
+		h := newHandler(t, ingest.New(m, bp, ingest.Options{Table: "tsdb"}), query.New(st, m, query.Options{}),
+			Options{MaxConcurrentRequests: 1, WriteTimeout: 300 * time.Millisecond}, prometheus.NewRegistry())
+		body := writeBody(t, prompb.TimeSeries{
+			Labels:  []prompb.Label{{Name: "__name__", Value: "m"}},
+			Samples: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}},
+		})
+		first := make(chan int)
+		go func() { first <- post(h, "/api/v1/write", body).Code }()
+		<-bp.entered // the first write holds the only slot
+		if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "too many requests") {
+			t.Errorf("second write while the slot is taken: %d %q, want 503", rec.Code, rec.Body)
+		}
+		close(bp.release)
+		if code := <-first; code != http.StatusNoContent {
+			t.Errorf("first write: %d, want 204", code)
+		}
+		if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {
+			t.Errorf("write after the slot freed: %d %s, want 204", rec.Code, rec.Body)
+		}
 	})
-	first := make(chan int)
-	go func() { first <- post(h, "/api/v1/write", body).Code }()
-	<-bp.entered // the first write holds the only slot
-	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "too many requests") {
-		t.Errorf("second write while the slot is taken: %d %q, want 503", rec.Code, rec.Body)
-	}
-	close(bp.release)
-	if code := <-first; code != http.StatusNoContent {
-		t.Errorf("first write: %d, want 204", code)
-	}
-	if rec := post(h, "/api/v1/write", body); rec.Code != http.StatusNoContent {
-		t.Errorf("write after the slot freed: %d %s, want 204", rec.Code, rec.Body)
-	}
 }
 
 // TestSnappyClaimBounded: a body whose snappy header claims more than its

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // newServedHandler serves a Handler over st on a loopback HTTP server
@@ -105,7 +105,7 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\nContent-Length: 100000\r\n\r\n", path)
 		if i%4 < 2 { // one byte every quarter second until cut off
 			go func() {
-				for {
+				for { // the sleep is the client's pace, not a wait
 					time.Sleep(250 * time.Millisecond)
 					if _, err := conn.Write([]byte{0}); err != nil {
 						return
@@ -120,11 +120,10 @@ func TestSlowClientsDoNotStarve(t *testing.T) {
 		}()
 	}
 	// All in their handlers (the first write's connection is active too).
-	for deadline := time.Now().Add(bodyTimeout / 2); active.Load() < slow+1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d slow clients' requests begun after %s", active.Load()-1, slow, bodyTimeout/2)
-		}
-	}
+	poll.Until(t, bodyTimeout/2, 10*time.Millisecond, "every slow client's request begun", func() (bool, string) {
+		n := active.Load()
+		return n >= slow+1, fmt.Sprintf("%d of %d begun", n-1, slow)
+	})
 	var lat []time.Duration
 	for range 5 {
 		code, d := timedPost(t, base+"/api/v1/write", write)
@@ -206,24 +205,18 @@ func TestStalledReader(t *testing.T) {
 	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "HTTP/1.1 200 OK\r\n" {
 		t.Fatalf("status line %q, %v", line, err)
 	}
+	// Normal reads, one a poll, until the stalled reader's handler has
+	// returned (counted beside them).
 	var lat []time.Duration
-	var once sync.Once
-	for {
+	poll.Until(t, stall+30*time.Second, 100*time.Millisecond, "the stalled reader's handler returned", func() (bool, string) {
 		code, d := timedPost(t, base+"/api/v1/read", readRequestBody(t, "small", 2_000_000_000_000))
 		if code != http.StatusOK {
 			t.Fatalf("normal read beside the stalled one: %d", code)
 		}
 		lat = append(lat, d)
-		if testutil.ToFloat64(h.requests.WithLabelValues("read", "200")) >= float64(len(lat)+1) {
-			once.Do(func() {
-				t.Logf("stalled reader's handler returned %s after its request (write deadline %s); normal reads meanwhile: %d, slowest %s",
-					time.Since(start).Round(time.Millisecond), stall, len(lat), slices.Max(lat))
-			})
-			return
-		}
-		if time.Since(start) > stall+30*time.Second {
-			t.Fatalf("the stalled reader's handler has not returned after %s", time.Since(start))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		answered := testutil.ToFloat64(h.requests.WithLabelValues("read", "200"))
+		return answered >= float64(len(lat)+1), fmt.Sprintf("%v reads answered, %d of them normal", answered, len(lat))
+	})
+	t.Logf("stalled reader's handler returned %s after its request (write deadline %s); normal reads meanwhile: %d, slowest %s",
+		time.Since(start).Round(time.Millisecond), stall, len(lat), slices.Max(lat))
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -65,40 +66,44 @@ func (f *fakeSender) Send(_ context.Context, req *prompb.WriteRequest) error {
 // batches of 100 samples; the 23rd request fails (an outage), and the
 // import stops; run again with the same progress file, it goes on from
 // the series every request before the first unacknowledged one sent, and
-// every sample arrives (some twice: the same cells).
+// every sample arrives (some twice: the same cells). The sender's random
+// delays, which shuffle the order its requests end in, are on a synctest
+// bubble's clock.
 func TestImportResumes(t *testing.T) {
-	dir := t.TempDir()
-	want := 0
-	for b := range 2 {
-		var ss []storage.Series
-		for i := range 40 {
-			var smp []chunks.Sample
-			for k := range 60 {
-				smp = append(smp, fsample{int64(b*1_000_000 + k*1000), float64(i*k) + 0.5})
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		want := 0
+		for b := range 2 {
+			var ss []storage.Series
+			for i := range 40 {
+				var smp []chunks.Sample
+				for k := range 60 {
+					smp = append(smp, fsample{int64(b*1_000_000 + k*1000), float64(i*k) + 0.5})
+				}
+				want += len(smp)
+				ss = append(ss, storage.NewListSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), smp))
 			}
-			want += len(smp)
-			ss = append(ss, storage.NewListSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), smp))
+			if _, err := tsdb.CreateBlock(ss, dir, 0, slog.New(slog.DiscardHandler)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := tsdb.CreateBlock(ss, dir, 0, slog.New(slog.DiscardHandler)); err != nil {
+		f := &fakeSender{got: map[string]bool{}, failAt: 23}
+		opts := Options{Paths: []string{dir}, MinT: -1 << 62, MaxT: 1 << 62, BatchSamples: 100, Concurrency: 4,
+			ProgressFile: filepath.Join(t.TempDir(), "p.json"), Job: "test"}
+		st, err := Import(context.Background(), f, opts)
+		if !errors.Is(err, errOutage) {
+			t.Fatalf("first run: %v, want the outage", err)
+		}
+		first := st.Samples
+		st, err = Import(context.Background(), f, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	f := &fakeSender{got: map[string]bool{}, failAt: 23}
-	opts := Options{Paths: []string{dir}, MinT: -1 << 62, MaxT: 1 << 62, BatchSamples: 100, Concurrency: 4,
-		ProgressFile: filepath.Join(t.TempDir(), "p.json"), Job: "test"}
-	st, err := Import(context.Background(), f, opts)
-	if !errors.Is(err, errOutage) {
-		t.Fatalf("first run: %v, want the outage", err)
-	}
-	first := st.Samples
-	st, err = Import(context.Background(), f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !st.Resumed || st.BlocksSkipped+int(st.SeriesSkipped) == 0 || first == 0 {
-		t.Errorf("second run: %+v (first sent %d): want it resumed", st, first)
-	}
-	if len(f.got) != want {
-		t.Errorf("%d distinct samples arrived, want %d", len(f.got), want)
-	}
+		if !st.Resumed || st.BlocksSkipped+int(st.SeriesSkipped) == 0 || first == 0 {
+			t.Errorf("second run: %+v (first sent %d): want it resumed", st, first)
+		}
+		if len(f.got) != want {
+			t.Errorf("%d distinct samples arrived, want %d", len(f.got), want)
+		}
+	})
 }
