@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // dump returns every row of table as text: keys, cells, versions.
@@ -480,19 +482,12 @@ func TestRowBufferPresorts(t *testing.T) {
 				}
 			}
 			m := s.rb.layers("d")[0]
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			poll.Until(t, 10*time.Second, 5*time.Millisecond, "every row ordered without a read", func() (bool, string) {
 				m.mu.RLock()
 				rows, sorted := len(m.rows), len(m.sorted)
 				m.mu.RUnlock()
-				if rows > 0 && sorted == rows {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d rows ordered after 10 s without a read", sorted, rows)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return rows > 0 && sorted == rows, fmt.Sprintf("%d of %d rows ordered", sorted, rows)
+			})
 			if s.rb.presorts.Load() == 0 {
 				t.Error("no presort counted")
 			}
@@ -575,6 +570,7 @@ func TestRowBufferPutsAcrossClose(t *testing.T) {
 		s := mustOpen(t, t.TempDir(), Options{Tables: []string{"d"}, BufferTables: []string{"d"}, BufferBytes: 4096})
 		s.rb.afterLog = func() { time.Sleep(time.Millisecond) }
 		var wg sync.WaitGroup
+		var done atomic.Int64 // puts done, of all writers
 		for w := range 4 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
@@ -585,10 +581,16 @@ func TestRowBufferPutsAcrossClose(t *testing.T) {
 						}
 						return
 					}
+					done.Add(1)
 				}
 			})
 		}
-		time.Sleep(20 * time.Millisecond)
+		// Close once the writers are well under way (each put past the
+		// budget has woken the flusher).
+		poll.Until(t, 10*time.Second, time.Millisecond, "16 puts done", func() (bool, string) {
+			n := done.Load()
+			return n >= 16, fmt.Sprintf("%d puts done", n)
+		})
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // TestSettleAfterRestart: what a process wrote or deleted and did not
@@ -71,13 +72,10 @@ func restartSettles(t *testing.T, buffered bool, before func(*testing.T, *Store)
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for unsettledTables(t, s) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tables not settled 20 s after the store opened", unsettledTables(t, s))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, 5*time.Millisecond, "every table settled after the store opened", func() (bool, string) {
+		n := unsettledTables(t, s)
+		return n == 0, fmt.Sprintf("%d tables not settled", n)
+	})
 	if got, want := float64(s.SSTableBytes()), live*float64(full); got > want*1.1 {
 		t.Errorf("%.0f bytes of tables once settled, want at most %.0f (%.2f of %d)", got, want*1.1, live, full)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // TestReclaimGivesSpaceBack: the space of rows deleted one by one and of a
@@ -112,13 +113,7 @@ func TestBackgroundSettle(t *testing.T) {
 	}
 	waitFor := func(what string, done func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !done() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 20 s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.Until(t, 20*time.Second, 5*time.Millisecond, what, func() (bool, string) { return done(), "not yet" })
 	}
 	// Writes go on (a row every few milliseconds) while the deleted rows
 	// are compacted away.
