@@ -17,6 +17,17 @@
 //	promhbase-load cardinality --promhbase=... --victoria-metrics=... --series=1000000
 //	    /api/v1/status/tsdb of promhbase and VictoriaMetrics on the same
 //	    series, timed in turns, the counts checked against the generator's
+//	promhbase-load compare --promhbase=... --prometheus=... --systems=... --runs=100000x10
+//	    the same load into each system in turn, side by side (make bench-e2e;
+//	    BENCHMARKS.md): every request encoded up front; each system a fresh
+//	    process on a fresh directory once the machine is idle (--idle-wait):
+//	    Prometheus with --web.enable-remote-write-receiver, serve on the
+//	    embedded store or on HBase with fresh tables, VictoriaMetrics; --churn
+//	    replaces that fraction of the series a round, --histograms sends
+//	    integer native histograms of 12 buckets, --server.cpus pins each
+//	    server; one metric read back by both remote-read types and
+//	    /api/v1/query_range. TestCompareSmoke runs it small and checks both
+//	    systems answer the query with the same points
 //
 // The writers print samples/s and request latency quantiles. The load is
 // bounded by --duration (and --max-rounds) and stops by itself.
