@@ -96,6 +96,9 @@
 // A delete is idempotent: run again, it finds nothing left to delete in
 // what it did and goes on with the rest, so an interrupted delete (a
 // cancelled context, a store error) completes by running it again.
+//
+// With Options.Rollups (rollups.go), the rollups of the windows that held
+// deleted samples are removed, and those the range cuts are built again.
 package deletion
 
 import (

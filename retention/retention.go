@@ -44,6 +44,11 @@
 // present, estimating from the bytes per hour how many to drop, at most
 // maxSizeSteps times a cycle; the hour being written now is never
 // dropped.
+//
+// Each resolution keeps its own time: raw samples (the data and exemplar
+// tables) Options.RawTime when shorter, each rollup table the shorter of
+// its RollupTable.Time and Options.Time, its rows going whole once their
+// row span has expired.
 package retention
 
 import (

@@ -79,4 +79,8 @@
 // does not hold, written straight into an ingested sstable as runs),
 // snapshot.go (snapshots as Pebble checkpoints), namespace.go (namespaces
 // as key prefixes).
+//
+// The settle also finds at open what an earlier process left unsettled
+// (every table above Pebble's bottom level) and settles it as it would have
+// (settle.go).
 package embedded
