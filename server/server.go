@@ -213,167 +213,305 @@ type Server struct {
 // when the data table is empty, else from tomorrow (today may hold rows
 // written before the index was kept; `promhbase reindex` covers them).
 func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	b, err := newWiring(ctx, st, cfg)
+	if err != nil {
+		return nil, err
 	}
-	reg := cfg.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
+	for _, step := range []func() error{
+		b.exemplars,
+		b.seriesIndex,
+		b.compaction,
+		b.resultsCache,
+		b.rollups,
+		b.haTracker,
+		b.paths,
+		b.deletion,
+		b.retention,
+		b.queryAPI,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	readMapper := cfg.ReadMapper
-	if readMapper == nil {
-		readMapper = cfg.Mapper
+	b.s.handler = web.New(web.Options{Remote: b.remote, API: b.api, Pprof: cfg.Pprof, Info: b.info, HATracker: b.haPage,
+		RulerConfig: rulerConfigAPI(st, cfg, b.logger)})
+	return b.s, nil
+}
+
+// wiring is a Server being wired by New: the options of its parts,
+// filled in step by step, and what each step built for the next.
+type wiring struct {
+	ctx        context.Context
+	st         store.Store
+	cfg        Config
+	logger     *slog.Logger
+	reg        prometheus.Registerer
+	readMapper *series.Mapper
+	s          *Server
+
+	wopts ingest.Options
+	qopts query.Options
+	info  web.Info
+
+	ixw    *index.Writer      // nil: no series index
+	comp   *compact.Compactor // nil: no compaction
+	haPage http.Handler       // nil: no HA tracker
+	remote http.Handler       // remote write and read
+	del    *deletion.Deleter
+	api    http.Handler // the query API
+}
+
+// newWiring fills in the Config's defaults (a discarding logger, a
+// registry of its own, the write mapper for reads), sets up the limits
+// and starts the write, read and web options from the Config.
+func newWiring(ctx context.Context, st store.Store, cfg Config) (*wiring, error) {
+	b := &wiring{ctx: ctx, st: st, cfg: cfg, logger: cfg.Logger, reg: cfg.Registerer, readMapper: cfg.ReadMapper}
+	if b.logger == nil {
+		b.logger = slog.New(slog.DiscardHandler)
 	}
-	lim, err := limits.New(cfg.Limits, cfg.Layout, reg, nil)
+	if b.reg == nil {
+		b.reg = prometheus.NewRegistry()
+	}
+	if b.readMapper == nil {
+		b.readMapper = cfg.Mapper
+	}
+	lim, err := limits.New(cfg.Limits, cfg.Layout, b.reg, nil)
 	if err != nil {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
-	wopts := ingest.Options{Table: cfg.Tables.Data, Limits: lim, Metadata: metadata.NewMetas(cfg.Mapper.UIDs(), st, 0),
+	b.wopts = ingest.Options{Table: cfg.Tables.Data, Limits: lim, Metadata: metadata.NewMetas(cfg.Mapper.UIDs(), st, 0),
 		Retention: cfg.Retention.Time, Now: cfg.Retention.Now}
-	qopts := cfg.Query
-	qopts.DataTable, qopts.UIDTable = cfg.Tables.Data, cfg.Tables.UID
-	info := cfg.Web
-	info.DataTable, info.UIDTable = cfg.Tables.Data, cfg.Tables.UID
-	info.SaltWidth, info.SaltBuckets = cfg.Layout.SaltWidth, cfg.Layout.SaltBuckets
-	info.UIDWidths = [3]int{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth}
-	if cfg.ExemplarSlots > 0 && cfg.Tables.Exemplar != "" {
-		if cfg.ExemplarSlots > mapping.MaxExemplarSlots {
-			return nil, fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", cfg.ExemplarSlots, mapping.MaxExemplarSlots)
-		}
-		if err := checkTable(ctx, st, cfg.Tables.Exemplar, mapping.ExemplarFamily,
-			"or set --storage.exemplars.per-series-hour=0"); err != nil {
-			return nil, fmt.Errorf("exemplar %w", err)
-		}
-		wopts.ExemplarTable, wopts.ExemplarSlots = cfg.Tables.Exemplar, cfg.ExemplarSlots
-		qopts.ExemplarTable = cfg.Tables.Exemplar
-		info.ExemplarTable = cfg.Tables.Exemplar
+	b.qopts = cfg.Query
+	b.qopts.DataTable, b.qopts.UIDTable = cfg.Tables.Data, cfg.Tables.UID
+	b.info = cfg.Web
+	b.info.DataTable, b.info.UIDTable = cfg.Tables.Data, cfg.Tables.UID
+	b.info.SaltWidth, b.info.SaltBuckets = cfg.Layout.SaltWidth, cfg.Layout.SaltBuckets
+	b.info.UIDWidths = [3]int{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth}
+	b.s = &Server{uids: cfg.Mapper.UIDs(), logger: b.logger, lim: lim}
+	return b, nil
+}
+
+// exemplars checks the exemplar table and has exemplars written and read
+// when they are kept.
+func (b *wiring) exemplars() error {
+	cfg := b.cfg
+	if cfg.ExemplarSlots <= 0 || cfg.Tables.Exemplar == "" {
+		return nil
 	}
-	var ixw *index.Writer // nil: no series index
-	if cfg.Index.Enabled && cfg.Tables.Meta != "" && cfg.Tables.Index != "" {
-		ixw, err = openIndex(ctx, st, cfg, reg)
-		if err != nil {
-			return nil, err
-		}
-		wopts.Indexer = ixw
-		if cfg.Index.Query {
-			qopts.Index = index.NewReader(st, cfg.Tables.Index, readMapper.UIDs(), cfg.Layout)
-		}
-		info.IndexTable = cfg.Tables.Index
-		if !cfg.Index.SkipTSMeta {
-			info.MetaTable = cfg.Tables.Meta
-		}
+	if cfg.ExemplarSlots > mapping.MaxExemplarSlots {
+		return fmt.Errorf("--storage.exemplars.per-series-hour=%d: at most %d", cfg.ExemplarSlots, mapping.MaxExemplarSlots)
 	}
-	s := &Server{uids: cfg.Mapper.UIDs(), logger: logger}
-	var comp *compact.Compactor
-	if c := cfg.Compaction; c.Enabled {
-		comp = compact.New(st, compact.Options{DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout, Concurrency: c.Concurrency})
-		s.sched, err = compact.NewScheduler(comp, compact.SchedulerOptions{
-			Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, CheckInterval: c.CheckInterval, Registerer: reg, Logger: logger.With("component", "compaction"),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("compaction: %w", err)
-		}
-		wopts.RowNoter = s.sched
+	if err := checkTable(b.ctx, b.st, cfg.Tables.Exemplar, mapping.ExemplarFamily,
+		"or set --storage.exemplars.per-series-hour=0"); err != nil {
+		return fmt.Errorf("exemplar %w", err)
 	}
-	s.wireResultsCache(ctx, st, cfg, &wopts, reg, logger.With("component", "results-cache"))
-	if cfg.Rollup.Enabled {
-		if err := s.openRollups(ctx, st, cfg, &qopts, &wopts, reg, logger); err != nil {
-			return nil, err
-		}
+	b.wopts.ExemplarTable, b.wopts.ExemplarSlots = cfg.Tables.Exemplar, cfg.ExemplarSlots
+	b.qopts.ExemplarTable = cfg.Tables.Exemplar
+	b.info.ExemplarTable = cfg.Tables.Exemplar
+	return nil
+}
+
+// seriesIndex opens the series index's writer when the index is kept,
+// and reads through it when the Config asks.
+func (b *wiring) seriesIndex() error {
+	cfg := b.cfg
+	if !cfg.Index.Enabled || cfg.Tables.Meta == "" || cfg.Tables.Index == "" {
+		return nil
 	}
-	var haPage http.Handler
-	if cfg.HA.Enabled {
-		if err := checkTable(ctx, st, cfg.Tables.HA, hatracker.Family, "or turn --ha-tracker.enable off"); err != nil {
-			return nil, fmt.Errorf("HA tracker %w", err)
-		}
-		hc := cfg.HA.Config
-		hc.Table = cfg.Tables.HA
-		haReg := cfg.SharedRegisterer
-		if haReg == nil {
-			haReg = reg
-		}
-		tr, err := hatracker.New(st, hc, haReg)
-		if err != nil {
-			return nil, err
-		}
-		haTenant := cfg.Tenant
-		if haTenant == "" {
-			haTenant = hatracker.DefaultTenant
-		}
-		wopts.HA = ingest.HA{Tracker: tr, ClusterLabel: hc.ClusterLabel, ReplicaLabel: hc.ReplicaLabel, Tenant: haTenant}
-		haPage = tr.Handler(logger)
-	}
-	w := ingest.New(cfg.Mapper, st, wopts)
-	q := query.New(st, readMapper, qopts)
-	s.lim, s.q, s.writer = lim, q, w
-	aopts := cfg.Adapter
-	aopts.Ready = func(ctx context.Context) error {
-		_, err := st.Get(ctx, cfg.Tables.UID, []byte{0}, uid.FamilyID)
+	ixw, err := openIndex(b.ctx, b.st, cfg, b.reg)
+	if err != nil {
 		return err
 	}
-	h, err := adapter.New(w, q, aopts, reg, logger)
+	b.ixw, b.wopts.Indexer = ixw, ixw
+	if cfg.Index.Query {
+		b.qopts.Index = index.NewReader(b.st, cfg.Tables.Index, b.readMapper.UIDs(), cfg.Layout)
+	}
+	b.info.IndexTable = cfg.Tables.Index
+	if !cfg.Index.SkipTSMeta {
+		b.info.MetaTable = cfg.Tables.Meta
+	}
+	return nil
+}
+
+// compaction sets up the compactor and its scheduler, which notes the
+// rows written, when compaction is on.
+func (b *wiring) compaction() error {
+	c := b.cfg.Compaction
+	if !c.Enabled {
+		return nil
+	}
+	b.comp = compact.New(b.st, compact.Options{DataTable: b.cfg.Tables.Data, UIDTable: b.cfg.Tables.UID, Layout: b.cfg.Layout, Concurrency: c.Concurrency})
+	sched, err := compact.NewScheduler(b.comp, compact.SchedulerOptions{
+		Grace: c.Grace, MaxRowsPerHour: c.MaxRowsPerHour, CheckInterval: c.CheckInterval, Registerer: b.reg, Logger: b.logger.With("component", "compaction"),
+	})
+	b.s.sched = sched
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("compaction: %w", err)
 	}
-	dopts := deletion.Options{DataTable: cfg.Tables.Data, ExemplarTable: qopts.ExemplarTable, IndexTable: info.IndexTable,
-		Layout: cfg.Layout, Registerer: reg, Logger: logger.With("component", "deletion")}
-	if comp != nil {
-		dopts.Fence = comp
+	b.wopts.RowNoter = b.s.sched
+	return nil
+}
+
+// resultsCache has the writes tell the results cache what they change.
+func (b *wiring) resultsCache() error {
+	b.s.wireResultsCache(b.ctx, b.st, b.cfg, &b.wopts, b.reg, b.logger.With("component", "results-cache"))
+	return nil
+}
+
+// rollups opens the rollups' builder and scheduler when rollups are on.
+func (b *wiring) rollups() error {
+	if !b.cfg.Rollup.Enabled {
+		return nil
 	}
-	if ixw != nil {
+	return b.s.openRollups(b.ctx, b.st, b.cfg, &b.qopts, &b.wopts, b.reg, b.logger)
+}
+
+// haTracker checks the HA table and has the writes deduplicated by the
+// tracker, whose page the web UI shows, when it is on.
+func (b *wiring) haTracker() error {
+	cfg := b.cfg
+	if !cfg.HA.Enabled {
+		return nil
+	}
+	if err := checkTable(b.ctx, b.st, cfg.Tables.HA, hatracker.Family, "or turn --ha-tracker.enable off"); err != nil {
+		return fmt.Errorf("HA tracker %w", err)
+	}
+	hc := cfg.HA.Config
+	hc.Table = cfg.Tables.HA
+	haReg := cfg.SharedRegisterer
+	if haReg == nil {
+		haReg = b.reg
+	}
+	tr, err := hatracker.New(b.st, hc, haReg)
+	if err != nil {
+		return err
+	}
+	haTenant := cfg.Tenant
+	if haTenant == "" {
+		haTenant = hatracker.DefaultTenant
+	}
+	b.wopts.HA = ingest.HA{Tracker: tr, ClusterLabel: hc.ClusterLabel, ReplicaLabel: hc.ReplicaLabel, Tenant: haTenant}
+	b.haPage = tr.Handler(b.logger)
+	return nil
+}
+
+// paths builds the write path, the read path and the remote write and
+// read endpoints over them (ready once the UID table answers).
+func (b *wiring) paths() error {
+	st, uidTable := b.st, b.cfg.Tables.UID
+	w := ingest.New(b.cfg.Mapper, st, b.wopts)
+	q := query.New(st, b.readMapper, b.qopts)
+	b.s.q, b.s.writer = q, w
+	aopts := b.cfg.Adapter
+	aopts.Ready = func(ctx context.Context) error {
+		_, err := st.Get(ctx, uidTable, []byte{0}, uid.FamilyID)
+		return err
+	}
+	h, err := adapter.New(w, q, aopts, b.reg, b.logger)
+	if err != nil {
+		return err
+	}
+	b.remote = h
+	return nil
+}
+
+// deletion sets up the deleter of the admin API, fenced against
+// compaction, reindexing the days it prunes and rebuilding their
+// rollups.
+func (b *wiring) deletion() error {
+	cfg := b.cfg
+	dopts := deletion.Options{DataTable: cfg.Tables.Data, ExemplarTable: b.qopts.ExemplarTable, IndexTable: b.info.IndexTable,
+		Layout: cfg.Layout, Registerer: b.reg, Logger: b.logger.With("component", "deletion")}
+	if b.comp != nil {
+		dopts.Fence = b.comp
+	}
+	if b.ixw != nil {
 		// The days a delete prunes are indexed again when written anew.
-		dopts.IndexWriter = ixw
+		dopts.IndexWriter = b.ixw
 	}
-	if s.builder != nil {
-		dopts.Rollups = s.builder
+	if b.s.builder != nil {
+		dopts.Rollups = b.s.builder
 	}
-	del, err := deletion.New(st, q, dopts)
+	del, err := deletion.New(b.st, b.s.q, dopts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Also with nothing to delete: its cycles then measure the oldest
-	// hour kept, now and then.
-	{
-		r := cfg.Retention
-		ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
-			DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-			Registerer: reg, Logger: logger.With("component", "retention"), Now: r.Now, Deleted: s.cacheDeleted()}
-		if ixw != nil {
-			ropts.IndexWriter = ixw
+	b.del = del
+	return nil
+}
+
+// retention sets up the retention cycle, also with nothing to delete:
+// its cycles then measure the oldest hour kept, now and then.
+func (b *wiring) retention() error {
+	cfg := b.cfg
+	r := cfg.Retention
+	ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
+		DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
+		Registerer: b.reg, Logger: b.logger.With("component", "retention"), Now: r.Now, Deleted: b.s.cacheDeleted()}
+	if b.ixw != nil {
+		ropts.IndexWriter = b.ixw
+	}
+	if b.s.rollups != nil {
+		for _, iv := range rollup.Buildable(b.qopts.Rollups) {
+			ropts.Rollups = append(ropts.Rollups, retention.RollupTable{Table: iv.Table, Span: iv.Span(), Time: r.Resolutions[iv.Name]})
 		}
-		if s.rollups != nil {
-			for _, iv := range rollup.Buildable(qopts.Rollups) {
-				ropts.Rollups = append(ropts.Rollups, retention.RollupTable{Table: iv.Table, Span: iv.Span(), Time: r.Resolutions[iv.Name]})
-			}
-		}
-		s.ret, err = retention.New(st, ropts)
+	}
+	var err error
+	b.s.ret, err = retention.New(b.st, ropts)
+	if err != nil {
+		return fmt.Errorf("retention: %w", err)
+	}
+	return nil
+}
+
+// queryAPI builds the query API's options (admin, cardinality,
+// downsampling, the ruler's endpoints) and the API: at once for the
+// single tenant, at a tenant's first query otherwise.
+func (b *wiring) queryAPI() error {
+	popts := b.apiOptions()
+	if b.cfg.Tenant == "" {
+		a, err := promapi.New(popts)
 		if err != nil {
-			return nil, fmt.Errorf("retention: %w", err)
+			return err
 		}
+		b.api, b.s.api = a, func() (*promapi.API, error) { return a, nil }
+		return nil
 	}
+	// A tenant's query API is built at its first query: building
+	// one costs about a third of a CPU second (Prometheus's OpenAPI
+	// document), which tenants that only write never pay.
+	l := &lazyAPI{opts: popts}
+	b.api, b.s.api = l, l.get
+	return nil
+}
+
+// apiOptions returns the query API's options: the Config's, with the
+// read path, the admin API, cardinality from the series index, the
+// retention, the ruler's endpoints and downsampling filled in.
+func (b *wiring) apiOptions() promapi.Options {
+	cfg, st, q, s := b.cfg, b.st, b.s.q, b.s
 	popts := cfg.API
 	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
 	var rollupTables []string
 	if cfg.Rollup.Enabled {
-		for _, iv := range rollup.Buildable(qopts.Rollups) {
+		for _, iv := range rollup.Buildable(b.qopts.Rollups) {
 			rollupTables = append(rollupTables, iv.Table)
 		}
 	}
-	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: del, st: st, cache: s.cacheTeller,
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: b.del, st: st, cache: s.cacheTeller,
 		tables: snapshotTables(cfg.Tables, rollupTables)}
 	popts.ResultsCache, popts.Tenant = cfg.ResultsCache, cfg.Tenant
-	if ixw != nil && popts.Cardinality == nil {
+	if b.ixw != nil && popts.Cardinality == nil {
 		// /api/v1/status/tsdb counts the index's series rows.
-		popts.Cardinality = index.NewReader(st, cfg.Tables.Index, readMapper.UIDs(), cfg.Layout)
+		popts.Cardinality = index.NewReader(st, cfg.Tables.Index, b.readMapper.UIDs(), cfg.Layout)
 	}
 	if popts.Retention == "" {
 		popts.Retention = retentionString(cfg.Retention)
 	}
-	popts.Logger, popts.Registerer = logger, reg
+	popts.Logger, popts.Registerer = b.logger, b.reg
 	rulerAPIOptions(&popts, cfg)
 	if s.rollups != nil {
-		rc := qopts.Rollups
+		rc := b.qopts.Rollups
 		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
 			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
 		if r := cfg.Retention; r.Raw > 0 && (r.Time == 0 || r.Raw < r.Time) {
@@ -387,23 +525,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 	if popts.CORSOrigin == nil {
 		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
 	}
-	var api http.Handler
-	if cfg.Tenant == "" {
-		a, err := promapi.New(popts)
-		if err != nil {
-			return nil, err
-		}
-		api, s.api = a, func() (*promapi.API, error) { return a, nil }
-	} else {
-		// A tenant's query API is built at its first query: building
-		// one costs about a third of a CPU second (Prometheus's OpenAPI
-		// document), which tenants that only write never pay.
-		l := &lazyAPI{opts: popts}
-		api, s.api = l, l.get
-	}
-	s.handler = web.New(web.Options{Remote: h, API: api, Pprof: cfg.Pprof, Info: info, HATracker: haPage,
-		RulerConfig: rulerConfigAPI(st, cfg, logger)})
-	return s, nil
+	return popts
 }
 
 // lazyAPI is a query API built at its first request.
