@@ -181,6 +181,26 @@ func New(opts Options) (*API, error) {
 	if opts.Queryable == nil {
 		return nil, fmt.Errorf("promapi: no queryable")
 	}
+	opts = withDefaults(opts)
+	popts, delayedNameRemoval, err := parserOptions(opts.Features)
+	if err != nil {
+		return nil, err
+	}
+	promqlParser := parser.NewParser(popts)
+	gate := newQueryGate(opts.MaxConcurrency)
+	if opts.Slots != nil {
+		gate = &queryGate{slots: opts.Slots}
+	}
+	if opts.Engine, err = engineOf(opts.Engine); err != nil {
+		return nil, err
+	}
+	qengine := newQueryEngine(opts, promqlParser, gate, delayedNameRemoval)
+	router := newRouter(opts, qengine, promqlParser)
+	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine}, nil
+}
+
+// withDefaults returns opts with the defaults of the fields left zero.
+func withDefaults(opts Options) Options {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
 	}
@@ -205,10 +225,16 @@ func New(opts Options) (*API, error) {
 	if opts.Retention == "" {
 		opts.Retention = "unlimited"
 	}
+	return opts
+}
+
+// parserOptions returns the PromQL parser's options with features (the
+// --enable-feature names) on, and whether delayed name removal is on;
+// an error for a feature not in Features.
+func parserOptions(features []string) (popts parser.Options, delayedNameRemoval bool, err error) {
 	// Prometheus 3.15's defaults: duration expressions on, the rest off.
-	popts := parser.Options{ExperimentalDurationExpr: true}
-	delayedNameRemoval := false
-	for _, f := range opts.Features {
+	popts = parser.Options{ExperimentalDurationExpr: true}
+	for _, f := range features {
 		switch f {
 		case "promql-experimental-functions":
 			popts.EnableExperimentalFunctions = true
@@ -219,21 +245,30 @@ func New(opts Options) (*API, error) {
 		case "promql-delayed-name-removal":
 			delayedNameRemoval = true
 		default:
-			return nil, fmt.Errorf("unknown feature %q; promhbase knows %s", f, strings.Join(Features, ", "))
+			return popts, false, fmt.Errorf("unknown feature %q; promhbase knows %s", f, strings.Join(Features, ", "))
 		}
 	}
-	promqlParser := parser.NewParser(popts)
-	gate := newQueryGate(opts.MaxConcurrency)
-	if opts.Slots != nil {
-		gate = &queryGate{slots: opts.Slots}
-	}
-	switch opts.Engine {
+	return popts, delayedNameRemoval, nil
+}
+
+// engineOf returns the evaluator name e (Options.Engine), EnginePromhbase
+// when empty, or an error for an unknown one.
+func engineOf(e string) (string, error) {
+	switch e {
 	case "":
-		opts.Engine = EnginePromhbase
+		return EnginePromhbase, nil
 	case EnginePromhbase, EnginePrometheus:
+		return e, nil
 	default:
-		return nil, fmt.Errorf("unknown query engine %q; promhbase knows %s and %s", opts.Engine, EnginePromhbase, EnginePrometheus)
+		return e, fmt.Errorf("unknown query engine %q; promhbase knows %s and %s", e, EnginePromhbase, EnginePrometheus)
 	}
+}
+
+// newQueryEngine returns the PromQL engine of /api/v1/query and
+// query_range: promhbase's evaluator over Prometheus's engine (which
+// answers every query when opts.Engine is EnginePrometheus or delayed
+// name removal is on), behind the results cache when it is on.
+func newQueryEngine(opts Options, promqlParser parser.Parser, gate *queryGate, delayedNameRemoval bool) promql.QueryEngine {
 	promEngine := promql.NewEngine(promql.EngineOpts{
 		Logger:             opts.Logger.With("component", "query engine"),
 		Reg:                opts.Registerer,
@@ -256,10 +291,16 @@ func New(opts Options) (*API, error) {
 		// answers every query then.
 		Disabled: opts.Engine == EnginePrometheus || delayedNameRemoval, Registerer: opts.Registerer,
 	})
-	var qengine promql.QueryEngine = qe
 	if opts.ResultsCache.Enabled() {
-		qengine = opts.ResultsCache.Engine(opts.Tenant, qe, promqlParser, opts.LookbackDelta)
+		return opts.ResultsCache.Engine(opts.Tenant, qe, promqlParser, opts.LookbackDelta)
 	}
+	return qe
+}
+
+// newRouter returns the router of Prometheus's API handlers below
+// /api/v1, over qengine and opts.Queryable, with the runtime information,
+// rules and alertmanagers promhbase has.
+func newRouter(opts Options, qengine promql.QueryEngine, promqlParser parser.Parser) *route.Router {
 	start := time.Now()
 	runtimeInfo := func() (v1.RuntimeInfo, error) {
 		return v1.RuntimeInfo{
@@ -301,7 +342,7 @@ func New(opts Options) (*API, error) {
 	)
 	router := route.New().WithPrefix("/api/v1")
 	api.Register(router)
-	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine}, nil
+	return router
 }
 
 // ServeHTTP answers the exposed endpoints below /api/v1.
