@@ -14,6 +14,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/storetest"
 )
 
 // hostSeries returns n series of metric over hours hours from t0, one
@@ -214,12 +215,12 @@ func TestLateSampleSurvives(t *testing.T) {
 					return
 				}
 				fired = true
-				waitPast(version)
+				storetest.WaitPast(int64(version))
 				e.write(promSeries("late_metric", labels, tc.late))
 				// Whatever the compactor writes next gets a later store
 				// time than the late sample, should it take the store's
 				// time.
-				waitPast(uint64(time.Now().UnixMilli()))
+				storetest.WaitPast(time.Now().UnixMilli())
 			}
 			c := e.compactor()
 			if tc.stage == "afterRead" {

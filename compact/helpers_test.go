@@ -118,14 +118,6 @@ func renderPoints(pts []mapping.Point) string {
 	return sb.String()
 }
 
-// waitPast waits until the clock (of this machine, which is also the test
-// HBase's) is past version, so that a write gets a newer version.
-func waitPast(version uint64) {
-	for uint64(time.Now().UnixMilli()) <= version {
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // maxVersion is the newest version among cells.
 func maxVersion(cells []store.Cell) uint64 {
 	var v uint64

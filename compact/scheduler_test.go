@@ -3,6 +3,7 @@ package compact
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -205,15 +207,16 @@ func TestSchedulerRun(t *testing.T) {
 	e.now = time.Unix(t0+5*3600, 0)
 	e.writeBySample(hostSeries("run", 2, 1, 15*time.Minute, func(i, j int) float64 { return float64(j) }))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // when the wait fails
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.Run(ctx)
 	}()
-	deadline := time.Now().Add(time.Minute)
-	for testutil.ToFloat64(s.m.compacted) < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, time.Minute, 5*time.Millisecond, "2 hours compacted by Run", func() (bool, string) {
+		n := testutil.ToFloat64(s.m.compacted)
+		return n >= 2, fmt.Sprintf("%v compacted", n)
+	})
 	cancel()
 	select {
 	case <-done:

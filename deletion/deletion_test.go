@@ -24,6 +24,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/storetest"
 )
 
 // without renders what rendered (rig.data or rig.exemplars) shows once
@@ -345,9 +346,7 @@ func TestDeletedSamplesStayDeletedAfterCompaction(t *testing.T) {
 			// A late sample into the same row, then compaction. (Written in
 			// a later millisecond than the delete: on HBase a delete
 			// marker hides what is written in its own millisecond.)
-			for at := time.Now().UnixMilli(); time.Now().UnixMilli() <= at; {
-				time.Sleep(time.Millisecond)
-			}
+			storetest.WaitPast(time.Now().UnixMilli())
 			late := h + 57*60*1000 + 1
 			g.write(floats(ls, late))
 			g.compactAll()

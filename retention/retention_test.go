@@ -16,6 +16,8 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/storetest"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
@@ -170,8 +172,9 @@ func TestIndexDaysGo(t *testing.T) {
 	// (their timestamps are not newer than its marker's): the server's
 	// clock, which the test cannot set, must move on first. (Under CI's
 	// load the 'S' row, deleted last, was once written back in the same
-	// millisecond and stayed hidden.)
-	time.Sleep(2 * time.Millisecond)
+	// millisecond and stayed hidden.) A millisecond of slack, as the
+	// server's clock is read apart from this one.
+	storetest.WaitPast(time.Now().UnixMilli() + 1)
 	g.write(promSeries("m", []string{"job", "a"}, at(day-2, 23)))
 	for _, k := range []string{"K", "N", "V", "S"} {
 		want = append(want, fmt.Sprintf("%s%d", k, day-2))
@@ -303,12 +306,13 @@ func TestRunStops(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r := g.retention(Options{Time: time.Hour, Interval: 10 * time.Millisecond, Registerer: reg})
 	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel() // when the wait fails
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
-	deadline := time.Now().Add(time.Minute)
-	for testproc.GatherSum(t, reg, "promhbase_retention_cycles_total") < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, time.Minute, 5*time.Millisecond, "2 cycles run", func() (bool, string) {
+		n := testproc.GatherSum(t, reg, "promhbase_retention_cycles_total")
+		return n >= 2, fmt.Sprintf("%v cycles", n)
+	})
 	cancel()
 	<-done
 	if got := g.samples(); got != "" {

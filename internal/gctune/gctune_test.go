@@ -82,8 +82,7 @@ func TestTunerStop(t *testing.T) {
 	debug.SetGCPercent(33)
 	live := make([]byte, 64<<20)
 	for range 5 {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
+		collect(t)
 	}
 	runtime.KeepAlive(live)
 	if got := debug.SetGCPercent(100); got != 33 {
@@ -91,6 +90,8 @@ func TestTunerStop(t *testing.T) {
 	}
 }
 
+// waitPercent collects until the tuner's GOGC satisfies ok, for at most
+// 10 s.
 func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -98,8 +99,27 @@ func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool, want string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GOGC %d, want %s", tu.Percent(), want)
 		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+		collect(t)
+	}
+}
+
+// marker is garbage whose finalizer tells that a collection's finalizers
+// run. It holds a pointer, so the tiny allocator never batches it.
+type marker struct{ p *int }
+
+// collect runs a collection and waits until the finalizers it queued run
+// (the marker's has): those of the collections before, the tuner's
+// sentinels among them, have all run then (one goroutine runs them, a
+// collection's batch after the one before).
+func collect(t *testing.T) {
+	t.Helper()
+	ran := make(chan struct{})
+	runtime.SetFinalizer(&marker{p: new(int)}, func(*marker) { close(ran) })
+	runtime.GC()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no finalizer ran 10 s after a collection")
 	}
 }
 

@@ -61,10 +61,7 @@ func testDeleteRows(t *testing.T, s store.Store, table string) {
 	// A write in the range after DeleteRows returned stays. (Store time
 	// moves on first: a delete marker of the same millisecond would hide
 	// it on HBase.)
-	deleted := time.Now().UnixMilli()
-	for time.Now().UnixMilli() <= deleted {
-		time.Sleep(time.Millisecond)
-	}
+	WaitPast(time.Now().UnixMilli())
 	put(t, s, table, store.Put{Row: []byte("dr-c"), Cells: []store.Cell{cell("a", "new", "3")}})
 	if r, err := s.Get(c, table, []byte("dr-c"), ""); err != nil || cellString(r.Cells) != "a:6e6577=33" {
 		t.Errorf("get of a row written after DeleteRows = %s, %v; want a:new=3 alone", cellString(r.Cells), err)
