@@ -659,16 +659,24 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 	}
 	badTS := 0
 	var firstBad int64
-	for _, smp := range s.Samples {
-		if !validTime(smp.T) {
+	// keep reports whether a sample of time t is kept, and counts it when
+	// it is not: out of range, or expired.
+	keep := func(t int64) bool {
+		switch {
+		case !validTime(t):
 			if badTS == 0 {
-				firstBad = smp.T
+				firstBad = t
 			}
 			badTS++
-			continue
-		}
-		if smp.T < b.minT {
+			return false
+		case t < b.minT:
 			b.expired++
+			return false
+		}
+		return true
+	}
+	for _, smp := range s.Samples {
+		if !keep(smp.T) {
 			continue
 		}
 		base := row(smp.T)
@@ -689,15 +697,7 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 			histErr = cmp.Or(histErr, err)
 			continue
 		}
-		if !validTime(h.T) {
-			if badTS == 0 {
-				firstBad = h.T
-			}
-			badTS++
-			continue
-		}
-		if h.T < b.minT {
-			b.expired++
+		if !keep(h.T) {
 			continue
 		}
 		base := row(h.T)

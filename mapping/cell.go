@@ -59,17 +59,11 @@ func AppendPoints(dst []Point, baseTime uint32, qualifier, value []byte) ([]Poin
 	case n == 2:
 		return appendSecondCell(dst, base, qualifier, value)
 	case n == 4 && InMilliseconds(qualifier[0]):
-		u := binary.BigEndian.Uint32(qualifier)
-		flags := byte(u) & FlagsMask
-		if want := ValueLen(flags); len(value) != want {
-			return dst, fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
-				ErrMalformedCell, qualifier, want, len(value))
+		v, err := millisValue(qualifier, value)
+		if err != nil {
+			return dst, err
 		}
-		v, ok := decodeFixed(flags, value)
-		if !ok {
-			return dst, fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
-		}
-		return append(dst, Point{T: base + int64((u&0x0FFFFFC0)>>6), V: v}), nil
+		return append(dst, Point{T: base + int64((binary.BigEndian.Uint32(qualifier)&0x0FFFFFC0)>>6), V: v}), nil
 	}
 	return appendCompacted(dst, base, qualifier, value)
 }
@@ -77,23 +71,49 @@ func AppendPoints(dst []Point, baseTime uint32, qualifier, value []byte) ([]Poin
 // appendSecondCell decodes a single point with a 2-byte qualifier, applying
 // OpenTSDB's fix-ups.
 func appendSecondCell(dst []Point, base int64, q, value []byte) ([]Point, error) {
+	_, v, err := secondValue(q, value)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, Point{T: base + int64(binary.BigEndian.Uint16(q)>>4)*1000, V: v}), nil
+}
+
+// secondValue checks the value of a single point under the 2-byte
+// qualifier q, applying OpenTSDB's fix-up of a 4-byte float stored on 8
+// bytes, and returns the value from then on and its number.
+func secondValue(q, value []byte) ([]byte, float64, error) {
 	if InMilliseconds(q[0]) {
-		return dst, fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, q)
+		return nil, 0, fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, q)
 	}
 	flags := q[1] & FlagsMask
 	if flags == FlagsFloat32 && len(value) == 8 {
 		// Old TSDs stored 4-byte floats on 8 bytes behind 4 zero bytes.
 		if value[0]|value[1]|value[2]|value[3] != 0 {
-			return dst, fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
+			return nil, 0, fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
 				ErrMalformedCell, q, value)
 		}
 		value = value[4:]
 	}
 	v, ok := decodeFixed(flags, value)
 	if !ok {
-		return dst, fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
+		return nil, 0, fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
 	}
-	return append(dst, Point{T: base + int64(binary.BigEndian.Uint16(q)>>4)*1000, V: v}), nil
+	return value, v, nil
+}
+
+// millisValue checks the value of a single point under the 4-byte
+// millisecond qualifier q and returns its number.
+func millisValue(q, value []byte) (float64, error) {
+	flags := q[3] & FlagsMask
+	if want := ValueLen(flags); len(value) != want {
+		return 0, fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
+			ErrMalformedCell, q, want, len(value))
+	}
+	v, ok := decodeFixed(flags, value)
+	if !ok {
+		return 0, fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
+	}
+	return v, nil
 }
 
 // appendCompacted decodes a compacted column of two or more points.

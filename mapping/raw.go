@@ -45,32 +45,17 @@ func AppendRawPoints(dst []RawPoint, baseTime uint32, qualifier, value []byte) (
 		}
 		return dst, nil
 	case n == 2:
-		if InMilliseconds(qualifier[0]) {
-			return dst, fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, qualifier)
-		}
-		flags := qualifier[1] & FlagsMask
-		if flags == FlagsFloat32 && len(value) == 8 {
-			if value[0]|value[1]|value[2]|value[3] != 0 {
-				return dst, fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
-					ErrMalformedCell, qualifier, value)
-			}
-			value = value[4:]
-		}
-		if _, ok := decodeFixed(flags, value); !ok {
-			return dst, fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
+		value, _, err := secondValue(qualifier, value)
+		if err != nil {
+			return dst, err
 		}
 		p := RawPoint{T: base + int64(binary.BigEndian.Uint16(qualifier)>>4)*1000, QualLen: 2, Value: value}
 		p.Qual[0] = qualifier[0]
 		p.Qual[1] = qualifier[1]&^LengthMask | byte(len(value)-1)
 		return append(dst, p), nil
 	case n == 4 && InMilliseconds(qualifier[0]):
-		flags := qualifier[3] & FlagsMask
-		if want := ValueLen(flags); len(value) != want {
-			return dst, fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
-				ErrMalformedCell, qualifier, want, len(value))
-		}
-		if _, ok := decodeFixed(flags, value); !ok {
-			return dst, fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
+		if _, err := millisValue(qualifier, value); err != nil {
+			return dst, err
 		}
 		p := RawPoint{T: base + int64((binary.BigEndian.Uint32(qualifier)&0x0FFFFFC0)>>6), QualLen: 4, Value: value}
 		copy(p.Qual[:], qualifier)
