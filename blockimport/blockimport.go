@@ -246,6 +246,25 @@ func appendAt(ts *prompb.TimeSeries, it chunkenc.Iterator, vt chunkenc.ValueType
 	}
 }
 
+// blockCounts are what an import of a block counts into Stats once it is
+// done: the series sent, those skipped (sent before a resume), and the
+// samples left out as expired.
+type blockCounts struct{ sent, skipped, expired int64 }
+
+// addTo adds the counts to st.
+func (c *blockCounts) addTo(st *Stats) {
+	st.Series, st.SeriesSkipped, st.Expired = st.Series+c.sent, st.SeriesSkipped+c.skipped, st.Expired+c.expired
+}
+
+// expireBeforeOf is the time before which samples are left out as
+// expired: Options.ExpireBefore, or none.
+func expireBeforeOf(opts Options) int64 {
+	if opts.ExpireBefore <= 0 {
+		return math.MinInt64 // none
+	}
+	return opts.ExpireBefore
+}
+
 // importBlock sends the selected series of b from the skip-th on; acked
 // is called, one call at a time, with the number of series sent whole and
 // the samples sent once each batch and those before it are acknowledged
@@ -267,22 +286,16 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 	}
 	set := storage.NewMergeSeriesSet(sets, 0, storage.ChainedSeriesMerge)
 	var (
-		req           = &prompb.WriteRequest{}
-		samples       int   // in req
-		index         int64 // series seen
-		it            chunkenc.Iterator
-		pending       bool
-		sent, skipped int64
-		expired       int64
-		p             = newPipeline(ctx, cmp.Or(opts.Concurrency, 4), acked)
+		req     = &prompb.WriteRequest{}
+		samples int   // in req
+		index   int64 // series seen
+		it      chunkenc.Iterator
+		pending bool
+		counts  blockCounts
+		p       = newPipeline(ctx, cmp.Or(opts.Concurrency, 4), acked)
 	)
-	expireBefore := opts.ExpireBefore
-	if expireBefore <= 0 {
-		expireBefore = math.MinInt64 // none
-	}
-	defer func() {
-		st.Series, st.SeriesSkipped, st.Expired = st.Series+sent, st.SeriesSkipped+skipped, st.Expired+expired
-	}()
+	expireBefore := expireBeforeOf(opts)
+	defer counts.addTo(st)
 	flush := func(complete int64) error {
 		if !pending {
 			return nil
@@ -297,7 +310,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 	for set.Next() {
 		if index < skip {
 			index++
-			skipped++
+			counts.skipped++
 			continue
 		}
 		series := set.At()
@@ -306,7 +319,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 		it = series.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			if it.AtT() < expireBefore {
-				expired++
+				counts.expired++
 				continue
 			}
 			appendAt(&ts, it, vt)
@@ -324,7 +337,7 @@ func importBlock(ctx context.Context, s Sender, b *tsdb.Block, opts Options, ski
 			return p.abort(fmt.Errorf("series %s: %w", series.Labels(), err))
 		}
 		index++
-		sent++
+		counts.sent++
 		if len(ts.Samples)+len(ts.Histograms) > 0 {
 			req.Timeseries = append(req.Timeseries, ts)
 			pending = true
