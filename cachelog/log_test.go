@@ -12,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/storetest"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -170,16 +171,7 @@ func TestAppendPoll(t *testing.T) {
 	t.Run("rows older than keep deleted", func(t *testing.T) {
 		clk.add(3 * time.Minute)
 		poll(a)
-		sc := st.Scan(ctx, store.ScanRequest{Table: tb.Index, Start: []byte{'X'}, Stop: []byte{'Y'}, Family: mapping.IndexFamily})
-		n := 0
-		for sc.Next() {
-			n++
-		}
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-		sc.Close()
-		if n != 0 {
+		if n := storetest.CountRows(t, st, store.ScanRequest{Table: tb.Index, Start: []byte{'X'}, Stop: []byte{'Y'}, Family: mapping.IndexFamily}); n != 0 {
 			t.Fatalf("%d rows left older than keep", n)
 		}
 	})

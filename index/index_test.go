@@ -15,6 +15,7 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
+	"github.com/promhbase/promhbase/store/storetest"
 	"github.com/promhbase/promhbase/uid"
 )
 
@@ -302,18 +303,7 @@ func TestSkipTSMeta(t *testing.T) {
 			if err := g.w.Write(ctx, entries); err != nil {
 				t.Fatal(err)
 			}
-			rows := func(table string) int {
-				sc := g.st.Scan(ctx, store.ScanRequest{Table: table})
-				defer sc.Close()
-				n := 0
-				for sc.Next() {
-					n++
-				}
-				if err := sc.Err(); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
+			rows := func(table string) int { return storetest.CountRows(t, g.st, store.ScanRequest{Table: table}) }
 			wantMeta := 2
 			if skip {
 				wantMeta = 0

@@ -186,16 +186,7 @@ func TestNamespaces(t *testing.T) {
 			}
 		}
 		for _, table := range []string{ns2 + ":tsdb", ns2 + ":tsdb-uid"} {
-			sc := s.Scan(ctx, store.ScanRequest{Table: table})
-			n := 0
-			for sc.Next() {
-				n++
-			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
-			}
-			sc.Close()
-			if n != 0 {
+			if n := storetest.CountRows(t, s, store.ScanRequest{Table: table}); n != 0 {
 				t.Errorf("%s holds %d rows written into %s only", table, n, ns1)
 			}
 		}

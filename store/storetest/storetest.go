@@ -113,6 +113,22 @@ func cellString(cells []store.Cell) string {
 	return strings.Join(parts, " ")
 }
 
+// CountRows returns how many rows req scans in s, failing t when the scan
+// fails.
+func CountRows(t testing.TB, s store.Store, req store.ScanRequest) int {
+	t.Helper()
+	sc := s.Scan(t.Context(), req)
+	defer sc.Close()
+	n := 0
+	for sc.Next() {
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("scan %+v: %v", req, err)
+	}
+	return n
+}
+
 func scanAll(t *testing.T, s store.Store, req store.ScanRequest) []store.Row {
 	t.Helper()
 	sc := s.Scan(ctx(t), req)
