@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -43,6 +45,37 @@ func putRows(t *testing.T, s *Store, table string, from, n, size int) {
 		}
 		if err := s.Put(t.Context(), table, puts); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// writeUntil puts the rows row-%08d of table from first on, one a put,
+// each with the cell t:01=value(i), until stop closes: with a pause, one a
+// pause; without, at once one after the other. After each put it stores
+// the rows acknowledged in acked, when acked is not nil. A put's error is
+// reported with t.Error and ends it.
+func writeUntil(t *testing.T, s *Store, table string, first int, pause time.Duration, value func(i int) []byte, acked *atomic.Int64, stop <-chan struct{}) {
+	for i := 0; ; i++ {
+		if pause > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(pause):
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		p := []store.Put{{Row: fmt.Appendf(nil, "row-%08d", first+i), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{1}, Value: value(i)}}}}
+		if err := s.Put(t.Context(), table, p); err != nil {
+			t.Error(err)
+			return
+		}
+		if acked != nil {
+			acked.Store(int64(i + 1))
 		}
 	}
 }

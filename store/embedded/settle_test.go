@@ -122,18 +122,7 @@ func TestBackgroundSettle(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			p := []store.Put{{Row: fmt.Appendf(nil, "row-%08d", 5000+i), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{1}, Value: []byte{1}}}}}
-			if err := s.Put(ctx, "d", p); err != nil {
-				t.Error(err)
-				return
-			}
-		}
+		writeUntil(t, s, "d", 5000, 2*time.Millisecond, func(int) []byte { return []byte{1} }, nil, stop)
 	}()
 	waitFor("deleted rows compacted away", func() bool { return s.SSTableBytes() < before/5 })
 	close(stop)

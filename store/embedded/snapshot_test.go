@@ -30,19 +30,7 @@ func TestSnapshotWhileWriting(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := []store.Put{{Row: fmt.Appendf(nil, "row-%08d", i), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{1}, Value: fmt.Appendf(nil, "%s-%d", table, i)}}}}
-				if err := s.Put(ctx, table, p); err != nil {
-					t.Error(err)
-					return
-				}
-				acked[w].Store(int64(i + 1))
-			}
+			writeUntil(t, s, table, 0, 0, func(i int) []byte { return fmt.Appendf(nil, "%s-%d", table, i) }, &acked[w], stop)
 		}()
 	}
 	for acked[0].Load() < 2000 || acked[1].Load() < 2000 {
