@@ -72,60 +72,9 @@ func fnKinds() map[string]fnKind {
 // series are found once, so rate, increase, resets and changes take O(1)
 // per step (and a step over the resets inside its window).
 func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) bool {
-	// Staleness markers are left out; the counter resets of rate and
-	// increase are found in the same pass when there is none.
-	var resets []int32 // indices i with pts[i].V < pts[i-1].V
-	counter := fn.kind == fnRate || fn.kind == fnIncrease
-	findResets := func(pts []query.Sample) (bool, []int32) {
-		rs := sc.resets[:0]
-		for i, p := range pts {
-			if value.IsStaleNaN(p.V) {
-				return true, rs
-			}
-			if i > 0 && p.V < pts[i-1].V {
-				rs = append(rs, int32(i))
-			}
-		}
-		return false, rs
-	}
-	pts := samples
-	var stale bool
-	if counter {
-		stale, resets = findResets(samples)
-	} else {
-		stale = slices.ContainsFunc(samples, func(s query.Sample) bool { return value.IsStaleNaN(s.V) })
-	}
-	if stale {
-		pts = sc.pts[:0]
-		for _, s := range samples {
-			if !value.IsStaleNaN(s.V) {
-				pts = append(pts, s)
-			}
-		}
-		sc.pts = pts
-		if counter {
-			_, resets = findResets(pts)
-		}
-	}
-	sc.resets = resets
+	pts, resets, counts := rangePoints(fn, sc, samples)
 	if len(pts) == 0 {
 		return false
-	}
-	var counts []int32 // counts[i]: resets or changes at indices <= i
-	switch fn.name {
-	case "resets", "changes":
-		counts = slices.Grow(sc.counts[:0], len(pts))[:len(pts)]
-		counts[0] = 0
-		for i := 1; i < len(pts); i++ {
-			c := counts[i-1]
-			cur, prev := pts[i].V, pts[i-1].V
-			if fn.name == "resets" && cur < prev ||
-				fn.name == "changes" && cur != prev && !(math.IsNaN(cur) && math.IsNaN(prev)) {
-				c++
-			}
-			counts[i] = c
-		}
-		sc.counts = counts
 	}
 	rangeSeconds := (time.Duration(fn.rng) * time.Millisecond).Seconds()
 	fixed := sel.at != nil || sel.startOrEnd != 0
@@ -217,6 +166,78 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	if !found {
 		return false
 	}
+	ev.annotateRange(fn, ls)
+	return true
+}
+
+// rangePoints returns the samples of a series that fn reads, staleness
+// markers left out (into sc.pts when there are any), with the indices i
+// where pts[i].V < pts[i-1].V (the counter resets) for rate and increase,
+// and for resets and changes counts[i], the resets or changes at indices
+// <= i; the slices are kept in sc for the next series.
+func rangePoints(fn *rangeFn, sc *scratch, samples []query.Sample) (pts []query.Sample, resets, counts []int32) {
+	// Staleness markers are left out; the counter resets of rate and
+	// increase are found in the same pass when there is none.
+	counter := fn.kind == fnRate || fn.kind == fnIncrease
+	pts = samples
+	var stale bool
+	if counter {
+		stale, resets = findResets(sc.resets[:0], samples)
+	} else {
+		stale = slices.ContainsFunc(samples, func(s query.Sample) bool { return value.IsStaleNaN(s.V) })
+	}
+	if stale {
+		pts = sc.pts[:0]
+		for _, s := range samples {
+			if !value.IsStaleNaN(s.V) {
+				pts = append(pts, s)
+			}
+		}
+		sc.pts = pts
+		if counter {
+			_, resets = findResets(sc.resets[:0], pts)
+		}
+	}
+	sc.resets = resets
+	if len(pts) == 0 {
+		return pts, resets, nil
+	}
+	switch fn.name {
+	case "resets", "changes":
+		counts = slices.Grow(sc.counts[:0], len(pts))[:len(pts)]
+		counts[0] = 0
+		for i := 1; i < len(pts); i++ {
+			c := counts[i-1]
+			cur, prev := pts[i].V, pts[i-1].V
+			if fn.name == "resets" && cur < prev ||
+				fn.name == "changes" && cur != prev && !(math.IsNaN(cur) && math.IsNaN(prev)) {
+				c++
+			}
+			counts[i] = c
+		}
+		sc.counts = counts
+	}
+	return pts, resets, counts
+}
+
+// findResets appends to rs the indices i with pts[i].V < pts[i-1].V; it
+// stops at the first staleness marker, reporting it.
+func findResets(rs []int32, pts []query.Sample) (stale bool, _ []int32) {
+	for i, p := range pts {
+		if value.IsStaleNaN(p.V) {
+			return true, rs
+		}
+		if i > 0 && p.V < pts[i-1].V {
+			rs = append(rs, int32(i))
+		}
+	}
+	return false, rs
+}
+
+// annotateRange adds the annotations of fn over the series ls that found
+// a value, as Prometheus's engine does: a rate or increase of a metric
+// whose name does not say counter, a quantile outside [0, 1].
+func (ev *evaluator) annotateRange(fn *rangeFn, ls labels.Labels) {
 	switch fn.name {
 	case "rate", "increase":
 		if name := ls.Get(model.MetricNameLabel); name != "" && !strings.HasSuffix(name, "_total") &&
@@ -228,7 +249,6 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 			ev.addAnnotation(annotations.NewInvalidQuantileWarning(q, fn.argPos))
 		}
 	}
-	return true
 }
 
 // instantValue is irate (rate: true) and idelta of a window: from its
