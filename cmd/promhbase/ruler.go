@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -17,8 +18,6 @@ import (
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/tenant"
 )
 
@@ -121,22 +120,12 @@ func (c *config) startRuler(st store.Store, rc ruler.Config, srv *server.Server,
 // rulerTenants lists the tenants whose namespace holds the rules table
 // (on the embedded store, every namespace: its tables are everywhere).
 func (c *config) rulerTenants(ctx context.Context, st store.Store) ([]string, error) {
-	var nss []string
-	switch s := st.(type) {
-	case *embedded.Store:
-		nss = s.Namespaces()
-	case *hbase.Store:
-		m, err := s.ListNamespaceTables(ctx, tenant.NamespacePrefix)
-		if err != nil {
-			return nil, err
-		}
-		for ns, tables := range m {
-			if slices.Contains(tables, c.rulesTable) {
-				nss = append(nss, ns)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("ruler: this store has no tenants")
+	nss, err := tenantNamespaces(ctx, st, c.rulesTable)
+	if errors.Is(err, errNoTenants) {
+		return nil, fmt.Errorf("ruler: %w", err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var ids []string
 	for _, ns := range nss {

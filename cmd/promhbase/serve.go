@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +38,7 @@ import (
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/web"
 )
 
@@ -267,58 +269,110 @@ func registerRulerLimits(cmd *kingpin.CmdClause, f *rulerLimitFlags) {
 	cmd.Flag("ruler.max-rules-per-rule-group", "Most rules one rule group may hold; a POST of a larger group gets 400. Per tenant: ruler_max_rules_per_rule_group in --runtime-config.file. 0 means no limit.").Default("0").IntVar(&f.maxRules)
 }
 
+// runServe is the serve command: it checks the flags, opens the store,
+// wires the server (at once, or on HBase once the cluster answers),
+// listens and serves until SIGINT or SIGTERM, then shuts down, the
+// background work stopped before the store closes.
 func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
-	if serveOpts.mutexFraction > 0 || serveOpts.blockRate > 0 {
-		runtime.SetMutexProfileFraction(serveOpts.mutexFraction)
-		runtime.SetBlockProfileRate(serveOpts.blockRate)
-	}
-	if os.Getenv("GOGC") == "" {
-		auto := gctune.DefaultHeadroom(runtime.GOMAXPROCS(0))
-		defer gctune.Start(serveOpts.gogc, serveOpts.gcHeadroomMin.or(auto), serveOpts.gcHeadroom.or(auto)).Stop()
-	}
+	setProfileRates()
+	defer tuneGC()()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if serveOpts.tenants.runtimeFile != "" && !serveOpts.tenants.enabled {
-		return errors.New("--runtime-config.file holds per-tenant limits: it needs --auth.multitenancy-enabled")
-	}
-	if f := serveOpts.tenants.runtimeFile; f != "" {
-		// Read once before anything is served: on HBase serve listens
-		// while it waits for the cluster, and a file that can never load
-		// must end it at once, not once the cluster answers.
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("runtime configuration: %w", err)
-		}
-		if _, err := overrides.Parse(b, overrides.Limits{}); err != nil {
-			return fmt.Errorf("runtime configuration %s: %w", f, err)
-		}
+	if err := checkRuntimeConfig(); err != nil {
+		return err
 	}
 	st, err := cfg.openStore(reg, logger)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rollupCfg, err := cfg.rollups()
+	srvCfg, err := serverConfig(app, cfg, reg, logger)
 	if err != nil {
 		return err
 	}
+	rulerCfg, err := cfg.rulerConfig(rulerOpts, serveOpts.externalURL, reg, logger)
+	if err != nil {
+		return err
+	}
+	w := &serveWiring{cfg: cfg, st: st, rulerCfg: rulerCfg, reg: reg, logger: logger}
+	w.srvCfg = w.withRuler(srvCfg)
+	handler, startFailed, stopBackground, err := w.start()
+	if err != nil {
+		return err
+	}
+	// Stop the background work, letting the rows in flight finish, before
+	// the store closes (that defer was registered first, so it runs last).
+	defer stopBackground()
+	ln, err := listen()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
+	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
+		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
+		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace, "tenants", serveOpts.tenants.enabled)
+	return serveUntilSignal(ln, srv, startFailed, logger)
+}
+
+// setProfileRates sets the runtime's mutex and block profile rates
+// (--debug.mutex-profile-fraction, --debug.block-profile-rate) when
+// either is on.
+func setProfileRates() {
+	if serveOpts.mutexFraction > 0 || serveOpts.blockRate > 0 {
+		runtime.SetMutexProfileFraction(serveOpts.mutexFraction)
+		runtime.SetBlockProfileRate(serveOpts.blockRate)
+	}
+}
+
+// tuneGC starts the collector's tuning (--runtime.gogc and the headroom
+// flags) unless the GOGC environment variable is set, and returns what
+// stops it.
+func tuneGC() (stop func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	auto := gctune.DefaultHeadroom(runtime.GOMAXPROCS(0))
+	return gctune.Start(serveOpts.gogc, serveOpts.gcHeadroomMin.or(auto), serveOpts.gcHeadroom.or(auto)).Stop
+}
+
+// checkRuntimeConfig refuses --runtime-config.file without tenants, and
+// reads and parses the file once before anything is served: on HBase
+// serve listens while it waits for the cluster, and a file that can
+// never load must end it at once, not once the cluster answers.
+func checkRuntimeConfig() error {
+	f := serveOpts.tenants.runtimeFile
+	if f == "" {
+		return nil
+	}
+	if !serveOpts.tenants.enabled {
+		return errors.New("--runtime-config.file holds per-tenant limits: it needs --auth.multitenancy-enabled")
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return fmt.Errorf("runtime configuration: %w", err)
+	}
+	if _, err := overrides.Parse(b, overrides.Limits{}); err != nil {
+		return fmt.Errorf("runtime configuration %s: %w", f, err)
+	}
+	return nil
+}
+
+// serverConfig checks the flags the server takes and builds its
+// configuration, the results cache (registered in reg) included; the
+// ruler's part is added by serveWiring.withRuler.
+func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registry, logger *slog.Logger) (server.Config, error) {
+	rollupCfg, err := cfg.rollups()
+	if err != nil {
+		return server.Config{}, err
+	}
 	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
 	if err != nil {
-		return fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
+		return server.Config{}, fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
 	}
-	rc := serveOpts.resultsCache
-	if rc.offset < 0 || rc.maxAge < 0 {
-		return fmt.Errorf("--query.results-cache.offset=%s, --query.results-cache.max-age=%s: must not be negative", rc.offset, rc.maxAge)
-	}
-	if serveOpts.ha.enabled && rc.maxBytes > 0 && rc.offset < serveOpts.ha.failover {
-		return fmt.Errorf("--query.results-cache.offset=%s is shorter than --ha-tracker.failover-timeout=%s: the samples of a replica elected after a failover would land in kept steps", rc.offset, serveOpts.ha.failover)
-	}
-	if rc.pollInterval <= 0 {
-		return fmt.Errorf("--query.results-cache.log-poll-interval=%s: must be positive", rc.pollInterval)
-	}
-	if rc.maxAge == 0 && cfg.backend == "hbase" {
-		rc.maxAge = time.Hour // what the log does not carry: TSDs, CLI jobs
+	rc, err := resultsCacheFlagsFor(cfg.backend)
+	if err != nil {
+		return server.Config{}, err
 	}
 	resultsCache := resultcache.New(resultcache.Options{MaxBytes: int64(rc.maxBytes), Offset: rc.offset, MaxAge: rc.maxAge, DataClock: rc.dataClock, Registerer: reg})
 	srvCfg := server.Config{
@@ -357,6 +411,34 @@ func runServe(app *kingpin.Application, cfg *config) error {
 		Registerer:      reg,
 		Logger:          logger,
 	}
+	if err := checkWebFlags(); err != nil {
+		return server.Config{}, err
+	}
+	return srvCfg, nil
+}
+
+// resultsCacheFlagsFor checks the --query.results-cache.* flags and
+// returns them with max-age's default for backend: 0 (no bound) on the
+// embedded store, an hour on HBase.
+func resultsCacheFlagsFor(backend string) (resultsCacheFlags, error) {
+	rc := serveOpts.resultsCache
+	if rc.offset < 0 || rc.maxAge < 0 {
+		return rc, fmt.Errorf("--query.results-cache.offset=%s, --query.results-cache.max-age=%s: must not be negative", rc.offset, rc.maxAge)
+	}
+	if serveOpts.ha.enabled && rc.maxBytes > 0 && rc.offset < serveOpts.ha.failover {
+		return rc, fmt.Errorf("--query.results-cache.offset=%s is shorter than --ha-tracker.failover-timeout=%s: the samples of a replica elected after a failover would land in kept steps", rc.offset, serveOpts.ha.failover)
+	}
+	if rc.pollInterval <= 0 {
+		return rc, fmt.Errorf("--query.results-cache.log-poll-interval=%s: must be positive", rc.pollInterval)
+	}
+	if rc.maxAge == 0 && backend == "hbase" {
+		rc.maxAge = time.Hour // what the log does not carry: TSDs, CLI jobs
+	}
+	return rc, nil
+}
+
+// checkWebFlags checks --web.read-timeout and --web.config.file.
+func checkWebFlags() error {
 	if serveOpts.readTimeout <= 0 {
 		// It also resets, between requests on one connection, the write
 		// deadlines the remote endpoints move (--web.response-write-timeout).
@@ -367,104 +449,127 @@ func runServe(app *kingpin.Application, cfg *config) error {
 			return fmt.Errorf("--web.config.file=%s: %w", serveOpts.webConfigFile, err)
 		}
 	}
-	rulerCfg, err := cfg.rulerConfig(rulerOpts, serveOpts.externalURL, reg, logger)
-	if err != nil {
-		return err
+	return nil
+}
+
+// serveWiring is what serve wires its server (or tenants' servers) and
+// ruler from.
+type serveWiring struct {
+	cfg      *config
+	st       store.Store
+	srvCfg   server.Config
+	rulerCfg ruler.Config
+	reg      *prometheus.Registry
+	logger   *slog.Logger
+	// theRuler is the ruler once started: the servers answer
+	// /api/v1/rules and /api/v1/alerts from it, and it starts after them
+	// (it evaluates through them).
+	theRuler atomic.Pointer[ruler.Ruler]
+}
+
+// withRuler returns c with the ruler's configuration API and its rules
+// and alertmanagers (read from theRuler once started) when the ruler is
+// on.
+func (w *serveWiring) withRuler(c server.Config) server.Config {
+	if !rulerOpts.enabled {
+		return c
 	}
-	// The servers answer /api/v1/rules and /api/v1/alerts from the ruler,
-	// which starts after them (it evaluates through them).
-	var theRuler atomic.Pointer[ruler.Ruler]
-	if rulerOpts.enabled {
-		lim := ruler.Limits{MaxRuleGroupsPerTenant: serveOpts.rulerLimits.maxGroups, MaxRulesPerRuleGroup: serveOpts.rulerLimits.maxRules}
-		srvCfg.Ruler = server.RulerConfig{ConfigAPI: true, Limits: func() ruler.Limits { return lim },
-			Rules: func(tenant string) ruler.RulesRetriever {
-				if r := theRuler.Load(); r != nil {
-					return r.Retriever(tenant)
-				}
-				return nil
-			},
-			Alertmanagers: func(tenant string) ruler.AlertmanagerRetriever {
-				if r := theRuler.Load(); r != nil {
-					return r.Alertmanagers(tenant)
-				}
-				return nil
-			}}
+	lim := ruler.Limits{MaxRuleGroupsPerTenant: serveOpts.rulerLimits.maxGroups, MaxRulesPerRuleGroup: serveOpts.rulerLimits.maxRules}
+	c.Ruler = server.RulerConfig{ConfigAPI: true, Limits: func() ruler.Limits { return lim },
+		Rules: func(tenant string) ruler.RulesRetriever {
+			if r := w.theRuler.Load(); r != nil {
+				return r.Retriever(tenant)
+			}
+			return nil
+		},
+		Alertmanagers: func(tenant string) ruler.AlertmanagerRetriever {
+			if r := w.theRuler.Load(); r != nil {
+				return r.Alertmanagers(tenant)
+			}
+			return nil
+		}}
+	return c
+}
+
+// start wires the server at once on the embedded store; on HBase, which
+// may not be there yet, serve answers at once (/-/ready 503 with the
+// reason) and wires the server once it is reached, failing startFailed
+// when it never can. stop stops the background work.
+func (w *serveWiring) start() (handler http.Handler, startFailed <-chan error, stop func(), err error) {
+	if w.cfg.backend != "hbase" {
+		handler, stop, err = w.build(context.Background(), w.reg)
+		return handler, nil, stop, err
 	}
-	// build wires the server; sreg takes its metrics (and the mapper's),
-	// served at /metrics with reg's. With tenants reg takes them: their
-	// servers open at their first requests, and NewTenants never fails
-	// for the store, so it is not tried twice.
-	build := func(ctx context.Context, sreg *prometheus.Registry) (http.Handler, func(), error) {
-		if serveOpts.tenants.enabled {
-			ts, err := cfg.newTenants(st, srvCfg, serveOpts.tenants, reg, logger)
-			if err != nil {
-				return nil, nil, err
-			}
-			stopTenants := ts.Start()
-			if rulerOpts.enabled {
-				r, stopRuler, err := cfg.startRuler(st, rulerCfg, nil, ts)
-				if err != nil {
-					stopTenants()
-					return nil, nil, err
-				}
-				theRuler.Store(r)
-				return ts, func() { stopRuler(); stopTenants() }, nil
-			}
-			return ts, stopTenants, nil
-		}
-		c := srvCfg
-		if sreg != reg {
-			c.Registerer, c.Adapter.Gatherer = sreg, prometheus.Gatherers{reg, sreg}
-		}
-		var err error
-		if c.Mapper, err = cfg.newMapper(st, sreg, logger); err != nil {
-			return nil, nil, err
-		}
-		srvp, err := server.New(ctx, st, c)
+	if err := w.cfg.hbase.checkConnectTimeout(); err != nil {
+		return nil, nil, nil, err
+	}
+	handler, startFailed, stop = startOnHBase(&w.cfg.hbase, w.reg, w.logger, w.build)
+	return handler, startFailed, stop, nil
+}
+
+// build wires the server; sreg takes its metrics (and the mapper's),
+// served at /metrics with reg's. With tenants reg takes them: their
+// servers open at their first requests, and NewTenants never fails
+// for the store, so it is not tried twice.
+func (w *serveWiring) build(ctx context.Context, sreg *prometheus.Registry) (http.Handler, func(), error) {
+	if serveOpts.tenants.enabled {
+		ts, err := w.cfg.newTenants(w.st, w.srvCfg, serveOpts.tenants, w.reg, w.logger)
 		if err != nil {
 			return nil, nil, err
 		}
-		stopServer := srvp.Start()
-		if rulerOpts.enabled {
-			r, stopRuler, err := cfg.startRuler(st, rulerCfg, srvp, nil)
-			if err != nil {
-				stopServer()
-				return nil, nil, err
-			}
-			theRuler.Store(r)
-			return srvp.Handler(), func() { stopRuler(); stopServer() }, nil
-		}
-		return srvp.Handler(), stopServer, nil
+		return w.startRuler(ts, ts.Start(), nil, ts)
 	}
-	var handler http.Handler
-	var stopBackground func()
-	var startFailed <-chan error // nil: never
-	if cfg.backend == "hbase" {
-		if err := cfg.hbase.checkConnectTimeout(); err != nil {
-			return err
-		}
-		// HBase may not be there yet: serve answers at once (/-/ready
-		// 503 with the reason) and wires the server once it is reached.
-		handler, startFailed, stopBackground = startOnHBase(&cfg.hbase, reg, logger, build)
-	} else if handler, stopBackground, err = build(context.Background(), reg); err != nil {
-		return err
+	c := w.srvCfg
+	if sreg != w.reg {
+		c.Registerer, c.Adapter.Gatherer = sreg, prometheus.Gatherers{w.reg, sreg}
 	}
-	// Stop the background work, letting the rows in flight finish, before
-	// the store closes (that defer was registered first, so it runs last).
-	defer stopBackground()
+	var err error
+	if c.Mapper, err = w.cfg.newMapper(w.st, sreg, w.logger); err != nil {
+		return nil, nil, err
+	}
+	srvp, err := server.New(ctx, w.st, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopServer := srvp.Start()
+	return w.startRuler(srvp.Handler(), stopServer, srvp, nil)
+}
+
+// startRuler starts the ruler, when on, over the server srv or the
+// tenants ts, and returns h and what stops the ruler, then stopServing;
+// when the ruler cannot start it stops the serving and returns the
+// error.
+func (w *serveWiring) startRuler(h http.Handler, stopServing func(), srv *server.Server, ts *server.Tenants) (http.Handler, func(), error) {
+	if !rulerOpts.enabled {
+		return h, stopServing, nil
+	}
+	r, stopRuler, err := w.cfg.startRuler(w.st, w.rulerCfg, srv, ts)
+	if err != nil {
+		stopServing()
+		return nil, nil, err
+	}
+	w.theRuler.Store(r)
+	return h, func() { stopRuler(); stopServing() }, nil
+}
+
+// listen listens on --web.listen-address, for at most
+// --web.max-connections connections at once.
+func listen() (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", serveOpts.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
+		return nil, fmt.Errorf("listen on %s: %w", serveOpts.listen, err)
 	}
 	if serveOpts.maxConnections > 0 {
 		ln = netutil.LimitListener(ln, serveOpts.maxConnections)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
-	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
-		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
-		"compaction", serveOpts.compaction.enabled, "compaction_grace", serveOpts.compaction.grace, "tenants", serveOpts.tenants.enabled)
+	return ln, nil
+}
 
+// serveUntilSignal serves srv on ln until SIGINT or SIGTERM, then shuts
+// it down within 30 seconds; it returns at once the error of the serving
+// or of startFailed (nil: never).
+func serveUntilSignal(ln net.Listener, srv *http.Server, startFailed <-chan error, logger *slog.Logger) error {
 	// Signals are caught before the first request can be answered: a
 	// SIGTERM right after /-/ready answered shuts down cleanly, never by
 	// the signal's default action.

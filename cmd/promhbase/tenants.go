@@ -197,23 +197,9 @@ func (t *tenantsCmd) run(c *config) error {
 		return err
 	}
 	defer j.close()
-	ctx, st := j.ctx, j.st
-	var nss []string
-	switch s := st.(type) {
-	case *embedded.Store:
-		nss = s.Namespaces()
-	case *hbase.Store:
-		m, err := s.ListNamespaceTables(ctx, tenant.NamespacePrefix)
-		if err != nil {
-			return err
-		}
-		for ns, tables := range m {
-			if slices.Contains(tables, c.dataTable) && slices.Contains(tables, c.uidTable) {
-				nss = append(nss, ns)
-			}
-		}
-	default:
-		return errors.New("this store has no tenants")
+	nss, err := tenantNamespaces(j.ctx, j.st, c.dataTable, c.uidTable)
+	if err != nil {
+		return err
 	}
 	var lines []string
 	for _, ns := range nss {
@@ -228,4 +214,41 @@ func (t *tenantsCmd) run(c *config) error {
 		fmt.Println(l)
 	}
 	return nil
+}
+
+// errNoTenants is the error of a store without namespaces.
+var errNoTenants = errors.New("this store has no tenants")
+
+// tenantNamespaces returns the namespaces of st that hold every one of
+// tables (on the embedded store, every namespace: its tables are
+// everywhere), or errNoTenants.
+func tenantNamespaces(ctx context.Context, st store.Store, tables ...string) ([]string, error) {
+	switch s := st.(type) {
+	case *embedded.Store:
+		return s.Namespaces(), nil
+	case *hbase.Store:
+		m, err := s.ListNamespaceTables(ctx, tenant.NamespacePrefix)
+		if err != nil {
+			return nil, err
+		}
+		var nss []string
+		for ns, have := range m {
+			if holdsAll(have, tables) {
+				nss = append(nss, ns)
+			}
+		}
+		return nss, nil
+	default:
+		return nil, errNoTenants
+	}
+}
+
+// holdsAll says whether have holds every one of tables.
+func holdsAll(have, tables []string) bool {
+	for _, t := range tables {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
 }
