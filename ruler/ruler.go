@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -240,12 +241,7 @@ func (r *Ruler) syncAll(ctx context.Context, poll bool) {
 func (r *Ruler) known() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make([]string, 0, len(r.tenants))
-	for id := range r.tenants {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(r.tenants))
 }
 
 // syncTenant renews this replica's member row and held leases; with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime"
 	"slices"
@@ -580,10 +581,5 @@ func (t *Tenants) Start() (stop func()) {
 func (t *Tenants) Open() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	ids := make([]string, 0, len(t.servers))
-	for id := range t.servers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(t.servers))
 }
