@@ -240,12 +240,61 @@ func loadHistogram(round, id int) *histogram.Histogram {
 	return h
 }
 
-// compareOne runs the load against one system.
+// compareOne runs the load against one system: it waits for the machine
+// to go quiet, starts the system on its own data directory, writes the
+// load, reads it back through remote read and the query API, and takes
+// the system's footprint. On a failure once the system is started, the
+// error carries the end of its log.
 func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byte, t0 int64) (_ result, err error) {
 	res := result{system: sys, series: o.series, rounds: o.maxRounds, cpus: cpus}
-	// What the run before left running (HBase flushing and compacting
-	// what promhbase-hbase wrote, a server's exit) must not share the
-	// cores with this one.
+	waitQuiet(c, sys)
+	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	s := &compared{name: sys, data: filepath.Join(dir, "data")}
+	// Deferred in this order so that the process is stopped first, then
+	// its log's tail read, then what it held released.
+	defer s.release()
+	defer func() { err = s.withLogTail(err) }()
+	defer s.stop()
+	if err := s.start(c, cpus, dir); err != nil {
+		return res, err
+	}
+	if err := s.write(o, c, pre, &res); err != nil {
+		return res, err
+	}
+	if err := s.flush(); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
+	if err := s.remoteReads(o, c, t0, &res); err != nil {
+		return res, err
+	}
+	if err := s.queries(o, c, t0, &res); err != nil {
+		return res, err
+	}
+	return res, s.footprint(&res)
+}
+
+// compared is one system of the comparison, as compareOne runs it.
+type compared struct {
+	name    string
+	data    string    // its data directory
+	base    string    // http://addr
+	logPath string    // its log; empty until the log is created
+	cmd     *exec.Cmd // nil until started
+	// releases are run last first by release: the tables dropped, the
+	// CPUs unpinned, the log closed.
+	releases []func()
+}
+
+// waitQuiet waits, for at most c.idleWait, until what the run before left
+// running (HBase flushing and compacting what promhbase-hbase wrote, a
+// server's exit) is done, so that it does not share the cores with this
+// one; it says so when it waited long or in vain.
+func waitQuiet(c compareOptions, sys string) {
 	waited, idle := waitIdle(c.idleWait)
 	switch {
 	case c.idleWait <= 0:
@@ -254,96 +303,125 @@ func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byt
 	case waited > time.Second:
 		fmt.Fprintf(os.Stderr, "%s: waited %s for the machine to go idle\n", sys, waited.Round(time.Second))
 	}
-	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(dir)
+}
+
+// start starts the system on a free loopback address, pinned to cpus,
+// its output to a log in dir, and waits until it is ready.
+func (s *compared) start(c compareOptions, cpus int, dir string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return res, err
+		return err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	data := filepath.Join(dir, "data")
-	var cmd *exec.Cmd
-	switch sys {
-	case "prometheus":
-		cfg := filepath.Join(dir, "prometheus.yml")
-		if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
-			return res, err
-		}
-		cmd = exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver")
-	case "promhbase-hbase":
-		tables, drop, err := benchTables(c.hbaseQuorum, dir)
-		if err != nil {
-			return res, err
-		}
-		defer drop()
-		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
-			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, append(tables, c.extraFlags...)...)...)
-	case "victoriametrics":
-		cmd = exec.Command(c.victoriaMetrics, "-storageDataPath="+data, "-httpListenAddr="+addr, "-retentionPeriod=100y", "-search.disableCache")
-	default:
-		cmd = exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + data,
-			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...)
+	cmd, err := s.command(c, dir, addr)
+	if err != nil {
+		return err
 	}
 	restore, err := pinned(cmd, cpus)
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer restore()
+	s.releases = append(s.releases, restore)
 	logPath := filepath.Join(dir, "log")
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer logf.Close()
-	// On failure the error carries the end of the system's log (a crash's
-	// trace, say), which goes with its data directory. Deferred before the
-	// process is stopped, so it runs after that.
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("%w\nthe last lines of %s's log:\n%s", err, sys, logTail(logPath, 30))
-		}
-	}()
+	s.releases = append(s.releases, func() { logf.Close() })
+	s.logPath = logPath
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return res, err
+		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	base := "http://" + addr
+	s.cmd = cmd
+	s.base = "http://" + addr
 	ready := "/-/ready"
-	if sys == "victoriametrics" {
+	if s.name == "victoriametrics" {
 		ready = "/health"
 	}
-	if err := waitReady(base+ready, time.Minute); err != nil {
-		return res, err
+	return waitReady(s.base+ready, time.Minute)
+}
+
+// command is the command that runs the system listening on addr, its
+// data under dir. For promhbase-hbase it creates the benchmark's tables,
+// which release drops.
+func (s *compared) command(c compareOptions, dir, addr string) (*exec.Cmd, error) {
+	switch s.name {
+	case "prometheus":
+		cfg := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
+			return nil, err
+		}
+		return exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+s.data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver"), nil
+	case "promhbase-hbase":
+		tables, drop, err := benchTables(c.hbaseQuorum, dir)
+		if err != nil {
+			return nil, err
+		}
+		s.releases = append(s.releases, drop)
+		return exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
+			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, append(tables, c.extraFlags...)...)...), nil
+	case "victoriametrics":
+		return exec.Command(c.victoriaMetrics, "-storageDataPath="+s.data, "-httpListenAddr="+addr, "-retentionPeriod=100y", "-search.disableCache"), nil
+	default:
+		return exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + s.data,
+			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...), nil
 	}
-	pid := cmd.Process.Pid
+}
+
+// stop interrupts the system, when it was started, and waits for it to
+// exit, killing it after 30 seconds.
+func (s *compared) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// withLogTail is err with the last lines of the system's log (a crash's
+// trace, say), which goes with its data directory; err as it is when nil
+// or when the log was not created yet.
+func (s *compared) withLogTail(err error) error {
+	if err == nil || s.logPath == "" {
+		return err
+	}
+	return fmt.Errorf("%w\nthe last lines of %s's log:\n%s", err, s.name, logTail(s.logPath, 30))
+}
+
+// release runs what start and command left to undo, last first.
+func (s *compared) release() {
+	for i := len(s.releases) - 1; i >= 0; i-- {
+		s.releases[i]()
+	}
+}
+
+// write sends the pre-encoded load (pre[round][batch]) to the system's
+// remote write, profiling it as c asks, and records the write figures
+// and the CPU time the system spent on them in res.
+func (s *compared) write(o options, c compareOptions, pre [][][]byte, res *result) error {
+	pid := s.cmd.Process.Pid
 	cpu0, err := procCPU(pid)
 	if err != nil {
-		return res, err
+		return err
 	}
-	o.url = base + "/api/v1/write"
+	o.url = s.base + "/api/v1/write"
 	o.duration = 24 * time.Hour    // bounded by the rounds
 	o.shift = seriesID(o, c, 1, 0) // the window's slide a round
 	ct := "application/x-protobuf"
 	if c.protocol == "v2" {
 		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 	}
-	fmt.Fprintf(os.Stderr, "%s: writing...\n", sys)
-	stopProfiles := profileWrites(c, sys, cpus, o.series, base)
+	fmt.Fprintf(os.Stderr, "%s: writing...\n", s.name)
+	stopProfiles := profileWrites(c, s.name, res.cpus, o.series, s.base)
 	r, err := run(o, func(ctx context.Context, round, first, n int) error {
 		return post(ctx, o.url, ct, pre[round][first/o.batch])
 	})
@@ -351,69 +429,90 @@ func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byt
 		err = perr
 	}
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.samples, res.elapsed, res.p50, res.p99, res.firstRound = r.samples, r.elapsed, r.p50, r.p99, r.firstRound
 	res.steadyRate, res.steadyP99 = r.steadyRate, r.steadyP99
 	cpu1, err := procCPU(pid)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.cpu = cpu1 - cpu0
-	if sys == "victoriametrics" {
-		// What it took in is searchable only after a flush of its
-		// in-memory parts (about a second on its own).
-		resp, err := http.Get(base + "/internal/force_flush")
-		if err != nil {
-			return res, fmt.Errorf("force_flush: %w", err)
-		}
-		resp.Body.Close()
+	return nil
+}
+
+// flush makes what VictoriaMetrics took in searchable: only after a flush
+// of its in-memory parts (about a second on its own). Other systems need
+// none.
+func (s *compared) flush() error {
+	if s.name != "victoriametrics" {
+		return nil
 	}
-	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
-	// One metric (1 % of the series), every round; the median of
-	// c.readRepeats reads of each response type, the two types taking
-	// turns so that both meet the store's work after the writes (its
-	// flushes and compactions) alike.
-	// VictoriaMetrics single-node has no remote read: only its
-	// query_range is timed.
-	if sys != "victoriametrics" {
-		ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
-		types := []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
-		readRates := make([][]float64, len(types))
-		for range max(c.readRepeats, 1) {
-			for i, t := range types {
-				n, d, err := readAll(base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
-				if err != nil {
-					return res, fmt.Errorf("remote read %s: %w", t, err)
-				}
-				readRates[i] = append(readRates[i], float64(n)/d.Seconds())
+	resp, err := http.Get(s.base + "/internal/force_flush")
+	if err != nil {
+		return fmt.Errorf("force_flush: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// remoteReads times remote reads of one metric (1 % of the series), every
+// round: the median of c.readRepeats reads of each response type, the two
+// types taking turns so that both meet the store's work after the writes
+// (its flushes and compactions) alike. VictoriaMetrics single-node has no
+// remote read: only its query_range is timed.
+func (s *compared) remoteReads(o options, c compareOptions, t0 int64, res *result) error {
+	if s.name == "victoriametrics" {
+		return nil
+	}
+	ms := []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "load_metric_0"}}
+	types := []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}
+	readRates := make([][]float64, len(types))
+	for range max(c.readRepeats, 1) {
+		for i, t := range types {
+			n, d, err := readAll(s.base+"/api/v1/read", t, ms, t0-3600_000, t0+int64(o.maxRounds)*15_000+3600_000)
+			if err != nil {
+				return fmt.Errorf("remote read %s: %w", t, err)
 			}
+			readRates[i] = append(readRates[i], float64(n)/d.Seconds())
 		}
-		for _, r := range readRates {
-			slices.Sort(r)
-		}
-		res.readSamples, res.streamRate = readRates[0][len(readRates[0])/2], readRates[1][len(readRates[1])/2]
 	}
-	// The same metric through the query API, one point a round.
+	for _, r := range readRates {
+		slices.Sort(r)
+	}
+	res.readSamples, res.streamRate = readRates[0][len(readRates[0])/2], readRates[1][len(readRates[1])/2]
+	return nil
+}
+
+// queries times the same metric through the query API, one point a
+// round: the median of c.readRepeats query_range calls.
+func (s *compared) queries(o options, c compareOptions, t0 int64, res *result) error {
 	var rates []float64
 	for range max(c.readRepeats, 1) {
-		n, d, err := queryRange(base, "load_metric_0", t0, t0+int64(o.maxRounds-1)*15_000, 15)
+		n, d, err := queryRange(s.base, "load_metric_0", t0, t0+int64(o.maxRounds-1)*15_000, 15)
 		if err != nil {
-			return res, fmt.Errorf("query_range: %w", err)
+			return fmt.Errorf("query_range: %w", err)
 		}
 		rates = append(rates, float64(n)/d.Seconds())
 		res.queryPoints = n
 	}
 	slices.Sort(rates)
 	res.queryRate = rates[len(rates)/2]
-	if res.peakRSS, err = procHWM(pid); err != nil {
-		return res, err
+	return nil
+}
+
+// footprint records the system's peak resident memory and, but for
+// promhbase-hbase (whose bytes are HBase's, in its own directory), the
+// size of its data directory.
+func (s *compared) footprint(res *result) (err error) {
+	if res.peakRSS, err = procHWM(s.cmd.Process.Pid); err != nil {
+		return err
 	}
-	if sys == "promhbase-hbase" {
-		return res, nil // the bytes are HBase's, in its own directory
+	if s.name == "promhbase-hbase" {
+		return nil
 	}
-	res.diskBytes, err = dirBytes(data)
-	return res, err
+	res.diskBytes, err = dirBytes(s.data)
+	return err
 }
 
 // readAll runs one remote read and returns the samples it got and the

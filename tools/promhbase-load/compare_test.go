@@ -28,7 +28,7 @@ import (
 // benchmark, `make bench-e2e`; this keeps it working.)
 func TestCompareSmoke(t *testing.T) {
 	prom := testproc.PrometheusBinary(t, filepath.Join("..", "..", "scripts", "prometheus.sh"))
-	promhbase := testproc.BuildBinary(t, "../promhbase")
+	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	for _, tc := range []struct {
 		name, proto string
 		histograms  bool
@@ -37,13 +37,7 @@ func TestCompareSmoke(t *testing.T) {
 			svg := filepath.Join(t.TempDir(), "plot.svg")
 			o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 			c := compareOptions{prometheus: prom, promhbase: promhbase, protocol: tc.proto, histograms: tc.histograms, churn: 0.1, dir: t.TempDir(), svg: svg}
-			rs, err := runCompare(o, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(rs) != 2 {
-				t.Fatalf("%d results, want 2", len(rs))
-			}
+			rs := compareResults(t, o, c, 2)
 			for _, r := range rs {
 				if r.samples != 600*3 {
 					t.Errorf("%s: %d samples acknowledged, want %d", r.system, r.samples, 600*3)
@@ -75,22 +69,30 @@ func TestCompareSmoke(t *testing.T) {
 	}
 }
 
+// compareResults runs the comparison of o and c and fails the test
+// unless it gives want results, which it returns.
+func compareResults(t *testing.T, o options, c compareOptions, want int) []result {
+	t.Helper()
+	rs, err := runCompare(o, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != want {
+		t.Fatalf("%d results, want %d", len(rs), want)
+	}
+	return rs
+}
+
 // TestCompareHBaseSmoke runs the harness small against promhbase on the
 // test HBase (--systems=promhbase-hbase): fresh tables under a suffix,
 // the rollup tables of the built-in configuration among them, which serve
 // refuses to start without; every sample acknowledged and read back.
 func TestCompareHBaseSmoke(t *testing.T) {
 	testbackend.NewHBaseStore(t) // fails under CI=true without the HBase
-	promhbase := testproc.BuildBinary(t, "../promhbase")
+	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, systems: []string{"promhbase-hbase"}, hbaseQuorum: testbackend.ZKQuorum(), protocol: "v1", dir: t.TempDir()}
-	rs, err := runCompare(o, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 1 {
-		t.Fatalf("%d results, want 1", len(rs))
-	}
+	rs := compareResults(t, o, c, 1)
 	if r := rs[0]; r.samples != 600*3 || r.readSamples <= 0 || r.queryPoints < 6*3 {
 		t.Errorf("%s: %d samples acknowledged (want %d), %v read back, %d query points (want at least %d)", r.system, r.samples, 600*3, r.readSamples, r.queryPoints, 6*3)
 	}
@@ -118,7 +120,7 @@ func TestRunKeepsSeriesOrder(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		time.Sleep(d)
+		time.Sleep(d) // the sender's answer takes a random while: the subject, answers out of order
 		mu.Lock()
 		for p := first; p < first+n; p++ {
 			last[p+round*o.shift] = round
@@ -162,17 +164,11 @@ func TestParseCPUTicks(t *testing.T) {
 // flush), and --server.cpus=1 runs each system pinned (TestPinned: how).
 func TestCompareVictoriaMetricsPinned(t *testing.T) {
 	vm := testproc.ScriptBinary(t, filepath.Join("..", "..", "scripts", "victoriametrics.sh"), "VictoriaMetrics")
-	promhbase := testproc.BuildBinary(t, "../promhbase")
+	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, victoriaMetrics: vm, protocol: "v1", dir: t.TempDir(),
 		systems: []string{"victoriametrics", "promhbase"}, serverCPUs: []int{1}}
-	rs, err := runCompare(o, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 2 {
-		t.Fatalf("%d results, want 2", len(rs))
-	}
+	rs := compareResults(t, o, c, 2)
 	for _, r := range rs {
 		if r.samples != 600*3 || r.cpus != 1 {
 			t.Errorf("%s: %d samples acknowledged at %d cores, want %d at 1", r.system, r.samples, r.cpus, 600*3)
@@ -215,7 +211,7 @@ func TestPinned(t *testing.T) {
 // and block profiles, and with --profile.cpu-seconds its CPU profile of
 // the writes, each a gzipped profile named by system, cores and series.
 func TestCompareProfiles(t *testing.T) {
-	promhbase := testproc.BuildBinary(t, "../promhbase")
+	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	dir := t.TempDir()
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, protocol: "v1", dir: t.TempDir(), systems: []string{"promhbase"},

@@ -196,51 +196,17 @@ func (r *diskRun) name() string {
 	return diskSystemNames[r.system]
 }
 
+// runDisk runs the disk lab: it checks the options, generates the data
+// set's plan, loads it into each system asked for, prints their footprint,
+// times the queries (at the main step, then at each --query.also), and,
+// with --refresh, times promhbase's refreshes.
 func runDisk(o options, d diskOptions) error {
-	if len(d.systems) == 0 {
-		d.systems = []string{sysPromhbase, sysVM, sysPrometheus}
-	}
-	want := map[string]bool{}
-	for _, s := range d.systems {
-		switch s {
-		case sysPromhbase, sysPromhbaseHBase, sysVM, sysPrometheus:
-			want[s] = true
-		default:
-			return fmt.Errorf("--systems=%q: want promhbase, victoriametrics, prometheus or promhbase-hbase", s)
-		}
-	}
-	if want[sysVM] && d.vm == "" {
-		return errors.New("--victoria-metrics is needed for victoriametrics (scripts/victoriametrics.sh prints it)")
-	}
-	if want[sysPrometheus] && (d.promtool == "" || d.prometheus == "") {
-		return errors.New("--promtool and --prometheus are needed for prometheus (scripts/promtool.sh, scripts/prometheus.sh)")
-	}
-	if len(d.hbaseCompressions) == 0 {
-		d.hbaseCompressions = []string{"GZ"}
-	}
-	if d.repeats < 1 || d.queryParts < 1 {
-		return errors.New("--query.repeats and --query.points must be at least 1")
-	}
-	if d.queryStep < 0 || time.Duration(d.queryStep)%time.Millisecond != 0 {
-		return fmt.Errorf("--query.step=%s: want a positive whole number of milliseconds", d.queryStep)
-	}
-	if d.refresh < 0 || d.refresh > 0 && !want[sysPromhbase] {
-		return fmt.Errorf("--refresh=%d: want 0, or more with promhbase among --systems", d.refresh)
-	}
-	if o.batch < 1 || o.concurrency < 1 {
-		return errors.New("--batch and --concurrency must be at least 1")
-	}
-	variants, err := parseVariants(d.gomaxprocs, d.variantSpecs)
+	want, err := checkDiskOptions(o, &d)
 	if err != nil {
 		return err
 	}
-	d.variants = variants
-	g := genConfig{
-		series: d.series, targets: d.targets, span: time.Duration(d.span), interval: d.interval, jitter: d.jitter, seed: d.seed,
-	}
-	// The refreshes' samples come after the data: it ends earlier.
-	g.end = refreshDataEnd(time.Now(), stepOf(g, d), d.refresh)
-	if err := g.validate(); err != nil {
+	g, err := diskGenConfig(d)
+	if err != nil {
 		return err
 	}
 	work, err := os.MkdirTemp(d.dir, "bench-disk-")
@@ -252,9 +218,7 @@ func runDisk(o options, d diskOptions) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	title := fmt.Sprintf("%d series × %s (%d targets, %s scrapes, ±%s jitter, seed %d): %d samples, %s to %s",
-		g.series, d.span, g.targets, g.interval, g.jitter, g.seed, g.samples(),
-		time.UnixMilli(g.startMs()).UTC().Format(time.RFC3339), time.UnixMilli(g.endMs()).UTC().Format(time.RFC3339))
+	title := diskTitle(d, g)
 	fmt.Fprintf(os.Stderr, "bench-disk: %s\n", title)
 
 	// Cleanups (dropping HBase tables) run at the end, after the queries.
@@ -264,18 +228,96 @@ func runDisk(o options, d diskOptions) error {
 			cleanups[i]()
 		}
 	}()
+	runs, err := loadDiskSystems(o, d, g, work, want, func(f func()) { cleanups = append(cleanups, f) })
+	if err != nil {
+		return err
+	}
+	printDisk(os.Stdout, title, g, runs)
+	if err := timeDiskQueries(d, g, work, runs); err != nil {
+		return err
+	}
+	return timeDiskRefreshes(o, d, g, work, runs)
+}
+
+// checkDiskOptions checks the disk lab's options and fills in d's
+// defaults (the systems, the HBase compressions) and its parsed variants.
+// It returns the systems asked for.
+func checkDiskOptions(o options, d *diskOptions) (map[string]bool, error) {
+	if len(d.systems) == 0 {
+		d.systems = []string{sysPromhbase, sysVM, sysPrometheus}
+	}
+	want := map[string]bool{}
+	for _, s := range d.systems {
+		switch s {
+		case sysPromhbase, sysPromhbaseHBase, sysVM, sysPrometheus:
+			want[s] = true
+		default:
+			return nil, fmt.Errorf("--systems=%q: want promhbase, victoriametrics, prometheus or promhbase-hbase", s)
+		}
+	}
+	if want[sysVM] && d.vm == "" {
+		return nil, errors.New("--victoria-metrics is needed for victoriametrics (scripts/victoriametrics.sh prints it)")
+	}
+	if want[sysPrometheus] && (d.promtool == "" || d.prometheus == "") {
+		return nil, errors.New("--promtool and --prometheus are needed for prometheus (scripts/promtool.sh, scripts/prometheus.sh)")
+	}
+	if len(d.hbaseCompressions) == 0 {
+		d.hbaseCompressions = []string{"GZ"}
+	}
+	if d.repeats < 1 || d.queryParts < 1 {
+		return nil, errors.New("--query.repeats and --query.points must be at least 1")
+	}
+	if d.queryStep < 0 || time.Duration(d.queryStep)%time.Millisecond != 0 {
+		return nil, fmt.Errorf("--query.step=%s: want a positive whole number of milliseconds", d.queryStep)
+	}
+	if d.refresh < 0 || d.refresh > 0 && !want[sysPromhbase] {
+		return nil, fmt.Errorf("--refresh=%d: want 0, or more with promhbase among --systems", d.refresh)
+	}
+	if o.batch < 1 || o.concurrency < 1 {
+		return nil, errors.New("--batch and --concurrency must be at least 1")
+	}
+	variants, err := parseVariants(d.gomaxprocs, d.variantSpecs)
+	if err != nil {
+		return nil, err
+	}
+	d.variants = variants
+	return want, nil
+}
+
+// diskGenConfig is the plan of the data set d asks for. The refreshes'
+// samples come after the data: it ends earlier.
+func diskGenConfig(d diskOptions) (genConfig, error) {
+	g := genConfig{
+		series: d.series, targets: d.targets, span: time.Duration(d.span), interval: d.interval, jitter: d.jitter, seed: d.seed,
+	}
+	g.end = refreshDataEnd(time.Now(), stepOf(g, d), d.refresh)
+	return g, g.validate()
+}
+
+// diskTitle is the report's title: the data set's shape and time range.
+func diskTitle(d diskOptions, g genConfig) string {
+	return fmt.Sprintf("%d series × %s (%d targets, %s scrapes, ±%s jitter, seed %d): %d samples, %s to %s",
+		g.series, d.span, g.targets, g.interval, g.jitter, g.seed, g.samples(),
+		time.UnixMilli(g.startMs()).UTC().Format(time.RFC3339), time.UnixMilli(g.endMs()).UTC().Format(time.RFC3339))
+}
+
+// loadDiskSystems loads the data set into each system in want, in a fixed
+// order, under work, and returns their runs (promhbase on HBase gives one
+// per compression). cleanup takes what is to be undone after the queries.
+func loadDiskSystems(o options, d diskOptions, g genConfig, work string, want map[string]bool, cleanup func(func())) ([]*diskRun, error) {
 	var runs []*diskRun
 	for _, sys := range []string{sysPromhbase, sysPromhbaseHBase, sysVM, sysPrometheus} {
 		if !want[sys] {
 			continue
 		}
 		var r *diskRun
+		var err error
 		switch sys {
 		case sysPromhbase:
 			r, err = diskPromhbase(o, d, g, work)
 		case sysPromhbaseHBase:
 			var rs []*diskRun
-			rs, err = diskPromhbaseHBase(o, d, g, work, func(f func()) { cleanups = append(cleanups, f) })
+			rs, err = diskPromhbaseHBase(o, d, g, work, cleanup)
 			if err == nil {
 				runs = append(runs, rs[:len(rs)-1]...)
 				r = rs[len(rs)-1]
@@ -286,12 +328,16 @@ func runDisk(o options, d diskOptions) error {
 			r, err = diskPrometheus(d, g, work)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", sys, err)
+			return nil, fmt.Errorf("%s: %w", sys, err)
 		}
 		runs = append(runs, r)
 	}
-	printDisk(os.Stdout, title, g, runs)
+	return runs, nil
+}
 
+// timeDiskQueries times and prints the queries against every run at the
+// main step (with the rollups' figures), then at each --query.also step.
+func timeDiskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) error {
 	qs, err := diskQueries(d, g, work, runs)
 	if err != nil {
 		return fmt.Errorf("queries: %w", err)
@@ -307,6 +353,12 @@ func runDisk(o options, d diskOptions) error {
 		}
 		printQueries(os.Stdout, g, da, qs)
 	}
+	return nil
+}
+
+// timeDiskRefreshes times and prints, with --refresh, the refreshes of
+// the promhbase run; without, it does nothing.
+func timeDiskRefreshes(o options, d diskOptions, g genConfig, work string, runs []*diskRun) error {
 	if d.refresh == 0 {
 		return nil
 	}
