@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/promhbase/promhbase/testkit/poll"
 )
 
 // MetricSample is one sample of a /metrics page: a counter's, gauge's or
@@ -125,4 +128,22 @@ func (p MetricPage) MaxOf(name string) (float64, bool) {
 		v, ok = max(v, s.Value), true
 	}
 	return v, ok
+}
+
+// WaitMetrics polls the /metrics page of the process serving at base
+// (see FetchMetrics) until done holds of it, and returns that page. It
+// fails the test after bound with what, and with what done last said of
+// the page (or why the page could not be read).
+func WaitMetrics(t testing.TB, base string, bound time.Duration, what string, done func(MetricPage) (bool, string)) MetricPage {
+	t.Helper()
+	var page MetricPage
+	poll.Until(t, bound, 50*time.Millisecond, what, func() (bool, string) {
+		p, err := FetchMetrics(t.Context(), base)
+		if err != nil {
+			return false, err.Error()
+		}
+		page = p
+		return done(p)
+	})
+	return page
 }
