@@ -170,17 +170,36 @@ func field(v any, path ...any) any {
 	return v
 }
 
+// grafanaCase is a request Grafana sends and what it must get.
+type grafanaCase struct {
+	name, target string
+	code         int
+	want         string // the whole answer; empty: see check
+	check        func(t *testing.T, v any)
+}
+
+// run sends the case's request to h in a subtest and checks the answer.
+func (tc grafanaCase) run(t *testing.T, h http.Handler) {
+	t.Run(tc.name, func(t *testing.T) {
+		code, got := grafanaGet(t, h, tc.target)
+		if code != tc.code {
+			t.Errorf("status %d, want %d: %v", code, tc.code, got)
+		}
+		if tc.want != "" && !reflect.DeepEqual(got, jsonOf(t, tc.want)) {
+			t.Errorf("got  %v\nwant %s", got, tc.want)
+		}
+		if tc.check != nil {
+			tc.check(t, got)
+		}
+	})
+}
+
 // TestRulerOff: with the ruler off the ruler's endpoints answer empty
 // lists (never 404) to the requests Grafana sends, and buildinfo and
 // flags answer as Prometheus's.
 func TestRulerOff(t *testing.T) {
 	api := newRulerAPI(t, promapi.Options{})
-	for _, tc := range []struct {
-		name, target string
-		code         int
-		want         string // the whole answer; empty: see check
-		check        func(t *testing.T, v any)
-	}{
+	for _, tc := range []grafanaCase{
 		{name: "rules as Grafana's lotex proxy asks", target: "/api/v1/rules",
 			code: 200, want: `{"status":"success","data":{"groups":[]}}`},
 		{name: "rules with Grafana's list filters and paging",
@@ -209,18 +228,7 @@ func TestRulerOff(t *testing.T) {
 		{name: "flags as Prometheus's", target: "/api/v1/status/flags",
 			code: 200, want: `{"status":"success","data":{"web.listen-address":":9201"}}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, got := grafanaGet(t, api, tc.target)
-			if code != tc.code {
-				t.Errorf("status %d, want %d: %v", code, tc.code, got)
-			}
-			if tc.want != "" && !reflect.DeepEqual(got, jsonOf(t, tc.want)) {
-				t.Errorf("got  %v\nwant %s", got, tc.want)
-			}
-			if tc.check != nil {
-				tc.check(t, got)
-			}
-		})
+		tc.run(t, api)
 	}
 }
 
@@ -252,12 +260,7 @@ func TestRulerOn(t *testing.T) {
 		}
 		return out
 	}
-	for _, tc := range []struct {
-		name, target string
-		code         int
-		want         string
-		check        func(t *testing.T, v any)
-	}{
+	for _, tc := range []grafanaCase{
 		{name: "buildinfo as Grafana Mimir's", target: "/api/v1/status/buildinfo", code: 200,
 			want: `{"status":"success","data":{"application":"Grafana Mimir","version":"1.2.3","revision":"abc123","branch":"promhbase","goVersion":"` + runtime.Version() + `",` +
 				`"features":{"ruler_config_api":"true","alertmanager_config_api":"false","query_sharding":"false","federated_rules":"false"}}}`},
@@ -337,18 +340,7 @@ func TestRulerOn(t *testing.T) {
 		{name: "alertmanagers", target: "/api/v1/alertmanagers", code: 200,
 			want: `{"status":"success","data":{"activeAlertmanagers":[{"url":"http://127.0.0.1:9093/api/v2/alerts"}],"droppedAlertmanagers":[]}}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, got := grafanaGet(t, api, tc.target)
-			if code != tc.code {
-				t.Errorf("status %d, want %d: %v", code, tc.code, got)
-			}
-			if tc.want != "" && !reflect.DeepEqual(got, jsonOf(t, tc.want)) {
-				t.Errorf("got  %v\nwant %s", got, tc.want)
-			}
-			if tc.check != nil {
-				tc.check(t, got)
-			}
-		})
+		tc.run(t, api)
 	}
 }
 
