@@ -1,10 +1,15 @@
 package overrides
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -137,5 +142,58 @@ func FuzzParse(f *testing.F) {
 				t.Errorf("tenant %q accepted with invalid limits: %v", id, err)
 			}
 		}
+	})
+}
+
+// TestRunReloadsEveryPeriod: Run reads the file again once a period has
+// passed, not before; a broken file is logged once however many periods
+// it stays broken, and again once it changes. On synctest's clock: the
+// periods pass without waiting.
+func TestRunReloadsEveryPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runtime.yaml")
+		write := func(s string) {
+			t.Helper()
+			if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("overrides:\n  a:\n    max_active_series: 5\n")
+		var logs bytes.Buffer
+		const period = time.Minute
+		r, err := New(Options{Path: path, Period: period, Defaults: defaults, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+
+		write("overrides:\n  a:\n    max_active_series: 9\n")
+		time.Sleep(period - time.Second)
+		synctest.Wait()
+		if got := r.Limits("a").MaxActiveSeries; got != 5 {
+			t.Fatalf("a=%d before a period passed, want 5", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := r.Limits("a").MaxActiveSeries; got != 9 {
+			t.Fatalf("a=%d once a period passed, want 9", got)
+		}
+
+		write("overrides:\n  a:\n    max_active_series: -3\n")
+		time.Sleep(3 * period)
+		synctest.Wait()
+		write("overrides:\n  a:\n    max_active_series: -4\n")
+		time.Sleep(period)
+		synctest.Wait()
+		if n := strings.Count(logs.String(), "not reloaded"); n != 2 {
+			t.Errorf("%d errors logged over 3 periods of one broken file and one of another, want 2:\n%s", n, logs.String())
+		}
+		if got := r.Limits("a").MaxActiveSeries; got != 9 {
+			t.Errorf("a=%d after broken files, want the last good 9", got)
+		}
+		cancel()
+		<-done
 	})
 }
