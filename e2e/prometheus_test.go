@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -137,6 +138,8 @@ func TestPrometheus(t *testing.T) {
 	t.Logf("historical data: %d series, %s .. %s, hour boundary %s", len(hist.series),
 		hist.start.UTC().Format(time.TimeOnly), hist.end.UTC().Format(time.TimeOnly), hist.hour.UTC().Format(time.TimeOnly))
 
+	// The timeline is the subject: wall time passes while A scrapes both
+	// exporters, then only the first (the series of the second end).
 	time.Sleep(beforeStop)
 	exp2.stop()
 	stopped := time.Now()
@@ -226,6 +229,8 @@ func TestPrometheus(t *testing.T) {
 	// The targets' end-of-run staleness markers come up to two scrape
 	// intervals after the reload.
 	a.reload(t, "NoScrape", "true")
+	// Kept: the markers come at no moment the test can see (A's metrics
+	// do not count them apart), within two scrape intervals.
 	time.Sleep(3 * time.Second)
 	checkQueueHealthy(t, a)
 	ms, err := testproc.FetchMetrics(ctx, h.url)
@@ -621,17 +626,11 @@ func (p *promProcess) reload(t *testing.T, kv ...string) {
 	if err := p.proc.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatalf("%s: SIGHUP: %v", p.name, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		ms, err := testproc.FetchMetrics(t.Context(), p.base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ms.Sum("prometheus_config_last_reload_successful") == 1 &&
-			ms.Sum("prometheus_config_last_reload_success_timestamp_seconds") >= float64(before.Unix()) {
-			return
-		}
-	}
-	t.Fatalf("%s: configuration reload did not succeed\n%s", p.name, testproc.Tail(p.proc.LogPath, 20))
+	testproc.WaitMetrics(t, p.base, 30*time.Second, p.name+" reloaded", func(ms testproc.MetricPage) (bool, string) {
+		return ms.Sum("prometheus_config_last_reload_successful") == 1 &&
+				ms.Sum("prometheus_config_last_reload_success_timestamp_seconds") >= float64(before.Unix()),
+			"the configuration reload did not succeed; log:\n" + testproc.Tail(p.proc.LogPath, 20)
+	})
 }
 
 // startPrometheus starts Prometheus with the configuration tmpl renders
@@ -681,24 +680,15 @@ func waitDrained(t *testing.T, a *promProcess, after time.Time) time.Time {
 	// Generous: in make test's HBase pass other packages' tests create
 	// and drop tables (tenants' namespaces among them) on the same
 	// standalone HBase meanwhile, which can hold its writes for a minute.
-	deadline := time.Now().Add(3 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
-		ms, err := testproc.FetchMetrics(t.Context(), a.base)
-		if err != nil {
-			t.Fatal(err)
-		}
+	ms := testproc.WaitMetrics(t, a.base, 3*time.Minute, "drained (A's remote-write queue)", func(ms testproc.MetricPage) (bool, string) {
 		pending := ms.Sum(mPending)
 		in, okIn := ms.MaxOf(mHighestIn)
 		sent, okSent := ms.MaxOf(mHighestSent)
-		last = fmt.Sprintf("pending %v, highest in %v, highest sent %v", pending, in, sent)
-		if okIn && okSent && pending == 0 && sent >= in-1 && sent >= float64(after.Unix()) {
-			return time.Unix(int64(sent), 0)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("A's remote-write queue did not drain: %s", last)
-	return time.Time{}
+		return okIn && okSent && pending == 0 && sent >= in-1 && sent >= float64(after.Unix()),
+			fmt.Sprintf("pending %v, highest in %v, highest sent %v", pending, in, sent)
+	})
+	sent, _ := ms.MaxOf(mHighestSent)
+	return time.Unix(int64(sent), 0)
 }
 
 // checkQueueHealthy checks that A's remote write, once A takes in no more
@@ -706,21 +696,20 @@ func waitDrained(t *testing.T, a *promProcess, after time.Time) time.Time {
 func checkQueueHealthy(t *testing.T, a *promProcess) {
 	t.Helper()
 	var ms testproc.MetricPage
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+	if err := poll.Wait(t.Context(), 30*time.Second, 250*time.Millisecond, "caught up (A's remote-write queue)", func() (bool, string, error) {
+		var err error
 		if ms, err = testproc.FetchMetrics(t.Context(), a.base); err != nil {
-			t.Fatal(err)
+			return false, "", err
 		}
 		in, _ := ms.MaxOf(mHighestIn)
 		sent, _ := ms.MaxOf(mHighestSent)
 		if ms.Sum(mPending) == 0 && sent >= in {
 			t.Logf("A: highest sample timestamp taken in and sent: %s", time.Unix(int64(sent), 0).UTC().Format(time.TimeOnly))
-			break
+			return true, "", nil
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("A: remote-write queue not caught up: %v pending, highest in %v, highest sent %v", ms.Sum(mPending), in, sent)
-			break
-		}
+		return false, fmt.Sprintf("%v pending, highest in %v, highest sent %v", ms.Sum(mPending), in, sent), nil
+	}); err != nil {
+		t.Errorf("A: remote-write queue: %v", err)
 	}
 	// The dropped counters have a reason label: they appear with the first
 	// drop.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -27,8 +29,8 @@ import (
 // stale answer.
 func TestResultsCacheReplicasLog(t *testing.T) {
 	const (
-		poll  = 100 * time.Millisecond
-		slack = 2 * time.Second
+		pollEvery = 100 * time.Millisecond
+		slack     = 2 * time.Second
 	)
 	for _, tc := range []struct {
 		name     string
@@ -37,7 +39,7 @@ func TestResultsCacheReplicasLog(t *testing.T) {
 	}{{"with the log", true, false}, {"with the log, A keeping no answers", true, true}, {"without the log", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, tb := testbackend.New(t)
-			lc := server.ResultsCacheLogConfig{Enabled: tc.log, PollInterval: poll}
+			lc := server.ResultsCacheLogConfig{Enabled: tc.log, PollInterval: pollEvery}
 			aOpts := testserver.Options{EnableAdmin: true, ResultsCacheLog: lc}
 			if tc.aNoCache {
 				aOpts.ResultsCache = resultcache.New(resultcache.Options{Offset: 5 * time.Minute})
@@ -69,7 +71,9 @@ func TestResultsCacheReplicasLog(t *testing.T) {
 				ch.do()
 				done := time.Now()
 				if !tc.log {
-					time.Sleep(poll + slack)
+					// Nothing to observe: B must go on answering from its cache
+					// for longer than a poll interval, so wall time passes.
+					time.Sleep(pollEvery + slack)
 					for _, q := range b.queries {
 						if got := b.query(q, false); !bytes.Equal(got.body, kept[q].body) {
 							t.Fatalf("%s: %s: without the log B no longer answers its kept answer: %.300s", ch.name, q, got.body)
@@ -81,7 +85,7 @@ func TestResultsCacheReplicasLog(t *testing.T) {
 					return
 				}
 				fresh := time.Duration(0)
-				for fresh == 0 {
+				if err := poll.Wait(t.Context(), time.Minute, pollEvery/4, "fresh in B", func() (bool, string, error) {
 					sent := time.Now()
 					stale := ""
 					for _, q := range b.queries {
@@ -96,12 +100,14 @@ func TestResultsCacheReplicasLog(t *testing.T) {
 					switch {
 					case stale == "":
 						fresh = sent.Sub(done)
-					case sent.After(done.Add(poll + slack)):
-						t.Fatalf("%s: %s: B answered stale %s after A acknowledged the change (poll interval %s)",
-							ch.name, stale, sent.Sub(done).Round(time.Millisecond), poll)
-					default:
-						time.Sleep(poll / 4)
+						return true, "", nil
+					case sent.After(done.Add(pollEvery + slack)):
+						return false, "", fmt.Errorf("%s: %s: B answered stale %s after A acknowledged the change (poll interval %s)",
+							ch.name, stale, sent.Sub(done).Round(time.Millisecond), pollEvery)
 					}
+					return false, "stale " + stale, nil
+				}); err != nil {
+					t.Fatal(err)
 				}
 				b.fresh(ch.name+", B", kept)
 				t.Logf("backend %s: %s: B answered nocache=1's from %s after A acknowledged it", testbackend.Name(), ch.name, fresh.Round(time.Millisecond))

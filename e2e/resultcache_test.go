@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -235,19 +237,13 @@ func TestResultsCacheInvalidation(t *testing.T) {
 		// Once a cycle deleted the first hours, the next one to end has
 		// told the cache of it.
 		deadline := time.Now().Add(time.Minute)
-		for bytes.Equal(r.query(q, true).body, kept[q].body) {
-			if time.Now().After(deadline) {
-				t.Fatal("no retention cycle deleted the first hours")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		poll.Until(t, time.Until(deadline), 20*time.Millisecond, "the first hours deleted by a retention cycle", func() (bool, string) {
+			return !bytes.Equal(r.query(q, true).body, kept[q].body), "nocache=1 answers as before"
+		})
 		n := counter(t, r.reg, "invalidations_total")
-		for counter(t, r.reg, "invalidations_total") == n {
-			if time.Now().After(deadline) {
-				t.Fatal("no retention cycle ended")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(t, time.Until(deadline), 10*time.Millisecond, "a retention cycle ended", func() (bool, string) {
+			return counter(t, r.reg, "invalidations_total") != n, fmt.Sprintf("invalidations %v", n)
+		})
 		t.Logf("cycles deleted the first hours in %s", time.Since(shiftAt).Round(time.Millisecond))
 		r.fresh("retention", kept)
 	})
@@ -299,15 +295,10 @@ func TestResultsCacheRollupRebuilt(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	probe := (nowMs-5*hour())/hour()*hour() + hour()
 	for _, q := range r.queries {
-		for {
-			if a := queryRangeAt(t, r.url, q, probe, r.end, r.step, url.Values{"max_source_resolution": {"5m"}, "nocache": {"1"}}); a.res == "5m" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the rollups of the samples' hours were not built", q)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		poll.Until(t, time.Until(deadline), 20*time.Millisecond, q+": the rollups of the samples' hours built", func() (bool, string) {
+			a := queryRangeAt(t, r.url, q, probe, r.end, r.step, url.Values{"max_source_resolution": {"5m"}, "nocache": {"1"}})
+			return a.res == "5m", "resolution " + a.res
+		})
 	}
 	kept := r.keep()
 	for q, a := range kept {
@@ -321,12 +312,10 @@ func TestResultsCacheRollupRebuilt(t *testing.T) {
 	late.Samples[0].Value = 1e12
 	r.write([]prompb.TimeSeries{late})
 	n := counter(t, r.reg, "invalidations_total")
-	for counter(t, r.reg, "invalidations_total") < n+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the scheduler did not build the two hours again (invalidations %v, want %v)", counter(t, r.reg, "invalidations_total"), n+2)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, time.Until(deadline), 10*time.Millisecond, "the two hours built again by the scheduler", func() (bool, string) {
+		got := counter(t, r.reg, "invalidations_total")
+		return got >= n+2, fmt.Sprintf("invalidations %v, want %v", got, n+2)
+	})
 	r.fresh("rollups built again", kept)
 	for _, q := range r.queries {
 		if a := r.query(q, false); a.res != "5m" {
@@ -389,6 +378,8 @@ func TestResultsCacheReplicas(t *testing.T) {
 		if all && freshAfter == 0 {
 			freshAfter = asked.Sub(wrote)
 		}
+		// The pacing of the samples of B's answers across max-age: wall
+		// time passing is the subject.
 		time.Sleep(100 * time.Millisecond)
 	}
 	if freshAfter == 0 {

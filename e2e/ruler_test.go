@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -325,27 +326,6 @@ func byTime(s map[string]map[int64]float64) map[int64]map[string]float64 {
 	return out
 }
 
-// waitUntil polls cond every 100 ms until it reports true, failing the
-// test after timeout with cond's last description.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %s", what, timeout, state)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: test ended", what)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // groupsEvaluated reports whether api lists both of the test's groups in
 // namespace (file) ns, healthy, evaluated at or after since.
 func groupsEvaluated(ctx context.Context, api promAPI, ns string, since time.Time) (bool, string) {
@@ -451,7 +431,7 @@ func TestRuler(t *testing.T) {
 
 	// The namespace is the name Prometheus gives the rule file.
 	var ns string
-	waitUntil(t, 30*time.Second, "Prometheus loads the rule file", func() (bool, string) {
+	poll.Until(t, 30*time.Second, 100*time.Millisecond, "Prometheus loads the rule file", func() (bool, string) {
 		gs, err := prom.api.ruleGroups(ctx)
 		if err != nil || len(gs) != 2 {
 			return false, fmt.Sprintf("%+v %v", gs, err)
@@ -463,7 +443,7 @@ func TestRuler(t *testing.T) {
 	postRuleGroup(t, ph.base, ns, rulerRecording)
 	postRuleGroup(t, ph.base, ns, rulerAlerting)
 	for _, api := range []promAPI{ph, prom.api} {
-		waitUntil(t, 30*time.Second, api.name+" evaluates both groups", func() (bool, string) {
+		poll.Until(t, 30*time.Second, 100*time.Millisecond, api.name+" evaluates both groups", func() (bool, string) {
 			return groupsEvaluated(ctx, api, ns, posted)
 		})
 	}
@@ -489,7 +469,7 @@ func TestRuler(t *testing.T) {
 
 	// The alert fires on both: compare /api/v1/alerts while it does.
 	var firing [2]apiAlert
-	waitUntil(t, 30*time.Second, "both fire E2ERoomHot", func() (bool, string) {
+	poll.Until(t, 30*time.Second, 100*time.Millisecond, "both fire E2ERoomHot", func() (bool, string) {
 		var states []string
 		for i, api := range []promAPI{ph, prom.api} {
 			as, err := api.alerts(ctx)
@@ -571,7 +551,7 @@ func TestRuler(t *testing.T) {
 	// The recorded series, up to a few evaluations after the resolution.
 	to := resolved.UnixMilli() + 3*rulerInterval.Milliseconds()
 	for _, api := range []promAPI{ph, prom.api} {
-		waitUntil(t, 30*time.Second, api.name+" evaluates past the resolution", func() (bool, string) {
+		poll.Until(t, 30*time.Second, 100*time.Millisecond, api.name+" evaluates past the resolution", func() (bool, string) {
 			gs, err := api.ruleGroups(ctx)
 			if err != nil {
 				return false, err.Error()

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -177,14 +178,10 @@ http_server_config:
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if resp, _ := get("/-/ready", "prom", password); resp != nil && resp.StatusCode == http.StatusOK { //nolint:bodyclose // get closed the body
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("promhbase not ready over TLS\n%s", srv.Log())
-		}
-	}
+	poll.Until(t, time.Minute, 200*time.Millisecond, "ready over TLS", func() (bool, string) {
+		resp, body := get("/-/ready", "prom", password) //nolint:bodyclose // get closed the body
+		return resp != nil && resp.StatusCode == http.StatusOK, body + "\n" + srv.Log()
+	})
 
 	// Refusals, and the header on every answer.
 	for _, tc := range []struct{ name, path, user, pass string }{
@@ -238,21 +235,10 @@ http_server_config:
 
 	// Wait until A's good queue has sent samples and its wrong-password
 	// queue has failed some.
-	var page testproc.MetricPage
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
-		page, err = testproc.FetchMetrics(t.Context(), a.base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good") > 0 &&
-			page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password") > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("A's queues after 90 s: good sent %v, wrong-password failed %v\n%s", page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
-				page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password"), testproc.Tail(a.proc.LogPath, 20))
-		}
-	}
+	page := testproc.WaitMetrics(t, a.base, 90*time.Second, "sent by A's good queue and failed by its wrong-password one", func(page testproc.MetricPage) (bool, string) {
+		good, wrong := page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good"), page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "wrong-password")
+		return good > 0 && wrong > 0, fmt.Sprintf("good sent %v, wrong-password failed %v\n%s", good, wrong, testproc.Tail(a.proc.LogPath, 20))
+	})
 	t.Logf("A: good queue sent %v samples (failed %v, retried %v); wrong-password queue failed %v (sent %v)",
 		page.Sum("prometheus_remote_storage_samples_total", "remote_name", "good"),
 		page.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "good"),
@@ -265,33 +251,30 @@ http_server_config:
 
 	// B reads, over TLS with basic auth, what A wrote:
 	// A's scrape of promhbase over TLS with basic auth.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+	poll.Until(t, 60*time.Second, time.Second, `up{job="promhbase"} 1 in B`, func() (bool, string) {
 		res, err := b.api.query(t.Context(), promQuery{expr: `up{job="promhbase"}`, at: time.Now()})
 		if err == nil && upIsOne(res) {
 			t.Logf("B over remote read: %s", res.summary())
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B: up{job=\"promhbase\"} = %v, %v\n%s", res.summary(), err, testproc.Tail(b.proc.LogPath, 20))
-		}
-	}
+		return false, fmt.Sprintf("%v, %v\n%s", res.summary(), err, testproc.Tail(b.proc.LogPath, 20))
+	})
 	// A request is counted when its handler returns, which can be after
 	// its samples are readable (the embedded store's cells are visible
 	// before the write waits on its log's fsync) and after its client has
 	// the answer (a read flushes what it streams): the counts are polled
 	// for.
+	// When the bound passes, the checks below say what is missing.
 	var body string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	_ = poll.Wait(t.Context(), 30*time.Second, 200*time.Millisecond, "counted", func() (bool, string, error) {
 		var resp *http.Response
 		resp, body = get("/metrics", "prom", password) //nolint:bodyclose // get closed the body
 		if resp == nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("/metrics with credentials: %v %s", resp, body)
 		}
-		if (strings.Contains(body, `promhbase_http_requests_total{code="204",handler="write"}`) &&
-			strings.Contains(body, `promhbase_http_requests_total{code="200",handler="read"}`)) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return strings.Contains(body, `promhbase_http_requests_total{code="204",handler="write"}`) &&
+			strings.Contains(body, `promhbase_http_requests_total{code="200",handler="read"}`), "", nil
+	})
 	for _, bad := range []string{`promhbase_http_requests_total{code="401",handler="write"}`, `promhbase_http_requests_total{code="401",handler="read"}`} {
 		if strings.Contains(body, bad) {
 			t.Errorf("/metrics has %s: the auth layer should answer before the handler", bad)

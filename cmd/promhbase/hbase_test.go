@@ -15,6 +15,7 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -112,13 +113,20 @@ func reopen(ctx context.Context, t *testing.T, table string) {
 	}
 }
 
-// getRetry reads row until the reopened table's region serves it.
+// getRetry reads row, again every 200 ms while the store answers
+// unavailable, until the reopened table's region serves it or ctx ends.
 func getRetry(ctx context.Context, st store.Store, table string, row []byte) (store.Row, error) {
-	for {
-		r, err := st.Get(ctx, table, row, "")
-		if err == nil || ctx.Err() != nil || !errors.Is(err, store.ErrUnavailable) {
-			return r, err
+	var r store.Row
+	err := poll.Wait(ctx, 2*time.Minute, 200*time.Millisecond, "served by the reopened region", func() (bool, string, error) {
+		var err error
+		r, err = st.Get(ctx, table, row, "")
+		switch {
+		case err == nil:
+			return true, "", nil
+		case ctx.Err() != nil || !errors.Is(err, store.ErrUnavailable):
+			return false, "", err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, err.Error(), nil
+	})
+	return r, err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -90,22 +91,11 @@ func TestImportCommand(t *testing.T) {
 		// The imported hours are compacted and rolled up as written ones
 		// are: the rows of 8 series over 5 hours (6 rows where an hour's
 		// first sample falls in the next).
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			page, err := testproc.FetchMetrics(t.Context(), base)
-			if err != nil {
-				t.Fatal(err)
-			}
+		testproc.WaitMetrics(t, base, 2*time.Minute, "40 rows compacted and every hour rolled up", func(page testproc.MetricPage) (bool, string) {
 			compacted := page.Sum("promhbase_compaction_rows_compacted_total")
 			from, hours := page.Sum("promhbase_rollup_built_from_timestamp_seconds"), page.Sum("promhbase_rollup_hours_built_total")
-			if compacted >= 40 && from == 0 && hours >= 5 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after two minutes: %v rows compacted, rollups built from %v (%v hours), want 40 rows and every hour", compacted, from, hours)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return compacted >= 40 && from == 0 && hours >= 5, fmt.Sprintf("%v rows compacted, rollups built from %v (%v hours)", compacted, from, hours)
+		})
 		if got := exported(t, base); got != want.String() {
 			t.Errorf("after compaction promhbase holds\n%.1500s\nthe blocks\n%.1500s", got, want.String())
 		}
@@ -169,6 +159,9 @@ func TestImportCommand(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		// The outage is the subject: serve killed 30 ms into the import,
+		// with requests in flight wherever they are then, and away for a
+		// while (the importer's retries meet a closed port).
 		time.Sleep(30 * time.Millisecond)
 		_ = srv.Cmd.Process.Kill()
 		_ = srv.Wait()
@@ -230,18 +223,19 @@ func TestImportCommand(t *testing.T) {
 			}
 			exited, waitErr := make(chan struct{}), error(nil)
 			go func() { waitErr = cmd.Wait(); close(exited) }()
-		wait:
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			// Until the progress file moved or the import ended; after 10 s
+			// the kill lands anyway (the check below counts the kills).
+			_ = poll.Wait(t.Context(), 10*time.Second, 200*time.Microsecond, "progress saved", func() (bool, string, error) {
 				select {
 				case <-exited:
-					break wait
+					return true, "", nil
 				default:
 				}
-				if st, err := os.Stat(progress); err == nil && (before == nil || st.ModTime() != before.ModTime()) {
-					break
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
+				st, err := os.Stat(progress)
+				return err == nil && (before == nil || st.ModTime() != before.ModTime()), "", nil
+			})
+			// The kill's moment is the subject: a random few ms after a
+			// save, anywhere in the batches that follow.
 			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-exited
@@ -459,22 +453,15 @@ func TestImportSnapshot(t *testing.T) {
 				"--web.enable-admin-api", "--storage.tsdb.retention.time=100y")
 		}})
 	// Scraping starts once discovery hands over its targets (about 5 s).
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, time.Minute, 200*time.Millisecond, "scraped five times by Prometheus", func() (bool, string) {
 		resp, err := http.Get("http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape("count_over_time(up[1m]) >= 5"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(b), `"value"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus has not scraped itself five times in a minute: %s", b)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.Contains(string(b), `"value"`), string(b)
+	})
 	resp, err := http.Post("http://"+promAddr+"/api/v1/admin/tsdb/snapshot", "", nil)
 	if err != nil {
 		t.Fatal(err)

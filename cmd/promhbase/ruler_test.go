@@ -29,6 +29,7 @@ import (
 
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -240,13 +241,13 @@ func TestRulerFailover(t *testing.T) {
 	bin := promhbaseBinary(t)
 	flags := rulerStorageFlags(t, bin)
 	const (
-		lease    = 3 * time.Second
-		poll     = time.Second
-		interval = time.Second
-		ns       = "failover"
-		record   = "ruler_failover_test"
+		lease     = 3 * time.Second
+		pollEvery = time.Second
+		interval  = time.Second
+		ns        = "failover"
+		record    = "ruler_failover_test"
 	)
-	rflags := append([]string{"--ruler.enabled", "--ruler.lease-duration=" + lease.String(), "--ruler.poll-interval=" + poll.String(),
+	rflags := append([]string{"--ruler.enabled", "--ruler.lease-duration=" + lease.String(), "--ruler.poll-interval=" + pollEvery.String(),
 		"--ruler.evaluation-interval=" + interval.String()}, flags...)
 	a, baseA := startServe(t, bin, rflags...)
 	b, baseB := startServe(t, bin, rflags...)
@@ -292,17 +293,12 @@ func TestRulerFailover(t *testing.T) {
 	// failing the test after limit.
 	waitHeld := func(what string, limit time.Duration, held func(map[string]leaseHolder) bool) map[string]leaseHolder {
 		t.Helper()
-		deadline := time.Now().Add(limit)
-		for {
-			h := holders()
-			if held(h) {
-				return h
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %s; lease rows %+v (replicas %d, %d)", what, limit, h, pidA, pidB)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var h map[string]leaseHolder
+		poll.Until(t, limit, 50*time.Millisecond, what, func() (bool, string) {
+			h = holders()
+			return held(h), fmt.Sprintf("lease rows %+v (replicas %d, %d)", h, pidA, pidB)
+		})
+		return h
 	}
 
 	// Steady state: two groups each, every group evaluated for a while.
@@ -324,7 +320,7 @@ func TestRulerFailover(t *testing.T) {
 	}
 	killed := time.Now()
 	_ = a.Wait()
-	after := waitHeld("every group held by the survivor", lease+poll+5*time.Second, func(h map[string]leaseHolder) bool {
+	after := waitHeld("every group held by the survivor", lease+pollEvery+5*time.Second, func(h map[string]leaseHolder) bool {
 		for _, x := range h {
 			if x.pid != pidB || x.exp <= time.Now().UnixMilli() {
 				return false
@@ -337,7 +333,7 @@ func TestRulerFailover(t *testing.T) {
 	// The killed replica's last renewal was before the kill: its leases
 	// expire within lease of it, and the survivor looks every poll
 	// interval (plus a sync's store round trips, within 500 ms).
-	if limit := lease + poll + 500*time.Millisecond; moved > limit {
+	if limit := lease + pollEvery + 500*time.Millisecond; moved > limit {
 		t.Errorf("groups moved %s after the kill, more than lease + poll interval (%s)", moved, limit)
 	}
 	// Let the survivor evaluate every group a few more intervals.
@@ -745,7 +741,7 @@ func TestRulerTenants(t *testing.T) {
 		// been evaluated without error, twice at least.
 		deadline := time.Now().Add(30 * time.Second)
 		for _, id := range []string{limited, free} {
-			for {
+			poll.Until(t, time.Until(deadline), 100*time.Millisecond, "both groups of "+id+" listed and evaluated", func() (bool, string) {
 				r := getRules(t, base, id)
 				got := map[string]map[string][]string{}
 				evaluated := 0
@@ -763,14 +759,8 @@ func TestRulerTenants(t *testing.T) {
 				// Before the ruler's first poll of the groups it lists
 				// none; never another tenant's.
 				listed := reflect.DeepEqual(got, want(id))
-				if listed && evaluated == 2 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("/api/v1/rules as %s after 30s: lists %v (want %v), %d of 2 rules evaluated: %+v", id, got, want(id), evaluated, r)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return listed && evaluated == 2, fmt.Sprintf("/api/v1/rules as %s lists %v (want %v), %d of 2 rules evaluated: %+v", id, got, want(id), evaluated, r)
+			})
 		}
 		// Three evaluations of each tenant's sum at least, every one of
 		// its own series' sum: another tenant's evaluations written
@@ -778,13 +768,12 @@ func TestRulerTenants(t *testing.T) {
 		for _, id := range []string{limited, free} {
 			key := labels.FromStrings("__name__", "ruler_tenant_sum").String()
 			var got map[string]map[int64]float64
-			for {
+			// Until three are written, or the deadline passed: then the
+			// check below says what there is.
+			_ = poll.Wait(t.Context(), time.Until(deadline), 100*time.Millisecond, "evaluated three times", func() (bool, string, error) {
 				got = samplesByKey(t, base, id, `{__name__="ruler_tenant_sum"}`, written, time.Now().Add(time.Minute).UnixMilli())
-				if len(got[key]) >= 3 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return len(got[key]) >= 3, "", nil
+			})
 			if len(got) != 1 || len(got[key]) < 3 {
 				t.Fatalf("ruler_tenant_sum of %s: %v, want one series of 3 samples at least", id, got)
 			}

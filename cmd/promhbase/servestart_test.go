@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testzk"
 )
 
@@ -87,36 +88,25 @@ func TestStartOnHBase(t *testing.T) {
 					t.Fatal("no fatal error")
 				}
 			case tc.wantBuilt > 0:
-				deadline := time.Now().Add(30 * time.Second)
-				for {
+				poll.Until(t, 30*time.Second, 10*time.Millisecond, "built", func() (bool, string) {
 					code, body := answer(handler, "/-/ready")
 					if code == http.StatusOK && body == "built" {
-						break
+						return true, ""
 					}
 					if code != http.StatusServiceUnavailable || !strings.Contains(body, "promhbase is not ready: waiting for HBase for ") {
 						t.Fatalf("/-/ready before it was built: %d %q", code, body)
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("not built after 30s: %d %q", code, body)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+					return false, fmt.Sprintf("/-/ready: %d %q", code, body)
+				})
 			default:
 				want := "cannot reach ZooKeeper quorum " + quorum + ": zk: could not connect to a server"
-				deadline := time.Now().Add(30 * time.Second)
-				for {
+				poll.Until(t, 30*time.Second, 10*time.Millisecond, "naming "+want+" in /-/ready", func() (bool, string) {
 					code, body := answer(handler, "/-/ready")
 					if code != http.StatusServiceUnavailable {
 						t.Fatalf("/-/ready: %d %q, want 503", code, body)
 					}
-					if strings.Contains(body, want) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("/-/ready: %q, want it to name %q", body, want)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+					return strings.Contains(body, want), fmt.Sprintf("/-/ready: %q", body)
+				})
 				if code, body := answer(handler, "/api/v1/write"); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 					t.Errorf("/api/v1/write: %d %q, want 503 naming %q", code, body, want)
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -85,13 +87,15 @@ func TestSnapshotRestore(t *testing.T) {
 			}
 		})
 	}
-	for acked[0].Load() < 3 || acked[1].Load() < 3 {
+	if err := poll.Wait(t.Context(), 2*time.Minute, 10*time.Millisecond, "3 rounds acknowledged to each writer", func() (bool, string, error) {
 		if t.Failed() {
-			close(stop)
-			wg.Wait()
-			t.FailNow()
+			return false, "", errors.New("a writer failed")
 		}
-		time.Sleep(10 * time.Millisecond)
+		return acked[0].Load() >= 3 && acked[1].Load() >= 3, fmt.Sprintf("rounds %d, %d", acked[0].Load(), acked[1].Load()), nil
+	}); err != nil {
+		close(stop)
+		wg.Wait()
+		t.Fatal(err)
 	}
 	var before [writers]int64
 	for w := range writers {
@@ -108,8 +112,12 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// Writes go on after the snapshot, to be gone once it is restored.
 	for w := range writers {
-		for r := acked[w].Load(); acked[w].Load() < r+2 && !t.Failed(); {
-			time.Sleep(10 * time.Millisecond)
+		r := acked[w].Load()
+		if err := poll.Wait(t.Context(), 2*time.Minute, 10*time.Millisecond, "two more rounds acknowledged", func() (bool, string, error) {
+			return acked[w].Load() >= r+2 || t.Failed(), fmt.Sprintf("writer %d at round %d", w, acked[w].Load()), nil
+		}); err != nil {
+			t.Error(err)
+			break
 		}
 	}
 	close(stop)

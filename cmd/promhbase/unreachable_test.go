@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
@@ -117,18 +118,14 @@ func TestServeUnreachableHBase(t *testing.T) {
 			srv := testproc.Start(t, "serve", exec.Command(bin, args...), filepath.Join(t.TempDir(), "serve.log"), 40)
 			// Until a try has given up (after --hbase.connect-timeout) and
 			// serve has logged that it tries again.
-			deadline := time.Now().Add(giveUpBound)
-			for !strings.Contains(srv.Log(), "trying again") {
+			poll.Until(t, giveUpBound, 50*time.Millisecond, "saying it tries again", func() (bool, string) {
 				select {
 				case <-srv.Exited():
 					t.Fatalf("serve exited: %v\n%s", srv.Wait(), srv.Log())
 				default:
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("serve did not say it tries again within %s\n%s", giveUpBound, srv.Log())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return strings.Contains(srv.Log(), "trying again"), "serve's log:\n" + srv.Log()
+			})
 			code, body, retry := get(t, base+"/-/ready")
 			want := "cannot reach ZooKeeper quorum " + quorum
 			if code != http.StatusServiceUnavailable || !strings.Contains(body, want) || retry == "" {

@@ -47,6 +47,7 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
@@ -152,6 +153,20 @@ func (p *promhbase) send(t *testing.T, series []prompb.TimeSeries) {
 	if _, err := p.write.Store(context.Background(), snappy.Encode(nil, data), 0); err != nil {
 		t.Fatalf("remote write: %v", err)
 	}
+}
+
+// readUntil reads ms through p's remote read every 500 ms until series
+// holds n points, for at most 30 s (OpenTSDB buffers puts for up to a
+// second, tsd.storage.flush_interval), and returns the last answer: the
+// caller's check says what is wrong with it.
+func (p *promhbase) readUntil(t *testing.T, start, end int64, series string, n int, ms ...*labels.Matcher) map[string][]point {
+	t.Helper()
+	var got map[string][]point
+	_ = poll.Wait(t.Context(), 30*time.Second, 500*time.Millisecond, series+" read", func() (bool, string, error) {
+		got = p.readSeries(t, start, end, ms...)
+		return len(got[series]) == n, "", nil
+	})
+	return got
 }
 
 // readSeries reads one series back through promhbase's remote read.
@@ -382,14 +397,7 @@ func testInterop(t *testing.T, layout mapping.Layout) {
 	sort.Slice(wantPut, func(i, j int) bool { return wantPut[i].t < wantPut[j].t })
 	otsdbSeries := `{__name__="otsdb_put", host="a"}`
 	nameEq := labels.MustNewMatcher(labels.MatchEqual, "__name__", "otsdb_put")
-	// OpenTSDB buffers puts for up to a second (tsd.storage.flush_interval).
-	var got map[string][]point
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		got = ph.readSeries(t, h0-hour, h0+6*hour, nameEq)
-		if len(got[otsdbSeries]) == len(wantPut) {
-			break
-		}
-	}
+	got := ph.readUntil(t, h0-hour, h0+6*hour, otsdbSeries, len(wantPut), nameEq)
 	samePoints(t, "promhbase reading OpenTSDB's puts", got[otsdbSeries], wantPut)
 
 	// 3. OpenTSDB compacts the old rows it reads: wait until it has, then
@@ -554,8 +562,7 @@ func tail(s string, n int) string {
 func waitCompacted(t *testing.T, st store.Store, table string, layout mapping.Layout) {
 	t.Helper()
 	cutoff := uint32(time.Now().Add(-2 * time.Hour).Unix())
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.Until(t, 90*time.Second, time.Second, "compacted by OpenTSDB", func() (bool, string) {
 		rows, multi, compacted := 0, 0, 0
 		sc := st.Scan(context.Background(), store.ScanRequest{Table: table, Family: "t"})
 		for sc.Next() {
@@ -585,13 +592,10 @@ func waitCompacted(t *testing.T, st store.Store, table string, layout mapping.La
 		}
 		if rows > 0 && multi == 0 && compacted > 0 {
 			t.Logf("OpenTSDB compacted the old rows: %d rows, %d compacted columns", rows, compacted)
-			return
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("OpenTSDB did not compact: %d old rows, %d with several data cells, %d compacted columns", rows, multi, compacted)
-		}
-		time.Sleep(time.Second)
-	}
+		return false, fmt.Sprintf("%d old rows, %d with several data cells, %d compacted columns", rows, multi, compacted)
+	})
 }
 
 // checkSalt checks that every row's salt is the bucket mapping computes

@@ -18,6 +18,7 @@ import (
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
@@ -343,17 +344,10 @@ func (d *tsd) queryRollup(t *testing.T, start, end int64, metric string, tags ma
 // from, hours stale) until done holds, failing t after two minutes.
 func waitGauge(t *testing.T, ph *promhbase, what string, done func(until, from, stale float64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	poll.Until(t, 2*time.Minute, 50*time.Millisecond, what, func() (bool, string) {
 		g := func(name string) float64 { return testproc.GatherSum(t, ph.srv.Registry, name) }
 		until, from, stale := g("promhbase_rollup_built_until_timestamp_seconds"), g("promhbase_rollup_built_from_timestamp_seconds"),
 			g("promhbase_rollup_hours_stale")
-		if done(until, from, stale) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after two minutes (built until %v, from %v, %v hours stale)", what, until, from, stale)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done(until, from, stale), fmt.Sprintf("built until %v, from %v, %v hours stale", until, from, stale)
+	})
 }

@@ -151,12 +151,7 @@ func TestOpenTSDBReadsTenant(t *testing.T) {
 	  {"metric":"otsdb_put","timestamp":%d,"value":2.5,"tags":{"host":"tsd"}}]`, s0+10, (s0+3600)*1000+250))
 	wantPut := []point{{(s0 + 10) * 1000, 42}, {(s0+3600)*1000 + 250, 2.5}}
 	const putSeries = `{__name__="otsdb_put", host="tsd"}`
-	var got map[string][]point
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if got = phA.readSeries(t, h0-hour, h0+4*hour, nameEqual("otsdb_put")); len(got[putSeries]) == len(wantPut) {
-			break
-		}
-	}
+	got := phA.readUntil(t, h0-hour, h0+4*hour, putSeries, len(wantPut), nameEqual("otsdb_put"))
 	samePoints(t, "promhbase as A reading the TSD's put", got[putSeries], wantPut)
 	if got := phB.readSeries(t, h0-hour, h0+4*hour, nameEqual("otsdb_put")); len(got) != 0 {
 		t.Errorf("promhbase as B reads the TSD's put into A: %v", got)
