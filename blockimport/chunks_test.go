@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"path/filepath"
 	"sync"
@@ -12,35 +11,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/promhbase/promhbase/migrate"
 )
-
-// hsample is a native histogram sample, integer or float.
-type hsample struct {
-	t  int64
-	h  *histogram.Histogram
-	fh *histogram.FloatHistogram
-}
-
-func (s hsample) T() int64                      { return s.t }
-func (s hsample) ST() int64                     { return 0 }
-func (s hsample) F() float64                    { return 0 }
-func (s hsample) H() *histogram.Histogram       { return s.h }
-func (s hsample) FH() *histogram.FloatHistogram { return s.fh }
-func (s hsample) Copy() chunks.Sample           { return s }
-func (s hsample) Type() chunkenc.ValueType {
-	if s.h != nil {
-		return chunkenc.ValHistogram
-	}
-	return chunkenc.ValFloatHistogram
-}
 
 // recorder keeps every sample it is sent, by series and time, as the
 // remote-write message prints it; with chunks it decodes them as
@@ -128,11 +104,9 @@ func TestImportChunks(t *testing.T) {
 					smp = append(smp, hsample{t: ts, fh: fh})
 				}
 			}
-			ss = append(ss, storage.NewListSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), smp))
+			ss = append(ss, seriesM(i, smp))
 		}
-		if _, err := tsdb.CreateBlock(ss, dir, 0, slog.New(slog.DiscardHandler)); err != nil {
-			t.Fatal(err)
-		}
+		createBlock(t, dir, ss)
 	}
 	all := Options{Paths: []string{dir}, MinT: -1 << 62, MaxT: 1 << 62, BatchSamples: 700, Concurrency: 4, Job: "test"}
 	for _, tc := range []struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -13,27 +12,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 )
-
-type fsample struct {
-	t int64
-	f float64
-}
-
-func (s fsample) T() int64                      { return s.t }
-func (s fsample) ST() int64                     { return 0 }
-func (s fsample) F() float64                    { return s.f }
-func (s fsample) H() *histogram.Histogram       { return nil }
-func (s fsample) FH() *histogram.FloatHistogram { return nil }
-func (s fsample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s fsample) Copy() chunks.Sample           { return s }
 
 // fakeSender records the samples it is sent, in any order, after a
 // random delay; it fails its failAt-th request.
@@ -43,8 +25,6 @@ type fakeSender struct {
 	n      atomic.Int32
 	failAt int32
 }
-
-var errOutage = errors.New("outage")
 
 func (f *fakeSender) Send(_ context.Context, req *prompb.WriteRequest) error {
 	n := f.n.Add(1)
@@ -81,11 +61,9 @@ func TestImportResumes(t *testing.T) {
 					smp = append(smp, fsample{int64(b*1_000_000 + k*1000), float64(i*k) + 0.5})
 				}
 				want += len(smp)
-				ss = append(ss, storage.NewListSeries(labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)), smp))
+				ss = append(ss, seriesM(i, smp))
 			}
-			if _, err := tsdb.CreateBlock(ss, dir, 0, slog.New(slog.DiscardHandler)); err != nil {
-				t.Fatal(err)
-			}
+			createBlock(t, dir, ss)
 		}
 		f := &fakeSender{got: map[string]bool{}, failAt: 23}
 		opts := Options{Paths: []string{dir}, MinT: -1 << 62, MaxT: 1 << 62, BatchSamples: 100, Concurrency: 4,
