@@ -36,6 +36,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/uid"
@@ -241,6 +242,8 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 	base := (time.Now().Unix()/3600 - 2) * 3600 * 1000
 	stop := make(chan struct{})
 	in, errs := runWriters(ctx, replicas, 2, base, stop)
+	// The load is the subject: the writers run for a while before the
+	// fault, and for recovery after it.
 	time.Sleep(8 * time.Second)
 	before := in.samples.Load()
 	began := time.Now()
@@ -374,17 +377,10 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 					{fmt.Sprintf("sum(count_over_time(%s[1h]))", metric), count},
 					{fmt.Sprintf("max(max_over_time(%s[1h]))", metric), maxV},
 				} {
-					var got, res string
-					for {
-						got, res, err = instantQuery(ctx, client, p.base, q.expr, base+3600_000, "5m")
-						if err == nil && got == q.want && res == "5m" {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("%s: %s from the rollups: %s (resolution %q, %v), raw %s", p.name, q.expr, got, res, err, q.want)
-						}
-						time.Sleep(2 * time.Second)
-					}
+					poll.Until(t, time.Until(deadline), 2*time.Second, p.name+": "+q.expr+" from the rollups as from the raw samples", func() (bool, string) {
+						got, res, err := instantQuery(ctx, client, p.base, q.expr, base+3600_000, "5m")
+						return err == nil && got == q.want && res == "5m", fmt.Sprintf("%s (resolution %q, %v), raw %s", got, res, err, q.want)
+					})
 				}
 			}
 			built, _ := metricValue(ctx, p.base, "promhbase_rollup_hours_built_total")
@@ -407,17 +403,10 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 		// the rows a fault interrupted half way) and stop, finishing the
 		// rows under way: fsck reads the tables at rest.
 		for _, p := range live {
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			poll.Until(t, 2*time.Minute, time.Second, p.name+": every row compacted", func() (bool, string) {
 				n, err := metricValue(ctx, p.base, "promhbase_compaction_pending_rows")
-				if err == nil && n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: %v rows still wait for compaction (%v)", p.name, n, err)
-				}
-				time.Sleep(time.Second)
-			}
+				return err == nil && n == 0, fmt.Sprintf("%v rows still wait for compaction (%v)", n, err)
+			})
 			errs, _ := metricValue(ctx, p.base, "promhbase_compaction_errors_total")
 			t.Logf("%s: %v rows whose compaction failed (tried again)", p.name, errs)
 			p.proc.Stop()
@@ -600,7 +589,7 @@ func TestClusterRegionMoveAndSplit(t *testing.T) {
 						problems = append(problems, fmt.Sprintf("remote read during the move: %v", err))
 					}
 					retried++
-					time.Sleep(minBackoff)
+					time.Sleep(minBackoff) // a client's backoff before it reads again
 					continue
 				}
 				ended := time.Now()
