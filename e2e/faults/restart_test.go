@@ -69,7 +69,7 @@ func TestRestartDuringWrites(t *testing.T) {
 			acked[r] = time.Now()
 			ackedN.Add(1)
 			if d := pace - time.Since(start); d > 0 {
-				time.Sleep(d)
+				time.Sleep(d) // pacing the load at its rate: not a wait on anything
 			}
 		}
 		done <- nil

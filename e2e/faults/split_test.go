@@ -122,7 +122,7 @@ func TestRegionSplitDuringWritesAndReads(t *testing.T) {
 					writesDuringSplit.Add(1)
 				}
 				if d := pace - time.Since(start); d > 0 {
-					time.Sleep(d)
+					time.Sleep(d) // pacing the load at its rate: not a wait on anything
 				}
 			}
 		}()
