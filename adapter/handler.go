@@ -140,6 +140,11 @@ type Handler struct {
 	readSamples                         prometheus.Counter
 }
 
+// newCounter returns a counter of name with help as its help text.
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
 // New returns the Handler. Metrics are registered on reg.
 func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Registerer, logger *slog.Logger) (*Handler, error) {
 	if opts.MaxRequestBytes <= 0 {
@@ -172,27 +177,15 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 			Name: "promhbase_http_request_duration_seconds", Help: "HTTP request latency by handler.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"handler"}),
-		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_samples_written_total", Help: "Samples acknowledged by the store.",
-		}),
-		histogramsWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_histograms_written_total", Help: "Native histogram samples acknowledged by the store.",
-		}),
-		exemplarsWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_exemplars_written_total", Help: "Exemplars acknowledged by the store (one per series, hour and slot).",
-		}),
+		samplesWritten:    newCounter("promhbase_samples_written_total", "Samples acknowledged by the store."),
+		histogramsWritten: newCounter("promhbase_histograms_written_total", "Native histogram samples acknowledged by the store."),
+		exemplarsWritten:  newCounter("promhbase_exemplars_written_total", "Exemplars acknowledged by the store (one per series, hour and slot)."),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_samples_rejected_total", Help: "Samples and native histograms rejected, by reason: with 400 per series, or with 413 or 429 with their whole request (reasons max_series_per_request, ingestion_rate, new_series_rate).",
 		}, []string{"reason"}),
-		samplesExpired: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_samples_expired_total", Help: "Samples and native histograms older than --storage.retention.time when written: dropped, not stored (their request is answered as written), as the retention cycle would delete them.",
-		}),
-		readSeries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_read_series_total", Help: "Series returned by remote read.",
-		}),
-		readSamples: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "promhbase_read_samples_total", Help: "Samples returned by remote read.",
-		}),
+		samplesExpired: newCounter("promhbase_samples_expired_total", "Samples and native histograms older than --storage.retention.time when written: dropped, not stored (their request is answered as written), as the retention cycle would delete them."),
+		readSeries:     newCounter("promhbase_read_series_total", "Series returned by remote read."),
+		readSamples:    newCounter("promhbase_read_samples_total", "Samples returned by remote read."),
 	}
 	for _, r := range ingest.RejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
