@@ -18,17 +18,12 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -131,7 +126,7 @@ func TestPrometheus(t *testing.T) {
 	// its remote-write queue skips samples older than the queue's start.
 	hist := makeHistory(began)
 	ctx := t.Context()
-	if err := remoteWrite(ctx, a.base+"/api/v1/write", hist.series); err != nil {
+	if err := remoteWrite(ctx, a.base, hist.series); err != nil {
 		t.Fatalf("historical data into A: %v", err)
 	}
 	h.send(hist.series)
@@ -500,23 +495,13 @@ func makeHistory(now time.Time) history {
 
 // remoteWrite sends series in one remote-write 1.0 request through
 // Prometheus's client.
-func remoteWrite(ctx context.Context, rawURL string, series []prompb.TimeSeries) error {
-	u, err := url.Parse(rawURL)
+func remoteWrite(ctx context.Context, base string, series []prompb.TimeSeries) error {
+	wc, err := promremote.NewWriter("e2e-history", base, promremote.Options{})
 	if err != nil {
-		return fmt.Errorf("parse %s: %w", rawURL, err)
+		return err
 	}
-	wc, err := remote.NewWriteClient("e2e-history", &remote.ClientConfig{
-		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType,
-	})
-	if err != nil {
-		return fmt.Errorf("write client: %w", err)
-	}
-	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-	if err != nil {
-		return fmt.Errorf("marshal: %w", err)
-	}
-	if _, err := wc.Store(ctx, snappy.Encode(nil, data), 0); err != nil {
-		return fmt.Errorf("remote write to %s: %w", rawURL, err)
+	if err := promremote.Store(ctx, wc, &prompb.WriteRequest{Timeseries: series}); err != nil {
+		return fmt.Errorf("to %s: %w", base, err)
 	}
 	return nil
 }
@@ -548,19 +533,16 @@ func forwardSamplesOnly(w http.ResponseWriter, r *http.Request, backend string) 
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	data, err := snappy.Decode(nil, comp)
-	if err != nil {
-		return fmt.Errorf("snappy: %w", err)
-	}
 	var req prompb.ReadRequest
-	if err := proto.Unmarshal(data, &req); err != nil {
+	if err := promremote.Decode(comp, &req); err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
 	req.AcceptedResponseTypes = []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}
-	if data, err = proto.Marshal(&req); err != nil {
-		return fmt.Errorf("marshal read request: %w", err)
+	body, err := promremote.Body(&req)
+	if err != nil {
+		return err
 	}
-	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, backend+r.URL.Path, bytes.NewReader(snappy.Encode(nil, data)))
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, backend+r.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("new request: %w", err)
 	}

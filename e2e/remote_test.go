@@ -10,19 +10,14 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
@@ -31,6 +26,7 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 	"github.com/promhbase/promhbase/uid"
@@ -64,13 +60,7 @@ func newHarnessWith(t *testing.T, layout mapping.Layout, opts testserver.Options
 	t.Helper()
 	st, tb := testbackend.New(t)
 	srv := testserver.Start(t, st, tb, layout, opts)
-	u, _ := url.Parse(srv.URL + "/api/v1/write")
-	wc, err := remote.NewWriteClient("e2e", &remote.ClientConfig{
-		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc := promremote.MustWriter(t, "e2e", srv.URL, promremote.Options{})
 	return &harness{t: t, url: srv.URL, mapper: srv.Mapper, write: wc, model: map[string]*modelSeries{}}
 }
 
@@ -81,12 +71,8 @@ func (h *harness) send(series []prompb.TimeSeries) {
 	h.t.Helper()
 	for len(series) > 0 {
 		n := min(len(series), 2000)
-		data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series[:n]})
-		if err != nil {
+		if err := promremote.Store(context.Background(), h.write, &prompb.WriteRequest{Timeseries: series[:n]}); err != nil {
 			h.t.Fatal(err)
-		}
-		if _, err := h.write.Store(context.Background(), snappy.Encode(nil, data), 0); err != nil {
-			h.t.Fatalf("remote write: %v", err)
 		}
 		for _, ts := range series[:n] {
 			b := labels.NewScratchBuilder(len(ts.Labels))
@@ -144,15 +130,7 @@ func (h *harness) expect(start, end int64, ms []*labels.Matcher) map[string][]sa
 
 func (h *harness) readClient(types ...prompb.ReadRequest_ResponseType) remote.ReadClient {
 	h.t.Helper()
-	u, _ := url.Parse(h.url + "/api/v1/read")
-	rc, err := remote.NewReadClient("e2e", &remote.ClientConfig{
-		URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute), ChunkedReadLimit: 64 << 20,
-		AcceptedResponseTypes: types,
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return rc
+	return promremote.MustReader(h.t, "e2e", h.url, promremote.Options{ReadTypes: types})
 }
 
 var responseTypes = []struct {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/hatracker"
@@ -26,6 +24,7 @@ import (
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -66,11 +65,7 @@ func (c tenantClient) do(method, path string, body []byte, hdr map[string]string
 // write sends a remote write 1.0 request and returns its status.
 func (c tenantClient) write(req *prompb.WriteRequest) (int, string) {
 	c.t.Helper()
-	data, err := proto.Marshal(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	code, b := c.do("POST", "/api/v1/write", snappy.Encode(nil, data), map[string]string{
+	code, b := c.do("POST", "/api/v1/write", promremote.MustBody(c.t, req), map[string]string{
 		"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf", "X-Prometheus-Remote-Write-Version": "0.1.0"})
 	return code, string(b)
 }
@@ -79,21 +74,14 @@ func (c tenantClient) write(req *prompb.WriteRequest) (int, string) {
 // it answered, as label strings with their values, or the status.
 func (c tenantClient) read(ms ...*prompb.LabelMatcher) (int, []string) {
 	c.t.Helper()
-	data, err := proto.Marshal(&prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0 - 3600_000, EndTimestampMs: t0 + 3600_000, Matchers: ms}}})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	code, b := c.do("POST", "/api/v1/read", snappy.Encode(nil, data), map[string]string{
+	body := promremote.MustBody(c.t, &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0 - 3600_000, EndTimestampMs: t0 + 3600_000, Matchers: ms}}})
+	code, b := c.do("POST", "/api/v1/read", body, map[string]string{
 		"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf", "X-Prometheus-Remote-Read-Version": "0.1.0"})
 	if code != http.StatusOK {
 		return code, []string{string(b)}
 	}
-	raw, err := snappy.Decode(nil, b)
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
+	if err := promremote.Decode(b, &resp); err != nil {
 		c.t.Fatal(err)
 	}
 	var out []string

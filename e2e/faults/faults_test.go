@@ -23,7 +23,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,11 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
-	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
@@ -48,6 +43,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
@@ -268,11 +264,10 @@ const (
 // send writes req, retrying until it is acknowledged, an answer says it
 // never will be, or ctx ends.
 func (w *writer) send(ctx context.Context, req *prompb.WriteRequest) error {
-	data, err := proto.Marshal(req)
+	body, err := promremote.Body(req)
 	if err != nil {
-		return fmt.Errorf("marshal write request: %w", err)
+		return err
 	}
-	body := snappy.Encode(nil, data)
 	backoff := minBackoff
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -371,14 +366,14 @@ func remoteRead(ctx context.Context, client *http.Client, base string, start, en
 	if err != nil {
 		return nil, fmt.Errorf("read query: %w", err)
 	}
-	data, err := proto.Marshal(&prompb.ReadRequest{
+	data, err := promremote.Body(&prompb.ReadRequest{
 		Queries:               []*prompb.Query{pq},
 		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("marshal read request: %w", err)
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, data)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/read", bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("new read request: %w", err)
 	}
@@ -397,13 +392,9 @@ func remoteRead(ctx context.Context, client *http.Client, base string, start, en
 	if resp.StatusCode != http.StatusOK {
 		return nil, &statusError{code: resp.StatusCode, msg: strings.TrimSpace(string(body))}
 	}
-	dec, err := snappy.Decode(nil, body)
-	if err != nil {
-		return nil, fmt.Errorf("snappy-decode remote-read answer: %w", err)
-	}
 	var rr prompb.ReadResponse
-	if err := proto.Unmarshal(dec, &rr); err != nil {
-		return nil, fmt.Errorf("unmarshal remote-read answer: %w", err)
+	if err := promremote.Decode(body, &rr); err != nil {
+		return nil, fmt.Errorf("remote-read answer: %w", err)
 	}
 	if len(rr.Results) != 1 {
 		return nil, fmt.Errorf("remote-read answer holds %d results, want 1", len(rr.Results))
@@ -433,16 +424,10 @@ func remoteReadStreamed(ctx context.Context, base string, start, end int64, ms .
 // remoteReadStreamedEach is remoteReadStreamed calling each (when not nil)
 // before it takes each series from the answer.
 func remoteReadStreamedEach(ctx context.Context, base string, start, end int64, each func(), ms ...*labels.Matcher) ([]readSeries, error) {
-	u, err := url.Parse(base + "/api/v1/read")
+	rc, err := promremote.NewReader("faults", base, promremote.Options{Timeout: 2 * time.Minute, ChunkedReadLimit: 256 << 20,
+		ReadTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}})
 	if err != nil {
-		return nil, fmt.Errorf("read url: %w", err)
-	}
-	rc, err := remote.NewReadClient("faults", &remote.ClientConfig{
-		URL: &config_util.URL{URL: u}, Timeout: model.Duration(2 * time.Minute), ChunkedReadLimit: 256 << 20,
-		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read client: %w", err)
+		return nil, err
 	}
 	pq, err := remote.ToQuery(start, end, ms, nil)
 	if err != nil {

@@ -15,8 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -25,6 +23,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testserver"
 	"github.com/promhbase/promhbase/uid"
 )
@@ -393,19 +392,14 @@ func (p *promhbase) checkHistograms(t *testing.T, what string, start, end int64,
 	req := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: start, EndTimestampMs: end,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "interop_hist"}}}},
 		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}}
-	data, _ := proto.Marshal(req)
-	resp, err := http.Post(p.url+"/api/v1/read", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	resp, err := http.Post(p.url+"/api/v1/read", "application/x-protobuf", bytes.NewReader(promremote.MustBody(t, req)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	dec, err := snappy.Decode(nil, body)
-	if err != nil {
-		t.Fatalf("%s: %d %s", what, resp.StatusCode, body)
-	}
 	var rr prompb.ReadResponse
-	if err := proto.Unmarshal(dec, &rr); err != nil || len(rr.Results) != 1 || len(rr.Results[0].Timeseries) != 1 {
+	if err := promremote.Decode(body, &rr); err != nil || len(rr.Results) != 1 || len(rr.Results[0].Timeseries) != 1 {
 		t.Fatalf("%s: %v %v", what, rr.Results, err)
 	}
 	got := rr.Results[0].Timeseries[0].Histograms
@@ -441,12 +435,8 @@ func countHistogramCells(t *testing.T, st store.Store, table string) int {
 // sendMetadata writes a remote write 1.0 request of metadata only.
 func (p *promhbase) sendMetadata(t *testing.T, md ...prompb.MetricMetadata) {
 	t.Helper()
-	data, err := proto.Marshal(&prompb.WriteRequest{Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.write.Store(context.Background(), snappy.Encode(nil, data), 0); err != nil {
-		t.Fatalf("remote write of metadata: %v", err)
+	if err := promremote.Store(context.Background(), p.write, &prompb.WriteRequest{Metadata: md}); err != nil {
+		t.Fatalf("metadata: %v", err)
 	}
 }
 

@@ -32,11 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
@@ -48,6 +43,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
@@ -126,16 +122,8 @@ func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, lay
 	t.Helper()
 	opts.ColdReads = true
 	srv := testserver.Start(t, st, tables, layout, opts)
-	wu, _ := url.Parse(srv.URL + "/api/v1/write")
-	ru, _ := url.Parse(srv.URL + "/api/v1/read")
-	wc, err := remote.NewWriteClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: wu}, Timeout: model.Duration(time.Minute), WriteProtoMsg: remoteapi.WriteV1MessageType})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := remote.NewReadClient("interop", &remote.ClientConfig{URL: &config_util.URL{URL: ru}, Timeout: model.Duration(time.Minute), ChunkedReadLimit: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc := promremote.MustWriter(t, "interop", srv.URL, promremote.Options{})
+	rc := promremote.MustReader(t, "interop", srv.URL, promremote.Options{})
 	return &promhbase{url: srv.URL, mapper: srv.Mapper, write: wc, read: rc, srv: srv}
 }
 
@@ -146,12 +134,8 @@ type point struct {
 
 func (p *promhbase) send(t *testing.T, series []prompb.TimeSeries) {
 	t.Helper()
-	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-	if err != nil {
+	if err := promremote.Store(context.Background(), p.write, &prompb.WriteRequest{Timeseries: series}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := p.write.Store(context.Background(), snappy.Encode(nil, data), 0); err != nil {
-		t.Fatalf("remote write: %v", err)
 	}
 }
 

@@ -12,16 +12,13 @@ import (
 	"testing"
 	"time"
 
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	config_util "github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 	"github.com/promhbase/promhbase/uid"
@@ -191,20 +188,8 @@ func TestOpenTSDBReadsTenant(t *testing.T) {
 // promhbase that send as tenant id (X-Scope-OrgID).
 func tenantPromhbase(t *testing.T, base, id string) *promhbase {
 	t.Helper()
-	wu, _ := url.Parse(base + "/api/v1/write")
-	ru, _ := url.Parse(base + "/api/v1/read")
-	hdr := map[string]string{tenant.Header: id}
-	wc, err := remote.NewWriteClient("interop-"+id, &remote.ClientConfig{URL: &config_util.URL{URL: wu}, Timeout: model.Duration(time.Minute),
-		WriteProtoMsg: remoteapi.WriteV1MessageType, Headers: hdr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := remote.NewReadClient("interop-"+id, &remote.ClientConfig{URL: &config_util.URL{URL: ru}, Timeout: model.Duration(time.Minute),
-		ChunkedReadLimit: 64 << 20, Headers: hdr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &promhbase{url: base, write: wc, read: rc}
+	o := promremote.Options{Headers: map[string]string{tenant.Header: id}}
+	return &promhbase{url: base, write: promremote.MustWriter(t, "interop-"+id, base, o), read: promremote.MustReader(t, "interop-"+id, base, o)}
 }
 
 // get GETs path of the TSD and returns the status and answer.
