@@ -60,7 +60,7 @@ func newHarnessWith(t *testing.T, layout mapping.Layout, opts testserver.Options
 	t.Helper()
 	st, tb := testbackend.New(t)
 	srv := testserver.Start(t, st, tb, layout, opts)
-	wc := promremote.MustWriter(t, "e2e", srv.URL, promremote.Options{})
+	wc, _ := promremote.Clients(t, "e2e", srv.URL, promremote.Options{})
 	return &harness{t: t, url: srv.URL, mapper: srv.Mapper, write: wc, model: map[string]*modelSeries{}}
 }
 
@@ -130,7 +130,8 @@ func (h *harness) expect(start, end int64, ms []*labels.Matcher) map[string][]sa
 
 func (h *harness) readClient(types ...prompb.ReadRequest_ResponseType) remote.ReadClient {
 	h.t.Helper()
-	return promremote.MustReader(h.t, "e2e", h.url, promremote.Options{ReadTypes: types})
+	_, rc := promremote.Clients(h.t, "e2e", h.url, promremote.Options{ReadTypes: types})
+	return rc
 }
 
 var responseTypes = []struct {

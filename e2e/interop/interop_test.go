@@ -122,8 +122,7 @@ func startPromhbase(t *testing.T, st store.Store, tables testbackend.Tables, lay
 	t.Helper()
 	opts.ColdReads = true
 	srv := testserver.Start(t, st, tables, layout, opts)
-	wc := promremote.MustWriter(t, "interop", srv.URL, promremote.Options{})
-	rc := promremote.MustReader(t, "interop", srv.URL, promremote.Options{})
+	wc, rc := promremote.Clients(t, "interop", srv.URL, promremote.Options{})
 	return &promhbase{url: srv.URL, mapper: srv.Mapper, write: wc, read: rc, srv: srv}
 }
 

@@ -189,7 +189,8 @@ func TestOpenTSDBReadsTenant(t *testing.T) {
 func tenantPromhbase(t *testing.T, base, id string) *promhbase {
 	t.Helper()
 	o := promremote.Options{Headers: map[string]string{tenant.Header: id}}
-	return &promhbase{url: base, write: promremote.MustWriter(t, "interop-"+id, base, o), read: promremote.MustReader(t, "interop-"+id, base, o)}
+	wc, rc := promremote.Clients(t, "interop-"+id, base, o)
+	return &promhbase{url: base, write: wc, read: rc}
 }
 
 // get GETs path of the TSD and returns the status and answer.

@@ -6,6 +6,7 @@ package promremote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"testing"
@@ -59,11 +60,7 @@ func NewWriter(name, base string, o Options) (remote.WriteClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc, err := remote.NewWriteClient(name, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("write client of %s: %w", base, err)
-	}
-	return wc, nil
+	return remote.NewWriteClient(name, cfg)
 }
 
 // NewReader returns Prometheus's remote-read client, named name, of the
@@ -73,31 +70,19 @@ func NewReader(name, base string, o Options) (remote.ReadClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := remote.NewReadClient(name, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("read client of %s: %w", base, err)
-	}
-	return rc, nil
+	return remote.NewReadClient(name, cfg)
 }
 
-// MustWriter is NewWriter failing t on an error.
-func MustWriter(t testing.TB, name, base string, o Options) remote.WriteClient {
+// Clients returns both clients of the server at base (NewWriter,
+// NewReader), failing t on an error.
+func Clients(t testing.TB, name, base string, o Options) (remote.WriteClient, remote.ReadClient) {
 	t.Helper()
-	wc, err := NewWriter(name, base, o)
-	if err != nil {
-		t.Fatal(err)
+	wc, werr := NewWriter(name, base, o)
+	rc, rerr := NewReader(name, base, o)
+	if err := errors.Join(werr, rerr); err != nil {
+		t.Fatalf("clients of %s: %v", base, err)
 	}
-	return wc
-}
-
-// MustReader is NewReader failing t on an error.
-func MustReader(t testing.TB, name, base string, o Options) remote.ReadClient {
-	t.Helper()
-	rc, err := NewReader(name, base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rc
+	return wc, rc
 }
 
 // Store sends req in one request through wc.
