@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -168,39 +168,11 @@ func gzipped(t *testing.T, b []byte) []byte {
 // unless the answer's status is want; it returns the answer's body.
 func post(t *testing.T, u string, body []byte, enc string, want int) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if enc != "" {
-		req.Header.Set("Content-Encoding", enc)
-	}
-	return do(t, req, want)
+	return testhttp.Expect(t, testhttp.Request{Method: http.MethodPost, URL: u, Body: body, Header: map[string]string{"Content-Encoding": enc}}, want)
 }
 
 // get gets u, failing t unless the status is want; it returns the body.
 func get(t *testing.T, u string, want int) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return do(t, req, want)
-}
-
-func do(t *testing.T, req *http.Request, want int) []byte {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: status %d, want %d: %s", req.Method, req.URL, resp.StatusCode, want, b)
-	}
-	return b
+	return testhttp.Expect(t, testhttp.Request{Method: http.MethodGet, URL: u}, want)
 }

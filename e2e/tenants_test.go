@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
@@ -40,26 +39,12 @@ type tenantClient struct {
 
 func (c tenantClient) do(method, path string, body []byte, hdr map[string]string) (int, []byte) {
 	c.t.Helper()
-	req, err := http.NewRequestWithContext(c.t.Context(), method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if c.org != "" {
-		req.Header.Set(tenant.Header, c.org)
-	}
-	if c.user != "" {
-		req.SetBasicAuth(c.user, c.passwd)
-	}
+	h := map[string]string{tenant.Header: c.org}
 	for k, v := range hdr {
-		req.Header.Set(k, v)
+		h[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	code, b, _ := testhttp.Do(c.t, testhttp.Request{Method: method, URL: c.base + path, Body: body, Header: h, User: c.user, Password: c.passwd})
+	return code, b
 }
 
 // write sends a remote write 1.0 request and returns its status.

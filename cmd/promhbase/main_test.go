@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -114,8 +113,7 @@ func stopServe(t *testing.T, srv *testproc.Process) {
 // request and fails the test unless it answers 204.
 func remoteWrite(t *testing.T, base string, series []prompb.TimeSeries) {
 	t.Helper()
-	data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-	resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(snappy.Encode(nil, data)))
+	resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(promremote.WriteBody(t, series...)))
 	if err != nil {
 		t.Fatal(err)
 	}

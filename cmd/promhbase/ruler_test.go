@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -19,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -30,7 +26,9 @@ import (
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 )
 
 // rulerStorageFlags returns storageFlags and, on HBase, the flags of
@@ -67,29 +65,12 @@ func rulerStorageFlags(t *testing.T, bin string) []string {
 // returns its status and body.
 func httpDo(t *testing.T, method, url, org, ctype string, body []byte, kv ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if org != "" {
-		req.Header.Set(tenant.Header, org)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
+	h := map[string]string{tenant.Header: org, "Content-Type": ctype}
 	for i := 0; i+1 < len(kv); i += 2 {
-		req.Header.Set(kv[i], kv[i+1])
+		h[kv[i]] = kv[i+1]
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	code, b, _ := testhttp.Do(t, testhttp.Request{Method: method, URL: url, Body: body, Header: h})
+	return code, string(b)
 }
 
 // postGroup posts one rule group's YAML to namespace ns as tenant org
@@ -700,11 +681,7 @@ func TestRulerTenants(t *testing.T) {
 				Labels:  []prompb.Label{{Name: "__name__", Value: "ruler_tenant_metric"}, {Name: "i", Value: strconv.Itoa(i)}},
 				Samples: []prompb.Sample{{Timestamp: written, Value: v}}})
 		}
-		data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, body := tenantRequest(t, http.MethodPost, base+"/api/v1/write", id, snappy.Encode(nil, data)); code != http.StatusNoContent {
+		if code, body := tenantRequest(t, http.MethodPost, base+"/api/v1/write", id, promremote.WriteBody(t, series...)); code != http.StatusNoContent {
 			t.Fatalf("write as %s: %d %s", id, code, body)
 		}
 	}

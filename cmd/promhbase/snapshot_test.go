@@ -16,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
@@ -77,8 +76,7 @@ func TestSnapshotRestore(t *testing.T) {
 							Samples: []prompb.Sample{{Timestamp: snapT0 + int64(r)*15_000, Value: snapValue(i, r)}},
 						})
 					}
-					data, _ := proto.Marshal(&prompb.WriteRequest{Timeseries: series})
-					if code, body := tenantRequest(t, http.MethodPost, base+"/api/v1/write", id, snappy.Encode(nil, data)); code != http.StatusNoContent {
+					if code, body := tenantRequest(t, http.MethodPost, base+"/api/v1/write", id, promremote.WriteBody(t, series...)); code != http.StatusNoContent {
 						t.Errorf("write round %d: %d %s", r, code, body)
 						return
 					}

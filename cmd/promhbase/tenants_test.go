@@ -17,12 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -244,14 +243,10 @@ func tenantRequest(t *testing.T, method, url, org string, body []byte) (int, str
 // tenant_cli_test{id=...} at ts.
 func writeBody(t *testing.T, id string, ts int64) []byte {
 	t.Helper()
-	data, err := proto.Marshal(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+	return promremote.WriteBody(t, prompb.TimeSeries{
 		Labels:  []prompb.Label{{Name: "__name__", Value: "tenant_cli_test"}, {Name: "id", Value: id}},
 		Samples: []prompb.Sample{{Timestamp: ts, Value: 1}},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snappy.Encode(nil, data)
+	})
 }
 
 // queryPath is the instant query of tenant_cli_test at ts.
