@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -291,17 +292,8 @@ func haSamples(t *testing.T, api promAPI, expr string, at time.Time, drop ...str
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string    `json:"metric"`
-				Values [][2]json.RawMessage `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+	r, err := promjson.Decode(resp.Body)
+	if err != nil || r.Status != "success" {
 		t.Fatalf("%s: %s: HTTP %d %v %s", api.name, expr, resp.StatusCode, err, r.Error)
 	}
 	out := map[string][]point{}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
@@ -200,4 +202,37 @@ func TestServeThenScan(t *testing.T) {
 			t.Errorf("scan output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// exportSeries is one line of /api/v1/export's answer (JSON lines).
+type exportSeries struct {
+	Metric     map[string]string
+	Values     []float64
+	Timestamps []int64
+}
+
+// parseExport reads the series of /api/v1/export's answer body, failing
+// the test with what on a line it cannot read.
+func parseExport(t *testing.T, what, body string) []exportSeries {
+	t.Helper()
+	var out []exportSeries
+	dec := json.NewDecoder(strings.NewReader(body))
+	for dec.More() {
+		var line exportSeries
+		if err := dec.Decode(&line); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// parseVector returns the series of an instant query's JSON answer, or
+// an error when it is not a successful vector.
+func parseVector(body string) ([]promjson.Series, error) {
+	a, err := promjson.Decode(strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	return a.Vector()
 }

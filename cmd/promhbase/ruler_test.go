@@ -94,16 +94,7 @@ func samplesByKey(t *testing.T, base, org, match string, start, end int64) map[s
 		t.Fatalf("export %s: %d %s", match, code, body)
 	}
 	out := map[string]map[int64]float64{}
-	dec := json.NewDecoder(strings.NewReader(body))
-	for dec.More() {
-		var line struct {
-			Metric     map[string]string
-			Values     []float64
-			Timestamps []int64
-		}
-		if err := dec.Decode(&line); err != nil {
-			t.Fatalf("export %s: %v", match, err)
-		}
+	for _, line := range parseExport(t, "export "+match, body) {
 		k := labels.FromMap(line.Metric).String()
 		m := out[k]
 		if m == nil {
@@ -390,23 +381,13 @@ func instantVector(t *testing.T, base, org, expr string, ts int64) []vecSample {
 	t.Helper()
 	q := url.Values{"query": {expr}, "time": {fmtSeconds(ts)}}
 	code, body := httpDo(t, http.MethodGet, base+"/api/v1/query?"+q.Encode(), org, "", nil)
-	var r struct {
-		Status string `json:"status"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &r); code != http.StatusOK || err != nil || r.Status != "success" || r.Data.ResultType != "vector" {
+	result, err := parseVector(body)
+	if code != http.StatusOK || err != nil {
 		t.Fatalf("query %s at %d as %q: %d %v %s", expr, ts, org, code, err, body)
 	}
-	out := make([]vecSample, 0, len(r.Data.Result))
-	for _, s := range r.Data.Result {
-		str, _ := s.Value[1].(string)
-		v, err := strconv.ParseFloat(str, 64)
+	out := make([]vecSample, 0, len(result))
+	for _, s := range result {
+		v, err := strconv.ParseFloat(s.ValueString(), 64)
 		if err != nil {
 			t.Fatalf("query %s at %d: value %v: %v", expr, ts, s.Value[1], err)
 		}

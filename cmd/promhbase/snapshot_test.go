@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,16 +209,7 @@ func exportSnapshotTest(t *testing.T, base, id string) map[string]map[int64]floa
 		t.Fatalf("export: %d %s", code, body)
 	}
 	out := map[string]map[int64]float64{}
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	for dec.More() {
-		var line struct {
-			Metric     map[string]string
-			Values     []float64
-			Timestamps []int64
-		}
-		if err := dec.Decode(&line); err != nil {
-			t.Fatalf("export: %v", err)
-		}
+	for _, line := range parseExport(t, "export", body) {
 		m := out[line.Metric["i"]]
 		if m == nil {
 			m = map[int64]float64{}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -258,20 +257,12 @@ func queryPath(ts int64) string {
 // answer, or fails the test when it is not a successful vector.
 func resultIDs(t *testing.T, body string) []string {
 	t.Helper()
-	var r struct {
-		Status string `json:"status"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &r); err != nil || r.Status != "success" || r.Data.ResultType != "vector" {
+	result, err := parseVector(body)
+	if err != nil {
 		t.Fatalf("query answer %v: %s", err, body)
 	}
 	ids := []string{}
-	for _, s := range r.Data.Result {
+	for _, s := range result {
 		ids = append(ids, s.Metric["id"])
 	}
 	return ids

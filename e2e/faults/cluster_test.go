@@ -13,7 +13,6 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -37,6 +36,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/uid"
@@ -701,21 +701,12 @@ func instantQuery(ctx context.Context, client *http.Client, base, q string, at i
 		return "", "", err
 	}
 	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+	r, err := promjson.Decode(resp.Body)
+	if err != nil {
 		return "", "", fmt.Errorf("%s: status %d: %w", q, resp.StatusCode, err)
 	}
 	if r.Status != "success" || len(r.Data.Result) != 1 {
 		return "", "", fmt.Errorf("%s: status %d %q %s, %d results", q, resp.StatusCode, r.Status, r.Error, len(r.Data.Result))
 	}
-	s, _ := r.Data.Result[0].Value[1].(string)
-	return s, resp.Header.Get("X-Promhbase-Resolution"), nil
+	return r.Data.Result[0].ValueString(), resp.Header.Get("X-Promhbase-Resolution"), nil
 }
