@@ -24,14 +24,7 @@ SCRIPT=alertmanager.sh
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/alertmanager" && pwd)"
-cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/alertmanager-${am_module_version}"
-bin="$cache_dir/alertmanager"
-
-# Serialise concurrent callers so that only one of them builds.
-cached_bin "$bin"
-
-export GOWORK=off CGO_ENABLED=0
+pinned_tool alertmanager "$am_module_version"
 
 got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$am_module")"
 [[ $got == "$am_module_version" ]] ||

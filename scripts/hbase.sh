@@ -356,6 +356,21 @@ logger.hbase.level = info
 EOF
 }
 
+# loopback_properties prints the hbase-site.xml properties both
+# configurations share: the WAL on the local filesystem, reaching the
+# kernel at each sync (see the script's header), and every server on
+# 127.0.0.1.
+loopback_properties() {
+	cat <<'XML'
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+XML
+}
+
 write_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin"
 	cat >"$RUN/conf/hbase-site.xml" <<EOF
@@ -368,12 +383,7 @@ write_config() {
   <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1:$HBASE_ZK_PORT</value></property>
   <property><name>hbase.zookeeper.property.clientPort</name><value>$HBASE_ZK_PORT</value></property>
   <property><name>hbase.zookeeper.property.dataDir</name><value>$RUN/zookeeper</value></property>
-  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
-  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
-  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
-  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
-  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
-  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+$(loopback_properties)
   <property><name>hbase.master.port</name><value>$HBASE_MASTER_PORT</value></property>
   <property><name>hbase.regionserver.port</name><value>$HBASE_RS_PORT</value></property>
   <property><name>hbase.master.info.port</name><value>-1</value></property>
@@ -719,12 +729,7 @@ write_cluster_config() {
   <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1:$HBASE_CLUSTER_ZK_PORT</value></property>
   <property><name>hbase.zookeeper.property.clientPort</name><value>$HBASE_CLUSTER_ZK_PORT</value></property>
   <!-- See the script's header: the WAL reaches the kernel at each sync. -->
-  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
-  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
-  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
-  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
-  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
-  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+$(loopback_properties)
   <property><name>hbase.master.port</name><value>$HBASE_CLUSTER_MASTER_PORT</value></property>
   <property><name>hbase.master.info.port</name><value>-1</value></property>
   <property><name>hbase.regionserver.info.port</name><value>-1</value></property>

@@ -55,6 +55,20 @@ cached_bin() {
 	fi
 }
 
+# pinned_tool NAME VERSION: for the script that builds NAME from the tools
+# module tools/NAME at VERSION, sets tools_dir (that module), cache_dir
+# (NAME's cache entry at VERSION) and bin (the binary there); prints bin
+# and exits when it is built already (cached_bin, which also serialises
+# concurrent callers so that only one of them builds); and sets the
+# build's environment.
+pinned_tool() {
+	tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/$1" && pwd)"
+	cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/$1-$2"
+	bin="$cache_dir/$1"
+	cached_bin "$bin"
+	export GOWORK=off CGO_ENABLED=0
+}
+
 # prom_build_flags MODDIR: downloads the pinned Prometheus module
 # ($prom_module at $prom_module_version, which MODDIR's go.mod requires;
 # checked) and sets version (its VERSION file) and ldflags (what a release

@@ -22,14 +22,7 @@ SCRIPT=prometheus.sh
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/prometheus" && pwd)"
-cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
-bin="$cache_dir/prometheus"
-
-# Serialise concurrent callers so that only one of them builds.
-cached_bin "$bin"
-
-export GOWORK=off CGO_ENABLED=0
+pinned_tool prometheus "$prom_module_version"
 
 prom_build_flags "$tools_dir"
 

@@ -373,11 +373,8 @@ func walkStoreFiles(root, table string, fn func(family string, fi fs.FileInfo)) 
 		if !ok {
 			return nil
 		}
-		fi, err := e.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
+		fi, ok, err := entryInfo(e)
+		if !ok {
 			return err
 		}
 		fn(fam, fi)

@@ -178,6 +178,17 @@ type kindUsage struct {
 	files        int
 }
 
+// entryInfo returns the file info of e, an entry of a directory walk; ok
+// is false, with no error, when the file was removed since the walk
+// listed it (a store compacting under the walk).
+func entryInfo(e fs.DirEntry) (fi fs.FileInfo, ok bool, err error) {
+	fi, err = e.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return fi, err == nil, err
+}
+
 // measureDir walks dir and sums its files, by the kind that kind names
 // for each path relative to dir.
 func measureDir(dir string, kind func(rel string) string) (*dirUsage, error) {
@@ -189,11 +200,8 @@ func measureDir(dir string, kind func(rel string) string) (*dirUsage, error) {
 		if e.IsDir() {
 			return nil
 		}
-		fi, err := e.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
+		fi, ok, err := entryInfo(e)
+		if !ok {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
