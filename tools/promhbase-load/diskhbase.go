@@ -419,20 +419,8 @@ func waitStoreFiles(root string, ts hbaseTables, rep map[string][4]int64, timeou
 func measureHBaseTables(root string, ts hbaseTables) (*dirUsage, error) {
 	u := &dirUsage{kinds: map[string]*kindUsage{}}
 	for _, t := range ts {
-		ku := &kindUsage{}
-		u.kinds[t.role] = ku
-		err := walkStoreFiles(root, t.name, func(_ string, fi fs.FileInfo) {
-			var alloc int64
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				alloc = st.Blocks * 512
-			}
-			ku.bytes += fi.Size()
-			ku.alloc += alloc
-			ku.files++
-			u.bytes += fi.Size()
-			u.alloc += alloc
-			u.files++
-		})
+		u.kinds[t.role] = &kindUsage{}
+		err := walkStoreFiles(root, t.name, func(_ string, fi fs.FileInfo) { u.add(t.role, fi) })
 		if err != nil {
 			return nil, err
 		}

@@ -205,25 +205,30 @@ func measureDir(dir string, kind func(rel string) string) (*dirUsage, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		var alloc int64
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			alloc = st.Blocks * 512
-		}
-		k := kind(rel)
-		ku := u.kinds[k]
-		if ku == nil {
-			ku = &kindUsage{}
-			u.kinds[k] = ku
-		}
-		ku.bytes += fi.Size()
-		ku.alloc += alloc
-		ku.files++
-		u.bytes += fi.Size()
-		u.alloc += alloc
-		u.files++
+		u.add(kind(rel), fi)
 		return nil
 	})
 	return u, err
+}
+
+// add counts the file fi, its size and the blocks it takes, in kind k's
+// usage and in the total.
+func (u *dirUsage) add(k string, fi fs.FileInfo) {
+	var alloc int64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		alloc = st.Blocks * 512
+	}
+	ku := u.kinds[k]
+	if ku == nil {
+		ku = &kindUsage{}
+		u.kinds[k] = ku
+	}
+	ku.bytes += fi.Size()
+	ku.alloc += alloc
+	ku.files++
+	u.bytes += fi.Size()
+	u.alloc += alloc
+	u.files++
 }
 
 // ---- queries ----
