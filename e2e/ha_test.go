@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -83,23 +82,13 @@ type haProcess struct {
 
 func startHAPromhbase(t *testing.T, bin, name string, storage []string) *haProcess {
 	t.Helper()
-	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
-		Name:   name,
-		LogDir: t.TempDir(),
-		Command: func(listen string) *exec.Cmd {
-			args := append([]string{"serve", "--web.listen-address=" + listen,
-				"--ha-tracker.enable",
-				"--ha-tracker.failover-timeout=" + haFailover.String(),
-				"--ha-tracker.update-timeout=" + haUpdate.String(),
-				"--ha-tracker.update-timeout-jitter-max=" + haJitter.String(),
-			}, storage...)
-			return exec.Command(bin, args...)
-		},
-		ReadyPath:    "/-/ready",
-		ReadyTimeout: 2 * time.Minute,
-		LogTail:      40,
-	})
-	return &haProcess{proc: proc, base: "http://" + listen}
+	proc, base := testproc.StartServe(t, bin, name, 40, append([]string{
+		"--ha-tracker.enable",
+		"--ha-tracker.failover-timeout=" + haFailover.String(),
+		"--ha-tracker.update-timeout=" + haUpdate.String(),
+		"--ha-tracker.update-timeout-jitter-max=" + haJitter.String(),
+	}, storage...)...)
+	return &haProcess{proc: proc, base: base}
 }
 
 // haElection is one election on /distributor/ha_tracker.

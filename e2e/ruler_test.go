@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -190,25 +189,15 @@ func (tl rulerTimeline) series() []prompb.TimeSeries {
 func startRulerPromhbase(t *testing.T, bin, am string) promAPI {
 	t.Helper()
 	storage := testbackend.ServeFlags(t)
-	_, listen := testproc.StartServer(t, testproc.ServerSpec{
-		Name:   "promhbase",
-		LogDir: t.TempDir(),
-		Command: func(listen string) *exec.Cmd {
-			args := append([]string{"serve", "--web.listen-address=" + listen,
-				"--ruler.enabled",
-				"--ruler.poll-interval=" + rulerInterval.String(),
-				"--ruler.evaluation-interval=" + rulerInterval.String(),
-				"--ruler.alertmanager-url=" + am,
-				"--ruler.external.url=" + rulerExternalURL,
-				"--ruler.external.labels=cluster=" + rulerCluster,
-			}, storage...)
-			return exec.Command(bin, args...)
-		},
-		ReadyPath:    "/-/ready",
-		ReadyTimeout: 2 * time.Minute,
-		LogTail:      60,
-	})
-	return promAPI{name: "promhbase", base: "http://" + listen, client: &http.Client{Timeout: time.Minute}}
+	_, base := testproc.StartServe(t, bin, "promhbase", 60, append([]string{
+		"--ruler.enabled",
+		"--ruler.poll-interval=" + rulerInterval.String(),
+		"--ruler.evaluation-interval=" + rulerInterval.String(),
+		"--ruler.alertmanager-url=" + am,
+		"--ruler.external.url=" + rulerExternalURL,
+		"--ruler.external.labels=cluster=" + rulerCluster,
+	}, storage...)...)
+	return promAPI{name: "promhbase", base: base, client: &http.Client{Timeout: time.Minute}}
 }
 
 // apiRuleGroup is a group of /api/v1/rules.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -382,24 +381,13 @@ type promhbaseProcess struct {
 // tail of its log.
 func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables, extra ...string) *promhbaseProcess {
 	t.Helper()
-	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
-		Name:   name,
-		LogDir: t.TempDir(),
-		Command: func(listen string) *exec.Cmd {
-			args := []string{"serve",
-				"--storage.backend=hbase",
-				"--hbase.zookeeper.quorum=" + testbackend.ZKQuorum(),
-				"--hbase.table.data=" + tb.Data,
-				"--hbase.table.uid=" + tb.UID,
-				"--web.listen-address=" + listen,
-			}
-			return exec.Command(bin, append(args, extra...)...)
-		},
-		ReadyPath:    "/-/ready",
-		ReadyTimeout: 2 * time.Minute,
-		LogTail:      30,
-	})
-	p := &promhbaseProcess{name: name, base: "http://" + listen, proc: proc}
+	proc, base := testproc.StartServe(t, bin, name, 30, append([]string{
+		"--storage.backend=hbase",
+		"--hbase.zookeeper.quorum=" + testbackend.ZKQuorum(),
+		"--hbase.table.data=" + tb.Data,
+		"--hbase.table.uid=" + tb.UID,
+	}, extra...)...)
+	p := &promhbaseProcess{name: name, base: base, proc: proc}
 	p.writer = newWriter(p.base)
 	return p
 }

@@ -279,6 +279,26 @@ func StartServer(t testing.TB, s ServerSpec) (*Process, string) {
 	}
 }
 
+// StartServe starts `bin serve` (promhbase, as BuildBinary builds it)
+// with args, as name, on a free loopback address (StartServer: another
+// address when that one is taken), waits up to two minutes until
+// /-/ready answers 200, and returns the process and its base URL
+// (http://host:port). A failed test shows logTail lines of its log.
+func StartServe(t testing.TB, bin, name string, logTail int, args ...string) (*Process, string) {
+	t.Helper()
+	p, listen := StartServer(t, ServerSpec{
+		Name:   name,
+		LogDir: t.TempDir(),
+		Command: func(listen string) *exec.Cmd {
+			return exec.Command(bin, append([]string{"serve", "--web.listen-address=" + listen}, args...)...)
+		},
+		ReadyPath:    "/-/ready",
+		ReadyTimeout: 2 * time.Minute,
+		LogTail:      logTail,
+	})
+	return p, "http://" + listen
+}
+
 // Tail returns the last n lines of the file at path, or a note saying why
 // it could not be read.
 func Tail(path string, n int) string {
