@@ -35,16 +35,14 @@ func (p *RawPoint) Qualifier() []byte { return p.Qual[:p.QualLen] }
 // than the append column add nothing.
 func AppendRawPoints(dst []RawPoint, baseTime uint32, qualifier, value []byte) ([]RawPoint, error) {
 	base := int64(baseTime) * 1000
-	n := len(qualifier)
-	switch {
-	case n == 0:
-		return dst, fmt.Errorf("%w: empty qualifier", ErrMalformedCell)
-	case n&1 == 1:
-		if IsAppendQualifier(qualifier) {
-			return appendRawPairs(dst, base, value, false)
-		}
+	switch shapeOf(qualifier) {
+	case shapeEmpty:
+		return dst, errEmptyQualifier()
+	case shapeNone:
 		return dst, nil
-	case n == 2:
+	case shapeAppend:
+		return appendRawPairs(dst, base, value, false)
+	case shapeSecond:
 		value, _, err := secondValue(qualifier, value)
 		if err != nil {
 			return dst, err
@@ -53,9 +51,10 @@ func AppendRawPoints(dst []RawPoint, baseTime uint32, qualifier, value []byte) (
 		p.Qual[0] = qualifier[0]
 		p.Qual[1] = qualifier[1]&^LengthMask | byte(len(value)-1)
 		return append(dst, p), nil
-	case n == 4 && InMilliseconds(qualifier[0]):
-		if _, err := millisValue(qualifier, value); err != nil {
-			return dst, err
+	case shapeMillis:
+		flags := qualifier[3] & FlagsMask
+		if _, ok := decodeFixed(flags, value); !ok || len(value) != ValueLen(flags) {
+			return dst, millisError(qualifier, value)
 		}
 		p := RawPoint{T: base + int64((binary.BigEndian.Uint32(qualifier)&0x0FFFFFC0)>>6), QualLen: 4, Value: value}
 		copy(p.Qual[:], qualifier)
@@ -108,12 +107,8 @@ func appendRawPairs(dst []RawPoint, base int64, b []byte, compacted bool, quals 
 		dst = append(dst, p)
 	}
 	if compacted {
-		if len(b) != vi+1 {
-			return dst[:start], fmt.Errorf("%w: compacted column of %d points: values take %d bytes, so the value should be %d bytes with the meta byte, got %d",
-				ErrMalformedCell, len(dst)-start, vi, vi+1, len(b))
-		}
-		if meta := b[vi]; meta > MetaMixed {
-			return dst[:start], fmt.Errorf("%w: compacted column: meta byte %#02x, want 0x00 or 0x01", ErrMalformedCell, meta)
+		if err := checkCompactedEnd(b, vi, len(dst)-start); err != nil {
+			return dst[:start], err
 		}
 	}
 	return dst, nil
