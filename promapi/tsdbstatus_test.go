@@ -20,7 +20,9 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
@@ -75,25 +77,8 @@ func writeTenant(t *testing.T, u, org string, ss []statSeries) {
 		}
 		req.Timeseries = append(req.Timeseries, ts)
 	}
-	data, err := req.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr, err := http.NewRequest(http.MethodPost, u+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr.Header.Set("Content-Type", "application/x-protobuf")
-	hr.Header.Set(tenant.Header, org)
-	resp, err := http.DefaultClient.Do(hr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write of %s: %d %s", org, resp.StatusCode, body)
-	}
+	testhttp.Expect(t, testhttp.Request{Method: http.MethodPost, URL: u + "/api/v1/write", Body: promremote.MustBody(t, &req),
+		Header: map[string]string{"Content-Type": "application/x-protobuf", tenant.Header: org}}, http.StatusNoContent)
 }
 
 // statusAnswer is the JSON of /api/v1/status/tsdb.

@@ -5,16 +5,13 @@
 package testserver
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -31,7 +28,9 @@ import (
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/uid"
 )
 
@@ -160,24 +159,8 @@ func Start(t testing.TB, st store.Store, tables testbackend.Tables, layout mappi
 // snappy-compressed, failing t unless it answers 204 No Content.
 func (s *Server) Write(t testing.TB, req *prompb.WriteRequest) {
 	t.Helper()
-	data, err := req.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr.Header.Set("Content-Type", "application/x-protobuf")
-	resp, err := http.DefaultClient.Do(hr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, body)
-	}
+	testhttp.Expect(t, testhttp.Request{Method: http.MethodPost, URL: s.URL + "/api/v1/write", Body: promremote.MustBody(t, req),
+		Header: map[string]string{"Content-Type": "application/x-protobuf"}}, http.StatusNoContent)
 }
 
 // New wires promhbase over st's tables, its background work running
