@@ -81,16 +81,22 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestReload: a changed file applies and tells the listeners; a broken
-// one keeps the last good configuration and says so in the metrics.
-func TestReload(t *testing.T) {
+// runtimeFile returns the path of a runtime configuration file in a
+// temporary directory, and a function that writes it.
+func runtimeFile(t *testing.T) (string, func(string)) {
 	path := filepath.Join(t.TempDir(), "runtime.yaml")
-	write := func(s string) {
+	return path, func(s string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestReload: a changed file applies and tells the listeners; a broken
+// one keeps the last good configuration and says so in the metrics.
+func TestReload(t *testing.T) {
+	path, write := runtimeFile(t)
 	write("overrides:\n  a:\n    max_active_series: 5\n")
 	reg := prometheus.NewRegistry()
 	r, err := New(Options{Path: path, Defaults: defaults, Registerer: reg})
@@ -151,13 +157,7 @@ func FuzzParse(f *testing.F) {
 // periods pass without waiting.
 func TestRunReloadsEveryPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "runtime.yaml")
-		write := func(s string) {
-			t.Helper()
-			if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		path, write := runtimeFile(t)
 		write("overrides:\n  a:\n    max_active_series: 5\n")
 		var logs bytes.Buffer
 		const period = time.Minute
