@@ -12,6 +12,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testrollup"
 	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
@@ -76,20 +77,11 @@ type sample struct {
 // want computes the windows of width ms ending in (from, to] of samples
 // directly: the right-closed rule.
 func want(samples []sample, width, from, to int64) []rollup.Window {
-	var out []rollup.Window
-	for end := from + width; end <= to; end += width {
-		w := rollup.Window{End: end}
-		for _, s := range samples {
-			if s.t > end-width && s.t <= end {
-				w.Add(s.t, s.v)
-			}
-		}
-		if w.Count > 0 {
-			w.Finish()
-			out = append(out, w)
-		}
+	ss := make([]testrollup.Sample, len(samples))
+	for i, s := range samples {
+		ss[i] = testrollup.Sample{T: s.t, V: s.v}
 	}
-	return out
+	return testrollup.Windows(ss, width, from, to)
 }
 
 func promSeries(name, job string, samples []sample) prompb.TimeSeries {

@@ -21,6 +21,7 @@ import (
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/testkit/testrollup"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
@@ -306,19 +307,11 @@ func readRollups(t *testing.T, st store.Store, iv rollup.Interval, ids rollup.ID
 // (from, to] that hold a sample.
 func checkWindows(t *testing.T, what string, got []rollup.DecodedWindow, samples []point, width, from, to int64) {
 	t.Helper()
-	var want []rollup.Window
-	for end := from + width; end <= to; end += width {
-		w := rollup.Window{End: end}
-		for _, s := range samples {
-			if s.t > end-width && s.t <= end {
-				w.Add(s.t, s.v)
-			}
-		}
-		if w.Count > 0 {
-			w.Finish()
-			want = append(want, w)
-		}
+	ss := make([]testrollup.Sample, len(samples))
+	for i, s := range samples {
+		ss[i] = testrollup.Sample{T: s.t, V: s.v}
 	}
+	want := testrollup.Windows(ss, width, from, to)
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d windows, want %d", what, len(got), len(want))
 	}
