@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -152,9 +151,7 @@ func testDeleteBoundedKeepsNewer(t *testing.T, s store.Store, table string) {
 			read := versionOf(t, r, "a", "q")
 			// A later write lands between the read and the delete; store
 			// time moves on at millisecond resolution.
-			for uint64(time.Now().UnixMilli()) <= read {
-				time.Sleep(time.Millisecond)
-			}
+			WaitPast(int64(read))
 			put(t, s, table, store.Put{Row: row, Cells: []store.Cell{tc.rewrite}})
 			if err := s.Delete(c, table, row, []store.Column{{Family: []byte("a"), Qualifier: []byte("q"), Timestamp: read}}); err != nil {
 				t.Fatal(err)
