@@ -1,7 +1,7 @@
 package rollup_test
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +13,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -58,23 +59,19 @@ func queryRange(t testing.TB, base, q string, start, end, step int64, res string
 		v.Set("max_source_resolution", res)
 	}
 	body, header := post(t, base+"/api/v1/query_range", v, http.StatusOK)
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
+	r, err := promjson.Decode(bytes.NewReader(body))
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := promResult{}
 	for _, s := range r.Data.Result {
+		ps, err := s.Points()
+		if err != nil {
+			t.Fatal(err)
+		}
 		m := map[int64]float64{}
-		for _, p := range s.Values {
-			f, _ := strconv.ParseFloat(p[1].(string), 64)
-			m[int64(p[0].(float64)*1000)] = f
+		for _, p := range ps {
+			m[p.T] = p.V
 		}
 		out[fmt.Sprint(s.Metric)] = m
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -45,21 +45,18 @@ func readDeleteFixture(t *testing.T, base string) map[string][]int64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+	body, err := promjson.Decode(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("query: %d %v", resp.StatusCode, err)
 	}
 	out := map[string][]int64{}
 	for _, r := range body.Data.Result {
-		for _, v := range r.Values {
-			out[r.Metric["i"]] = append(out[r.Metric["i"]], int64(v[0].(float64)*1000))
+		ps, err := r.Points()
+		if err != nil {
+			t.Fatalf("query: %v", err)
+		}
+		for _, p := range ps {
+			out[r.Metric["i"]] = append(out[r.Metric["i"]], p.T)
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // QueryAnswer is an answer of /api/v1/query or /api/v1/query_range.
@@ -52,4 +53,32 @@ func (s Series) ValueString() string {
 	var v string
 	_ = json.Unmarshal(s.Value[1], &v)
 	return v
+}
+
+// Point is one [time, "value"] pair of a matrix answer.
+type Point struct {
+	T int64 // Unix ms
+	V float64
+}
+
+// Points returns s's Values (a matrix answer's series): each time, given
+// in seconds, as Unix ms (truncated), each value parsed.
+func (s Series) Points() ([]Point, error) {
+	out := make([]Point, 0, len(s.Values))
+	for _, p := range s.Values {
+		var secs float64
+		var v string
+		if err := json.Unmarshal(p[0], &secs); err != nil {
+			return nil, fmt.Errorf("point time %s: %w", p[0], err)
+		}
+		if err := json.Unmarshal(p[1], &v); err != nil {
+			return nil, fmt.Errorf("point value %s: %w", p[1], err)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("point value: %w", err)
+		}
+		out = append(out, Point{T: int64(secs * 1000), V: f})
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package promjson
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,20 @@ func TestDecode(t *testing.T) {
 	}
 	if _, err := Decode(strings.NewReader("{")); err == nil {
 		t.Error("Decode of a cut answer: no error")
+	}
+}
+
+func TestPoints(t *testing.T) {
+	a, err := Decode(strings.NewReader(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1.5,"2"],[1700000000.123,"NaN"]]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := a.Data.Result[0].Points()
+	if err != nil || len(ps) != 2 || ps[0] != (Point{1500, 2}) || ps[1].T != 1700000000123 || ps[1].V == ps[1].V {
+		t.Errorf("Points = %v, %v; want [{1500 2} {1700000000123 NaN}]", ps, err)
+	}
+	bad := Series{Values: [][2]json.RawMessage{{json.RawMessage("1"), json.RawMessage(`"x"`)}}}
+	if _, err := bad.Points(); err == nil {
+		t.Error("Points of a value that is no number: no error")
 	}
 }
