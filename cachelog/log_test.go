@@ -14,6 +14,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testclock"
 )
 
 func TestGoldenBytes(t *testing.T) {
@@ -88,28 +89,15 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // TestAppendPoll: two writers over one table see each other's appends
 // once, never their own, including rows of a writer whose clock is behind
 // by less than the window; rows older than Keep are deleted.
 func TestAppendPoll(t *testing.T) {
 	st, tb := testbackend.New(t)
 	ctx := context.Background()
-	clk := &clock{t: time.UnixMilli(1_764_100_000_000)}
-	behind := func() time.Time { return clk.now().Add(-20 * time.Second) }
-	a := New(st, Options{Table: tb.Index, Window: time.Minute, Keep: 2 * time.Minute, Now: clk.now})
+	clk := testclock.New(time.UnixMilli(1_764_100_000_000))
+	behind := func() time.Time { return clk.Now().Add(-20 * time.Second) }
+	a := New(st, Options{Table: tb.Index, Window: time.Minute, Keep: 2 * time.Minute, Now: clk.Now})
 	b := New(st, Options{Table: tb.Index, Window: time.Minute, Keep: 2 * time.Minute, Now: behind})
 
 	poll := func(l *Log) []Event {
@@ -169,7 +157,7 @@ func TestAppendPoll(t *testing.T) {
 		}
 	})
 	t.Run("rows older than keep deleted", func(t *testing.T) {
-		clk.add(3 * time.Minute)
+		clk.Add(3 * time.Minute)
 		poll(a)
 		if n := storetest.CountRows(t, st, store.ScanRequest{Table: tb.Index, Start: []byte{'X'}, Stop: []byte{'Y'}, Family: mapping.IndexFamily}); n != 0 {
 			t.Fatalf("%d rows left older than keep", n)

@@ -14,32 +14,20 @@ import (
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testclock"
 )
 
-// clock is a test clock shared by trackers, as processes share time.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // rig is an HA table on the test backend and the clock of the trackers
-// (processes) over it.
+// (processes) over it, which they share as processes share time.
 type rig struct {
-	*clock
+	*testclock.Clock
 	st store.Store
 	tb testbackend.Tables
 }
 
 func newRig(t *testing.T) *rig {
 	st, tb := testbackend.NewWithHA(t)
-	return &rig{clock: &clock{now: time.Unix(1_700_000_000, 0)}, st: st, tb: tb}
+	return &rig{Clock: testclock.New(time.Unix(1_700_000_000, 0)), st: st, tb: tb}
 }
 
 // cfg is Mimir's defaults but the jitter (none, so that update times are
