@@ -23,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
@@ -200,22 +201,10 @@ func startRulerPromhbase(t *testing.T, bin, am string) promAPI {
 	return promAPI{name: "promhbase", base: base, client: &http.Client{Timeout: time.Minute}}
 }
 
-// apiRuleGroup is a group of /api/v1/rules.
-type apiRuleGroup struct {
-	Name           string    `json:"name"`
-	File           string    `json:"file"`
-	LastEvaluation time.Time `json:"lastEvaluation"`
-	Rules          []struct {
-		Name      string `json:"name"`
-		Health    string `json:"health"`
-		LastError string `json:"lastError"`
-	} `json:"rules"`
-}
-
 // ruleGroups answers /api/v1/rules.
-func (p promAPI) ruleGroups(ctx context.Context) ([]apiRuleGroup, error) {
+func (p promAPI) ruleGroups(ctx context.Context) ([]promjson.RuleGroup, error) {
 	var data struct {
-		Groups []apiRuleGroup `json:"groups"`
+		Groups []promjson.RuleGroup `json:"groups"`
 	}
 	err := p.getData(ctx, "/api/v1/rules", url.Values{}, &data)
 	return data.Groups, err

@@ -26,6 +26,7 @@ import (
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testhttp"
@@ -114,27 +115,11 @@ func samplesByKey(t *testing.T, base, org, match string, start, end int64) map[s
 // fmtSeconds formats Unix ms as the seconds the HTTP APIs take.
 func fmtSeconds(ms int64) string { return fmt.Sprintf("%d.%03d", ms/1000, ms%1000) }
 
-// apiRules is /api/v1/rules's answer, the fields the tests read.
-type apiRules struct {
-	Status string `json:"status"`
-	Data   struct {
-		Groups []struct {
-			Name           string    `json:"name"`
-			File           string    `json:"file"`
-			LastEvaluation time.Time `json:"lastEvaluation"`
-			Rules          []struct {
-				Name   string `json:"name"`
-				Health string `json:"health"`
-			} `json:"rules"`
-		} `json:"groups"`
-	} `json:"data"`
-}
-
 // getRules reads /api/v1/rules as tenant org.
-func getRules(t *testing.T, base, org string) apiRules {
+func getRules(t *testing.T, base, org string) promjson.RulesAnswer {
 	t.Helper()
 	code, body := httpDo(t, http.MethodGet, base+"/api/v1/rules", org, "", nil)
-	var r apiRules
+	var r promjson.RulesAnswer
 	if err := json.Unmarshal([]byte(body), &r); code != http.StatusOK || err != nil || r.Status != "success" {
 		t.Fatalf("/api/v1/rules as %q: %d %v %s", org, code, err, body)
 	}

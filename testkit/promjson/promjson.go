@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 // QueryAnswer is an answer of /api/v1/query or /api/v1/query_range.
@@ -81,4 +82,25 @@ func (s Series) Points() ([]Point, error) {
 		out = append(out, Point{T: int64(secs * 1000), V: f})
 	}
 	return out, nil
+}
+
+// RulesAnswer is an answer of /api/v1/rules.
+type RulesAnswer struct {
+	Status string `json:"status"`
+	Data   struct {
+		Groups []RuleGroup `json:"groups"`
+	} `json:"data"`
+}
+
+// RuleGroup is one group of /api/v1/rules: its rules' health, the last
+// evaluation of the group.
+type RuleGroup struct {
+	Name           string    `json:"name"`
+	File           string    `json:"file"`
+	LastEvaluation time.Time `json:"lastEvaluation"`
+	Rules          []struct {
+		Name      string `json:"name"`
+		Health    string `json:"health"`
+		LastError string `json:"lastError"`
+	} `json:"rules"`
 }
