@@ -1,11 +1,9 @@
 package compact
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,31 +16,14 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/testlog"
 )
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
 
 // newScheduler returns a Scheduler on the env's compactor and clock, told
 // of every row the env's writer writes.
-func newScheduler(t *testing.T, e *env, opts SchedulerOptions) (*Scheduler, *syncBuffer) {
+func newScheduler(t *testing.T, e *env, opts SchedulerOptions) (*Scheduler, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	opts.Registerer = prometheus.NewRegistry()
 	opts.Now = func() time.Time { return e.now }
@@ -122,8 +103,8 @@ func TestSchedulerCompactsEndedHours(t *testing.T) {
 	if got := testutil.ToFloat64(s.m.compacted); got != 7 {
 		t.Errorf("compacted %v, want 7", got)
 	}
-	if n := logs.count("compacted hour"); n != 3 {
-		t.Errorf("%d hour batches logged, want 3:\n%s", n, logs.b.String())
+	if n := logs.Count("compacted hour"); n != 3 {
+		t.Errorf("%d hour batches logged, want 3:\n%s", n, logs.String())
 	}
 	if got := testutil.ToFloat64(s.m.errors); got != 0 {
 		t.Errorf("errors %v", got)
@@ -166,8 +147,8 @@ func TestSchedulerCap(t *testing.T) {
 	if got := testutil.ToFloat64(s.m.untracked); got != 2*3 {
 		t.Errorf("untracked %v, want 6 (3 rows over the cap, in each of 2 requests)", got)
 	}
-	if n := logs.count("too many rows"); n != 1 {
-		t.Errorf("cap logged %d times, want once:\n%s", n, logs.b.String())
+	if n := logs.Count("too many rows"); n != 1 {
+		t.Errorf("cap logged %d times, want once:\n%s", n, logs.String())
 	}
 	s.CompactDue(ctxFor(t))
 	counts := e.cellsByHour()[t0]
@@ -289,11 +270,11 @@ func TestSchedulerRetriesFailedRows(t *testing.T) {
 			if got := e.read(); got != read {
 				t.Errorf("reads changed:\n%s\nwant\n%s", got, read)
 			}
-			if n := logs.count("retry=\"at the next check\""); tc.compacted && n != 1 || !tc.compacted && n != maxTries-1 {
-				t.Errorf("%d batches retried:\n%s", n, logs.b.String())
+			if n := logs.Count("retry=\"at the next check\""); tc.compacted && n != 1 || !tc.compacted && n != maxTries-1 {
+				t.Errorf("%d batches retried:\n%s", n, logs.String())
 			}
-			if !tc.compacted && logs.count("left for `promhbase compact`") != 1 {
-				t.Errorf("the last try does not say the rows are left:\n%s", logs.b.String())
+			if !tc.compacted && logs.Count("left for `promhbase compact`") != 1 {
+				t.Errorf("the last try does not say the rows are left:\n%s", logs.String())
 			}
 			if got := testutil.ToFloat64(s.m.pending); got != 0 {
 				t.Errorf("pending %v, want 0", got)

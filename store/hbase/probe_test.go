@@ -13,29 +13,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/testlog"
 	"github.com/promhbase/promhbase/testkit/testzk"
 )
 
 // These tests need no HBase: Probe meets a fake ZooKeeper (testzk), plain
 // listeners standing for HBase's servers, and ports nobody listens on.
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestProbe: Probe reaches a cluster whose ZooKeeper and servers answer,
 // and otherwise gives up at Config.ConnectTimeout with an
@@ -78,7 +61,7 @@ func TestProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			quorum := tc.quorum(t)
-			var logs syncBuffer
+			var logs testlog.Buffer
 			var waits sync.Map
 			err := Probe(t.Context(), Config{ZKQuorum: quorum, ConnectTimeout: time.Second}, ProbeOptions{
 				Master: tc.master, Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: 100 * time.Millisecond,
