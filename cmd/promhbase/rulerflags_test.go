@@ -1,9 +1,8 @@
 package main
 
 import (
+	"maps"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestRulerExternalLabelsFlag: --ruler.external.labels, repeated, fills
@@ -12,7 +11,13 @@ import (
 func TestRulerExternalLabelsFlag(t *testing.T) {
 	app, c := newApp()
 	cmd, err := app.Parse([]string{"serve", "--ruler.external.labels=cluster=a", "--ruler.external.labels=region=eu"})
-	require.NoError(t, err)
-	require.Equal(t, c.serve.FullCommand(), cmd)
-	require.Equal(t, map[string]string{"cluster": "a", "region": "eu"}, rulerOpts.externalLabels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd != c.serve.FullCommand() {
+		t.Errorf("command %q, want %q", cmd, c.serve.FullCommand())
+	}
+	if want := map[string]string{"cluster": "a", "region": "eu"}; !maps.Equal(rulerOpts.externalLabels, want) {
+		t.Errorf("external labels %v, want %v", rulerOpts.externalLabels, want)
+	}
 }
