@@ -85,10 +85,27 @@ func newAPIRig(t *testing.T, opts ruler.ConfigAPIOptions) *apiRig {
 	t.Helper()
 	st, tb := testbackend.NewWithRules(t)
 	r := &apiRig{rs: ruler.NewRuleStore(st, ruler.RuleStoreOptions{Table: tb.Rules}), lim: &ruler.Limits{}}
-	r.h = ruler.NewConfigAPI(func(*http.Request) (ruler.GroupStore, ruler.Limits, error) {
-		return r.rs, *r.lim, nil
-	}, opts)
+	r.h = ruler.NewConfigAPI(r.storeFunc, opts)
 	return r
+}
+
+// storeFunc is the rig's ConfigAPI StoreFunc: its RuleStore and limits.
+func (r *apiRig) storeFunc(*http.Request) (ruler.GroupStore, ruler.Limits, error) {
+	return r.rs, *r.lim, nil
+}
+
+// empty deletes every stored group.
+func (r *apiRig) empty(t *testing.T) {
+	t.Helper()
+	all, err := r.rs.ListGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns := range all {
+		if err := r.rs.DeleteNamespace(context.Background(), ns); err != nil {
+			t.Fatalf("delete namespace %q: %v", ns, err)
+		}
+	}
 }
 
 // do sends a request and returns the answer's status, content type and
@@ -115,6 +132,7 @@ func (r *apiRig) stored(t *testing.T) []string {
 // source's URL, /config/v1/rules for the mimir subtype, ?subtype=mimir
 // kept, names as encodeURIComponent wrote them), in order.
 func TestConfigAPIGrafana(t *testing.T) {
+	t.Parallel()
 	r := newAPIRig(t, ruler.ConfigAPIOptions{})
 	for _, prefix := range []string{"", "/prometheus"} {
 		t.Run("prefix "+prefix, func(t *testing.T) {
@@ -170,12 +188,18 @@ func TestConfigAPIGrafana(t *testing.T) {
 // TestConfigAPIPost: what a POST stores, and every way it is refused
 // (400 naming the problem, a body too large too) with nothing stored.
 func TestConfigAPIPost(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	bomb := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
 	for i := 'b'; i <= 'k'; i++ {
 		bomb += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
 	bomb += "name: g\nrules: *k\n" // 10^10 rules, if the aliases were expanded
+	// One rig for every case, the cases one after another: each starts
+	// from a store checked empty and empties it when it ends, so what a
+	// case finds stored is what its own POST stored, as with a rig of
+	// its own (a table per case cost HBase ~6 s each).
+	r := newAPIRig(t, ruler.ConfigAPIOptions{})
 	for _, tc := range []struct {
 		name, target, body string
 		code               int
@@ -215,8 +239,11 @@ func TestConfigAPIPost(t *testing.T) {
 		{name: "namespace not UTF-8", target: "/config/v1/rules/a%FF", body: "name: g\nrules:\n  - record: a\n    expr: up\n", code: 400, want: []string{"UTF-8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := ruler.ConfigAPIOptions{MaxBodyBytes: tc.max}
-			r := newAPIRig(t, opts)
+			r.h = ruler.NewConfigAPI(r.storeFunc, ruler.ConfigAPIOptions{MaxBodyBytes: tc.max})
+			if got := r.stored(t); len(got) != 0 {
+				t.Fatalf("stored %q before the POST, want nothing", got)
+			}
+			t.Cleanup(func() { r.empty(t) })
 			target := tc.target
 			if target == "" {
 				target = "/config/v1/rules/ns"
@@ -240,6 +267,7 @@ func TestConfigAPIPost(t *testing.T) {
 // TestConfigAPILimits: Mimir's per-tenant limits, its messages; a group
 // that replaces one does not count twice.
 func TestConfigAPILimits(t *testing.T) {
+	t.Parallel()
 	r := newAPIRig(t, ruler.ConfigAPIOptions{})
 	*r.lim = ruler.Limits{MaxRuleGroupsPerTenant: 2, MaxRulesPerRuleGroup: 2}
 	rules := func(name string, n int) string {
@@ -274,6 +302,7 @@ func TestConfigAPILimits(t *testing.T) {
 
 // TestConfigAPIRoutes: methods and paths the API does not answer.
 func TestConfigAPIRoutes(t *testing.T) {
+	t.Parallel()
 	r := newAPIRig(t, ruler.ConfigAPIOptions{})
 	for _, tc := range []struct {
 		name, method, target string
@@ -317,6 +346,7 @@ func (f failingStore) DeleteNamespace(context.Context, string) error            
 // JSON error body, 503 when it may pass later; so does a request whose
 // tenant's store cannot be had.
 func TestConfigAPIStoreErrors(t *testing.T) {
+	t.Parallel()
 	valid := "name: g\nrules:\n  - record: a\n    expr: up\n"
 	for _, tc := range []struct {
 		name     string

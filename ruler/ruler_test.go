@@ -219,6 +219,7 @@ func recordGroup(name string, iv time.Duration) rulefmt.RuleGroup {
 }
 
 func TestRecordingRulesAndBackfill(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", 500*time.Millisecond)}})
 	e.writeData(now.Add(-time.Minute), now.Add(time.Minute), 3)

@@ -39,6 +39,7 @@ func groupNames(m map[string][]rulefmt.RuleGroup) []string {
 // listings are by namespace in group order, deletes take the lease rows,
 // and what is not there is ErrGroupNotFound.
 func TestRuleStore(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRules(t)
 	ctx := context.Background()
 	rs := ruler.NewRuleStore(st, ruler.RuleStoreOptions{Table: tb.Rules})
@@ -166,6 +167,7 @@ func TestRuleStore(t *testing.T) {
 // TestRuleStoreMissingTable: a tenant whose tables are not created has
 // no groups, and a write tells why it failed.
 func TestRuleStoreMissingTable(t *testing.T) {
+	t.Parallel()
 	st, _ := testbackend.New(t)
 	ctx := context.Background()
 	rs := ruler.NewRuleStore(store.Namespaced(st, "t_nobody"), ruler.RuleStoreOptions{})
