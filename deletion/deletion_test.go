@@ -91,6 +91,7 @@ func (g *rig) writeSet(extra ...int64) {
 // series not selected and the other hours stay. Rows hold single cells
 // or compacted columns.
 func TestDeleteRanges(t *testing.T) {
+	t.Parallel()
 	h := int64(t0) * 1000
 	m := func(typ labels.MatchType, name, value string) *labels.Matcher {
 		return labels.MustNewMatcher(typ, name, value)
@@ -122,6 +123,7 @@ func TestDeleteRanges(t *testing.T) {
 	} {
 		for _, compacted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/compacted=%v", tc.name, compacted), func(t *testing.T) {
+				t.Parallel()
 				g := newRig(t, mapping.DefaultLayout())
 				var extra []int64
 				for _, e := range []int64{tc.start, tc.end} {
@@ -171,6 +173,7 @@ func TestDeleteRanges(t *testing.T) {
 
 // TestDeleteSalted: the same on a salted layout, every bucket scanned.
 func TestDeleteSalted(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, salted())
 	h := int64(t0) * 1000
 	start, end := h+30*60*1000, h+2*hourMs+30*60*1000
@@ -191,6 +194,7 @@ func TestDeleteSalted(t *testing.T) {
 // qualifier and value bytes exactly, in their order, with the meta byte
 // of what is kept: 0x01 mixed, 0x00 not, none for a single point.
 func TestCutCompactedColumnKeepsExactBytes(t *testing.T) {
+	t.Parallel()
 	secQ := func(off uint16, flags byte) []byte { return binary.BigEndian.AppendUint16(nil, off<<4|uint16(flags)) }
 	msQ := func(off uint32, flags byte) []byte { return mapping.AppendMsQualifier(nil, off, flags) }
 	type pt struct{ q, v []byte }
@@ -231,6 +235,7 @@ func TestCutCompactedColumnKeepsExactBytes(t *testing.T) {
 		{"nothing in range", h + 51_000, h + 60_000, []int{0, 1, 2, 3, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			ls := labelsOf("old", "host", "tsd")
 			key := g.RowKey(ls, t0)
@@ -258,6 +263,7 @@ func TestCutCompactedColumnKeepsExactBytes(t *testing.T) {
 // TestCutAppendColumn: OpenTSDB's append column loses the points in the
 // range, the others' bytes kept in their order; all in range, it goes.
 func TestCutAppendColumn(t *testing.T) {
+	t.Parallel()
 	h := int64(t0) * 1000
 	pair := func(off uint32, v byte) []byte { return append(mapping.AppendMsQualifier(nil, off, 0), v) }
 	val := slices.Concat(pair(3000, 3), pair(1000, 1), pair(2000, 2))
@@ -270,6 +276,7 @@ func TestCutAppendColumn(t *testing.T) {
 		{"all", h, h + 3000, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			key := g.RowKey(labelsOf("appended", "host", "tsd"), t0)
 			g.putCells(key, store.Cell{Qualifier: mapping.AppendColumnQualifier(), Value: val}, store.Cell{Qualifier: mapping.AppendMsQualifier(nil, 3_599_999, 0), Value: []byte{9}})
@@ -290,6 +297,7 @@ func TestCutAppendColumn(t *testing.T) {
 // TestWholeRows: a row whose hour lies in the range goes whole; one that
 // also holds an annotation keeps the annotation alone.
 func TestWholeRows(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	h := int64(t0) * 1000
 	lsA, lsN := labelsOf("m", "job", "a"), labelsOf("m", "job", "n")
@@ -321,6 +329,7 @@ func TestWholeRows(t *testing.T) {
 // a row a delete cut, then compacted with it, do not bring back what was
 // deleted, whether the row was compacted before the delete or not.
 func TestDeletedSamplesStayDeletedAfterCompaction(t *testing.T) {
+	t.Parallel()
 	h := int64(t0) * 1000
 	for _, tc := range []struct {
 		name       string
@@ -332,6 +341,7 @@ func TestDeletedSamplesStayDeletedAfterCompaction(t *testing.T) {
 		{"row deleted whole", true, h, h + hourMs - 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			ls := labelsOf("m", "job", "a")
 			g.write(floats(ls, every(h, h+hourMs-1, 5*60*1000)...))
@@ -404,11 +414,13 @@ func (c *cancelling) Delete(ctx context.Context, table string, row []byte, colum
 // cancelled) has done part of the work; run again, it completes, and the
 // store ends as one uninterrupted delete leaves it.
 func TestInterruptedDeleteCompletes(t *testing.T) {
+	t.Parallel()
 	h := int64(t0) * 1000
 	start, end := h+30*60*1000, h+3*hourMs+30*60*1000
 	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "a")}
 	for _, after := range []int64{0, 1, 5, 12} {
 		t.Run(fmt.Sprintf("after %d deletes", after), func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			g.writeSet(start, end)
 			data, ex := g.data(), g.exemplars()
@@ -489,6 +501,7 @@ func (f *fenceCheck) Delete(ctx context.Context, table string, row []byte, colum
 // TestRowsRewrittenUnderAHold: every write of a data row happens while
 // the row is held against compaction.
 func TestRowsRewrittenUnderAHold(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	h := int64(t0) * 1000
 	g.writeSet()
@@ -511,6 +524,7 @@ func TestRowsRewrittenUnderAHold(t *testing.T) {
 // for the days that ended (their series rows too: the day's cardinality);
 // cells other series support, and today's, stay.
 func TestIndexPruned(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	day := int64(t0) / mapping.DaySeconds
 	dayMs := int64(mapping.DaySeconds) * 1000
@@ -594,8 +608,10 @@ func TestIndexPruned(t *testing.T) {
 // find the series; without it (another process's writer) they do not
 // until a reindex.
 func TestReimportIndexed(t *testing.T) {
+	t.Parallel()
 	for _, forget := range []bool{true, false} {
 		t.Run(fmt.Sprintf("forget=%v", forget), func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			day := int64(t0) / mapping.DaySeconds
 			d0 := day * mapping.DaySeconds * 1000
@@ -640,6 +656,7 @@ func TestReimportIndexed(t *testing.T) {
 
 // TestRejects: matchers are required.
 func TestRejects(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	d := g.deleter(Options{})
 	if _, err := d.Delete(ctxFor(t), nil, 0, 1); !errors.Is(err, ErrNoMatchers) {
@@ -656,6 +673,7 @@ func TestRejects(t *testing.T) {
 // TestMissingOptionalTables: without the exemplar or index table (the
 // features off) a delete deletes the samples.
 func TestMissingOptionalTables(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	h := int64(t0) * 1000
 	g.write(floats(labelsOf("m", "job", "a"), h, h+1), floats(labelsOf("m", "job", "b"), h))

@@ -15,6 +15,7 @@ import (
 // with one version); a cut column with one of those qualifiers must not
 // be written at or before that version, or the marker hides it.
 func TestCutAfterCompaction(t *testing.T) {
+	t.Parallel()
 	h := int64(t0) * 1000
 	for _, tc := range []struct {
 		name       string
@@ -25,6 +26,7 @@ func TestCutAfterCompaction(t *testing.T) {
 		{"two points left", h + 5*60*1000, h + 50*60*1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, mapping.DefaultLayout())
 			ls := labelsOf("m", "job", "a")
 			g.write(floats(ls, every(h, h+hourMs-1, 5*60*1000)...))
