@@ -23,6 +23,7 @@ import (
 // the beginning; a write at the first instant of the hour after the built
 // span makes the last built hour stale.
 func TestSchedulerSpan(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	const hour = mapping.MaxTimespan
 	now := time.Unix(h0+8*hour+30*60, 0) // the hour due: h0+7h
@@ -88,6 +89,7 @@ func TestSchedulerSpan(t *testing.T) {
 // max_source_resolution, equal the raw *_over_time answers point for
 // point, the windows of the backfill's first instant included.
 func TestBackfillHourBoundaries(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	const hour = mapping.MaxTimespan
 	now := time.Unix(h0+8*hour+30*60, 0)

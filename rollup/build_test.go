@@ -100,6 +100,7 @@ func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNa
 // next hour's first millisecond), a stale marker, a NaN, a series whose
 // only sample in the hour is the next row's first, on both layouts.
 func TestBuildHour(t *testing.T) {
+	t.Parallel()
 	for _, layout := range []struct {
 		name string
 		l    mapping.Layout
@@ -109,6 +110,7 @@ func TestBuildHour(t *testing.T) {
 		return l
 	}()}} {
 		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, layout.l)
 			H := int64(h0) * 1000
 			var counter []sample

@@ -20,6 +20,7 @@ import (
 // cuts, so that downsampled answers stay equal to raw ones after a delete
 // (a range inside one series, and a whole series).
 func TestDeleteSeriesDropsRollups(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	H := int64(h0) * 1000
 	const hours = 8

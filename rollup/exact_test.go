@@ -37,6 +37,7 @@ import (
 // points, values within 1e-9 relative. Enough of them read rollups for
 // the test to mean something.
 func TestExactDownsampling(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	hours := int64(48)
 	if d, err := strconv.Atoi(os.Getenv("PROMHBASE_EXACT_TEST_DAYS")); err == nil && d > 0 {
@@ -214,6 +215,7 @@ func nodeSeries(rng *rand.Rand, from, to int64) []prompb.TimeSeries {
 // rollups, approximately, and says so (X-Promhbase-Resolution and a
 // warning, as Thanos warns); one within the day stays exact and silent.
 func TestRawRetentionWarns(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	const hours = 72
 	H := int64(h0) * 1000

@@ -28,6 +28,7 @@ import (
 // step, the 1h rollups at a 5h step, and raw samples for the hours the
 // rollups do not cover yet.
 func TestDownsampledQueriesEqualRaw(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	H := int64(h0) * 1000
 	const hours = 48

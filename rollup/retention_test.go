@@ -19,6 +19,7 @@ import (
 // whole day is older than two days, and no 1h rollup row; the progress
 // row stays.
 func TestRetentionPerResolution(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	day := int64(86400)
 	d0 := int64(h0) / day * day // a midnight
