@@ -97,6 +97,7 @@ func envInt(t *testing.T, name string, def int) int {
 // TestDifferential: the engine's answers equal Prometheus's, and most queries of
 // the supported shapes take the engine's own path.
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	total := envInt(t, "PROMHBASE_DIFF_QUERIES", 8000)
 	seed := uint64(envInt(t, "PROMHBASE_DIFF_SEED", 1))
 	verbose := os.Getenv("PROMHBASE_DIFF_VERBOSE") != ""
@@ -112,6 +113,7 @@ func TestDifferential(t *testing.T) {
 			continue
 		}
 		t.Run(v.name, func(t *testing.T) {
+			t.Parallel() // data is only read; each variant has its own store, engines and generator
 			qy := diffQueryable(t, data, v)
 			if v.iterators {
 				qy = plainQueryable{qy}

@@ -70,6 +70,7 @@ func expect(t *testing.T, tr *hatracker.Tracker, cluster, replica string, ok boo
 // dropped while the elected one writes, and elected once it has sent
 // nothing for the failover timeout; the old one is dropped then.
 func TestElectionAndFailover(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	tr, reg := r.tracker(t)
 	expect(t, tr, "prod", "a", true)
@@ -105,6 +106,7 @@ promhbase_ha_tracker_elected_replica{cluster="prod",replica="b",tenant="anonymou
 // TestUpdatesAtMostEveryUpdateTimeout: the elected replica's writes reach
 // the store once per update timeout, not once per request.
 func TestUpdatesAtMostEveryUpdateTimeout(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	tr, reg := r.tracker(t)
 	for range 60 { // a minute of a write a second
@@ -127,6 +129,7 @@ promhbase_ha_tracker_store_writes_total{outcome="written"} 4
 // stored time fresh; once the elected replica stops, the second elects
 // the other, and the first learns it at the next write it gets.
 func TestTwoProcesses(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	p1, _ := r.tracker(t)
 	p2, _ := r.tracker(t)
@@ -145,6 +148,7 @@ func TestTwoProcesses(t *testing.T) {
 // TestConcurrentFailover: processes that see two other replicas after the
 // elected one went quiet, at once, elect exactly one of them.
 func TestConcurrentFailover(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first, _ := r.tracker(t)
 	expect(t, first, "prod", "a", true)
@@ -188,6 +192,7 @@ func TestConcurrentFailover(t *testing.T) {
 // TestMaxClusters: a write that would start one cluster too many gets
 // ErrTooManyClusters; clusters already elected go on.
 func TestMaxClusters(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	conf := r.cfg()
 	conf.MaxClusters = 2
@@ -203,6 +208,7 @@ func TestMaxClusters(t *testing.T) {
 // TestRestartKeepsElection: a new tracker over the same store (a restart)
 // keeps the elected replica.
 func TestRestartKeepsElection(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	before, _ := r.tracker(t)
 	expect(t, before, "prod", "b", true)
@@ -216,6 +222,7 @@ func TestRestartKeepsElection(t *testing.T) {
 // hand, or by a future version) is replaced by the next write's replica,
 // never refused: refusing would drop the pair's data.
 func TestUnparseableElection(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	key := append([]byte(hatracker.DefaultTenant+"\x00"), "prod"...)
 	if err := r.st.Put(t.Context(), r.tb.HA, []store.Put{{Row: key, Cells: []store.Cell{{Family: []byte(hatracker.Family), Qualifier: []byte(hatracker.Qualifier), Value: []byte("{not json")}}}}); err != nil {
@@ -227,6 +234,7 @@ func TestUnparseableElection(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := hatracker.Config{ClusterLabel: "cluster", ReplicaLabel: "__replica__", FailoverTimeout: 30 * time.Second,
 		UpdateTimeout: 15 * time.Second, UpdateTimeoutJitterMax: 5 * time.Second}
 	if err := ok.Validate(); err != nil {

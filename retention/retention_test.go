@@ -55,11 +55,13 @@ const hourMs = mapping.MaxOffsetMs
 // cutoff and every later one stay, to the millisecond on both sides of
 // the boundary; other metrics alike.
 func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
+	t.Parallel()
 	for _, layout := range []struct {
 		name string
 		l    mapping.Layout
 	}{{"unsalted", mapping.DefaultLayout()}, {"salted", salted()}} {
 		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
 			g := newRig(t, layout.l)
 			// now - 5h lies in the hour t0+5h: that hour and later stay.
 			cut := int64(t0+5*3600) * 1000
@@ -116,6 +118,7 @@ func TestCycleCutsWholeHoursBeforeTheCutoff(t *testing.T) {
 // timestamps are deleted by the next cycle, whatever their write time;
 // recent ones stay.
 func TestBackfillExpiresByItsOwnTime(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	_, now := clock(time.Unix(t0+48*3600, 0))
 	r := g.retention(Options{Time: 24 * time.Hour, Now: now})
@@ -142,6 +145,7 @@ func TestBackfillExpiresByItsOwnTime(t *testing.T) {
 // gone: the same series written into one of them again (a backfill) is
 // indexed again.
 func TestIndexDaysGo(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	day := int64(t0) / mapping.DaySeconds
 	at := func(d int64, h int64) int64 { return (d*mapping.DaySeconds + h*3600) * 1000 }
@@ -188,6 +192,7 @@ func TestIndexDaysGo(t *testing.T) {
 // TestNothingWithoutRetention: a zero Time and Size keep everything; Run
 // then only measures the oldest hour kept.
 func TestNothingWithoutRetention(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, 0, t0*1000))
 	before := g.samples()
@@ -232,6 +237,7 @@ func (s sizedStore) TableBytes(ctx context.Context, table string) (int64, error)
 // first, until the tables fit; the newest hours, and the hour being
 // written, stay.
 func TestSizeDropsOldestHoursFirst(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	const hours = 12
 	for h := range hours {
@@ -278,6 +284,7 @@ func TestSizeDropsOldestHoursFirst(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	for _, tc := range []struct {
 		name string
@@ -301,6 +308,7 @@ func TestNewRejects(t *testing.T) {
 
 // TestRunStops: Run cycles until its context ends.
 func TestRunStops(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, t0*1000))
 	reg := prometheus.NewRegistry()
@@ -343,6 +351,7 @@ func (s *rangeStore) Reclaim(context.Context) error {
 // no rows, and reclaims the space once; a cycle with nothing to delete
 // reclaims nothing.
 func TestRangeDeleterAndReclaim(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, salted())
 	g.write(promSeries("m1", []string{"job", "a"}, t0*1000, (t0+10*3600)*1000), promSeries("m1", []string{"job", "b"}, t0*1000),
 		promSeries("m2", nil, t0*1000))
@@ -373,6 +382,7 @@ func TestRangeDeleterAndReclaim(t *testing.T) {
 // TestMissingOptionalTables: an exemplar or index table that does not
 // exist (the feature off) has nothing to cut; the data table is cut.
 func TestMissingOptionalTables(t *testing.T) {
+	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
 	g.write(promSeries("m", nil, t0*1000, (t0+48*3600)*1000))
 	_, now := clock(time.Unix(t0+48*3600, 0))

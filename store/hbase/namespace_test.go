@@ -43,10 +43,12 @@ func newNamespace(tb testing.TB, s *Store, tables *[]string) string {
 // TestNamespaceContract runs the store contract on tables of a namespace
 // other than the default one: every data operation reaches "ns:table".
 func TestNamespaceContract(t *testing.T) {
+	t.Parallel()
 	s := needHBase(t)
 	ns := newNamespace(t, s, nil)
 	storetest.Run(t, func(t *testing.T) (store.Store, string) {
 		t.Helper()
+		t.Parallel() // as in TestContract: each case on a table of its own
 		name := ns + ":" + uniqueName(t)
 		if _, err := s.CreateTable(testCtx(t), TableSpec{Name: name, Families: familySpecs(storetest.Families...)}); err != nil {
 			t.Fatal(err)
