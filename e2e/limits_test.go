@@ -39,7 +39,7 @@ func TestWideSeries(t *testing.T) {
 			}
 			narrow := lbl("__name__", "e2e_narrow", "job", "e2e")
 			start := time.Now()
-			err := remoteWrite(t.Context(), h.url+"/api/v1/write", []prompb.TimeSeries{
+			err := remoteWrite(t.Context(), h.url, []prompb.TimeSeries{
 				{Labels: narrow, Samples: []prompb.Sample{{Timestamp: t0, Value: 7}}},
 				{Labels: wide, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}},
 			})

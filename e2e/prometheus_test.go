@@ -494,7 +494,7 @@ func makeHistory(now time.Time) history {
 }
 
 // remoteWrite sends series in one remote-write 1.0 request through
-// Prometheus's client.
+// Prometheus's client to the server at base (http://host:port).
 func remoteWrite(ctx context.Context, base string, series []prompb.TimeSeries) error {
 	wc, err := promremote.NewWriter("e2e-history", base, promremote.Options{})
 	if err != nil {

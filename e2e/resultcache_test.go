@@ -90,7 +90,7 @@ func cacheData(now int64) []prompb.TimeSeries {
 
 func (r *cacheRig) write(series []prompb.TimeSeries) {
 	r.t.Helper()
-	if err := remoteWrite(r.t.Context(), r.url+"/api/v1/write", series); err != nil {
+	if err := remoteWrite(r.t.Context(), r.url, series); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -281,7 +281,7 @@ func TestResultsCacheRollupRebuilt(t *testing.T) {
 	// their hours, backwards. Its clock stands still at now, so that no
 	// hour falls due meanwhile.
 	w := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{})
-	if err := remoteWrite(t.Context(), w.URL+"/api/v1/write", cacheData(nowMs)); err != nil {
+	if err := remoteWrite(t.Context(), w.URL, cacheData(nowMs)); err != nil {
 		t.Fatal(err)
 	}
 	r := newCacheRig(t, st, tb, testserver.Options{Rollup: &server.RollupConfig{Enabled: true, CheckInterval: 50 * time.Millisecond,

@@ -431,10 +431,10 @@ func TestRuler(t *testing.T) {
 	now := time.Now().Truncate(time.Second).UnixMilli()
 	tl := rulerTimeline{start: now - 120_000, end: now + 60_000, hotFrom: now + 8000, hotTo: now + 16000}
 	series := tl.series()
-	if err := remoteWrite(ctx, ph.base+"/api/v1/write", series); err != nil {
+	if err := remoteWrite(ctx, ph.base, series); err != nil {
 		t.Fatalf("data into promhbase: %v", err)
 	}
-	if err := remoteWrite(ctx, prom.base+"/api/v1/write", series); err != nil {
+	if err := remoteWrite(ctx, prom.base, series); err != nil {
 		t.Fatalf("data into Prometheus: %v", err)
 	}
 	// Evaluations at T after this saw every sample at or before T.
