@@ -1,14 +1,11 @@
 # promhbase: the two commands a new user needs are `make run` and `make test`.
 GO      ?= go
-PKGS    := ./...
-# Tests that need the real HBase (started by scripts/hbase.sh).
-HBASE_TEST_PKGS := ./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler
 # Fault tests (build tag faults): they restart and split the test HBase, so
 # they run on their own, after every other HBase test.
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-refresh bench-downsample fuzz clean
+.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-refresh bench-downsample fuzz clean
 
 all: build
 
@@ -19,37 +16,28 @@ build:
 run:
 	$(GO) run ./cmd/promhbase serve
 
-## test: every test. Starts a standalone HBase (fetched from Maven Central
-## once), runs all packages (end-to-end suites on the embedded store, the
-## store contract suite on both stores), then the end-to-end suites again on
-## HBase, then the fault tests (HBase restarted and split under load), and
-## stops HBase whatever happened; then the cluster tests (test-cluster).
-test: vet lint test-third-party
-	@scripts/prometheus.sh >/dev/null
-	@scripts/alertmanager.sh >/dev/null
-	@scripts/victoriametrics.sh >/dev/null
-	@scripts/vmctl.sh >/dev/null
-	@scripts/hbase.sh up
-	@status=0; \
-	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -count=1 -timeout 30m $(PKGS) || status=$$?; \
-	if [ $$status -eq 0 ]; then \
-		PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
-			$(GO) test -count=1 -timeout 30m $(HBASE_TEST_PKGS) || status=$$?; \
-	fi; \
-	if [ $$status -eq 0 ]; then \
-		PROMHBASE_HBASE_ZK=$(HBASE_ZK) \
-			$(GO) test -tags faults -count=1 -timeout 20m $(FAULTS_PKGS) || status=$$?; \
-	fi; \
-	scripts/hbase.sh down; \
-	if [ $$status -eq 0 ]; then \
-		$(MAKE) --no-print-directory test-cluster || status=$$?; \
-	fi; \
-	exit $$status
+## test: every test (scripts/test.sh; .ci/run runs this). Starts the
+## standalone HBase and the test cluster (jars fetched from Maven Central
+## once) and builds the peers (Prometheus, Alertmanager, VictoriaMetrics,
+## vmctl; cached) in the background while vet, lint and the gohbase fork's
+## tests run; then every package (end-to-end suites on the embedded store,
+## the store contract suite on both stores), the suites that take a backend
+## again on HBase and the cluster tests side by side; then the fault tests
+## (HBase restarted and split under load) alone on the standalone HBase;
+## stops both HBases whatever happened. Each stage's log is in .run/test/.
+test:
+	@GO=$(GO) scripts/test.sh
+
+## test-quick: the edit loop, under 3 minutes: vet and the tests of every
+## package that needs no server and no built binary (docs/development.md)
+test-quick:
+	@GO=$(GO) scripts/test.sh quick
 
 # stdmethods is off: Prometheus's chunkenc.Iterator, which query implements,
 # has Seek(int64) ValueType, not io.Seeker's signature.
+# The tags only add files (no file is built without them), so one run
+# vets every file.
 vet:
-	$(GO) vet -stdmethods=false $(PKGS)
 	$(GO) vet -stdmethods=false -tags faults,cluster $(PKGS)
 
 ## test-third-party: the tests of the two patches promhbase carries in its

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# What `make test` (and so .ci/run) runs: every test of the project, the
+# servers they need started once, the stages overlapped where they do not
+# contend for the same server.
+#
+#   scripts/test.sh          every stage below
+#   scripts/test.sh quick    the edit loop: vet, then the packages that need
+#                            no server and no built binary (make test-quick)
+#
+# The stages of the full run, in time order (docs/development.md says what
+# each suite checks):
+#
+#   start     in the background: the standalone HBase (scripts/hbase.sh up,
+#             ZooKeeper 127.0.0.1:2181), the test cluster (cluster-up,
+#             ZooKeeper 127.0.0.1:2182), the peers the suites run
+#             (Prometheus, Alertmanager, VictoriaMetrics, vmctl: built once,
+#             cached in ~/.cache/promhbase)
+#   static    go vet (build tags faults and cluster: every file), then
+#             golangci-lint, then the gohbase fork's tests
+#   embedded  go test ./...: every package, the end-to-end suites on the
+#             embedded store, the store contract suite on both stores
+#   hbase     the suites that take a backend again, on the standalone HBase
+#   cluster   the cluster tests (e2e/faults, tags faults and cluster) on the
+#             test cluster, as soon as it is up: beside embedded and hbase
+#   faults    the fault tests (e2e/faults, tag faults), which restart and
+#             split the standalone HBase: after embedded and hbase, alone
+#             on it
+#   stop      both HBases are stopped whatever happened
+#
+# Each stage's output goes to .run/test/<stage>.log; a stage's log is
+# printed whole when it fails, its last lines when it passes. The run ends
+# with each stage's time and result, and exits 1 when any failed.
+#
+# Environment: GO (go), TEST_PARALLEL (go test -parallel of the suites,
+# 8: their tests wait on servers more than on the CPU), HBASE_ZK
+# (127.0.0.1:2181), HBASE_CLUSTER_ZK (127.0.0.1:2182).
+set -uo pipefail
+
+SCRIPT=test.sh
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+GO=${GO:-go}
+PARALLEL=${TEST_PARALLEL:-8}
+HBASE_ZK=${HBASE_ZK:-127.0.0.1:2181}
+HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
+LOGS=$ROOT/.run/test
+# The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
+HBASE_PKGS=(./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler)
+
+mkdir -p "$LOGS"
+began=$(date +%s)
+summary=()
+failed=0
+
+# stage NAME CMD...: runs CMD with its output in NAME's log, then records
+# its time and result. Run in the background, it is waited for by
+# wait_stage NAME.
+stage() {
+	local name=$1 start rc
+	shift
+	start=$(date +%s)
+	"$@" >"$LOGS/$name.log" 2>&1
+	rc=$?
+	echo "$rc $(($(date +%s) - start)) $((start - began))" >"$LOGS/$name.result"
+	return "$rc"
+}
+
+# report NAME: prints NAME's log (whole on failure, its tail on success)
+# and adds its line to the summary.
+report() {
+	local name=$1 rc secs at
+	read -r rc secs at <"$LOGS/$name.result"
+	if [[ $rc -eq 0 ]]; then
+		log "$name: ok in ${secs}s; the end of $LOGS/$name.log:"
+		tail -n 15 "$LOGS/$name.log"
+	else
+		log "$name: FAILED (exit $rc) in ${secs}s; $LOGS/$name.log:"
+		cat "$LOGS/$name.log"
+		failed=1
+	fi
+	summary+=("$(printf '%-9s %-6s %4ss (from %4ss)' "$name" "$([[ $rc -eq 0 ]] && echo ok || echo FAILED)" "$secs" "$at")")
+}
+
+# background NAME CMD...: stage NAME in the background; its pid in pids[NAME].
+declare -A pids
+background() {
+	local name=$1
+	shift
+	stage "$name" "$@" &
+	pids[$name]=$!
+}
+
+# wait_stage NAME: waits for a background stage and reports it.
+wait_stage() {
+	wait "${pids[$1]}"
+	report "$1"
+}
+
+# ok NAME: whether stage NAME has finished without error.
+ok() {
+	local rc
+	read -r rc _ <"$LOGS/$1.result" 2>/dev/null && [[ $rc -eq 0 ]]
+}
+
+peers() {
+	scripts/prometheus.sh && scripts/alertmanager.sh && scripts/victoriametrics.sh && scripts/vmctl.sh
+}
+
+static() {
+	$GO vet -stdmethods=false -tags faults,cluster ./... &&
+		GO=$GO scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
+		(cd third_party/gohbase && $GO test -count=1 ./hrpc)
+}
+
+quick() {
+	local pkgs
+	pkgs=$($GO list ./... | grep -v -e /e2e -e /cmd/ -e /tools/ -e /store/hbase -e /testkit/testproc) || return 1
+	# shellcheck disable=SC2086
+	$GO vet -stdmethods=false $pkgs && $GO test -count=1 -parallel "$PARALLEL" $pkgs
+}
+
+stop_all() {
+	scripts/hbase.sh down >>"$LOGS/stop.log" 2>&1
+	scripts/hbase.sh cluster-down >>"$LOGS/stop.log" 2>&1
+}
+
+if [[ ${1:-} == quick ]]; then
+	stage quick quick
+	report quick
+	exit "$failed"
+fi
+
+trap stop_all EXIT
+rm -f "$LOGS"/*.log "$LOGS"/*.result
+
+# cluster: the cluster tests start as soon as their cluster is up; they
+# take the longest, so they run beside everything else.
+cluster() {
+	stage cluster-up scripts/hbase.sh cluster-up || return
+	stage cluster env PROMHBASE_HBASE_ZK="$HBASE_CLUSTER_ZK" \
+		$GO test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v ./e2e/faults
+}
+cluster &
+cluster_pid=$!
+background peers peers
+background hbase-up scripts/hbase.sh up
+
+stage static static
+report static
+wait_stage peers
+wait_stage hbase-up
+
+if ok peers && ok hbase-up; then
+	background embedded env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" ./...
+	background hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" "${HBASE_PKGS[@]}"
+	wait_stage embedded
+	wait_stage hbase
+	stage faults env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+		$GO test -tags faults -count=1 -timeout 20m ./e2e/faults
+	report faults
+fi
+wait "$cluster_pid"
+report cluster-up
+[[ -f $LOGS/cluster.result ]] && report cluster
+
+stop_all
+trap - EXIT
+log "stages (seconds, and when each began after the start):"
+printf '  %s\n' "${summary[@]}" >&2
+log "total $(($(date +%s) - began))s"
+[[ ${#summary[@]} -ge 8 ]] || { log "error: a stage did not run (one it needs failed)"; failed=1; }
+exit "$failed"
