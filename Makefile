@@ -1,5 +1,6 @@
 # promhbase: the two commands a new user needs are `make run` and `make test`.
 GO      ?= go
+PKGS    := ./...
 # Fault tests (build tag faults): they restart and split the test HBase, so
 # they run on their own, after every other HBase test.
 FAULTS_PKGS := ./e2e/faults

@@ -38,6 +38,7 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duratio
 // after --web.idle-timeout; /debug/pprof is served only with
 // --web.enable-pprof.
 func TestServeTimeouts(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
@@ -98,12 +99,14 @@ func getClosing(t *testing.T, addr, path string) int {
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
+	resp.Body.Close()
 	return resp.StatusCode
 }
 
 // TestServeMaxConnections: with --web.max-connections=3 and three
 // connections open, a fourth client is not served until one closes.
 func TestServeMaxConnections(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)
@@ -148,6 +151,7 @@ func TestServeMaxConnections(t *testing.T) {
 // close) and started again: the row buffer's log and Pebble's WAL hold
 // them.
 func TestServeKilled(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := []string{"--storage.embedded.path=" + t.TempDir()}
 	srv, base := startServe(t, bin, flags...)
@@ -185,6 +189,7 @@ func TestServeKilled(t *testing.T) {
 }
 
 func TestAutoBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, str string
 		want    uint64 // or(7)

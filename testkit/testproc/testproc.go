@@ -290,7 +290,10 @@ func StartServe(t testing.TB, bin, name string, logTail int, args ...string) (*P
 		Name:   name,
 		LogDir: t.TempDir(),
 		Command: func(listen string) *exec.Cmd {
-			return exec.Command(bin, append([]string{"serve", "--web.listen-address=" + listen}, args...)...)
+			// Not the test's context: ending it would kill the server
+			// before Stop's SIGTERM; Stop ends it when the test ends.
+			return exec.CommandContext(context.WithoutCancel(t.Context()), bin,
+				append([]string{"serve", "--web.listen-address=" + listen}, args...)...)
 		},
 		ReadyPath:    "/-/ready",
 		ReadyTimeout: 2 * time.Minute,

@@ -56,7 +56,8 @@ func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byt
 	if err := s.queries(o, c, t0, &res); err != nil {
 		return res, err
 	}
-	return res, s.footprint(&res)
+	err = s.footprint(&res)
+	return res, err
 }
 
 // compared is one system of the comparison, as compareOne runs it.
