@@ -18,6 +18,8 @@
 # The tables must exist (promhbase create-tables).
 #
 # Environment:
+#   OPENTSDB_RUN           the TSD's directory (default .run/opentsdb): one
+#                          per TSD where several run at once
 #   OPENTSDB_PORT          HTTP port on 127.0.0.1 (default 14242)
 #   OPENTSDB_ZK            ZooKeeper quorum (default 127.0.0.1:2181)
 #   OPENTSDB_DATA_TABLE    data table (default tsdb)
@@ -29,7 +31,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUN=$ROOT/.run/opentsdb
+RUN=${OPENTSDB_RUN:-$ROOT/.run/opentsdb}
 PIDFILE=$RUN/tsd.pid
 LOG=$RUN/tsd.log
 CACHE=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}

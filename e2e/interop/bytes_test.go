@@ -45,7 +45,10 @@ import (
 //
 // The TSD runs with compaction off, so that the rows are compacted by
 // promhbase first. Once unsalted, once salted (width 1, 20 buckets).
-func TestOpenTSDBBytes(t *testing.T) { bothLayouts(t, testBytes) }
+func TestOpenTSDBBytes(t *testing.T) {
+	t.Parallel()
+	bothLayouts(t, testBytes)
+}
 
 func testBytes(t *testing.T, layout mapping.Layout) {
 	st, tables := newTables(t, "bytes", layout)

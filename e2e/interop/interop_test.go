@@ -84,7 +84,9 @@ func startTSD(t *testing.T, tables testbackend.Tables, layout mapping.Layout, co
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each TSD has its own directory and port: the tests run theirs at once.
 	d := &tsd{t: t, url: "http://" + addr, root: repoRoot(t), env: []string{
+		"OPENTSDB_RUN=" + t.TempDir(),
 		"OPENTSDB_PORT=" + port,
 		"OPENTSDB_ZK=" + testbackend.ZKQuorum(),
 		"OPENTSDB_DATA_TABLE=" + tables.Data,
@@ -266,10 +268,13 @@ func samePoints(t *testing.T, what string, got, want []point) {
 	}
 }
 
-func TestOpenTSDBInterop(t *testing.T) { bothLayouts(t, testInterop) }
+func TestOpenTSDBInterop(t *testing.T) {
+	t.Parallel()
+	bothLayouts(t, testInterop)
+}
 
 // bothLayouts runs fn once unsalted and once salted (width 1, 20 buckets),
-// on both sides.
+// on both sides, the two at once (each on its own tables and TSD).
 func bothLayouts(t *testing.T, fn func(*testing.T, mapping.Layout)) {
 	t.Helper()
 	salted := mapping.DefaultLayout()
@@ -278,7 +283,10 @@ func bothLayouts(t *testing.T, fn func(*testing.T, mapping.Layout)) {
 		name   string
 		layout mapping.Layout
 	}{{"unsalted", mapping.DefaultLayout()}, {"salted", salted}} {
-		t.Run(tc.name, func(t *testing.T) { fn(t, tc.layout) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, tc.layout)
+		})
 	}
 }
 
@@ -287,7 +295,7 @@ func bothLayouts(t *testing.T, fn func(*testing.T, mapping.Layout)) {
 func newTables(t *testing.T, prefix string, layout mapping.Layout) (*hbase.Store, testbackend.Tables) {
 	t.Helper()
 	st := testbackend.NewHBaseStore(t)
-	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	sfx := tableSuffix(layout)
 	tables := testbackend.Tables{Data: "tsdb_" + prefix + "_" + sfx, UID: "tsdb-uid_" + prefix + "_" + sfx,
 		Meta: "tsdb-meta_" + prefix + "_" + sfx, Index: "tsdb-index_" + prefix + "_" + sfx}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -304,6 +312,13 @@ func newTables(t *testing.T, prefix string, layout mapping.Layout) (*hbase.Store
 		}
 	})
 	return st, tables
+}
+
+// tableSuffix names a test's tables apart from those of the tests that
+// run beside it: the process, the time and the layout (the two layouts of
+// a test create theirs at once).
+func tableSuffix(layout mapping.Layout) string {
+	return fmt.Sprintf("%d_%d_s%d", os.Getpid(), time.Now().UnixNano()%1e9, layout.SaltWidth)
 }
 
 func testInterop(t *testing.T, layout mapping.Layout) {

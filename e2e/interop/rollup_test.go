@@ -42,7 +42,10 @@ import (
 // 5-minute and hour boundary. The first sample's windows end at 22:00
 // and belong to the hour before the data's first: the builder builds
 // that hour too.
-func TestOpenTSDBReadsRollups(t *testing.T) { bothLayouts(t, testRollups) }
+func TestOpenTSDBReadsRollups(t *testing.T) {
+	t.Parallel()
+	bothLayouts(t, testRollups)
+}
 
 const (
 	rollupH0    = int64(1709244000) // 2024-02-29T22:00:00Z, Unix s
@@ -111,7 +114,7 @@ func rollupTestSeries() []rollupSeries {
 func newRollupTables(t *testing.T, layout mapping.Layout) (*hbase.Store, testbackend.Tables) {
 	t.Helper()
 	st := testbackend.NewHBaseStore(t)
-	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	sfx := tableSuffix(layout)
 	tb := testbackend.Tables{Data: "tsdb_rollup_" + sfx, UID: "tsdb-uid_rollup_" + sfx, Meta: "tsdb-meta_rollup_" + sfx, Index: "tsdb-index_rollup_" + sfx,
 		Rollup5m: "tsdb-rollup-5m_rollup_" + sfx, Rollup1h: "tsdb-rollup-1h_rollup_" + sfx,
 		RollupAgg5m: "tsdb-rollup-agg-5m_rollup_" + sfx, RollupAgg1h: "tsdb-rollup-agg-1h_rollup_" + sfx}

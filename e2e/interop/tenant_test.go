@@ -34,6 +34,7 @@ import (
 // A and not as B; OpenTSDB's fsck and uid fsck find A's tables clean;
 // the tables of the default namespace stay empty.
 func TestOpenTSDBReadsTenant(t *testing.T) {
+	t.Parallel()
 	layout := mapping.DefaultLayout() // tenants' tables are unsalted (testbackend.ProvisionTenant)
 	st := testbackend.NewHBaseStore(t)
 	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
