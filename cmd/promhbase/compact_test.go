@@ -11,6 +11,7 @@ import (
 )
 
 func TestRenderProgress(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		done, total int
 		elapsed     time.Duration
@@ -31,6 +32,7 @@ func TestRenderProgress(t *testing.T) {
 // compaction off, then compacts with `promhbase compact` and checks the
 // summary, the progress output and the rows with `promhbase scan`.
 func TestCompactCommand(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)

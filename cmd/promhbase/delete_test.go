@@ -110,6 +110,7 @@ func waitCounter(t *testing.T, base, name string, want float64, limit time.Durat
 // compaction and another restart; `promhbase delete` does the same
 // offline. Both bounds are inclusive.
 func TestDeleteKilled(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	// Every table fresh (on HBase also the exemplar and index tables,
 	// which a delete prunes), dropped when the test ends.

@@ -28,6 +28,7 @@ import (
 // is skipped elsewhere, after checking that the error names the codec and
 // the module.
 func TestCreateTablesCompression(t *testing.T) {
+	t.Parallel()
 	zkAnswers(t)
 	bin := promhbaseBinary(t)
 	for _, codec := range []string{"NONE", "GZ", "SNAPPY", "LZ4", "ZSTD"} {

@@ -39,6 +39,7 @@ import (
 // the same samples, nothing lost or doubled. A block truncated is refused
 // with an error naming it and the series it broke in.
 func TestImportCommand(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
 	dir := t.TempDir()
@@ -419,6 +420,7 @@ func strconvG(v float64) string { return fmt.Sprintf("%g", v) }
 // prometheus --prom-snapshot` into another's /api/v1/import, each give
 // every sample of the snapshot back with the same bits.
 func TestImportSnapshot(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
 	prom := testproc.ScriptBinary(t, "../../scripts/prometheus.sh", "Prometheus")

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,7 +50,7 @@ func storageFlags(t *testing.T) []string {
 	t.Helper()
 	if testbackend.Name() == "hbase" {
 		testbackend.NewHBaseStore(t) // fails under CI, skips elsewhere, when HBase is missing
-		sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+		sfx := tenantSuffix()        // the tests run at once: each its own tables
 		return []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + testbackend.ZKQuorum(),
 			"--hbase.table.data=tsdb_cli_" + sfx, "--hbase.table.uid=tsdb-uid_cli_" + sfx}
 	}
@@ -137,6 +135,7 @@ func run(t *testing.T, bin string, args ...string) (string, error) {
 }
 
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	if testbackend.Name() == "hbase" {
@@ -181,6 +180,7 @@ func TestCLI(t *testing.T) {
 // TestServeThenScan starts `promhbase serve`, writes through it, stops it
 // with SIGTERM, and reads the rows back with `promhbase scan`.
 func TestServeThenScan(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	createTestTables(t, bin, flags)

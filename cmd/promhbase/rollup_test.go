@@ -19,6 +19,7 @@ import (
 // and serve then answers count_over_time over that window from the
 // rollups alone.
 func TestRollupCommand(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := testbackend.ServeFlags(t)
 	srv, base := startServe(t, bin, append([]string{"--no-rollup.enabled"}, flags...)...)

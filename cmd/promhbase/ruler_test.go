@@ -190,6 +190,7 @@ type leaseHolder struct {
 // it (prometheus_rule_evaluations_total of both replicas against the
 // samples).
 func TestRulerFailover(t *testing.T) {
+	t.Parallel()
 	if testbackend.Name() != "hbase" {
 		// make test runs this package on HBase too (HBASE_TEST_PKGS).
 		t.Log("two replicas on one store need HBase (the embedded store's directory is locked by the process that opens it): PROMHBASE_TEST_BACKEND=hbase runs this test")
@@ -430,6 +431,7 @@ func (g backfillGroup) yaml() string {
 // at no other, each of the value an instant query of the rule's
 // expression at that timestamp answers: what a live evaluation writes.
 func TestRulesBackfill(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := rulerStorageFlags(t, bin)
 	const ns = "backfill"
@@ -611,6 +613,7 @@ func configGroups(t *testing.T, body string) map[string]map[string][]string {
 // function, a body too large) are refused naming the problem with the
 // tenant's rules unchanged.
 func TestRulerTenants(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	sfx := tenantSuffix()

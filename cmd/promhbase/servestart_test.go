@@ -34,6 +34,7 @@ func answer(h http.Handler, path string) (int, string) {
 // unavailable, gives up on other errors (fatal), and stops cleanly at
 // any point (TestMain's leak check).
 func TestStartOnHBase(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		reachable bool

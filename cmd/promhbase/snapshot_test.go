@@ -40,6 +40,7 @@ func snapValue(i, r int) float64 { return float64(i)*1e4 + float64(r) + 0.25 }
 // PROMHBASE_SNAPSHOT_SERIES sets the series (default 2000; the issue's
 // check ran it at 100000).
 func TestSnapshotRestore(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	n := 2000

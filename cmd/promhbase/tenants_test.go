@@ -120,6 +120,7 @@ func flagValue(flags []string, name string) string {
 // their namespaces, a second run leaves them alone, and an invalid ID
 // fails naming it before anything is created.
 func TestTenantsCreateTables(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	flags := storageFlags(t)
 	sfx := tenantSuffix()
@@ -275,6 +276,7 @@ func resultIDs(t *testing.T, body string) []string {
 // metrics need none; with --tenant.create-on-first-write a new tenant's
 // first write creates it.
 func TestTenantsServe(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	ts := time.Now().Add(-time.Minute).UnixMilli()
 
@@ -373,6 +375,7 @@ func TestTenantsServe(t *testing.T) {
 // without --auth.multitenancy-enabled, and a runtime file that does not
 // load, naming the problem, instead of serving.
 func TestTenantsRuntimeConfigErrors(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	dir := t.TempDir()
 	file := func(name, content string) string {

@@ -29,6 +29,7 @@ const giveUpBound = 30 * time.Second
 // exits 1 with an error naming the quorum and what failed, and says
 // meanwhile that it waits.
 func TestUnreachableHBase(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	quorum := testproc.FreeAddr(t) // free a moment ago: nobody listens
 	flags := []string{"--storage.backend=hbase", "--hbase.zookeeper.quorum=" + quorum, "--hbase.connect-timeout=2s"}
@@ -98,6 +99,7 @@ func get(t *testing.T, url string) (int, string, string) {
 // --hbase.connect-timeout but tries again in the background, and stops
 // cleanly on SIGTERM.
 func TestServeUnreachableHBase(t *testing.T) {
+	t.Parallel()
 	bin := promhbaseBinary(t)
 	for _, tc := range []struct {
 		name  string
