@@ -9,6 +9,7 @@ import (
 // passes; one count off, a ranking out of order, or a pair left out is
 // reported.
 func TestCardinalityCheck(t *testing.T) {
+	t.Parallel()
 	const n, top = 1000, 3
 	want := countGenerated(n)
 	if want.series != n || want.labels != 10*n || want.metrics["load_metric_7"] != n/100 || want.values["series"] != n {

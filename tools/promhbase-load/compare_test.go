@@ -27,6 +27,7 @@ import (
 // drawn. (The harness itself is a
 // benchmark, `make bench-e2e`; this keeps it working.)
 func TestCompareSmoke(t *testing.T) {
+	t.Parallel()
 	prom := testproc.PrometheusBinary(t, filepath.Join("..", "..", "scripts", "prometheus.sh"))
 	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	for _, tc := range []struct {
@@ -34,6 +35,7 @@ func TestCompareSmoke(t *testing.T) {
 		histograms  bool
 	}{{"v1", "v1", false}, {"v2", "v2", false}, {"v2 histograms", "v2", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own servers and directories
 			svg := filepath.Join(t.TempDir(), "plot.svg")
 			o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 			c := compareOptions{prometheus: prom, promhbase: promhbase, protocol: tc.proto, histograms: tc.histograms, churn: 0.1, dir: t.TempDir(), svg: svg}
@@ -88,6 +90,7 @@ func compareResults(t *testing.T, o options, c compareOptions, want int) []resul
 // the rollup tables of the built-in configuration among them, which serve
 // refuses to start without; every sample acknowledged and read back.
 func TestCompareHBaseSmoke(t *testing.T) {
+	t.Parallel()
 	testbackend.NewHBaseStore(t) // fails under CI=true without the HBase
 	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
@@ -105,6 +108,7 @@ func TestCompareHBaseSmoke(t *testing.T) {
 // random order a series' rounds would otherwise overtake each other, and
 // Prometheus refuses such a sample as out of order.
 func TestRunKeepsSeriesOrder(t *testing.T) {
+	t.Parallel()
 	o := options{series: 600, batch: 200, concurrency: 3, maxRounds: 8, shift: 60, duration: time.Minute}
 	var mu sync.Mutex
 	last := map[int]int{} // series → last round answered
@@ -137,6 +141,7 @@ func TestRunKeepsSeriesOrder(t *testing.T) {
 }
 
 func TestParseCPUTicks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		line        string
 		busy, total uint64
@@ -163,6 +168,7 @@ func TestParseCPUTicks(t *testing.T) {
 // system of compare (remote write in, its query_range read back after a
 // flush), and --server.cpus=1 runs each system pinned (TestPinned: how).
 func TestCompareVictoriaMetricsPinned(t *testing.T) {
+	t.Parallel()
 	vm := testproc.ScriptBinary(t, filepath.Join("..", "..", "scripts", "victoriametrics.sh"), "VictoriaMetrics")
 	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
@@ -186,6 +192,7 @@ func TestCompareVictoriaMetricsPinned(t *testing.T) {
 // first cores with GOMAXPROCS set; unpinned it is left alone; more cores
 // than the machine has is an error.
 func TestPinned(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("/bin/true", "a")
 	restore, err := pinned(cmd, 1)
 	if err != nil {
@@ -211,6 +218,7 @@ func TestPinned(t *testing.T) {
 // and block profiles, and with --profile.cpu-seconds its CPU profile of
 // the writes, each a gzipped profile named by system, cores and series.
 func TestCompareProfiles(t *testing.T) {
+	t.Parallel()
 	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
 	dir := t.TempDir()
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}

@@ -79,6 +79,7 @@ func labelsString(ls []prompb.Label) string {
 }
 
 func TestDiskGeneratorRemoteWrite(t *testing.T) {
+	t.Parallel()
 	g := testGenConfig()
 	got, order := collectRequests(t, g, 4, 333)
 	if len(order) != g.series {
@@ -174,6 +175,7 @@ func TestDiskGeneratorRemoteWrite(t *testing.T) {
 // parser (as promtool does) and wants exactly the samples remote write
 // sends: same series, same millisecond timestamps, same values.
 func TestDiskOpenMetrics(t *testing.T) {
+	t.Parallel()
 	g := testGenConfig()
 	want, _ := collectRequests(t, g, 3, 500)
 	var buf bytes.Buffer
@@ -215,6 +217,7 @@ func TestDiskOpenMetrics(t *testing.T) {
 }
 
 func TestDiskOpenMetricsTimestamp(t *testing.T) {
+	t.Parallel()
 	for _, ts := range []int64{0, 1, 999, 1000, 1767225600123, 1767225600999, 1767225601000} {
 		line := string(appendOpenMetricsSample(nil, `m{a="b"} `, ts, 1.5))
 		input := []byte(line + "# EOF\n")
@@ -230,6 +233,7 @@ func TestDiskOpenMetricsTimestamp(t *testing.T) {
 }
 
 func TestParseMetrics(t *testing.T) {
+	t.Parallel()
 	m, err := parseMetrics(strings.NewReader(`# HELP x y
 # TYPE vm_parts gauge
 vm_parts{type="storage/inmemory"} 0
@@ -254,6 +258,7 @@ go_gc 1e+06
 }
 
 func TestDiskKinds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind func(string) string
 		path string
@@ -281,6 +286,7 @@ func TestDiskKinds(t *testing.T) {
 }
 
 func TestMeasureDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "rowbuf"), 0o755); err != nil {
 		t.Fatal(err)
@@ -301,6 +307,7 @@ func TestMeasureDir(t *testing.T) {
 }
 
 func TestDiskStep(t *testing.T) {
+	t.Parallel()
 	d := diskOptions{queryParts: 300}
 	if s := promDuration(stepOf(genConfig{span: 24 * time.Hour}, d)); s != "288s" {
 		t.Errorf("24h step %s", s)
@@ -311,6 +318,7 @@ func TestDiskStep(t *testing.T) {
 }
 
 func TestDiskQueryStep(t *testing.T) {
+	t.Parallel()
 	d := diskOptions{queryParts: 300, queryStep: model.Duration(time.Hour)}
 	if s := promDuration(stepOf(genConfig{span: 30 * 24 * time.Hour}, d)); s != "3600s" {
 		t.Errorf("--query.step=1h: step %s", s)
@@ -323,6 +331,7 @@ func TestDiskQueryStep(t *testing.T) {
 }
 
 func TestCompareMatrices(t *testing.T) {
+	t.Parallel()
 	ref := matrix{`{a="1"}`: {0: 1, 1000: 2, 2000: 0, 3000: math.NaN()}, `{a="2"}`: {0: 5}}
 	other := matrix{`{a="1"}`: {0: 1, 1000: 2 * (1 + 1e-6), 2000: 0, 3000: math.NaN(), 4000: 1}}
 	a := compareMatrices(ref, other)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestHBaseRootDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	site := `<?xml version="1.0"?>
 <configuration>
@@ -32,6 +33,7 @@ func TestHBaseRootDir(t *testing.T) {
 }
 
 func TestHBaseStoreFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]int{
 		"data/default/T/.tabledesc/.tableinfo.0000000001.366": 10,
@@ -72,6 +74,7 @@ func TestHBaseStoreFiles(t *testing.T) {
 }
 
 func TestParseCompactReport(t *testing.T) {
+	t.Parallel()
 	got := parseCompactReport("a-tsdb 1 1 1 1048576\nnoise\nb-uid 1 2 2 0\n")
 	if len(got) != 2 || got["a-tsdb"] != [4]int64{1, 1, 1, 1048576} || got["b-uid"] != [4]int64{1, 2, 2, 0} {
 		t.Fatalf("parseCompactReport = %v", got)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestRefreshPlan(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	for _, tc := range []struct {
 		span time.Duration
@@ -58,6 +59,7 @@ func TestRefreshPlan(t *testing.T) {
 // TestRefreshFeed: the extended data has the loaded data's samples, and
 // the feed hands out the ones after it, each once, in order, in batches.
 func TestRefreshFeed(t *testing.T) {
+	t.Parallel()
 	g := testGenConfig()
 	plan := newRefreshPlan(g, 7*time.Minute, 4)
 	ext := extendedGen(g, plan)
@@ -173,6 +175,7 @@ func (f *fakeDashboardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 // without the cache at every refresh, equal answers are counted as such
 // and an unequal one is found.
 func TestReplayDashboard(t *testing.T) {
+	t.Parallel()
 	g := testGenConfig()
 	plan := newRefreshPlan(g, 5*time.Minute, 3)
 	queries := []string{`rate(a[5m])`, `b`}
@@ -236,6 +239,7 @@ func TestReplayDashboard(t *testing.T) {
 
 // TestRefreshFlags: --refresh parses and moves the data's end.
 func TestRefreshFlags(t *testing.T) {
+	t.Parallel()
 	app := kingpin.New("test", "")
 	_, d := registerDisk(app)
 	if _, err := app.Parse([]string{"disk", "--promhbase=bin/promhbase", "--refresh=20", "--refresh.offset=2m"}); err != nil {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestDiskCatalogMix(t *testing.T) {
+	t.Parallel()
 	if len(nodeCatalog) != 100 {
 		t.Fatalf("%d series a target, want 100 (the bytes per sample of earlier runs were of 100)", len(nodeCatalog))
 	}
@@ -51,6 +52,7 @@ func TestDiskCatalogMix(t *testing.T) {
 // ascending, +Inf last, written as Prometheus's clients write them, then
 // _sum and _count.
 func TestDiskHistogramCatalog(t *testing.T) {
+	t.Parallel()
 	for _, f := range []family{
 		{name: "h", kind: kindHistogram, buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, math.Inf(1)}},
 		{name: "h", kind: kindHistogram, buckets: []float64{1, 2.5, 10, math.Inf(1)}},
@@ -104,6 +106,7 @@ func checkHist(t *testing.T, h *genHist) {
 }
 
 func TestDiskGenHist(t *testing.T) {
+	t.Parallel()
 	var fam *family
 	for _, cs := range nodeCatalog {
 		if cs.fam.kind == kindHistogram {
@@ -166,6 +169,7 @@ func TestDiskGenHist(t *testing.T) {
 // them) are cumulative in le, +Inf is _count; between scrapes they only
 // grow, unless all of them (and _sum) start again.
 func TestDiskHistogramStream(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		series, targets int
@@ -277,6 +281,7 @@ func TestDiskHistogramStream(t *testing.T) {
 }
 
 func TestParseVariants(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		gomaxprocs []int
@@ -330,6 +335,7 @@ func TestParseVariants(t *testing.T) {
 
 // TestDiskFlags parses the disk command's command line as kingpin does.
 func TestDiskFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		args       []string
@@ -403,6 +409,7 @@ func TestVariantNameAndEnv(t *testing.T) {
 // configurations' steps, cover the dashboard shapes, and select metrics
 // the generator makes.
 func TestDefaultDiskQueries(t *testing.T) {
+	t.Parallel()
 	if len(defaultDiskQueries) < 8 {
 		t.Fatalf("%d default queries, want at least 8", len(defaultDiskQueries))
 	}
@@ -461,6 +468,7 @@ func TestDefaultDiskQueries(t *testing.T) {
 }
 
 func TestRatioReference(t *testing.T) {
+	t.Parallel()
 	vm := &querySystem{sys: sysVM, name: "VictoriaMetrics"}
 	p1 := &querySystem{sys: sysPromhbase, name: "promhbase (embedded, GOMAXPROCS=1)"}
 	p2 := &querySystem{sys: sysPromhbase, name: "promhbase (embedded, GOMAXPROCS=2)"}
@@ -483,6 +491,7 @@ func TestRatioReference(t *testing.T) {
 }
 
 func TestCopyDir(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
 	files := map[string]string{"a.sst": "aaa", "rowbuf/1.wal": "log", "rowbuf/deep/x": "", "OPTIONS": "o"}
 	for name, body := range files {
@@ -510,6 +519,7 @@ func TestCopyDir(t *testing.T) {
 }
 
 func TestResetHWM(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc")
 	}
@@ -527,6 +537,7 @@ func TestResetHWM(t *testing.T) {
 // restarts: the histogram's series always move together, and start
 // again with the target's counters (and rarely on their own).
 func TestDiskHistogramRestarts(t *testing.T) {
+	t.Parallel()
 	g := testGenConfig()
 	g.series, g.targets, g.span = 100, 1, 4*24*time.Hour
 	gen := newGenerator(g)
