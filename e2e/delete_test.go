@@ -30,6 +30,7 @@ import (
 // through the same server, it is found again. clean_tombstones answers
 // 204.
 func TestAdminDeleteSeries(t *testing.T) {
+	t.Parallel()
 	for _, lc := range layouts {
 		t.Run(lc.name, func(t *testing.T) { testAdminDeleteSeries(t, lc.layout()) })
 	}

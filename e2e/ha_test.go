@@ -135,6 +135,7 @@ func elected(t *testing.T, base string) (string, int64) {
 // stored samples equal the elected Prometheus's own before the kill and
 // the survivor's after the takeover, and the gap between them is short.
 func TestHAPair(t *testing.T) {
+	t.Parallel()
 	bin := testproc.BuildBinary(t, filepath.Join("..", "cmd", "promhbase"))
 	promBin := prometheusBinary(t)
 	storage := testbackend.ServeFlags(t)

@@ -22,6 +22,7 @@ import (
 // decode answers 400 naming the series and the chunk, and nothing of it
 // is written.
 func TestImportChunks(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.New(t)
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{})
 	end := time.Now().Add(-time.Hour).Truncate(time.Hour).UnixMilli()

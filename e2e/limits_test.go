@@ -24,6 +24,7 @@ import (
 // beside it in the request is written and reads back. Run it with
 // PROMHBASE_TEST_BACKEND=hbase to see HBase never asked.
 func TestWideSeries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		lim  *limits.Config
@@ -63,6 +64,7 @@ func TestWideSeries(t *testing.T) {
 // the store takes: a row of exactly that length is written and read back;
 // on HBase one byte more is refused.
 func TestRowKeyBoundOfStore(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.New(t)
 	ctx := t.Context()
 	row := bytes.Repeat([]byte{0x01}, mapping.MaxRowKeyBytes)

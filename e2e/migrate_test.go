@@ -39,6 +39,7 @@ import (
 //  4. a body with a bad line gets 400 naming the line, and none of its
 //     lines is written; /health answers as VictoriaMetrics's.
 func TestMigrateVictoriaMetrics(t *testing.T) {
+	t.Parallel()
 	vmBin := testproc.ScriptBinary(t, "../scripts/victoriametrics.sh", "VictoriaMetrics")
 	dir := t.TempDir()
 	_, vmAddr := testproc.StartServer(t, testproc.ServerSpec{Name: "victoria-metrics", LogDir: dir, ReadyPath: "/health",

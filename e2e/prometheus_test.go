@@ -85,6 +85,7 @@ remote_read:
 // (once with streamed answers, once with SAMPLES answers). The same PromQL
 // queries at fixed times must give the same answers on A and on both Bs.
 func TestPrometheus(t *testing.T) {
+	t.Parallel()
 	const (
 		beforeStop = 35 * time.Second // both exporters up
 		afterStop  = 30 * time.Second // exporter 2 gone

@@ -254,6 +254,7 @@ var layouts = []struct {
 }
 
 func TestRemoteWriteRead(t *testing.T) {
+	t.Parallel()
 	for _, lc := range layouts {
 		t.Run(lc.name, func(t *testing.T) { testRemoteWriteRead(t, lc.layout()) })
 	}
@@ -430,6 +431,7 @@ func testRemoteWriteRead(t *testing.T, layout mapping.Layout) {
 // TestBadInput sends what Prometheus never would: each gets a 4xx, the
 // server stays up and the data stays intact.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, mapping.DefaultLayout())
 	good := lbl("__name__", "e2e_good", "job", "e2e")
 	h.send([]prompb.TimeSeries{{Labels: good, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}})

@@ -28,6 +28,7 @@ import (
 // still serves its kept answers then, which shows that the check sees a
 // stale answer.
 func TestResultsCacheReplicasLog(t *testing.T) {
+	t.Parallel()
 	const (
 		pollEvery = 100 * time.Millisecond
 		slack     = 2 * time.Second

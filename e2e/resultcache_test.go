@@ -199,6 +199,7 @@ func (r *cacheRig) fresh(what string, kept map[string]answer) {
 // query limits each make the kept answers go: the next answer is
 // nocache=1's.
 func TestResultsCacheInvalidation(t *testing.T) {
+	t.Parallel()
 	t.Run("old write", func(t *testing.T) {
 		st, tb := testbackend.New(t)
 		r := newCacheRig(t, st, tb, testserver.Options{}, time.Hour, true)
@@ -274,6 +275,7 @@ func TestResultsCacheInvalidation(t *testing.T) {
 // =5m, read from the 5m rollups) are kept; a late write into a built hour
 // has its rollups built again, and the next answer is nocache=1's.
 func TestResultsCacheRollupRebuilt(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithRollups(t)
 	now := time.Now()
 	nowMs := now.UnixMilli() / 60_000 * 60_000
@@ -331,6 +333,7 @@ func TestResultsCacheRollupRebuilt(t *testing.T) {
 // evaluated, never after: every answer B gives to a request that starts
 // max-age after the write began is nocache=1's.
 func TestResultsCacheReplicas(t *testing.T) {
+	t.Parallel()
 	const maxAge = 2 * time.Second
 	st, tb := testbackend.New(t)
 	a := newCacheRig(t, st, tb, testserver.Options{}, time.Hour, true)

@@ -387,6 +387,7 @@ func ruleFile(groups ...string) []byte {
 // test: an evaluation at T sees exactly the samples at or before T
 // whatever the moment it runs, so that values are deterministic.
 func TestRuler(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	bin := testproc.BuildBinary(t, filepath.Join("..", "cmd", "promhbase"))
 	promBin := prometheusBinary(t)

@@ -136,6 +136,7 @@ func newTLSFiles(t *testing.T, dir string) tlsFiles {
 // samples; requests without credentials, with wrong ones, over plain HTTP
 // or without a client certificate are refused.
 func TestTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
 	bin := prometheusBinary(t)
 	promhbase := testproc.BuildBinary(t, "../cmd/promhbase")
 	dir := t.TempDir()

@@ -136,6 +136,7 @@ func tenantSeries(id string, v float64) *prompb.WriteRequest {
 // name, through label and metadata listings, exemplars and deletes, and
 // that errors and statuses do not depend on the other's data.
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.New(t)
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	a, b := "team-a."+sfx, "team_b!"+sfx // IDs with bytes the namespace mapping escapes
@@ -377,6 +378,7 @@ func namespaces(t *testing.T, st store.Store) []string {
 // override) gets 400 for new series while another writes freely, and a
 // raised limit applies without a restart.
 func TestTenantLimits(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.New(t)
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	limited, free, slow := "limited-"+sfx, "free-"+sfx, "slow-"+sfx
@@ -450,6 +452,7 @@ func TestTenantLimits(t *testing.T) {
 // TestTenantHA: HA pairs of two tenants with the same cluster name have
 // elections of their own, and the tracker's metrics carry each tenant.
 func TestTenantHA(t *testing.T) {
+	t.Parallel()
 	st, tb := testbackend.NewWithHA(t)
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	a, b := "ha-a-"+sfx, "ha-b-"+sfx
