@@ -33,6 +33,7 @@ func TestCreateTablesCompression(t *testing.T) {
 	bin := promhbaseBinary(t)
 	for _, codec := range []string{"NONE", "GZ", "SNAPPY", "LZ4", "ZSTD"} {
 		t.Run(codec, func(t *testing.T) {
+			t.Parallel() // tables of its own
 			st := testbackend.NewHBaseStore(t)
 			sfx := fmt.Sprintf("%s_%d_%d", strings.ToLower(codec), os.Getpid(), time.Now().UnixNano()%1e9)
 			data, uidt := "tsdb_codec_"+sfx, "tsdb-uid_codec_"+sfx

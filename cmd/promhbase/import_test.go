@@ -78,7 +78,10 @@ func TestImportCommand(t *testing.T) {
 	imp := func(base, progress string, args ...string) *exec.Cmd {
 		return exec.Command(bin, append([]string{"import", "--url=" + base, "--progress-file=" + progress, blocks}, args...)...)
 	}
+	// The cases run at once: each has a serve and a store of its own; the
+	// blocks are only read.
 	t.Run("whole", func(t *testing.T) {
+		t.Parallel()
 		srv, base := startServe(t, bin, append([]string{"--storage.compaction.check-interval=100ms", "--rollup.check-interval=100ms"},
 			testbackend.ServeFlags(t)...)...)
 		defer stopServe(t, srv)
@@ -102,6 +105,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	})
 	t.Run("older than the retention", func(t *testing.T) {
+		t.Parallel()
 		// The blocks end two hours ago and span five: with a retention of
 		// 4h the first three hours (and a little) are skipped by the
 		// importer, counted, and the rest written.
@@ -138,6 +142,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	})
 	t.Run("serve killed in the middle", func(t *testing.T) {
+		t.Parallel()
 		// An outage of the receiving side: serve SIGKILLed while requests
 		// are in flight, started again over the same store after a
 		// while. The import retries and goes on; every sample is there
@@ -187,6 +192,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	})
 	t.Run("a truncated block", func(t *testing.T) {
+		t.Parallel()
 		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
 		defer stopServe(t, srv)
 		bad := filepath.Join(t.TempDir(), "blocks")
@@ -208,6 +214,7 @@ func TestImportCommand(t *testing.T) {
 		}
 	})
 	t.Run("killed and resumed", func(t *testing.T) {
+		t.Parallel()
 		srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
 		defer stopServe(t, srv)
 		progress := filepath.Join(t.TempDir(), "p.json")
@@ -496,7 +503,7 @@ func TestImportSnapshot(t *testing.T) {
 		want seriesSamples
 	}{
 		{"promhbase import", func(ctx context.Context, base string) *exec.Cmd {
-			return exec.CommandContext(ctx, bin, "import", "--url="+base, "--progress-file="+filepath.Join(t.TempDir(), "p.json"), snapshot)
+			return exec.CommandContext(ctx, bin, "import", "--url="+base, "--progress-file="+filepath.Join(dir, "p.json"), snapshot)
 		}, want},
 		{"vmctl prometheus", func(ctx context.Context, base string) *exec.Cmd {
 			return exec.CommandContext(ctx, vmctl, "prometheus", "--prom-snapshot="+snapshot, "--vm-addr="+base, "-s", "--disable-progress-bar")
@@ -508,6 +515,7 @@ func TestImportSnapshot(t *testing.T) {
 		}, want.until(lastSecond)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a serve and a store of its own; the snapshot is only read
 			srv, base := startServe(t, bin, testbackend.ServeFlags(t)...)
 			defer stopServe(t, srv)
 			// vmctl retries a refused request without end: bounded here.

@@ -281,6 +281,7 @@ func TestTenantsServe(t *testing.T) {
 	ts := time.Now().Add(-time.Minute).UnixMilli()
 
 	t.Run("created-only", func(t *testing.T) {
+		t.Parallel() // its own store and tenants
 		flags := storageFlags(t)
 		sfx := tenantSuffix()
 		created, absent := "team-a."+sfx, "ghost"+sfx
@@ -345,6 +346,7 @@ func TestTenantsServe(t *testing.T) {
 	})
 
 	t.Run("create-on-first-write", func(t *testing.T) {
+		t.Parallel() // its own store and tenants
 		flags := storageFlags(t)
 		fresh := "new-tenant_" + tenantSuffix()
 		dropTenants(t, fresh)
