@@ -12,6 +12,8 @@
 //     or goleak's under internal/), unless leakExempt names it with the
 //     reason (rules_test.go);
 //   - any file of the module imports testify;
+//   - a product function (the test and lab packages aside) is over 120
+//     lines without a "// long:" line saying why (funclen_test.go);
 //   - a package under internal/ imports, by its code or its tests, a
 //     package of the module outside internal/.
 //
