@@ -207,7 +207,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' scripts/fuzz.sh $(FUZZPKGS)
 
 ## lint: golangci-lint with .golangci.yml (scripts/golangci-lint.sh installs
-## the pinned version into .run/bin). The faults and cluster tags only add
+## the pinned version into ~/.cache/promhbase). The faults and cluster tags only add
 ## files (the fault and cluster tests), so one run with them lints every
 ## package.
 lint:

@@ -2,15 +2,17 @@
 # Runs golangci-lint, the version this repository pins, with the given
 # arguments (make lint: run --build-tags faults ./...).
 #
-# The binary lives in .run/bin (ignored by git, removed by make clean). When
-# it is missing, or of another version, it is built from source through the
-# Go module proxy with go install, so a clean machine needs only Go.
+# The binary is cached per version in ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}
+# (as the other tools the tests run), so that a fresh clone does not build
+# it again. When it is missing, or of another version, it is built from
+# source through the Go module proxy with go install, so a clean machine
+# needs only Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 version=v2.15.0
-bindir=$PWD/.run/bin
+bindir=${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/golangci-lint-$version
 bin=$bindir/golangci-lint
 
 installed() {
