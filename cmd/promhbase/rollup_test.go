@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
 // TestRollupCommand backfills two hours from exactly 10:00 through serve
@@ -47,6 +50,12 @@ func TestRollupCommand(t *testing.T) {
 
 	srv, base = startServe(t, bin, flags...)
 	defer stopServe(t, srv)
+	// Serve learns the rollups' span at its scheduler's first check,
+	// which may end after it reports ready (on a busy HBase, seconds after).
+	testproc.WaitMetrics(t, base, time.Minute, "the rollups' span known to serve", func(page testproc.MetricPage) (bool, string) {
+		until := page.Sum("promhbase_rollup_built_until_timestamp_seconds")
+		return until >= float64(hour+2*3600), fmt.Sprintf("rollups built until %v", until)
+	})
 	resp, err := http.PostForm(base+"/api/v1/query_range", url.Values{"query": {"count_over_time(cli_rollup[5m])"},
 		"start": {"1292147700"}, "end": {"1292148300"}, "step": {"300"}, "max_source_resolution": {"5m"}})
 	if err != nil {
