@@ -32,8 +32,9 @@
 # with each stage's time and result, and exits 1 when any failed.
 #
 # Environment: GO (go), TEST_PARALLEL (go test -parallel of the suites,
-# 8: their tests wait on servers more than on the CPU), HBASE_ZK
-# (127.0.0.1:2181), HBASE_CLUSTER_ZK (127.0.0.1:2182).
+# 8: their tests wait on servers more than on the CPU), HBASE_HEAP (the
+# standalone HBase's heap, 4g), HBASE_ZK (127.0.0.1:2181),
+# HBASE_CLUSTER_ZK (127.0.0.1:2182).
 set -uo pipefail
 
 SCRIPT=test.sh
@@ -46,6 +47,10 @@ GO=${GO:-go}
 PARALLEL=${TEST_PARALLEL:-8}
 HBASE_ZK=${HBASE_ZK:-127.0.0.1:2181}
 HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
+# The standalone HBase's heap (scripts/hbase.sh; 1g by default): the suites
+# create and drop tables and write from many tests at once, and 1g ran out
+# under that load. Exported: the fault tests restart HBase with it.
+export HBASE_HEAP=${HBASE_HEAP:-4g}
 LOGS=$ROOT/.run/test
 # The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
 HBASE_PKGS=(./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler)
