@@ -56,19 +56,12 @@ func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at tim
 }
 
 // evalOnce evaluates g at t and records it in r:last; false: the lease
-// is lost or ctx ended (t is then not recorded).
+// is lost.
 func (ts *tenantState) evalOnce(ctx context.Context, g *rules.Group, l *groupLease, t time.Time) bool {
 	if !l.valid() {
 		return false
 	}
 	rules.DefaultEvalIterationFunc(ctx, g, t)
-	if ctx.Err() != nil {
-		// Stopped during the evaluation: its queries or writes may have
-		// failed. Not recorded, so that the replica that takes the group
-		// next evaluates t again (a sample written twice at one timestamp
-		// is one sample), where recording it would leave a gap.
-		return false
-	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.r.cfg.LeaseDuration)
 	defer cancel()
 	ok, err := l.setLast(lctx, t.UnixMilli())
