@@ -261,12 +261,20 @@ func TestRulerFailover(t *testing.T) {
 		return h
 	}
 
-	// Steady state: two groups each, every group evaluated for a while.
+	// Steady state: two groups each, every group evaluated for a while:
+	// its first r:last seen at least 2 intervals before its latest, so
+	// that its samples begin 2 intervals before the kill (a group's first
+	// evaluation may come late on a loaded machine).
 	start := time.Now()
+	firstLast := map[string]int64{}
 	waitHeld("two groups held by each replica, each evaluated for 3 intervals", 30*time.Second, func(h map[string]leaseHolder) bool {
 		n := map[int]int{}
-		for _, x := range h {
-			if x.exp <= time.Now().UnixMilli() || x.last < start.Add(3*interval).UnixMilli() {
+		for g, x := range h {
+			if x.last > 0 && firstLast[g] == 0 {
+				firstLast[g] = x.last
+			}
+			if x.exp <= time.Now().UnixMilli() || x.last < start.Add(3*interval).UnixMilli() ||
+				x.last < firstLast[g]+2*interval.Milliseconds() {
 				return false
 			}
 			n[x.pid]++
