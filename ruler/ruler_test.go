@@ -218,8 +218,10 @@ func recordGroup(name string, iv time.Duration) rulefmt.RuleGroup {
 	return rulefmt.RuleGroup{Name: name, Interval: model.Duration(iv), Rules: []rulefmt.Rule{{Record: "rec:" + name, Expr: "sum(x)"}}}
 }
 
+// Not parallel: on HBase under a full make test's load it once found
+// r:last an evaluation ahead of the samples written (see docs/development.md's
+// known flakes); it runs before the package's parallel tests.
 func TestRecordingRulesAndBackfill(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", 500*time.Millisecond)}})
 	e.writeData(now.Add(-time.Minute), now.Add(time.Minute), 3)
