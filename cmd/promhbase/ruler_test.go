@@ -300,8 +300,10 @@ func TestRulerFailover(t *testing.T) {
 	t.Logf("groups of the killed replica %d (%v) moved to %d in %s", pidA, before, pidB, moved.Round(time.Millisecond))
 	// The killed replica's last renewal was before the kill: its leases
 	// expire within lease of it, and the survivor looks every poll
-	// interval (plus a sync's store round trips, within 500 ms).
-	if limit := lease + pollEvery + 500*time.Millisecond; moved > limit {
+	// interval (plus a sync's store round trips, within 3 s: make test
+	// runs this beside every other suite on 2 cores, where they once took
+	// over 500 ms).
+	if limit := lease + pollEvery + 3*time.Second; moved > limit {
 		t.Errorf("groups moved %s after the kill, more than lease + poll interval (%s)", moved, limit)
 	}
 	// Let the survivor evaluate every group a few more intervals.
