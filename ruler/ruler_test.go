@@ -219,8 +219,8 @@ func recordGroup(name string, iv time.Duration) rulefmt.RuleGroup {
 }
 
 // Not parallel: on HBase under a full make test's load it once found
-// r:last an evaluation ahead of the samples written (see docs/development.md's
-// known flakes); it runs before the package's parallel tests.
+// r:last two evaluations ahead of the samples written (docs/development.md,
+// "Seen once under load"); it runs before the package's parallel tests.
 func TestRecordingRulesAndBackfill(t *testing.T) {
 	now := time.Now()
 	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", 500*time.Millisecond)}})
