@@ -21,7 +21,8 @@
 #             embedded store, the store contract suite on both stores
 #   hbase     the suites that take a backend again, on the standalone HBase
 #   cluster   the cluster tests (e2e/faults, tags faults and cluster) on the
-#             test cluster, as soon as it is up: beside embedded and hbase
+#             test cluster, once it is up and the peers are built: beside
+#             embedded and hbase
 #   faults    the fault tests (e2e/faults, tag faults), which restart and
 #             split the standalone HBase: after embedded and hbase, alone
 #             on it
@@ -142,10 +143,15 @@ fi
 trap stop_all EXIT
 rm -f "$LOGS"/*.log "$LOGS"/*.result
 
-# cluster: the cluster tests start as soon as their cluster is up; they
-# take the longest, so they run beside everything else.
+# cluster: the cluster tests start once their cluster is up and the peers
+# are built (from cold caches Prometheus compiles for minutes, and the
+# kills' recoveries are timed; cached, at once); they take the longest, so
+# they run beside everything else.
 cluster() {
 	stage cluster-up scripts/hbase.sh cluster-up || return
+	while [[ ! -f $LOGS/peers.result ]]; do
+		sleep 1
+	done
 	stage cluster env PROMHBASE_HBASE_ZK="$HBASE_CLUSTER_ZK" \
 		$GO test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v ./e2e/faults
 }
