@@ -47,108 +47,53 @@ type Point struct {
 // points.
 func AppendPoints(dst []Point, baseTime uint32, qualifier, value []byte) ([]Point, error) {
 	base := int64(baseTime) * 1000
-	switch shapeOf(qualifier) {
-	case shapeEmpty:
-		return dst, errEmptyQualifier()
-	case shapeNone:
-		return dst, nil
-	case shapeAppend:
-		return appendAppendColumn(dst, base, value)
-	case shapeSecond:
-		_, v, err := secondValue(qualifier, value)
-		if err != nil {
-			return dst, err
+	n := len(qualifier)
+	switch {
+	case n == 0:
+		return dst, fmt.Errorf("%w: empty qualifier", ErrMalformedCell)
+	case n&1 == 1:
+		if IsAppendQualifier(qualifier) {
+			return appendAppendColumn(dst, base, value)
 		}
-		return append(dst, Point{T: base + int64(binary.BigEndian.Uint16(qualifier)>>4)*1000, V: v}), nil
-	case shapeMillis:
+		return dst, nil
+	case n == 2:
+		return appendSecondCell(dst, base, qualifier, value)
+	case n == 4 && InMilliseconds(qualifier[0]):
 		u := binary.BigEndian.Uint32(qualifier)
 		flags := byte(u) & FlagsMask
+		if want := ValueLen(flags); len(value) != want {
+			return dst, fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
+				ErrMalformedCell, qualifier, want, len(value))
+		}
 		v, ok := decodeFixed(flags, value)
-		if !ok || len(value) != ValueLen(flags) {
-			return dst, millisError(qualifier, value)
+		if !ok {
+			return dst, fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
 		}
 		return append(dst, Point{T: base + int64((u&0x0FFFFFC0)>>6), V: v}), nil
 	}
 	return appendCompacted(dst, base, qualifier, value)
 }
 
-// cellShape is how a data-point column holds its points, as its
-// qualifier tells.
-type cellShape uint8
-
-const (
-	shapeEmpty     cellShape = iota // an empty qualifier: malformed
-	shapeNone                       // no data points (an odd length but the append column's)
-	shapeAppend                     // the append column: (qualifier, value) pairs
-	shapeSecond                     // one point under a 2-byte qualifier
-	shapeMillis                     // one point under a 4-byte millisecond qualifier
-	shapeCompacted                  // qualifiers concatenated, values then the meta byte
-)
-
-// shapeOf returns the shape of the column of qualifier.
-func shapeOf(qualifier []byte) cellShape {
-	n := len(qualifier)
-	switch {
-	case n == 0:
-		return shapeEmpty
-	case n&1 == 1:
-		if IsAppendQualifier(qualifier) {
-			return shapeAppend
-		}
-		return shapeNone
-	case n == 2:
-		return shapeSecond
-	case n == 4 && InMilliseconds(qualifier[0]):
-		return shapeMillis
+// appendSecondCell decodes a single point with a 2-byte qualifier, applying
+// OpenTSDB's fix-ups.
+func appendSecondCell(dst []Point, base int64, q, value []byte) ([]Point, error) {
+	if InMilliseconds(q[0]) {
+		return dst, fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, q)
 	}
-	return shapeCompacted
-}
-
-// errEmptyQualifier is the error of a cell of shapeEmpty.
-func errEmptyQualifier() error { return fmt.Errorf("%w: empty qualifier", ErrMalformedCell) }
-
-// secondValue checks the value of a single point under the 2-byte
-// qualifier q, applying OpenTSDB's fix-up of a 4-byte float stored on 8
-// bytes, and returns the value from then on and its number.
-func secondValue(q, value []byte) ([]byte, float64, error) {
 	flags := q[1] & FlagsMask
 	if flags == FlagsFloat32 && len(value) == 8 {
 		// Old TSDs stored 4-byte floats on 8 bytes behind 4 zero bytes.
 		if value[0]|value[1]|value[2]|value[3] != 0 {
-			return nil, 0, secondValueError(q, value)
+			return dst, fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
+				ErrMalformedCell, q, value)
 		}
 		value = value[4:]
 	}
 	v, ok := decodeFixed(flags, value)
-	if !ok || InMilliseconds(q[0]) {
-		return nil, 0, secondValueError(q, value)
+	if !ok {
+		return dst, fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
 	}
-	return value, v, nil
-}
-
-// secondValueError is secondValue's error for q and value.
-func secondValueError(q, value []byte) error {
-	flags := q[1] & FlagsMask
-	switch {
-	case InMilliseconds(q[0]):
-		return fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, q)
-	case flags == FlagsFloat32 && len(value) == 8:
-		return fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
-			ErrMalformedCell, q, value)
-	}
-	return fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
-}
-
-// millisError is the error of a single point under the 4-byte millisecond
-// qualifier q whose value decodeFixed refused or whose length is not the
-// one q declares.
-func millisError(q, value []byte) error {
-	flags := q[3] & FlagsMask
-	if want := ValueLen(flags); len(value) != want {
-		return fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
-			ErrMalformedCell, q, want, len(value))
-	}
-	return fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, q, badLength(flags, len(value)))
+	return append(dst, Point{T: base + int64(binary.BigEndian.Uint16(q)>>4)*1000, V: v}), nil
 }
 
 // appendCompacted decodes a compacted column of two or more points.
@@ -187,23 +132,14 @@ func appendCompacted(dst []Point, base int64, q, value []byte) ([]Point, error) 
 		vi += vlen
 		dst = append(dst, Point{T: base + off, V: v})
 	}
-	if err := checkCompactedEnd(value, vi, len(dst)-start); err != nil {
-		return dst[:start], err
-	}
-	return dst, nil
-}
-
-// checkCompactedEnd checks that the value of a compacted column of points
-// points, whose values take vi bytes, ends with them and its meta byte.
-func checkCompactedEnd(value []byte, vi, points int) error {
 	if len(value) != vi+1 {
-		return fmt.Errorf("%w: compacted column of %d points: values take %d bytes, so the value should be %d bytes with the meta byte, got %d",
-			ErrMalformedCell, points, vi, vi+1, len(value))
+		return dst[:start], fmt.Errorf("%w: compacted column of %d points: values take %d bytes, so the value should be %d bytes with the meta byte, got %d",
+			ErrMalformedCell, len(dst)-start, vi, vi+1, len(value))
 	}
 	if meta := value[vi]; meta > MetaMixed {
-		return fmt.Errorf("%w: compacted column: meta byte %#02x, want 0x00 or 0x01", ErrMalformedCell, meta)
+		return dst[:start], fmt.Errorf("%w: compacted column: meta byte %#02x, want 0x00 or 0x01", ErrMalformedCell, meta)
 	}
-	return nil
+	return dst, nil
 }
 
 // appendAppendColumn decodes the value of the append column: (qualifier,

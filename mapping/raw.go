@@ -35,26 +35,42 @@ func (p *RawPoint) Qualifier() []byte { return p.Qual[:p.QualLen] }
 // than the append column add nothing.
 func AppendRawPoints(dst []RawPoint, baseTime uint32, qualifier, value []byte) ([]RawPoint, error) {
 	base := int64(baseTime) * 1000
-	switch shapeOf(qualifier) {
-	case shapeEmpty:
-		return dst, errEmptyQualifier()
-	case shapeNone:
+	n := len(qualifier)
+	switch {
+	case n == 0:
+		return dst, fmt.Errorf("%w: empty qualifier", ErrMalformedCell)
+	case n&1 == 1:
+		if IsAppendQualifier(qualifier) {
+			return appendRawPairs(dst, base, value, false)
+		}
 		return dst, nil
-	case shapeAppend:
-		return appendRawPairs(dst, base, value, false)
-	case shapeSecond:
-		value, _, err := secondValue(qualifier, value)
-		if err != nil {
-			return dst, err
+	case n == 2:
+		if InMilliseconds(qualifier[0]) {
+			return dst, fmt.Errorf("%w: 2-byte qualifier %X has the millisecond marker", ErrMalformedCell, qualifier)
+		}
+		flags := qualifier[1] & FlagsMask
+		if flags == FlagsFloat32 && len(value) == 8 {
+			if value[0]|value[1]|value[2]|value[3] != 0 {
+				return dst, fmt.Errorf("%w: qualifier %X: float flagged 4 bytes stored on 8 (%X) without 4 leading zero bytes",
+					ErrMalformedCell, qualifier, value)
+			}
+			value = value[4:]
+		}
+		if _, ok := decodeFixed(flags, value); !ok {
+			return dst, fmt.Errorf("%w: qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
 		}
 		p := RawPoint{T: base + int64(binary.BigEndian.Uint16(qualifier)>>4)*1000, QualLen: 2, Value: value}
 		p.Qual[0] = qualifier[0]
 		p.Qual[1] = qualifier[1]&^LengthMask | byte(len(value)-1)
 		return append(dst, p), nil
-	case shapeMillis:
+	case n == 4 && InMilliseconds(qualifier[0]):
 		flags := qualifier[3] & FlagsMask
-		if _, ok := decodeFixed(flags, value); !ok || len(value) != ValueLen(flags) {
-			return dst, millisError(qualifier, value)
+		if want := ValueLen(flags); len(value) != want {
+			return dst, fmt.Errorf("%w: millisecond qualifier %X declares a %d-byte value, got %d bytes",
+				ErrMalformedCell, qualifier, want, len(value))
+		}
+		if _, ok := decodeFixed(flags, value); !ok {
+			return dst, fmt.Errorf("%w: millisecond qualifier %X: %s", ErrMalformedCell, qualifier, badLength(flags, len(value)))
 		}
 		p := RawPoint{T: base + int64((binary.BigEndian.Uint32(qualifier)&0x0FFFFFC0)>>6), QualLen: 4, Value: value}
 		copy(p.Qual[:], qualifier)
@@ -107,8 +123,12 @@ func appendRawPairs(dst []RawPoint, base int64, b []byte, compacted bool, quals 
 		dst = append(dst, p)
 	}
 	if compacted {
-		if err := checkCompactedEnd(b, vi, len(dst)-start); err != nil {
-			return dst[:start], err
+		if len(b) != vi+1 {
+			return dst[:start], fmt.Errorf("%w: compacted column of %d points: values take %d bytes, so the value should be %d bytes with the meta byte, got %d",
+				ErrMalformedCell, len(dst)-start, vi, vi+1, len(b))
+		}
+		if meta := b[vi]; meta > MetaMixed {
+			return dst[:start], fmt.Errorf("%w: compacted column: meta byte %#02x, want 0x00 or 0x01", ErrMalformedCell, meta)
 		}
 	}
 	return dst, nil
