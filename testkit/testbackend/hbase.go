@@ -62,7 +62,17 @@ func newHBase(t testing.TB, rollups, ha bool) (store.Store, Tables) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RulesTable: tb.Rules, RollupTables: tb.rollupTables()}); err != nil {
+	// Up to three tries: with many tests creating tables at once, the
+	// master once answered a create's progress poll with "procedure not
+	// found"; CreateTables keeps the tables an earlier try made.
+	cfg := hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar, MetaTable: tb.Meta, IndexTable: tb.Index, HATable: tb.HA, RulesTable: tb.Rules, RollupTables: tb.rollupTables()}
+	var err error
+	for try := 0; try < 3; try++ {
+		if _, err = st.CreateTables(ctx, cfg); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		HBaseMissing(t, err)
 	}
 	t.Cleanup(func() {
