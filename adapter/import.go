@@ -37,9 +37,8 @@ import (
 // The parsed series (a migrate.Batch) are then written through the
 // remote-write path (its limits, series index, compaction and rollups),
 // with no remote-write encoding in between (ingest.Writer.WriteSeries), in
-// writes of importBatchSamples: on the embedded store each a bulk put
-// (store.BulkPutter), elsewhere all but the last deferring their fsync
-// on a store that can; the answer is 204 once the store acknowledged them
+// writes of importBatchSamples, bulk loads (store.Batch.PutBulk), all
+// but the last deferring their fsync (store.WriteDeferred); the answer is 204 once the store acknowledged them
 // all. A store failure
 // answers 503 (what was written is written again by the retry, the same
 // cells); a series the write limits refuse answers 400 with the samples

@@ -164,7 +164,7 @@ func (d *deferringPutter) Sync(context.Context) error {
 }
 
 // TestImportSyncs: an import's writes defer their fsync but the last,
-// which makes them durable; when a write fails after deferred ones, they
+// which syncs them all once its own puts are in; when a write fails after deferred ones, they
 // are made durable before the answer says what was written.
 func TestImportSyncs(t *testing.T) {
 	line := func(name string, n int) string {
@@ -180,7 +180,7 @@ func TestImportSyncs(t *testing.T) {
 		code       int
 		calls      string
 	}{
-		{"whole", line("a", 3) + line("c", 5), http.StatusNoContent, "deferred deferred put"},
+		{"whole", line("a", 3) + line("c", 5), http.StatusNoContent, "deferred deferred deferred sync"},
 		{"a write refused in part", line("a", 3) + bad + line("c", 5), http.StatusBadRequest, "deferred deferred sync"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

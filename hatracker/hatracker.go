@@ -357,10 +357,8 @@ func (t *Tracker) swap(ctx context.Context, en *entry, key []byte, next Election
 	if ok {
 		// An election acknowledged only once it is durable, so that a
 		// restart keeps it.
-		if s, isSyncer := store.As[store.Syncer](t.st); isSyncer {
-			if err := s.Sync(ctx); err != nil {
-				return false, fmt.Errorf("ha tracker: write the election of %q: %w", key, err)
-			}
+		if err := store.Sync(ctx, t.st); err != nil {
+			return false, fmt.Errorf("ha tracker: write the election of %q: %w", key, err)
 		}
 		t.writes.WithLabelValues("written").Inc()
 		en.raw, en.e, en.read = raw, next, t.cfg.Now()

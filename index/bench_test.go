@@ -73,7 +73,7 @@ func BenchmarkLabels1M(b *testing.B) {
 			layout.SortTags(tags)
 			batch = append(batch, Entry{Series: series.Series{Metric: metricUIDs[m], Tags: tags}, Day: d0})
 		}
-		if err := g.w.writeCells(ctx, batch, false); err != nil {
+		if err := g.w.Write(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
 		batch = batch[:0]
@@ -149,7 +149,6 @@ func benchWriteNewSeries(b *testing.B, skipTSMeta bool) {
 	write := func(w *Writer, entries []Entry) error { return w.Write(context.Background(), entries) }
 	if skipTSMeta {
 		st = discardDeferredStore{}
-		write = func(w *Writer, entries []Entry) error { return w.WriteDeferred(context.Background(), entries) }
 	}
 	w := NewWriter(st, Options{MetaTable: metaTable, IndexTable: indexTable, Layout: layout, SkipTSMeta: skipTSMeta}, nil)
 	uid := func(dst []byte, v int) []byte { return append(dst, byte(v>>16), byte(v>>8), byte(v)) }

@@ -156,34 +156,42 @@ func coverageOf(row store.Row, qual string) (uint32, bool) {
 // Write indexes entries: the TSMeta row of each series this process never
 // indexed (an existing row is left alone: read, then written if absent;
 // none with Options.SkipTSMeta), and the label cells of each series and
-// day not yet written. It returns only once the
-// store acknowledged all of it; on error nothing is remembered as written,
-// so a retry writes it again. Entries whose series is already indexed for
-// their day cost nothing.
+// day not yet written. It returns only once the store acknowledged all of
+// it (store.Write); on error nothing is remembered as written, so a retry
+// writes it again. Entries whose series is already indexed for their day
+// cost nothing.
 func (w *Writer) Write(ctx context.Context, entries []Entry) error {
-	return w.write(ctx, entries, false)
-}
-
-// WriteDeferred is Write for a caller that makes a durable write of the
-// same store after it and acknowledges nothing before that write (the
-// write path: the index, then the request's data). On a store that can
-// defer durability (store.DeferredPutter: the embedded store) the index's
-// puts wait for that write's fsync instead of making their own; on others
-// it is Write.
-func (w *Writer) WriteDeferred(ctx context.Context, entries []Entry) error {
-	return w.write(ctx, entries, true)
-}
-
-// put writes puts into table, deferring their durability when asked and
-// the store can.
-func (w *Writer) put(ctx context.Context, table string, puts []store.Put, deferred bool) error {
-	if dp, ok := store.As[store.DeferredPutter](w.st); ok && deferred {
-		return dp.PutDeferred(ctx, table, puts)
+	var b store.Batch
+	st, err := w.Stage(ctx, entries, &b)
+	if err != nil {
+		return err
 	}
-	return w.st.Put(ctx, table, puts)
+	err = store.Write(ctx, w.st, &b)
+	st.Done(err == nil)
+	if err != nil {
+		return fmt.Errorf("index %d series: %w", len(entries), err)
+	}
+	return nil
 }
 
-func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) error {
+// Staged is what one Stage call added to a batch, and what its Done
+// remembers once the batch is written.
+type Staged struct {
+	w        *Writer
+	fresh    []Entry      // the entries whose series get their day's mark
+	metaKeys []seenKey    // the TSMeta rows' keys
+	metaPuts int          // TSMeta rows put
+	sc       *cellScratch // the label cells' buffers and keys; nil: none
+}
+
+// Stage adds to b the puts that index entries (see Write) and returns
+// what to remember once b is written: the write path adds its data to the
+// same batch and commits it with one store.Write, so that the index and
+// the data become durable together. It reads (whether TSMeta rows exist)
+// but writes nothing. The caller calls Done on the result, with whether
+// b was written; b's puts reference the Writer's buffers until then.
+func (w *Writer) Stage(ctx context.Context, entries []Entry, b *store.Batch) (Staged, error) {
+	st := Staged{w: w}
 	n := 0
 	for _, e := range entries {
 		if w.todo(e) {
@@ -191,29 +199,49 @@ func (w *Writer) write(ctx context.Context, entries []Entry, deferred bool) erro
 		}
 	}
 	if n == 0 {
-		return nil
+		return st, nil
 	}
-	fresh := entries // all of them, as in a first contact: no copy
+	st.fresh = entries // all of them, as in a first contact: no copy
 	if n < len(entries) {
-		fresh = make([]Entry, 0, n)
+		st.fresh = make([]Entry, 0, n)
 		for _, e := range entries {
 			if w.todo(e) {
-				fresh = append(fresh, e)
+				st.fresh = append(st.fresh, e)
 			}
 		}
 	}
 	if !w.opts.SkipTSMeta {
-		if err := w.writeTSMeta(ctx, fresh, deferred); err != nil {
-			return err
+		puts, keys, err := w.stageTSMeta(ctx, st.fresh)
+		if err != nil {
+			return Staged{}, err
 		}
+		b.Put(w.opts.MetaTable, puts)
+		st.metaKeys, st.metaPuts = keys, len(puts)
 	}
-	if err := w.writeCells(ctx, fresh, deferred); err != nil {
-		return err
+	st.sc = w.stageCells(st.fresh, b)
+	return st, nil
+}
+
+// Done remembers what Stage staged when written is true (the batch was
+// written: its series are marked indexed for their days, its keys seen)
+// and forgets it otherwise, so that a retry stages it again. After a
+// failed write the cells' buffers are not reused: a remote store's calls
+// may still read them.
+func (st Staged) Done(written bool) {
+	w := st.w
+	if w == nil || !written {
+		return
 	}
-	for _, e := range fresh {
+	w.seen.addAll(st.metaKeys)
+	w.tsmetas.Add(float64(st.metaPuts))
+	if sc := st.sc; sc != nil {
+		w.seen.addAll(sc.keys)
+		w.cells.Add(float64(len(sc.pending)))
+		w.putScratch(sc)
+	}
+	for _, e := range st.fresh {
 		e.Series.SetIndexedFor(e.Day)
 	}
-	return nil
 }
 
 // todo reports whether e may need index writes: its series is not marked
@@ -224,8 +252,10 @@ func (w *Writer) todo(e Entry) bool {
 	return !e.Series.IndexedFor(e.Day) || w.forgets.epoch(e.Day) != 0
 }
 
-// writeTSMeta writes the TSMeta rows of the series new to this process.
-func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool) error {
+// stageTSMeta returns the puts of the TSMeta rows of the series new to
+// this process that do not exist yet, and the keys to remember once they
+// are written.
+func (w *Writer) stageTSMeta(ctx context.Context, entries []Entry) ([]store.Put, []seenKey, error) {
 	var todo [][]byte // TSUIDs
 	var keys []seenKey
 	var fresh []bool // no row can exist: a UID of it is new
@@ -257,7 +287,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 	}
 	seen.release()
 	if len(todo) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	// Which rows exist: reads, concurrently. Then one Put of the absent
 	// ones (one durable write for the request, not one per series). As
@@ -293,7 +323,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, nil, err
 	}
 	created := w.opts.Now().Unix()
 	var puts []store.Put
@@ -316,14 +346,7 @@ func (w *Writer) writeTSMeta(ctx context.Context, entries []Entry, deferred bool
 			Value: vals[start:len(vals):len(vals)],
 		}}})
 	}
-	if len(puts) > 0 {
-		if err := w.put(ctx, w.opts.MetaTable, puts, deferred); err != nil {
-			return fmt.Errorf("write %d TSMeta rows: %w", len(puts), err)
-		}
-	}
-	w.seen.addAll(keys)
-	w.tsmetas.Add(float64(len(puts)))
-	return nil
+	return puts, keys, nil
 }
 
 // cellTuple names an index cell of writeCells by its UIDs (of at most 4
@@ -361,10 +384,11 @@ func uidInt(uid []byte) uint32 {
 	return v
 }
 
-// writeCells writes the label cells of the entries not yet written. Its
-// phases: start the call's cell set, add each entry's cells, then put
-// them.
-func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool) error {
+// stageCells adds to b the label cells of the entries not yet written and
+// returns the scratch that holds them (nil: none), for Staged.Done. Its
+// phases: start the call's cell set, add each entry's cells, then group
+// them into puts.
+func (w *Writer) stageCells(entries []Entry, b *store.Batch) *cellScratch {
 	sc := w.getScratch()
 	var cs cellSet
 	w.startCells(&cs, sc, entries)
@@ -374,7 +398,12 @@ func (w *Writer) writeCells(ctx context.Context, entries []Entry, deferred bool)
 	cs.seen.release()
 	sc.pending, sc.rowBuf, sc.keys = cs.pending, cs.rowBuf, cs.keys
 	sc.kbuf, sc.buf = cs.kbuf, cs.buf
-	return w.putCells(ctx, sc, deferred)
+	if len(sc.pending) == 0 {
+		w.putScratch(sc)
+		return nil
+	}
+	b.Put(w.opts.IndexTable, sc.group(sc.pending, sc.rowBuf))
+	return sc
 }
 
 // cellSet is the index cells of one writeCells call: the cells to write,
@@ -531,32 +560,6 @@ func (cs *cellSet) addEntry(e Entry) {
 			cs.add(cs.buf, s.Metric, s.FreshCell(i/pair), epoch)
 		}
 	}
-}
-
-// putCells puts the cells collected in sc, then remembers their keys.
-// After a failed put sc is not reused: RPCs queued in the store's client
-// may still read its rows.
-func (w *Writer) putCells(ctx context.Context, sc *cellScratch, deferred bool) error {
-	if len(sc.pending) == 0 {
-		w.putScratch(sc)
-		return nil
-	}
-	puts := sc.group(sc.pending, sc.rowBuf)
-	if err := w.put(ctx, w.opts.IndexTable, puts, deferred); err != nil {
-		return fmt.Errorf("write %d series index cells: %w", len(sc.pending), err)
-	}
-	w.seen.addAll(sc.keys)
-	w.cells.Add(float64(len(sc.pending)))
-	if _, ok := store.As[store.DeferredPutter](w.st); !ok || !deferred {
-		// A remote store's client may read what it was handed after an
-		// attempt it gave up on and retried, even once the put has
-		// succeeded (the HBase store copies what its calls read; a store
-		// need not): those buffers are not kept. The embedded store
-		// (PutDeferred) has copied them before it returns.
-		sc.rowBuf, sc.out, sc.puts = nil, nil, nil
-	}
-	w.putScratch(sc)
-	return nil
 }
 
 // pendingCell is an index cell writeCells will write: its row is

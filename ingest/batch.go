@@ -85,20 +85,20 @@ func (b *writeBatch) grow(samples int) {
 
 // writeBatch holds the reusable buffers of one request.
 type writeBatch struct {
-	// deferSync: the data's Put need not be durable yet; syncLast: the
-	// write makes the deferred ones before it durable; bulk: the data
-	// goes through store.BulkPutter where the store has it (WriteSeries).
-	deferSync, syncLast, bulk bool
-	series                    wire.Series
-	v2                        wire.V2State
-	puts                      []store.Put
-	starts                    []int // index in cells of each put's first cell
-	cells                     []store.Cell
-	arena                     arena.Arena
-	rej                       *RejectError
-	reject                    map[string]int
-	cache                     series.SeriesCacheReader
-	missed                    []missedSeries
+	// deferSync: the data's write need not be durable yet
+	// (store.WriteDeferred); bulk: the data is a bulk load's
+	// (store.Batch.PutBulk; WriteSeries).
+	deferSync, bulk bool
+	series          wire.Series
+	v2              wire.V2State
+	puts            []store.Put
+	starts          []int // index in cells of each put's first cell
+	cells           []store.Cell
+	arena           arena.Arena
+	rej             *RejectError
+	reject          map[string]int
+	cache           series.SeriesCacheReader
+	missed          []missedSeries
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
@@ -127,10 +127,11 @@ type writeBatch struct {
 	metas       []wire.Meta         // 1.0's metadata field
 	pendingMeta []pendingMeta
 	index       []index.Entry // series and days not yet indexed
+	write       store.Batch   // commit's
 }
 
 func (b *writeBatch) reset() {
-	b.deferSync, b.syncLast, b.bulk = false, false, false
+	b.deferSync, b.bulk = false, false
 	b.dropLabel = nil
 	b.puts = b.puts[:0]
 	b.starts = b.starts[:0]

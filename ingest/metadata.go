@@ -74,9 +74,9 @@ func (w *Writer) storeMetadata(ctx context.Context, b *writeBatch) error {
 	// Metadata is written with check-and-puts, after the request's data:
 	// a store that makes those durable only with a later write is synced
 	// before the request is acknowledged.
-	if sy, ok := store.As[store.Syncer](w.st); ok && len(b.pendingMeta) > 0 {
-		if err := sy.Sync(ctx); err != nil {
-			return fmt.Errorf("sync metadata: %w", err)
+	if len(b.pendingMeta) > 0 {
+		if err := store.Sync(ctx, w.st); err != nil {
+			return fmt.Errorf("metadata: %w", err)
 		}
 	}
 	return nil

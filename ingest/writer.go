@@ -115,14 +115,12 @@ type HA struct {
 }
 
 // SeriesIndexer keeps the series index of the series the Writer writes
-// (index.Writer). It is called before the request's data is written:
-// WriteDeferred when the data's durable write follows (the index's puts may
-// wait for its fsync), Write when none does. Both return once the store
-// took what they wrote; a failure fails the request, which the sender
-// retries.
+// (index.Writer): Stage adds the index's puts to the request's batch,
+// which the Writer commits with its data in one store.Write, then tells
+// the result whether the batch was written (Staged.Done). A failure fails
+// the request, which the sender retries.
 type SeriesIndexer interface {
-	Write(ctx context.Context, entries []index.Entry) error
-	WriteDeferred(ctx context.Context, entries []index.Entry) error
+	Stage(ctx context.Context, entries []index.Entry, b *store.Batch) (index.Staged, error)
 }
 
 // DayForgetter is a SeriesIndexer that may have forgotten having indexed
@@ -239,33 +237,23 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 // the same order every time it is called (up to three times); the series
 // need only Key (remote write's Label fields in name order) and Samples,
 // and may be reused once fn returns. samples, the number of samples, sizes
-// the write's buffers. On a store that takes bulk loads
-// (store.BulkPutter: the embedded store) the samples go that way, durable
-// when it returns, and the series index before them. Else with
-// deferSync, on a store that defers durability (store.DeferredPutter)
-// the samples are visible but not yet durable when it returns: the next
-// write without it makes them so (one fsync for the parts of one
-// import), and nothing may be acknowledged before that write returns.
+// the write's buffers. The samples are a bulk load's (store.Batch.PutBulk:
+// the embedded store writes them straight into its settled form). With
+// deferSync they may be visible but not yet durable when it returns
+// (store.WriteDeferred): the next write without it makes them so (one
+// fsync for the parts of one import), and nothing may be acknowledged
+// before that write returns.
 func (w *Writer) WriteSeries(ctx context.Context, samples int, deferSync bool, each func(fn func(*wire.Series) error) error) (Result, error) {
 	b := w.getBatch()
-	b.deferSync, b.syncLast, b.bulk = deferSync, !deferSync, true
+	b.deferSync, b.bulk = deferSync, true
 	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
 }
 
-// Sync makes the writes WriteSeries deferred durable, on a store that
-// defers them (store.Syncer); on others it does nothing. An import whose
-// write fails after deferred ones calls it before saying what was
-// written.
+// Sync makes the writes WriteSeries deferred durable (store.Sync). An
+// import whose write fails after deferred ones calls it before saying
+// what was written.
 func (w *Writer) Sync(ctx context.Context) error {
-	if _, ok := store.As[store.DeferredPutter](w.st); !ok {
-		return nil
-	}
-	if sy, ok := store.As[store.Syncer](w.st); ok {
-		if err := sy.Sync(ctx); err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-	}
-	return nil
+	return store.Sync(ctx, w.st)
 }
 
 // parseFunc parses a request: it calls fn for each series, and collects
@@ -307,11 +295,7 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse parseFunc, v2 b
 	if reuse, err = w.commit(ctx, b); err != nil {
 		return Result{}, err
 	}
-	res := Result{Samples: b.samples, Histograms: b.histograms, Expired: b.expired}
-	if res.Exemplars, err = w.writeExemplars(ctx, b); err != nil {
-		reuse = false
-		return res, err
-	}
+	res := Result{Samples: b.samples, Histograms: b.histograms, Expired: b.expired, Exemplars: len(b.exPuts)}
 	if err := w.storeMetadata(ctx, b); err != nil {
 		return res, err
 	}
@@ -402,95 +386,62 @@ func (b *writeBatch) sealPuts() {
 	}
 }
 
-// commit writes the batch's index entries and its data rows and notes
-// the rows written; it returns whether b may be reused (not after a
-// failed Put, whose RPCs may still read its buffers).
+// commit writes the batch's index entries, data rows and exemplars with
+// one store.Write (the store decides how they become durable together;
+// store.Write), and notes the rows written; it returns whether b may be
+// reused (not after a failed write, whose RPCs may still read its
+// buffers). Its phases: stage the index, add the data and the exemplars,
+// write, then tell the index and the row noter.
 //
-// The index is written before the request is acknowledged, so that
-// nothing acknowledged can be missed by a query through the index. On a
-// store that defers durability (the embedded store) it goes first and
-// its puts wait for the data Put's fsync; on others (HBase, where each is
-// a round trip of its own) it is written while the data is.
+// The index is in the same write as the data, so that nothing
+// acknowledged can be missed by a query through the index.
 func (w *Writer) commit(ctx context.Context, b *writeBatch) (reuse bool, err error) {
-	var ixErr error
-	var ixDone chan struct{}
-	bulk, isBulk := store.As[store.BulkPutter](w.st)
-	isBulk = isBulk && b.bulk
+	wb := &b.write
+	wb.Reset()
+	var staged index.Staged
 	if len(b.index) > 0 {
-		_, deferrable := store.As[store.DeferredPutter](w.st)
-		switch {
-		case len(b.puts) == 0:
-			ixErr = w.indexer.Write(ctx, b.index) // no durable write follows
-		case isBulk:
-			// Durable first: the bulk put makes only its own rows so.
-			ixErr = w.indexer.Write(ctx, b.index)
-		case deferrable:
-			ixErr = w.indexer.WriteDeferred(ctx, b.index)
-		default:
-			ixDone = make(chan struct{})
-			go func() {
-				defer close(ixDone)
-				ixErr = w.indexer.Write(ctx, b.index)
-			}()
-		}
-		if ixDone == nil && ixErr != nil {
-			return true, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
+		if staged, err = w.indexer.Stage(ctx, b.index, wb); err != nil {
+			return true, fmt.Errorf("index %d series: %w", len(b.index), err)
 		}
 	}
-	if len(b.puts) == 0 {
-		if b.syncLast {
-			// The import's last write, with nothing to put: its earlier
-			// deferred writes are made durable here.
-			if sy, ok := store.As[store.Syncer](w.st); ok {
-				if err := sy.Sync(ctx); err != nil {
-					return true, fmt.Errorf("sync: %w", err)
-				}
-			}
-		}
-		return true, nil
-	}
-	if isBulk {
-		err = bulk.PutBulk(ctx, w.table, b.puts)
-	} else if d, ok := store.As[store.DeferredPutter](w.st); ok && b.deferSync {
-		err = d.PutDeferred(ctx, w.table, b.puts)
+	if b.bulk {
+		wb.PutBulk(w.table, b.puts)
 	} else {
-		err = w.st.Put(ctx, w.table, b.puts)
-	}
-	reuse = err == nil
-	var noteErr error
-	if c, ok := w.noter.(CheckedRowNoter); ok {
-		noteErr = c.NoteRowsChecked(b.puts)
-	} else if w.noter != nil {
-		w.noter.NoteRows(b.puts)
-	}
-	if ixDone != nil {
-		<-ixDone // b is reused once Write returns
-		if ixErr != nil && err == nil {
-			return false, fmt.Errorf("index %d series: %w", len(b.index), ixErr)
-		}
-	}
-	if err != nil {
-		return reuse, fmt.Errorf("write %d rows: %w", len(b.puts), err)
-	}
-	if noteErr != nil {
-		return reuse, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
-	}
-	return reuse, nil
-}
-
-// writeExemplars writes the batch's exemplars to their table and
-// returns how many.
-func (w *Writer) writeExemplars(ctx context.Context, b *writeBatch) (int, error) {
-	if len(b.exPuts) == 0 {
-		return 0, nil
+		wb.Put(w.table, b.puts)
 	}
 	for i := range b.exPuts {
 		b.exPuts[i].Cells = b.exCells[i : i+1 : i+1]
 	}
-	if err := w.st.Put(ctx, w.exTable, b.exPuts); err != nil {
-		return 0, fmt.Errorf("write %d exemplars: %w", len(b.exPuts), err)
+	wb.Put(w.exTable, b.exPuts)
+	if b.deferSync {
+		err = store.WriteDeferred(ctx, w.st, wb)
+	} else {
+		err = store.Write(ctx, w.st, wb)
 	}
-	return len(b.exPuts), nil
+	staged.Done(err == nil)
+	wb.Reset()
+	noteErr := w.noteRows(b)
+	if err != nil {
+		return false, fmt.Errorf("write %d rows, %d exemplars, %d series' index: %w", len(b.puts), len(b.exPuts), len(b.index), err)
+	}
+	if noteErr != nil {
+		return true, fmt.Errorf("%d rows written: %w", len(b.puts), noteErr)
+	}
+	return true, nil
+}
+
+// noteRows tells the row noter (rollups' dirty hours) of the batch's data
+// rows, written or not.
+func (w *Writer) noteRows(b *writeBatch) error {
+	if len(b.puts) == 0 {
+		return nil
+	}
+	if c, ok := w.noter.(CheckedRowNoter); ok {
+		return c.NoteRowsChecked(b.puts)
+	} else if w.noter != nil {
+		w.noter.NoteRows(b.puts)
+	}
+	return nil
 }
 
 // report completes res with the samples the limits rejected, and returns

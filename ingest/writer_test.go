@@ -337,17 +337,12 @@ func (r *syncRecorder) Sync(context.Context) error {
 }
 
 // bulkRecorder is a syncRecorder of a store that takes bulk loads; as
-// the Writer's SeriesIndexer it records how the index is written.
+// the Writer's SeriesIndexer it records when the index is staged.
 type bulkRecorder struct{ syncRecorder }
 
-func (r *bulkRecorder) Write(context.Context, []index.Entry) error {
+func (r *bulkRecorder) Stage(context.Context, []index.Entry, *store.Batch) (index.Staged, error) {
 	r.calls = append(r.calls, "index")
-	return nil
-}
-
-func (r *bulkRecorder) WriteDeferred(context.Context, []index.Entry) error {
-	r.calls = append(r.calls, "index-deferred")
-	return nil
+	return index.Staged{}, nil
 }
 
 func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.Put) error {
@@ -357,23 +352,24 @@ func (r *bulkRecorder) PutBulk(ctx context.Context, table string, puts []store.P
 
 // TestWriteSeriesBulk: on a store that takes bulk loads
 // (store.BulkPutter), every WriteSeries puts through it, deferred or
-// last, its new series indexed durably first (the bulk put makes only
-// its own rows durable), and a last write with nothing to put syncs.
+// last, its new series' index staged first; the last write syncs (the
+// bulk put makes only its own rows durable), also with nothing to put.
 func TestWriteSeriesBulk(t *testing.T) {
 	testWriteSeriesCalls(t, "wb", true, []writeSeriesCase{
 		{"deferred", true, t0, "index bulk"},
-		{"last", false, t0 + 1, "index bulk"},
+		{"last", false, t0 + 1, "index bulk sync"},
 		{"last, all expired", false, t0 - 7_200_000, "sync"},
 	})
 }
 
 // TestWriteSeriesDeferSync: WriteSeries's deferred writes put without the
-// fsync, the last write of an import puts with it, and a last write with
-// nothing to put (all expired) syncs what the deferred ones put.
+// fsync, the last write of an import puts and then syncs, and a last
+// write with nothing to put (all expired) syncs what the deferred ones
+// put.
 func TestWriteSeriesDeferSync(t *testing.T) {
 	testWriteSeriesCalls(t, "ws", false, []writeSeriesCase{
 		{"deferred", true, t0, "deferred"},
-		{"last", false, t0 + 1, "put"},
+		{"last", false, t0 + 1, "deferred sync"},
 		{"last, all expired", false, t0 - 7_200_000, "sync"},
 	})
 }

@@ -156,10 +156,8 @@ func RecordProgress(ctx context.Context, st store.Store, table string, from, to 
 			}
 		}
 		if done {
-			if sy, ok := store.As[store.Syncer](st); ok {
-				if err := sy.Sync(ctx); err != nil {
-					return 0, 0, err
-				}
+			if err := store.Sync(ctx, st); err != nil {
+				return 0, 0, fmt.Errorf("rollup: record progress in %s: %w", table, err)
 			}
 			return nf, nn, nil
 		}

@@ -549,8 +549,8 @@ func (u *UIDs) takeStranded(ctx context.Context, kind Kind, name, stored string)
 // UIDs come from this call's Increment, so neither row can exist; a
 // check-and-put would only read it again. Only for UIDs that are their
 // table's sole writer (UIDOptions.SoleWriter). On a store that can, their
-// durability waits for the request's data Put (store.DeferredPutter),
-// which is what refers to them.
+// durability waits for the request's data write
+// which is what refers to them (store.WriteDeferred).
 func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPut, opWork []int) {
 	puts := make([]store.Put, 0, 2*len(ops))
 	// The forward rows' keys and cells each in one allocation (sized up
@@ -572,12 +572,9 @@ func (u *UIDs) writeSole(ctx context.Context, work []uidWork, ops []store.CondPu
 		cells = append(cells, store.Cell{Family: fam, Qualifier: quals[w.kind], Value: w.uid})
 		puts = append(puts, ops[j].Put, store.Put{Row: rows[len(rows)-len(w.stored) : len(rows) : len(rows)], Cells: cells[len(cells)-1 : len(cells) : len(cells)]})
 	}
-	var err error
-	if dp, ok := store.As[store.DeferredPutter](u.st); ok {
-		err = dp.PutDeferred(ctx, u.table, puts)
-	} else {
-		err = u.st.Put(ctx, u.table, puts)
-	}
+	var wb store.Batch
+	wb.Put(u.table, puts)
+	err := store.WriteDeferred(ctx, u.st, &wb)
 	for _, i := range opWork {
 		w := &work[i]
 		if err != nil {

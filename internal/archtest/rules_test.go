@@ -388,3 +388,38 @@ func write(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// durabilityVerbs are the store's optional interfaces that say how a
+// backend makes writes durable: only package store (store.Write,
+// store.WriteDeferred, store.Sync) and the backends use them, so that no
+// caller knows how each backend commits.
+var durabilityVerbs = []string{"DeferredPutter", "BulkPutter", "Syncer"}
+
+// TestDurabilityInStore fails for every production file outside store/
+// that names one of durabilityVerbs of package store.
+func TestDurabilityInStore(t *testing.T) {
+	pkgs := modulePackages(t)
+	for _, name := range sortedKeys(pkgs) {
+		if name == "store" || strings.HasPrefix(name, "store/") {
+			continue
+		}
+		p := pkgs[name]
+		for _, file := range p.goFiles {
+			path := filepath.Join(p.dir, file)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "store" && slices.Contains(durabilityVerbs, sel.Sel.Name) {
+					t.Errorf("%s/%s names store.%s: write through store.Write, store.WriteDeferred or store.Sync", name, file, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}

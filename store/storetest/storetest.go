@@ -57,6 +57,7 @@ func contracts(opts Options) []contract {
 		{"PutGet", testPutGet},
 		{"Overwrite", testOverwrite},
 		{"Ordering", testOrdering},
+		{"Batch", testBatch},
 		{"ScanRange", testScanRange},
 		{"ScanFamily", testScanFamily},
 		{"RegexBinaryKeys", testRegexBinaryKeys},
