@@ -278,7 +278,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	setProfileRates()
 	defer tuneGC()()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := checkRuntimeConfig(); err != nil {
 		return err
 	}

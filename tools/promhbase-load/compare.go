@@ -76,6 +76,11 @@ type result struct {
 	steadyRate              float64 // samples/s after the first round
 	steadyP99               time.Duration
 	cpu                     float64 // seconds of the server's CPU while writing
+	// mutexWait is the seconds the server's goroutines spent waiting for
+	// contended sync.Mutex and RWMutex locks while writing (the Go
+	// runtime's /sync/mutex/wait/total:seconds, as each server exports
+	// it; -1 when it does not).
+	mutexWait float64
 	peakRSS                 int64   // VmHWM, bytes
 	diskBytes               int64   // data directory after the run
 	readSamples, streamRate float64 // remote read, samples/s (SAMPLES, STREAMED_XOR_CHUNKS)
@@ -325,18 +330,22 @@ func queryRange(base, query string, start, end int64, step int) (int, time.Durat
 
 // printResults prints one Markdown table row per system.
 func printResults(w io.Writer, c compareOptions, rs []result) {
-	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s | query_range points/s |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| system | series × rounds | protocol, churn | samples/s | first round (all new) | p50 / p99 request | after the first round: samples/s, p99 | CPU s per M samples | mutex wait s | peak RSS | disk bytes/sample | remote read SAMPLES / streamed, samples/s | query_range points/s |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		sys := r.system
 		if r.cpus > 0 {
 			sys = fmt.Sprintf("%s, %d cores", sys, r.cpus)
 		}
-		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %.0f MB | %.2f | %.2f M / %.2f M | %.2f M |\n",
+		wait := "-"
+		if r.mutexWait >= 0 {
+			wait = fmt.Sprintf("%.3f", r.mutexWait)
+		}
+		fmt.Fprintf(w, "| %s | %d × %d | %s, %.0f %% | %.0f | %s | %s / %s | %.0f, %s | %.2f | %s | %.0f MB | %.2f | %.2f M / %.2f M | %.2f M |\n",
 			sys, r.series, r.rounds, c.kind(), 100*c.churn, float64(r.samples)/r.elapsed.Seconds(),
 			r.firstRound.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 			r.steadyRate, r.steadyP99.Round(time.Millisecond),
-			r.cpu/(float64(r.samples)/1e6), float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
+			r.cpu/(float64(r.samples)/1e6), wait, float64(r.peakRSS)/1e6, float64(r.diskBytes)/float64(max(r.samples, 1)),
 			r.readSamples/1e6, r.streamRate/1e6, r.queryRate/1e6)
 	}
 }

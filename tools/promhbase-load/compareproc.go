@@ -195,6 +195,7 @@ func (s *compared) write(o options, c compareOptions, pre [][][]byte, res *resul
 	if err != nil {
 		return err
 	}
+	wait0 := mutexWait(s.base)
 	o.url = s.base + "/api/v1/write"
 	o.duration = 24 * time.Hour    // bounded by the rounds
 	o.shift = seriesID(o, c, 1, 0) // the window's slide a round
@@ -220,7 +221,33 @@ func (s *compared) write(o options, c compareOptions, pre [][][]byte, res *resul
 		return err
 	}
 	res.cpu = cpu1 - cpu0
+	res.mutexWait = -1
+	if wait0 >= 0 {
+		if wait1 := mutexWait(s.base); wait1 >= 0 {
+			res.mutexWait = wait1 - wait0
+		}
+	}
 	return nil
+}
+
+// mutexWaitMetrics are the names under which the servers export the Go
+// runtime's /sync/mutex/wait/total:seconds: client_golang's (promhbase)
+// and VictoriaMetrics's metrics package's.
+var mutexWaitMetrics = []string{"go_sync_mutex_wait_total_seconds_total", "go_mutex_wait_seconds_total"}
+
+// mutexWait returns the seconds the server at base has waited for
+// contended mutexes, from its /metrics; -1 when it exports none.
+func mutexWait(base string) float64 {
+	m, err := scrapeMetrics(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	for _, name := range mutexWaitMetrics {
+		if v, ok := m[name]; ok {
+			return v
+		}
+	}
+	return -1
 }
 
 // flush makes what VictoriaMetrics took in searchable: only after a flush
