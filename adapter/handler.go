@@ -40,6 +40,7 @@ import (
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/wire"
@@ -99,6 +100,9 @@ type Options struct {
 	// own: handlers given the same channels (one per tenant) share their
 	// capacity, and so their bound on memory.
 	Slots, ReadSlots chan struct{}
+	// OTLP returns how OTLP metrics are translated for this handler's
+	// requests (its tenant's settings); nil means otlp.DefaultConfig.
+	OTLP func() otlp.Config
 }
 
 // Handler serves promhbase's HTTP endpoints.
@@ -129,6 +133,8 @@ type Handler struct {
 	readSlots chan struct{}
 	// parser reads the selectors of exports.
 	parser parser.Parser
+	// otlp translates OTLP requests; zstd decodes their zstd bodies.
+	otlp otlpState
 
 	requests                            *prometheus.CounterVec
 	duration                            *prometheus.HistogramVec
@@ -217,6 +223,9 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		return err
 	}))
 	h.mux.HandleFunc("/-/ready", h.instrument("ready", h.serveReady))
+	for _, p := range OTLPPaths {
+		h.mux.HandleFunc(p, h.instrument("otlp", h.receive(h.serveOTLP)))
+	}
 	h.mux.HandleFunc("/api/v1/import", h.instrument("import", h.serveImport))
 	h.mux.HandleFunc("/api/v1/import/prometheus", h.instrument("import_prometheus", h.serveImportText))
 	h.mux.HandleFunc("/api/v1/import/chunks", h.instrument("import_chunks", h.serveImportChunks))
@@ -277,22 +286,11 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 			sw.stall = h.opts.ResponseWriteTimeout
 		}
 		err := fn(sw, r)
-		begun := sw.code != 0
-		if err != nil && sw.code == 0 {
+		var answered answeredError
+		begun := sw.code != 0 && !errors.As(err, &answered)
+		if err != nil && sw.code == 0 && !errors.As(err, &answered) {
 			code := statusFor(err)
-			var rate *limits.RateLimitError
-			switch {
-			case code == http.StatusMethodNotAllowed:
-				sw.Header().Set("Allow", http.MethodPost)
-			case errors.As(err, &rate):
-				sw.Header().Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
-			case code == http.StatusServiceUnavailable:
-				// The store, or promhbase, is busy or out of reach for now
-				// (a region moving, a region server being replaced):
-				// Prometheus's remote write waits this long before it sends
-				// the request again, instead of its shortest backoff.
-				sw.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
-			}
+			setErrorHeaders(sw.Header(), code, err)
 			http.Error(sw, err.Error(), code)
 		} else if sw.code == 0 {
 			sw.WriteHeader(http.StatusOK)
@@ -315,6 +313,24 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 		if err != nil && begun {
 			panic(http.ErrAbortHandler)
 		}
+	}
+}
+
+// setErrorHeaders sets the headers of an error answer of status code:
+// Allow for 405, Retry-After for 429 (the rate limit's wait) and 503.
+func setErrorHeaders(hd http.Header, code int, err error) {
+	var rate *limits.RateLimitError
+	switch {
+	case code == http.StatusMethodNotAllowed:
+		hd.Set("Allow", http.MethodPost)
+	case errors.As(err, &rate):
+		hd.Set("Retry-After", strconv.Itoa(int(rate.RetryAfter.Round(time.Second)/time.Second)))
+	case code == http.StatusServiceUnavailable:
+		// The store, or promhbase, is busy or out of reach for now (a
+		// region moving, a region server being replaced): Prometheus's
+		// remote write waits this long before it sends the request
+		// again, instead of its shortest backoff.
+		hd.Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
 	}
 }
 
@@ -559,16 +575,11 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 			}
 		}()
 	}
-	free, err := h.acquire(r.Context())
+	body, done, err := h.slotAndBody(r, h.readBody)
 	if err != nil {
 		return err
 	}
-	defer free()
-	body, release, err := h.readBody(r)
-	if err != nil {
-		return err
-	}
-	defer release()
+	defer done()
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
 	defer cancel()
 	res, err = h.w.Write(ctx, body, v2)
@@ -582,6 +593,21 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// slotAndBody takes one of the decoding slots (acquire) and then reads
+// the request's body with read; done gives both back.
+func (h *Handler) slotAndBody(r *http.Request, read func(*http.Request) ([]byte, func(), error)) (body []byte, done func(), err error) {
+	free, err := h.acquire(r.Context())
+	if err != nil {
+		return nil, nil, err
+	}
+	body, release, err := read(r)
+	if err != nil {
+		free()
+		return nil, nil, err
+	}
+	return body, func() { release(); free() }, nil
 }
 
 // count adds what a write did to the metrics.

@@ -32,6 +32,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/gctune"
 	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -112,6 +113,7 @@ type serveFlags struct {
 	enableAdmin              bool
 	tenants                  tenantFlags
 	resultsCache             resultsCacheFlags
+	otlp                     otlpFlags
 }
 
 // rulerLimitFlags are the --ruler.max-* flags of serve: every tenant's
@@ -220,6 +222,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	registerLimits(cmd, &serveOpts.limits)
 	registerRulerLimits(cmd, &serveOpts.rulerLimits)
 	registerTenantFlags(cmd, &serveOpts.tenants)
+	registerOTLPFlags(cmd, &serveOpts.otlp)
 	r := &serveOpts.rollup
 	cmd.Flag("rollup.enabled", "Build the rollups of every hour in the background once it has ended (plus --rollup.grace), into the tables of the rollup configuration (--rollup.config-file), and let queries read them (see --query.auto-downsampling). Hours written before are built by `promhbase rollup`.").Default("true").BoolVar(&r.enabled)
 	cmd.Flag("rollup.grace", "How long after an hour ends its rollups are built, so that late samples land first; a sample that arrives later makes its hour's rollups stale until they are built again.").Default("10m").DurationVar(&r.grace)
@@ -366,6 +369,10 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 	if err != nil {
 		return server.Config{}, err
 	}
+	otlpCfg, err := serveOpts.otlp.config(serveOpts.lookbackDelta)
+	if err != nil {
+		return server.Config{}, err
+	}
 	cors, err := regexp.Compile("^(?:" + serveOpts.corsOrigin + ")$")
 	if err != nil {
 		return server.Config{}, fmt.Errorf("--web.cors.origin=%q: %w", serveOpts.corsOrigin, err)
@@ -400,6 +407,7 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 			BodyTimeout:           serveOpts.bodyTimeout,
 			ResponseWriteTimeout:  serveOpts.stallTimeout,
 			MaxConcurrentReads:    serveOpts.readConcurrent,
+			OTLP:                  func() otlp.Config { return otlpCfg },
 		},
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
 			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features),

@@ -1,0 +1,242 @@
+package adapter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/prometheus/prompb"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+)
+
+// otlpT0 is the request's points' time.
+var otlpT0 = time.UnixMilli(1_700_000_000_000)
+
+// otlpRequest is a request of one resource (service a/b, instance i1)
+// with a gauge, a cumulative counter of unit seconds, and, when delta, a
+// delta sum.
+func otlpRequest(delta bool) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("service.namespace", "a")
+	rm.Resource().Attributes().PutStr("service.name", "b")
+	rm.Resource().Attributes().PutStr("service.instance.id", "i1")
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	g := ms.AppendEmpty()
+	g.SetName("queue.depth")
+	gauge := g.SetEmptyGauge()
+	for i, v := range []float64{3, 4} {
+		p := gauge.DataPoints().AppendEmpty()
+		p.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0.Add(time.Duration(i) * 15 * time.Second)))
+		p.SetDoubleValue(v)
+		p.Attributes().PutStr("queue", "q1")
+	}
+	c := ms.AppendEmpty()
+	c.SetName("busy.time")
+	c.SetUnit("s")
+	s := c.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	p := s.DataPoints().AppendEmpty()
+	p.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0))
+	p.SetDoubleValue(7.5)
+	if delta {
+		d := ms.AppendEmpty()
+		d.SetName("requests")
+		ds := d.SetEmptySum()
+		ds.SetIsMonotonic(true)
+		ds.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		for range 3 {
+			dp := ds.DataPoints().AppendEmpty()
+			dp.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0))
+			dp.SetIntValue(1)
+		}
+	}
+	return md
+}
+
+// otlpBody encodes md as format ct ("json" or protobuf) with encoding enc.
+func otlpBody(t *testing.T, md pmetric.Metrics, json bool, enc string) []byte {
+	t.Helper()
+	req := pmetricotlp.NewExportRequestFromMetrics(md)
+	var b []byte
+	var err error
+	if json {
+		b, err = req.MarshalJSON()
+	} else {
+		b, err = req.MarshalProto()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compress(t, b, enc)
+}
+
+func compress(t *testing.T, b []byte, enc string) []byte {
+	t.Helper()
+	switch enc {
+	case "gzip":
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(b); err != nil || zw.Close() != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	case "zstd":
+		zw, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zw.Close()
+		return zw.EncodeAll(b, nil)
+	}
+	return b
+}
+
+func postOTLP(h http.Handler, path, ct, enc string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	if enc != "" {
+		req.Header.Set("Content-Encoding", enc)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// readMetric returns the series of metric name as "labels: t=v ..." lines.
+func readMetric(t *testing.T, h http.Handler, name string) string {
+	t.Helper()
+	resp := readSamples(t, h, &prompb.ReadRequest{Queries: []*prompb.Query{{
+		StartTimestampMs: otlpT0.UnixMilli() - 3_600_000, EndTimestampMs: otlpT0.UnixMilli() + 3_600_000,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: name}},
+	}}})
+	var out []string
+	for _, ts := range resp.Results[0].Timeseries {
+		line := labelsString(ts.Labels) + ":"
+		for _, s := range ts.Samples {
+			line += " " + time.UnixMilli(s.Timestamp).Sub(otlpT0).String() + "=" + strconv.FormatFloat(s.Value, 'g', -1, 64)
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestOTLPWrite: a request on each of the three paths, in each body
+// format and encoding, is stored with Prometheus's names (job and
+// instance from service.*, dots escaped, unit and _total suffixes) and
+// answered 200 with an export response in the request's format; a delta
+// sum is refused in part (partial_success counts its points).
+func TestOTLPWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, enc string
+		json, delta     bool
+		rejected        int64
+	}{
+		{"protobuf", "/api/v1/otlp/v1/metrics", "", false, false, 0},
+		{"protobuf gzip, Mimir's path", "/otlp/v1/metrics", "gzip", false, false, 0},
+		{"JSON zstd, VictoriaMetrics's path", "/opentelemetry/v1/metrics", "zstd", true, false, 0},
+		{"a delta sum refused", "/api/v1/otlp/v1/metrics", "gzip", false, true, 3},
+		{"JSON, a delta sum refused", "/api/v1/otlp/v1/metrics", "", true, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTestHandler(t, openEmbedded(t))
+			ct := "application/x-protobuf"
+			if tc.json {
+				ct = "application/json"
+			}
+			rec := postOTLP(h, tc.path, ct, tc.enc, otlpBody(t, otlpRequest(tc.delta), tc.json, tc.enc))
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != ct {
+				t.Fatalf("status %d, content type %q: %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			}
+			resp := pmetricotlp.NewExportResponse()
+			var err error
+			if tc.json {
+				err = resp.UnmarshalJSON(rec.Body.Bytes())
+			} else {
+				err = resp.UnmarshalProto(rec.Body.Bytes())
+			}
+			if err != nil {
+				t.Fatalf("response: %v", err)
+			}
+			ps := resp.PartialSuccess()
+			if ps.RejectedDataPoints() != tc.rejected || (tc.rejected > 0) != strings.Contains(ps.ErrorMessage(), `"requests": delta temporality`) {
+				t.Errorf("partial success: %d rejected, %q; want %d", ps.RejectedDataPoints(), ps.ErrorMessage(), tc.rejected)
+			}
+			for name, want := range map[string]string{
+				"queue_depth":             `{__name__="queue_depth", instance="i1", job="a/b", queue="q1"}: 0s=3 15s=4`,
+				"busy_time_seconds_total": `{__name__="busy_time_seconds_total", instance="i1", job="a/b"}: 0s=7.5`,
+			} {
+				if got := readMetric(t, h, name); got != want {
+					t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestOTLPRefused: bodies that can never be stored answer 4xx with a
+// Status message, in bounded memory; store trouble answers 503 with
+// Retry-After, never another 5xx.
+func TestOTLPRefused(t *testing.T) {
+	bomb := compress(t, make([]byte, 8<<20), "gzip") // 8 MiB of zeros in about 8 KiB
+	zbomb := compress(t, make([]byte, 8<<20), "zstd")
+	good := otlpBody(t, otlpRequest(false), false, "")
+	allDelta := pmetric.NewMetrics()
+	d := allDelta.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	d.SetName("d")
+	d.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	d.Sum().DataPoints().AppendEmpty().SetIntValue(1)
+	for _, tc := range []struct {
+		name, method, ct, enc string
+		body                  []byte
+		code                  int
+		says                  string
+	}{
+		{"gzip bomb", http.MethodPost, "application/x-protobuf", "gzip", bomb, http.StatusRequestEntityTooLarge, "decompresses past"},
+		{"zstd bomb", http.MethodPost, "application/x-protobuf", "zstd", zbomb, http.StatusRequestEntityTooLarge, "decompresses past"},
+		{"truncated protobuf", http.MethodPost, "application/x-protobuf", "", good[:len(good)/2], http.StatusBadRequest, "malformed OTLP request"},
+		{"bad JSON", http.MethodPost, "application/json", "", []byte(`{"resourceMetrics":[{`), http.StatusBadRequest, "malformed OTLP request"},
+		{"not gzip", http.MethodPost, "application/x-protobuf", "gzip", good, http.StatusBadRequest, "gzip body"},
+		{"content type", http.MethodPost, "text/plain", "", good, http.StatusUnsupportedMediaType, "content type"},
+		{"content encoding", http.MethodPost, "application/x-protobuf", "br", good, http.StatusUnsupportedMediaType, "content encoding"},
+		{"method", http.MethodGet, "application/x-protobuf", "", nil, http.StatusMethodNotAllowed, "GET"},
+		{"every point delta", http.MethodPost, "application/x-protobuf", "", otlpBody(t, allDelta, false, ""), http.StatusBadRequest, "delta temporality"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTestHandler(t, openEmbedded(t))
+			req := httptest.NewRequest(tc.method, "/api/v1/otlp/v1/metrics", bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.ct)
+			if tc.enc != "" {
+				req.Header.Set("Content-Encoding", tc.enc)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.says) {
+				t.Errorf("status %d %q, want %d saying %q", rec.Code, rec.Body, tc.code, tc.says)
+			}
+		})
+	}
+	t.Run("store unavailable", func(t *testing.T) {
+		fs := &failingStore{Store: openEmbedded(t), fail: true}
+		h := newTestHandler(t, fs)
+		rec := postOTLP(h, "/otlp/v1/metrics", "application/x-protobuf", "", good)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("status %d, Retry-After %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+		fs.mu.Lock()
+		fs.fail = false
+		fs.mu.Unlock()
+		if rec := postOTLP(h, "/otlp/v1/metrics", "application/x-protobuf", "", good); rec.Code != http.StatusOK {
+			t.Fatalf("retry: status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

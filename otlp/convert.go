@@ -1,0 +1,133 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/config"
+	prw "github.com/prometheus/prometheus/storage/remote/otlptranslator/prometheusremotewrite"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Config is how requests are translated: Prometheus's OTLP settings, as
+// its configuration file's otlp section has them, and its feature flags'.
+type Config struct {
+	config.OTLPConfig
+	// NativeDelta stores delta temporality sums and histograms as they
+	// come (Prometheus's otlp-native-delta-ingestion feature): query them
+	// with sum_over_time. Without it they are refused.
+	NativeDelta bool
+	// LookbackDelta is the query lookback, which spaces target_info's
+	// samples (every half of it over a request's points).
+	LookbackDelta time.Duration
+}
+
+// DefaultConfig is Prometheus 3.15's: UnderscoreEscapingWithSuffixes,
+// no resource attribute promoted, underscores sanitized and preserved.
+func DefaultConfig() Config {
+	return Config{OTLPConfig: config.DefaultOTLPConfig, LookbackDelta: 5 * time.Minute}
+}
+
+// Validate reports a Config that Prometheus would refuse: a resource
+// attribute both promoted and ignored, an ignore list without
+// PromoteAllResourceAttributes, or an unknown translation strategy.
+func (c Config) Validate() error {
+	if c.PromoteAllResourceAttributes && len(c.PromoteResourceAttributes) > 0 {
+		return errors.New("otlp: promote all resource attributes and a list to promote are exclusive")
+	}
+	if !c.PromoteAllResourceAttributes && len(c.IgnoreResourceAttributes) > 0 {
+		return errors.New("otlp: ignored resource attributes need promote all resource attributes")
+	}
+	switch c.TranslationStrategy {
+	case "UnderscoreEscapingWithSuffixes", "UnderscoreEscapingWithoutSuffixes", "NoUTF8EscapingWithSuffixes", "NoTranslation":
+	default:
+		return fmt.Errorf("otlp: unknown translation strategy %q", c.TranslationStrategy)
+	}
+	return nil
+}
+
+// Converter translates requests; it is safe for concurrent use.
+type Converter struct {
+	states sync.Pool // *state
+}
+
+// state is one translation's converter and appender, reused.
+type state struct {
+	conv *prw.PrometheusConverter
+	app  appender
+}
+
+// Result is what Convert made of a request.
+type Result struct {
+	// Body is the remote write 1.0 request of the series (nil: none).
+	Body []byte
+	// Points is the data points translated; Samples the samples and
+	// histograms they made.
+	Points, Samples int
+	// Rejected is the data points refused, Reason why.
+	Rejected int64
+	Reason   string
+	// Warnings are the converter's (collisions of translated names,
+	// histograms with a sum but no count).
+	Warnings []string
+}
+
+// Convert translates md under cfg into a remote write 1.0 body appended to
+// dst[:0]. md is changed (its refused points taken out). An error is
+// returned only for ctx's end: every refusal is in the Result.
+func (c *Converter) Convert(ctx context.Context, md pmetric.Metrics, cfg Config, dst []byte) (Result, error) {
+	var ref refusals
+	filter(md, cfg.NativeDelta, &ref)
+	st, _ := c.states.Get().(*state)
+	if st == nil {
+		st = &state{}
+		st.conv = prw.NewPrometheusConverter(&st.app)
+	}
+	defer c.states.Put(st)
+	st.app.reset(dst[:0])
+	st.conv.Reset(&st.app)
+	annots, err := st.conv.FromMetrics(ctx, md, settings(cfg))
+	if cerr := ctx.Err(); cerr != nil {
+		return Result{}, fmt.Errorf("translate OTLP metrics: %w", cerr)
+	}
+	if err != nil {
+		// Refusals the filter does not foresee: each error a metric's
+		// (or a point's) that was not translated.
+		for _, e := range unjoin(err) {
+			ref.add(1, e.Error())
+		}
+	}
+	res := Result{Points: md.DataPointCount(), Samples: st.app.samples, Rejected: ref.points, Reason: ref.message()}
+	res.Warnings, _ = annots.AsStrings("", 0, 0)
+	res.Body = st.app.finish()
+	st.app.body = nil // the caller's now
+	return res, nil
+}
+
+// settings are the converter's Settings for cfg, as Prometheus's receiver
+// makes them from its configuration.
+func settings(cfg Config) prw.Settings {
+	return prw.Settings{
+		AddMetricSuffixes:                    cfg.TranslationStrategy.ShouldAddSuffixes(),
+		AllowUTF8:                            !cfg.TranslationStrategy.ShouldEscape(),
+		PromoteResourceAttributes:            prw.NewPromoteResourceAttributes(cfg.OTLPConfig),
+		KeepIdentifyingResourceAttributes:    cfg.KeepIdentifyingResourceAttributes,
+		ConvertHistogramsToNHCB:              cfg.ConvertHistogramsToNHCB,
+		PromoteScopeMetadata:                 cfg.PromoteScopeMetadata,
+		AllowDeltaTemporality:                cfg.NativeDelta,
+		LookbackDelta:                        cfg.LookbackDelta,
+		LabelNameUnderscoreSanitization:      cfg.LabelNameUnderscoreSanitization,
+		LabelNamePreserveMultipleUnderscores: cfg.LabelNamePreserveMultipleUnderscores,
+	}
+}
+
+// unjoin returns the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
