@@ -8,11 +8,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/prometheus/otlptranslator"
@@ -24,7 +23,6 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
@@ -143,25 +141,13 @@ func joinLines(lines []string) string {
 // OTLP receiver's target_info may go back in time).
 func startOTLPPrometheus(t *testing.T, bin, otlpYAML string) *promProcess {
 	t.Helper()
-	dir := t.TempDir()
 	cfg := "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 1h\n"
 	if otlpYAML != "" {
 		cfg += "otlp:\n" + otlpYAML
 	}
-	path := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	proc, listen := testproc.StartServer(t, testproc.ServerSpec{
-		Name: "prometheus-otlp", LogDir: t.TempDir(), ReadyPath: "/-/ready", ReadyTimeout: time.Minute, LogTail: 40,
-		Command: func(listen string) *exec.Cmd {
-			return exec.Command(bin, "--config.file="+path, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-				"--web.listen-address="+listen, "--web.enable-otlp-receiver", "--enable-feature=exemplar-storage")
-		},
-	})
-	p := &promProcess{name: "prometheus", proc: proc, base: "http://" + listen}
-	p.api = promAPI{name: "prometheus", base: p.base, client: &http.Client{Timeout: time.Minute}}
-	return p
+	tmpl := template.Must(template.New("prometheus.yml").Parse(cfg))
+	return startPrometheus(t, bin, "prometheus-otlp", tmpl, func(string) map[string]string { return nil },
+		"--web.enable-otlp-receiver", "--enable-feature=exemplar-storage")
 }
 
 // sendOTLP posts an OTLP protobuf body, failing t unless it answers 200.
