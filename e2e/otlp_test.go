@@ -63,12 +63,18 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			testOTLPVariant(t, bin, v, seed)
+			testOTLPVariant(t, bin, v, seed, postOTLP)
 		})
 	}
 }
 
-func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64) {
+// otlpSender sends md to the OTLP/HTTP metrics endpoint url, failing t
+// unless it was taken.
+type otlpSender func(t *testing.T, url string, md pmetric.Metrics)
+
+// testOTLPVariant sends the generator's requests to Prometheus (POSTed)
+// and to promhbase (with send), and compares what both stored.
+func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send otlpSender) {
 	ctx := t.Context()
 	prom := startOTLPPrometheus(t, bin, v.yaml)
 	cfg := otlp.DefaultConfig()
@@ -84,13 +90,9 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64) {
 	start := end.Add(-(requests - 1) * step)
 	gen := newOTLPGen(seed)
 	for i := range requests {
-		body, err := pmetricotlp.NewExportRequestFromMetrics(gen.request(i, start.Add(time.Duration(i)*step))).MarshalProto()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, base := range []string{prom.base, srv.URL} {
-			sendOTLP(t, base+"/api/v1/otlp/v1/metrics", body)
-		}
+		md := gen.request(i, start.Add(time.Duration(i)*step))
+		postOTLP(t, prom.base+"/api/v1/otlp/v1/metrics", md)
+		send(t, srv.URL+"/otlp/v1/metrics", md)
 	}
 	qEnd := end.Add(5 * time.Minute)
 	want, err := prom.api.seriesSet(ctx, `{__name__=~".+"}`, start, qEnd)
@@ -150,9 +152,14 @@ func startOTLPPrometheus(t *testing.T, bin, otlpYAML string) *promProcess {
 		"--web.enable-otlp-receiver", "--enable-feature=exemplar-storage")
 }
 
-// sendOTLP posts an OTLP protobuf body, failing t unless it answers 200.
-func sendOTLP(t *testing.T, url string, body []byte) {
+// postOTLP posts md as an OTLP protobuf body, failing t unless it
+// answers 200.
+func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
 	t.Helper()
+	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
