@@ -15,17 +15,6 @@ import (
 	"github.com/promhbase/promhbase/otlp"
 )
 
-// TestOTelCollectorExporter: the OpenTelemetry Collector's otlphttp
-// exporter (its Go module, gzip and protobuf by default), configured
-// with promhbase's address plus /otlp as for Mimir, sends the generated
-// requests of TestOTLPAgainstPrometheus; what promhbase stores equals what
-// Prometheus stores of the same requests posted to its receiver.
-func TestOTelCollectorExporter(t *testing.T) {
-	t.Parallel()
-	bin := prometheusBinary(t)
-	testOTLPVariant(t, bin, otlpVariant{name: "collector", cfg: func(*otlp.Config) {}}, 42, sendByCollector)
-}
-
 // sendByCollector exports md through a Collector otlphttp exporter whose
 // endpoint is url without its /v1/metrics (the exporter adds it), with no
 // sending queue and no retries, so that an error fails the test.
@@ -50,4 +39,15 @@ func sendByCollector(t *testing.T, url string, md pmetric.Metrics) {
 	if err := exp.ConsumeMetrics(ctx, md); err != nil {
 		t.Fatalf("collector export: %v", err)
 	}
+}
+
+// TestOTelCollectorExporter: the OpenTelemetry Collector's otlphttp
+// exporter (its Go module, gzip and protobuf by default), configured
+// with promhbase's address plus /otlp as for Mimir, sends the generated
+// requests of TestOTLPAgainstPrometheus; what promhbase stores equals what
+// Prometheus stores of the same requests posted to its receiver.
+func TestOTelCollectorExporter(t *testing.T) {
+	t.Parallel()
+	bin := prometheusBinary(t)
+	testOTLPVariant(t, bin, otlpVariant{name: "collector", cfg: func(*otlp.Config) {}}, 42, sendByCollector)
 }
