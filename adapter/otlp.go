@@ -111,6 +111,9 @@ func (h *Handler) storeOTLP(w http.ResponseWriter, r *http.Request, format *otlp
 				rejected += int64(n)
 			}
 			reason = joinReasons(reason, err.Error())
+			if wres.Samples+wres.Histograms == 0 {
+				return fmt.Errorf("%w: nothing stored: %s", errBadRequest, reason)
+			}
 		case err != nil:
 			return err
 		}

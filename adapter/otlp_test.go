@@ -11,10 +11,14 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/prompb"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/testkit/otlpgen"
 )
 
 // otlpT0 is the request's points' time.
@@ -25,40 +29,13 @@ var otlpT0 = time.UnixMilli(1_700_000_000_000)
 // delta sum.
 func otlpRequest(delta bool) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	rm.Resource().Attributes().PutStr("service.namespace", "a")
-	rm.Resource().Attributes().PutStr("service.name", "b")
-	rm.Resource().Attributes().PutStr("service.instance.id", "i1")
-	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
-	g := ms.AppendEmpty()
-	g.SetName("queue.depth")
-	gauge := g.SetEmptyGauge()
-	for i, v := range []float64{3, 4} {
-		p := gauge.DataPoints().AppendEmpty()
-		p.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0.Add(time.Duration(i) * 15 * time.Second)))
-		p.SetDoubleValue(v)
-		p.Attributes().PutStr("queue", "q1")
-	}
-	c := ms.AppendEmpty()
-	c.SetName("busy.time")
-	c.SetUnit("s")
-	s := c.SetEmptySum()
-	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	p := s.DataPoints().AppendEmpty()
-	p.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0))
-	p.SetDoubleValue(7.5)
+	ms := otlpgen.Resource(md, map[string]any{"service.namespace": "a", "service.name": "b", "service.instance.id": "i1"})
+	q1 := map[string]any{"queue": "q1"}
+	otlpgen.Gauge(ms, "queue.depth", "", otlpgen.Point{T: otlpT0, V: 3, Attrs: q1}, otlpgen.Point{T: otlpT0.Add(15 * time.Second), V: 4, Attrs: q1})
+	otlpgen.Sum(ms, "busy.time", "s", true, pmetric.AggregationTemporalityCumulative, otlpgen.Point{T: otlpT0, V: 7.5})
 	if delta {
-		d := ms.AppendEmpty()
-		d.SetName("requests")
-		ds := d.SetEmptySum()
-		ds.SetIsMonotonic(true)
-		ds.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-		for range 3 {
-			dp := ds.DataPoints().AppendEmpty()
-			dp.SetTimestamp(pcommon.NewTimestampFromTime(otlpT0))
-			dp.SetIntValue(1)
-		}
+		p := otlpgen.Point{T: otlpT0, V: 1}
+		otlpgen.Sum(ms, "requests", "", true, pmetric.AggregationTemporalityDelta, p, p, p)
 	}
 	return md
 }
@@ -190,17 +167,17 @@ func TestOTLPRefused(t *testing.T) {
 	bomb := compress(t, make([]byte, 8<<20), "gzip") // 8 MiB of zeros in about 8 KiB
 	zbomb := compress(t, make([]byte, 8<<20), "zstd")
 	good := otlpBody(t, otlpRequest(false), false, "")
+	badHist := pmetric.NewMetrics()
+	otlpgen.Histogram(otlpgen.Resource(badHist, nil), "h", "", otlpT0, []float64{1, 2}, []uint64{1, 2, 3}, 7, 1)
 	allDelta := pmetric.NewMetrics()
-	d := allDelta.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
-	d.SetName("d")
-	d.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-	d.Sum().DataPoints().AppendEmpty().SetIntValue(1)
+	otlpgen.Sum(otlpgen.Resource(allDelta, nil), "d", "", true, pmetric.AggregationTemporalityDelta, otlpgen.Point{T: otlpT0, V: 1})
 	for _, tc := range []struct {
 		name, method, ct, enc string
 		body                  []byte
 		code                  int
 		says                  string
 	}{
+		{"histogram counts do not add up", http.MethodPost, "application/x-protobuf", "", otlpBody(t, badHist, false, ""), http.StatusBadRequest, "add up to 6, its count is 7"},
 		{"gzip bomb", http.MethodPost, "application/x-protobuf", "gzip", bomb, http.StatusRequestEntityTooLarge, "decompresses past"},
 		{"zstd bomb", http.MethodPost, "application/x-protobuf", "zstd", zbomb, http.StatusRequestEntityTooLarge, "decompresses past"},
 		{"truncated protobuf", http.MethodPost, "application/x-protobuf", "", good[:len(good)/2], http.StatusBadRequest, "malformed OTLP request"},
@@ -225,6 +202,28 @@ func TestOTLPRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a million attributes", func(t *testing.T) {
+		md := otlpRequest(false)
+		attrs := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes()
+		raw := make(map[string]any, 1<<20)
+		for i := range 1 << 20 {
+			raw["a"+strconv.Itoa(i)] = "v"
+		}
+		if err := attrs.FromRaw(raw); err != nil {
+			t.Fatal(err)
+		}
+		st := openEmbedded(t)
+		m := newTestMapper(t, st)
+		h := newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar"}),
+			query.New(st, m, query.Options{}), Options{MaxRequestBytes: 32 << 20}, prometheus.NewRegistry())
+		rec := postOTLP(h, "/otlp/v1/metrics", "application/x-protobuf", "gzip", otlpBody(t, md, false, "gzip"))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `metric "queue.depth": a data point of 1048576 attributes, more than 128`) {
+			t.Fatalf("status %d %q, want 200 with the point of a million attributes refused by name", rec.Code, rec.Body)
+		}
+		if got := readMetric(t, h, "busy_time_seconds_total"); !strings.HasSuffix(got, "0s=7.5") {
+			t.Errorf("the rest of the request: busy_time_seconds_total %s", got)
+		}
+	})
 	t.Run("store unavailable", func(t *testing.T) {
 		fs := &failingStore{Store: openEmbedded(t), fail: true}
 		h := newTestHandler(t, fs)

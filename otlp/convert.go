@@ -23,7 +23,17 @@ type Config struct {
 	// LookbackDelta is the query lookback, which spaces target_info's
 	// samples (every half of it over a request's points).
 	LookbackDelta time.Duration
+	// MaxAttributes bounds the attributes of a resource, a scope and a
+	// data point; more are refused (their series would pass every label
+	// limit). Zero means DefaultMaxAttributes.
+	MaxAttributes int
 }
+
+// DefaultMaxAttributes is Config.MaxAttributes's default: four times the
+// 30 label names a series may have by default
+// (--limits.max-label-names-per-series), so that a resource whose
+// attributes are not all promoted still passes.
+const DefaultMaxAttributes = 128
 
 // DefaultConfig is Prometheus 3.15's: UnderscoreEscapingWithSuffixes,
 // no resource attribute promoted, underscores sanitized and preserved.
@@ -80,7 +90,11 @@ type Result struct {
 // returned only for ctx's end: every refusal is in the Result.
 func (c *Converter) Convert(ctx context.Context, md pmetric.Metrics, cfg Config, dst []byte) (Result, error) {
 	var ref refusals
-	filter(md, cfg.NativeDelta, &ref)
+	maxAttrs := cfg.MaxAttributes
+	if maxAttrs <= 0 {
+		maxAttrs = DefaultMaxAttributes
+	}
+	filter(md, cfg.NativeDelta, maxAttrs, &ref)
 	st, _ := c.states.Get().(*state)
 	if st == nil {
 		st = &state{}
