@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/testkit/otlpgen"
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
@@ -446,6 +449,44 @@ func TestTenantLimits(t *testing.T) {
 	code, got := cf.api("/api/v1/query", url.Values{"query": {"count(lim_metric)"}, "time": {apiTime(t0 + 1000)}})
 	if code != http.StatusOK || !strings.Contains(got, `"1600"`) {
 		t.Errorf("the other tenant's series: %d %s, want 1600", code, got)
+	}
+}
+
+// TestTenantOTLP: the OTLP translation is a tenant's: one whose runtime
+// overrides keep UTF-8 names and promote host.name gets its series so;
+// another, without overrides, gets the flags' (Prometheus's default)
+// names, from the same request.
+func TestTenantOTLP(t *testing.T) {
+	t.Parallel()
+	st, tb := testbackend.New(t)
+	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
+	dotted, plain := "dotted-"+sfx, "plain-"+sfx
+	runtime := filepath.Join(t.TempDir(), "runtime.yaml")
+	body := fmt.Sprintf("overrides:\n  %q:\n    otel_translation_strategy: NoUTF8EscapingWithSuffixes\n    promote_otel_resource_attributes: host.name\n", dotted)
+	if err := os.WriteFile(runtime, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Tenants: &testserver.TenantOptions{
+		AutoCreate: true, RuntimeFile: runtime}})
+	md := pmetric.NewMetrics()
+	ms := otlpgen.Resource(md, map[string]any{"service.name": "svc", "host.name": "h1"})
+	otlpgen.Gauge(ms, "queue.depth", "By", otlpgen.Point{T: time.UnixMilli(t0), V: 3})
+	req, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for org, want := range map[string]string{
+		dotted: `"__name__":"queue.depth_bytes","host.name":"h1","job":"svc"`,
+		plain:  `"__name__":"queue_depth_bytes","job":"svc"`,
+	} {
+		c := tenantClient{t: t, base: srv.URL, org: org}
+		if code, msg := c.do("POST", "/otlp/v1/metrics", req, map[string]string{"Content-Type": "application/x-protobuf"}); code != http.StatusOK {
+			t.Fatalf("tenant %s: OTLP write: %d %s", org, code, msg)
+		}
+		code, got := c.api("/api/v1/series", url.Values{"match[]": {`{__name__=~"queue.*"}`}, "start": {apiTime(t0 - 1000)}, "end": {apiTime(t0 + 1000)}})
+		if code != http.StatusOK || !strings.Contains(got, "{"+want+"}") {
+			t.Errorf("tenant %s: series %d %s, want {%s}", org, code, got, want)
+		}
 	}
 }
 

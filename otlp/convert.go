@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("otlp: unknown translation strategy %q", c.TranslationStrategy)
 	}
 	return nil
+}
+
+// SplitList splits a comma-separated list of attribute names (a flag's,
+// a runtime configuration's), dropping spaces around them and empty ones.
+func SplitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // Converter translates requests; it is safe for concurrent use.

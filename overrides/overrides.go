@@ -12,6 +12,8 @@
 //	    max_active_series: 200000  # any field of Limits; the rest keep the flags' values
 //	    ingestion_rate: 50000
 //	    ruler_max_rule_groups_per_tenant: 70
+//	    otel_translation_strategy: NoUTF8EscapingWithSuffixes
+//	    promote_otel_resource_attributes: k8s.pod.name,host.name
 //	users:
 //	  alice: [team-a]              # login -> the tenants it may name
 //	  grafana: [team-a, team-b]
@@ -26,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +36,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/prometheus/otlptranslator"
+
 	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/tenant"
 )
 
@@ -57,6 +63,54 @@ type Limits struct {
 	// Mimir's limits of these names: a POST past them gets 400.
 	RulerMaxRuleGroupsPerTenant int `yaml:"ruler_max_rule_groups_per_tenant"`
 	RulerMaxRulesPerRuleGroup   int `yaml:"ruler_max_rules_per_rule_group"`
+	// OTel are the tenant's OTLP translation settings, as Mimir's limits
+	// of these names (the defaults: serve's --otlp.* flags).
+	OTel OTelLimits `yaml:",inline"`
+}
+
+// OTelLimits are a tenant's OTLP translation settings (otlp.Config).
+type OTelLimits struct {
+	TranslationStrategy string `yaml:"otel_translation_strategy"`
+	// PromoteResourceAttributes is a comma-separated list, as Mimir's
+	// promote_otel_resource_attributes; set, it replaces the flags'
+	// promotion (a list, or all but the ignored).
+	PromoteResourceAttributes            string `yaml:"promote_otel_resource_attributes"`
+	KeepIdentifyingResourceAttributes    bool   `yaml:"otel_keep_identifying_resource_attributes"`
+	ConvertHistogramsToNHCB              bool   `yaml:"otel_convert_histograms_to_nhcb"`
+	PromoteScopeMetadata                 bool   `yaml:"otel_promote_scope_metadata"`
+	NativeDeltaIngestion                 bool   `yaml:"otel_native_delta_ingestion"`
+	LabelNameUnderscoreSanitization      bool   `yaml:"otel_label_name_underscore_sanitization"`
+	LabelNamePreserveMultipleUnderscores bool   `yaml:"otel_label_name_preserve_multiple_underscores"`
+}
+
+// OTelLimitsOf returns the OTelLimits that give c.
+func OTelLimitsOf(c otlp.Config) OTelLimits {
+	return OTelLimits{
+		TranslationStrategy:               string(c.TranslationStrategy),
+		PromoteResourceAttributes:         strings.Join(c.PromoteResourceAttributes, ","),
+		KeepIdentifyingResourceAttributes: c.KeepIdentifyingResourceAttributes, ConvertHistogramsToNHCB: c.ConvertHistogramsToNHCB,
+		PromoteScopeMetadata: c.PromoteScopeMetadata, NativeDeltaIngestion: c.NativeDelta,
+		LabelNameUnderscoreSanitization:      c.LabelNameUnderscoreSanitization,
+		LabelNamePreserveMultipleUnderscores: c.LabelNamePreserveMultipleUnderscores,
+	}
+}
+
+// Config returns base (serve's flags: what OTelLimits does not hold) with
+// o's settings; the zero OTelLimits (no strategy: defaults never set)
+// leaves base as it is.
+func (o OTelLimits) Config(base otlp.Config) otlp.Config {
+	if o.TranslationStrategy == "" {
+		return base
+	}
+	c := base
+	c.TranslationStrategy = otlptranslator.TranslationStrategyOption(o.TranslationStrategy)
+	if list := otlp.SplitList(o.PromoteResourceAttributes); len(list) > 0 || !c.PromoteAllResourceAttributes {
+		c.PromoteResourceAttributes, c.PromoteAllResourceAttributes, c.IgnoreResourceAttributes = list, false, nil
+	}
+	c.KeepIdentifyingResourceAttributes, c.ConvertHistogramsToNHCB = o.KeepIdentifyingResourceAttributes, o.ConvertHistogramsToNHCB
+	c.PromoteScopeMetadata, c.NativeDelta = o.PromoteScopeMetadata, o.NativeDeltaIngestion
+	c.LabelNameUnderscoreSanitization, c.LabelNamePreserveMultipleUnderscores = o.LabelNameUnderscoreSanitization, o.LabelNamePreserveMultipleUnderscores
+	return c
 }
 
 // FromConfig returns the Limits of the write limits c and the query
@@ -102,6 +156,11 @@ func (l Limits) validate() error {
 	}
 	if l.IngestionRate > 0 && l.IngestionBurst == 0 {
 		return fmt.Errorf("ingestion_rate %g with ingestion_burst_size 0: a rate needs a burst", l.IngestionRate)
+	}
+	if l.OTel.TranslationStrategy != "" {
+		if err := l.OTel.Config(otlp.DefaultConfig()).Validate(); err != nil {
+			return err
+		}
 	}
 	return l.Write().Validate() // what else limits refuses (NaN, infinities)
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/promhbase/promhbase/otlp"
 )
 
 var defaults = Limits{MaxLabelNamesPerSeries: 30, MaxSeriesPerRequest: 50000, NewSeriesRate: 100, NewSeriesBurst: 1000, MaxActiveSeries: 1000, MaxSamplesPerQuery: 5000}
@@ -196,4 +200,29 @@ func TestRunReloadsEveryPeriod(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestOTelLimits: a tenant's otel_* keys change its OTLP settings over the
+// defaults (the flags'); a tenant without them keeps the defaults; an
+// unknown strategy is refused.
+func TestOTelLimits(t *testing.T) {
+	base := otlp.DefaultConfig()
+	base.PromoteAllResourceAttributes, base.IgnoreResourceAttributes = true, []string{"process.pid"}
+	defaults := Limits{OTel: OTelLimitsOf(base)}
+	c, err := Parse([]byte("overrides:\n  a:\n    otel_translation_strategy: NoTranslation\n    promote_otel_resource_attributes: k8s.pod.name, host.name\n"+
+		"    otel_native_delta_ingestion: true\n  b:\n    max_active_series: 5\n"), defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Overrides["a"].OTel.Config(base)
+	if a.TranslationStrategy != "NoTranslation" || !slices.Equal(a.PromoteResourceAttributes, []string{"k8s.pod.name", "host.name"}) ||
+		a.PromoteAllResourceAttributes || a.IgnoreResourceAttributes != nil || !a.NativeDelta || !a.LabelNameUnderscoreSanitization {
+		t.Errorf("tenant a: %+v", a)
+	}
+	if b := c.Overrides["b"].OTel.Config(base); !reflect.DeepEqual(b, base) {
+		t.Errorf("tenant b: %+v, want the defaults %+v", b, base)
+	}
+	if _, err := Parse([]byte("overrides:\n  a:\n    otel_translation_strategy: Dots\n"), defaults); err == nil || !strings.Contains(err.Error(), "Dots") {
+		t.Errorf("unknown strategy: %v", err)
+	}
 }

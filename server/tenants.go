@@ -16,8 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/federation"
 	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/ruler"
@@ -175,7 +177,8 @@ func writePath(r *http.Request) bool {
 	if rulerConfigPath(path) {
 		return r.Method != http.MethodGet && r.Method != http.MethodHead
 	}
-	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || path == "/api/v1/import/chunks" || strings.HasPrefix(path, "/api/v1/admin/")
+	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || path == "/api/v1/import/chunks" ||
+		slices.Contains(adapter.OTLPPaths, path) || strings.HasPrefix(path, "/api/v1/admin/")
 }
 
 // rulerConfigPath reports whether path is the ruler's configuration
@@ -432,6 +435,14 @@ func (t *Tenants) openWith(ctx context.Context, cfg Config, view store.Store) (*
 		return ruler.Limits{MaxRuleGroupsPerTenant: l.RulerMaxRuleGroupsPerTenant, MaxRulesPerRuleGroup: l.RulerMaxRulesPerRuleGroup}
 	}
 	cfg.Adapter.Slots, cfg.Adapter.ReadSlots, cfg.API.Slots = t.slots, t.readSlots, t.querySlots
+	base := cfg.Adapter.OTLP
+	cfg.Adapter.OTLP = func() otlp.Config {
+		b := otlp.DefaultConfig()
+		if base != nil {
+			b = base()
+		}
+		return t.tc.Runtime.Limits(id).OTel.Config(b)
+	}
 	cfg.Web.Tenant = id
 	return New(ctx, view, cfg)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -43,7 +42,7 @@ func registerOTLPFlags(cmd *kingpin.CmdClause, f *otlpFlags) {
 func (f otlpFlags) config(lookback time.Duration) (otlp.Config, error) {
 	c := otlp.DefaultConfig()
 	c.TranslationStrategy = otlptranslator.TranslationStrategyOption(f.strategy)
-	c.PromoteResourceAttributes, c.IgnoreResourceAttributes = splitList(f.promote), splitList(f.ignore)
+	c.PromoteResourceAttributes, c.IgnoreResourceAttributes = otlp.SplitList(f.promote), otlp.SplitList(f.ignore)
 	c.PromoteAllResourceAttributes, c.KeepIdentifyingResourceAttributes = f.promoteAll, f.keepIdentity
 	c.ConvertHistogramsToNHCB, c.PromoteScopeMetadata, c.NativeDelta = f.nhcb, f.scope, f.nativeDelta
 	c.LabelNameUnderscoreSanitization, c.LabelNamePreserveMultipleUnderscores = f.underscores, f.preserve
@@ -54,15 +53,4 @@ func (f otlpFlags) config(lookback time.Duration) (otlp.Config, error) {
 		return otlp.Config{}, fmt.Errorf("--otlp.*: %w", err)
 	}
 	return c, nil
-}
-
-// splitList splits a comma-separated flag, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

@@ -115,6 +115,9 @@ func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, r
 	defaults := overrides.FromConfig(base.Limits, base.Query.MaxSamples)
 	defaults.RulerMaxRuleGroupsPerTenant = serveOpts.rulerLimits.maxGroups
 	defaults.RulerMaxRulesPerRuleGroup = serveOpts.rulerLimits.maxRules
+	if base.Adapter.OTLP != nil {
+		defaults.OTel = overrides.OTelLimitsOf(base.Adapter.OTLP())
+	}
 	rt, err := overrides.New(overrides.Options{Path: f.runtimeFile, Period: f.reloadPeriod,
 		Defaults: defaults, Registerer: reg, Logger: logger.With("component", "runtime-config")})
 	if err != nil {

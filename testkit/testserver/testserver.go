@@ -21,6 +21,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -92,8 +93,15 @@ type TenantOptions struct {
 func startTenants(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping.Layout, cfg server.Config, to TenantOptions) *Server {
 	t.Helper()
 	reg := cfg.Registerer.(*prometheus.Registry)
+	// As serve makes them: the flags' limits and OTLP settings.
+	defaults := overrides.FromConfig(cfg.Limits, cfg.Query.MaxSamples)
+	otlpCfg := otlp.DefaultConfig()
+	if cfg.Adapter.OTLP != nil {
+		otlpCfg = cfg.Adapter.OTLP()
+	}
+	defaults.OTel = overrides.OTelLimitsOf(otlpCfg)
 	rt, err := overrides.New(overrides.Options{Path: to.RuntimeFile, Period: to.ReloadPeriod,
-		Defaults: overrides.FromConfig(cfg.Limits, cfg.Query.MaxSamples), Registerer: reg})
+		Defaults: defaults, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
