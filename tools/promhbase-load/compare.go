@@ -96,8 +96,11 @@ type result struct {
 // CPU seconds per million samples, peak RSS, bytes on disk per sample,
 // remote-read samples/s.
 func runCompare(o options, c compareOptions) ([]result, error) {
-	if c.protocol != "v1" && c.protocol != "v2" {
-		return nil, fmt.Errorf("--protocol=%q: want v1 or v2", c.protocol)
+	if c.protocol != "v1" && c.protocol != "v2" && c.protocol != "otlp" {
+		return nil, fmt.Errorf("--protocol=%q: want v1, v2 or otlp", c.protocol)
+	}
+	if c.protocol == "otlp" && c.histograms {
+		return nil, fmt.Errorf("--protocol=otlp sends gauges; --histograms is for v1 and v2")
 	}
 	if len(c.systems) == 0 {
 		c.systems = []string{"prometheus", "promhbase"}
@@ -176,6 +179,9 @@ func encodeRound(o options, c compareOptions, t0 int64, round, first, n int) []b
 	ts := t0 + int64(round)*15_000
 	var data []byte
 	var err error
+	if c.protocol == "otlp" {
+		return encodeOTLP(o, c, ts, round, first, n)
+	}
 	if c.protocol == "v1" {
 		req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, n)}
 		for i := range n {

@@ -73,9 +73,14 @@ func benchTables(quorum, dir string) (flags []string, drop func(), err error) {
 // post sends one remote-write request, retrying 5xx and 429 as Prometheus
 // does (with retry_on_http_429).
 func post(ctx context.Context, url, ct string, body []byte) error {
+	return postEncoded(ctx, url, ct, "snappy", body)
+}
+
+// postEncoded is post of a body of Content-Encoding enc.
+func postEncoded(ctx context.Context, url, ct, enc string, body []byte) error {
 	for attempt := 0; ; attempt++ {
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		hr.Header.Set("Content-Encoding", "snappy")
+		hr.Header.Set("Content-Encoding", enc)
 		hr.Header.Set("Content-Type", ct)
 		hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 		resp, err := http.DefaultClient.Do(hr)

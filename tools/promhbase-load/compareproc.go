@@ -135,7 +135,8 @@ func (s *compared) command(c compareOptions, dir, addr string) (*exec.Cmd, error
 		if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
 			return nil, err
 		}
-		return exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+s.data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver"), nil
+		return exec.Command(c.prometheus, "--config.file="+cfg, "--storage.tsdb.path="+s.data, "--web.listen-address="+addr, "--web.enable-remote-write-receiver",
+			"--web.enable-otlp-receiver"), nil
 	case "promhbase-hbase":
 		tables, drop, err := benchTables(c.hbaseQuorum, dir)
 		if err != nil {
@@ -145,7 +146,10 @@ func (s *compared) command(c compareOptions, dir, addr string) (*exec.Cmd, error
 		return exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.backend=hbase",
 			"--hbase.zookeeper.quorum=" + c.hbaseQuorum, "--limits.new-series-rate=0", "--limits.max-active-series=0"}, append(tables, c.extraFlags...)...)...), nil
 	case "victoriametrics":
-		return exec.Command(c.victoriaMetrics, "-storageDataPath="+s.data, "-httpListenAddr="+addr, "-retentionPeriod=100y", "-search.disableCache"), nil
+		// With Prometheus's naming of OTLP metrics, so that all make the
+		// same series of --protocol=otlp.
+		return exec.Command(c.victoriaMetrics, "-storageDataPath="+s.data, "-httpListenAddr="+addr, "-retentionPeriod=100y", "-search.disableCache",
+			"-opentelemetry.usePrometheusNaming"), nil
 	default:
 		return exec.Command(c.promhbase, append([]string{"serve", "--web.listen-address=" + addr, "--storage.embedded.path=" + s.data,
 			"--limits.new-series-rate=0", "--limits.max-active-series=0"}, c.extraFlags...)...), nil
@@ -197,16 +201,26 @@ func (s *compared) write(o options, c compareOptions, pre [][][]byte, res *resul
 	}
 	wait0 := mutexWait(s.base)
 	o.url = s.base + "/api/v1/write"
+	if c.protocol == "otlp" {
+		o.url = s.base + "/api/v1/otlp/v1/metrics"
+		if s.name == "victoriametrics" {
+			o.url = s.base + "/opentelemetry/v1/metrics"
+		}
+	}
 	o.duration = 24 * time.Hour    // bounded by the rounds
 	o.shift = seriesID(o, c, 1, 0) // the window's slide a round
 	ct := "application/x-protobuf"
+	enc := "snappy"
+	if c.protocol == "otlp" {
+		ct, enc = otlpContentType, "gzip" // as OTLP exporters send it by default
+	}
 	if c.protocol == "v2" {
 		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 	}
 	fmt.Fprintf(os.Stderr, "%s: writing...\n", s.name)
 	stopProfiles := profileWrites(c, s.name, res.cpus, o.series, s.base)
 	r, err := run(o, func(ctx context.Context, round, first, n int) error {
-		return post(ctx, o.url, ct, pre[round][first/o.batch])
+		return postEncoded(ctx, o.url, ct, enc, pre[round][first/o.batch])
 	})
 	if perr := stopProfiles(); perr != nil && err == nil {
 		err = perr

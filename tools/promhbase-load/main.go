@@ -104,7 +104,7 @@ func main() {
 	compareCmd.Flag("profile", "Save promhbase's mutex and block profiles of each run's writes in this directory (add --promhbase.flag=--web.enable-pprof --promhbase.flag=--debug.mutex-profile-fraction=10 --promhbase.flag=--debug.block-profile-rate=10000).").StringVar(&c.profile)
 	compareCmd.Flag("profile.cpu-seconds", "With --profile, also save promhbase's CPU profile of this long from the start of each run's writes (whole seconds; the run waits for it).").DurationVar(&c.profileCPU)
 	compareCmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
-	compareCmd.Flag("protocol", "Remote write protocol: v1 or v2.").Default("v1").StringVar(&c.protocol)
+	compareCmd.Flag("protocol", "Write protocol: v1 or v2 (remote write), or otlp (OTLP/HTTP gauges, gzip protobuf: Prometheus with --web.enable-otlp-receiver, VictoriaMetrics with -opentelemetry.usePrometheusNaming).").Default("v1").StringVar(&c.protocol)
 	compareCmd.Flag("histograms", "Send one integer native histogram (schema 3, 12 buckets) per series a round instead of a float sample.").BoolVar(&c.histograms)
 	compareCmd.Flag("idle-wait", "Before each system's run, wait until the machine's CPUs are less than a tenth busy (what the run before left running, such as HBase's flushes, would otherwise share the cores), at most this long; 0 does not wait.").Default("2m").DurationVar(&c.idleWait)
 	compareCmd.Flag("read-repeats", "Times each read (both remote-read response types, query_range) is timed; the median is reported.").Default("15").IntVar(&c.readRepeats)
