@@ -13,11 +13,13 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/prompb"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/testkit/otlpgen"
 )
 
@@ -57,7 +59,7 @@ func otlpBody(t *testing.T, md pmetric.Metrics, json bool, enc string) []byte {
 	return compress(t, b, enc)
 }
 
-func compress(t *testing.T, b []byte, enc string) []byte {
+func compress(t testing.TB, b []byte, enc string) []byte {
 	t.Helper()
 	switch enc {
 	case "gzip":
@@ -245,4 +247,42 @@ func TestOTLPRefused(t *testing.T) {
 			t.Fatalf("retry: status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// BenchmarkOTLPWrite: the series of BenchmarkWritePath as one OTLP
+// request of gauges (2000 points of 10 attributes, one resource without
+// attributes, gzip protobuf as exporters send it), from the HTTP body to
+// the store's Puts, the store excluded, caches warm.
+func BenchmarkOTLPWrite(b *testing.B) {
+	md := pmetric.NewMetrics()
+	ms := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics()
+	byName := map[string]pmetric.NumberDataPointSlice{}
+	for _, s := range benchdata.Series() {
+		var name string
+		attrs := map[string]any{}
+		for _, l := range s.Labels {
+			if l.Name == "__name__" {
+				name = l.Value
+			} else {
+				attrs[l.Name] = l.Value
+			}
+		}
+		dps, ok := byName[name]
+		if !ok {
+			dps = otlpgen.Gauge(ms, name, "").Gauge().DataPoints()
+			byName[name] = dps
+		}
+		p := dps.AppendEmpty()
+		p.SetTimestamp(pcommon.Timestamp(s.Samples[0].Timestamp * 1e6))
+		p.SetDoubleValue(s.Samples[0].Value)
+		if err := p.Attributes().FromRaw(attrs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchPost(b, "/api/v1/otlp/v1/metrics", http.Header{"Content-Encoding": {"gzip"}, "Content-Type": {"application/x-protobuf"}},
+		compress(b, body, "gzip"), 2000, "sample")
 }
