@@ -190,7 +190,7 @@ func refuseAttributes(m pmetric.Metric, maxAttrs int, r *refusals) bool {
 // after taking out its points that are refused alone.
 func refuse(m pmetric.Metric, nativeDelta bool, r *refusals) bool {
 	var temporality pmetric.AggregationTemporality
-	points := 0
+	var points int
 	switch m.Type() {
 	case pmetric.MetricTypeGauge, pmetric.MetricTypeSummary:
 		return false

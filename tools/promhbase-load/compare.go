@@ -66,21 +66,21 @@ func (c compareOptions) kind() string {
 
 // result is what one system did under one load.
 type result struct {
-	system                  string
-	cpus                    int // the cores it was pinned to; 0: not pinned
-	series, rounds          int
-	samples                 int64
-	elapsed                 time.Duration
-	p50, p99                time.Duration
-	firstRound              time.Duration
-	steadyRate              float64 // samples/s after the first round
-	steadyP99               time.Duration
-	cpu                     float64 // seconds of the server's CPU while writing
+	system         string
+	cpus           int // the cores it was pinned to; 0: not pinned
+	series, rounds int
+	samples        int64
+	elapsed        time.Duration
+	p50, p99       time.Duration
+	firstRound     time.Duration
+	steadyRate     float64 // samples/s after the first round
+	steadyP99      time.Duration
+	cpu            float64 // seconds of the server's CPU while writing
 	// mutexWait is the seconds the server's goroutines spent waiting for
 	// contended sync.Mutex and RWMutex locks while writing (the Go
 	// runtime's /sync/mutex/wait/total:seconds, as each server exports
 	// it; -1 when it does not).
-	mutexWait float64
+	mutexWait               float64
 	peakRSS                 int64   // VmHWM, bytes
 	diskBytes               int64   // data directory after the run
 	readSamples, streamRate float64 // remote read, samples/s (SAMPLES, STREAMED_XOR_CHUNKS)
