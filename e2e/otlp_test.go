@@ -32,6 +32,9 @@ type otlpVariant struct {
 	name string
 	yaml string // the otlp section's body, indented two spaces
 	cfg  func(*otlp.Config)
+	// delta adds delta temporality sums and histograms to the requests,
+	// stored as they come (Prometheus's otlp-native-delta-ingestion).
+	delta bool
 }
 
 // TestOTLPAgainstPrometheus sends the same generated OTLP requests (every
@@ -60,6 +63,7 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 				c.KeepIdentifyingResourceAttributes, c.ConvertHistogramsToNHCB, c.PromoteScopeMetadata = true, true, true
 				c.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes
 			}},
+		{name: "native delta ingestion", delta: true, cfg: func(c *otlp.Config) { c.NativeDelta = true }},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,7 +80,7 @@ type otlpSender func(t *testing.T, url string, md pmetric.Metrics)
 // and to promhbase (with send), and compares what both stored.
 func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send otlpSender) {
 	ctx := t.Context()
-	prom := startOTLPPrometheus(t, bin, v.yaml)
+	prom := startOTLPPrometheus(t, bin, v.yaml, v.delta)
 	cfg := otlp.DefaultConfig()
 	v.cfg(&cfg)
 	st, tb := testbackend.New(t)
@@ -89,6 +93,7 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send 
 	end := time.Now().Add(-time.Minute).Truncate(time.Second)
 	start := end.Add(-(requests - 1) * step)
 	gen := newOTLPGen(seed)
+	gen.delta = v.delta
 	for i := range requests {
 		md := gen.request(i, start.Add(time.Duration(i)*step))
 		postOTLP(t, prom.base+"/api/v1/otlp/v1/metrics", md)
@@ -141,15 +146,19 @@ func joinLines(lines []string) string {
 // startOTLPPrometheus starts Prometheus with its OTLP receiver, the otlp
 // section otlpYAML, exemplar storage and an out-of-order window (the
 // OTLP receiver's target_info may go back in time).
-func startOTLPPrometheus(t *testing.T, bin, otlpYAML string) *promProcess {
+func startOTLPPrometheus(t *testing.T, bin, otlpYAML string, delta bool) *promProcess {
 	t.Helper()
 	cfg := "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 1h\n"
 	if otlpYAML != "" {
 		cfg += "otlp:\n" + otlpYAML
 	}
 	tmpl := template.Must(template.New("prometheus.yml").Parse(cfg))
+	features := "--enable-feature=exemplar-storage"
+	if delta {
+		features += ",otlp-native-delta-ingestion"
+	}
 	return startPrometheus(t, bin, "prometheus-otlp", tmpl, func(string) map[string]string { return nil },
-		"--web.enable-otlp-receiver", "--enable-feature=exemplar-storage")
+		"--web.enable-otlp-receiver", features)
 }
 
 // postOTLP posts md as an OTLP protobuf body, failing t unless it
@@ -186,6 +195,7 @@ type otlpGen struct {
 	rng   *rand.Rand
 	reset int // the request at which cumulative values start over
 	stale int // the request whose gauge point has no recorded value
+	delta bool
 }
 
 func newOTLPGen(seed uint64) *otlpGen {
@@ -332,6 +342,10 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		p.SetSum(float64(total) * 3.5)
 	}
 
+	if g.delta {
+		g.deltas(ms, ts, startTS)
+	}
+
 	sm := ms.AppendEmpty()
 	sm.SetName("db.query.latency")
 	sm.SetUnit("s")
@@ -345,4 +359,31 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		qv.SetQuantile(q)
 		qv.SetValue(q * float64(1+g.rng.IntN(10)))
 	}
+}
+
+// deltas appends a delta sum and a delta histogram, each point the
+// increase since the previous request.
+func (g *otlpGen) deltas(ms pmetric.MetricSlice, ts, startTS pcommon.Timestamp) {
+	d := ms.AppendEmpty()
+	d.SetName("jobs.processed")
+	ds := d.SetEmptySum()
+	ds.SetIsMonotonic(true)
+	ds.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	p := ds.DataPoints().AppendEmpty()
+	p.SetStartTimestamp(startTS)
+	p.SetTimestamp(ts)
+	p.SetIntValue(int64(g.rng.IntN(20)))
+	h := ms.AppendEmpty()
+	h.SetName("job.duration")
+	h.SetUnit("s")
+	dh := h.SetEmptyHistogram()
+	dh.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	hp := dh.DataPoints().AppendEmpty()
+	hp.SetStartTimestamp(startTS)
+	hp.SetTimestamp(ts)
+	hp.ExplicitBounds().FromRaw([]float64{1, 10})
+	counts := []uint64{uint64(g.rng.IntN(5)), uint64(g.rng.IntN(5)), uint64(g.rng.IntN(5))}
+	hp.BucketCounts().FromRaw(counts)
+	hp.SetCount(counts[0] + counts[1] + counts[2])
+	hp.SetSum(float64(hp.Count()) * 2.5)
 }
