@@ -22,6 +22,7 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/otlp"
+	"github.com/promhbase/promhbase/testkit/otlpgen"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
@@ -343,7 +344,7 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 	}
 
 	if g.delta {
-		g.deltas(ms, ts, startTS)
+		g.deltas(ms, t)
 	}
 
 	sm := ms.AppendEmpty()
@@ -363,27 +364,10 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 
 // deltas appends a delta sum and a delta histogram, each point the
 // increase since the previous request.
-func (g *otlpGen) deltas(ms pmetric.MetricSlice, ts, startTS pcommon.Timestamp) {
-	d := ms.AppendEmpty()
-	d.SetName("jobs.processed")
-	ds := d.SetEmptySum()
-	ds.SetIsMonotonic(true)
-	ds.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-	p := ds.DataPoints().AppendEmpty()
-	p.SetStartTimestamp(startTS)
-	p.SetTimestamp(ts)
-	p.SetIntValue(int64(g.rng.IntN(20)))
-	h := ms.AppendEmpty()
-	h.SetName("job.duration")
-	h.SetUnit("s")
-	dh := h.SetEmptyHistogram()
-	dh.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-	hp := dh.DataPoints().AppendEmpty()
-	hp.SetStartTimestamp(startTS)
-	hp.SetTimestamp(ts)
-	hp.ExplicitBounds().FromRaw([]float64{1, 10})
+func (g *otlpGen) deltas(ms pmetric.MetricSlice, t time.Time) {
+	otlpgen.Sum(ms, "jobs.processed", "", true, pmetric.AggregationTemporalityDelta, otlpgen.Point{T: t, V: float64(g.rng.IntN(20))})
 	counts := []uint64{uint64(g.rng.IntN(5)), uint64(g.rng.IntN(5)), uint64(g.rng.IntN(5))}
-	hp.BucketCounts().FromRaw(counts)
-	hp.SetCount(counts[0] + counts[1] + counts[2])
-	hp.SetSum(float64(hp.Count()) * 2.5)
+	total := counts[0] + counts[1] + counts[2]
+	h := otlpgen.Histogram(ms, "job.duration", "s", t, []float64{1, 10}, counts, total, float64(total)*2.5)
+	h.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 }

@@ -49,7 +49,7 @@ func Sum(ms pmetric.MetricSlice, name, unit string, monotonic bool, tempo pmetri
 // Histogram appends a cumulative explicit-bucket histogram of one point
 // at t: bounds, counts (one more than bounds), count and sum as given,
 // whether they agree or not.
-func Histogram(ms pmetric.MetricSlice, name, unit string, t time.Time, bounds []float64, counts []uint64, count uint64, sum float64) pmetric.HistogramDataPoint {
+func Histogram(ms pmetric.MetricSlice, name, unit string, t time.Time, bounds []float64, counts []uint64, count uint64, sum float64) pmetric.Metric {
 	m := newMetric(ms, name, unit)
 	h := m.SetEmptyHistogram()
 	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -59,7 +59,7 @@ func Histogram(ms pmetric.MetricSlice, name, unit string, t time.Time, bounds []
 	p.BucketCounts().FromRaw(counts)
 	p.SetCount(count)
 	p.SetSum(sum)
-	return p
+	return m
 }
 
 func newMetric(ms pmetric.MetricSlice, name, unit string) pmetric.Metric {
