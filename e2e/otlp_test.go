@@ -65,6 +65,12 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 				c.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes
 			}},
 		{name: "native delta ingestion", delta: true, cfg: func(c *otlp.Config) { c.NativeDelta = true }},
+		{name: "UTF-8 names with suffixes", yaml: "  translation_strategy: NoUTF8EscapingWithSuffixes\n  promote_all_resource_attributes: true\n",
+			cfg: func(c *otlp.Config) {
+				c.TranslationStrategy, c.PromoteAllResourceAttributes = otlptranslator.NoUTF8EscapingWithSuffixes, true
+			}},
+		{name: "no translation", yaml: "  translation_strategy: NoTranslation\n",
+			cfg: func(c *otlp.Config) { c.TranslationStrategy = otlptranslator.NoTranslation }},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
