@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -241,10 +242,15 @@ func pebbleOptions(cache *pebble.Cache, buffering bool) *pebble.Options {
 	po.MemTableStopWritesThreshold = 4
 	po.L0CompactionThreshold = 8
 	po.L0StopWritesThreshold = 24
-	// A second compaction may run when Pebble finds itself behind (L0's
+	// More compactions may run when Pebble finds itself behind (L0's
 	// read amplification or the compaction debt grown), as when a settle's
-	// compaction holds the one slot while flushes pile up in level 0.
-	po.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
+	// compaction holds the one slot while flushes pile up in level 0: up
+	// to half the cores, at least 2 (2 at 2 and 4 cores, as before; 4 at
+	// 8), so that the background work that follows a write grows with the
+	// writers' cores (VictoriaMetrics merges at CPU concurrency; Pebble's
+	// default is one).
+	upper := max(2, runtime.GOMAXPROCS(0)/2)
+	po.CompactionConcurrencyRange = func() (int, int) { return 1, upper }
 	po.EnsureDefaults()
 	// The bottom level holds the settled data (settle.go): its blocks in
 	// zstd (level 3) and of 32 KiB. A million node exporter-like samples
