@@ -90,4 +90,15 @@ func TestOTelSDKExporter(t *testing.T) {
 			}
 		}
 	}
+	// The metrics' types and units, as the converter gives them.
+	var meta map[string][]struct{ Type, Unit string }
+	if err := api.getData(ctx, "/api/v1/metadata", nil, &meta); err != nil {
+		t.Fatal(err)
+	}
+	for metric, want := range map[string]string{"orders_placed_total": "counter ", "checkout_duration_seconds": "histogram seconds",
+		"cpu_temperature_celsius": "gauge celsius", "requests_inflight": "gauge "} {
+		if m := meta[metric]; len(m) != 1 || m[0].Type+" "+m[0].Unit != want {
+			t.Errorf("metadata of %s: %+v, want %q", metric, m, want)
+		}
+	}
 }
