@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/labels"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
@@ -119,6 +122,10 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send 
 	if len(want) < 20 || !slices.Equal(got, want) {
 		t.Fatalf("series differ: missing %q, unexpected %q (Prometheus has %d)", missingFrom(want, got), missingFrom(got, want), len(want))
 	}
+	want2, got2 := otlpExemplars(t, prom.api, start, qEnd), otlpExemplars(t, ph, start, qEnd)
+	if len(want2) == 0 || !reflect.DeepEqual(got2, want2) {
+		t.Errorf("exemplars differ from Prometheus's (%d series with exemplars):\n got %v\nwant %v", len(want2), got2, want2)
+	}
 	names, err := prom.api.stringList(ctx, "/api/v1/label/__name__/values", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +147,33 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send 
 			t.Errorf("%s differs from Prometheus:\n%s", q.expr, joinLines(d))
 		}
 	}
+}
+
+// otlpExemplars returns the exemplars p answers for every series in
+// [start, end], by series, each series' as "labels value@ms" strings.
+func otlpExemplars(t *testing.T, p promAPI, start, end time.Time) map[string][]string {
+	t.Helper()
+	var data []struct {
+		SeriesLabels map[string]string `json:"seriesLabels"`
+		Exemplars    []struct {
+			Labels    map[string]string `json:"labels"`
+			Value     string            `json:"value"`
+			Timestamp float64           `json:"timestamp"`
+		} `json:"exemplars"`
+	}
+	form := url.Values{"query": {`{__name__=~".+"}`}, "start": {formatTime(start)}, "end": {formatTime(end)}}
+	if err := p.getData(t.Context(), "/api/v1/query_exemplars", form, &data); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, s := range data {
+		key := labels.FromMap(s.SeriesLabels).String()
+		for _, e := range s.Exemplars {
+			out[key] = append(out[key], fmt.Sprintf("%s %s@%d", labels.FromMap(e.Labels), e.Value, int64(math.Round(e.Timestamp*1000))))
+		}
+		slices.Sort(out[key])
+	}
+	return out
 }
 
 func joinLines(lines []string) string {
