@@ -8,13 +8,21 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/testkit/promjson"
+	"github.com/promhbase/promhbase/testkit/promremote"
+	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
@@ -186,6 +194,96 @@ func TestServeKilled(t *testing.T) {
 	if n != requests*series {
 		t.Errorf("%d samples after SIGKILL and restart, want %d\n%s", n, requests*series, testproc.TailLines(out, 20))
 	}
+}
+
+// TestServeKilledDuringFlushes: with a row buffer so small that it is
+// flushed into Pebble again and again while four writers go on, serve is
+// killed with SIGKILL once several flushes have run, writes still in
+// flight; after a restart every sample a writer had been answered 204 for
+// is there (the flush under way at the kill is replayed from the log).
+func TestServeKilledDuringFlushes(t *testing.T) {
+	t.Parallel()
+	bin := promhbaseBinary(t)
+	flags := []string{"--storage.embedded.path=" + t.TempDir(), "--storage.embedded.buffer-bytes=65536"}
+	srv, base := startServe(t, bin, flags...)
+	const writers, series = 4, 50
+	t0 := int64(1292148000000)
+	acked := make([]int, writers) // requests answered 204, in order, per writer
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for k := 0; !stopped.Load(); k++ {
+				var ts []prompb.TimeSeries
+				for i := range series {
+					ts = append(ts, prompb.TimeSeries{
+						Labels:  []prompb.Label{{Name: "__name__", Value: "flush_kill"}, {Name: "i", Value: fmt.Sprint(i)}, {Name: "w", Value: fmt.Sprint(w)}},
+						Samples: []prompb.Sample{{Timestamp: t0 + int64(k)*1000, Value: float64(k)}},
+					})
+				}
+				resp, err := http.Post(base+"/api/v1/write", "application/x-protobuf", bytes.NewReader(promremote.WriteBody(t, ts...)))
+				if err != nil {
+					return // killed
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNoContent {
+					return
+				}
+				acked[w] = k + 1
+			}
+		})
+	}
+	poll.Until(t, 2*time.Minute, 20*time.Millisecond, "five row buffer flushes", func() (bool, string) {
+		ms, err := testproc.FetchMetrics(t.Context(), base)
+		if err != nil {
+			return false, err.Error()
+		}
+		n := ms.Sum("promhbase_embedded_row_buffer_flushes_total")
+		return n >= 5, fmt.Sprintf("%v flushes", n)
+	})
+	if err := syscall.Kill(-srv.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.Exited()
+	stopped.Store(true)
+	wg.Wait()
+	t.Logf("requests acknowledged before the kill, by writer: %v", acked)
+	_, base = startServe(t, bin, flags...)
+	for w, n := range acked {
+		if n == 0 {
+			t.Fatalf("writer %d had nothing acknowledged before the kill", w)
+		}
+		q := url.Values{"query": {fmt.Sprintf(`count_over_time(flush_kill{w="%d"}[1h])`, w)}, "time": {fmt.Sprint(t0/1000 + 3000)}}
+		got := countsByLabel(t, base, q, "i")
+		if len(got) != series {
+			t.Errorf("writer %d: %d series after the restart, want %d", w, len(got), series)
+		}
+		for i, c := range got {
+			if c < float64(n) {
+				t.Errorf("writer %d, series %s: %v samples after the restart, %d acknowledged", w, i, c, n)
+			}
+		}
+	}
+}
+
+// countsByLabel runs the instant query q on serve at base and returns
+// each series' value by its label's value.
+func countsByLabel(t *testing.T, base string, q url.Values, label string) map[string]float64 {
+	t.Helper()
+	_, body, _ := testhttp.Do(t, testhttp.Request{URL: base + "/api/v1/query?" + q.Encode()})
+	a, err := promjson.Decode(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec, err := a.Vector()
+	if err != nil {
+		t.Fatalf("%s: %v", q.Encode(), err)
+	}
+	out := map[string]float64{}
+	for _, s := range vec {
+		out[s.Metric[label]], _ = strconv.ParseFloat(s.ValueString(), 64)
+	}
+	return out
 }
 
 func TestAutoBytes(t *testing.T) {
