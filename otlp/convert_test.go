@@ -100,18 +100,29 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-// FuzzDecodeConvert: any body decodes or is refused, and what decodes
-// converts without panicking into a body Prometheus's prompb decodes.
+// FuzzDecodeConvert: any body, protobuf or JSON, decodes or is refused,
+// and what decodes converts without panicking into a body Prometheus's
+// prompb decodes.
 func FuzzDecodeConvert(f *testing.F) {
-	b, err := pmetricotlp.NewExportRequestFromMetrics(sample()).MarshalProto()
+	req := pmetricotlp.NewExportRequestFromMetrics(sample())
+	b, err := req.MarshalProto()
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(b)
-	f.Add([]byte{0x0a, 0x02, 0x0a, 0x00})
+	j, err := req.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(false, b)
+	f.Add(false, []byte{0x0a, 0x02, 0x0a, 0x00})
+	f.Add(true, j)
 	var c Converter
-	f.Fuzz(func(t *testing.T, body []byte) {
-		md, err := Decode(body, Protobuf)
+	f.Fuzz(func(t *testing.T, json bool, body []byte) {
+		format := Protobuf
+		if json {
+			format = JSON
+		}
+		md, err := Decode(body, format)
 		if err != nil {
 			return
 		}
