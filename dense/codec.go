@@ -92,6 +92,7 @@ type Codec struct {
 	dexc   []int32 // exception sample indexes
 	dexcAt []int   // where each exception's bytes start in the value
 	pad    padBuf
+	times  timesCache // the times of sections decoded before (AppendPoints)
 }
 
 // IsDense reports whether v starts like a dense value.

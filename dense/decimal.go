@@ -11,13 +11,16 @@ const (
 	kindF64        // IEEE-754 binary64
 )
 
+// flagKind is what a flag nibble says of a sample's value.
+type flagKind struct {
+	kind, n uint8
+	ok      bool
+}
+
 // flagInfo describes each of the 16 flag nibbles: its kind and value
 // length, or ok false for a nibble no reader accepts (integers of 3, 5, 6
 // or 7 bytes, floats other than 4 or 8 bytes).
-var flagInfo = func() (t [16]struct {
-	kind, n uint8
-	ok      bool
-}) {
+var flagInfo = func() (t [16]flagKind) {
 	for f := range t {
 		n := f&7 + 1
 		switch {

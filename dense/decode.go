@@ -451,20 +451,25 @@ func decodeXOR(words []uint64, src []byte) (int, error) {
 		if uint(len(src)-pos) < nb {
 			return 0, fmt.Errorf("%w: XOR sample %d needs %d bytes, %d left", ErrCorrupt, i, nb, len(src)-pos)
 		}
-		var x uint64
-		if len(src)-pos >= 8 {
-			// Read 8 bytes and keep the first nb (a shift by 64 gives 0).
-			x = binary.BigEndian.Uint64(src[pos:pos+8]) >> (64 - 8*nb)
-		} else {
-			for _, b := range src[pos : pos+int(nb)] {
-				x = x<<8 | uint64(b)
-			}
-		}
+		w ^= readXOR(src[pos:], nb) << (8 * tz)
 		pos += int(nb)
-		w ^= x << (8 * tz)
 		words[i] = w
 	}
 	return pos, nil
+}
+
+// readXOR reads the nb bytes (at most 8, all in b) at the start of b as
+// a big-endian number.
+func readXOR(b []byte, nb uint) uint64 {
+	if len(b) >= 8 {
+		// Read 8 bytes and keep the first nb (a shift by 64 gives 0).
+		return binary.BigEndian.Uint64(b[:8]) >> (64 - 8*nb)
+	}
+	var x uint64
+	for _, c := range b[:nb] {
+		x = x<<8 | uint64(c)
+	}
+	return x
 }
 
 // decodeDecimal decodes the decimal values section at v[pos:] into words

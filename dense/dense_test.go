@@ -384,3 +384,47 @@ func TestDecimal(t *testing.T) {
 		t.Errorf("sampleK(float32 0.1) = %d, want 1", got)
 	}
 }
+
+// TestFusedTaken: the one-pass decoder takes the shapes settled rows
+// mostly have (the general path would give the same points, checkFused
+// in every round trip), staleness markers among decimals included, and
+// leaves mixed qualifiers to the general path.
+func TestFusedTaken(t *testing.T) {
+	var c Codec
+	stale := math.Float64frombits(0x7ff0000000000002)
+	ts := scrapeTimes(100, 1234, 15000)
+	withStale := make([]float64, len(ts))
+	for i := range withStale {
+		withStale[i] = float64(i) * 1.5
+	}
+	withStale[0], withStale[50], withStale[99] = stale, stale, stale
+	q, v := floatRow(ts, withStale, false)
+	rows := benchRows()
+	rows["stale markers"] = cellOf(q, v, 7)
+	fl, b := intN(300, 2)
+	q, v = column([]pt{secPt(5, fl, b), msPt(7000, fl, b)}, 1)
+	mixed := cellOf(q, v, 9)
+	for _, tc := range []struct {
+		name  string
+		cells []store.Cell
+		want  bool
+	}{
+		{"counter", rows["counter"], true},
+		{"gauge", rows["gauge"], true},
+		{"xor", rows["xor"], true},
+		{"counter-shortest", rows["counter-shortest"], true},
+		{"gauge-shortest", rows["gauge-shortest"], true},
+		{"stale markers", rows["stale markers"], true},
+		{"mixed qualifiers", mixed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := roundTrip(t, &c, tc.cells, true)
+			if _, _, ok := c.appendFused(nil, 1700002800, d); ok != tc.want {
+				t.Fatalf("appendFused took it: %v, want %v", ok, tc.want)
+			}
+			if tc.name == "stale markers" && d[1]>>valShift&valMask == valXOR {
+				t.Fatalf("stale markers coded XOR, want decimal with exceptions")
+			}
+		})
+	}
+}

@@ -43,6 +43,7 @@ func FuzzDecode(f *testing.F) {
 		buf := []byte("keep")
 		cells, nbuf, err := c.Decode(dst, buf, testRow, v)
 		pts, _, perr := c.AppendPoints([]mapping.Point{{T: 1}}, 1700002800, v)
+		checkFused(t, v)
 		if (err == nil) != (perr == nil) {
 			t.Fatalf("Decode error %v, AppendPoints error %v", err, perr)
 		}

@@ -137,6 +137,7 @@ func roundTrip(t testing.TB, c *Codec, cells []store.Cell, wantOK bool) []byte {
 // gives for d; times equal, values bit for bit) and cell's version.
 func checkPoints(t testing.TB, d []byte, cell store.Cell) {
 	t.Helper()
+	checkFused(t, d)
 	const base = 1700002800
 	want, err := mapping.AppendPoints(nil, base, cell.Qualifier, cell.Value)
 	if err != nil {
@@ -157,6 +158,34 @@ func checkPoints(t testing.TB, d []byte, cell store.Cell) {
 		g := got[i+1]
 		if g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) {
 			t.Fatalf("point %d: got %d %x, want %d %x", i, g.T, math.Float64bits(g.V), w.T, math.Float64bits(w.V))
+		}
+	}
+}
+
+// checkFused checks that when the one-pass decoder takes d, the general
+// path (unpack) takes it too and gives the same points and version, bit
+// for bit.
+func checkFused(t testing.TB, d []byte) {
+	t.Helper()
+	const base = 1700002800
+	mark := mapping.Point{T: -1, V: 42}
+	got, ts, ok := (&Codec{}).appendFused([]mapping.Point{mark}, base, d)
+	if !ok {
+		if len(got) != 1 || got[0] != mark {
+			t.Fatalf("appendFused refused and changed dst")
+		}
+		return
+	}
+	want, wts, err := (&Codec{}).appendUnpacked([]mapping.Point{mark}, base, d)
+	if err != nil {
+		t.Fatalf("appendFused took a value the general path refuses: %v", err)
+	}
+	if ts != wts || len(got) != len(want) {
+		t.Fatalf("appendFused: %d points at version %d, general path %d at %d", len(got), ts, len(want), wts)
+	}
+	for i, w := range want {
+		if g := got[i]; g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) {
+			t.Fatalf("appendFused point %d: %d %x, general path %d %x", i, g.T, math.Float64bits(g.V), w.T, math.Float64bits(w.V))
 		}
 	}
 }

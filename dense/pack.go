@@ -222,80 +222,117 @@ type padBuf [blockLen*8 + 8]byte
 // into dst[:n] (dst must hold n) and returns how many bytes it took. pad
 // is scratch memory.
 func readPacked(dst []int64, src []byte, n int, pad *padBuf) (int, error) {
+	var r packedReader
+	if err := r.start(src, n, pad); err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; {
+		cnt, err := r.next(dst[i:])
+		if err != nil {
+			return 0, err
+		}
+		i += cnt
+	}
+	return r.pos, nil
+}
+
+// packedReader reads a packed stream block by block, so that a decoder
+// can use each block's values while they are in cache: start, then next
+// until the stream's n values are read; pos is then the bytes it took.
+type packedReader struct {
+	src  []byte
+	pos  int
+	g    uint64 // the stream's multiple
+	done int    // values read
+	n    int
+	pad  *padBuf
+}
+
+// start reads the header of a stream of n values at the start of src.
+func (r *packedReader) start(src []byte, n int, pad *padBuf) error {
+	*r = packedReader{src: src, n: n, pad: pad, g: 1}
 	if n == 0 {
-		return 0, nil
+		return nil
 	}
 	g, pos := binary.Uvarint(src)
 	if pos <= 0 || g == 0 {
-		return 0, fmt.Errorf("%w: packed stream of %d values: bad multiple", ErrCorrupt, n)
+		return fmt.Errorf("%w: packed stream of %d values: bad multiple", ErrCorrupt, n)
 	}
-	var patchIdx [blockLen]uint8
-	var patchHigh [blockLen]uint64
-	for i := 0; i < n; {
-		cnt := min(blockLen, n-i)
-		if pos >= len(src) {
-			return 0, fmt.Errorf("%w: packed stream of %d values ends at value %d (byte %d)", ErrCorrupt, n, i, pos)
+	r.g, r.pos = g, pos
+	return nil
+}
+
+// next decodes the next block (up to blockLen values, fewer at the
+// stream's end; out must hold them) into out and returns its count.
+// long: a decoder of one block's fields in their order (header, base, patches, bits), each checked against the bytes left and named in its error.
+func (r *packedReader) next(out []int64) (int, error) {
+	src, pos, i := r.src, r.pos, r.done
+	cnt := min(blockLen, r.n-i)
+	if pos >= len(src) {
+		return 0, fmt.Errorf("%w: packed stream of %d values ends at value %d (byte %d)", ErrCorrupt, r.n, i, pos)
+	}
+	hdr := src[pos]
+	pos++
+	w := uint(hdr & widthMask)
+	fr := hdr&forBit != 0
+	var base int64
+	if fr {
+		b, k := binary.Varint(src[pos:])
+		if k <= 0 {
+			return 0, fmt.Errorf("%w: packed block at value %d: bad base varint at byte %d", ErrCorrupt, i, pos)
 		}
-		hdr := src[pos]
+		base = b
+		pos += k
+	}
+	var (
+		np        int
+		patchIdx  [blockLen]uint8
+		patchHigh [blockLen]uint64
+	)
+	if hdr&patchedBit != 0 {
+		if pos >= len(src) || src[pos] == 0 || int(src[pos]) > cnt {
+			return 0, fmt.Errorf("%w: packed block at value %d: bad patch count at byte %d", ErrCorrupt, i, pos)
+		}
+		np = int(src[pos])
 		pos++
-		w := uint(hdr & widthMask)
-		fr := hdr&forBit != 0
-		var base int64
-		if fr {
-			b, k := binary.Varint(src[pos:])
-			if k <= 0 {
-				return 0, fmt.Errorf("%w: packed block at value %d: bad base varint at byte %d", ErrCorrupt, i, pos)
+		for p := range np {
+			if pos >= len(src) || int(src[pos]) >= cnt || (p > 0 && src[pos] <= patchIdx[p-1]) {
+				return 0, fmt.Errorf("%w: packed block at value %d: bad patch index at byte %d", ErrCorrupt, i, pos)
 			}
-			base = b
+			patchIdx[p] = src[pos]
+			pos++
+			h, k := binary.Uvarint(src[pos:])
+			if k <= 0 {
+				return 0, fmt.Errorf("%w: packed block at value %d: bad patch varint at byte %d", ErrCorrupt, i, pos)
+			}
+			patchHigh[p] = h
 			pos += k
 		}
-		np := 0
-		if hdr&patchedBit != 0 {
-			if pos >= len(src) || src[pos] == 0 || int(src[pos]) > cnt {
-				return 0, fmt.Errorf("%w: packed block at value %d: bad patch count at byte %d", ErrCorrupt, i, pos)
-			}
-			np = int(src[pos])
-			pos++
-			for p := range np {
-				if pos >= len(src) || int(src[pos]) >= cnt || (p > 0 && src[pos] <= patchIdx[p-1]) {
-					return 0, fmt.Errorf("%w: packed block at value %d: bad patch index at byte %d", ErrCorrupt, i, pos)
-				}
-				patchIdx[p] = src[pos]
-				pos++
-				h, k := binary.Uvarint(src[pos:])
-				if k <= 0 {
-					return 0, fmt.Errorf("%w: packed block at value %d: bad patch varint at byte %d", ErrCorrupt, i, pos)
-				}
-				patchHigh[p] = h
-				pos += k
-			}
-		}
-		nb := (cnt*int(w) + 7) / 8
-		if len(src)-pos < nb {
-			return 0, fmt.Errorf("%w: packed block at value %d needs %d bytes at byte %d, %d left", ErrCorrupt, i, nb, pos, len(src)-pos)
-		}
-		out := dst[i : i+cnt]
-		blk := src[pos : pos+nb]
-		unpackBits(out, blk, w, src[pos:], fr, uint64(base), pad)
-		for p := range np {
-			// The word is its low bits, read again, and its high bits.
-			j := uint(patchIdx[p])
-			u := lowBits(blk, j*w, w) | patchHigh[p]<<w
-			if fr {
-				out[j] = int64(u + uint64(base))
-			} else {
-				out[j] = unzigzag(u)
-			}
-		}
-		pos += nb
-		i += cnt
 	}
-	if g > 1 {
-		for i, q := range dst[:n] {
-			dst[i] = int64(uint64(q) * g)
+	nb := (cnt*int(w) + 7) / 8
+	if len(src)-pos < nb {
+		return 0, fmt.Errorf("%w: packed block at value %d needs %d bytes at byte %d, %d left", ErrCorrupt, i, nb, pos, len(src)-pos)
+	}
+	out = out[:cnt]
+	blk := src[pos : pos+nb]
+	unpackBits(out, blk, w, src[pos:], fr, uint64(base), r.pad)
+	for p := range np {
+		// The word is its low bits, read again, and its high bits.
+		j := uint(patchIdx[p])
+		u := lowBits(blk, j*w, w) | patchHigh[p]<<w
+		if fr {
+			out[j] = int64(u + uint64(base))
+		} else {
+			out[j] = unzigzag(u)
 		}
 	}
-	return pos, nil
+	if g := r.g; g > 1 {
+		for j, q := range out {
+			out[j] = int64(uint64(q) * g)
+		}
+	}
+	r.pos, r.done = pos+nb, i+cnt
+	return cnt, nil
 }
 
 // lowBits returns the w bits of blk that start at bit.

@@ -18,6 +18,15 @@ import (
 // ErrCorrupt and dst back unchanged; AppendPoints never panics and does
 // not allocate once the Codec's scratch and dst have room.
 func (c *Codec) AppendPoints(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, error) {
+	if out, ts, ok := c.appendFused(dst, baseTime, v); ok {
+		return out, ts, nil
+	}
+	return c.appendUnpacked(dst, baseTime, v)
+}
+
+// appendUnpacked is AppendPoints by way of unpack: every shape, and the
+// errors that name what is wrong.
+func (c *Codec) appendUnpacked(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, error) {
 	u, err := c.unpack(v, true)
 	if err != nil {
 		return dst, 0, err

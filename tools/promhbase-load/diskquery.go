@@ -245,11 +245,12 @@ func startPromhbaseQueries(d diskOptions, g genConfig, work string, r *diskRun, 
 		if len(d.resolutions) > 0 {
 			for _, res := range d.resolutions {
 				rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name + " " + resolutionName(res), res: res, srv: s,
-					extra: url.Values{"max_source_resolution": {res}}})
+					extra: url.Values{"max_source_resolution": {res}, "nocache": {"1"}}})
 			}
 			continue
 		}
-		rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name, srv: s, extra: url.Values{}})
+		// Results caches off on every system: each run evaluates.
+		rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name, srv: s, extra: url.Values{"nocache": {"1"}}})
 	}
 	return servers, nil
 }
