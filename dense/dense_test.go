@@ -419,7 +419,7 @@ func TestFusedTaken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := roundTrip(t, &c, tc.cells, true)
-			if _, _, ok := c.appendFused(nil, 1700002800, d); ok != tc.want {
+			if _, _, _, ok := c.appendFused(nil, 1700002800, d); ok != tc.want {
 				t.Fatalf("appendFused took it: %v, want %v", ok, tc.want)
 			}
 			if tc.name == "stale markers" && d[1]>>valShift&valMask == valXOR {

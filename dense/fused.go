@@ -21,17 +21,17 @@ import (
 // gives the same points or the error that names what is wrong. So both
 // paths give the same points bit for bit (TestFusedAgrees, and the
 // decoders' fuzz test through AppendPoints).
-func (c *Codec) appendFused(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, bool) {
+func (c *Codec) appendFused(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, bool, bool) {
 	h, ok := fusedHeader(v)
 	if !ok {
-		return dst, 0, false
+		return dst, 0, false, false
 	}
 	start := len(dst)
 	out := slices.Grow(dst, h.n)[:start+h.n]
 	pts := out[start:]
-	k, ok := c.fusedTimes(pts, v[h.pos:], int64(baseTime)*1000, h.qk)
+	k, asc, ok := c.fusedTimes(pts, v[h.pos:], int64(baseTime)*1000, h.qk)
 	if !ok {
-		return dst, 0, false
+		return dst, 0, false, false
 	}
 	pos := h.pos + k
 	if h.vk == valXOR {
@@ -40,9 +40,9 @@ func (c *Codec) appendFused(dst []mapping.Point, baseTime uint32, v []byte) ([]m
 		k, ok = c.fusedDecimal(pts, v, pos, h.vk, h.f1)
 	}
 	if !ok || pos+k != len(v) {
-		return dst, 0, false
+		return dst, 0, false, false
 	}
-	return out, h.ts, true
+	return out, h.ts, asc, true
 }
 
 // fusedShape is the header of a value appendFused takes.
@@ -101,32 +101,33 @@ func fusedHeader(v []byte) (fusedShape, bool) {
 // pts' times (base plus each offset cut to its qualifier's bits, as
 // AppendPoints cuts them) and returns the bytes it took; false where
 // decodeTimes or checkShape would refuse the section.
-// Sections seen before are copied from the Codec's times cache.
-func (c *Codec) fusedTimes(pts []mapping.Point, src []byte, base int64, qk byte) (int, bool) {
+// asc reports whether the times strictly ascend. Sections seen before
+// are copied from the Codec's times cache.
+func (c *Codec) fusedTimes(pts []mapping.Point, src []byte, base int64, qk byte) (k int, asc, ok bool) {
 	n := len(pts)
 	if n < timesMinSamples || c.times.off {
 		return c.decodeTimesInto(pts, src, base, qk)
 	}
-	k, ok := timesLen(src, n)
+	k, ok = timesLen(src, n)
 	if !ok {
 		return c.decodeTimesInto(pts, src, base, qk)
 	}
-	if offs := c.times.lookup(src[:k], qk, n); offs != nil {
+	if e, hit := c.times.lookup(src[:k], qk, n); hit {
 		for i := range pts {
-			pts[i].T = base + int64(offs[i])
+			pts[i].T = base + int64(e.offs[i])
 		}
-		return k, true
+		return k, e.asc, true
 	}
-	got, ok := c.decodeTimesInto(pts, src, base, qk)
+	got, asc, ok := c.decodeTimesInto(pts, src, base, qk)
 	if ok && got == k {
-		c.times.store(pts, base)
+		c.times.store(pts, base, asc)
 	}
-	return got, ok
+	return got, asc, ok
 }
 
 // decodeTimesInto is fusedTimes without the cache.
 // long: one decoder of the section's fields in order, its hot loop kept inline per coding (steps, grid).
-func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk byte) (int, bool) {
+func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk byte) (int, bool, bool) {
 	// A second qualifier holds 12 bits of seconds, below 0xF00;
 	// a millisecond one 22 bits.
 	mask, mul, limit := int64(offMsMask), int64(1), int64(math.MaxInt64)
@@ -135,21 +136,21 @@ func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk 
 	}
 	o0, pos := binary.Uvarint(src)
 	if pos <= 0 || int64(o0)&mask >= limit {
-		return 0, false
+		return 0, false, false
 	}
 	prev := int64(o0)
 	pts[0].T = base + prev&mask*mul
 	n := len(pts)
 	if n == 1 {
-		return pos, true
+		return pos, true, true
 	}
 	d, k := binary.Varint(src[pos:])
 	if k <= 0 {
-		return 0, false
+		return 0, false, false
 	}
 	pos += k
 	if pos >= len(src) || src[pos] > timesGrid {
-		return 0, false
+		return 0, false, false
 	}
 	grid := src[pos] == timesGrid
 	pos++
@@ -158,13 +159,14 @@ func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk 
 		blk [blockLen]int64
 	)
 	if r.start(src[pos:], n-1, &c.pad) != nil {
-		return 0, false
+		return 0, false, false
 	}
 	half := absU(d) / 2
+	asc, last := true, pts[0].T
 	for i := 1; i < n; {
 		cnt, err := r.next(blk[:])
 		if err != nil {
-			return 0, false
+			return 0, false, false
 		}
 		out := pts[i : i+cnt]
 		for j := range out {
@@ -183,13 +185,15 @@ func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk 
 				}
 			}
 			if o&mask >= limit {
-				return 0, false
+				return 0, false, false
 			}
-			out[j].T = base + o&mask*mul
+			t := base + o&mask*mul
+			asc = asc && t > last
+			out[j].T, last = t, t
 		}
 		i += cnt
 	}
-	return pos + r.pos, true
+	return pos + r.pos, asc, true
 }
 
 // fusedXOR decodes the XOR values section at the start of src into pts'
@@ -433,6 +437,12 @@ func sumDeltas2(out []mapping.Point, dds []int64, m, d int64, conv int, p float6
 			d += x
 			m += d
 			out[j].V = float64(m) / p
+		}
+	case convI32:
+		for j, x := range dds {
+			d += x
+			m += d
+			out[j].V = float64(int32(m))
 		}
 	default:
 		for j, x := range dds {

@@ -169,7 +169,7 @@ func checkFused(t testing.TB, d []byte) {
 	t.Helper()
 	const base = 1700002800
 	mark := mapping.Point{T: -1, V: 42}
-	got, ts, ok := (&Codec{}).appendFused([]mapping.Point{mark}, base, d)
+	got, ts, asc, ok := (&Codec{}).appendFused([]mapping.Point{mark}, base, d)
 	if !ok {
 		if len(got) != 1 || got[0] != mark {
 			t.Fatalf("appendFused refused and changed dst")
@@ -183,9 +183,16 @@ func checkFused(t testing.TB, d []byte) {
 	if ts != wts || len(got) != len(want) {
 		t.Fatalf("appendFused: %d points at version %d, general path %d at %d", len(got), ts, len(want), wts)
 	}
+	wantAsc := true
 	for i, w := range want {
 		if g := got[i]; g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) {
 			t.Fatalf("appendFused point %d: %d %x, general path %d %x", i, g.T, math.Float64bits(g.V), w.T, math.Float64bits(w.V))
 		}
+		if i > 1 && w.T <= want[i-1].T {
+			wantAsc = false
+		}
+	}
+	if asc != wantAsc {
+		t.Fatalf("appendFused: ascending %v, want %v", asc, wantAsc)
 	}
 }

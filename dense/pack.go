@@ -246,11 +246,14 @@ type packedReader struct {
 	done int    // values read
 	n    int
 	pad  *padBuf
+	// A block's patches (scratch, not cleared between blocks).
+	patchIdx  [blockLen]uint8
+	patchHigh [blockLen]uint64
 }
 
 // start reads the header of a stream of n values at the start of src.
 func (r *packedReader) start(src []byte, n int, pad *padBuf) error {
-	*r = packedReader{src: src, n: n, pad: pad, g: 1}
+	r.src, r.pos, r.g, r.done, r.n, r.pad = src, 0, 1, 0, n, pad
 	if n == 0 {
 		return nil
 	}
@@ -284,11 +287,8 @@ func (r *packedReader) next(out []int64) (int, error) {
 		base = b
 		pos += k
 	}
-	var (
-		np        int
-		patchIdx  [blockLen]uint8
-		patchHigh [blockLen]uint64
-	)
+	np := 0
+	patchIdx, patchHigh := &r.patchIdx, &r.patchHigh
 	if hdr&patchedBit != 0 {
 		if pos >= len(src) || src[pos] == 0 || int(src[pos]) > cnt {
 			return 0, fmt.Errorf("%w: packed block at value %d: bad patch count at byte %d", ErrCorrupt, i, pos)
@@ -335,6 +335,38 @@ func (r *packedReader) next(out []int64) (int, error) {
 	return cnt, nil
 }
 
+// unpackNarrow is unpackBits of a whole block of words of w <= 8 bits:
+// each 8 words take exactly w bytes, read as one little-endian word.
+// src holds at least 3w+8 bytes.
+func unpackNarrow(out []int64, src []byte, w uint, fr bool, base uint64) {
+	mask := uint64(1)<<w - 1
+	s1, s2, s3, s4, s5, s6, s7 := w, 2*w, 3*w, 4*w, 5*w, 6*w, 7*w
+	for g := 0; g < blockLen/8; g++ {
+		i := uint(g) * w
+		x := binary.LittleEndian.Uint64(src[i : i+8])
+		o := (*[8]int64)(out[8*g : 8*g+8])
+		if fr {
+			o[0] = int64(x&mask + base)
+			o[1] = int64(x>>s1&mask + base)
+			o[2] = int64(x>>s2&mask + base)
+			o[3] = int64(x>>s3&mask + base)
+			o[4] = int64(x>>s4&mask + base)
+			o[5] = int64(x>>s5&mask + base)
+			o[6] = int64(x>>s6&mask + base)
+			o[7] = int64(x>>s7&mask + base)
+		} else {
+			o[0] = unzigzag(x & mask)
+			o[1] = unzigzag(x >> s1 & mask)
+			o[2] = unzigzag(x >> s2 & mask)
+			o[3] = unzigzag(x >> s3 & mask)
+			o[4] = unzigzag(x >> s4 & mask)
+			o[5] = unzigzag(x >> s5 & mask)
+			o[6] = unzigzag(x >> s6 & mask)
+			o[7] = unzigzag(x >> s7 & mask)
+		}
+	}
+}
+
 // lowBits returns the w bits of blk that start at bit.
 func lowBits(blk []byte, bit, w uint) uint64 {
 	var u uint64
@@ -362,6 +394,10 @@ func unpackBits(out []int64, blk []byte, w uint, tail []byte, fr bool, base uint
 		for j := range out {
 			out[j] = v
 		}
+		return
+	}
+	if w <= 8 && len(out) == blockLen && len(tail) >= 3*int(w)+8 {
+		unpackNarrow(out, tail, w, fr, base)
 		return
 	}
 	if w <= 56 {

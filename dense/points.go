@@ -18,10 +18,29 @@ import (
 // ErrCorrupt and dst back unchanged; AppendPoints never panics and does
 // not allocate once the Codec's scratch and dst have room.
 func (c *Codec) AppendPoints(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, error) {
-	if out, ts, ok := c.appendFused(dst, baseTime, v); ok {
+	if out, ts, _, ok := c.appendFused(dst, baseTime, v); ok {
 		return out, ts, nil
 	}
 	return c.appendUnpacked(dst, baseTime, v)
+}
+
+// AppendPointsOrdered is AppendPoints that also reports whether the
+// times of the points it appended strictly ascend, found while decoding
+// them: a reader keeps such a row's points as they are.
+func (c *Codec) AppendPointsOrdered(dst []mapping.Point, baseTime uint32, v []byte) ([]mapping.Point, uint64, bool, error) {
+	if out, ts, asc, ok := c.appendFused(dst, baseTime, v); ok {
+		return out, ts, asc, nil
+	}
+	start := len(dst)
+	out, ts, err := c.appendUnpacked(dst, baseTime, v)
+	if err != nil {
+		return out, ts, false, err
+	}
+	asc := true
+	for i := start + 1; i < len(out) && asc; i++ {
+		asc = out[i].T > out[i-1].T
+	}
+	return out, ts, asc, nil
 }
 
 // appendUnpacked is AppendPoints by way of unpack: every shape, and the

@@ -20,7 +20,7 @@ import (
 // timesProbe lookups with fewer than one hit in four, the Codec stops
 // looking for the rest of its life (a query's worker has its own).
 type timesCache struct {
-	m       map[string][]uint32
+	m       map[string]timesEntry
 	key     []byte
 	bytes   int
 	lookups int
@@ -34,36 +34,43 @@ const (
 	timesMinSamples = 16 // a section of fewer samples is decoded each time
 )
 
+// timesEntry is a section's offsets and whether its times strictly
+// ascend.
+type timesEntry struct {
+	offs []uint32
+	asc  bool
+}
+
 // lookup returns the cached offsets from the row's base time (ms, cut to
 // the qualifier's bits) of the section sec (the timestamps section's
-// bytes) of qualifier kind qk, or nil; it builds the key that store
-// takes.
-func (tc *timesCache) lookup(sec []byte, qk byte, n int) []uint32 {
+// bytes) of qualifier kind qk, and whether there are; it builds the key
+// that store takes.
+func (tc *timesCache) lookup(sec []byte, qk byte, n int) (timesEntry, bool) {
 	if tc.off || n < timesMinSamples {
-		return nil
+		return timesEntry{}, false
 	}
 	tc.key = append(append(tc.key[:0], qk), sec...)
 	tc.lookups++
-	if ts, ok := tc.m[string(tc.key)]; ok && len(ts) == n {
+	if e, ok := tc.m[string(tc.key)]; ok && len(e.offs) == n {
 		tc.hits++
-		return ts
+		return e, true
 	}
 	if tc.lookups >= timesProbe && tc.hits*4 < tc.lookups {
 		tc.off = true
 		clear(tc.m)
 		tc.bytes = 0
 	}
-	return nil
+	return timesEntry{}, false
 }
 
-// store keeps the times of pts, of a row of base time base (ms), under
-// the key lookup built last.
-func (tc *timesCache) store(pts []mapping.Point, base int64) {
+// store keeps the times of pts, of a row of base time base (ms), and
+// whether they ascend, under the key lookup built last.
+func (tc *timesCache) store(pts []mapping.Point, base int64, asc bool) {
 	if tc.off || len(pts) < timesMinSamples {
 		return
 	}
 	if tc.m == nil {
-		tc.m = map[string][]uint32{}
+		tc.m = map[string]timesEntry{}
 	}
 	if tc.bytes+4*len(pts) > timesCacheBytes {
 		clear(tc.m)
@@ -73,7 +80,7 @@ func (tc *timesCache) store(pts []mapping.Point, base int64) {
 	for i, p := range pts {
 		offs[i] = uint32(p.T - base)
 	}
-	tc.m[string(tc.key)] = offs
+	tc.m[string(tc.key)] = timesEntry{offs: offs, asc: asc}
 	tc.bytes += 4 * len(offs)
 }
 

@@ -147,7 +147,7 @@ func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
 // appendPacked appends the points of a row's packed cell in [start, end].
 func (d *RowDecoder) appendPacked(dst []Sample, r rawRow, start, end int64) ([]Sample, error) {
 	n := len(dst)
-	dst, _, err := d.dense.AppendPoints(dst, r.base, r.cells[0].Value)
+	dst, _, asc, err := d.dense.AppendPointsOrdered(dst, r.base, r.cells[0].Value)
 	if err != nil {
 		return dst[:n], fmt.Errorf("packed cell: %w: %w", mapping.ErrMalformedCell, err)
 	}
@@ -160,11 +160,9 @@ func (d *RowDecoder) appendPacked(dst []Sample, r rawRow, start, end int64) ([]S
 		return append(dst[:n], pts...), nil
 	}
 	if first := int64(r.base) * 1000; first >= start && first+mapping.MaxOffsetMs-1 <= end {
-		// A row inside the range: nothing to cut, only the order to check.
-		for i := n + 1; i < len(dst); i++ {
-			if dst[i].T <= dst[i-1].T {
-				return merge()
-			}
+		// A row inside the range: nothing to cut, its order known.
+		if !asc {
+			return merge()
 		}
 		return dst, nil
 	}
