@@ -213,8 +213,12 @@ func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row
 		if size == 0 {
 			return nil
 		}
-		buf := make([]byte, 0, size)
-		r.cells = make([]store.Cell, len(row.Cells))
+		// Chunks grow with what the scan kept, from 4 KiB: a scan of a
+		// few rows keeps little.
+		s.rowBytes.ChunkSize = min(rowBytesChunk, max(4<<10, s.rowBytesKept))
+		s.rowBytesKept += size
+		buf := s.rowBytes.Alloc(size)
+		r.cells = s.cellsFor(len(row.Cells))
 		for i, c := range row.Cells {
 			buf = append(buf, c.Qualifier...)
 			q := buf[len(buf)-len(c.Qualifier) : len(buf) : len(buf)]
@@ -233,6 +237,25 @@ func (s *selection) addRawRow(ctx context.Context, ser *Series, base uint32, row
 	ser.rows = append(ser.rows, r)
 	return nil
 }
+
+// cellsFor returns n cells cut from the selection's chunk of cells: the
+// rows of a scan are kept with a few allocations a chunk rather than one
+// a row (the chunks live as long as a row in them is kept).
+func (s *selection) cellsFor(n int) []store.Cell {
+	if cap(s.rowCells)-len(s.rowCells) < n {
+		s.rowCells = make([]store.Cell, 0, max(n, min(cellChunk, 2*cap(s.rowCells)), 8))
+	}
+	k := len(s.rowCells)
+	s.rowCells = s.rowCells[:k+n]
+	return s.rowCells[k : k+n : k+n]
+}
+
+// cellChunk is the most cells of a chunk of cellsFor, rowBytesChunk the
+// most bytes of a chunk of the rows' cells (chunks double up to them).
+const (
+	cellChunk     = 256
+	rowBytesChunk = 64 << 10
+)
 
 // rowSeriesOf is collect's take for a FloatSelection: ser's rows as a
 // ChunkSeries; false when it has none.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/cells"
+	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
@@ -45,6 +46,11 @@ type selection struct {
 	// decoder.
 	win    *WindowRequest
 	winDec *rollup.Decoder
+	// rowBytes and rowCells hold the kept rows' cells (rawRows): chunks
+	// shared by the rows of one scan.
+	rowBytes     arena.Arena
+	rowBytesKept int
+	rowCells     []store.Cell
 }
 
 // sub returns a selection of s's query for one scan.
