@@ -80,6 +80,8 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	fixed := sel.at != nil || sel.startOrEnd != 0
 	found := false
 	lo, hi, ri := 0, 0, 0
+	ext := extremes{idx: sc.extremes[:0]}
+	defer func() { sc.extremes = ext.idx }()
 	for i := range ev.steps {
 		if fixed && i > 0 {
 			out.vals[i], out.has[i] = out.vals[0], out.has[0]
@@ -137,10 +139,8 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 			v = sumOverTime(w)
 		case fnAvgOverTime:
 			v = avgOverTime(w)
-		case fnMinOverTime:
-			v = compareOverTime(w, func(cur, m float64) bool { return cur < m || math.IsNaN(m) })
-		case fnMaxOverTime:
-			v = compareOverTime(w, func(cur, m float64) bool { return cur > m || math.IsNaN(m) })
+		case fnMinOverTime, fnMaxOverTime:
+			v = ext.value(pts, lo, hi, fn.kind == fnMaxOverTime)
 		case fnCountOverTime:
 			v = float64(len(w))
 		case fnLastOverTime:
@@ -355,14 +355,44 @@ func avgOverTime(w []query.Sample) float64 {
 	return sum/count + kahanC/count
 }
 
-func compareOverTime(w []query.Sample, better func(cur, best float64) bool) float64 {
-	best := w[0].V
-	for _, p := range w {
-		if better(p.V, best) {
-			best = p.V
+// extremes is min_over_time's or max_over_time's moving window: the
+// indices of the samples that may still be the window's extreme, their
+// values in order of preference (a monotonic queue), so that each step
+// costs O(1) amortised instead of a pass over its window. Ties go to the
+// earliest sample and NaNs lose to every number, as in Prometheus's
+// loop (a sample replaces the best when it is better or the best is
+// NaN); a window of NaNs only gives its last.
+type extremes struct {
+	idx  []int32 // idx[head:]: the queue
+	head int
+	next int // the next sample to enter
+}
+
+// value returns the extreme (max: the maximum, else the minimum) of
+// pts[lo:hi] (lo < hi); lo and hi never decrease from one call to the
+// next.
+func (x *extremes) value(pts []query.Sample, lo, hi int, max bool) float64 {
+	for ; x.next < hi; x.next++ {
+		v := pts[x.next].V
+		if math.IsNaN(v) {
+			continue
 		}
+		for len(x.idx) > x.head {
+			back := pts[x.idx[len(x.idx)-1]].V
+			if max && back >= v || !max && back <= v {
+				break
+			}
+			x.idx = x.idx[:len(x.idx)-1]
+		}
+		x.idx = append(x.idx, int32(x.next))
 	}
-	return best
+	for x.head < len(x.idx) && int(x.idx[x.head]) < lo {
+		x.head++
+	}
+	if x.head == len(x.idx) {
+		return pts[hi-1].V
+	}
+	return pts[x.idx[x.head]].V
 }
 
 // varianceOverTime is the population variance by Welford's method with

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/promhbase/promhbase/query"
+)
+
+// TestExtremes: the moving window's min and max are, at every step and
+// bit for bit, what Prometheus's loop over the window gives, over series
+// of NaNs, signed zeros, infinities and ties, with windows that move by
+// any amount or stay.
+func TestExtremes(t *testing.T) {
+	fold := func(w []query.Sample, max bool) float64 {
+		best := w[0].V
+		for _, p := range w {
+			if max && (p.V > best || math.IsNaN(best)) || !max && (p.V < best || math.IsNaN(best)) {
+				best = p.V
+			}
+		}
+		return best
+	}
+	special := []float64{math.NaN(), math.Copysign(0, -1), 0, math.Inf(1), math.Inf(-1), 1, 1, -1}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name  string
+		value func() float64
+	}{
+		{"specials", func() float64 { return special[r.IntN(len(special))] }},
+		{"few values", func() float64 { return float64(r.IntN(4)) }},
+		{"mostly NaN", func() float64 {
+			if r.IntN(5) > 0 {
+				return math.Float64frombits(0x7ff8000000000000 | uint64(r.IntN(100)))
+			}
+			return r.NormFloat64()
+		}},
+		{"noise", r.NormFloat64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 200 {
+				pts := make([]query.Sample, 1+r.IntN(60))
+				for i := range pts {
+					pts[i] = query.Sample{T: int64(i), V: tc.value()}
+				}
+				for _, max := range []bool{false, true} {
+					x := extremes{}
+					lo, hi := 0, 0
+					for hi < len(pts) {
+						hi = min(len(pts), hi+r.IntN(4))
+						lo = min(hi, lo+r.IntN(4))
+						if lo >= hi {
+							continue
+						}
+						got, want := x.value(pts, lo, hi, max), fold(pts[lo:hi], max)
+						if math.Float64bits(got) != math.Float64bits(want) {
+							t.Fatalf("max %v, window [%d, %d) of %v: got %v, want %v", max, lo, hi, pts, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
