@@ -293,11 +293,10 @@ type seriesNode struct {
 
 // scratch is a worker's reusable memory.
 type scratch struct {
-	pts      []query.Sample
-	resets   []int32
-	counts   []int32
-	sorted   []float64
-	extremes []int32
+	pts    []query.Sample
+	resets []int32
+	counts []int32
+	sorted []float64
 }
 
 // series evaluates the series ls with samples into out (len steps), and

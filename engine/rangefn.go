@@ -80,8 +80,7 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 	fixed := sel.at != nil || sel.startOrEnd != 0
 	found := false
 	lo, hi, ri := 0, 0, 0
-	ext := extremes{idx: sc.extremes[:0]}
-	defer func() { sc.extremes = ext.idx }()
+	ext := extremes{at: -1}
 	for i := range ev.steps {
 		if fixed && i > 0 {
 			out.vals[i], out.has[i] = out.vals[0], out.has[0]
@@ -356,43 +355,47 @@ func avgOverTime(w []query.Sample) float64 {
 }
 
 // extremes is min_over_time's or max_over_time's moving window: the
-// indices of the samples that may still be the window's extreme, their
-// values in order of preference (a monotonic queue), so that each step
-// costs O(1) amortised instead of a pass over its window. Ties go to the
-// earliest sample and NaNs lose to every number, as in Prometheus's
-// loop (a sample replaces the best when it is better or the best is
-// NaN); a window of NaNs only gives its last.
+// window's extreme and where it is, kept from step to step while it
+// stays in the window, so that a step folds in only the samples that
+// entered it, and passes over the whole window only when the extreme
+// left it. It gives what Prometheus's loop over each window gives: that
+// loop's value after a window's first samples is the extreme of those,
+// the first of equal ones (a sample replaces the best when it is better
+// or the best is NaN, so NaNs lose to every number and a window of NaNs
+// gives its last), and so it is the earlier window's value as long as
+// that value's sample is still in the window.
 type extremes struct {
-	idx  []int32 // idx[head:]: the queue
-	head int
-	next int // the next sample to enter
+	at   int // the extreme's sample; -1: none yet
+	best float64
+	next int // the next sample to fold in
 }
 
 // value returns the extreme (max: the maximum, else the minimum) of
 // pts[lo:hi] (lo < hi); lo and hi never decrease from one call to the
 // next.
 func (x *extremes) value(pts []query.Sample, lo, hi int, max bool) float64 {
-	for ; x.next < hi; x.next++ {
-		v := pts[x.next].V
-		if math.IsNaN(v) {
-			continue
-		}
-		for len(x.idx) > x.head {
-			back := pts[x.idx[len(x.idx)-1]].V
-			if max && back >= v || !max && back <= v {
-				break
+	from := x.next
+	if x.at < lo {
+		// The extreme left the window (or there is none): the whole
+		// window again.
+		x.at, x.best, from = lo, pts[lo].V, lo
+	}
+	best, at := x.best, x.at
+	if max {
+		for i := from; i < hi; i++ {
+			if v := pts[i].V; v > best || best != best {
+				best, at = v, i
 			}
-			x.idx = x.idx[:len(x.idx)-1]
 		}
-		x.idx = append(x.idx, int32(x.next))
+	} else {
+		for i := from; i < hi; i++ {
+			if v := pts[i].V; v < best || best != best {
+				best, at = v, i
+			}
+		}
 	}
-	for x.head < len(x.idx) && int(x.idx[x.head]) < lo {
-		x.head++
-	}
-	if x.head == len(x.idx) {
-		return pts[hi-1].V
-	}
-	return pts[x.idx[x.head]].V
+	x.best, x.at, x.next = best, at, hi
+	return best
 }
 
 // varianceOverTime is the population variance by Welford's method with
