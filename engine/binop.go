@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/schema"
+	"sync/atomic"
 )
 
 // binNode is a binary operation between two vectors with one-to-one
@@ -19,12 +20,12 @@ type binNode struct {
 // eval matches the two sides at each step as Prometheus's engine does;
 // what it answers with an error (a match group twice on one side, or two
 // matches of one left series' group) hands the query over.
+// On promhbase's store the two sides are evaluated at once (their scans
+// overlap), the right one's annotations added after the left one's as
+// in an evaluation one after the other; the left side's error wins when
+// both fail.
 func (n *binNode) eval(ev *evaluator) ([]*stepSeries, error) {
-	lhs, err := n.lhs.eval(ev)
-	if err != nil {
-		return nil, err
-	}
-	rhs, err := n.rhs.eval(ev)
+	lhs, rhs, err := bothSides(ev, n.lhs, n.rhs)
 	if err != nil {
 		return nil, err
 	}
@@ -127,4 +128,38 @@ func (n *binNode) resultLabels(lb *labels.Builder, lhs labels.Labels) labels.Lab
 		lb.Del(n.matching...)
 	}
 	return lb.Labels()
+}
+
+// bothSides evaluates l and r: at once when ev reads rows (its float
+// selection's budget is the query's), else one after the other.
+func bothSides(ev *evaluator, l, r node) (lhs, rhs []*stepSeries, err error) {
+	if ev.fs == nil {
+		if lhs, err = l.eval(ev); err != nil {
+			return nil, nil, err
+		}
+		rhs, err = r.eval(ev)
+		return lhs, rhs, err
+	}
+	// The right side's scans wait for half the query's memory budget
+	// while the left side runs, so that the two at once hold no more
+	// than the budget and the left side never fails for the right one.
+	var leftDone atomic.Bool
+	sub := ev.fork(ev.fs.After(func() bool { return !leftDone.Load() }))
+	var rerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rhs, rerr = r.eval(sub)
+	}()
+	lhs, err = l.eval(ev)
+	leftDone.Store(true)
+	ev.fs.Wake()
+	<-done
+	if err == nil {
+		err = rerr
+	}
+	ev.mu.Lock()
+	ev.annos.Merge(sub.annotations())
+	ev.mu.Unlock()
+	return lhs, rhs, err
 }

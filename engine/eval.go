@@ -88,6 +88,14 @@ func newEvaluator(ctx context.Context, q *ownQuery, workers int) *evaluator {
 	return ev
 }
 
+// fork is an evaluator of the same query and steps reading through fs
+// (a view of ev's float selection), with annotations of its own; for a
+// side of a binary operation evaluated at once with the other.
+func (ev *evaluator) fork(fs *query.FloatSelection) *evaluator {
+	return &evaluator{ctx: ev.ctx, q: ev.q, workers: ev.workers, start: ev.start, end: ev.end,
+		interval: ev.interval, steps: ev.steps, lookback: ev.lookback, fs: fs}
+}
+
 func (ev *evaluator) close() {
 	for _, q := range ev.queriers {
 		_ = q.Close()

@@ -24,8 +24,17 @@ var ErrHistograms = errors.New("series has native histograms")
 // the query shares one Budget of q's limits, as the selects of one
 // storage.Querier do.
 type FloatSelection struct {
-	q *Querier
-	b *Budget
+	q      *Querier
+	b      *Budget
+	behind func() bool
+}
+
+// After returns a view of f whose selects' scans work ahead of f's other
+// selects (Budget.reserve: they wait for half the budget to be free
+// rather than fail) while running reports true: a select run at once
+// with another of the query, the other one's memory first.
+func (f *FloatSelection) After(running func() bool) *FloatSelection {
+	return &FloatSelection{q: f.q, b: f.b, behind: running}
 }
 
 // FloatSelection starts the float reads of one query.
@@ -86,7 +95,7 @@ func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*lab
 			return fmt.Errorf("float selection of a downsampled selector %q", m.Value)
 		}
 	}
-	return f.q.streamRows(ctx, f.b, start, end, ms, func(cs *ChunkSeries) error {
+	return f.q.streamRows(ctx, f.b, f.behind, start, end, ms, func(cs *ChunkSeries) error {
 		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes})
 	})
 }
@@ -265,3 +274,7 @@ func rowSeriesOf(ser *Series) (*ChunkSeries, bool) {
 	}
 	return &ChunkSeries{Labels: ser.Labels, rows: ser.rows, Bytes: ser.charged}, true
 }
+
+// Wake makes the selects of f and its views that wait for the budget
+// check their conditions again (an After's running turned false).
+func (f *FloatSelection) Wake() { f.b.wake() }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded"
 )
 
 // checkFloatSelection requires that a FloatSelection, its rows decoded by
@@ -123,4 +126,78 @@ func TestFloatSelectionRows(t *testing.T) {
 			t.Errorf("selection of a series with a histogram: %v, want ErrHistograms", err)
 		}
 	})
+}
+
+// TestFloatSelectionAfter: a select of a view made by After waits for the
+// budget while the other select it runs after is running, instead of
+// failing as a plain select does when the memory held leaves no room,
+// and reads every series once that one ended.
+func TestFloatSelectionAfter(t *testing.T) {
+	st := openStore(t, embedded.Options{})
+	m := coldMapper(t, st)
+	const maxBytes = 1 << 20
+	q := New(st, m, Options{MaxBytes: maxBytes})
+	ctx := context.Background()
+	const base = uint32(1700002800)
+	for i := range 4 {
+		s, err := m.Resolve(ctx, fmt.Appendf(nil, "k%d", i), []mapping.Label{{Name: []byte("__name__"), Value: []byte("m")}, {Name: []byte("i"), Value: fmt.Appendf(nil, "%d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := store.Put{Row: m.AppendRowKey(nil, s, base)}
+		val, flags := mapping.AppendValue(nil, float64(i))
+		p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, 1000, flags), Value: val, Timestamp: 1})
+		if err := st.Put(ctx, "tsdb", []store.Put{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}
+	count := func(fs *FloatSelection) (int, error) {
+		n := 0
+		err := fs.Select(ctx, 0, 1<<42, name, func(rs *RowSeries) error {
+			n++
+			rs.Release()
+			return nil
+		})
+		return n, err
+	}
+	// The other select holds all but a few bytes of the budget.
+	fs := q.Storage().FloatSelection()
+	if err := fs.b.Reserve(maxBytes - 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := count(fs); !errors.Is(err, ErrTooManyBytes) {
+		t.Fatalf("plain select with the budget held: %v, want ErrTooManyBytes", err)
+	}
+	var (
+		ended atomic.Bool
+		asked atomic.Int32
+	)
+	after := fs.After(func() bool {
+		asked.Add(1)
+		return !ended.Load()
+	})
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := count(after)
+		done <- result{n, err}
+	}()
+	for asked.Load() == 0 { // until the select met the budget
+		select {
+		case r := <-done:
+			t.Fatalf("select after the other ended without waiting: %d series, %v", r.n, r.err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	fs.b.Release(maxBytes - 10)
+	ended.Store(true)
+	fs.Wake()
+	if r := <-done; r.err != nil || r.n != 4 {
+		t.Fatalf("select after the other: %d series, %v; want 4, nil", r.n, r.err)
+	}
 }

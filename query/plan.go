@@ -35,7 +35,10 @@ type selection struct {
 	budget     *Budget            // shared by the selections of one request
 	// ahead reports whether the scan works ahead of what is being handed
 	// on (see Budget.reserve); nil means no.
-	ahead    func() bool
+	ahead func() bool
+	// behind, when not nil, makes the scans work ahead while it reports
+	// true (a FloatSelection's After).
+	behind   func() bool
 	keyBytes int64 // charged for the keys of series (matching or not)
 	merger   cells.Merger
 	hist     histScratch

@@ -249,20 +249,22 @@ func (q *Querier) StreamFloats(ctx context.Context, b *Budget, start, end int64,
 
 // streamRows is Stream for a FloatSelection: each series with its rows
 // as stored (ChunkSeries.rows), decoded by the caller.
-func (q *Querier) streamRows(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
-	return q.streamMode(ctx, b, start, end, matchers, false, true, emit)
+// behind, when not nil, makes every scan work ahead (see Budget.reserve)
+// while it reports true.
+func (q *Querier) streamRows(ctx context.Context, b *Budget, behind func() bool, start, end int64, matchers []*labels.Matcher, emit func(*ChunkSeries) error) error {
+	return q.streamMode(ctx, b, behind, start, end, matchers, false, true, emit)
 }
 
 func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats bool, emit func(*ChunkSeries) error) error {
-	return q.streamMode(ctx, b, start, end, matchers, rawFloats, false, emit)
+	return q.streamMode(ctx, b, nil, start, end, matchers, rawFloats, false, emit)
 }
 
-func (q *Querier) streamMode(ctx context.Context, b *Budget, start, end int64, matchers []*labels.Matcher, rawFloats, rawRows bool, emit func(*ChunkSeries) error) error {
+func (q *Querier) streamMode(ctx context.Context, b *Budget, behind func() bool, start, end int64, matchers []*labels.Matcher, rawFloats, rawRows bool, emit func(*ChunkSeries) error) error {
 	start, ok := clampRange(start, end)
 	if !ok {
 		return nil
 	}
-	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, rawRows: rawRows, start: start, end: end, matchers: matchers, budget: b}
+	sel := &selection{q: q, mode: modeSamples, rawFloats: rawFloats, rawRows: rawRows, start: start, end: end, matchers: matchers, budget: b, behind: behind}
 	take := chunkSeriesOf
 	if rawRows {
 		take = rowSeriesOf

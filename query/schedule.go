@@ -71,7 +71,7 @@ func (s *selection) schedule(ctx context.Context, groups [][]store.ScanRequest, 
 					return
 				}
 				sub := s.sub()
-				sub.ahead = func() bool { return head.Load() < gi }
+				sub.ahead = func() bool { return head.Load() < gi || s.behind != nil && s.behind() }
 				g.subs[i] = sub
 				wg.Add(1)
 				go func() {
