@@ -92,7 +92,8 @@ type Codec struct {
 	dexc   []int32 // exception sample indexes
 	dexcAt []int   // where each exception's bytes start in the value
 	pad    padBuf
-	times  timesCache // the times of sections decoded before (AppendPoints)
+	times  *TimesCache // the times of sections decoded before (AppendPoints)
+	tkey   []byte      // a section's key in times
 }
 
 // IsDense reports whether v starts like a dense value.

@@ -105,14 +105,16 @@ func fusedHeader(v []byte) (fusedShape, bool) {
 // are copied from the Codec's times cache.
 func (c *Codec) fusedTimes(pts []mapping.Point, src []byte, base int64, qk byte) (k int, asc, ok bool) {
 	n := len(pts)
-	if n < timesMinSamples || c.times.off {
+	tc := c.timesOf()
+	if n < timesMinSamples || tc.off.Load() {
 		return c.decodeTimesInto(pts, src, base, qk)
 	}
 	k, ok = timesLen(src, n)
 	if !ok {
 		return c.decodeTimesInto(pts, src, base, qk)
 	}
-	if e, hit := c.times.lookup(src[:k], qk, n); hit {
+	c.tkey = append(append(c.tkey[:0], qk), src[:k]...)
+	if e, hit := tc.lookup(c.tkey, n); hit {
 		for i := range pts {
 			pts[i].T = base + int64(e.offs[i])
 		}
@@ -120,7 +122,7 @@ func (c *Codec) fusedTimes(pts []mapping.Point, src []byte, base int64, qk byte)
 	}
 	got, asc, ok := c.decodeTimesInto(pts, src, base, qk)
 	if ok && got == k {
-		c.times.store(pts, base, asc)
+		tc.store(c.tkey, pts, base, asc)
 	}
 	return got, asc, ok
 }

@@ -2,30 +2,34 @@ package dense
 
 import (
 	"encoding/binary"
+	"sync"
+	"sync/atomic"
 
 	"github.com/promhbase/promhbase/mapping"
 )
 
 // The series of one scrape target share their scrape timestamps, so the
 // rows of one hour of those series have byte-identical timestamps
-// sections (the design notes in doc.go). A Codec keeps the offsets it
+// sections (the design notes in doc.go). A TimesCache keeps the offsets
 // decoded from recent sections, by the section's bytes and the row's
-// qualifier kind, and copies them for a section it has seen:
+// qualifier kind, and a Codec copies them for a section seen before:
 // what the section's bytes give, whatever series or hour they are in, so
 // a copy is always the decoded times. An offset, cut to a qualifier's
 // bits (22 of milliseconds, or 12 of seconds times 1000), is below 2^32.
 //
 // The cache is bounded (timesCacheBytes) and gives up on values whose
 // sections seldom repeat (one series a target, OpenTSDB's own data): after
-// timesProbe lookups with fewer than one hit in four, the Codec stops
-// looking for the rest of its life (a query's worker has its own).
-type timesCache struct {
+// timesProbe lookups with fewer than one hit in four, it is off for the
+// rest of its life. A Codec has its own unless given one to share
+// (ShareTimes): the workers of one query share one, so that the series
+// of a target hit it whichever worker decodes them.
+type TimesCache struct {
+	mu      sync.RWMutex
 	m       map[string]timesEntry
-	key     []byte
 	bytes   int
-	lookups int
-	hits    int
-	off     bool
+	lookups atomic.Int64
+	hits    atomic.Int64
+	off     atomic.Bool
 }
 
 const (
@@ -41,46 +45,63 @@ type timesEntry struct {
 	asc  bool
 }
 
+// ShareTimes makes c keep and find decoded timestamps sections in tc,
+// safe for concurrent use, instead of a cache of its own.
+func (c *Codec) ShareTimes(tc *TimesCache) { c.times = tc }
+
+// timesOf returns the cache c uses, its own made at the first use.
+func (c *Codec) timesOf() *TimesCache {
+	if c.times == nil {
+		c.times = &TimesCache{}
+	}
+	return c.times
+}
+
 // lookup returns the cached offsets from the row's base time (ms, cut to
-// the qualifier's bits) of the section sec (the timestamps section's
-// bytes) of qualifier kind qk, and whether there are; it builds the key
-// that store takes.
-func (tc *timesCache) lookup(sec []byte, qk byte, n int) (timesEntry, bool) {
-	if tc.off || n < timesMinSamples {
+// the qualifier's bits) of the section whose key is key (the qualifier
+// kind, then the section's bytes), and whether there are.
+func (tc *TimesCache) lookup(key []byte, n int) (timesEntry, bool) {
+	if tc.off.Load() {
 		return timesEntry{}, false
 	}
-	tc.key = append(append(tc.key[:0], qk), sec...)
-	tc.lookups++
-	if e, ok := tc.m[string(tc.key)]; ok && len(e.offs) == n {
-		tc.hits++
+	tc.mu.RLock()
+	e, ok := tc.m[string(key)]
+	tc.mu.RUnlock()
+	lookups := tc.lookups.Add(1)
+	if ok && len(e.offs) == n {
+		tc.hits.Add(1)
 		return e, true
 	}
-	if tc.lookups >= timesProbe && tc.hits*4 < tc.lookups {
-		tc.off = true
+	if lookups >= timesProbe && tc.hits.Load()*4 < lookups {
+		tc.off.Store(true)
+		tc.mu.Lock()
 		clear(tc.m)
 		tc.bytes = 0
+		tc.mu.Unlock()
 	}
 	return timesEntry{}, false
 }
 
 // store keeps the times of pts, of a row of base time base (ms), and
-// whether they ascend, under the key lookup built last.
-func (tc *timesCache) store(pts []mapping.Point, base int64, asc bool) {
-	if tc.off || len(pts) < timesMinSamples {
+// whether they ascend, under key.
+func (tc *TimesCache) store(key []byte, pts []mapping.Point, base int64, asc bool) {
+	if tc.off.Load() {
 		return
-	}
-	if tc.m == nil {
-		tc.m = map[string]timesEntry{}
-	}
-	if tc.bytes+4*len(pts) > timesCacheBytes {
-		clear(tc.m)
-		tc.bytes = 0
 	}
 	offs := make([]uint32, len(pts))
 	for i, p := range pts {
 		offs[i] = uint32(p.T - base)
 	}
-	tc.m[string(tc.key)] = timesEntry{offs: offs, asc: asc}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.m == nil {
+		tc.m = map[string]timesEntry{}
+	}
+	if tc.bytes+4*len(offs) > timesCacheBytes {
+		clear(tc.m)
+		tc.bytes = 0
+	}
+	tc.m[string(key)] = timesEntry{offs: offs, asc: asc}
 	tc.bytes += 4 * len(offs)
 }
 

@@ -27,6 +27,7 @@ type FloatSelection struct {
 	q      *Querier
 	b      *Budget
 	behind func() bool
+	times  *dense.TimesCache // shared by the decoders of the query's rows
 }
 
 // After returns a view of f whose selects' scans work ahead of f's other
@@ -34,12 +35,12 @@ type FloatSelection struct {
 // rather than fail) while running reports true: a select run at once
 // with another of the query, the other one's memory first.
 func (f *FloatSelection) After(running func() bool) *FloatSelection {
-	return &FloatSelection{q: f.q, b: f.b, behind: running}
+	return &FloatSelection{q: f.q, b: f.b, behind: running, times: f.times}
 }
 
 // FloatSelection starts the float reads of one query.
 func (s *Storage) FloatSelection() *FloatSelection {
-	return &FloatSelection{q: s.q, b: s.q.NewBudget()}
+	return &FloatSelection{q: s.q, b: s.q.NewBudget(), times: &dense.TimesCache{}}
 }
 
 // RowSeries is one series of a FloatSelection: its labels and its rows as
@@ -55,6 +56,7 @@ type RowSeries struct {
 	start, end int64
 	b          *Budget
 	bytes      int64
+	times      *dense.TimesCache
 }
 
 // rawRow is one data row of a series: its hour and its cells, or its
@@ -96,7 +98,7 @@ func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*lab
 		}
 	}
 	return f.q.streamRows(ctx, f.b, f.behind, start, end, ms, func(cs *ChunkSeries) error {
-		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes})
+		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes, times: f.times})
 	})
 }
 
@@ -112,6 +114,10 @@ type RowDecoder struct {
 // label set stored under two row keys, the first row's), counting them
 // against the query's sample limit.
 func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
+	if s.times != nil {
+		// The timestamps the query's other workers decoded.
+		d.dense.ShareTimes(s.times)
+	}
 	rows := s.rows
 	if !slices.IsSortedFunc(rows, cmpRawRows) {
 		slices.SortStableFunc(rows, cmpRawRows)
