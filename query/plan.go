@@ -179,10 +179,11 @@ func RowRegex(layout mapping.Layout, cs []tagConstraint) string {
 type rowFilter struct {
 	regex string
 	match func([]byte) bool
+	seek  func(dst, key []byte) []byte
 }
 
 func newRowFilter(layout mapping.Layout, cs []tagConstraint) rowFilter {
-	return rowFilter{regex: RowRegex(layout, cs), match: RowMatcher(layout, cs)}
+	return rowFilter{regex: RowRegex(layout, cs), match: RowMatcher(layout, cs), seek: RowSeeker(layout, cs)}
 }
 
 // scans are the scans of a query: per metric UID (a name may have two, see
@@ -207,13 +208,13 @@ func (s *selection) scans(ctx context.Context, names []string, f rowFilter) ([]s
 			if s.mode == modeWindows {
 				for _, r := range rollupRanges(s.q.mapper.Layout(), s.win.Interval, metric, s.start, s.end) {
 					reqs = append(reqs, store.ScanRequest{Table: s.win.Interval.Table, Start: r.Start, Stop: r.Stop, Family: rollup.Family,
-						RowRegex: f.regex, RowMatch: f.match})
+						RowRegex: f.regex, RowMatch: f.match, RowSeek: f.seek})
 				}
 				continue
 			}
 			for _, p := range s.hourParts() {
 				for _, r := range s.q.mapper.Layout().MetricRanges(metric, p.from/1000, p.to/1000) {
-					req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match, KeysOnly: p.keysOnly}
+					req := store.ScanRequest{Table: s.q.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: "t", RowRegex: f.regex, RowMatch: f.match, RowSeek: f.seek, KeysOnly: p.keysOnly}
 					if s.mode == modeExemplars {
 						req.Table, req.Family = s.q.opts.ExemplarTable, mapping.ExemplarFamily
 					}

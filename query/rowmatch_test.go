@@ -157,3 +157,79 @@ func BenchmarkRowFilter(b *testing.B) {
 		}
 	})
 }
+
+// TestRowSeeker: over every key of a small key space (two prefixes, up to
+// four tags of sorted, distinct tag keys, each of three values), in key
+// order, the seek key of each refused key is after it, and no key between
+// the two is one RowMatcher keeps; keys with a seek key are counted, so
+// that the test sees skips happen.
+func TestRowSeeker(t *testing.T) {
+	lay := mapping.Layout{SaltWidth: 0, SaltBuckets: 1, MetricWidth: 1, TagKWidth: 1, TagVWidth: 1}
+	tagks := []byte{0x01, 0x02, 0x03, 0x04}
+	tagvs := []byte{0x00, 0x7F, 0xFF}
+	// Every key: prefix (metric, 4-byte hour), then a subset of tagks in
+	// order, each with any value.
+	var keys [][]byte
+	var build func(prefix []byte, from int)
+	build = func(key []byte, from int) {
+		keys = append(keys, slices.Clone(key))
+		for i := from; i < len(tagks); i++ {
+			for _, v := range tagvs {
+				build(append(slices.Clone(key), tagks[i], v), i+1)
+			}
+		}
+	}
+	for _, p := range [][]byte{{7, 0, 0, 0, 1}, {7, 0, 0, 0, 2}} {
+		build(p, 0)
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	rng := rand.New(rand.NewPCG(8, 9))
+	skips := 0
+	for n := range 300 {
+		var cs []tagConstraint
+		for _, k := range tagks {
+			if rng.IntN(2) == 0 {
+				continue
+			}
+			c := tagConstraint{tagk: []byte{k}}
+			for _, v := range tagvs {
+				if rng.IntN(2) == 0 {
+					c.values = append(c.values, []byte{v})
+				}
+			}
+			cs = append(cs, c)
+		}
+		match, seek := RowMatcher(lay, cs), RowSeeker(lay, cs)
+		if match == nil || seek == nil {
+			if (match == nil) != (seek == nil) {
+				t.Fatalf("case %d: matcher %v, seeker %v", n, match != nil, seek != nil)
+			}
+			continue
+		}
+		for i, k := range keys {
+			if match(k) {
+				continue
+			}
+			s := seek(nil, k)
+			if s == nil {
+				continue
+			}
+			if bytes.Compare(s, k) <= 0 {
+				t.Fatalf("case %d %v: seek of %x is %x, not after it", n, cs, k, s)
+			}
+			for _, between := range keys[i+1:] {
+				if bytes.Compare(between, s) >= 0 {
+					break
+				}
+				if match(between) {
+					t.Fatalf("case %d %v: seek of %x to %x skips %x, which matches", n, cs, k, s, between)
+				}
+				skips++
+			}
+		}
+	}
+	if skips == 0 {
+		t.Fatal("no key was skipped")
+	}
+	t.Logf("%d keys skipped", skips)
+}

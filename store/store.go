@@ -94,6 +94,13 @@ type ScanRequest struct {
 	// process (the embedded store) calls it instead of running the regex;
 	// HBase's scans send RowRegex.
 	RowMatch func(key []byte) bool
+	// RowSeek, when set with RowMatch, says how far a store that filters
+	// rows in process may skip: for a row key that RowMatch refuses it
+	// appends to dst and returns a key greater than that row's, every
+	// row between the two being one RowMatch refuses too, or returns nil
+	// (the next row). The embedded store seeks to it instead of reading
+	// the rows between; HBase's scans ignore it.
+	RowSeek func(dst, key []byte) []byte
 	// KeysOnly says the caller needs only the keys of the rows that have
 	// a cell (of Family), not their cells: a store may then return one
 	// cell a row with its value left out (HBase: FirstKeyOnlyFilter and

@@ -22,7 +22,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	}
 	sc := &scanner{ctx: ctx, tlen: len(req.Table) + 1, cellMem: arena.Arena{ChunkSize: rowArenaChunk}, codec: codecFor(s.codecs, req.Table)}
 	if req.RowMatch != nil {
-		sc.match = req.RowMatch
+		sc.match, sc.seek = req.RowMatch, req.RowSeek
 	} else if req.RowRegex != "" {
 		re, err := regexp.Compile(req.RowRegex)
 		if err != nil {
@@ -71,7 +71,9 @@ type scanner struct {
 	ctx    context.Context
 	it     *pebble.Iterator
 	re     *regexp.Regexp
-	match  func([]byte) bool // the request's RowMatch, used instead of re
+	match  func([]byte) bool            // the request's RowMatch, used instead of re
+	seek   func(dst, key []byte) []byte // the request's RowSeek
+	seekTo []byte                       // seek's key
 	family []byte
 	tlen   int
 	valid  bool
@@ -180,6 +182,13 @@ func (sc *scanner) Next() bool {
 		}
 		inPebble := sc.valid && bytes.Equal(sc.next, row)
 		if sc.match != nil && !sc.match(row) {
+			if sc.seek != nil {
+				if to := sc.seek(sc.seekTo[:0], row); to != nil && bytes.Compare(to, row) > 0 {
+					sc.seekTo = to
+					sc.skipTo(to)
+					continue
+				}
+			}
 			sc.skip(row, inPebble)
 			continue
 		}
@@ -205,6 +214,27 @@ func (sc *scanner) skip(row []byte, inPebble bool) {
 	}
 	if inPebble {
 		sc.valid, sc.decoded = sc.skipRow(), false
+	}
+}
+
+// skipTo moves every source to its first row at or after to (RowSeek's
+// key: every row before it is refused).
+func (sc *scanner) skipTo(to []byte) {
+	for _, mi := range sc.mem {
+		for {
+			k, ok := mi.row()
+			if !ok || bytes.Compare(k, to) >= 0 {
+				break
+			}
+			mi.pos++
+		}
+	}
+	if sc.valid {
+		// table 0x00 escape(to), built as skipRow builds its key.
+		sc.seekKey = append(sc.seekKey[:0], sc.it.Key()[:sc.tlen]...)
+		sc.seekKey = appendEscapedPrefix(sc.seekKey, "", to)
+		sc.seekKey = append(sc.seekKey[:sc.tlen], sc.seekKey[sc.tlen+1:]...)
+		sc.valid, sc.decoded = sc.it.SeekGE(sc.seekKey), false
 	}
 }
 

@@ -62,6 +62,7 @@ func contracts(opts Options) []contract {
 		{"ScanFamily", testScanFamily},
 		{"RegexBinaryKeys", testRegexBinaryKeys},
 		{"ScanKeysOnly", testScanKeysOnly},
+		{"RowSeek", testRowSeek},
 		{"CheckAndPut", testCheckAndPut},
 		{"CheckAndPutConcurrent", testCheckAndPutConcurrent},
 		{"CheckAndPutBatch", testCheckAndPutBatch},
@@ -365,6 +366,52 @@ func testRegexBinaryKeys(t *testing.T, s store.Store, table string) {
 			sort.Strings(want)
 			if strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Errorf("regex %q\n got %v\nwant %v", tc.regex, got, want)
+			}
+		})
+	}
+}
+
+// testRowSeek: a scan with RowMatch, RowRegex and RowSeek returns the
+// rows RowMatch keeps, whatever rows the store skips by RowSeek's keys,
+// within the scan's range.
+func testRowSeek(t *testing.T, s store.Store, table string) {
+	var keys [][]byte
+	for a := range byte(10) {
+		for b := range byte(10) {
+			keys = append(keys, []byte{a, b})
+		}
+	}
+	putKeys(t, s, table, keys)
+	match := func(k []byte) bool { return len(k) == 2 && (k[1] == 3 || k[1] == 7) }
+	seek := func(dst, k []byte) []byte {
+		switch {
+		case len(k) != 2:
+			return nil
+		case k[1] < 3:
+			return append(dst, k[0], 3)
+		case k[1] < 7:
+			return append(dst, k[0], 7)
+		case k[0] < 0xFF:
+			return append(dst, k[0]+1)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name        string
+		start, stop []byte
+	}{{"all", nil, nil}, {"from inside a skip", []byte{2, 4}, []byte{6, 3}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []string
+			for _, k := range keys {
+				in := (tc.start == nil || bytes.Compare(k, tc.start) >= 0) && (tc.stop == nil || bytes.Compare(k, tc.stop) < 0)
+				if in && match(k) {
+					want = append(want, fmt.Sprintf("%x", k))
+				}
+			}
+			got := rowKeys(scanAll(t, s, store.ScanRequest{Table: table, Start: tc.start, Stop: tc.stop,
+				RowRegex: `(?s)^.(?:\x03|\x07)\z`, RowMatch: match, RowSeek: seek}))
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("got %v\nwant %v", got, want)
 			}
 		})
 	}
