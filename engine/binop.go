@@ -1,10 +1,11 @@
 package engine
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/schema"
-	"sync/atomic"
 )
 
 // binNode is a binary operation between two vectors with one-to-one
