@@ -70,15 +70,43 @@ func fnKinds() map[string]fnKind {
 // out, as Prometheus's engine selects them. The window's two ends move
 // forward with the steps; the counter resets and value changes of the
 // series are found once, so rate, increase, resets and changes take O(1)
-// per step (and a step over the resets inside its window).
+// per step (and a step over the resets inside its window). Staleness
+// markers and counter resets are found as the windows' upper end moves
+// over the samples, in that same pass; a series whose windows meet a
+// staleness marker is evaluated again over its samples without them.
 func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries) bool {
-	pts, resets, counts := rangePoints(fn, sc, samples)
+	if found, ok := ev.rangeSteps(sel, fn, sc, ls, samples, out, true); ok {
+		return found
+	}
+	clear(out.has)
+	found, _ := ev.rangeSteps(sel, fn, sc, ls, samples, out, false)
+	return found
+}
+
+// rangeSteps is rangeSeries' pass over the steps. When lazy (and fn needs
+// no counts), it reads samples as they are and finds the resets as the
+// windows reach them; it reports ok false, at the first staleness marker
+// a window reaches, for the caller to evaluate the series again without
+// lazy (rangePoints: the markers left out first).
+// long: the loop over the steps with a case per range function, sharing the windows' cursors; split, the cursors would travel between functions.
+func (ev *evaluator) rangeSteps(sel *selector, fn *rangeFn, sc *scratch, ls labels.Labels, samples []query.Sample, out *stepSeries, lazy bool) (found, ok bool) {
+	lazy = lazy && fn.kind != fnResets && fn.kind != fnChanges
+	counter := fn.kind == fnRate || fn.kind == fnIncrease
+	var (
+		pts            []query.Sample
+		resets, counts []int32
+	)
+	if lazy {
+		pts, resets = samples, sc.resets[:0]
+		defer func() { sc.resets = resets }()
+	} else {
+		pts, resets, counts = rangePoints(fn, sc, samples)
+	}
 	if len(pts) == 0 {
-		return false
+		return false, true
 	}
 	rangeSeconds := (time.Duration(fn.rng) * time.Millisecond).Seconds()
 	fixed := sel.at != nil || sel.startOrEnd != 0
-	found := false
 	lo, hi, ri := 0, 0, 0
 	ext := extremes{at: -1}
 	for i := range ev.steps {
@@ -93,6 +121,15 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 		maxt := t - sel.offset
 		mint := maxt - fn.rng
 		for hi < len(pts) && pts[hi].T <= maxt {
+			if lazy {
+				v := pts[hi].V
+				if value.IsStaleNaN(v) {
+					return false, false
+				}
+				if counter && hi > 0 && v < pts[hi-1].V {
+					resets = append(resets, int32(hi))
+				}
+			}
 			hi++
 		}
 		for lo < len(pts) && pts[lo].T <= mint {
@@ -163,10 +200,10 @@ func (ev *evaluator) rangeSeries(sel *selector, fn *rangeFn, sc *scratch, ls lab
 		}
 	}
 	if !found {
-		return false
+		return false, true
 	}
 	ev.annotateRange(fn, ls)
-	return true
+	return true, true
 }
 
 // rangePoints returns the samples of a series that fn reads, staleness
