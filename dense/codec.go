@@ -92,8 +92,10 @@ type Codec struct {
 	dexc   []int32 // exception sample indexes
 	dexcAt []int   // where each exception's bytes start in the value
 	pad    padBuf
-	times  *TimesCache // the times of sections decoded before (AppendPoints)
-	tkey   []byte      // a section's key in times
+	times  *TimesCache     // the times of sections decoded before (AppendPoints)
+	tkey   []byte          // a section's key in times
+	reader packedReader    // the one-pass decoder's stream
+	block  [blockLen]int64 // and its block
 }
 
 // IsDense reports whether v starts like a dense value.

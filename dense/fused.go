@@ -156,10 +156,9 @@ func (c *Codec) decodeTimesInto(pts []mapping.Point, src []byte, base int64, qk 
 	}
 	grid := src[pos] == timesGrid
 	pos++
-	var (
-		r   packedReader
-		blk [blockLen]int64
-	)
+	// The reader and the block live in the Codec: a decoding goroutine's
+	// stack stays small.
+	r, blk := &c.reader, &c.block
 	if r.start(src[pos:], n-1, &c.pad) != nil {
 		return 0, false, false
 	}
@@ -291,10 +290,7 @@ func (c *Codec) fusedDecimal(pts []mapping.Point, v []byte, pos int, mode byte, 
 			pts[1].V = mantissaValue(m, conv, p)
 			first = 2
 		}
-		var (
-			r   packedReader
-			blk [blockLen]int64
-		)
+		r, blk := &c.reader, &c.block
 		if r.start(v[pos:], nm-first, &c.pad) != nil {
 			return 0, false
 		}

@@ -154,6 +154,9 @@ func checkPoints(t testing.TB, d []byte, cell store.Cell) {
 	if len(got) != len(want)+1 || got[0] != mark {
 		t.Fatalf("AppendPoints gave %d points after dst's, want %d", len(got)-1, len(want))
 	}
+	if n := Samples(d); n != len(want) {
+		t.Fatalf("Samples says %d, the value holds %d", n, len(want))
+	}
 	for i, w := range want {
 		g := got[i+1]
 		if g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) {

@@ -1,6 +1,7 @@
 package dense
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 
@@ -131,4 +132,22 @@ func (p *Pool) AppendPoints(dst []mapping.Point, baseTime uint32, v []byte) ([]m
 	c := p.get()
 	defer p.codecs.Put(c)
 	return c.AppendPoints(dst, baseTime, v)
+}
+
+// Samples returns the number of samples the dense value v holds, read
+// from its header (0 when the header is not well-formed): for a reader
+// to size its buffer before decoding rows.
+func Samples(v []byte) int {
+	if len(v) < 2 || v[0] != Format {
+		return 0
+	}
+	_, k := binary.Uvarint(v[2:])
+	if k <= 0 {
+		return 0
+	}
+	n, k2 := binary.Uvarint(v[2+k:])
+	if k2 <= 0 || n > MaxSamples {
+		return 0
+	}
+	return int(n)
 }

@@ -122,6 +122,20 @@ func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
 	if !slices.IsSortedFunc(rows, cmpRawRows) {
 		slices.SortStableFunc(rows, cmpRawRows)
 	}
+	// dst grown once for the rows' samples (at most: a row cut by the
+	// range gives fewer).
+	total := 0
+	for _, r := range rows {
+		switch {
+		case r.cells == nil:
+			total += len(r.samples)
+		case len(r.cells) == 1 && r.cells[0].Packed():
+			total += dense.Samples(r.cells[0].Value)
+		default:
+			total += len(r.cells)
+		}
+	}
+	dst = slices.Grow(dst, total)
 	n0, counted, sorted := len(dst), 0, true
 	for _, r := range rows {
 		n := len(dst)
