@@ -97,6 +97,10 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	queries *prometheus.CounterVec
+	// workers keeps the workers' decoders and sample buffers between
+	// queries (*workerMem): a query of long series does not grow new
+	// ones each time.
+	workers sync.Pool
 }
 
 // New returns an Engine.

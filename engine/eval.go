@@ -132,6 +132,33 @@ func (ev *evaluator) evalTimes(sel *selector) (int64, int64) {
 	return ev.start, ev.end
 }
 
+// workerMem is a worker's memory kept between queries.
+type workerMem struct {
+	dec query.RowDecoder
+	buf []query.Sample
+}
+
+// maxPooledSamples bounds the samples buffer a worker keeps for a later
+// query (4 MiB: a larger one is left to the collector).
+const maxPooledSamples = 1 << 18
+
+// workerMem returns a worker's memory, from an earlier query if any.
+func (e *Engine) workerMem() *workerMem {
+	if wm, ok := e.workers.Get().(*workerMem); ok {
+		return wm
+	}
+	return &workerMem{}
+}
+
+// putWorkerMem keeps wm for a later query, its buffer unless too large.
+func (e *Engine) putWorkerMem(wm *workerMem) {
+	if cap(wm.buf) > maxPooledSamples {
+		wm.buf = nil
+	}
+	wm.dec.Forget()
+	e.workers.Put(wm)
+}
+
 // job is one series handed to a worker: its rows as stored (a
 // FloatSelection's), or its samples.
 type job struct {
@@ -178,10 +205,10 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	}
 	for w := range ev.workers {
 		wg.Go(func() {
-			var (
-				dec query.RowDecoder
-				buf []query.Sample
-			)
+			wm := ev.q.e.workerMem()
+			defer ev.q.e.putWorkerMem(wm)
+			dec, buf := &wm.dec, wm.buf
+			defer func() { wm.buf = buf[:0] }()
 			for j := range jobs[w] {
 				if ctx.Err() != nil {
 					if j.rows != nil {

@@ -109,6 +109,10 @@ type RowDecoder struct {
 	dense dense.Codec
 }
 
+// Forget drops what d holds of the last series' query (its shared times
+// cache), for d to be kept for another query.
+func (d *RowDecoder) Forget() { d.dense.ShareTimes(nil) }
+
 // Decode appends the float samples of s in its range to dst, in time
 // order, one per timestamp (of one timestamp in two rows of one hour, a
 // label set stored under two row keys, the first row's), counting them
