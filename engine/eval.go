@@ -142,21 +142,20 @@ type workerMem struct {
 // query (4 MiB: a larger one is left to the collector).
 const maxPooledSamples = 1 << 18
 
-// workerMem returns a worker's memory, from an earlier query if any.
-func (e *Engine) workerMem() *workerMem {
-	if wm, ok := e.workers.Get().(*workerMem); ok {
-		return wm
+// workerMem returns a worker's memory, from an earlier query if any, and
+// the function that keeps it for a later one with its buffer (dropped
+// when too large), the decoder's hold on this query let go.
+func (e *Engine) workerMem() (*workerMem, func()) {
+	wm, _ := e.workers.Get().(*workerMem)
+	if wm == nil {
+		wm = &workerMem{}
 	}
-	return &workerMem{}
-}
-
-// putWorkerMem keeps wm for a later query, its buffer unless too large.
-func (e *Engine) putWorkerMem(wm *workerMem) {
-	if cap(wm.buf) > maxPooledSamples {
-		wm.buf = nil
+	return wm, func() {
+		wm.dec.Forget()
+		if cap(wm.buf) <= maxPooledSamples {
+			e.workers.Put(wm)
+		}
 	}
-	wm.dec.Forget()
-	e.workers.Put(wm)
 }
 
 // job is one series handed to a worker: its rows as stored (a
@@ -205,8 +204,8 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	}
 	for w := range ev.workers {
 		wg.Go(func() {
-			wm := ev.q.e.workerMem()
-			defer ev.q.e.putWorkerMem(wm)
+			wm, keep := ev.q.e.workerMem()
+			defer keep()
 			dec, buf := &wm.dec, wm.buf
 			defer func() { wm.buf = buf[:0] }()
 			for j := range jobs[w] {
