@@ -478,7 +478,9 @@ func (u *UIDs) writeForwardRows(ctx context.Context, work []uidWork, fwd []store
 		winner, err := u.readForward(ctx, w.kind, w.stored)
 		switch {
 		case err != nil:
+			// Neither written nor read: the row may yet hold mine.
 			w.uid, w.err = nil, errors.Join(errs[j], err)
+			u.keepStranded(w.kind, w.name, mine)
 		case winner == nil && errs[j] != nil:
 			w.uid, w.err = nil, fmt.Errorf("write forward mapping %s %q -> %x: %w", w.kind, w.name, mine, errs[j])
 			u.keepStranded(w.kind, w.name, mine)

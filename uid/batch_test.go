@@ -265,12 +265,32 @@ type flakyStore struct {
 	store.Store
 	mu   sync.Mutex
 	fail map[string]bool
+	// getAfter are rows whose next Get after their failed check-and-put
+	// fails too, getting those armed.
+	getAfter, getting map[string]bool
+}
+
+func (f *flakyStore) Get(ctx context.Context, table string, row []byte, family string) (store.Row, error) {
+	f.mu.Lock()
+	failing := f.getting[string(row)]
+	delete(f.getting, string(row))
+	f.mu.Unlock()
+	if failing {
+		return store.Row{}, fmt.Errorf("injected: %w", store.ErrUnavailable)
+	}
+	return f.Store.Get(ctx, table, row, family)
 }
 
 func (f *flakyStore) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
 	f.mu.Lock()
 	failing := f.fail[string(put.Row)]
 	delete(f.fail, string(put.Row))
+	if failing && f.getAfter[string(put.Row)] {
+		if f.getting == nil {
+			f.getting = map[string]bool{}
+		}
+		f.getting[string(put.Row)] = true
+	}
 	f.mu.Unlock()
 	if failing {
 		return false, fmt.Errorf("injected: %w", store.ErrUnavailable)
@@ -319,6 +339,35 @@ func TestGetOrCreateBatchPartialFailure(t *testing.T) {
 	}
 	if len(rep.Orphans) > 2 {
 		t.Errorf("uid fsck orphans: %q", rep.Orphans)
+	}
+}
+
+// TestGetOrCreateBatchUnknownOutcome: a forward write that fails, and
+// whose row then cannot be read either (a store restarting), leaves its
+// UID's reverse row naming the name; the name's retry takes that UID
+// again, so uid fsck finds no reverse row naming a name that maps to
+// another UID.
+func TestGetOrCreateBatchUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	base := openUIDStore(t)
+	st := &flakyStore{Store: remoteLike{base}, fail: map[string]bool{"n3": true}, getAfter: map[string]bool{"n3": true}}
+	u := newTestUIDs(t, st, mapping.DefaultLayout())
+	reqs := uidReqs(KindTagV, numbered("n", 5)...)
+	u.GetOrCreateBatch(ctx, reqs)
+	if !errors.Is(reqs[3].Err, store.ErrUnavailable) {
+		t.Fatalf("n3: err %v, want ErrUnavailable", reqs[3].Err)
+	}
+	retry := uidReqs(KindTagV, "n3")
+	u.GetOrCreateBatch(ctx, retry)
+	if r := retry[0]; r.Err != nil || !r.Created {
+		t.Fatalf("retry of n3: %X created %v err %v", r.UID, r.Created, r.Err)
+	}
+	rep, err := UIDFsck(ctx, base, "tsdb-uid", mapping.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) != 0 || len(rep.Orphans) != 0 {
+		t.Errorf("uid fsck errors %q, orphans %q", rep.Errors, rep.Orphans)
 	}
 }
 
