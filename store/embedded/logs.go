@@ -72,7 +72,7 @@ func pebbleLogs(dir string) []string {
 // those kept for reuse, as Pebble counts them).
 func (s *Store) logBytes() (rowbuf, pebbleWAL int64) {
 	if s.rb != nil {
-		rowbuf = s.rb.wal.diskBytes()
+		rowbuf = s.rb.wal.DiskBytes()
 	}
 	m := s.db.Metrics()
 	return rowbuf, int64(m.WAL.PhysicalSize + m.WAL.ObsoletePhysicalSize)

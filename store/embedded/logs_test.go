@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // dirFiles returns the sizes of the files in dir whose names end in one
@@ -92,7 +93,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 	s := mustOpen(t, dir, opts)
 	putRows(t, s, "d", 0, 4000, 1000) // 4 MB in one segment
 	crash(t, s)
-	if files := dirFiles(t, rbDir, ".wal", freeName); len(files) != 1 {
+	if files := dirFiles(t, rbDir, ".wal", wlog.FreeName); len(files) != 1 {
 		t.Fatalf("log files before the reopen: %v", files)
 	}
 
@@ -104,7 +105,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 		if err := s.rb.flush(); err != nil {
 			t.Fatal(err)
 		}
-		files := dirFiles(t, rbDir, ".wal", freeName)
+		files := dirFiles(t, rbDir, ".wal", wlog.FreeName)
 		if len(files) > 2 {
 			t.Errorf("round %d: %d log files after a flush, want the current segment and the one kept: %v", round, len(files), files)
 		}
@@ -114,10 +115,10 @@ func TestRowBufferLogBounded(t *testing.T) {
 			}
 		}
 	}
-	if err := s.rb.wal.trim(); err != nil {
+	if err := s.rb.wal.Trim(); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.rb.wal.diskBytes(); n != 0 {
+	if n := s.rb.wal.DiskBytes(); n != 0 {
 		t.Errorf("%d bytes of log after a flush and a trim, want 0", n)
 	}
 	putRows(t, s, "d", 9000, 10, 10)
@@ -126,7 +127,7 @@ func TestRowBufferLogBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var total int64
-	for _, size := range dirFiles(t, rbDir, ".wal", freeName) {
+	for _, size := range dirFiles(t, rbDir, ".wal", wlog.FreeName) {
 		total += size
 	}
 	if total != 0 {
@@ -163,7 +164,7 @@ func TestCloseLeavesNoLog(t *testing.T) {
 		t.Logf("%s: %d bytes", name, size)
 		logs += size
 	}
-	for _, size := range dirFiles(t, filepath.Join(dir, rowBufferDir), ".wal", freeName) {
+	for _, size := range dirFiles(t, filepath.Join(dir, rowBufferDir), ".wal", wlog.FreeName) {
 		logs += size
 	}
 	if logs > 64<<10 {

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -16,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // rowBuffer keeps the recent cells of the buffered tables (the data table,
@@ -62,7 +62,7 @@ type rowBuffer struct {
 	activeBytes *atomic.Int64
 	flushing    map[string]*memRows
 	flushSeg    uint64 // last log segment covered by flushing
-	wal         *rowWAL
+	wal         *wlog.Log
 	flushErr    error
 	closed      bool
 
@@ -158,12 +158,12 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	if err := removeSSTables(dir); err != nil {
 		return nil, err
 	}
-	segs, err := walSegments(dir)
+	segs, err := wlog.Segments(dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, seg := range segs {
-		if _, err := readSegment(filepath.Join(dir, segName(seg)), seg, rb.replay); err != nil {
+		if _, err := wlog.ReadSegment(filepath.Join(dir, wlog.SegmentName(seg)), seg, rb.replay); err != nil {
 			return nil, err
 		}
 	}
@@ -173,22 +173,22 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	}
 	// A file kept for reuse holds at most what the log takes between two
 	// flushes: about the buffer's budget.
-	rb.wal, err = openWAL(dir, next, noSync, budget)
+	rb.wal, err = wlog.Open(dir, next, wlog.Options{NoSync: noSync, KeepBytes: budget})
 	if err != nil {
 		return nil, err
 	}
 	// What the log held goes to Pebble now, and its segments away.
 	if len(segs) > 0 {
 		if err := rb.ingest(rb.active); err != nil {
-			rb.wal.close()
+			rb.wal.Close()
 			return nil, err
 		}
 		for _, m := range rb.active {
 			m.release()
 		}
 		rb.active = rb.fresh()
-		if err := rb.wal.removeThrough(segs[len(segs)-1]); err != nil {
-			rb.wal.close()
+		if err := rb.wal.RemoveThrough(segs[len(segs)-1]); err != nil {
+			rb.wal.Close()
 			return nil, err
 		}
 	}
@@ -344,18 +344,7 @@ func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	m := rb.activeFor(table)
-	start := rb.wal.begin()
-	w := rb.wal.pending
-	w = append(w, walOpDelete)
-	w = appendBytes(w, []byte(table))
-	w = appendBytes(w, row)
-	w = binary.AppendUvarint(w, uint64(len(cols)))
-	for _, c := range cols {
-		w = appendBytes(w, c.family)
-		w = appendBytes(w, c.qualifier)
-		w = binary.LittleEndian.AppendUint64(w, c.bound)
-	}
-	rb.wal.pending = w
+	pos := rb.wal.AppendFunc(func(dst []byte) []byte { return appendDeleteRecord(dst, table, row, cols) })
 	m.mu.Lock()
 	m.kill(row, cols)
 	m.mu.Unlock()
@@ -370,7 +359,7 @@ func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 		}
 		f.mu.Unlock()
 	}
-	return rb.wal.end(start)
+	return pos
 }
 
 // killRows removes the rows of table in [start, stop) (stop empty: to the
@@ -383,13 +372,7 @@ func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
 func (rb *rowBuffer) killRows(table string, start, stop []byte) uint64 {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
-	begin := rb.wal.begin()
-	w := rb.wal.pending
-	w = append(w, walOpDeleteRows)
-	w = appendBytes(w, []byte(table))
-	w = appendBytes(w, start)
-	w = appendBytes(w, stop)
-	rb.wal.pending = w
+	pos := rb.wal.AppendFunc(func(dst []byte) []byte { return appendDeleteRowsRecord(dst, table, start, stop) })
 	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
 		if m := bufs[table]; m != nil {
 			m.mu.Lock()
@@ -397,7 +380,7 @@ func (rb *rowBuffer) killRows(table string, start, stop []byte) uint64 {
 			m.mu.Unlock()
 		}
 	}
-	return rb.wal.end(begin)
+	return pos
 }
 
 // layers returns the buffers a read of table consults, newest first.
@@ -462,9 +445,9 @@ func (rb *rowBuffer) close() error {
 	close(rb.stopFlush)
 	<-rb.stopped
 	if err == nil {
-		err = rb.wal.trim()
+		err = rb.wal.Trim()
 	}
-	if cerr := rb.wal.close(); err == nil {
+	if cerr := rb.wal.Close(); err == nil {
 		err = cerr
 	}
 	rb.releaseAll()

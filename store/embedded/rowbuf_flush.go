@@ -68,7 +68,7 @@ func (rb *rowBuffer) flushTrim() error {
 	if err := rb.flushLocked(); err != nil {
 		return err
 	}
-	return rb.wal.trim()
+	return rb.wal.Trim()
 }
 
 // flushLocked swaps the active buffer out and ingests it; a buffer whose
@@ -91,7 +91,7 @@ func (rb *rowBuffer) flushLocked() error {
 			rb.mu.Unlock()
 			return nil
 		}
-		seg, err := rb.wal.rotate()
+		seg, err := rb.wal.Rotate()
 		if err != nil {
 			rb.flushErr = err
 			rb.cond.Broadcast()
@@ -106,7 +106,7 @@ func (rb *rowBuffer) flushLocked() error {
 
 	err := rb.ingest(flushing)
 	if err == nil {
-		err = rb.wal.removeThrough(seg)
+		err = rb.wal.RemoveThrough(seg)
 	}
 	rb.mu.Lock()
 	if err == nil {

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -82,7 +81,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	}
 	active := rb.activeBytes // replaced under rb.mu
 	m.mu.Lock()
-	pos := rb.wal.appendRecord(rec)
+	pos := rb.wal.Append(rec)
 	rb.mu.Unlock()
 	if rb.afterLog != nil {
 		rb.afterLog()
@@ -165,27 +164,3 @@ func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putP
 
 // maxPooledRecord bounds the record buffers put keeps for reuse.
 const maxPooledRecord = 4 << 20
-
-// appendPutRecord appends the payload of the log's put record of puts
-// into table (see rowWAL) to dst; a cell without a timestamp takes now.
-func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []byte {
-	dst = append(dst, walOpPut)
-	dst = binary.AppendUvarint(dst, uint64(len(table)))
-	dst = append(dst, table...)
-	dst = binary.AppendUvarint(dst, uint64(len(puts)))
-	for _, p := range puts {
-		dst = appendBytes(dst, p.Row)
-		dst = binary.AppendUvarint(dst, uint64(len(p.Cells)))
-		for _, c := range p.Cells {
-			ts := c.Timestamp
-			if ts == 0 {
-				ts = now
-			}
-			dst = appendBytes(dst, c.Family)
-			dst = appendBytes(dst, c.Qualifier)
-			dst = binary.LittleEndian.AppendUint64(dst, ts)
-			dst = appendBytes(dst, c.Value)
-		}
-	}
-	return dst
-}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 	"github.com/promhbase/promhbase/testkit/poll"
 )
 
@@ -289,7 +290,7 @@ func crash(t *testing.T, s *Store) {
 	s.rb.mu.Unlock()
 	close(s.rb.stopFlush)
 	<-s.rb.stopped
-	if err := s.rb.wal.close(); err != nil {
+	if err := s.rb.wal.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.db.Close(); err != nil {
@@ -328,12 +329,12 @@ func TestRowBufferReplay(t *testing.T) {
 	}
 	want := dump(t, s, "d")
 	crash(t, s)
-	segs, err := walSegments(filepath.Join(dir, rowBufferDir))
+	segs, err := wlog.Segments(filepath.Join(dir, rowBufferDir))
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments %v, %v", segs, err)
 	}
 	// A record cut short by the crash.
-	f, err := os.OpenFile(filepath.Join(dir, rowBufferDir, segName(segs[len(segs)-1])), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, rowBufferDir, wlog.SegmentName(segs[len(segs)-1])), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +426,7 @@ func TestRowBufferLogOfOtherTables(t *testing.T) {
 				t.Errorf("after reopening: %q, want %q", got, want)
 			}
 			if tc.buffered == nil {
-				if segs, _ := walSegments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
+				if segs, _ := wlog.Segments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
 					t.Errorf("log segments %v left", segs)
 				}
 			}
@@ -448,7 +449,7 @@ func TestRowBufferSyncsPebbleFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.rb.wal.waitDurable(pos); err != nil {
+	if err := s.rb.wal.WaitDurable(pos); err != nil {
 		t.Fatal(err)
 	}
 	if s.synced.Load() < s.committed.Load() {

@@ -351,7 +351,7 @@ func (st *settler) tick() {
 func (s *Store) activity() activity {
 	a := activity{commits: s.committed.Load()}
 	if s.rb != nil {
-		a.logged = s.rb.wal.position()
+		a.logged = s.rb.wal.Position()
 		a.bulks = uint64(s.rb.bulkPuts.Load())
 	}
 	return a

@@ -131,7 +131,7 @@ func TestBackgroundSettle(t *testing.T) {
 		t.Error("the row buffer was flushed while writes went on")
 	}
 	waitFor("row buffer flushed and its log trimmed once writes stopped", func() bool {
-		return s.rb.stats().cells == 0 && s.rb.wal.diskBytes() == 0
+		return s.rb.stats().cells == 0 && s.rb.wal.DiskBytes() == 0
 	})
 	waitFor("memtable flushed once writes stopped", func() bool {
 		m := s.db.Metrics()

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // Snapshots: a snapshot is a Pebble checkpoint of the whole store in
@@ -136,7 +137,7 @@ func CopySnapshot(src, dst string) error {
 			return fmt.Errorf("restore snapshot %s: %w", src, err)
 		}
 	}
-	return syncDir(dst)
+	return wlog.SyncDir(dst)
 }
 
 // copyFile copies from to to and makes it durable.

@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // Options configure the embedded store.
@@ -171,8 +172,8 @@ func Open(dir string, opts Options) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 		}
-		s.rb.wal.beforeSync = s.syncPebbleIfDue
-	} else if segs, _ := walSegments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
+		s.rb.wal.SetBeforeSync(s.syncPebbleIfDue)
+	} else if segs, _ := wlog.Segments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
 		// The log of a run that buffered: into Pebble now, before anything
 		// newer is written, then away.
 		rb, err := openRowBuffer(dir, db, po, nil, marked, opts.RowCodecs, DefaultRowBufferBytes, opts.NoSync)
@@ -342,7 +343,7 @@ func (s *Store) sync() error {
 	}
 	if s.rb != nil {
 		// Its group commit syncs Pebble's WAL first (syncPebbleIfDue).
-		if err := s.rb.wal.waitDurable(s.rb.wal.position()); err != nil {
+		if err := s.rb.wal.WaitDurable(s.rb.wal.Position()); err != nil {
 			return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
 		}
 	}

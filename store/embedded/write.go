@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // Put writes every put in one batch, durable (fsync) before it returns.
@@ -270,10 +271,10 @@ func (w *bufWriter) commit() error { return nil }
 func (w *bufWriter) close() {}
 
 // Bounds of what the row buffer takes: a put is one record of its log
-// (maxWALRecord), a cell's value one record of a block (sizes are u32).
+// (wlog.MaxRecord), a cell's value one record of a block (sizes are u32).
 // Remote write requests are far smaller (--web.max-request-bytes).
 const (
-	maxBufferedPut   = maxWALRecord / 2
+	maxBufferedPut   = wlog.MaxRecord / 2
 	maxBufferedValue = 64 << 20
 )
 

@@ -6,10 +6,10 @@ import (
 	"hash/maphash"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/wlog"
 	"github.com/promhbase/promhbase/testkit/fixture"
 )
 
@@ -31,7 +31,7 @@ func readHexFixture(t *testing.T, name string) []byte {
 		if p+4+n > len(out) {
 			t.Fatalf("%s: payload at %d runs past the end", name, p+4)
 		}
-		binary.LittleEndian.PutUint32(out[p:], recordCRC(1, out[p+4:p+4+n]))
+		binary.LittleEndian.PutUint32(out[p:], wlog.CRC(1, out[p+4:p+4+n]))
 	}
 	return out
 }
@@ -53,7 +53,7 @@ func TestWALGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash(t, s)
-	got, err := os.ReadFile(filepath.Join(dir, rowBufferDir, segName(1)))
+	got, err := os.ReadFile(filepath.Join(dir, rowBufferDir, wlog.SegmentName(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +71,12 @@ func TestWALDeleteRowsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash(t, s)
-	got, err := os.ReadFile(filepath.Join(dir, rowBufferDir, segName(1)))
+	got, err := os.ReadFile(filepath.Join(dir, rowBufferDir, wlog.SegmentName(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload := []byte{walOpDeleteRows, 4, 't', 's', 'd', 'b', 2, 0, 1, 0}
-	want := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-	want = binary.LittleEndian.AppendUint32(want, recordCRC(1, payload))
-	if want = append(want, payload...); !bytes.Equal(got, want) {
+	if want := wlog.AppendRecord(nil, 1, payload); !bytes.Equal(got, want) {
 		t.Errorf("log segment:\n got %x\nwant %x", got, want)
 	}
 }
@@ -89,9 +87,7 @@ func FuzzWALReplay(f *testing.F) {
 	seg := func(payloads ...[]byte) []byte {
 		var out []byte
 		for _, p := range payloads {
-			out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
-			out = binary.LittleEndian.AppendUint32(out, recordCRC(1, p))
-			out = append(out, p...)
+			out = wlog.AppendRecord(out, 1, p)
 		}
 		return out
 	}
@@ -106,7 +102,7 @@ func FuzzWALReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rb := &rowBuffer{tables: map[string]bool{"d": true}, seed: maphash.MakeSeed()}
 		rb.active = rb.fresh()
-		if _, err := replaySegment(data, 1, rb.replay); err != nil {
+		if _, err := wlog.Replay(data, 1, rb.replay); err != nil {
 			return
 		}
 		m := rb.active["d"]
@@ -123,25 +119,4 @@ func FuzzWALReplay(f *testing.F) {
 			m.mu.RUnlock()
 		}
 	})
-}
-
-// TestWALReusedFile: a segment written over a reused file replays its own
-// records and stops at the old ones, which are whole records of another
-// segment.
-func TestWALReusedFile(t *testing.T) {
-	rec := func(seg uint64, payload string) []byte {
-		out := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-		out = binary.LittleEndian.AppendUint32(out, recordCRC(seg, []byte(payload)))
-		return append(out, payload...)
-	}
-	// Segment 1's file, reused for segment 2 after one record.
-	file := slices.Concat(rec(2, "new"), rec(1, "old"), rec(1, "older"))
-	var got []string
-	torn, err := replaySegment(file, 2, func(p []byte) error {
-		got = append(got, string(p))
-		return nil
-	})
-	if err != nil || !torn || !slices.Equal(got, []string{"new"}) {
-		t.Errorf("replay = %q, torn %v, err %v; want [new], torn", got, torn, err)
-	}
 }

@@ -1,0 +1,232 @@
+package wlog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// readAll replays every segment in dir, in order, and returns the
+// payloads and whether the last segment ended torn.
+func readAll(t *testing.T, dir string) ([]string, bool) {
+	t.Helper()
+	segs, err := Segments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var torn bool
+	for _, seg := range segs {
+		torn, err = ReadSegment(filepath.Join(dir, SegmentName(seg)), seg, func(p []byte) error {
+			got = append(got, string(p))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, torn
+}
+
+// TestRecordLayout pins a record's bytes: len u32 ‖ crc32c(seg ‖ payload)
+// u32 ‖ payload, little-endian.
+func TestRecordLayout(t *testing.T) {
+	got := AppendRecord(nil, 1, []byte("ab"))
+	want := []byte{
+		0x02, 0x00, 0x00, 0x00, // len: 2
+		0, 0, 0, 0, // crc, filled in below
+		'a', 'b', // payload
+	}
+	// crc32c (Castagnoli) over segment 1 as a u64, then the payload.
+	crc := crc32.Update(crc32.Checksum([]byte{1, 0, 0, 0, 0, 0, 0, 0}, crc32.MakeTable(crc32.Castagnoli)), crc32.MakeTable(crc32.Castagnoli), []byte("ab"))
+	binary.LittleEndian.PutUint32(want[4:], crc)
+	if !bytes.Equal(got, want) {
+		t.Errorf("record = %x, want %x", got, want)
+	}
+	if CRC(1, []byte("ab")) == CRC(2, []byte("ab")) {
+		t.Error("the crc does not cover the segment's number")
+	}
+}
+
+// TestAppendRotateReplay: records appended, by Append and AppendFunc, across
+// rotations and concurrent writers, replay in their order, each writer's
+// own in the order it appended them; retired segments leave one file kept
+// for reuse, which the replay ignores.
+func TestAppendRotateReplay(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noSync=%v", noSync), func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Open(dir, 1, Options{NoSync: noSync, KeepBytes: 1 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			synced := 0
+			w.SetBeforeSync(func() error { synced++; return nil })
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 50 {
+						var pos uint64
+						if i%2 == 0 {
+							pos = w.Append(fmt.Appendf(nil, "%d:%d", g, i))
+						} else {
+							pos = w.AppendFunc(func(dst []byte) []byte { return fmt.Appendf(dst, "%d:%d", g, i) })
+						}
+						if err := w.WaitDurable(pos); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			first, err := w.Rotate()
+			if err != nil || first != 1 {
+				t.Fatalf("Rotate = %d, %v; want 1", first, err)
+			}
+			wg.Wait()
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, torn := readAll(t, dir)
+			if torn || len(got) != 200 {
+				t.Fatalf("replayed %d records, torn %v; want 200 whole", len(got), torn)
+			}
+			next := make([]int, 4)
+			for _, r := range got {
+				var g, i int
+				if _, err := fmt.Sscanf(r, "%d:%d", &g, &i); err != nil || i != next[g] {
+					t.Fatalf("record %q out of order (next of %d is %d)", r, g, next[g])
+				}
+				next[g]++
+			}
+			if noSync != (synced == 0) {
+				t.Errorf("beforeSync ran %d times with noSync %v", synced, noSync)
+			}
+		})
+	}
+}
+
+// TestRemoveThroughKeepsOne: retiring segments keeps the newest retired
+// one, cut to KeepBytes, as the next segment's file; the next segment
+// written over it replays only its own records.
+func TestRemoveThroughKeepsOne(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, 1, Options{NoSync: true, KeepBytes: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seg := range 3 {
+		for i := range 20 {
+			w.Append(fmt.Appendf(nil, "old %d.%d", seg, i))
+		}
+		if _, err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.RemoveThrough(2); err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := Segments(dir); !slices.Equal(segs, []uint64{3, 4}) {
+		t.Fatalf("segments after RemoveThrough(2) = %v, want [3 4]", segs)
+	}
+	fi, err := os.Stat(filepath.Join(dir, FreeName))
+	if err != nil || fi.Size() != 64 {
+		t.Fatalf("kept file: %v, %v; want 64 bytes", fi, err)
+	}
+	if err := w.RemoveThrough(3); err != nil {
+		t.Fatal(err)
+	}
+	// Segment 5 reuses the kept file: written over from its start.
+	if _, err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	w.Append([]byte("new"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	torn, err := ReadSegment(filepath.Join(dir, SegmentName(5)), 5, func(p []byte) error {
+		if string(p) != "new" {
+			return fmt.Errorf("segment 5 replays %q", p)
+		}
+		return nil
+	})
+	if err != nil || !torn {
+		t.Errorf("segment 5: torn %v, err %v; want torn (the old records after)", torn, err)
+	}
+}
+
+// TestTrim: a trimmed log holds its records and nothing beyond them.
+func TestTrim(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, 1, Options{NoSync: true, KeepBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(bytes.Repeat([]byte("x"), 500))
+	if _, err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RemoveThrough(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Rotate(); err != nil { // segment 3 over the kept file
+		t.Fatal(err)
+	}
+	w.Append([]byte("y"))
+	if err := w.WaitDurable(w.Position()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(HeaderSize + 1); w.DiskBytes() != want {
+		t.Errorf("DiskBytes after Trim = %d, want %d", w.DiskBytes(), want)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitDurable(w.Position() + 1); err == nil {
+		t.Error("WaitDurable after Close succeeded")
+	}
+}
+
+// TestReplayReusedFile: a segment written over a reused file replays its
+// own records and stops at the old ones, which are whole records of
+// another segment.
+func TestReplayReusedFile(t *testing.T) {
+	file := slices.Concat(AppendRecord(nil, 2, []byte("new")), AppendRecord(nil, 1, []byte("old")), AppendRecord(nil, 1, []byte("older")))
+	var got []string
+	torn, err := Replay(file, 2, func(p []byte) error {
+		got = append(got, string(p))
+		return nil
+	})
+	if err != nil || !torn || !slices.Equal(got, []string{"new"}) {
+		t.Errorf("replay = %q, torn %v, err %v; want [new], torn", got, torn, err)
+	}
+}
+
+// FuzzReplay: any bytes replay to whole records and maybe a torn end,
+// never a panic; what is replayed re-encodes to a prefix of the input.
+func FuzzReplay(f *testing.F) {
+	f.Add(AppendRecord(nil, 1, []byte("a")))
+	f.Add(slices.Concat(AppendRecord(nil, 1, []byte("a")), AppendRecord(nil, 1, nil))[:12])
+	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var again []byte
+		torn, err := Replay(data, 1, func(p []byte) error {
+			again = AppendRecord(again, 1, p)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(data, again) || torn == (len(again) == len(data)) {
+			t.Fatalf("replayed %d of %d bytes, torn %v", len(again), len(data), torn)
+		}
+	})
+}
