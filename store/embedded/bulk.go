@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // PutBulk writes puts as Put does, for a bulk load (store.BulkPutter). In
@@ -136,13 +136,13 @@ func (rb *rowBuffer) reserveRuns(table string, puts []store.Put, direct []int, o
 		}
 	}()
 	for _, m := range layers {
-		m.mu.RLock()
+		m.RLock()
 		for _, i := range direct {
-			if !out[i] && m.find(maphash.Bytes(m.seed, puts[i].Row), puts[i].Row) >= 0 {
+			if !out[i] && m.Find(m.Hash(puts[i].Row), puts[i].Row) >= 0 {
 				out[i] = true
 			}
 		}
-		m.mu.RUnlock()
+		m.RUnlock()
 	}
 	direct = slices.DeleteFunc(direct, func(i int) bool { return out[i] })
 	var rest []store.Put
@@ -175,7 +175,7 @@ func bulkable(p *store.Put) bool {
 		if c.Timestamp != 0 || checkCell(p.Row, c, true) != nil {
 			return false
 		}
-		if j > 0 && cmpCol(p.Cells[j-1].Family, p.Cells[j-1].Qualifier, c.Family, c.Qualifier) >= 0 {
+		if j > 0 && memrows.CompareColumns(p.Cells[j-1].Family, p.Cells[j-1].Qualifier, c.Family, c.Qualifier) >= 0 {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // Delete removes columns of a row, or the whole row, durable (fsync)
@@ -71,7 +72,7 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		}
 	}
 	var k []byte
-	var killed []killColumn // the columns deleted, for the row buffer
+	var killed []memrows.Column // the columns deleted, for the row buffer
 	for _, c := range columns {
 		if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
 			return fmt.Errorf("delete in row %x of %s: family %q: %w", row, table, c.Family, store.ErrInvalid)
@@ -94,7 +95,7 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 				return fmt.Errorf("delete %s:%x of row %x in %s: %w", c.Family, c.Qualifier, row, table, err)
 			}
 		}
-		killed = append(killed, killColumn{family: c.Family, qualifier: c.Qualifier})
+		killed = append(killed, memrows.Column{Family: c.Family, Qualifier: c.Qualifier})
 	}
 	if s.buffered(table) && len(killed) > 0 {
 		if err := s.deleteFromRuns(b, table, row, killedSet(killed)); err != nil {
@@ -133,7 +134,7 @@ type columnVersion struct {
 // get returns the version of column family:qualifier.
 func (cv *columnVersions) get(family, qualifier []byte) (uint64, bool) {
 	i, found := slices.BinarySearchFunc(cv.cols, columnVersion{family: family, qualifier: qualifier}, func(a, b columnVersion) int {
-		return cmpCol(a.family, a.qualifier, b.family, b.qualifier)
+		return memrows.CompareColumns(a.family, a.qualifier, b.family, b.qualifier)
 	})
 	if !found {
 		return 0, false

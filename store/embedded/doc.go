@@ -34,7 +34,7 @@
 //
 // The tables of Options.BufferTables (the data table: a cell a sample) are
 // written through the row buffer instead (rowbuf.go): their recent cells
-// in memory a row at a time (memrows.go) with their own log (package
+// in memory a row at a time (package memrows) with their own log (package
 // wlog; its records' payloads in record.go),
 // ingested into Pebble as sorted sstables that hold one run a row, not one
 // key a cell; every read merges the buffer with Pebble's runs and cell
@@ -68,8 +68,8 @@
 // delete.go, deleterows.go (DeleteRows), read.go (Get, GetCell, GetCells),
 // scan.go, split.go (SplitRange), settle.go (the settle, Reclaim),
 // logs.go (Pebble's log at Close, the logs' sizes), metrics.go, and the
-// row buffer's rowbuf*.go, memrows.go, record.go, runs.go and codec.go
-// (RowCodec); its log is the package wlog.
+// row buffer's rowbuf*.go, record.go, runs.go and codec.go (RowCodec);
+// its rows in memory are the package memrows, its log the package wlog.
 //
 // Directory: Pebble's files (sstables, MANIFEST, OPTIONS, its NNNNNN.log
 // write-ahead log while open) and rowbuf/: the row buffer's log segments

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 	"github.com/promhbase/promhbase/testkit/testproc"
 )
 
@@ -56,7 +57,7 @@ func TestCollector(t *testing.T) {
 		{"promhbase_embedded_memtable_bytes", nil, func(v float64) bool { return v > 0 }},
 		{"promhbase_embedded_memtables", nil, func(v float64) bool { return v >= 1 }},
 		{"promhbase_embedded_wal_bytes", nil, func(v float64) bool { return v >= 0 }},
-		{"promhbase_embedded_row_buffer_bytes", nil, func(v float64) bool { return v >= memChunkFirst }},
+		{"promhbase_embedded_row_buffer_bytes", nil, func(v float64) bool { return v >= memrows.FirstChunkBytes }},
 		{"promhbase_embedded_row_buffer_rows", nil, func(v float64) bool { return v == 5 }},
 		{"promhbase_embedded_row_buffer_cells", nil, func(v float64) bool { return v == 5 }},
 		{"promhbase_embedded_row_buffer_flushes_total", nil, func(v float64) bool { return v == 1 }},

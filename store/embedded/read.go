@@ -60,10 +60,10 @@ func (s *Store) GetCell(ctx context.Context, table string, row []byte, family, q
 func (s *Store) getCell(table string, row []byte, family, qualifier string) ([]byte, bool, error) {
 	if s.buffered(table) {
 		if c, ok := s.rb.lookup(table, row, []byte(family), []byte(qualifier)); ok {
-			if c.dead {
+			if c.Dead {
 				return nil, false, nil
 			}
-			return c.value, true, nil
+			return c.Value, true, nil
 		}
 	}
 	v, _, found, err := s.pebbleCell(table, row, []byte(family), []byte(qualifier))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // The row buffer's log (store/embedded/wlog) holds the puts and deletes
@@ -34,7 +35,7 @@ func appendBytes(dst, b []byte) []byte {
 }
 
 // appendPutRecord appends the payload of the log's put record of puts
-// into table (see rowWAL) to dst; a cell without a timestamp takes now.
+// into table (see wlog) to dst; a cell without a timestamp takes now.
 func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []byte {
 	dst = append(dst, walOpPut)
 	dst = binary.AppendUvarint(dst, uint64(len(table)))
@@ -59,16 +60,16 @@ func appendPutRecord(dst []byte, table string, puts []store.Put, now uint64) []b
 
 // appendDeleteRecord appends the payload of the log's delete record of
 // cols of row in table to dst.
-func appendDeleteRecord(dst []byte, table string, row []byte, cols []killColumn) []byte {
+func appendDeleteRecord(dst []byte, table string, row []byte, cols []memrows.Column) []byte {
 	dst = append(dst, walOpDelete)
 	dst = binary.AppendUvarint(dst, uint64(len(table)))
 	dst = append(dst, table...)
 	dst = appendBytes(dst, row)
 	dst = binary.AppendUvarint(dst, uint64(len(cols)))
 	for _, c := range cols {
-		dst = appendBytes(dst, c.family)
-		dst = appendBytes(dst, c.qualifier)
-		dst = binary.LittleEndian.AppendUint64(dst, c.bound)
+		dst = appendBytes(dst, c.Family)
+		dst = appendBytes(dst, c.Qualifier)
+		dst = binary.LittleEndian.AppendUint64(dst, c.Bound)
 	}
 	return dst
 }

@@ -106,17 +106,17 @@ func FuzzWALReplay(f *testing.F) {
 			return
 		}
 		m := rb.active["d"]
-		order, rows, chunks := m.sortedRows()
-		for _, i := range order {
-			_ = rowKey(chunks, rows, i)
-			m.mu.RLock()
-			cells, _ := m.rowCells(nil, int(i))
+		srt := m.Sorted()
+		for _, i := range srt.Order {
+			_ = srt.Key(i)
+			m.RLock()
+			cells, _ := m.RowCells(nil, int(i))
 			for _, c := range cells {
-				if len(c.family) == 0 || bytes.IndexByte(c.family, 0) >= 0 {
-					t.Fatalf("replayed a cell with family %q", c.family)
+				if len(c.Family) == 0 || bytes.IndexByte(c.Family, 0) >= 0 {
+					t.Fatalf("replayed a cell with family %q", c.Family)
 				}
 			}
-			m.mu.RUnlock()
+			m.RUnlock()
 		}
 	})
 }

@@ -15,16 +15,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 	"github.com/promhbase/promhbase/store/embedded/wlog"
 )
 
 // rowBuffer keeps the recent cells of the buffered tables (the data table,
-// one cell per sample) in memory, a memRows per table, in front of Pebble,
-// and its own write-ahead log (rowWAL) for durability. When it holds
+// one cell per sample) in memory, a memrows.Rows per table, in front of Pebble,
+// and its own write-ahead log (wlog.Log) for durability. When it holds
 // budget bytes it is swapped for an empty one and written, sorted, into
 // one sstable that is ingested into Pebble (into L0, with a sequence
 // number above every write before it), after which its log segments are
-// retired (rowWAL.removeThrough: one kept for reuse, cut to the budget).
+// retired (wlog.Log.RemoveThrough: one kept for reuse, cut to the budget).
 // Reads merge the active buffer, the one being flushed and Pebble, newest
 // first.
 //
@@ -56,11 +57,11 @@ type rowBuffer struct {
 
 	mu     sync.Mutex
 	cond   *sync.Cond // flush finished
-	active map[string]*memRows
+	active map[string]*memrows.Rows
 	// activeBytes counts the bytes of active's buffers (newMemRows); a
 	// new one comes with each fresh active buffer. Replaced under mu.
 	activeBytes *atomic.Int64
-	flushing    map[string]*memRows
+	flushing    map[string]*memrows.Rows
 	flushSeg    uint64 // last log segment covered by flushing
 	wal         *wlog.Log
 	flushErr    error
@@ -184,7 +185,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 			return nil, err
 		}
 		for _, m := range rb.active {
-			m.release()
+			m.Release()
 		}
 		rb.active = rb.fresh()
 		if err := rb.wal.RemoveThrough(segs[len(segs)-1]); err != nil {
@@ -215,16 +216,16 @@ func removeSSTables(dir string) error {
 	return nil
 }
 
-// fresh returns an empty active buffer: a memRows per buffered table.
-func (rb *rowBuffer) fresh() map[string]*memRows {
-	m := make(map[string]*memRows, len(rb.tables))
+// fresh returns an empty active buffer: a memrows.Rows per buffered table.
+func (rb *rowBuffer) fresh() map[string]*memrows.Rows {
+	m := make(map[string]*memrows.Rows, len(rb.tables))
 	rb.activeBytes = new(atomic.Int64)
 	var reserve func(int) func()
 	if rb.cache != nil {
 		reserve = rb.cache.Reserve
 	}
 	for t := range rb.tables {
-		m[t] = newMemRows(t, rb.seed, reserve, rb.activeBytes)
+		m[t] = memrows.New(t, rb.seed, reserve, rb.activeBytes)
 	}
 	return m
 }
@@ -248,7 +249,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 		if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
 			return fmt.Errorf("row buffer log record names table %q", table)
 		}
-		m = newMemRows(table, rb.seed, nil, rb.activeBytes)
+		m = memrows.New(table, rb.seed, nil, rb.activeBytes)
 		rb.active[table] = m
 	}
 	switch op {
@@ -261,7 +262,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 			if len(row) == 0 {
 				return errors.New("row buffer log record puts an empty row key")
 			}
-			i := m.rowFor(row)
+			i := m.RowFor(row)
 			for range r.count() {
 				fam, qual, ts, val := r.bytes(), r.bytes(), r.u64(), r.bytes()
 				if r.err != nil {
@@ -273,28 +274,28 @@ func (rb *rowBuffer) replay(payload []byte) error {
 				if len(val) > math.MaxUint32 {
 					return fmt.Errorf("row buffer log record: value of %d bytes", len(val))
 				}
-				m.addCell(i, fam, qual, val, ts)
+				m.AddCell(i, fam, qual, val, ts)
 			}
 		}
 	case walOpDelete:
 		row := r.bytes()
-		var cols []killColumn
+		var cols []memrows.Column
 		for range r.count() {
-			c := killColumn{family: r.bytes(), qualifier: r.bytes(), bound: r.u64()}
+			c := memrows.Column{Family: r.bytes(), Qualifier: r.bytes(), Bound: r.u64()}
 			if r.err == nil {
-				if err := checkColumn(c.family, c.qualifier); err != nil {
+				if err := checkColumn(c.Family, c.Qualifier); err != nil {
 					return fmt.Errorf("row buffer log record: %w", err)
 				}
 			}
 			cols = append(cols, c)
 		}
 		if r.err == nil {
-			m.kill(row, cols)
+			m.Kill(row, cols)
 		}
 	case walOpDeleteRows:
 		start, stop := r.bytes(), r.bytes()
 		if r.err == nil {
-			m.killRange(start, stop)
+			m.KillRange(start, stop)
 		}
 	default:
 		return fmt.Errorf("row buffer log record of unknown kind %d", op)
@@ -340,24 +341,24 @@ func (rb *rowBuffer) signal() {
 
 // kill applies a delete's columns to the active buffer and logs it. The
 // caller holds flushMu and the row's lock.
-func (rb *rowBuffer) kill(table string, row []byte, cols []killColumn) uint64 {
+func (rb *rowBuffer) kill(table string, row []byte, cols []memrows.Column) uint64 {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	m := rb.activeFor(table)
 	pos := rb.wal.AppendFunc(func(dst []byte) []byte { return appendDeleteRecord(dst, table, row, cols) })
-	m.mu.Lock()
-	m.kill(row, cols)
-	m.mu.Unlock()
+	m.Lock()
+	m.Kill(row, cols)
+	m.Unlock()
 	// A buffer whose flush failed waits for its retry (flushing stays
 	// set): its records of the row die too, or the retry would write them
 	// back over the delete. Replay needs nothing more: that buffer's log
 	// segments come before this record.
 	if f := rb.flushing[table]; f != nil {
-		f.mu.Lock()
-		if f.find(maphash.Bytes(f.seed, row), row) >= 0 {
-			f.kill(row, cols)
+		f.Lock()
+		if f.Find(f.Hash(row), row) >= 0 {
+			f.Kill(row, cols)
 		}
-		f.mu.Unlock()
+		f.Unlock()
 	}
 	return pos
 }
@@ -373,26 +374,26 @@ func (rb *rowBuffer) killRows(table string, start, stop []byte) uint64 {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	pos := rb.wal.AppendFunc(func(dst []byte) []byte { return appendDeleteRowsRecord(dst, table, start, stop) })
-	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+	for _, bufs := range []map[string]*memrows.Rows{rb.active, rb.flushing} {
 		if m := bufs[table]; m != nil {
-			m.mu.Lock()
-			m.killRange(start, stop)
-			m.mu.Unlock()
+			m.Lock()
+			m.KillRange(start, stop)
+			m.Unlock()
 		}
 	}
 	return pos
 }
 
 // layers returns the buffers a read of table consults, newest first.
-func (rb *rowBuffer) layers(table string) []*memRows {
+func (rb *rowBuffer) layers(table string) []*memrows.Rows {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	return rb.layersLocked(table)
 }
 
 // layersLocked is layers for a caller that holds mu.
-func (rb *rowBuffer) layersLocked(table string) []*memRows {
-	ls := make([]*memRows, 0, 2)
+func (rb *rowBuffer) layersLocked(table string) []*memrows.Rows {
+	ls := make([]*memrows.Rows, 0, 2)
 	if m := rb.active[table]; m != nil {
 		ls = append(ls, m)
 	}
@@ -406,14 +407,14 @@ func (rb *rowBuffer) layersLocked(table string) []*memRows {
 // namespace (Store.CreateNamespace) at its first write since the last
 // flush: fresh makes those of Options.BufferTables only. The caller holds
 // mu.
-func (rb *rowBuffer) activeFor(table string) *memRows {
+func (rb *rowBuffer) activeFor(table string) *memrows.Rows {
 	m := rb.active[table]
 	if m == nil {
 		var reserve func(int) func()
 		if rb.cache != nil {
 			reserve = rb.cache.Reserve
 		}
-		m = newMemRows(table, rb.seed, reserve, rb.activeBytes)
+		m = memrows.New(table, rb.seed, reserve, rb.activeBytes)
 		rb.active[table] = m
 	}
 	return m
@@ -421,13 +422,13 @@ func (rb *rowBuffer) activeFor(table string) *memRows {
 
 // lookup returns the newest record of a cell in the buffers: found false
 // when neither holds one (Pebble decides), dead when it was deleted.
-func (rb *rowBuffer) lookup(table string, row, family, qualifier []byte) (memCell, bool) {
+func (rb *rowBuffer) lookup(table string, row, family, qualifier []byte) (memrows.Cell, bool) {
 	for _, m := range rb.layers(table) {
-		if c, ok := m.lookup(row, family, qualifier); ok {
+		if c, ok := m.Lookup(row, family, qualifier); ok {
 			return c, true
 		}
 	}
-	return memCell{}, false
+	return memrows.Cell{}, false
 }
 
 // close flushes the buffer into Pebble, stops the flusher and the
@@ -458,9 +459,9 @@ func (rb *rowBuffer) close() error {
 func (rb *rowBuffer) releaseAll() {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
-	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+	for _, bufs := range []map[string]*memrows.Rows{rb.active, rb.flushing} {
 		for _, m := range bufs {
-			m.release()
+			m.Release()
 		}
 	}
 	if rb.cache != nil {
@@ -481,13 +482,13 @@ func (rb *rowBuffer) stats() rowBufferStats {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	var s rowBufferStats
-	for _, bufs := range []map[string]*memRows{rb.active, rb.flushing} {
+	for _, bufs := range []map[string]*memrows.Rows{rb.active, rb.flushing} {
 		for _, m := range bufs {
-			m.mu.RLock()
-			s.bytes += m.bytes
-			s.rows += int64(len(m.rows))
-			s.cells += int64(m.cells)
-			m.mu.RUnlock()
+			m.RLock()
+			s.bytes += m.Bytes()
+			s.rows += int64(m.Len())
+			s.cells += int64(m.Cells())
+			m.RUnlock()
 		}
 	}
 	s.flushes, s.errors, s.presorts = rb.flushes.Load(), rb.flushErrors.Load(), rb.presorts.Load()

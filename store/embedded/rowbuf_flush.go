@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // Flushes of the row buffer into Pebble: the flusher goroutine runs one
@@ -60,7 +61,7 @@ func (rb *rowBuffer) flush() error {
 	return rb.flushLocked()
 }
 
-// flushTrim flushes the buffer and then trims its log (rowWAL.trim), no
+// flushTrim flushes the buffer and then trims its log (wlog.Log.Trim), no
 // other flush retiring segments meanwhile.
 func (rb *rowBuffer) flushTrim() error {
 	rb.flushMu.Lock()
@@ -81,11 +82,11 @@ func (rb *rowBuffer) flushLocked() error {
 		// (see put), so nothing writes a buffer once it is flushing.
 		empty := true
 		for _, m := range rb.active {
-			m.mu.RLock()
-			if len(m.rows) > 0 {
+			m.RLock()
+			if m.Len() > 0 {
 				empty = false
 			}
-			m.mu.RUnlock()
+			m.RUnlock()
 		}
 		if empty {
 			rb.mu.Unlock()
@@ -111,7 +112,7 @@ func (rb *rowBuffer) flushLocked() error {
 	rb.mu.Lock()
 	if err == nil {
 		for _, m := range rb.flushing {
-			m.release()
+			m.Release()
 		}
 		rb.flushing = nil
 		rb.flushes.Add(1)
@@ -130,7 +131,7 @@ func (rb *rowBuffer) flushLocked() error {
 // flush reuses it; those of a table the log named but this session does
 // not buffer go in as a key a cell. The caller holds flushMu (nothing
 // changes bufs).
-func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
+func (rb *rowBuffer) ingest(bufs map[string]*memrows.Rows) error {
 	tables := sortedTables(bufs)
 	var runTables []string
 	for _, table := range tables {
@@ -138,9 +139,9 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 			continue
 		}
 		m := bufs[table]
-		m.mu.RLock()
-		empty := len(m.rows) == 0
-		m.mu.RUnlock()
+		m.RLock()
+		empty := m.Len() == 0
+		m.RUnlock()
 		if !empty {
 			runTables = append(runTables, table)
 		}
@@ -154,22 +155,22 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 	}
 	return rb.ingestTable("ingest.sst", "row buffer", rb.wopts, func(w *sstable.Writer) (n int, err error) {
 		var key, val []byte
-		var cells []memCell
+		var cells []memrows.Cell
 		var live []store.Cell // a row's live cells, for a codec
 		for _, table := range tables {
 			m := bufs[table]
 			runs := rb.writesRuns(table)
 			codec := codecFor(rb.codecs, table)
-			order, rows, chunks := m.sortedRows()
-			m.mu.RLock()
-			for _, i := range order {
-				row := rowKey(chunks, rows, i)
-				cells, _ = m.rowCells(cells[:0], int(i))
+			srt := m.Sorted()
+			m.RLock()
+			for _, i := range srt.Order {
+				row := srt.Key(i)
+				cells, _ = m.RowCells(cells[:0], int(i))
 				if runs && codec != nil {
 					live = live[:0]
 					for _, c := range cells {
-						if !c.dead { // deleted: Pebble has the tombstone already
-							live = append(live, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
+						if !c.Dead { // deleted: Pebble has the tombstone already
+							live = append(live, store.Cell{Family: c.Family, Qualifier: c.Qualifier, Value: c.Value, Timestamp: c.TS})
 						}
 					}
 					if len(live) > 0 {
@@ -184,11 +185,11 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 					var prev []byte
 					live := 0
 					for _, c := range cells {
-						if c.dead {
+						if c.Dead {
 							continue // deleted: Pebble has the tombstone already
 						}
-						val = appendRunCell(val, prev, c.family, c.qualifier, c.value, c.ts)
-						prev = c.family
+						val = appendRunCell(val, prev, c.Family, c.Qualifier, c.Value, c.TS)
+						prev = c.Family
 						live++
 					}
 					if live > 0 {
@@ -199,11 +200,11 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 					}
 				} else {
 					for _, c := range cells {
-						if c.dead {
+						if c.Dead {
 							continue
 						}
-						key = appendCellKey(key[:0], table, row, c.family, c.qualifier)
-						val = appendCellValue(val[:0], c.ts, c.value)
+						key = appendCellKey(key[:0], table, row, c.Family, c.Qualifier)
+						val = appendCellValue(val[:0], c.TS, c.Value)
 						if err = w.Set(key, val); err != nil {
 							break
 						}
@@ -214,7 +215,7 @@ func (rb *rowBuffer) ingest(bufs map[string]*memRows) error {
 					break
 				}
 			}
-			m.mu.RUnlock()
+			m.RUnlock()
 			if err != nil {
 				break
 			}

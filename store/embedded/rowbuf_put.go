@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // put adds the cells of puts to the active buffer and its log (a cell
@@ -80,31 +81,31 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 		rows = nil
 	}
 	active := rb.activeBytes // replaced under rb.mu
-	m.mu.Lock()
+	m.Lock()
 	pos := rb.wal.Append(rec)
 	rb.mu.Unlock()
 	if rb.afterLog != nil {
 		rb.afterLog()
 	}
-	rowsBefore := len(m.rows)
+	rowsBefore := m.Len()
 	for k, p := range puts {
 		i := -1
 		if rows != nil {
 			i = int(rows[k])
 		}
 		if i < 0 {
-			i = m.rowForHash(hs[k], p.Row)
+			i = m.RowForHash(hs[k], p.Row)
 		}
 		for _, c := range p.Cells {
 			ts := c.Timestamp
 			if ts == 0 {
 				ts = now
 			}
-			m.addCell(i, c.Family, c.Qualifier, c.Value, ts)
+			m.AddCell(i, c.Family, c.Qualifier, c.Value, ts)
 		}
 	}
-	fresh := len(m.rows) > rowsBefore
-	m.mu.Unlock()
+	fresh := m.Len() > rowsBefore
+	m.Unlock()
 	if fresh {
 		rb.lastFresh.Store(time.Now().UnixNano())
 		if !rb.sortArmed.Load() {
@@ -134,7 +135,7 @@ type putProbes struct {
 // buffer under its read lock, into pr.rows, and returns that buffer; nil
 // (pr.rows not set) when the table has none yet or the buffer is too
 // large for an index to fit an int32.
-func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putProbes) *memRows {
+func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putProbes) *memrows.Rows {
 	rb.mu.Lock()
 	m := rb.active[table]
 	rb.mu.Unlock()
@@ -143,21 +144,19 @@ func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putP
 	}
 	rows := pr.rows[:0]
 	touched := pr.touched
-	m.mu.RLock()
-	if len(m.rows) >= math.MaxInt32 {
-		m.mu.RUnlock()
+	m.RLock()
+	if m.Len() >= math.MaxInt32 {
+		m.RUnlock()
 		return nil
 	}
 	for k, p := range puts {
-		i := m.find(hs[k], p.Row)
+		i := m.Find(hs[k], p.Row)
 		rows = append(rows, int32(i))
 		if i >= 0 {
-			if last := m.rows[i].last; last != 0 {
-				touched += uint32(m.block(last - 1)[12]) // its used bytes
-			}
+			touched += uint32(m.Touch(i))
 		}
 	}
-	m.mu.RUnlock()
+	m.RUnlock()
 	pr.rows, pr.touched = rows, touched
 	return m
 }

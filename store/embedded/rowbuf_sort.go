@@ -1,9 +1,13 @@
 package embedded
 
-import "time"
+import (
+	"time"
+
+	"github.com/promhbase/promhbase/store/embedded/memrows"
+)
 
 // Ordering new rows ahead of reads. A read (and a flush) needs the rows
-// of the active buffer in key order; memRows.sortedRows orders those
+// of the active buffer in key order; memrows.Rows.Sorted orders those
 // added since its last call and merges them into the rest. Left to the
 // reads, the first read after many new rows (a first contact, every
 // series' new hour) pays for all of them: 26 ms of a 36 ms read after
@@ -50,17 +54,17 @@ func (rb *rowBuffer) sorter() {
 // presort orders the new rows of the active buffers.
 func (rb *rowBuffer) presort() {
 	rb.mu.Lock()
-	layers := make([]*memRows, 0, len(rb.active))
+	layers := make([]*memrows.Rows, 0, len(rb.active))
 	for _, m := range rb.active {
 		layers = append(layers, m)
 	}
 	rb.mu.Unlock()
 	for _, m := range layers {
-		m.mu.RLock()
-		fresh := len(m.rows) - len(m.sorted)
-		m.mu.RUnlock()
+		m.RLock()
+		fresh := m.Len() - m.SortedLen()
+		m.RUnlock()
 		if fresh > 0 {
-			m.sortedRows()
+			m.Sorted()
 			rb.presorts.Add(1)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 	"github.com/promhbase/promhbase/store/embedded/wlog"
 	"github.com/promhbase/promhbase/testkit/poll"
 )
@@ -108,9 +109,9 @@ func TestRowBufferAgainstPebble(t *testing.T) {
 							cells = append(cells, c)
 						}
 						if rng.IntN(3) > 0 {
-							slices.SortFunc(cells, func(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) })
+							slices.SortFunc(cells, func(a, b store.Cell) int { return memrows.CompareColumns(a.Family, a.Qualifier, b.Family, b.Qualifier) })
 							cells = slices.CompactFunc(cells, func(a, b store.Cell) bool {
-								return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) == 0
+								return memrows.CompareColumns(a.Family, a.Qualifier, b.Family, b.Qualifier) == 0
 							})
 						}
 						puts = append(puts, store.Put{Row: r, Cells: cells})
@@ -484,9 +485,9 @@ func TestRowBufferPresorts(t *testing.T) {
 			}
 			m := s.rb.layers("d")[0]
 			poll.Until(t, 10*time.Second, 5*time.Millisecond, "every row ordered without a read", func() (bool, string) {
-				m.mu.RLock()
-				rows, sorted := len(m.rows), len(m.sorted)
-				m.mu.RUnlock()
+				m.RLock()
+				rows, sorted := m.Len(), m.SortedLen()
+				m.RUnlock()
 				return rows > 0 && sorted == rows, fmt.Sprintf("%d of %d rows ordered", sorted, rows)
 			})
 			if s.rb.presorts.Load() == 0 {
@@ -502,9 +503,9 @@ func TestRowBufferPresorts(t *testing.T) {
 				prev = key
 				n++
 			}
-			m.mu.RLock()
-			want := len(m.rows)
-			m.mu.RUnlock()
+			m.RLock()
+			want := m.Len()
+			m.RUnlock()
 			if n != want {
 				t.Errorf("scan returned %d rows, the buffer holds %d", n, want)
 			}

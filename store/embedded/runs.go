@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // A run is the cells of one row that one flush of the row buffer wrote,
@@ -165,7 +166,7 @@ func (r *runReader) next() (family, qualifier, value []byte, ts uint64, ok bool)
 		return nil, nil, nil, 0, false
 	}
 	if r.n > 0 {
-		if cmpCol(r.prev.family, r.prev.qualifier, family, qualifier) >= 0 {
+		if memrows.CompareColumns(r.prev.family, r.prev.qualifier, family, qualifier) >= 0 {
 			r.err = fmt.Errorf("%w: cell %d not after the one before it", errCorruptRun, r.n)
 			return nil, nil, nil, 0, false
 		}
@@ -206,7 +207,7 @@ func findRunCell(v, family, qualifier []byte, codec RowCodec, row []byte) (value
 			return nil, 0, false, err
 		}
 		i, found := slices.BinarySearchFunc(cells, qualifier, func(c store.Cell, q []byte) int {
-			return cmpCol(c.Family, c.Qualifier, family, q)
+			return memrows.CompareColumns(c.Family, c.Qualifier, family, q)
 		})
 		if !found {
 			return nil, 0, false, nil
@@ -219,7 +220,7 @@ func findRunCell(v, family, qualifier []byte, codec RowCodec, row []byte) (value
 		if !ok {
 			return nil, 0, false, r.err
 		}
-		switch c := cmpCol(f, q, family, qualifier); {
+		switch c := memrows.CompareColumns(f, q, family, qualifier); {
 		case c == 0:
 			return val, t, true, nil
 		case c > 0:
@@ -400,22 +401,24 @@ func lastRunSeq(db *pebble.DB) (uint64, error) {
 
 // killedSet returns whether a column is one of cols: a scan of a few,
 // else a binary search of them sorted (no allocation a column).
-func killedSet(cols []killColumn) func(family, qualifier []byte) bool {
+func killedSet(cols []memrows.Column) func(family, qualifier []byte) bool {
 	if len(cols) <= 8 {
 		return func(family, qualifier []byte) bool {
 			for _, c := range cols {
-				if bytes.Equal(c.qualifier, qualifier) && bytes.Equal(c.family, family) {
+				if bytes.Equal(c.Qualifier, qualifier) && bytes.Equal(c.Family, family) {
 					return true
 				}
 			}
 			return false
 		}
 	}
-	byColumn := func(a, b killColumn) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
+	byColumn := func(a, b memrows.Column) int {
+		return memrows.CompareColumns(a.Family, a.Qualifier, b.Family, b.Qualifier)
+	}
 	sorted := slices.Clone(cols)
 	slices.SortFunc(sorted, byColumn)
 	return func(family, qualifier []byte) bool {
-		_, found := slices.BinarySearchFunc(sorted, killColumn{family: family, qualifier: qualifier}, byColumn)
+		_, found := slices.BinarySearchFunc(sorted, memrows.Column{Family: family, Qualifier: qualifier}, byColumn)
 		return found
 	}
 }

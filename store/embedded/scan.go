@@ -10,6 +10,7 @@ import (
 
 	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // Scan returns a scanner over the rows [req.Start, req.Stop) of req.Table
@@ -41,7 +42,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		sc.done = true
 		return sc
 	}
-	var layers []*memRows
+	var layers []*memrows.Rows
 	var it *pebble.Iterator
 	var err error
 	if s.buffered(req.Table) {
@@ -58,7 +59,7 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 		return &scanner{err: fmt.Errorf("scan %s: %w", req.Table, err)}
 	}
 	for _, m := range layers {
-		sc.mem = append(sc.mem, newMemRowIter(m, req.Start, req.Stop))
+		sc.mem = append(sc.mem, memrows.NewIter(m, req.Start, req.Stop))
 	}
 	sc.it = it
 	sc.valid = it.First()
@@ -93,9 +94,9 @@ type scanner struct {
 	// mem are the row buffer's layers, newest first, merged a row at a
 	// time with Pebble's rows (decoded is set while next holds the row of
 	// the Pebble iterator's position).
-	mem      []*memRowIter
+	mem      []*memrows.Iter
 	decoded  bool
-	memCells []memCell
+	memCells []memrows.Cell
 	newer    []store.Cell // memCells as laid over the row (overlayMem)
 	dead     []bool       // which of newer are tombstones
 	overlay  []store.Cell // overlayCells' scratch
@@ -172,7 +173,7 @@ func (sc *scanner) Next() bool {
 		// The smallest row of the sources.
 		row, have := sc.next, sc.valid
 		for _, mi := range sc.mem {
-			if k, ok := mi.row(); ok && (!have || bytes.Compare(k, row) < 0) {
+			if k, ok := mi.Row(); ok && (!have || bytes.Compare(k, row) < 0) {
 				row, have = k, true
 			}
 		}
@@ -208,8 +209,8 @@ func (sc *scanner) Next() bool {
 // skip moves every source past row.
 func (sc *scanner) skip(row []byte, inPebble bool) {
 	for _, mi := range sc.mem {
-		if k, ok := mi.row(); ok && bytes.Equal(k, row) {
-			mi.pos++
+		if k, ok := mi.Row(); ok && bytes.Equal(k, row) {
+			mi.Next()
 		}
 	}
 	if inPebble {
@@ -222,11 +223,11 @@ func (sc *scanner) skip(row []byte, inPebble bool) {
 func (sc *scanner) skipTo(to []byte) {
 	for _, mi := range sc.mem {
 		for {
-			k, ok := mi.row()
+			k, ok := mi.Row()
 			if !ok || bytes.Compare(k, to) >= 0 {
 				break
 			}
-			mi.pos++
+			mi.Next()
 		}
 	}
 	if sc.valid {
@@ -271,7 +272,7 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 		// cell: no newer cell can replace a column of it.
 		packed := sc.packed != 0
 		for i := 0; packed && i < len(sc.mem); i++ {
-			if k, ok := sc.mem[i].row(); ok && bytes.Equal(k, sc.key) {
+			if k, ok := sc.mem[i].Row(); ok && bytes.Equal(k, sc.key) {
 				packed = false
 			}
 		}
@@ -284,31 +285,31 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 	// Oldest layer first, each newer one replacing its columns.
 	for l := len(sc.mem) - 1; l >= 0; l-- {
 		mi := sc.mem[l]
-		k, ok := mi.row()
+		k, ok := mi.Row()
 		if !ok || !bytes.Equal(k, sc.key) {
 			continue
 		}
-		mi.m.mu.RLock()
+		mi.Rows().RLock()
 		// A row written in column order (samples in time order) after
 		// what older layers and Pebble hold of it is appended at once.
 		n := len(cells)
-		if cells, ok = mi.m.appendAscending(cells, int(mi.order[mi.pos]), sc.family); ok {
-			mi.m.mu.RUnlock()
-			mi.pos++
+		if cells, ok = mi.Rows().AppendAscending(cells, mi.Index(), sc.family); ok {
+			mi.Rows().RUnlock()
+			mi.Next()
 			continue
 		}
 		cells = cells[:n]
 		var wiped bool
-		sc.memCells, wiped = mi.m.rowCells(sc.memCells[:0], int(mi.order[mi.pos]))
-		mi.m.mu.RUnlock()
-		mi.pos++
+		sc.memCells, wiped = mi.Rows().RowCells(sc.memCells[:0], mi.Index())
+		mi.Rows().RUnlock()
+		mi.Next()
 		if wiped {
 			cells = cells[:0] // the row was deleted after the older layers' cells
 		}
 		if sc.family != nil {
 			kept := sc.memCells[:0]
 			for _, c := range sc.memCells {
-				if bytes.Equal(c.family, sc.family) {
+				if bytes.Equal(c.Family, sc.family) {
 					kept = append(kept, c)
 				}
 			}
@@ -328,14 +329,14 @@ func (sc *scanner) readRow(row []byte, inPebble bool) bool {
 // column, pointing into the buffer's memory, which never changes once
 // written) over cells, each replacing the cell of its column; a dead one
 // (a tombstone) removes it.
-func (sc *scanner) overlayMem(cells []store.Cell, newer []memCell) []store.Cell {
+func (sc *scanner) overlayMem(cells []store.Cell, newer []memrows.Cell) []store.Cell {
 	if len(newer) == 0 {
 		return cells
 	}
 	sc.newer, sc.dead = sc.newer[:0], sc.dead[:0]
 	for _, c := range newer {
-		sc.newer = append(sc.newer, store.Cell{Family: c.family, Qualifier: c.qualifier, Value: c.value, Timestamp: c.ts})
-		sc.dead = append(sc.dead, c.dead)
+		sc.newer = append(sc.newer, store.Cell{Family: c.Family, Qualifier: c.Qualifier, Value: c.Value, Timestamp: c.TS})
+		sc.dead = append(sc.dead, c.Dead)
 	}
 	cells, sc.overlay = overlayCells(cells, sc.newer, sc.dead, sc.overlay)
 	return cells
@@ -389,7 +390,9 @@ func overlayCells(cells, newer []store.Cell, dead []bool, scratch []store.Cell) 
 }
 
 // cmpCell orders cells by column (cmpCol).
-func cmpCell(a, b store.Cell) int { return cmpCol(a.Family, a.Qualifier, b.Family, b.Qualifier) }
+func cmpCell(a, b store.Cell) int {
+	return memrows.CompareColumns(a.Family, a.Qualifier, b.Family, b.Qualifier)
+}
 
 // readPebbleRow appends the cells of the row at sc.next to cells and moves
 // the iterator past it. It reports false when it failed. With packed, a

@@ -49,7 +49,7 @@ import (
 //   - when nothing was written for a whole interval (the writes stopped),
 //     it flushes the row buffer and Pebble's memtable, so that neither log
 //     holds anything to replay and the row buffer's log gives its files
-//     back (rowWAL.trim), and settles every range written or deleted
+//     back (wlog.Log.Trim), and settles every range written or deleted
 //     since; it does that once until writes come again.
 //
 // The ranges flushes wrote are not settled while writes go on: every

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/store/embedded/memrows"
 )
 
 // Cutting a scan's range into parts of about equal data
@@ -66,7 +66,7 @@ func (s *Store) SplitRange(ctx context.Context, table string, start, stop []byte
 		if buf.count() >= n*minSplitRows {
 			// The buffer's rows stand for Pebble's too unless most of
 			// Pebble's bytes come before the first of them (older hours).
-			first := appendEscapedPrefix(nil, table, rowKey(buf.chunks, buf.rows, buf.order[buf.lo]))
+			first := appendEscapedPrefix(nil, table, buf.srt.Key(buf.srt.Order[buf.lo]))
 			before, err := s.db.EstimateDiskUsage(lower, first)
 			if err != nil {
 				return nil, fmt.Errorf("split %s: %w", table, err)
@@ -88,9 +88,7 @@ func (s *Store) SplitRange(ctx context.Context, table string, start, stop []byte
 // bufferedRange is the rows of a row-buffer layer in a range: order[lo:hi]
 // indexes rows, whose keys are in chunks.
 type bufferedRange struct {
-	order  []uint32
-	rows   []memRow
-	chunks [][]byte
+	srt    memrows.Sorted
 	lo, hi int
 	bytes  int64 // estimated: the layer's bytes a row times the rows
 }
@@ -102,7 +100,7 @@ func (b bufferedRange) count() int { return b.hi - b.lo }
 func (b bufferedRange) cut(n int) [][]byte {
 	keys := make([][]byte, 0, n-1)
 	for i := 1; i < n; i++ {
-		k := rowKey(b.chunks, b.rows, b.order[b.lo+i*b.count()/n])
+		k := b.srt.Key(b.srt.Order[b.lo+i*b.count()/n])
 		keys = append(keys, bytes.Clone(k))
 	}
 	return keys
@@ -113,23 +111,17 @@ func (b bufferedRange) cut(n int) [][]byte {
 func (s *Store) bufferedRange(table string, start, stop []byte) bufferedRange {
 	var best bufferedRange
 	for _, m := range s.rb.layers(table) {
-		order, rows, chunks := m.sortedRows()
-		search := func(k []byte) int {
-			i, _ := slices.BinarySearchFunc(order, k, func(r uint32, k []byte) int {
-				return bytes.Compare(rowKey(chunks, rows, r), k)
-			})
-			return i
-		}
-		r := bufferedRange{order: order, rows: rows, chunks: chunks, lo: search(start), hi: len(order)}
+		srt := m.Sorted()
+		r := bufferedRange{srt: srt, lo: srt.Search(start), hi: len(srt.Order)}
 		if len(stop) > 0 {
-			r.hi = search(stop)
+			r.hi = srt.Search(stop)
 		}
 		if r.count() <= best.count() {
 			continue
 		}
-		m.mu.RLock()
-		perRow := m.bytes / int64(max(len(m.rows), 1))
-		m.mu.RUnlock()
+		m.RLock()
+		perRow := m.Bytes() / int64(max(m.Len(), 1))
+		m.RUnlock()
 		r.bytes = perRow * int64(r.count())
 		best = r
 	}

@@ -329,7 +329,7 @@ func (s *Store) hidden(r pebble.Reader, table string, row []byte, c *store.Cell,
 func (s *Store) storedVersion(r pebble.Reader, table string, row, family, qualifier, key []byte) (uint64, bool, error) {
 	if s.buffered(table) {
 		if c, ok := s.rb.lookup(table, row, family, qualifier); ok {
-			return c.ts, !c.dead, nil
+			return c.TS, !c.Dead, nil
 		}
 		_, ts, found, err := s.pebbleCell(table, row, family, qualifier)
 		return ts, found, err

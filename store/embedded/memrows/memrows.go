@@ -1,8 +1,11 @@
-package embedded
+// Package memrows holds the recent cells of one table of the embedded
+// store in memory, a row at a time, in front of Pebble: the row buffer's
+// layers (store/embedded). It knows rows, cells and their order; the
+// buffer's log, its flushes and the merge with Pebble are the store's.
+package memrows
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
@@ -13,7 +16,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 )
 
-// memRows holds the recent cells of one table in memory, a row at a time,
+// Rows holds the recent cells of one table in memory, a row at a time,
 // in front of Pebble (see rowBuffer). A cell written to a row already
 // present costs a hash probe and an append, where a Pebble memtable insert
 // is a skiplist search of some twenty cache misses; the order of rows is
@@ -35,7 +38,7 @@ import (
 // live one is its value. Records are never moved; a delete sets dead.
 // Row keys and written records (dead aside) never change, so that a sort
 // of the rows can read keys without the lock.
-type memRows struct {
+type Rows struct {
 	table string
 	seed  maphash.Seed
 	// reserve, when set, takes bytes from the block cache's capacity for
@@ -44,7 +47,9 @@ type memRows struct {
 	reserve  func(n int) func()
 	releases []func()
 
-	mu     sync.RWMutex
+	// The RWMutex guards everything below; methods say whether the
+	// caller holds it, shared or exclusively.
+	sync.RWMutex
 	chunks [][]byte
 	used   int // bytes used of the last chunk
 	rows   []memRow
@@ -57,7 +62,7 @@ type memRows struct {
 	sorted []uint32 // rows[:len(sorted)] in key order; replaced, never changed
 }
 
-// memRow is a row of a memRows: its key and its newest cell block.
+// memRow is a row of a Rows: its key and its newest cell block.
 type memRow struct {
 	hash uint64
 	key  uint64 // ref of the key
@@ -70,31 +75,29 @@ type memRow struct {
 
 const (
 	memChunk = 1 << 20
-	// memChunkFirst is the size of a buffer's first chunk.
-	memChunkFirst = 16 << 10
-	cellHeader    = 8 + 1 + 2 + 4 + 1
-	cellDeadByte  = 15
-	blockHeader   = 16
-	minBlock      = 128
-	maxBlock      = 16 << 10
-	rowSize       = 32 // a memRow
+	// FirstChunkBytes is the size of a buffer's first chunk.
+	FirstChunkBytes = 16 << 10
+	cellHeader      = 8 + 1 + 2 + 4 + 1
+	cellDeadByte    = 15
+	blockHeader     = 16
+	minBlock        = 128
+	maxBlock        = 16 << 10
+	rowSize         = 32 // a memRow
 )
 
-// newMemRows returns an empty buffer of table, whose rows hash with seed;
+// New returns an empty buffer of table, whose rows hash with seed;
 // reserve, when not nil, takes the bytes it allocates from the block
-// cache (see memRows.reserve).
-// newMemRows returns an empty buffer of table; total, when not nil,
-// counts its bytes too (with those of the other tables' buffers of the
-// same generation).
-func newMemRows(table string, seed maphash.Seed, reserve func(int) func(), total *atomic.Int64) *memRows {
-	m := &memRows{table: table, seed: seed, reserve: reserve, total: total, slots: make([]uint32, 1024)}
+// cache (see Rows.reserve); total, when not nil, counts its bytes too
+// (with those of the other tables' buffers of the same generation).
+func New(table string, seed maphash.Seed, reserve func(int) func(), total *atomic.Int64) *Rows {
+	m := &Rows{table: table, seed: seed, reserve: reserve, total: total, slots: make([]uint32, 1024)}
 	m.account(4 * len(m.slots))
 	return m
 }
 
 // account counts n more bytes of the buffer. The caller holds mu
 // exclusively (or owns m alone).
-func (m *memRows) account(n int) {
+func (m *Rows) account(n int) {
 	m.bytes += int64(n)
 	if m.total != nil {
 		m.total.Add(int64(n))
@@ -104,10 +107,10 @@ func (m *memRows) account(n int) {
 	}
 }
 
-// release returns the buffer's reservations; it is not used afterwards.
-func (m *memRows) release() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// Release returns the buffer's reservations; it is not used afterwards.
+func (m *Rows) Release() {
+	m.Lock()
+	defer m.Unlock()
 	for _, r := range m.releases {
 		r()
 	}
@@ -118,7 +121,7 @@ func (m *memRows) release() {
 // exclusively. Chunks are allocated at their full length and never
 // resliced, so that readers holding a copy of the chunk list race with no
 // write.
-func (m *memRows) alloc(n int) (uint64, []byte) {
+func (m *Rows) alloc(n int) (uint64, []byte) {
 	if k := len(m.chunks); k > 0 && len(m.chunks[k-1])-m.used >= n {
 		off := m.used
 		m.used += n
@@ -126,7 +129,7 @@ func (m *memRows) alloc(n int) (uint64, []byte) {
 	}
 	// Chunks start small and double up to memChunk, so that a table
 	// written little between flushes (one of many tenants') holds little.
-	size := memChunkFirst
+	size := FirstChunkBytes
 	if k := len(m.chunks); k > 0 {
 		size = min(2*len(m.chunks[k-1]), memChunk)
 	}
@@ -145,12 +148,12 @@ func at(chunks [][]byte, ref uint64, n int) []byte {
 }
 
 // keyOf returns the key of r from chunks.
-func (m *memRows) keyOf(chunks [][]byte, r *memRow) []byte {
+func (m *Rows) keyOf(chunks [][]byte, r *memRow) []byte {
 	return at(chunks, r.key, int(r.klen))
 }
 
-// find returns the index of row, -1 when absent. The caller holds mu.
-func (m *memRows) find(h uint64, row []byte) int {
+// Find returns the index of row, -1 when absent. The caller holds mu.
+func (m *Rows) Find(h uint64, row []byte) int {
 	mask := uint64(len(m.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := m.slots[i]
@@ -164,16 +167,16 @@ func (m *memRows) find(h uint64, row []byte) int {
 	}
 }
 
-// rowFor returns the index of row, added when absent. The caller holds mu
+// RowFor returns the index of row, added when absent. The caller holds mu
 // exclusively.
-func (m *memRows) rowFor(row []byte) int { return m.rowForHash(m.hash(row), row) }
+func (m *Rows) RowFor(row []byte) int { return m.RowForHash(m.Hash(row), row) }
 
-// hash returns the hash of row that find and rowForHash take.
-func (m *memRows) hash(row []byte) uint64 { return maphash.Bytes(m.seed, row) }
+// Hash returns the hash of row that find and rowForHash take.
+func (m *Rows) Hash(row []byte) uint64 { return maphash.Bytes(m.seed, row) }
 
-// rowForHash is rowFor of a row whose hash (m.hash) is h.
-func (m *memRows) rowForHash(h uint64, row []byte) int {
-	if i := m.find(h, row); i >= 0 {
+// RowForHash is rowFor of a row whose hash (m.hash) is h.
+func (m *Rows) RowForHash(h uint64, row []byte) int {
+	if i := m.Find(h, row); i >= 0 {
 		return i
 	}
 	if 2*(len(m.rows)+1) > len(m.slots) {
@@ -196,7 +199,7 @@ func (m *memRows) rowForHash(h uint64, row []byte) int {
 }
 
 // grow doubles the hash slots. The caller holds mu exclusively.
-func (m *memRows) grow() {
+func (m *Rows) grow() {
 	slots := make([]uint32, 2*len(m.slots))
 	m.account(4 * (len(slots) - len(m.slots)))
 	mask := uint64(len(slots) - 1)
@@ -210,8 +213,8 @@ func (m *memRows) grow() {
 	m.slots = slots
 }
 
-// addCell appends a cell to row index i. The caller holds mu exclusively.
-func (m *memRows) addCell(i int, family, qualifier, value []byte, ts uint64) {
+// AddCell appends a cell to row index i. The caller holds mu exclusively.
+func (m *Rows) AddCell(i int, family, qualifier, value []byte, ts uint64) {
 	n := cellHeader + len(family) + len(qualifier) + len(value)
 	r := &m.rows[i]
 	var b []byte
@@ -251,25 +254,27 @@ func (m *memRows) addCell(i int, family, qualifier, value []byte, ts uint64) {
 }
 
 // block returns the block at ref, its whole capacity.
-func (m *memRows) block(ref uint64) []byte {
+func (m *Rows) block(ref uint64) []byte {
 	c := m.chunks[ref>>32]
 	off := int(uint32(ref))
 	return c[off : off+int(binary.LittleEndian.Uint32(c[off+8:]))]
 }
 
-// memCell is a cell record as read: slices into chunk memory.
-type memCell struct {
+// Cell is a cell record as read: slices into chunk memory.
+type Cell struct {
 	ref       uint64
-	family    []byte
-	qualifier []byte
-	value     []byte
-	ts        uint64
-	dead      bool
+	Family    []byte
+	Qualifier []byte
+	Value     []byte
+	TS        uint64
+	// Dead is set by a delete: the record hides the column's older
+	// versions and is not a cell itself.
+	Dead bool
 }
 
 // blocks appends the refs of row index i's blocks to dst, oldest first.
 // The caller holds mu.
-func (m *memRows) blocks(dst []uint64, i int) []uint64 {
+func (m *Rows) blocks(dst []uint64, i int) []uint64 {
 	start := len(dst)
 	for ref := m.rows[i].last; ref != 0; {
 		dst = append(dst, ref-1)
@@ -281,13 +286,13 @@ func (m *memRows) blocks(dst []uint64, i int) []uint64 {
 
 // blockCells appends the records of the block at ref to dst, oldest first.
 // The caller holds mu (dead changes under it).
-func (m *memRows) blockCells(dst []memCell, ref uint64) []memCell {
+func (m *Rows) blockCells(dst []Cell, ref uint64) []Cell {
 	blk := m.block(ref)
 	used := int(binary.LittleEndian.Uint32(blk[12:]))
 	for p := blockHeader; p < used; {
 		f, q, v, next := readRecord(blk, p)
-		dst = append(dst, memCell{ref: ref + uint64(p), family: f, qualifier: q, value: v,
-			ts: binary.LittleEndian.Uint64(blk[p:]), dead: blk[p+cellDeadByte] != 0})
+		dst = append(dst, Cell{ref: ref + uint64(p), Family: f, Qualifier: q, Value: v,
+			TS: binary.LittleEndian.Uint64(blk[p:]), Dead: blk[p+cellDeadByte] != 0})
 		p = next
 	}
 	return dst
@@ -305,7 +310,7 @@ func readRecord(blk []byte, p int) (f, q, v []byte, next int) {
 
 // allCells appends every record of row index i to dst, oldest first. The
 // caller holds mu.
-func (m *memRows) allCells(dst []memCell, i int) []memCell {
+func (m *Rows) allCells(dst []Cell, i int) []Cell {
 	var stack [16]uint64
 	for _, ref := range m.blocks(stack[:0], i) {
 		dst = m.blockCells(dst, ref)
@@ -313,7 +318,7 @@ func (m *memRows) allCells(dst []memCell, i int) []memCell {
 	return dst
 }
 
-// rowCells appends the cells of row index i to dst, sorted by family then
+// RowCells appends the cells of row index i to dst, sorted by family then
 // qualifier: for each column its newest record, dead ones included (a
 // tombstone: the column was deleted, and an older layer's or Pebble's
 // cell of it must not show). It also reports whether the whole row was
@@ -322,7 +327,7 @@ func (m *memRows) allCells(dst []memCell, i int) []memCell {
 //
 // A reader that took Pebble's snapshot before a delete depends on both:
 // the delete's tombstones in Pebble are newer than its snapshot.
-func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
+func (m *Rows) RowCells(dst []Cell, i int) ([]Cell, bool) {
 	start := len(dst)
 	dst = m.allCells(dst, i)
 	cells := dst[start:]
@@ -350,7 +355,7 @@ func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 	return dst[:start+len(out)], m.rows[i].wiped
 }
 
-// appendAscending appends the live cells of row index i to dst as
+// AppendAscending appends the live cells of row index i to dst as
 // store.Cells pointing into the buffer's memory (which never changes once
 // written), keeping only family's when family is not nil, provided that
 // the row's records are in strictly ascending column order (one record a
@@ -361,7 +366,7 @@ func (m *memRows) rowCells(dst []memCell, i int) ([]memCell, bool) {
 // into Pebble). It reports false otherwise, and dst's appended cells are
 // then to be dropped (the caller takes rowCells). Dead records are left
 // out: they hide nothing in dst. The caller holds mu.
-func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]store.Cell, bool) {
+func (m *Rows) AppendAscending(dst []store.Cell, i int, family []byte) ([]store.Cell, bool) {
 	var pf, pq []byte
 	first := true
 	if n := len(dst); n > 0 {
@@ -376,7 +381,7 @@ func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]sto
 		used := int(binary.LittleEndian.Uint32(blk[12:]))
 		for p := blockHeader; p < used; {
 			f, q, v, next := readRecord(blk, p)
-			if !first && cmpCol(pf, pq, f, q) >= 0 {
+			if !first && CompareColumns(pf, pq, f, q) >= 0 {
 				return dst, false
 			}
 			first, pf, pq = false, f, q
@@ -389,16 +394,16 @@ func (m *memRows) appendAscending(dst []store.Cell, i int, family []byte) ([]sto
 	return dst, true
 }
 
-// cmpColumn orders records by column (cmpCol).
-func cmpColumn(a, b memCell) int { return cmpCol(a.family, a.qualifier, b.family, b.qualifier) }
+// cmpColumn orders records by column (CompareColumns).
+func cmpColumn(a, b Cell) int { return CompareColumns(a.Family, a.Qualifier, b.Family, b.Qualifier) }
 
-// cmpCol orders columns by family, then qualifier, as bytes.Compare
+// CompareColumns orders columns by family, then qualifier, as bytes.Compare
 // does; families of one byte and qualifiers of at most 8 bytes (a data
 // row's: 2 or 4 bytes a sample) are compared as integers.
-func cmpCol(af, aq, bf, bq []byte) int {
+func CompareColumns(af, aq, bf, bq []byte) int {
 	if len(af) == 1 && len(bf) == 1 {
 		if af[0] != bf[0] {
-			return cmp.Compare(af[0], bf[0])
+			return compare(af[0], bf[0])
 		}
 	} else if c := bytes.Compare(af, bf); c != 0 {
 		return c
@@ -409,9 +414,25 @@ func cmpCol(af, aq, bf, bq []byte) int {
 	// Left-aligned, zero-padded: equal padded values leave the shorter,
 	// a prefix of the longer, first.
 	if x, y := padBE(aq), padBE(bq); x != y {
-		return cmp.Compare(x, y)
+		return compare(x, y)
 	}
-	return cmp.Compare(len(aq), len(bq))
+	return compare(len(aq), len(bq))
+}
+
+// compare is cmp.Compare for integers.
+func compare[T byte | int | uint64](a, b T) int {
+	if a == b {
+		return 0
+	}
+	return 2*btoi(a > b) - 1
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // padBE reads up to 8 bytes big-endian into the high bytes of a uint64.
@@ -431,62 +452,62 @@ func padBE(b []byte) uint64 {
 	return x
 }
 
-// lookup returns the newest record of a column of row, found false when
+// Lookup returns the newest record of a column of row, found false when
 // the row holds none (a dead record is found, with dead set: the column
 // was deleted since the data below it was written).
-func (m *memRows) lookup(row, family, qualifier []byte) (memCell, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	i := m.find(maphash.Bytes(m.seed, row), row)
+func (m *Rows) Lookup(row, family, qualifier []byte) (Cell, bool) {
+	m.RLock()
+	defer m.RUnlock()
+	i := m.Find(maphash.Bytes(m.seed, row), row)
 	if i < 0 {
-		return memCell{}, false
+		return Cell{}, false
 	}
-	var buf [64]memCell
+	var buf [64]Cell
 	var stack [16]uint64
 	bl := m.blocks(stack[:0], i)
 	for b := len(bl) - 1; b >= 0; b-- {
 		cells := m.blockCells(buf[:0], bl[b])
 		for n := len(cells) - 1; n >= 0; n-- {
 			c := cells[n]
-			if bytes.Equal(c.family, family) && bytes.Equal(c.qualifier, qualifier) {
-				c.value = bytes.Clone(c.value)
+			if bytes.Equal(c.Family, family) && bytes.Equal(c.Qualifier, qualifier) {
+				c.Value = bytes.Clone(c.Value)
 				return c, true
 			}
 		}
 	}
-	return memCell{}, false
+	return Cell{}, false
 }
 
-// kill marks dead the records of row's columns that a delete removes: all
+// Kill marks dead the records of row's columns that a delete removes: all
 // of them when columns is empty, else those of each column whose newest
 // record is at or before the column's bound (any, when the bound is 0).
 // The caller holds mu exclusively.
-func (m *memRows) kill(row []byte, columns []killColumn) {
-	i := m.find(maphash.Bytes(m.seed, row), row)
+func (m *Rows) Kill(row []byte, columns []Column) {
+	i := m.Find(maphash.Bytes(m.seed, row), row)
 	if i < 0 {
 		if len(columns) > 0 {
 			return
 		}
-		i = m.rowFor(row) // remembered as wiped, for readers of an older snapshot
+		i = m.RowFor(row) // remembered as wiped, for readers of an older snapshot
 	}
 	cells := m.allCells(nil, i)
 	newest := make(map[string]uint64, len(columns))
 	for _, c := range cells {
-		newest[string(c.family)+"\x00"+string(c.qualifier)] = c.ts // the last is the newest
+		newest[string(c.Family)+"\x00"+string(c.Qualifier)] = c.TS // the last is the newest
 	}
-	doomed := func(c memCell) bool {
+	doomed := func(c Cell) bool {
 		if len(columns) == 0 {
 			return true
 		}
 		for _, col := range columns {
-			if bytes.Equal(col.family, c.family) && bytes.Equal(col.qualifier, c.qualifier) {
-				return col.bound == 0 || newest[string(c.family)+"\x00"+string(c.qualifier)] <= col.bound
+			if bytes.Equal(col.Family, c.Family) && bytes.Equal(col.Qualifier, c.Qualifier) {
+				return col.Bound == 0 || newest[string(c.Family)+"\x00"+string(c.Qualifier)] <= col.Bound
 			}
 		}
 		return false
 	}
 	for _, c := range cells {
-		if !c.dead && doomed(c) {
+		if !c.Dead && doomed(c) {
 			m.chunks[c.ref>>32][int(uint32(c.ref))+cellDeadByte] = 1
 		}
 	}
@@ -495,119 +516,159 @@ func (m *memRows) kill(row []byte, columns []killColumn) {
 	}
 }
 
-// killRange marks dead every record of the rows in [start, stop) (stop
+// KillRange marks dead every record of the rows in [start, stop) (stop
 // empty: no bound) and the rows wiped, as a delete of each whole row
 // does; a row that is not in the buffer needs nothing (see kill: a range
 // delete is not atomic with a scan that began before it). The caller
 // holds mu exclusively (or owns m alone).
-func (m *memRows) killRange(start, stop []byte) {
+func (m *Rows) KillRange(start, stop []byte) {
+	var cells []Cell
 	for i := range m.rows {
 		k := m.keyOf(m.chunks, &m.rows[i])
 		if bytes.Compare(k, start) < 0 || len(stop) > 0 && bytes.Compare(k, stop) >= 0 {
 			continue
 		}
-		var stack [16]uint64
-		for _, ref := range m.blocks(stack[:0], i) {
-			blk := m.block(ref)
-			used := int(binary.LittleEndian.Uint32(blk[12:]))
-			for p := blockHeader; p < used; {
-				_, _, _, next := readRecord(blk, p)
-				blk[p+cellDeadByte] = 1
-				p = next
-			}
+		cells = m.allCells(cells[:0], i)
+		for _, c := range cells {
+			m.chunks[c.ref>>32][int(uint32(c.ref))+cellDeadByte] = 1
 		}
 		m.rows[i].wiped = true
 	}
 }
 
-// killColumn is one column of a delete: bound 0 removes any version.
-type killColumn struct {
-	family, qualifier []byte
-	bound             uint64
+// Column is one column of a delete: bound 0 removes any version.
+type Column struct {
+	Family, Qualifier []byte
+	Bound             uint64
 }
 
-// sortedRows returns the indices of the rows in key order (those added
-// after it started are not included), with the rows and chunks that hold
-// their keys.
-func (m *memRows) sortedRows() ([]uint32, []memRow, [][]byte) {
+// Sorted is the rows of a Rows in key order as one call of Sorted saw
+// them: Order indexes the rows, whose keys never change.
+type Sorted struct {
+	Order  []uint32
+	rows   []memRow
+	chunks [][]byte
+}
+
+// Key returns the key of row index i (an element of Order).
+func (s Sorted) Key(i uint32) []byte {
+	return at(s.chunks, s.rows[i].key, int(s.rows[i].klen))
+}
+
+// Search returns the first position of Order whose row is at or after k.
+func (s Sorted) Search(k []byte) int {
+	n, _ := slices.BinarySearchFunc(s.Order, k, func(i uint32, k []byte) int {
+		return bytes.Compare(s.Key(i), k)
+	})
+	return n
+}
+
+// Sorted returns the rows in key order (those added after it started are
+// not included). The order is kept for the next call, which sorts only
+// the rows added since and merges them in. The caller does not hold the
+// lock.
+func (m *Rows) Sorted() Sorted {
 	m.sortMu.Lock()
 	defer m.sortMu.Unlock()
-	m.mu.RLock()
+	m.RLock()
 	n := len(m.rows)
 	rows := m.rows[:n:n]
 	chunks := m.chunks[:len(m.chunks):len(m.chunks)]
 	old := m.sorted
-	m.mu.RUnlock()
+	m.RUnlock()
 	if len(old) == n {
-		return old, rows, chunks
+		return Sorted{Order: old, rows: rows, chunks: chunks}
 	}
 	// Keys and hashes of rows[:n] never change, so they are read here
 	// without the lock while writers add rows and cells.
-	key := func(i uint32) []byte { return at(chunks, rows[i].key, int(rows[i].klen)) }
+	srt := Sorted{rows: rows, chunks: chunks}
 	fresh := make([]uint32, 0, n-len(old))
 	for i := len(old); i < n; i++ {
 		fresh = append(fresh, uint32(i))
 	}
-	byKey := func(a, b uint32) int { return bytes.Compare(key(a), key(b)) }
-	keysort.ByKey(fresh, key)
+	keysort.ByKey(fresh, srt.Key)
 	merged := make([]uint32, 0, n)
 	a, b := old, fresh
 	for len(a) > 0 && len(b) > 0 {
-		if byKey(a[0], b[0]) <= 0 {
+		if bytes.Compare(srt.Key(a[0]), srt.Key(b[0])) <= 0 {
 			merged, a = append(merged, a[0]), a[1:]
 		} else {
 			merged, b = append(merged, b[0]), b[1:]
 		}
 	}
-	merged = append(append(merged, a...), b...)
-	m.mu.Lock()
-	m.sorted = merged
-	m.mu.Unlock()
-	return merged, rows, chunks
+	srt.Order = append(append(merged, a...), b...)
+	m.Lock()
+	m.sorted = srt.Order
+	m.Unlock()
+	return srt
 }
 
-// rowKey returns the key of row index i from chunks.
-func rowKey(chunks [][]byte, rows []memRow, i uint32) []byte {
-	return at(chunks, rows[i].key, int(rows[i].klen))
+// Len returns the rows. The caller holds the lock.
+func (m *Rows) Len() int { return len(m.rows) }
+
+// SortedLen returns the rows that the last Sorted ordered. The caller
+// holds the lock.
+func (m *Rows) SortedLen() int { return len(m.sorted) }
+
+// Cells returns the cell records. The caller holds the lock.
+func (m *Rows) Cells() int { return m.cells }
+
+// Bytes returns the bytes the buffer holds. The caller holds the lock.
+func (m *Rows) Bytes() int64 { return m.bytes }
+
+// Touch reads a byte of row index i's newest cell block, so that the
+// block is in this core's cache when a cell is appended to it (a put
+// probes its rows under the read lock before it takes the write lock).
+// The caller holds the lock.
+func (m *Rows) Touch(i int) byte {
+	if last := m.rows[i].last; last != 0 {
+		return m.block(last - 1)[12] // its used bytes
+	}
+	return 0
 }
 
-// memRowIter steps through a memRows' rows in key order, from the first
-// at or after start to the last before stop (nil: no bound), for a
-// scanner that merges them with Pebble's. It sees the rows present when
-// it was created.
-type memRowIter struct {
-	m      *memRows
-	order  []uint32
-	rows   []memRow
-	chunks [][]byte
-	stop   []byte
-	pos    int
+// Iter steps through a Rows' rows in key order, from the first at or
+// after start to the last before stop (nil: no bound), for a scanner that
+// merges them with Pebble's. It sees the rows present when it was
+// created.
+type Iter struct {
+	m    *Rows
+	srt  Sorted
+	stop []byte
+	pos  int
 }
 
-// newMemRowIter returns an iterator over the rows of m in [start, stop).
-func newMemRowIter(m *memRows, start, stop []byte) *memRowIter {
-	order, rows, chunks := m.sortedRows()
-	it := &memRowIter{m: m, order: order, rows: rows, chunks: chunks}
+// NewIter returns an iterator over the rows of m in [start, stop).
+func NewIter(m *Rows, start, stop []byte) *Iter {
+	it := &Iter{m: m, srt: m.Sorted()}
 	if len(stop) > 0 {
 		it.stop = stop
 	}
 	if len(start) > 0 {
-		it.pos, _ = slices.BinarySearchFunc(order, start, func(i uint32, k []byte) int {
-			return bytes.Compare(rowKey(chunks, rows, i), k)
-		})
+		it.pos = it.srt.Search(start)
 	}
 	return it
 }
 
-// row returns the key of the current row, false when there is none.
-func (it *memRowIter) row() ([]byte, bool) {
-	if it.pos >= len(it.order) {
+// Row returns the key of the current row, false when there is none.
+func (it *Iter) Row() ([]byte, bool) {
+	if it.pos >= len(it.srt.Order) {
 		return nil, false
 	}
-	k := rowKey(it.chunks, it.rows, it.order[it.pos])
+	k := it.srt.Key(it.srt.Order[it.pos])
 	if it.stop != nil && bytes.Compare(k, it.stop) >= 0 {
-		it.pos = len(it.order)
+		it.pos = len(it.srt.Order)
 		return nil, false
 	}
 	return k, true
 }
+
+// Index returns the current row's index in Rows (valid after Row
+// returned true).
+func (it *Iter) Index() int { return int(it.srt.Order[it.pos]) }
+
+// Next moves to the next row.
+func (it *Iter) Next() { it.pos++ }
+
+// Rows returns the buffer the iterator steps through.
+func (it *Iter) Rows() *Rows { return it.m }
