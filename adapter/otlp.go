@@ -79,15 +79,14 @@ func (h *Handler) storeOTLP(w http.ResponseWriter, r *http.Request, format *otlp
 		return err
 	}
 	defer done()
-	md, err := otlp.Decode(body, f)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errBadRequest, err)
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
 	defer cancel()
 	bp := h.otlpBuf()
 	defer h.otlp.bodies.Put(bp)
-	res, err := h.otlp.conv.Convert(ctx, md, h.otlpConfig(), *bp)
+	res, err := h.otlp.conv.ConvertBody(ctx, body, f, h.otlpConfig(), *bp)
+	if errors.Is(err, otlp.ErrMalformed) {
+		return fmt.Errorf("%w: %w", errBadRequest, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/config"
@@ -75,6 +76,34 @@ func SplitList(s string) []string {
 // Converter translates requests; it is safe for concurrent use.
 type Converter struct {
 	states sync.Pool // *state
+	fast   sync.Pool // *fastState
+	// fastTaken counts the requests the fast path translated (fast.go).
+	fastTaken atomic.Int64
+}
+
+// ConvertBody translates an export request body (already decompressed
+// and bounded by the caller) under cfg into a remote write 1.0 body
+// appended to dst[:0]: a protobuf request of the common shapes along the
+// fast path (fast.go), any other through Decode and Convert. An error
+// wraps ErrMalformed for a body that does not decode, or is ctx's end.
+func (c *Converter) ConvertBody(ctx context.Context, body []byte, f Format, cfg Config, dst []byte) (Result, error) {
+	if f == Protobuf && fastConfig(cfg) {
+		st, _ := c.fast.Get().(*fastState)
+		if st == nil {
+			st = &fastState{}
+		}
+		res, ok := st.convertFast(body, cfg, dst)
+		c.fast.Put(st)
+		if ok {
+			c.fastTaken.Add(1)
+			return res, nil
+		}
+	}
+	md, err := Decode(body, f)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.Convert(ctx, md, cfg, dst)
 }
 
 // state is one translation's converter and appender, reused.
