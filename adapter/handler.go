@@ -144,6 +144,7 @@ type Handler struct {
 	samplesExpired                      prometheus.Counter
 	readSeries                          prometheus.Counter
 	readSamples                         prometheus.Counter
+	otlpTranslated                      *prometheus.CounterVec
 }
 
 // newCounter returns a counter of name with help as its help text.
@@ -192,11 +193,17 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 		samplesExpired: newCounter("promhbase_samples_expired_total", "Samples and native histograms older than --storage.retention.time when written: dropped, not stored (their request is answered as written), as the retention cycle would delete them."),
 		readSeries:     newCounter("promhbase_read_series_total", "Series returned by remote read."),
 		readSamples:    newCounter("promhbase_read_samples_total", "Samples returned by remote read."),
+		otlpTranslated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_otlp_requests_translated_total",
+			Help: "OTLP requests translated, by path: fast (straight from the protobuf bytes) or general (pdata and Prometheus's converter).",
+		}, []string{"path"}),
 	}
+	h.otlpTranslated.WithLabelValues("fast")
+	h.otlpTranslated.WithLabelValues("general")
 	for _, r := range ingest.RejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.samplesExpired, h.readSeries, h.readSamples} {
+	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.samplesExpired, h.readSeries, h.readSamples, h.otlpTranslated} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}

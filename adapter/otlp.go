@@ -91,6 +91,11 @@ func (h *Handler) storeOTLP(w http.ResponseWriter, r *http.Request, format *otlp
 		return err
 	}
 	*bp = res.Body[:0]
+	if res.Fast {
+		h.otlpTranslated.WithLabelValues("fast").Inc()
+	} else {
+		h.otlpTranslated.WithLabelValues("general").Inc()
+	}
 	if len(res.Warnings) > 0 {
 		h.logger.Debug("OTLP translation warnings", "warnings", res.Warnings)
 	}

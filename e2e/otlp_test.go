@@ -27,6 +27,7 @@ import (
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/testkit/otlpgen"
 	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
 )
 
@@ -39,6 +40,10 @@ type otlpVariant struct {
 	// delta adds delta temporality sums and histograms to the requests,
 	// stored as they come (Prometheus's otlp-native-delta-ingestion).
 	delta bool
+	// plain leaves out of the requests what promhbase's fast path leaves
+	// to the general one (exemplars, exponential histograms, summaries,
+	// scope attributes), and requires that the fast path took them all.
+	plain bool
 }
 
 // TestOTLPAgainstPrometheus sends the same generated OTLP requests (every
@@ -47,7 +52,8 @@ type otlpVariant struct {
 // --web.enable-otlp-receiver and to promhbase, and requires the same
 // series (/api/v1/series) and the same values of each metric at every
 // step (/api/v1/query_range), native histograms included, under the
-// default translation and under another with its options turned. The
+// default translation and under another with its options turned, along
+// promhbase's fast path (plain requests) and its general one. The
 // generator's seed is logged; OTLP_SEED replays one.
 func TestOTLPAgainstPrometheus(t *testing.T) {
 	t.Parallel()
@@ -59,6 +65,11 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 	t.Logf("seed %d (OTLP_SEED replays it)", seed)
 	for _, v := range []otlpVariant{
 		{name: "default", cfg: func(*otlp.Config) {}},
+		{name: "default, plain", plain: true, cfg: func(*otlp.Config) {}},
+		{name: "no translation, plain", plain: true, yaml: "  translation_strategy: NoTranslation\n  keep_identifying_resource_attributes: true\n",
+			cfg: func(c *otlp.Config) {
+				c.TranslationStrategy, c.KeepIdentifyingResourceAttributes = otlptranslator.NoTranslation, true
+			}},
 		{name: "promoted, NHCB, scope, no suffixes",
 			yaml: "  promote_resource_attributes: [host.name, k8s.pod.name]\n  keep_identifying_resource_attributes: true\n" +
 				"  convert_histograms_to_nhcb: true\n  promote_scope_metadata: true\n  translation_strategy: UnderscoreEscapingWithoutSuffixes\n",
@@ -103,7 +114,7 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send 
 	end := time.Now().Add(-time.Minute).Truncate(time.Second)
 	start := end.Add(-(requests - 1) * step)
 	gen := newOTLPGen(seed)
-	gen.delta = v.delta
+	gen.delta, gen.plain = v.delta, v.plain
 	for i := range requests {
 		md := gen.request(i, start.Add(time.Duration(i)*step))
 		postOTLP(t, prom.base+"/api/v1/otlp/v1/metrics", md)
@@ -122,8 +133,13 @@ func testOTLPVariant(t *testing.T, bin string, v otlpVariant, seed uint64, send 
 	if len(want) < 20 || !slices.Equal(got, want) {
 		t.Fatalf("series differ: missing %q, unexpected %q (Prometheus has %d)", missingFrom(want, got), missingFrom(got, want), len(want))
 	}
+	if v.plain {
+		if fast := testproc.GatherSum(t, srv.Registry, "promhbase_otlp_requests_translated_total", "path", "fast"); fast != requests {
+			t.Errorf("%v of %d plain requests along the fast path", fast, requests)
+		}
+	}
 	want2, got2 := otlpExemplars(t, prom.api, start, qEnd), otlpExemplars(t, ph, start, qEnd)
-	if len(want2) == 0 || !reflect.DeepEqual(got2, want2) {
+	if len(want2) == 0 != v.plain || !reflect.DeepEqual(got2, want2) {
 		t.Errorf("exemplars differ from Prometheus's (%d series with exemplars):\n got %v\nwant %v", len(want2), got2, want2)
 	}
 	names, err := prom.api.stringList(ctx, "/api/v1/label/__name__/values", nil)
@@ -237,6 +253,7 @@ type otlpGen struct {
 	reset int // the request at which cumulative values start over
 	stale int // the request whose gauge point has no recorded value
 	delta bool
+	plain bool // no exemplars, exponential histograms, summaries, scope attributes
 }
 
 func newOTLPGen(seed uint64) *otlpGen {
@@ -259,7 +276,9 @@ func (g *otlpGen) request(i int, t time.Time) pmetric.Metrics {
 		sm := rm.ScopeMetrics().AppendEmpty()
 		sm.Scope().SetName("io.opentelemetry.contrib.shop")
 		sm.Scope().SetVersion("1.2.3")
-		sm.Scope().Attributes().PutStr("library.language", "go")
+		if !g.plain {
+			sm.Scope().Attributes().PutStr("library.language", "go")
+		}
 		g.metrics(sm.Metrics(), i, t)
 	}
 	return md
@@ -345,6 +364,9 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		p.BucketCounts().FromRaw(counts)
 		p.SetCount(total)
 		p.SetSum(float64(total) * 0.0625)
+		if g.plain {
+			continue
+		}
 		ex := p.Exemplars().AppendEmpty()
 		ex.SetTimestamp(ts)
 		ex.SetDoubleValue(0.03)
@@ -352,6 +374,9 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		ex.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, byte(i)})
 	}
 
+	if g.plain {
+		return
+	}
 	e := ms.AppendEmpty()
 	e.SetName("rpc.client.duration")
 	e.SetUnit("ms")

@@ -96,6 +96,7 @@ func (c *Converter) ConvertBody(ctx context.Context, body []byte, f Format, cfg 
 		c.fast.Put(st)
 		if ok {
 			c.fastTaken.Add(1)
+			res.Fast = true
 			return res, nil
 		}
 	}
@@ -125,6 +126,8 @@ type Result struct {
 	// Warnings are the converter's (collisions of translated names,
 	// histograms with a sum but no count).
 	Warnings []string
+	// Fast is set when the fast path translated the request (fast.go).
+	Fast bool
 }
 
 // Convert translates md under cfg into a remote write 1.0 body appended to
