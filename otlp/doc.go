@@ -23,6 +23,11 @@
 // instead of Prometheus's 500 for the whole request, which OTLP clients
 // retry forever.
 //
+// The fast path (fast.go, fastlabels.go): a protobuf request of the
+// common shapes is translated straight from its bytes into the body the
+// converter would make, byte for byte; anything else goes to pdata and
+// the converter (Converter.ConvertBody chooses).
+//
 // Files: decode.go (request bodies), filter.go (the points refused),
 // convert.go (the converter and its settings), appender.go (remote
 // write 1.0 encoding of the converter's samples), response.go (the
