@@ -66,6 +66,10 @@ type fastState struct {
 	families              map[string]struct{}
 	order                 []family
 	key                   []byte
+	// enc is st.series encoded (encodeSeries), with the spans __name__
+	// and le take in it.
+	enc                          []byte
+	nameAt, nameEnd, leAt, leEnd int
 	// Label names, as bytes.
 	nameLabel, leLabel, jobLabel, instanceLabel []byte
 }
@@ -534,6 +538,7 @@ type metricNames struct {
 	family                   string
 	md                       metadata.Metadata
 	name, sum, count, bucket []byte
+	noted                    bool // the family's metadata is noted (emit)
 }
 
 // namesOf returns the Prometheus names of m under typ and its family's
@@ -645,7 +650,7 @@ func (r *fastRun) number(msg []byte, ns *metricNames) bool {
 		v = math.Float64frombits(value.StaleNaN)
 	}
 	r.points++
-	r.emit(ns.name, ns.family, ns.md, ts, v, nil)
+	r.emit(ns, ns.name, ts, v, nil)
 	return true
 }
 
@@ -781,18 +786,18 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 		return v
 	}
 	if p.hasSum {
-		r.emit(ns.sum, ns.family, ns.md, p.ts, val(p.sum), nil)
+		r.emit(ns, ns.sum, p.ts, val(p.sum), nil)
 	}
-	r.emit(ns.count, ns.family, ns.md, p.ts, val(float64(p.count)), nil)
+	r.emit(ns, ns.count, p.ts, val(float64(p.count)), nil)
 	var cum uint64
 	for i := range min(p.nBounds, p.nCounts) {
 		cum += binary.LittleEndian.Uint64(p.counts[8*i:])
 		n := len(st.values)
 		st.values = strconv.AppendFloat(st.values, math.Float64frombits(binary.LittleEndian.Uint64(p.bounds[8*i:])), 'f', -1, 64)
-		r.emit(ns.bucket, ns.family, ns.md, p.ts, val(float64(cum)), st.values[n:])
+		r.emit(ns, ns.bucket, p.ts, val(float64(cum)), st.values[n:])
 	}
 	n := len(st.values)
 	st.values = append(st.values, "+Inf"...)
-	r.emit(ns.bucket, ns.family, ns.md, p.ts, val(float64(p.count)), st.values[n:])
+	r.emit(ns, ns.bucket, p.ts, val(float64(p.count)), st.values[n:])
 	return true
 }

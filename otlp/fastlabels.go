@@ -45,7 +45,41 @@ func (r *fastRun) labelsOf(attrs []attr, reserved bool) bool {
 	if len(r.instance) > 0 {
 		st.series = setLabel(st.series, st.instanceLabel, r.instance)
 	}
+	st.encodeSeries()
 	return true
+}
+
+// encodeSeries encodes st.series as Label fields into st.enc once for all
+// the series of a point, noting where __name__ and le go: the spans of
+// st.enc that labels of those names take ([nameAt, nameEnd) and [leAt,
+// leEnd), empty where there is none), for emit to set its own over them.
+func (st *fastState) encodeSeries() {
+	st.enc = st.enc[:0]
+	st.nameAt, st.nameEnd, st.leAt, st.leEnd = -1, -1, -1, -1
+	for _, l := range st.series {
+		c := bytes.Compare(l.name, st.nameLabel)
+		if st.nameAt < 0 && c >= 0 {
+			st.nameAt = len(st.enc)
+			st.nameEnd = st.nameAt
+		}
+		if st.leAt < 0 && bytes.Compare(l.name, st.leLabel) >= 0 {
+			st.leAt = len(st.enc)
+			st.leEnd = st.leAt
+		}
+		st.enc = wire.AppendLabel(st.enc, l.name, l.value)
+		switch {
+		case c == 0:
+			st.nameEnd = len(st.enc)
+		case bytes.Equal(l.name, st.leLabel):
+			st.leEnd = len(st.enc)
+		}
+	}
+	if st.nameAt < 0 {
+		st.nameAt, st.nameEnd = len(st.enc), len(st.enc)
+	}
+	if st.leAt < 0 {
+		st.leAt, st.leEnd = len(st.enc), len(st.enc)
+	}
 }
 
 // sameNames reports whether attrs have the names, in order, of the last
@@ -120,10 +154,11 @@ func setLabel(ls []attr, name, v []byte) []attr {
 	return slices.Insert(ls, i, attr{name: name, value: v})
 }
 
-// emit appends one TimeSeries: st.series with __name__ name and, when le
-// is set, le, and one sample at ts (ns), and notes the metadata of its
-// family (the metric's name: a histogram's, not its series').
-func (r *fastRun) emit(name []byte, family string, md metadata.Metadata, ts uint64, v float64, le []byte) {
+// emit appends one TimeSeries of metric ns: st.series with __name__ name
+// and, when le is set, le, and one sample at ts (ns), and notes the
+// metadata of the metric's family (a histogram's, not its series') the
+// first time, as the converter's appender does.
+func (r *fastRun) emit(ns *metricNames, name []byte, ts uint64, v float64, le []byte) {
 	r.body = append(r.body, 0x0a)
 	at := len(r.body)
 	r.body = append(r.body, make([]byte, timeSeriesReserve)...)
@@ -131,7 +166,10 @@ func (r *fastRun) emit(name []byte, family string, md metadata.Metadata, ts uint
 	r.body = wire.AppendSample(r.body, int64(ts)/1_000_000, v)
 	r.body = wire.PutLength(r.body, at, timeSeriesReserve)
 	r.series++
-	r.noteFamily(family, md)
+	if !ns.noted {
+		r.noteFamily(ns.family, ns.md)
+		ns.noted = true
+	}
 }
 
 // noteFamily records a family's metadata the first time it is written.
@@ -147,30 +185,19 @@ func (r *fastRun) noteFamily(name string, md metadata.Metadata) {
 	st.order = append(st.order, family{name: name, md: md})
 }
 
-// appendLabels appends st.series with __name__ (and le, when set) merged
-// in, set over any label of theirs, in name order, as Label fields.
+// appendLabels appends st.series (as encodeSeries encoded it) with
+// __name__ (and le, when set) in their places, set over any label of
+// theirs, as Label fields in name order. ("__name__" sorts before "le".)
 func (r *fastRun) appendLabels(dst []byte, name, le []byte) []byte {
 	st := r.st
-	extra := [2]attr{{name: st.nameLabel, value: name}, {name: st.leLabel, value: le}}
-	extras := extra[:1]
-	if le != nil {
-		extras = extra[:2]
+	dst = append(dst, st.enc[:st.nameAt]...)
+	dst = wire.AppendLabel(dst, st.nameLabel, name)
+	if le == nil {
+		return append(dst, st.enc[st.nameEnd:]...)
 	}
-	ls := st.series
-	for len(ls) > 0 || len(extras) > 0 {
-		var next attr
-		if len(extras) == 0 || len(ls) > 0 && bytes.Compare(ls[0].name, extras[0].name) < 0 {
-			next, ls = ls[0], ls[1:]
-		} else {
-			next = extras[0]
-			if len(ls) > 0 && bytes.Equal(ls[0].name, extras[0].name) {
-				ls = ls[1:]
-			}
-			extras = extras[1:]
-		}
-		dst = wire.AppendLabel(dst, next.name, next.value)
-	}
-	return dst
+	dst = append(dst, st.enc[st.nameEnd:st.leAt]...)
+	dst = wire.AppendLabel(dst, st.leLabel, le)
+	return append(dst, st.enc[st.leEnd:]...)
 }
 
 // targetInfo writes the resource's target_info samples as the converter
@@ -216,7 +243,7 @@ func (r *fastRun) targetInfo() bool {
 	name := []byte("target_info")
 	st.key = r.appendLabels(st.key[:0], name, nil)
 	labelsEnd := len(st.key)
-	md := metadata.Metadata{Type: model.MetricTypeGauge, Help: "Target metadata"}
+	ns := &metricNames{family: "target_info", md: metadata.Metadata{Type: model.MetricTypeGauge, Help: "Target metadata"}}
 	lookback := r.cfg.LookbackDelta
 	if lookback == 0 {
 		lookback = 5 * time.Minute
@@ -234,7 +261,7 @@ func (r *fastRun) targetInfo() bool {
 			st.seen = map[string]struct{}{}
 		}
 		st.seen[string(st.key)] = struct{}{}
-		r.emit(name, "target_info", md, ts, 1, nil)
+		r.emit(ns, name, ts, 1, nil)
 	}
 	for ts := r.earliest; ts < r.latest; ts += interval {
 		once(ts)
