@@ -83,13 +83,24 @@ func appendExemplar(dst []byte, e exemplar.Exemplar) []byte {
 	at := len(dst)
 	dst = append(dst, make([]byte, timeSeriesReserve)...)
 	dst = wire.AppendLabels(dst, e.Labels)
-	if bits := math.Float64bits(e.Value); bits != 0 {
+	ts := e.Ts
+	if !e.HasTs {
+		ts = 0
+	}
+	return appendExemplarEnd(dst, at, e.Value, ts)
+}
+
+// appendExemplarEnd appends an Exemplar's value and timestamp (each left
+// out when zero) after its labels, and fills in the length reserved at
+// at.
+func appendExemplarEnd(dst []byte, at int, v float64, ts int64) []byte {
+	if bits := math.Float64bits(v); bits != 0 {
 		dst = append(dst, 0x11)
 		dst = binary.LittleEndian.AppendUint64(dst, bits)
 	}
-	if e.HasTs && e.Ts != 0 {
+	if ts != 0 {
 		dst = append(dst, 0x18)
-		dst = binary.AppendUvarint(dst, uint64(e.Ts))
+		dst = binary.AppendUvarint(dst, uint64(ts))
 	}
 	return wire.PutLength(dst, at, timeSeriesReserve)
 }

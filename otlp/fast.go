@@ -24,9 +24,10 @@ import (
 //   - gauges, and sums and explicit-bucket histograms of cumulative
 //     temporality, each with data points;
 //   - attribute values that are strings, booleans, integers or doubles;
-//   - no exemplars; nothing the filter would refuse (no point without a
-//     timestamp or a day older than its resource's newest, no histogram
-//     whose counts do not add up, no more than the attributes allowed);
+//   - exemplars with a value (fastexemplars.go);
+//   - nothing the filter would refuse (no point without a timestamp or a
+//     day older than its resource's newest, no histogram whose counts do
+//     not add up, no more than the attributes allowed);
 //   - no two attributes of a map with one name, or with names that
 //     translate to one label name (the converter joins their values and
 //     warns);
@@ -43,7 +44,8 @@ import (
 // cached per Converter (they depend on the configuration, which the
 // cache is keyed by).
 
-// Files: fast.go reads the request, fastlabels.go makes the series.
+// Files: fast.go reads the request, fastlabels.go makes the series,
+// fastexemplars.go their exemplars.
 
 // fastState is a translation's reusable memory for the fast path.
 type fastState struct {
@@ -66,12 +68,17 @@ type fastState struct {
 	families              map[string]struct{}
 	order                 []family
 	key                   []byte
+	// A point's exemplars (fastexemplars.go): their attributes, labels
+	// and encoded labels as they are read.
+	exemplars         []fastExemplar
+	exAttrs, exLabels []attr
+	exBuf             []byte
 	// enc is st.series encoded (encodeSeries), with the spans __name__
 	// and le take in it.
 	enc                          []byte
 	nameAt, nameEnd, leAt, leEnd int
 	// Label names, as bytes.
-	nameLabel, leLabel, jobLabel, instanceLabel []byte
+	nameLabel, leLabel, jobLabel, instanceLabel, traceLabel, spanLabel []byte
 }
 
 // fastConfigKey is what the cached names depend on.
@@ -163,6 +170,7 @@ func (st *fastState) reset(cfg Config) {
 		st.units = map[string]string{}
 		st.nameLabel, st.leLabel = []byte(model.MetricNameLabel), []byte(model.BucketLabel)
 		st.jobLabel, st.instanceLabel = []byte(model.JobLabel), []byte(model.InstanceLabel)
+		st.traceLabel, st.spanLabel = []byte("trace_id"), []byte("span_id")
 	}
 	st.known = false // the last names point into the last request's body
 	st.values = st.values[:0]
@@ -539,6 +547,9 @@ type metricNames struct {
 	md                       metadata.Metadata
 	name, sum, count, bucket []byte
 	noted                    bool // the family's metadata is noted (emit)
+	// exemplars is set for a sum: the converter stores its points'
+	// exemplars, and drops a gauge's.
+	exemplars bool
 }
 
 // namesOf returns the Prometheus names of m under typ and its family's
@@ -560,7 +571,8 @@ func (r *fastRun) namesOf(m metricData, typ otlptranslator.MetricType, mt model.
 		unit = (&otlptranslator.UnitNamer{}).Build(string(m.unit))
 		st.units[string(m.unit)] = unit
 	}
-	ns := metricNames{family: name, md: metadata.Metadata{Type: mt, Unit: unit, Help: string(m.help)}, name: []byte(name)}
+	ns := metricNames{family: name, md: metadata.Metadata{Type: mt, Unit: unit, Help: string(m.help)}, name: []byte(name),
+		exemplars: typ == otlptranslator.MetricTypeMonotonicCounter || typ == otlptranslator.MetricTypeNonMonotonicCounter}
 	if typ == otlptranslator.MetricTypeHistogram {
 		ns.sum, ns.count, ns.bucket = []byte(name+"_sum"), []byte(name+"_count"), []byte(name+"_bucket")
 	}
@@ -595,11 +607,10 @@ func (r *fastRun) numbers(m metricData, typ otlptranslator.MetricType, mt model.
 // time_unix_nano 3, as_double 4, exemplars 5, as_int 6, attributes 7,
 // flags 8.
 func (r *fastRun) number(msg []byte, ns *metricNames) bool {
-	var ts, flags uint64
-	var v float64
-	values := 0
+	var flags uint64
+	var pv pointValue
 	st := r.st
-	st.attrs = st.attrs[:0]
+	st.attrs, st.exemplars, st.exBuf = st.attrs[:0], st.exemplars[:0], st.exBuf[:0]
 	for b := msg; len(b) > 0; {
 		if len(b) > 2 && b[0] == 7<<3|2 && b[1] < 0x80 && int(b[1]) < len(b)-1 { // an attribute
 			if a, ok := plainKeyValue(b[2 : 2+b[1]]); ok {
@@ -621,21 +632,13 @@ func (r *fastRun) number(msg []byte, ns *metricNames) bool {
 			}
 			st.attrs = append(st.attrs, a)
 		case 2, 3, 4, 6:
-			if f.typ != protowire.Fixed64Type {
+			if !pv.take(f, 3, 4, 6) {
 				return false
 			}
-			switch f.num {
-			case 3:
-				ts = f.u
-			case 4:
-				values++
-				v = math.Float64frombits(f.u)
-			case 6:
-				values++
-				v = float64(int64(f.u))
-			}
 		case 5:
-			return false
+			if f.typ != protowire.BytesType || !r.readExemplar(f.b) {
+				return false
+			}
 		case 8:
 			flags = f.u
 			if f.typ != protowire.VarintType {
@@ -643,14 +646,45 @@ func (r *fastRun) number(msg []byte, ns *metricNames) bool {
 			}
 		}
 	}
-	if values > 1 || !r.pointTime(ts) || len(st.attrs) > r.maxAttrs || !r.labelsOf(st.attrs, true) {
+	ts, v := pv.ts, pv.v
+	if pv.values > 1 || !r.pointTime(ts) || len(st.attrs) > r.maxAttrs || !r.labelsOf(st.attrs, true) {
 		return false
 	}
 	if uint32(flags)&1 != 0 {
 		v = math.Float64frombits(value.StaleNaN)
 	}
 	r.points++
-	r.emit(ns, ns.name, ts, v, nil)
+	exemplars := st.exemplars
+	if !ns.exemplars {
+		exemplars = nil // a gauge's: read (pdata validates them), not stored
+	}
+	r.emit(ns, ns.name, ts, v, nil, exemplars)
+	return true
+}
+
+// pointValue is a point's or an exemplar's time and value as read.
+type pointValue struct {
+	ts     uint64
+	v      float64
+	values int // value fields read: more than one is the general path's
+}
+
+// take reads fixed64 field f: the time (field tsNum), a double (dblNum)
+// or an int (intNum); false for another wire type.
+func (p *pointValue) take(f field, tsNum, dblNum, intNum protowire.Number) bool {
+	if f.typ != protowire.Fixed64Type {
+		return false
+	}
+	switch f.num {
+	case tsNum:
+		p.ts = f.u
+	case dblNum:
+		p.values++
+		p.v = math.Float64frombits(f.u)
+	case intNum:
+		p.values++
+		p.v = float64(int64(f.u))
+	}
 	return true
 }
 
@@ -707,9 +741,12 @@ type histogramPoint struct {
 	nCounts, nBounds int
 }
 
-// read reads the point's fields but its attributes; false for a field the
-// fast path does not take (exemplars, unpacked buckets).
-func (p *histogramPoint) read(msg []byte) bool {
+// readHistogramPoint reads a point's fields but its attributes into p
+// (its exemplars into st.exemplars); false for a field the fast path does
+// not take (unpacked buckets, an exemplar it refuses).
+func (r *fastRun) readHistogramPoint(p *histogramPoint, msg []byte) bool {
+	st := r.st
+	st.exemplars, st.exBuf = st.exemplars[:0], st.exBuf[:0]
 	for b := msg; len(b) > 0; {
 		f, rest, ok := nextField(b)
 		if !ok {
@@ -739,7 +776,9 @@ func (p *histogramPoint) read(msg []byte) bool {
 				p.bounds, p.nBounds = f.b, len(f.b)/8
 			}
 		case 8:
-			return false
+			if f.typ != protowire.BytesType || !r.readExemplar(f.b) {
+				return false
+			}
 		case 10:
 			p.flags = f.u
 			if f.typ != protowire.VarintType {
@@ -769,7 +808,7 @@ func (p *histogramPoint) accepted() bool {
 // and _bucket samples, as the converter orders them.
 func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 	var p histogramPoint
-	if !p.read(msg) || !r.pointTime(p.ts) || !p.accepted() {
+	if !r.readHistogramPoint(&p, msg) || !r.pointTime(p.ts) || !p.accepted() {
 		return false
 	}
 	st := r.st
@@ -786,18 +825,28 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 		return v
 	}
 	if p.hasSum {
-		r.emit(ns, ns.sum, p.ts, val(p.sum), nil)
+		r.emit(ns, ns.sum, p.ts, val(p.sum), nil, nil)
 	}
-	r.emit(ns, ns.count, p.ts, val(float64(p.count)), nil)
+	r.emit(ns, ns.count, p.ts, val(float64(p.count)), nil, nil)
+	// Each bucket takes the exemplars from the next one on while their
+	// values are within its bound (the converter expects them ascending),
+	// +Inf the rest.
 	var cum uint64
+	ex := st.exemplars
 	for i := range min(p.nBounds, p.nCounts) {
 		cum += binary.LittleEndian.Uint64(p.counts[8*i:])
+		bound := math.Float64frombits(binary.LittleEndian.Uint64(p.bounds[8*i:]))
+		k := 0
+		for k < len(ex) && !(ex[k].value > bound) {
+			k++
+		}
 		n := len(st.values)
-		st.values = strconv.AppendFloat(st.values, math.Float64frombits(binary.LittleEndian.Uint64(p.bounds[8*i:])), 'f', -1, 64)
-		r.emit(ns, ns.bucket, p.ts, val(float64(cum)), st.values[n:])
+		st.values = strconv.AppendFloat(st.values, bound, 'f', -1, 64)
+		r.emit(ns, ns.bucket, p.ts, val(float64(cum)), st.values[n:], ex[:k])
+		ex = ex[k:]
 	}
 	n := len(st.values)
 	st.values = append(st.values, "+Inf"...)
-	r.emit(ns, ns.bucket, p.ts, val(float64(p.count)), st.values[n:])
+	r.emit(ns, ns.bucket, p.ts, val(float64(p.count)), st.values[n:], ex)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,10 +171,35 @@ func (g *gen) number(p pmetric.NumberDataPoint) {
 		p.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
 	}
 	g.attrs(p.Attributes(), 4)
-	if g.rough && g.maybe(0.05) {
-		e := p.Exemplars().AppendEmpty()
-		e.SetDoubleValue(1)
-		e.SetTimestamp(p.Timestamp())
+	g.exemplars(p.Exemplars(), p.Timestamp())
+}
+
+// exemplars appends 0-2 random exemplars (rough: some without a value).
+func (g *gen) exemplars(es pmetric.ExemplarSlice, ts pcommon.Timestamp) {
+	if !g.maybe(0.3) {
+		return
+	}
+	for range 1 + g.rng.IntN(2) {
+		e := es.AppendEmpty()
+		switch {
+		case g.rough && g.maybe(0.1):
+		case g.maybe(0.5):
+			e.SetIntValue(g.rng.Int64N(20))
+		default:
+			e.SetDoubleValue([]float64{0.001, 0.5, 3, 1e7}[g.rng.IntN(4)])
+		}
+		if g.maybe(0.8) {
+			e.SetTimestamp(ts)
+		}
+		if g.maybe(0.7) {
+			e.SetTraceID(pcommon.TraceID{0: byte(g.rng.IntN(256)), 15: 1})
+		}
+		if g.maybe(0.7) {
+			e.SetSpanID(pcommon.SpanID{7: byte(g.rng.IntN(256))})
+		}
+		if g.maybe(0.5) {
+			e.FilteredAttributes().PutStr("user", strings.Repeat("u", g.rng.IntN(120)))
+		}
 	}
 }
 
@@ -203,6 +229,7 @@ func (g *gen) histogram(p pmetric.HistogramDataPoint) {
 		p.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
 	}
 	g.attrs(p.Attributes(), 3)
+	g.exemplars(p.Exemplars(), p.Timestamp())
 }
 
 // fastConfigs are the configurations the differential test runs under:
@@ -312,6 +339,16 @@ func TestFastPathTakes(t *testing.T) {
 	point := func(md pmetric.Metrics) pmetric.NumberDataPoint {
 		return md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints().At(0)
 	}
+	// exemplarOf adds an exemplar of value v with a trace ID and an
+	// attribute attr.
+	exemplarOf := func(v int64, attr string) func(pmetric.Metrics) {
+		return func(md pmetric.Metrics) {
+			e := point(md).Exemplars().AppendEmpty()
+			e.SetIntValue(v)
+			e.SetTraceID(pcommon.TraceID{1: 1})
+			e.FilteredAttributes().PutStr(attr, "u1")
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(pmetric.Metrics)
@@ -322,7 +359,9 @@ func TestFastPathTakes(t *testing.T) {
 			point(md).Attributes().PutStr("co.de", "x")
 			point(md).Attributes().PutStr("co_de", "y")
 		}, false},
-		{"an exemplar", func(md pmetric.Metrics) { point(md).Exemplars().AppendEmpty().SetIntValue(1) }, false},
+		{"an exemplar", exemplarOf(1, "user"), true},
+		{"an exemplar without a value", func(md pmetric.Metrics) { point(md).Exemplars().AppendEmpty() }, false},
+		{"an exemplar attribute named trace_id", exemplarOf(2, "trace_id"), false},
 		{"delta", func(md pmetric.Metrics) {
 			md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 		}, false},

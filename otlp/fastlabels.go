@@ -155,15 +155,16 @@ func setLabel(ls []attr, name, v []byte) []attr {
 }
 
 // emit appends one TimeSeries of metric ns: st.series with __name__ name
-// and, when le is set, le, and one sample at ts (ns), and notes the
+// and, when le is set, le, one sample at ts (ns) and exemplars, and notes the
 // metadata of the metric's family (a histogram's, not its series') the
 // first time, as the converter's appender does.
-func (r *fastRun) emit(ns *metricNames, name []byte, ts uint64, v float64, le []byte) {
+func (r *fastRun) emit(ns *metricNames, name []byte, ts uint64, v float64, le []byte, exemplars []fastExemplar) {
 	r.body = append(r.body, 0x0a)
 	at := len(r.body)
 	r.body = append(r.body, make([]byte, timeSeriesReserve)...)
 	r.body = r.appendLabels(r.body, name, le)
 	r.body = wire.AppendSample(r.body, int64(ts)/1_000_000, v)
+	r.body = appendExemplars(r.body, exemplars)
 	r.body = wire.PutLength(r.body, at, timeSeriesReserve)
 	r.series++
 	if !ns.noted {
@@ -261,7 +262,7 @@ func (r *fastRun) targetInfo() bool {
 			st.seen = map[string]struct{}{}
 		}
 		st.seen[string(st.key)] = struct{}{}
-		r.emit(ns, name, ts, 1, nil)
+		r.emit(ns, name, ts, 1, nil, nil)
 	}
 	for ts := r.earliest; ts < r.latest; ts += interval {
 		once(ts)
