@@ -23,7 +23,7 @@
 // instead of Prometheus's 500 for the whole request, which OTLP clients
 // retry forever.
 //
-// The fast path (fast.go, fastlabels.go): a protobuf request of the
+// The fast path (fast*.go): a protobuf request of the
 // common shapes is translated straight from its bytes into the body the
 // converter would make, byte for byte; anything else goes to pdata and
 // the converter (Converter.ConvertBody chooses).
