@@ -20,7 +20,8 @@ import (
 //
 //   - gauges, and sums and explicit-bucket histograms of cumulative
 //     temporality, each with data points;
-//   - attribute values that are strings, booleans, integers or doubles;
+//   - attribute values of every kind (arrays, maps and bytes through
+//     pcommon's own AsString);
 //   - exemplars with a value (fastexemplars.go);
 //   - nothing the filter would refuse (no point without a timestamp or a
 //     day older than its resource's newest, no histogram whose counts do

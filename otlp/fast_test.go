@@ -58,8 +58,22 @@ func (g *gen) attrs(m pcommon.Map, n int) {
 			m.PutStr(k, fmt.Sprintf("v%d", g.rng.IntN(5)))
 		}
 	}
-	if g.rough && g.maybe(0.05) {
-		m.PutEmptySlice("list").AppendEmpty().SetStr("x")
+	if g.maybe(0.05) {
+		l := m.PutEmptySlice("list")
+		l.AppendEmpty().SetStr("x<&>")
+		l.AppendEmpty().SetInt(3)
+		l.AppendEmpty().SetDouble(1e21)
+		l.AppendEmpty().SetEmptyMap().PutBool("b", true)
+		l.AppendEmpty()
+	}
+	if g.maybe(0.03) {
+		m.PutEmptyBytes("bytes").FromRaw([]byte{0, 1, 0xff})
+	}
+	if g.maybe(0.03) {
+		kv := m.PutEmptyMap("map")
+		kv.PutStr("z", "1")
+		kv.PutStr("a", "2")
+		kv.PutEmptySlice("empty")
 	}
 }
 
@@ -365,7 +379,10 @@ func TestFastPathTakes(t *testing.T) {
 		{"delta", func(md pmetric.Metrics) {
 			md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
 		}, false},
-		{"a list attribute", func(md pmetric.Metrics) { point(md).Attributes().PutEmptySlice("l") }, false},
+		{"a list attribute", func(md pmetric.Metrics) { point(md).Attributes().PutEmptySlice("l").AppendEmpty().SetStr("x") }, true},
+		{"a scope attribute", func(md pmetric.Metrics) {
+			md.ResourceMetrics().At(0).ScopeMetrics().At(0).Scope().Attributes().PutStr("s", "x")
+		}, false},
 		{"no timestamp", func(md pmetric.Metrics) { point(md).SetTimestamp(0) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

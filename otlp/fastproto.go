@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"strconv"
@@ -189,8 +190,95 @@ func (r *fastRun) anyValue(msg []byte) ([]byte, bool) {
 		st.values = strconv.AppendInt(st.values, int64(f.u), 10)
 	case f.num == 4 && f.typ == protowire.Fixed64Type:
 		st.values = append(st.values, pcommon.NewValueDouble(math.Float64frombits(f.u)).AsString()...)
+	case f.num >= 5 && f.num <= 7 && f.typ == protowire.BytesType:
+		// An array, a map or bytes: rare, and pdata's AsString of what
+		// they hold (JSON, base64) made from the same raw values.
+		raw, ok := rawValue(msg, 0)
+		if !ok {
+			return nil, false
+		}
+		v := pcommon.NewValueEmpty()
+		if err := v.FromRaw(raw); err != nil {
+			return nil, false
+		}
+		st.values = append(st.values, v.AsString()...)
 	default:
 		return nil, false
 	}
 	return st.values[n:], true
+}
+
+// maxRawDepth bounds the nesting of the arrays and maps rawValue reads;
+// deeper ones are the general path's.
+const maxRawDepth = 32
+
+// rawValue reads an AnyValue as pcommon's Value.AsRaw gives it: a
+// string, bool, int64, float64, []byte, []any (ArrayValue: values 1), a
+// map[string]any (KeyValueList: values 1, a later key over an earlier
+// one), nil for none. False for a value of more than one field, an
+// unknown kind, or too deep.
+func rawValue(msg []byte, depth int) (any, bool) {
+	if len(msg) == 0 {
+		return nil, true
+	}
+	f, rest, ok := nextField(msg)
+	if !ok || len(rest) > 0 || depth > maxRawDepth {
+		return nil, false
+	}
+	switch {
+	case f.num == 1 && f.typ == protowire.BytesType:
+		return string(f.b), true
+	case f.num == 2 && f.typ == protowire.VarintType:
+		return f.u != 0, true
+	case f.num == 3 && f.typ == protowire.VarintType:
+		return int64(f.u), true
+	case f.num == 4 && f.typ == protowire.Fixed64Type:
+		return math.Float64frombits(f.u), true
+	case f.num == 7 && f.typ == protowire.BytesType:
+		return bytes.Clone(f.b), true
+	case f.num == 5 && f.typ == protowire.BytesType:
+		out := []any{}
+		ok := fields(f.b, func(g field) bool {
+			if g.num != 1 {
+				return true
+			}
+			v, ok := rawValue(g.b, depth+1)
+			out = append(out, v)
+			return ok && g.typ == protowire.BytesType
+		})
+		return out, ok
+	case f.num == 6 && f.typ == protowire.BytesType:
+		out := map[string]any{}
+		ok := fields(f.b, func(g field) bool {
+			if g.num != 1 {
+				return true
+			}
+			k, v, ok := rawKeyValue(g.b, depth+1)
+			out[k] = v
+			return ok && g.typ == protowire.BytesType
+		})
+		return out, ok
+	}
+	return nil, false
+}
+
+// rawKeyValue reads a KeyValue of a map (key 1, value 2) for rawValue.
+func rawKeyValue(msg []byte, depth int) (string, any, bool) {
+	var k string
+	var v any
+	ok := fields(msg, func(f field) bool {
+		switch f.num {
+		case 1:
+			k = string(f.b)
+			return f.typ == protowire.BytesType
+		case 2:
+			var ok bool
+			v, ok = rawValue(f.b, depth)
+			return ok && f.typ == protowire.BytesType
+		case 3: // key_strindex: the general path's
+			return false
+		}
+		return true
+	})
+	return k, v, ok
 }
