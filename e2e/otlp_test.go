@@ -41,8 +41,8 @@ type otlpVariant struct {
 	// stored as they come (Prometheus's otlp-native-delta-ingestion).
 	delta bool
 	// plain leaves out of the requests what promhbase's fast path leaves
-	// to the general one (exponential histograms, summaries, scope
-	// attributes), and requires that the fast path took them all.
+	// to the general one (exponential histograms, summaries), and
+	// requires that the fast path took them all.
 	plain bool
 }
 
@@ -253,7 +253,7 @@ type otlpGen struct {
 	reset int // the request at which cumulative values start over
 	stale int // the request whose gauge point has no recorded value
 	delta bool
-	plain bool // no exponential histograms, summaries, scope attributes
+	plain bool // no exponential histograms or summaries
 }
 
 func newOTLPGen(seed uint64) *otlpGen {
@@ -276,9 +276,7 @@ func (g *otlpGen) request(i int, t time.Time) pmetric.Metrics {
 		sm := rm.ScopeMetrics().AppendEmpty()
 		sm.Scope().SetName("io.opentelemetry.contrib.shop")
 		sm.Scope().SetVersion("1.2.3")
-		if !g.plain {
-			sm.Scope().Attributes().PutStr("library.language", "go")
-		}
+		sm.Scope().Attributes().PutStr("library.language", "go")
 		g.metrics(sm.Metrics(), i, t)
 	}
 	return md

@@ -259,16 +259,21 @@ func (r *fastRun) scope(msg []byte) bool {
 			if f.typ != protowire.BytesType {
 				return false
 			}
+			// Its attributes are read (pdata validates them, the
+			// filter counts them) and dropped: no scope labels.
+			attrs := 0
 			return fields(f.b, func(g field) bool {
 				switch g.num {
 				case 1, 2: // name, version
 					return g.typ == protowire.BytesType
+				case 3:
+					attrs++
+					_, ok := r.keyValue(g.b)
+					return ok && g.typ == protowire.BytesType && attrs <= r.maxAttrs
 				case 4: // dropped_attributes_count
 					return g.typ == protowire.VarintType
 				}
-				// Attributes (3) are the general path's, which validates
-				// and counts them.
-				return g.num != 3
+				return true
 			})
 		case 2:
 			return f.typ == protowire.BytesType && r.metric(f.b)

@@ -110,8 +110,8 @@ func (g *gen) request() pmetric.Metrics {
 			sm := rm.ScopeMetrics().AppendEmpty()
 			sm.Scope().SetName("lib")
 			sm.Scope().SetVersion("1.0")
-			if g.rough && g.maybe(0.1) {
-				sm.Scope().Attributes().PutStr("lib.attr", "x")
+			if g.maybe(0.1) {
+				g.attrs(sm.Scope().Attributes(), 4)
 			}
 			for range 1 + g.rng.IntN(4) {
 				g.metric(sm.Metrics().AppendEmpty())
@@ -382,7 +382,7 @@ func TestFastPathTakes(t *testing.T) {
 		{"a list attribute", func(md pmetric.Metrics) { point(md).Attributes().PutEmptySlice("l").AppendEmpty().SetStr("x") }, true},
 		{"a scope attribute", func(md pmetric.Metrics) {
 			md.ResourceMetrics().At(0).ScopeMetrics().At(0).Scope().Attributes().PutStr("s", "x")
-		}, false},
+		}, true},
 		{"no timestamp", func(md pmetric.Metrics) { point(md).SetTimestamp(0) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
