@@ -29,9 +29,8 @@ import (
 //   - no two attributes of a map with one name, or with names that
 //     translate to one label name (the converter joins their values and
 //     warns);
-//   - the default settings for what it does not implement: no resource
-//     attribute promoted, no scope labels, no native histograms of
-//     custom buckets.
+//   - the settings but two it does not implement: no scope labels, no
+//     native histograms of custom buckets.
 //
 // Anything else (or a body that does not decode) is left to the general
 // path, pdata and Prometheus's converter, by returning false: the fast
@@ -55,6 +54,9 @@ type fastState struct {
 	// attrs are a map's attributes in wire order; resAttrs the current
 	// resource's, sorted by name; series a series' labels, sorted.
 	attrs, resAttrs, series []attr
+	// promoted are the current resource's promoted attributes as labels,
+	// sorted (promoteResource).
+	promoted []attr
 	// The names of the last attributes translated (see labelsOf): their
 	// raw names, translated names, the order of the translated ones
 	// (reserved attributes left out) and whether they are all distinct.
@@ -108,8 +110,7 @@ const maxFastCache = 4096
 
 // fastConfig reports whether cfg is one the fast path implements.
 func fastConfig(cfg Config) bool {
-	return !cfg.PromoteAllResourceAttributes && len(cfg.PromoteResourceAttributes) == 0 &&
-		!cfg.PromoteScopeMetadata && !cfg.ConvertHistogramsToNHCB
+	return !cfg.PromoteScopeMetadata && !cfg.ConvertHistogramsToNHCB
 }
 
 // fastRun is one request's translation.
@@ -219,7 +220,7 @@ func (r *fastRun) setResource(msg []byte) bool {
 	if !ok {
 		return false
 	}
-	if st.resAttrs, ok = r.readAttrs(st.resAttrs[:0], msg, 1); !ok {
+	if st.resAttrs, ok = r.readAttrs(st.resAttrs[:0], msg, 1); !ok || !r.promoteResource() {
 		return false
 	}
 	slices.SortFunc(st.resAttrs, func(a, b attr) int { return bytes.Compare(a.name, b.name) })
@@ -477,6 +478,40 @@ func (r *fastRun) number(msg []byte, ns *metricNames) bool {
 		exemplars = nil // a gauge's: read (pdata validates them), not stored
 	}
 	r.emit(ns, ns.name, ts, v, nil, exemplars)
+	return true
+}
+
+// promoteResource makes st.promoted of the resource's attributes (in
+// wire order) as the converter's addPromotedAttributes does: those the
+// settings promote, each under its label name, a later one set over an
+// earlier one of the same label name, an empty value deleting it.
+func (r *fastRun) promoteResource() bool {
+	st, cfg := r.st, r.cfg
+	st.promoted = st.promoted[:0]
+	if !cfg.PromoteAllResourceAttributes && len(cfg.PromoteResourceAttributes) == 0 {
+		return true
+	}
+	for _, a := range st.resAttrs {
+		if cfg.PromoteAllResourceAttributes == slices.Contains(cfg.IgnoreResourceAttributes, string(a.name)) &&
+			(cfg.PromoteAllResourceAttributes || !slices.Contains(cfg.PromoteResourceAttributes, string(a.name))) {
+			continue
+		}
+		name, ok := st.labelName(a.name)
+		if !ok {
+			return false
+		}
+		i := slices.IndexFunc(st.promoted, func(p attr) bool { return bytes.Equal(p.name, name) })
+		switch {
+		case len(a.value) == 0 && i >= 0:
+			st.promoted = slices.Delete(st.promoted, i, i+1)
+		case len(a.value) == 0:
+		case i >= 0:
+			st.promoted[i].value = a.value
+		default:
+			st.promoted = append(st.promoted, attr{name: name, value: a.value})
+		}
+	}
+	slices.SortFunc(st.promoted, func(a, b attr) int { return bytes.Compare(a.name, b.name) })
 	return true
 }
 

@@ -265,8 +265,15 @@ func fastConfigs() map[string]Config {
 	c.MaxAttributes = 3
 	cfgs["max attributes 3"] = c
 	c = DefaultConfig()
-	c.PromoteResourceAttributes = []string{"host.name"}
-	cfgs["promoted (general path)"] = c
+	c.PromoteResourceAttributes = []string{"host.name", "service.name", "a.b", "a_b", "le", "job"}
+	cfgs["promoted"] = c
+	c = DefaultConfig()
+	c.PromoteAllResourceAttributes, c.IgnoreResourceAttributes = true, []string{"region"}
+	c.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes
+	cfgs["all promoted but one, UTF-8"] = c
+	c = DefaultConfig()
+	c.PromoteScopeMetadata = true
+	cfgs["scope labels (general path)"] = c
 	return cfgs
 }
 

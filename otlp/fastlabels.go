@@ -16,10 +16,12 @@ import (
 
 // labelsOf makes the labels of a series from attributes in wire order,
 // without __name__, into st.series, sorted: each name translated, empty
-// values dropped, job and instance from the resource over any attribute
-// of theirs, as the converter's createAttributes does. reserved leaves out
-// an attribute named __name__ (a data point's; target_info sets its own
-// over it). False when two names translate to one (the converter joins
+// values dropped, the resource's promoted attributes where no attribute
+// has their names, job and instance from the resource over any attribute
+// of theirs, as the converter's createAttributes does. reserved is set
+// for a data point's: it leaves out an attribute named __name__ and takes
+// the promoted ones (target_info sets its own __name__ over the one it
+// has, and promotes nothing). False when two names translate to one (the converter joins
 // their values with ";" and warns) or the namer refuses one.
 //
 // The points of a metric mostly carry the same attribute names in the
@@ -37,6 +39,16 @@ func (r *fastRun) labelsOf(attrs []attr, reserved bool) bool {
 	for _, i := range st.lastOrder {
 		if v := attrs[i].value; len(v) > 0 {
 			st.series = append(st.series, attr{name: st.lastFinals[i], value: v})
+		}
+	}
+	if reserved {
+		// A data point's: the resource's promoted attributes where it has
+		// no label of their names (target_info has none).
+		for _, p := range st.promoted {
+			i, found := slices.BinarySearchFunc(st.series, p.name, func(a attr, n []byte) int { return bytes.Compare(a.name, n) })
+			if !found {
+				st.series = slices.Insert(st.series, i, p)
+			}
 		}
 	}
 	if len(r.job) > 0 {
