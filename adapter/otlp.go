@@ -83,9 +83,14 @@ func (h *Handler) storeOTLP(w http.ResponseWriter, r *http.Request, format *otlp
 	defer cancel()
 	bp := h.otlpBuf()
 	defer h.otlp.bodies.Put(bp)
-	res, err := h.otlp.conv.ConvertBody(ctx, body, f, h.otlpConfig(), *bp)
-	if errors.Is(err, otlp.ErrMalformed) {
+	cfg := h.otlpConfig()
+	cfg.MaxBodyBytes = otlpBodyFactor * h.opts.MaxRequestBytes
+	res, err := h.otlp.conv.ConvertBody(ctx, body, f, cfg, *bp)
+	switch {
+	case errors.Is(err, otlp.ErrMalformed):
 		return fmt.Errorf("%w: %w", errBadRequest, err)
+	case errors.Is(err, otlp.ErrTooLarge):
+		return fmt.Errorf("%w: %w", errTooLarge, err)
 	}
 	if err != nil {
 		return err
@@ -132,6 +137,12 @@ func (h *Handler) otlpConfig() otlp.Config {
 	}
 	return otlp.DefaultConfig()
 }
+
+// otlpBodyFactor bounds the remote write body an OTLP request translates
+// into, as a multiple of --web.max-request-bytes (otlp.Config.MaxBodyBytes):
+// a histogram point's series repeat its labels, bucket after bucket, but
+// an exporter's batch comes nowhere near this.
+const otlpBodyFactor = 4
 
 // otlpBuf returns a pooled body buffer.
 func (h *Handler) otlpBuf() *[]byte {

@@ -3,6 +3,7 @@ package adapter
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/testkit/otlpgen"
@@ -231,6 +233,39 @@ func TestOTLPRefused(t *testing.T) {
 		}
 		if got := readMetric(t, h, "busy_time_seconds_total"); !strings.HasSuffix(got, "0s=7.5") {
 			t.Errorf("the rest of the request: busy_time_seconds_total %s", got)
+		}
+	})
+	t.Run("a histogram whose series pass the translation's bound", func(t *testing.T) {
+		// 30 000 bounds and 40 attributes of 100 bytes: 0.5 MB that
+		// translates into 30 000 series of 4 kB each, past 4 × the
+		// handler's 1 MiB: refused whole, along either path.
+		md := pmetric.NewMetrics()
+		bounds := make([]float64, 30_000)
+		for i := range bounds {
+			bounds[i] = float64(i)
+		}
+		h := otlpgen.Histogram(otlpgen.Resource(md, nil), "h", "", otlpT0, bounds, make([]uint64, len(bounds)+1), 0, 0)
+		for i := range 40 {
+			h.Histogram().DataPoints().At(0).Attributes().PutStr(fmt.Sprintf("a%d", i), strings.Repeat("v", 100))
+		}
+		body := otlpBody(t, md, false, "gzip")
+		for _, general := range []bool{false, true} {
+			st := openEmbedded(t)
+			m := newTestMapper(t, st)
+			opts := Options{MaxRequestBytes: 1 << 20}
+			if general {
+				opts.OTLP = func() otlp.Config {
+					c := otlp.DefaultConfig()
+					c.PromoteScopeMetadata = true // not the fast path's
+					return c
+				}
+			}
+			hd := newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar"}),
+				query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
+			rec := postOTLP(hd, "/otlp/v1/metrics", "application/x-protobuf", "gzip", body)
+			if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "send fewer points a request") {
+				t.Errorf("general path %v: status %d %q, want 413", general, rec.Code, rec.Body)
+			}
 		}
 	})
 	t.Run("store unavailable", func(t *testing.T) {

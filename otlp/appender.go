@@ -27,15 +27,19 @@ import (
 //
 // It is not safe for concurrent use: a Converter's state owns one.
 type appender struct {
-	body     []byte
-	samples  int
+	body    []byte
+	samples int
+	// maxBytes bounds body (0: none); over is set, and every Append
+	// fails, once it is passed.
+	maxBytes int
+	over     bool
 	families map[string]metadata.Metadata
 	order    []string // families in the order first seen
 }
 
 // reset readies a for a request, appending to body.
 func (a *appender) reset(body []byte) {
-	a.body, a.samples = body, 0
+	a.body, a.samples, a.over = body, 0, false
 	clear(a.families)
 	a.order = a.order[:0]
 }
@@ -48,6 +52,10 @@ const timeSeriesReserve = 5
 // family's metadata. The start timestamp st is not stored (Prometheus
 // stores it only behind a feature flag).
 func (a *appender) Append(_ storage.SeriesRef, ls labels.Labels, _, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) (storage.SeriesRef, error) {
+	if a.over || a.maxBytes > 0 && len(a.body) > a.maxBytes {
+		a.over = true
+		return 0, ErrTooLarge
+	}
 	a.body = append(a.body, 0x0a)
 	at := len(a.body)
 	a.body = append(a.body, make([]byte, timeSeriesReserve)...)

@@ -29,7 +29,17 @@ type Config struct {
 	// data point; more are refused (their series would pass every label
 	// limit). Zero means DefaultMaxAttributes.
 	MaxAttributes int
+	// MaxBodyBytes bounds the remote write body a request translates
+	// into (0: no bound): a histogram's series, and target_info's
+	// samples, repeat their labels, so that a small request may translate
+	// into gigabytes. Past it the translation stops with ErrTooLarge.
+	MaxBodyBytes int
 }
+
+// ErrTooLarge marks a request whose translation passes
+// Config.MaxBodyBytes: it is refused whole (413), to be sent in smaller
+// batches.
+var ErrTooLarge = errors.New("OTLP request translates into too much")
 
 // DefaultMaxAttributes is Config.MaxAttributes's default: four times the
 // 30 label names a series may have by default
@@ -94,6 +104,9 @@ func (c *Converter) ConvertBody(ctx context.Context, body []byte, f Format, cfg 
 		}
 		res, ok := st.convertFast(body, cfg, dst)
 		c.fast.Put(st)
+		if res.tooLarge {
+			return Result{}, tooLarge(cfg)
+		}
 		if ok {
 			c.fastTaken.Add(1)
 			res.Fast = true
@@ -128,6 +141,9 @@ type Result struct {
 	Warnings []string
 	// Fast is set when the fast path translated the request (fast.go).
 	Fast bool
+	// tooLarge is set by the fast path when the translation passed
+	// Config.MaxBodyBytes.
+	tooLarge bool
 }
 
 // Convert translates md under cfg into a remote write 1.0 body appended to
@@ -147,10 +163,15 @@ func (c *Converter) Convert(ctx context.Context, md pmetric.Metrics, cfg Config,
 	}
 	defer c.states.Put(st)
 	st.app.reset(dst[:0])
+	st.app.maxBytes = cfg.MaxBodyBytes
 	st.conv.Reset(&st.app)
 	annots, err := st.conv.FromMetrics(ctx, md, settings(cfg))
 	if cerr := ctx.Err(); cerr != nil {
 		return Result{}, fmt.Errorf("translate OTLP metrics: %w", cerr)
+	}
+	if st.app.over {
+		st.app.body = nil // not pooled at its size
+		return Result{}, tooLarge(cfg)
 	}
 	if err != nil {
 		// Refusals the filter does not foresee: each error a metric's
@@ -164,6 +185,11 @@ func (c *Converter) Convert(ctx context.Context, md pmetric.Metrics, cfg Config,
 	res.Body = st.app.finish()
 	st.app.body = nil // the caller's now
 	return res, nil
+}
+
+// tooLarge is the error of a translation past cfg.MaxBodyBytes.
+func tooLarge(cfg Config) error {
+	return fmt.Errorf("%w: more than %d bytes of series; send fewer points a request", ErrTooLarge, cfg.MaxBodyBytes)
 }
 
 // settings are the converter's Settings for cfg, as Prometheus's receiver

@@ -125,6 +125,9 @@ type fastRun struct {
 	// points' earliest and latest timestamps (ns).
 	job, instance    []byte
 	earliest, latest uint64
+	// over is set once body has passed cfg.MaxBodyBytes: the
+	// translation stops, and the request is refused.
+	over bool
 }
 
 // convertFast translates a protobuf body along the fast path into a
@@ -147,7 +150,7 @@ func (st *fastState) convertFast(body []byte, cfg Config, dst []byte) (Result, b
 			continue
 		}
 		if f.typ != protowire.BytesType || !r.resource(f.b) {
-			return Result{}, false
+			return Result{tooLarge: r.over}, false
 		}
 	}
 	if r.series == 0 {
@@ -478,7 +481,7 @@ func (r *fastRun) number(msg []byte, ns *metricNames) bool {
 		exemplars = nil // a gauge's: read (pdata validates them), not stored
 	}
 	r.emit(ns, ns.name, ts, v, nil, exemplars)
-	return true
+	return !r.over
 }
 
 // promoteResource makes st.promoted of the resource's attributes (in

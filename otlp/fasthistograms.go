@@ -154,9 +154,12 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 		st.values = strconv.AppendFloat(st.values, bound, 'f', -1, 64)
 		r.emit(ns, ns.bucket, p.ts, val(float64(cum)), st.values[n:], ex[:k])
 		ex = ex[k:]
+		if r.over {
+			return false
+		}
 	}
 	n := len(st.values)
 	st.values = append(st.values, "+Inf"...)
 	r.emit(ns, ns.bucket, p.ts, val(float64(p.count)), st.values[n:], ex)
-	return true
+	return !r.over
 }

@@ -178,6 +178,9 @@ func (r *fastRun) emit(ns *metricNames, name []byte, ts uint64, v float64, le []
 	r.body = wire.AppendSample(r.body, int64(ts)/1_000_000, v)
 	r.body = appendExemplars(r.body, exemplars)
 	r.body = wire.PutLength(r.body, at, timeSeriesReserve)
+	if max := r.cfg.MaxBodyBytes; max > 0 && len(r.body) > max {
+		r.over = true
+	}
 	r.series++
 	if !ns.noted {
 		r.noteFamily(ns.family, ns.md)
@@ -276,9 +279,9 @@ func (r *fastRun) targetInfo() bool {
 		st.seen[string(st.key)] = struct{}{}
 		r.emit(ns, name, ts, 1, nil, nil)
 	}
-	for ts := r.earliest; ts < r.latest; ts += interval {
+	for ts := r.earliest; ts < r.latest && !r.over; ts += interval {
 		once(ts)
 	}
 	once(r.latest)
-	return true
+	return !r.over
 }
