@@ -135,6 +135,7 @@ type fastRun struct {
 // not of a shape it takes (dst's bytes are then garbage).
 func (st *fastState) convertFast(body []byte, cfg Config, dst []byte) (Result, bool) {
 	st.reset(cfg)
+	defer st.forget()
 	maxAttrs := cfg.MaxAttributes
 	if maxAttrs <= 0 {
 		maxAttrs = DefaultMaxAttributes
@@ -160,6 +161,18 @@ func (st *fastState) convertFast(body []byte, cfg Config, dst []byte) (Result, b
 		r.body = appendMetadata(r.body, fam.name, fam.md)
 	}
 	return Result{Body: r.body, Points: r.points, Samples: r.series}, true
+}
+
+// forget drops st's references into the request's body, so that a
+// pooled state does not keep the body alive.
+func (st *fastState) forget() {
+	for _, s := range [][]attr{st.attrs, st.resAttrs, st.series, st.promoted, st.exAttrs, st.exLabels} {
+		clear(s[:cap(s)])
+	}
+	clear(st.lastNames[:cap(st.lastNames)])
+	clear(st.lastFinals[:cap(st.lastFinals)])
+	clear(st.exemplars[:cap(st.exemplars)])
+	st.known = false
 }
 
 // reset readies st for a request under cfg.
