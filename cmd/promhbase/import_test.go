@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -310,6 +311,24 @@ func (s seriesSamples) until(t int64) seriesSamples {
 	return s.where(func(ts int64) bool { return ts <= t })
 }
 
+// staleAsNaN returns the samples with each staleness marker a plain NaN
+// (Go's math.NaN()), as vmctl sends them: its JSON lines write every NaN
+// alike ("NaN"), so the marker's payload does not reach the importer.
+func (s seriesSamples) staleAsNaN() seriesSamples {
+	stale := fmt.Sprintf(":%x", value.StaleNaN)
+	nan := fmt.Sprintf(":%x", math.Float64bits(math.NaN()))
+	out := seriesSamples{}
+	for k, smps := range s {
+		for _, smp := range smps {
+			if t, ok := strings.CutSuffix(smp, stale); ok {
+				smp = t + nan
+			}
+			out[k] = append(out[k], smp)
+		}
+	}
+	return out
+}
+
 // maxT returns the newest sample's time (Unix ms).
 func (s seriesSamples) maxT() int64 {
 	var m int64
@@ -425,7 +444,9 @@ func strconvG(v float64) string { return fmt.Sprintf("%g", v) }
 // is snapshotted (POST /api/v1/admin/tsdb/snapshot); `promhbase import`
 // of the snapshot into one promhbase, and a real vmctl's `vmctl
 // prometheus --prom-snapshot` into another's /api/v1/import, each give
-// every sample of the snapshot back with the same bits.
+// every sample of the snapshot back with the same bits (vmctl's:
+// staleness markers as plain NaN, which its JSON lines cannot tell
+// apart; one appears when a scrape of the loaded machine fails).
 func TestImportSnapshot(t *testing.T) {
 	t.Parallel()
 	bin := promhbaseBinary(t)
@@ -507,12 +528,12 @@ func TestImportSnapshot(t *testing.T) {
 		}, want},
 		{"vmctl prometheus", func(ctx context.Context, base string) *exec.Cmd {
 			return exec.CommandContext(ctx, vmctl, "prometheus", "--prom-snapshot="+snapshot, "--vm-addr="+base, "-s", "--disable-progress-bar")
-		}, want},
+		}, want.staleAsNaN()},
 		{"vmctl remote-read", func(ctx context.Context, base string) *exec.Cmd {
 			return exec.CommandContext(ctx, vmctl, "remote-read", "--remote-read-src-addr=http://"+promAddr, "--remote-read-use-stream",
 				"--remote-read-filter-time-start="+readStart, "--remote-read-filter-time-end="+readEnd, "--remote-read-step-interval=hour",
 				"--vm-addr="+base, "-s", "--disable-progress-bar")
-		}, want.until(lastSecond)},
+		}, want.until(lastSecond).staleAsNaN()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // a serve and a store of its own; the snapshot is only read
