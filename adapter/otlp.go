@@ -109,7 +109,7 @@ func (h *Handler) storeOTLP(w http.ResponseWriter, r *http.Request, format *otlp
 	}
 	rejected, reason := res.Rejected, res.Reason
 	if res.Body != nil {
-		wres, err := h.w.Write(ctx, res.Body, false)
+		wres, err := h.w.WriteTranslated(ctx, res.Body)
 		h.count(wres)
 		var rej *ingest.RejectError
 		switch {

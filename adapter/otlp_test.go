@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/testkit/benchdata"
@@ -168,6 +170,43 @@ func TestOTLPWrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOTLPSeriesPerRequest: --limits.max-series-per-request bounds a
+// remote-write sender's batches; an OTLP request translates into a
+// TimeSeries a sample (a histogram point of ten buckets is thirteen), so
+// it is not held to it: 10 such points pass a limit of 100, where the
+// same 130 series in one remote write are refused.
+func TestOTLPSeriesPerRequest(t *testing.T) {
+	cfg := limits.DefaultConfig()
+	cfg.MaxSeriesPerRequest = 100
+	lim, err := limits.New(cfg, mapping.DefaultLayout(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openEmbedded(t)
+	h := newTestHandlerPut(t, st, st, lim)
+	md := pmetric.NewMetrics()
+	ms := otlpgen.Resource(md, map[string]any{"service.name": "s"})
+	bounds := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	counts := []uint64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
+	for i := range 10 {
+		otlpgen.Histogram(ms, fmt.Sprintf("h%d", i), "", otlpT0, bounds, counts, 1, 1)
+	}
+	if rec := postOTLP(h, "/otlp/v1/metrics", "application/x-protobuf", "", otlpBody(t, md, false, "")); rec.Code != http.StatusOK {
+		t.Fatalf("OTLP: status %d %s, want 200", rec.Code, rec.Body)
+	}
+	if got := readMetric(t, h, "h9_bucket"); !strings.Contains(got, `le="+Inf"`) {
+		t.Errorf("h9_bucket: %s", got)
+	}
+	series := make([]prompb.TimeSeries, 130)
+	for i := range series {
+		series[i] = prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: fmt.Sprintf("m%d", i)}},
+			Samples: []prompb.Sample{{Value: 1, Timestamp: otlpT0.UnixMilli()}}}
+	}
+	if rec := post(h, "/api/v1/write", writeBody(t, series...)); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("remote write of 130 series: status %d, want 413", rec.Code)
 	}
 }
 

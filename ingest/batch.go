@@ -87,8 +87,9 @@ func (b *writeBatch) grow(samples int) {
 type writeBatch struct {
 	// deferSync: the data's write need not be durable yet
 	// (store.WriteDeferred); bulk: the data is a bulk load's
-	// (store.Batch.PutBulk; WriteSeries).
-	deferSync, bulk bool
+	// (store.Batch.PutBulk; WriteSeries); translated: the body is another
+	// protocol's, a TimeSeries a sample (WriteTranslated).
+	deferSync, bulk, translated bool
 	series          wire.Series
 	v2              wire.V2State
 	puts            []store.Put
@@ -131,7 +132,7 @@ type writeBatch struct {
 }
 
 func (b *writeBatch) reset() {
-	b.deferSync, b.bulk = false, false
+	b.deferSync, b.bulk, b.translated = false, false, false
 	b.dropLabel = nil
 	b.puts = b.puts[:0]
 	b.starts = b.starts[:0]

@@ -9,15 +9,18 @@ import (
 
 // checkRequestLimits applies the limits that concern the request as a
 // whole, after pass 1 and before anything is written (UIDs included):
-// series per request, then the active-series limit (each new series
+// series per request (not for a translated body, see WriteTranslated),
+// then the active-series limit (each new series
 // refused), the ingestion rate (the samples and histograms left to write)
 // and the new-series rate. An error means nothing is to be written; reason
 // says why. Tokens taken by a request a later check refuses are not given
 // back, as in Mimir, where the distributor's ingestion rate is taken
 // before the ingesters' limits.
 func (w *Writer) checkRequestLimits(b *writeBatch, series int) (reason string, err error) {
-	if err := w.limits.CheckRequest(series); err != nil {
-		return limits.ReasonSeriesPerRequest, err
+	if !b.translated {
+		if err := w.limits.CheckRequest(series); err != nil {
+			return limits.ReasonSeriesPerRequest, err
+		}
 	}
 	if len(b.missed) > 0 {
 		if err := w.limits.CheckActive(); err != nil {

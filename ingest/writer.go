@@ -232,6 +232,20 @@ func (w *Writer) Write(ctx context.Context, body []byte, v2 bool) (Result, error
 	return w.write(ctx, b, parse, v2, 0)
 }
 
+// WriteTranslated is Write of a remote write 1.0 body translated from
+// another protocol (OTLP), which holds a TimeSeries a sample: a
+// histogram point of ten buckets is thirteen. The series-per-request
+// limit, which bounds the batches of a remote-write sender
+// (max_samples_per_send), does not apply to it; the request it came from
+// is bounded in bytes instead. Every other limit does.
+func (w *Writer) WriteTranslated(ctx context.Context, body []byte) (Result, error) {
+	b := w.getBatch()
+	b.translated = true
+	return w.write(ctx, b, func(metas *[]wire.Meta, fn func(*wire.Series) error) error {
+		return wire.ParseWriteRequest(body, &b.series, metas, fn)
+	}, false, 0)
+}
+
 // WriteSeries stores series that are decoded already, as Write stores a
 // remote write 1.0 request of them. each calls fn for every series, in
 // the same order every time it is called (up to three times); the series
