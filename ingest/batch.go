@@ -90,16 +90,16 @@ type writeBatch struct {
 	// (store.Batch.PutBulk; WriteSeries); translated: the body is another
 	// protocol's, a TimeSeries a sample (WriteTranslated).
 	deferSync, bulk, translated bool
-	series          wire.Series
-	v2              wire.V2State
-	puts            []store.Put
-	starts          []int // index in cells of each put's first cell
-	cells           []store.Cell
-	arena           arena.Arena
-	rej             *RejectError
-	reject          map[string]int
-	cache           series.SeriesCacheReader
-	missed          []missedSeries
+	series                      wire.Series
+	v2                          wire.V2State
+	puts                        []store.Put
+	starts                      []int // index in cells of each put's first cell
+	cells                       []store.Cell
+	arena                       arena.Arena
+	rej                         *RejectError
+	reject                      map[string]int
+	cache                       series.SeriesCacheReader
+	missed                      []missedSeries
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
