@@ -66,6 +66,8 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 	for _, v := range []otlpVariant{
 		{name: "default", cfg: func(*otlp.Config) {}},
 		{name: "default, plain", plain: true, cfg: func(*otlp.Config) {}},
+		{name: "scope labels, plain", plain: true, yaml: "  promote_scope_metadata: true\n",
+			cfg: func(c *otlp.Config) { c.PromoteScopeMetadata = true }},
 		{name: "promoted, plain", plain: true, yaml: "  promote_resource_attributes: [host.name, k8s.pod.name]\n",
 			cfg: func(c *otlp.Config) { c.PromoteResourceAttributes = []string{"host.name", "k8s.pod.name"} }},
 		{name: "no translation, plain", plain: true, yaml: "  translation_strategy: NoTranslation\n  keep_identifying_resource_attributes: true\n",

@@ -29,8 +29,8 @@ import (
 //   - no two attributes of a map with one name, or with names that
 //     translate to one label name (the converter joins their values and
 //     warns);
-//   - the settings but two it does not implement: no scope labels, no
-//     native histograms of custom buckets.
+//   - every setting but one: no native histograms of custom buckets
+//     (convert_histograms_to_nhcb).
 //
 // Anything else (or a body that does not decode) is left to the general
 // path, pdata and Prometheus's converter, by returning false: the fast
@@ -55,8 +55,10 @@ type fastState struct {
 	// resource's, sorted by name; series a series' labels, sorted.
 	attrs, resAttrs, series []attr
 	// promoted are the current resource's promoted attributes as labels,
-	// sorted (promoteResource).
-	promoted []attr
+	// sorted (promoteResource); scopeLabels the current scope's labels
+	// (with PromoteScopeMetadata), sorted, an empty value deleting a
+	// label of its name (setScope).
+	promoted, scopeLabels []attr
 	// The names of the last attributes translated (see labelsOf): their
 	// raw names, translated names, the order of the translated ones
 	// (reserved attributes left out) and whether they are all distinct.
@@ -110,7 +112,7 @@ const maxFastCache = 4096
 
 // fastConfig reports whether cfg is one the fast path implements.
 func fastConfig(cfg Config) bool {
-	return !cfg.PromoteScopeMetadata && !cfg.ConvertHistogramsToNHCB
+	return !cfg.ConvertHistogramsToNHCB
 }
 
 // fastRun is one request's translation.
@@ -270,35 +272,96 @@ func (r *fastRun) setResource(msg []byte) bool {
 // scope translates a ScopeMetrics: scope 1 (not translated: no scope
 // labels), metrics 2, schema_url 3.
 func (r *fastRun) scope(msg []byte) bool {
-	return fields(msg, func(f field) bool {
+	// The scope and its schema URL first: the metrics may come before
+	// them (pdata writes fields last first).
+	var s scopeInfo
+	ok := fields(msg, func(f field) bool {
 		switch f.num {
 		case 1:
-			if f.typ != protowire.BytesType {
-				return false
-			}
-			// Its attributes are read (pdata validates them, the
-			// filter counts them) and dropped: no scope labels.
-			attrs := 0
-			return fields(f.b, func(g field) bool {
-				switch g.num {
-				case 1, 2: // name, version
-					return g.typ == protowire.BytesType
-				case 3:
-					attrs++
-					_, ok := r.keyValue(g.b)
-					return ok && g.typ == protowire.BytesType && attrs <= r.maxAttrs
-				case 4: // dropped_attributes_count
-					return g.typ == protowire.VarintType
-				}
-				return true
-			})
-		case 2:
-			return f.typ == protowire.BytesType && r.metric(f.b)
+			return f.typ == protowire.BytesType && r.readScope(f.b, &s)
 		case 3: // schema_url
+			s.schemaURL = f.b
 			return f.typ == protowire.BytesType
+		}
+		return f.num != 2 || f.typ == protowire.BytesType
+	})
+	if !ok || !r.setScope(&s) {
+		return false
+	}
+	return fields(msg, func(f field) bool {
+		return f.num != 2 || r.metric(f.b)
+	})
+}
+
+// scopeInfo is an InstrumentationScope as read, with its ScopeMetrics'
+// schema URL.
+type scopeInfo struct {
+	name, version, schemaURL []byte
+	attrs                    []attr // in wire order
+}
+
+// readScope reads an InstrumentationScope: name 1, version 2, attributes
+// 3 (read, as pdata validates them, and counted, as the filter does),
+// dropped_attributes_count 4.
+func (r *fastRun) readScope(msg []byte, s *scopeInfo) bool {
+	return fields(msg, func(g field) bool {
+		switch g.num {
+		case 1, 2:
+			if g.num == 1 {
+				s.name = g.b
+			} else {
+				s.version = g.b
+			}
+			return g.typ == protowire.BytesType
+		case 3:
+			a, ok := r.keyValue(g.b)
+			s.attrs = append(s.attrs, a)
+			return ok && g.typ == protowire.BytesType && len(s.attrs) <= r.maxAttrs
+		case 4:
+			return g.typ == protowire.VarintType
 		}
 		return true
 	})
+}
+
+// setScope makes st.scopeLabels of s as the converter's setScopeContext
+// and createAttributes do, with PromoteScopeMetadata and a named scope
+// (none otherwise): each attribute as otel_scope_<name> translated, then
+// otel_scope_name, otel_scope_version and otel_scope_schema_url, each set
+// over the ones before it of its name, an empty value deleting.
+func (r *fastRun) setScope(s *scopeInfo) bool {
+	st := r.st
+	st.scopeLabels = st.scopeLabels[:0]
+	if !r.cfg.PromoteScopeMetadata || len(s.name) == 0 {
+		return true
+	}
+	for _, a := range s.attrs {
+		name, ok := st.labelName([]byte("otel_scope_" + string(a.name)))
+		if !ok {
+			return false
+		}
+		st.scopeLabels = setOp(st.scopeLabels, name, a.value, true)
+	}
+	st.scopeLabels = setOp(st.scopeLabels, []byte("otel_scope_name"), s.name, false)
+	st.scopeLabels = setOp(st.scopeLabels, []byte("otel_scope_version"), s.version, false)
+	st.scopeLabels = setOp(st.scopeLabels, []byte("otel_scope_schema_url"), s.schemaURL, false)
+	slices.SortFunc(st.scopeLabels, func(a, b attr) int { return bytes.Compare(a.name, b.name) })
+	return true
+}
+
+// setOp records labels.Builder's Set(name, v) in ops: the last Set of a
+// name is what it leaves, an empty value a delete. dropEmpty drops a
+// delete of a name ops has no Set of (a builder started empty: nothing
+// to delete).
+func setOp(ops []attr, name, v []byte, dropEmpty bool) []attr {
+	i := slices.IndexFunc(ops, func(p attr) bool { return bytes.Equal(p.name, name) })
+	switch {
+	case i >= 0:
+		ops[i].value = v
+	case len(v) > 0 || !dropEmpty:
+		ops = append(ops, attr{name: name, value: v})
+	}
+	return ops
 }
 
 // metricData is a Metric's fields: name 1, description 2, unit 3, and

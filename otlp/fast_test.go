@@ -30,7 +30,8 @@ type gen struct {
 
 var (
 	genKeys = []string{"host.name", "k8s.pod.name", "job", "instance", "le", "__name__", "http.method",
-		"region", "env", "a.b", "a_b", "_private", "__double", "0lead", "ünï", "service.version", "x--y"}
+		"region", "env", "a.b", "a_b", "_private", "__double", "0lead", "ünï", "service.version", "x--y",
+		"otel_scope_name", "otel_scope_region", "otel.scope.version"}
 	genNames = []string{"http.server.duration", "queue.depth", "jobs_done", "requests", "cpu.utilization",
 		"process.runtime.go.mem.heap_alloc", "up", "target_info", "foo_total", "bar.count"}
 	genUnits = []string{"", "s", "ms", "By", "1", "{requests}", "%", "bytes/s"}
@@ -108,8 +109,11 @@ func (g *gen) request() pmetric.Metrics {
 		g.attrs(ra, 3)
 		for range 1 + g.rng.IntN(2) {
 			sm := rm.ScopeMetrics().AppendEmpty()
-			sm.Scope().SetName("lib")
-			sm.Scope().SetVersion("1.0")
+			sm.Scope().SetName([]string{"lib", "lib", ""}[g.rng.IntN(3)])
+			sm.Scope().SetVersion([]string{"1.0", ""}[g.rng.IntN(2)])
+			if g.maybe(0.3) {
+				sm.SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+			}
 			if g.maybe(0.1) {
 				g.attrs(sm.Scope().Attributes(), 4)
 			}
@@ -273,7 +277,10 @@ func fastConfigs() map[string]Config {
 	cfgs["all promoted but one, UTF-8"] = c
 	c = DefaultConfig()
 	c.PromoteScopeMetadata = true
-	cfgs["scope labels (general path)"] = c
+	cfgs["scope labels"] = c
+	c = DefaultConfig()
+	c.PromoteScopeMetadata, c.TranslationStrategy = true, otlptranslator.NoTranslation
+	cfgs["scope labels, no translation"] = c
 	return cfgs
 }
 

@@ -57,6 +57,22 @@ func (r *fastRun) labelsOf(attrs []attr, reserved bool) bool {
 	if len(r.instance) > 0 {
 		st.series = setLabel(st.series, st.instanceLabel, r.instance)
 	}
+	if reserved {
+		// The scope's labels over any of their names (an empty one
+		// deletes).
+		for _, l := range st.scopeLabels {
+			i, found := slices.BinarySearchFunc(st.series, l.name, func(a attr, n []byte) int { return bytes.Compare(a.name, n) })
+			switch {
+			case len(l.value) == 0 && found:
+				st.series = slices.Delete(st.series, i, i+1)
+			case len(l.value) == 0:
+			case found:
+				st.series[i].value = l.value
+			default:
+				st.series = slices.Insert(st.series, i, l)
+			}
+		}
+	}
 	st.encodeSeries()
 	return true
 }
