@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -414,8 +415,9 @@ func TestFastPathTakes(t *testing.T) {
 	}
 }
 
-// FuzzFastPath: any protobuf body gives ConvertBody the general path's
-// result, starting from random requests' bytes.
+// FuzzFastPath: any protobuf body, under any configuration of
+// fastConfigs, gives ConvertBody the general path's result, starting from
+// random requests' bytes.
 func FuzzFastPath(f *testing.F) {
 	g := gen{rng: rand.New(rand.NewPCG(9, 9)), t0: time.UnixMilli(1_700_000_000_000)}
 	for range 8 {
@@ -423,12 +425,13 @@ func FuzzFastPath(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(body)
+		f.Add(uint8(len(body)), body)
 	}
+	cfgs := fastConfigs()
+	names := slices.Sorted(maps.Keys(cfgs))
 	var fast, general Converter
-	cfg := DefaultConfig()
-	f.Fuzz(func(t *testing.T, body []byte) {
-		checkSame(t, &fast, &general, slices.Clip(body), cfg)
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		checkSame(t, &fast, &general, slices.Clip(body), cfgs[names[int(which)%len(names)]])
 	})
 }
 
