@@ -66,6 +66,8 @@ func TestOTLPAgainstPrometheus(t *testing.T) {
 	for _, v := range []otlpVariant{
 		{name: "default", cfg: func(*otlp.Config) {}},
 		{name: "default, plain", plain: true, cfg: func(*otlp.Config) {}},
+		{name: "native histograms of custom buckets, plain", plain: true, yaml: "  convert_histograms_to_nhcb: true\n",
+			cfg: func(c *otlp.Config) { c.ConvertHistogramsToNHCB = true }},
 		{name: "scope labels, plain", plain: true, yaml: "  promote_scope_metadata: true\n",
 			cfg: func(c *otlp.Config) { c.PromoteScopeMetadata = true }},
 		{name: "promoted, plain", plain: true, yaml: "  promote_resource_attributes: [host.name, k8s.pod.name]\n",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/model/value"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -29,8 +30,8 @@ import (
 //   - no two attributes of a map with one name, or with names that
 //     translate to one label name (the converter joins their values and
 //     warns);
-//   - every setting but one: no native histograms of custom buckets
-//     (convert_histograms_to_nhcb).
+//   - every setting (convert_histograms_to_nhcb: fasthistograms.go's
+//     customBuckets).
 //
 // Anything else (or a body that does not decode) is left to the general
 // path, pdata and Prometheus's converter, by returning false: the fast
@@ -73,7 +74,10 @@ type fastState struct {
 	key                   []byte
 	// A point's exemplars (fastexemplars.go): their attributes, labels
 	// and encoded labels as they are read.
-	exemplars         []fastExemplar
+	exemplars []fastExemplar
+	// nhcb and counts are a custom-bucket histogram's, reused.
+	nhcb              histogram.Histogram
+	counts            []uint64
 	exAttrs, exLabels []attr
 	exBuf             []byte
 	// enc is st.series encoded (encodeSeries), with the spans __name__
@@ -112,7 +116,7 @@ const maxFastCache = 4096
 
 // fastConfig reports whether cfg is one the fast path implements.
 func fastConfig(cfg Config) bool {
-	return !cfg.ConvertHistogramsToNHCB
+	return true
 }
 
 // fastRun is one request's translation.

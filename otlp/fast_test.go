@@ -225,11 +225,13 @@ func (g *gen) exemplars(es pmetric.ExemplarSlice, ts pcommon.Timestamp) {
 // histogram fills a histogram data point.
 func (g *gen) histogram(p pmetric.HistogramDataPoint) {
 	p.SetTimestamp(g.when())
-	bounds := []float64{0.005, 0.1, 1, 2.5, 1e6}[:g.rng.IntN(6)]
+	bounds := []float64{0.005, 0.1, 1, 2.5, 5, 10, 25, 50, 100, 1e6}[:g.rng.IntN(11)]
 	counts := make([]uint64, len(bounds)+1)
 	var total uint64
 	for i := range counts {
-		counts[i] = g.rng.Uint64N(10)
+		if g.maybe(0.5) { // runs of zeros: the native layout's gaps
+			counts[i] = g.rng.Uint64N(10)
+		}
 		total += counts[i]
 	}
 	if g.maybe(0.1) {
@@ -282,6 +284,9 @@ func fastConfigs() map[string]Config {
 	c = DefaultConfig()
 	c.PromoteScopeMetadata, c.TranslationStrategy = true, otlptranslator.NoTranslation
 	cfgs["scope labels, no translation"] = c
+	c = DefaultConfig()
+	c.ConvertHistogramsToNHCB = true
+	cfgs["custom-bucket native histograms"] = c
 	return cfgs
 }
 

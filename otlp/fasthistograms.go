@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -128,6 +129,9 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 	}
 	r.points++
 	stale := uint32(p.flags)&1 != 0
+	if r.cfg.ConvertHistogramsToNHCB {
+		return r.customBuckets(ns, &p, stale)
+	}
 	val := func(v float64) float64 {
 		if stale {
 			return math.Float64frombits(value.StaleNaN)
@@ -162,4 +166,91 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 	st.values = append(st.values, "+Inf"...)
 	r.emit(ns, ns.bucket, p.ts, val(float64(p.count)), st.values[n:], ex)
 	return !r.over
+}
+
+// customBuckets emits point p as one native histogram of custom buckets,
+// as the converter does with ConvertHistogramsToNHCB: its bounds the
+// custom values, its counts as spans and deltas (bucketLayout), all its
+// exemplars; no reset hint (the converter cannot vouch for one). False
+// for a point whose count is zero and sum not (the converter warns).
+func (r *fastRun) customBuckets(ns *metricNames, p *histogramPoint, stale bool) bool {
+	st := r.st
+	h := &st.nhcb
+	*h = histogram.Histogram{Schema: histogram.CustomBucketsSchema, PositiveSpans: h.PositiveSpans[:0],
+		PositiveBuckets: h.PositiveBuckets[:0], CustomValues: h.CustomValues[:0]}
+	for i := range p.nBounds {
+		h.CustomValues = append(h.CustomValues, math.Float64frombits(binary.LittleEndian.Uint64(p.bounds[8*i:])))
+	}
+	st.counts = st.counts[:0]
+	for i := range p.nCounts {
+		st.counts = append(st.counts, binary.LittleEndian.Uint64(p.counts[8*i:]))
+	}
+	h.PositiveSpans, h.PositiveBuckets = bucketLayout(h.PositiveSpans, h.PositiveBuckets, st.counts)
+	switch {
+	case stale:
+		h.Sum, h.Count = math.Float64frombits(value.StaleNaN), value.StaleNaN
+	default:
+		if p.hasSum {
+			h.Sum = p.sum
+		}
+		h.Count = p.count
+		if h.Count == 0 && h.Sum != 0 {
+			return false
+		}
+	}
+	r.emitSample(ns, ns.name, p.ts, 0, h, nil, st.exemplars)
+	return !r.over
+}
+
+// bucketLayout lays counts out as the converter lays out a native
+// histogram's buckets (its convertBucketsLayout, unscaled): from the
+// first non-zero count, whose index starts the first span, each count
+// after a non-zero one at its index; a run of zeros after a non-zero
+// count is written as zero buckets when it is one or two long and as a
+// new span's offset when longer, and a zero count that ends the buckets
+// is written as they are. spans and deltas are reused.
+func bucketLayout(spans []histogram.Span, deltas []int64, counts []uint64) ([]histogram.Span, []int64) {
+	first := 0
+	for first < len(counts) && counts[first] == 0 {
+		first++
+	}
+	counts = counts[first:]
+	if len(counts) == 0 {
+		return nil, nil
+	}
+	spans = append(spans[:0], histogram.Span{Offset: int32(first)})
+	deltas = deltas[:0]
+	var last int64
+	add := func(c int64) {
+		spans[len(spans)-1].Length++
+		deltas = append(deltas, c-last)
+		last = c
+	}
+	// skip adds the zeros between the count written last, at index at,
+	// and the one at index next.
+	skip := func(at, next int) {
+		if gap := next - at - 1; gap > 2 {
+			spans = append(spans, histogram.Span{Offset: int32(gap)})
+		} else {
+			for range gap {
+				add(0)
+			}
+		}
+	}
+	// held is the count not yet written, of index at. A zero one is
+	// replaced by the next count, at the same index: the zeros are
+	// counted in the gap before the next non-zero count.
+	held, at := int64(counts[0]), 0
+	for i := 1; i < len(counts); i++ {
+		if held == 0 {
+			held = int64(counts[i])
+			continue
+		}
+		skip(at, i)
+		add(held)
+		held, at = int64(counts[i]), i
+	}
+	skip(at, len(counts))
+	add(held)
+	return spans, deltas
 }

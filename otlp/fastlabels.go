@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/metadata"
 
 	"github.com/promhbase/promhbase/wire"
@@ -187,11 +188,21 @@ func setLabel(ls []attr, name, v []byte) []attr {
 // metadata of the metric's family (a histogram's, not its series') the
 // first time, as the converter's appender does.
 func (r *fastRun) emit(ns *metricNames, name []byte, ts uint64, v float64, le []byte, exemplars []fastExemplar) {
+	r.emitSample(ns, name, ts, v, nil, le, exemplars)
+}
+
+// emitSample is emit of a float sample v, or of a native histogram h
+// when h is not nil.
+func (r *fastRun) emitSample(ns *metricNames, name []byte, ts uint64, v float64, h *histogram.Histogram, le []byte, exemplars []fastExemplar) {
 	r.body = append(r.body, 0x0a)
 	at := len(r.body)
 	r.body = append(r.body, make([]byte, timeSeriesReserve)...)
 	r.body = r.appendLabels(r.body, name, le)
-	r.body = wire.AppendSample(r.body, int64(ts)/1_000_000, v)
+	if h != nil {
+		r.body = wire.AppendHistogram(r.body, int64(ts)/1_000_000, h)
+	} else {
+		r.body = wire.AppendSample(r.body, int64(ts)/1_000_000, v)
+	}
 	r.body = appendExemplars(r.body, exemplars)
 	r.body = wire.PutLength(r.body, at, timeSeriesReserve)
 	if max := r.cfg.MaxBodyBytes; max > 0 && len(r.body) > max {
