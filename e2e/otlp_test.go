@@ -41,8 +41,8 @@ type otlpVariant struct {
 	// stored as they come (Prometheus's otlp-native-delta-ingestion).
 	delta bool
 	// plain leaves out of the requests what promhbase's fast path leaves
-	// to the general one (exponential histograms, summaries), and
-	// requires that the fast path took them all.
+	// to the general one (exponential histograms), and requires that the
+	// fast path took them all.
 	plain bool
 }
 
@@ -259,7 +259,7 @@ type otlpGen struct {
 	reset int // the request at which cumulative values start over
 	stale int // the request whose gauge point has no recorded value
 	delta bool
-	plain bool // no exponential histograms or summaries
+	plain bool // no exponential histograms
 }
 
 func newOTLPGen(seed uint64) *otlpGen {
@@ -375,9 +375,33 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		ex.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, byte(i)})
 	}
 
-	if g.plain {
-		return
+	if !g.plain {
+		g.exponential(ms, i, ts, startTS)
 	}
+
+	if g.delta {
+		g.deltas(ms, t)
+	}
+
+	sm := ms.AppendEmpty()
+	sm.SetName("db.query.latency")
+	sm.SetUnit("s")
+	sp := sm.SetEmptySummary().DataPoints().AppendEmpty()
+	sp.SetStartTimestamp(startTS)
+	sp.SetTimestamp(ts)
+	sp.SetCount(uint64(g.cum(i, 10)))
+	sp.SetSum(g.cum(i, 2.5))
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		qv := sp.QuantileValues().AppendEmpty()
+		qv.SetQuantile(q)
+		qv.SetValue(q * float64(1+g.rng.IntN(10)))
+	}
+}
+
+// exponential appends an exponential histogram (scale up to 10,
+// downscaled past 8) of two points: promhbase's fast path leaves it to
+// the general one.
+func (g *otlpGen) exponential(ms pmetric.MetricSlice, i int, ts, startTS pcommon.Timestamp) {
 	e := ms.AppendEmpty()
 	e.SetName("rpc.client.duration")
 	e.SetUnit("ms")
@@ -407,24 +431,6 @@ func (g *otlpGen) metrics(ms pmetric.MetricSlice, i int, t time.Time) {
 		p.SetZeroCount(zc)
 		p.SetCount(total + zc)
 		p.SetSum(float64(total) * 3.5)
-	}
-
-	if g.delta {
-		g.deltas(ms, t)
-	}
-
-	sm := ms.AppendEmpty()
-	sm.SetName("db.query.latency")
-	sm.SetUnit("s")
-	sp := sm.SetEmptySummary().DataPoints().AppendEmpty()
-	sp.SetStartTimestamp(startTS)
-	sp.SetTimestamp(ts)
-	sp.SetCount(uint64(g.cum(i, 10)))
-	sp.SetSum(g.cum(i, 2.5))
-	for _, q := range []float64{0.5, 0.9, 0.99} {
-		qv := sp.QuantileValues().AppendEmpty()
-		qv.SetQuantile(q)
-		qv.SetValue(q * float64(1+g.rng.IntN(10)))
 	}
 }
 

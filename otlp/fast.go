@@ -19,8 +19,8 @@ import (
 // series, samples, order and metadata), without pdata's objects or the
 // converter's label builders. The shapes it takes:
 //
-//   - gauges, and sums and explicit-bucket histograms of cumulative
-//     temporality, each with data points;
+//   - gauges, summaries, and sums and explicit-bucket histograms of
+//     cumulative temporality, each with data points;
 //   - attribute values of every kind (arrays, maps and bytes through
 //     pcommon's own AsString);
 //   - exemplars with a value (fastexemplars.go);
@@ -75,17 +75,22 @@ type fastState struct {
 	// A point's exemplars (fastexemplars.go): their attributes, labels
 	// and encoded labels as they are read.
 	exemplars []fastExemplar
-	// nhcb and counts are a custom-bucket histogram's, reused.
+	// nhcb and counts are a custom-bucket histogram's, quantiles a
+	// summary point's, reused.
 	nhcb              histogram.Histogram
 	counts            []uint64
+	quantiles         []quantile
 	exAttrs, exLabels []attr
 	exBuf             []byte
 	// enc is st.series encoded (encodeSeries), with the spans __name__
 	// and le take in it.
-	enc                          []byte
-	nameAt, nameEnd, leAt, leEnd int
+	enc                                []byte
+	nameAt, nameEnd, extraAt, extraEnd int
 	// Label names, as bytes.
-	nameLabel, leLabel, jobLabel, instanceLabel, traceLabel, spanLabel []byte
+	nameLabel, leLabel, quantileLabel, jobLabel, instanceLabel, traceLabel, spanLabel []byte
+	// extra is the label a point's series add besides __name__: le, or
+	// a summary's quantile (encodeSeries).
+	extra []byte
 }
 
 // fastConfigKey is what the cached names depend on.
@@ -190,11 +195,12 @@ func (st *fastState) reset(cfg Config) {
 		st.names = map[metricKey]string{}
 		st.labels = map[string][]byte{}
 		st.units = map[string]string{}
-		st.nameLabel, st.leLabel = []byte(model.MetricNameLabel), []byte(model.BucketLabel)
+		st.nameLabel, st.leLabel, st.quantileLabel = []byte(model.MetricNameLabel), []byte(model.BucketLabel), []byte(model.QuantileLabel)
 		st.jobLabel, st.instanceLabel = []byte(model.JobLabel), []byte(model.InstanceLabel)
 		st.traceLabel, st.spanLabel = []byte("trace_id"), []byte("span_id")
 	}
 	st.known = false // the last names point into the last request's body
+	st.extra = st.leLabel
 	st.values = st.values[:0]
 	clear(st.seen)
 	clear(st.families)
@@ -394,12 +400,12 @@ func (r *fastRun) metric(msg []byte) bool {
 				m.unit = f.b
 			}
 			return f.typ == protowire.BytesType
-		case 5, 7, 9:
+		case 5, 7, 9, 11:
 			if m.kind != 0 || f.typ != protowire.BytesType {
 				return false
 			}
 			m.kind, m.data = f.num, f.b
-		case 10, 11, 12:
+		case 10, 12:
 			return false
 		}
 		return true
@@ -412,6 +418,8 @@ func (r *fastRun) metric(msg []byte) bool {
 		return r.numbers(m, otlptranslator.MetricTypeGauge, model.MetricTypeGauge)
 	case 7:
 		return r.sum(m)
+	case 11:
+		return r.summary(m)
 	}
 	return r.histogram(m)
 }
@@ -475,7 +483,7 @@ func (r *fastRun) namesOf(m metricData, typ otlptranslator.MetricType, mt model.
 	}
 	ns := metricNames{family: name, md: metadata.Metadata{Type: mt, Unit: unit, Help: string(m.help)}, name: []byte(name),
 		exemplars: typ == otlptranslator.MetricTypeMonotonicCounter || typ == otlptranslator.MetricTypeNonMonotonicCounter}
-	if typ == otlptranslator.MetricTypeHistogram {
+	if typ == otlptranslator.MetricTypeHistogram || typ == otlptranslator.MetricTypeSummary {
 		ns.sum, ns.count, ns.bucket = []byte(name+"_sum"), []byte(name+"_count"), []byte(name+"_bucket")
 	}
 	return ns, name != ""

@@ -32,7 +32,7 @@ type gen struct {
 var (
 	genKeys = []string{"host.name", "k8s.pod.name", "job", "instance", "le", "__name__", "http.method",
 		"region", "env", "a.b", "a_b", "_private", "__double", "0lead", "ünï", "service.version", "x--y",
-		"otel_scope_name", "otel_scope_region", "otel.scope.version"}
+		"otel_scope_name", "otel_scope_region", "otel.scope.version", "quantile"}
 	genNames = []string{"http.server.duration", "queue.depth", "jobs_done", "requests", "cpu.utilization",
 		"process.runtime.go.mem.heap_alloc", "up", "target_info", "foo_total", "bar.count"}
 	genUnits = []string{"", "s", "ms", "By", "1", "{requests}", "%", "bytes/s"}
@@ -138,7 +138,7 @@ func (g *gen) metric(m pmetric.Metric) {
 		temporality = pmetric.AggregationTemporalityDelta
 	}
 	points := 1 + g.rng.IntN(3)
-	kinds := 3
+	kinds := 4
 	if g.rough {
 		kinds = 5
 	}
@@ -162,10 +162,24 @@ func (g *gen) metric(m pmetric.Metric) {
 			g.histogram(h.DataPoints().AppendEmpty())
 		}
 	case 3:
-		p := m.SetEmptySummary().DataPoints().AppendEmpty()
-		p.SetTimestamp(g.when())
-		p.SetCount(3)
-		p.SetSum(7)
+		dps := m.SetEmptySummary().DataPoints()
+		for range points {
+			p := dps.AppendEmpty()
+			p.SetTimestamp(g.when())
+			p.SetCount(g.rng.Uint64N(100))
+			if g.maybe(0.8) {
+				p.SetSum(g.rng.Float64() * 100)
+			}
+			for _, q := range []float64{0, 0.5, 0.9, 0.99, 1}[:g.rng.IntN(6)] {
+				qv := p.QuantileValues().AppendEmpty()
+				qv.SetQuantile(q)
+				qv.SetValue(g.rng.Float64())
+			}
+			if g.maybe(0.1) {
+				p.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+			}
+			g.attrs(p.Attributes(), 3)
+		}
 	default:
 		e := m.SetEmptyExponentialHistogram()
 		e.SetAggregationTemporality(temporality)

@@ -26,7 +26,13 @@ func (r *fastRun) histogram(m metricData) bool {
 	if !ok || temporality != cumulative {
 		return false
 	}
-	ns, ok := r.namesOf(m, otlptranslator.MetricTypeHistogram, model.MetricTypeHistogram)
+	return r.dataPoints(m, otlptranslator.MetricTypeHistogram, model.MetricTypeHistogram, r.histogramPoint)
+}
+
+// dataPoints translates the data points (field 1) of m, a histogram or a
+// summary, with each; false for a metric of none.
+func (r *fastRun) dataPoints(m metricData, typ otlptranslator.MetricType, mt model.MetricType, each func([]byte, *metricNames) bool) bool {
+	ns, ok := r.namesOf(m, typ, mt)
 	if !ok {
 		return false
 	}
@@ -36,7 +42,7 @@ func (r *fastRun) histogram(m metricData) bool {
 			return true
 		}
 		n++
-		return f.typ == protowire.BytesType && r.histogramPoint(f.b, &ns)
+		return f.typ == protowire.BytesType && each(f.b, &ns)
 	})
 	return ok && n > 0
 }
@@ -124,6 +130,7 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 	}
 	st := r.st
 	var ok bool
+	st.extra = st.leLabel
 	if st.attrs, ok = r.readAttrs(st.attrs[:0], msg, 9); !ok || !r.labelsOf(st.attrs, true) {
 		return false
 	}
@@ -132,12 +139,7 @@ func (r *fastRun) histogramPoint(msg []byte, ns *metricNames) bool {
 	if r.cfg.ConvertHistogramsToNHCB {
 		return r.customBuckets(ns, &p, stale)
 	}
-	val := func(v float64) float64 {
-		if stale {
-			return math.Float64frombits(value.StaleNaN)
-		}
-		return v
-	}
+	val := func(v float64) float64 { return staleOr(stale, v) }
 	if p.hasSum {
 		r.emit(ns, ns.sum, p.ts, val(p.sum), nil, nil)
 	}
@@ -253,4 +255,85 @@ func bucketLayout(spans []histogram.Span, deltas []int64, counts []uint64) ([]hi
 	skip(at, len(counts))
 	add(held)
 	return spans, deltas
+}
+
+// staleOr is v, or a staleness marker for a point flagged
+// no-recorded-value.
+func staleOr(stale bool, v float64) float64 {
+	if stale {
+		return math.Float64frombits(value.StaleNaN)
+	}
+	return v
+}
+
+// summary translates a Summary: data_points 1.
+func (r *fastRun) summary(m metricData) bool {
+	return r.dataPoints(m, otlptranslator.MetricTypeSummary, model.MetricTypeSummary, r.summaryPoint)
+}
+
+// quantile is a summary point's ValueAtQuantile: quantile 1, value 2.
+type quantile struct{ q, v float64 }
+
+// summaryPoint translates a SummaryDataPoint (start_time_unix_nano 2,
+// time_unix_nano 3, count 4, sum 5, quantile_values 6, attributes 7,
+// flags 8) into its _sum, _count and quantile samples, as the converter
+// orders them.
+func (r *fastRun) summaryPoint(msg []byte, ns *metricNames) bool {
+	st := r.st
+	var ts, count, flags uint64
+	var sum float64
+	st.quantiles = st.quantiles[:0]
+	ok := fields(msg, func(f field) bool {
+		switch f.num {
+		case 2, 3, 4, 5:
+			switch f.num {
+			case 3:
+				ts = f.u
+			case 4:
+				count = f.u
+			case 5:
+				sum = math.Float64frombits(f.u)
+			}
+			return f.typ == protowire.Fixed64Type
+		case 6:
+			var q quantile
+			st.quantiles = append(st.quantiles, q)
+			return f.typ == protowire.BytesType && fields(f.b, func(g field) bool {
+				switch g.num {
+				case 1:
+					q.q = math.Float64frombits(g.u)
+				case 2:
+					q.v = math.Float64frombits(g.u)
+				default:
+					return true
+				}
+				st.quantiles[len(st.quantiles)-1] = q
+				return g.typ == protowire.Fixed64Type
+			})
+		case 8:
+			flags = f.u
+			return f.typ == protowire.VarintType
+		}
+		return true
+	})
+	if !ok || !r.pointTime(ts) {
+		return false
+	}
+	st.extra = st.quantileLabel
+	if st.attrs, ok = r.readAttrs(st.attrs[:0], msg, 7); !ok || !r.labelsOf(st.attrs, true) {
+		return false
+	}
+	r.points++
+	stale := uint32(flags)&1 != 0
+	r.emit(ns, ns.sum, ts, staleOr(stale, sum), nil, nil)
+	r.emit(ns, ns.count, ts, staleOr(stale, float64(count)), nil, nil)
+	for _, q := range st.quantiles {
+		n := len(st.values)
+		st.values = strconv.AppendFloat(st.values, q.q, 'f', -1, 64)
+		r.emit(ns, ns.name, ts, staleOr(stale, q.v), st.values[n:], nil)
+		if r.over {
+			return false
+		}
+	}
+	return !r.over
 }

@@ -79,35 +79,36 @@ func (r *fastRun) labelsOf(attrs []attr, reserved bool) bool {
 }
 
 // encodeSeries encodes st.series as Label fields into st.enc once for all
-// the series of a point, noting where __name__ and le go: the spans of
-// st.enc that labels of those names take ([nameAt, nameEnd) and [leAt,
-// leEnd), empty where there is none), for emit to set its own over them.
+// the series of a point, noting where __name__ and st.extra (le, or a
+// summary's quantile) go: the spans of st.enc that labels of those names
+// take ([nameAt, nameEnd) and [extraAt, extraEnd), empty where there is
+// none), for emit to set its own over them.
 func (st *fastState) encodeSeries() {
 	st.enc = st.enc[:0]
-	st.nameAt, st.nameEnd, st.leAt, st.leEnd = -1, -1, -1, -1
+	st.nameAt, st.nameEnd, st.extraAt, st.extraEnd = -1, -1, -1, -1
 	for _, l := range st.series {
 		c := bytes.Compare(l.name, st.nameLabel)
 		if st.nameAt < 0 && c >= 0 {
 			st.nameAt = len(st.enc)
 			st.nameEnd = st.nameAt
 		}
-		if st.leAt < 0 && bytes.Compare(l.name, st.leLabel) >= 0 {
-			st.leAt = len(st.enc)
-			st.leEnd = st.leAt
+		if st.extraAt < 0 && bytes.Compare(l.name, st.extra) >= 0 {
+			st.extraAt = len(st.enc)
+			st.extraEnd = st.extraAt
 		}
 		st.enc = wire.AppendLabel(st.enc, l.name, l.value)
 		switch {
 		case c == 0:
 			st.nameEnd = len(st.enc)
-		case bytes.Equal(l.name, st.leLabel):
-			st.leEnd = len(st.enc)
+		case bytes.Equal(l.name, st.extra):
+			st.extraEnd = len(st.enc)
 		}
 	}
 	if st.nameAt < 0 {
 		st.nameAt, st.nameEnd = len(st.enc), len(st.enc)
 	}
-	if st.leAt < 0 {
-		st.leAt, st.leEnd = len(st.enc), len(st.enc)
+	if st.extraAt < 0 {
+		st.extraAt, st.extraEnd = len(st.enc), len(st.enc)
 	}
 }
 
@@ -229,8 +230,9 @@ func (r *fastRun) noteFamily(name string, md metadata.Metadata) {
 }
 
 // appendLabels appends st.series (as encodeSeries encoded it) with
-// __name__ (and le, when set) in their places, set over any label of
-// theirs, as Label fields in name order. ("__name__" sorts before "le".)
+// __name__ (and st.extra of value le, when le is set) in their places,
+// set over any label of theirs, as Label fields in name order.
+// ("__name__" sorts before "le" and "quantile".)
 func (r *fastRun) appendLabels(dst []byte, name, le []byte) []byte {
 	st := r.st
 	dst = append(dst, st.enc[:st.nameAt]...)
@@ -238,9 +240,9 @@ func (r *fastRun) appendLabels(dst []byte, name, le []byte) []byte {
 	if le == nil {
 		return append(dst, st.enc[st.nameEnd:]...)
 	}
-	dst = append(dst, st.enc[st.nameEnd:st.leAt]...)
-	dst = wire.AppendLabel(dst, st.leLabel, le)
-	return append(dst, st.enc[st.leEnd:]...)
+	dst = append(dst, st.enc[st.nameEnd:st.extraAt]...)
+	dst = wire.AppendLabel(dst, st.extra, le)
+	return append(dst, st.enc[st.extraEnd:]...)
 }
 
 // targetInfo writes the resource's target_info samples as the converter
