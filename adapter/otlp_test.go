@@ -21,7 +21,6 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/testkit/otlpgen"
@@ -287,21 +286,17 @@ func TestOTLPRefused(t *testing.T) {
 		for i := range 40 {
 			h.Histogram().DataPoints().At(0).Attributes().PutStr(fmt.Sprintf("a%d", i), strings.Repeat("v", 100))
 		}
-		body := otlpBody(t, md, false, "gzip")
 		for _, general := range []bool{false, true} {
 			st := openEmbedded(t)
 			m := newTestMapper(t, st)
-			opts := Options{MaxRequestBytes: 1 << 20}
-			if general {
-				opts.OTLP = func() otlp.Config {
-					c := otlp.DefaultConfig()
-					c.PromoteScopeMetadata = true // not the fast path's
-					return c
-				}
-			}
 			hd := newHandler(t, ingest.New(m, st, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar"}),
-				query.New(st, m, query.Options{}), opts, prometheus.NewRegistry())
-			rec := postOTLP(hd, "/otlp/v1/metrics", "application/x-protobuf", "gzip", body)
+				query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
+			// JSON takes the general path, protobuf the fast one.
+			ct := "application/x-protobuf"
+			if general {
+				ct = "application/json"
+			}
+			rec := postOTLP(hd, "/otlp/v1/metrics", ct, "gzip", otlpBody(t, md, general, "gzip"))
 			if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "send fewer points a request") {
 				t.Errorf("general path %v: status %d %q, want 413", general, rec.Code, rec.Body)
 			}

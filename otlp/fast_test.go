@@ -513,13 +513,20 @@ func BenchmarkConvertBody(b *testing.B) {
 		b.Run(fmt.Sprintf("fast=%v", fast), func(b *testing.B) {
 			var c Converter
 			cfg := DefaultConfig()
-			if !fast {
-				cfg.PromoteResourceAttributes = []string{"none"} // the general path, promoting nothing there is
-			}
 			var dst []byte
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := c.ConvertBody(b.Context(), body, Protobuf, cfg, dst)
+				var res Result
+				var err error
+				if fast {
+					res, err = c.ConvertBody(b.Context(), body, Protobuf, cfg, dst)
+				} else {
+					md, derr := Decode(body, Protobuf) // the general path: pdata and the converter
+					if derr != nil {
+						b.Fatal(derr)
+					}
+					res, err = c.Convert(b.Context(), md, cfg, dst)
+				}
 				if err != nil || res.Fast != fast {
 					b.Fatalf("fast %v, err %v", res.Fast, err)
 				}
