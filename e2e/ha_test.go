@@ -45,9 +45,13 @@ remote_write:
       max_backoff: 1s
 `))
 
-// HA tracker timings of the test: Mimir's, scaled down.
+// HA tracker timings of the test: Mimir's, scaled down. The failover
+// timeout must outlast the restart of promhbase the test makes (stop,
+// start, ready, and the senders' next retry), or the replica that sends
+// first after it is elected, rightly; under CI's load a restart took more
+// than 4 s.
 const (
-	haFailover = 4 * time.Second
+	haFailover = 8 * time.Second
 	haUpdate   = time.Second
 	haJitter   = 500 * time.Millisecond
 	haScrape   = time.Second
@@ -169,8 +173,10 @@ func TestHAPair(t *testing.T) {
 
 	// A restart of promhbase (the one process on the embedded store, the
 	// first of two on HBase) keeps the election.
+	stopped := time.Now()
 	procs[0].proc.Stop()
 	procs[0] = startHAPromhbase(t, bin, "promhbase-1-again", storage)
+	t.Logf("promhbase restarted in %s (failover timeout %s)", time.Since(stopped).Round(time.Millisecond), haFailover)
 	u, _ := url.Parse(procs[0].base)
 	fronts[0].target.Store(u)
 	if len(procs) == 1 {

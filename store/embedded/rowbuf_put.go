@@ -142,22 +142,14 @@ func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putP
 	if m == nil {
 		return nil
 	}
-	rows := pr.rows[:0]
-	touched := pr.touched
 	m.RLock()
 	if m.Len() >= math.MaxInt32 {
 		m.RUnlock()
 		return nil
 	}
-	for k, p := range puts {
-		i := m.Find(hs[k], p.Row)
-		rows = append(rows, int32(i))
-		if i >= 0 {
-			touched += uint32(m.Touch(i))
-		}
-	}
+	rows, touched := m.FindMany(pr.rows[:0], hs, func(k int) []byte { return puts[k].Row })
 	m.RUnlock()
-	pr.rows, pr.touched = rows, touched
+	pr.rows, pr.touched = rows, pr.touched+touched
 	return m
 }
 

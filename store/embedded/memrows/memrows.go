@@ -167,6 +167,73 @@ func (m *Rows) Find(h uint64, row []byte) int {
 	}
 }
 
+// FindMany is Find of many rows at once: it appends to dst the index of
+// row keys(k), whose hash is hs[k], for each k (-1 when absent), and
+// returns it with a byte of each found row's newest cell block summed
+// (see Touch). The caller holds mu.
+//
+// A lookup of a row in a buffer of a hundred thousand misses the CPU's
+// caches three or four times, one after the other: its hash slot, the
+// rows its probe meets, its key's bytes, its newest block. FindMany takes
+// each step for all the rows in a pass of its own before the next, so
+// that a pass's misses, which do not depend on each other, overlap, and
+// the next pass finds its memory cached (BenchmarkFindMany).
+func (m *Rows) FindMany(dst []int32, hs []uint64, keys func(k int) []byte) ([]int32, uint32) {
+	mask := uint64(len(m.slots) - 1)
+	var sum uint32
+	// Pass 1: each row's first slot.
+	for _, h := range hs {
+		sum += m.slots[h&mask]
+	}
+	// Pass 2: the probe, by hash alone: the first row of the same hash
+	// is the candidate.
+	start := len(dst)
+	for _, h := range hs {
+		cand := int32(-1)
+		for i := h & mask; ; i = (i + 1) & mask {
+			s := m.slots[i]
+			if s == 0 {
+				break
+			}
+			if m.rows[s-1].hash == h {
+				cand = int32(s - 1)
+				break
+			}
+		}
+		dst = append(dst, cand)
+	}
+	// Pass 3: the candidates' keys and newest blocks.
+	for _, c := range dst[start:] {
+		if c < 0 {
+			continue
+		}
+		r := &m.rows[c]
+		if r.klen > 0 {
+			sum += uint32(m.chunks[r.key>>32][uint32(r.key)])
+		}
+		if r.last != 0 {
+			sum += uint32(m.chunks[(r.last-1)>>32][uint32(r.last-1)])
+		}
+	}
+	// Pass 4: the keys compared; a candidate of another key (two keys
+	// of one 64-bit hash) is looked up again, whole.
+	for k, c := range dst[start:] {
+		if c < 0 {
+			continue
+		}
+		key := keys(k)
+		if !bytes.Equal(m.keyOf(m.chunks, &m.rows[c]), key) {
+			c = int32(m.Find(hs[k], key))
+			dst[start+k] = c
+			if c < 0 {
+				continue
+			}
+		}
+		sum += uint32(m.Touch(int(c)))
+	}
+	return dst, sum
+}
+
 // RowFor returns the index of row, added when absent. The caller holds mu
 // exclusively.
 func (m *Rows) RowFor(row []byte) int { return m.RowForHash(m.Hash(row), row) }

@@ -2,6 +2,7 @@ package memrows
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -156,6 +157,7 @@ func checkRows(t *testing.T, m *Rows, want model) {
 	}
 	m.RLock()
 	defer m.RUnlock()
+	checkFindMany(t, m, wantKeys)
 	for _, i := range srt.Order {
 		row := srt.Key(i)
 		cells, _ := m.RowCells(nil, int(i))
@@ -196,5 +198,102 @@ func checkRows(t *testing.T, m *Rows, want model) {
 				t.Fatalf("Lookup(%x, %q) = %q dead %v (found %v), want %q dead %v", rowKey, ck, got.Value, got.Dead, ok, c.value, c.dead)
 			}
 		}
+	}
+}
+
+// checkFindMany checks that FindMany finds what Find finds, for the keys
+// held and keys that are not. The caller holds m's read lock.
+func checkFindMany(t *testing.T, m *Rows, held []string) {
+	t.Helper()
+	var keys [][]byte
+	for _, k := range held {
+		keys = append(keys, []byte(k), []byte(k+"\x00"))
+	}
+	hs := make([]uint64, len(keys))
+	for k, key := range keys {
+		hs[k] = m.Hash(key)
+	}
+	got, _ := m.FindMany(nil, hs, func(k int) []byte { return keys[k] })
+	for k, key := range keys {
+		if want := m.Find(hs[k], key); int(got[k]) != want {
+			t.Fatalf("FindMany(%x) = %d, Find = %d", key, got[k], want)
+		}
+	}
+}
+
+// TestFindManyCollisions: rows of one hash (RowForHash takes any) are
+// told apart by their keys, along FindMany's second lookup.
+func TestFindManyCollisions(t *testing.T) {
+	m := New("t", maphash.MakeSeed(), nil, nil)
+	a, b := m.RowForHash(7, []byte("a")), m.RowForHash(7, []byte("b"))
+	c := m.RowForHash(8, []byte("c"))
+	keys := [][]byte{[]byte("b"), []byte("a"), []byte("z"), []byte("c"), []byte("d")}
+	got, _ := m.FindMany(nil, []uint64{7, 7, 7, 8, 9}, func(k int) []byte { return keys[k] })
+	if want := []int32{int32(b), int32(a), -1, int32(c), -1}; !slices.Equal(got, want) {
+		t.Errorf("FindMany = %v, want %v", got, want)
+	}
+}
+
+// BenchmarkFindMany looks up requests of 2000 rows, each a random row of
+// a buffer of 200 000 (a row a series, each with a cell), as the row
+// buffer's puts do: one Find (and Touch) after another, and FindMany.
+func BenchmarkFindMany(b *testing.B) {
+	const rows, batch = 200_000, 2000
+	m := New("t", maphash.MakeSeed(), nil, nil)
+	keys := make([][]byte, rows)
+	for i := range keys {
+		k := make([]byte, 20)
+		binary.BigEndian.PutUint32(k[16:], uint32(i))
+		keys[i] = k
+		m.AddCell(m.RowFor(k), []byte("t"), []byte{0, 0}, []byte{1}, 1)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	reqs := make([][][]byte, 64)
+	for i := range reqs {
+		// A request's keys side by side, as a request's arena holds them.
+		arena := make([]byte, 0, batch*20)
+		for range batch {
+			arena = append(arena, keys[rng.IntN(rows)]...)
+			reqs[i] = append(reqs[i], arena[len(arena)-20:])
+		}
+	}
+	hs := make([]uint64, batch)
+	dst := make([]int32, 0, batch)
+	for _, tc := range []struct {
+		name string
+		find func(req [][]byte) uint32
+	}{
+		{"one-by-one", func(req [][]byte) uint32 {
+			var t uint32
+			dst = dst[:0]
+			for k, key := range req {
+				i := m.Find(hs[k], key)
+				dst = append(dst, int32(i))
+				t += uint32(m.Touch(i))
+			}
+			return t
+		}},
+		{"many", func(req [][]byte) uint32 {
+			var t uint32
+			dst, t = m.FindMany(dst[:0], hs, func(k int) []byte { return req[k] })
+			return t
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				req := reqs[n%len(reqs)]
+				n++
+				for k, key := range req {
+					hs[k] = m.Hash(key)
+				}
+				tc.find(req)
+				if dst[batch-1] < 0 {
+					b.Fatal("row not found")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/row")
+		})
 	}
 }
