@@ -338,6 +338,9 @@ func (w *Writer) mapCached(ctx context.Context, b *writeBatch, parse parseFunc, 
 	var dedup haDrop
 	err := parse(&b.metas, func(s *wire.Series) error {
 		ordinal++
+		// The next series' cache slot starts loading now, while this
+		// one is handled.
+		b.cache.Prefetch(s.NextKey)
 		if ordinal == 0 && w.ha.Tracker != nil {
 			var err error
 			if b.dropLabel, dedup, err = w.decideHA(ctx, s); err != nil {

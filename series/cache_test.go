@@ -146,6 +146,58 @@ func TestResolveIndexMarkSticks(t *testing.T) {
 	}
 }
 
+// TestCacheReaderPrefetch: Get answers the same after a Prefetch of its
+// key, of another key, of a key at the same bytes and of nothing; a
+// Prefetch's hash is taken only by a Get of the same bytes in memory,
+// and not after Release.
+func TestCacheReaderPrefetch(t *testing.T) {
+	ctx := t.Context()
+	m := testMapper(t, mapping.DefaultLayout(), 1000)
+	want := map[string]Series{}
+	for _, k := range []string{"a", "b", "c"} {
+		s, err := m.Resolve(ctx, []byte(k), []mapping.Label{{Name: []byte("__name__"), Value: []byte("up")}, {Name: []byte("job"), Value: []byte(k)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = s
+	}
+	buf := []byte("ab")
+	for _, tc := range []struct {
+		name     string
+		prefetch [][]byte
+		get      []byte
+		cached   string // "" not cached
+	}{
+		{"its key", [][]byte{buf[:1]}, buf[:1], "a"},
+		{"another key", [][]byte{[]byte("b")}, []byte("a"), "a"},
+		{"two ahead", [][]byte{buf[:1], buf[1:]}, buf[:1], "a"},
+		{"a prefix at the same bytes", [][]byte{buf[:1]}, buf, ""},
+		{"an absent key", [][]byte{[]byte("zz")}, []byte("zz"), ""},
+		{"nothing", [][]byte{nil, {}}, []byte("c"), "c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.CacheReader()
+			for _, k := range tc.prefetch {
+				r.Prefetch(k)
+			}
+			got, ok := r.Get(tc.get)
+			r.Release()
+			if ok != (tc.cached != "") || ok && (!bytes.Equal(got.Metric, want[tc.cached].Metric) || !bytes.Equal(got.Tags, want[tc.cached].Tags)) {
+				t.Errorf("Get(%q) = %v %v, want cached %q", tc.get, got, ok, tc.cached)
+			}
+		})
+	}
+	// A key's bytes changed after Release are hashed again.
+	r := m.CacheReader()
+	r.Prefetch(buf[1:])
+	r.Release()
+	buf[1] = 'c'
+	if got, ok := r.Get(buf[1:]); !ok || !bytes.Equal(got.Tags, want["c"].Tags) {
+		t.Errorf("after Release and a change of the bytes: Get = %v %v, want c's", got, ok)
+	}
+	r.Release()
+}
+
 // TestSeriesCachePromotionNotFresh: a promoted Series keeps its mark's day
 // but is never fresh: the Series handed out before the promotion may set
 // the day on the old mark only, and a fresh copy would then have its

@@ -1,5 +1,11 @@
 package series
 
+import (
+	"unsafe"
+
+	"github.com/promhbase/promhbase/internal/prefetch"
+)
+
 // keyTable maps seriesKeys to seriesEntries: open addressing with linear
 // probing over one array of slots, each the key and its entry side by
 // side (24 bytes). A key is already a keyed hash, so its first word picks
@@ -55,6 +61,14 @@ func (t *keyTable) get(k seriesKey) (seriesEntry, bool) {
 		if s.k == (seriesKey{}) {
 			return seriesEntry{}, false
 		}
+	}
+}
+
+// prefetch starts loading the slot where get(k) begins its probe (see
+// package prefetch).
+func (t *keyTable) prefetch(k seriesKey) {
+	if len(t.slots) > 0 {
+		prefetch.T0(unsafe.Pointer(&t.slots[k[0]&uint64(len(t.slots)-1)]))
 	}
 }
 

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/prometheus/prometheus/prompb"
@@ -52,7 +55,9 @@ func FuzzParseWriteRequest(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var ours []string
+		var next nextKeys
 		err := ParseWriteRequest(data, &Series{}, nil, func(s *Series) error {
+			next.check(t, s)
 			lbls, err := s.Labels()
 			if err != nil {
 				return err
@@ -81,6 +86,73 @@ func FuzzParseWriteRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// nextKeys checks each series' NextKey against the next series' Key: a
+// prefix of it, at the same bytes of the request when the Key aliases it.
+type nextKeys struct {
+	prev []byte
+	seen int
+}
+
+func (n *nextKeys) check(t *testing.T, s *Series) {
+	t.Helper()
+	if p := n.prev; p != nil {
+		if !bytes.HasPrefix(s.Key, p) {
+			t.Fatalf("series %d: key %x, the NextKey before it %x", n.seen, s.Key, p)
+		}
+		if !s.copied && unsafe.SliceData(s.Key) != unsafe.SliceData(p) {
+			t.Fatalf("series %d: NextKey %x not at the key's bytes", n.seen, p)
+		}
+	}
+	n.prev = s.NextKey
+	n.seen++
+}
+
+// TestNextKey: a series' NextKey is the next series' key when its labels
+// come first and are short, a prefix of it when a long label or another
+// field follows, nil when a sample comes first or none follows.
+func TestNextKey(t *testing.T) {
+	field := func(num byte, msg []byte) []byte {
+		b := append([]byte{num<<3 | 2}, binary.AppendUvarint(nil, uint64(len(msg)))...)
+		return append(b, msg...)
+	}
+	lbl := func(n, v string) []byte {
+		b, _ := (&prompb.Label{Name: n, Value: v}).Marshal()
+		return field(1, b)
+	}
+	smp, _ := (&prompb.Sample{Timestamp: 7, Value: 2}).Marshal()
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	short := cat(lbl("__name__", "x"), lbl("a", "b"))
+	long := lbl("c", strings.Repeat("v", 200))
+	for _, tc := range []struct {
+		name string
+		next []byte // the second series
+		want []byte // the first's NextKey
+	}{
+		{"short labels", cat(short, field(2, smp)), short},
+		{"a long label after them", cat(short, long, field(2, smp)), short},
+		{"a sample between labels", cat(short, field(2, smp), lbl("d", "e")), short},
+		{"a sample first", cat(field(2, smp), short), nil},
+		{"a long label first", cat(long, short), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := cat(field(1, cat(lbl("__name__", "y"), field(2, smp))), field(1, tc.next))
+			var keys [][]byte
+			var next nextKeys
+			err := ParseWriteRequest(req, &Series{}, nil, func(s *Series) error {
+				next.check(t, s)
+				keys = append(keys, s.NextKey)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) != 2 || !bytes.Equal(keys[0], tc.want) || (keys[0] == nil) != (tc.want == nil) || keys[1] != nil {
+				t.Errorf("NextKeys %x, want %x then none", keys, tc.want)
+			}
+		})
+	}
 }
 
 // TestParseInterleavedLabels: labels separated by samples (legal protobuf,
