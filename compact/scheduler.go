@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promhbase/promhbase/internal/hashset"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 )
@@ -95,7 +96,7 @@ type notedRow struct {
 }
 
 // hourRows are the rows remembered for one hour: not their keys but a
-// keyed 64-bit hash of each (11 to 21 bytes a row, see rowSet) and the metrics they
+// keyed 64-bit hash of each (11 to 21 bytes a row, see hashset.Set) and the metrics they
 // belong to. Once the hour is due, the rows of those metrics in the hour
 // are scanned and the ones whose hash was remembered compacted. Two rows
 // whose hashes agree (about 1 in 10^7 for a million rows an hour) leave
@@ -103,7 +104,7 @@ type notedRow struct {
 // compact` compacts.
 type hourRows struct {
 	hour    uint32
-	rows    rowSet // keyed hashes of the row keys
+	rows    hashset.Set // keyed hashes of the row keys
 	metrics map[string]struct{}
 	full    bool // the cap was hit (logged once)
 	// tries is how many times the hour's rows were handed to the
@@ -238,10 +239,10 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			}
 			s.last = hr
 		}
-		if hr.rows.has(n.hash) {
+		if hr.rows.Has(n.hash) {
 			continue
 		}
-		if hr.rows.len() >= s.opts.MaxRowsPerHour {
+		if hr.rows.Len() >= s.opts.MaxRowsPerHour {
 			s.untrack++
 			if !hr.full {
 				hr.full = true
@@ -249,7 +250,7 @@ func (s *Scheduler) NoteRows(puts []store.Put) {
 			}
 			continue
 		}
-		hr.rows.add(n.hash)
+		hr.rows.Add(n.hash)
 		if metric := s.c.opts.Layout.MetricOf(puts[n.put].Row); !hasKey(hr.metrics, metric) {
 			hr.metrics[string(metric)] = struct{}{}
 		}
@@ -315,7 +316,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 func (s *Scheduler) CompactDue(ctx context.Context) {
 	for _, hr := range s.takeDue() {
 		if ctx.Err() != nil {
-			s.opts.Logger.Info("compaction stopped; rows of an hour left uncompacted", "hour", hourTime(hr.hour), "rows", hr.rows.len())
+			s.opts.Logger.Info("compaction stopped; rows of an hour left uncompacted", "hour", hourTime(hr.hour), "rows", hr.rows.Len())
 			continue
 		}
 		s.compactHour(ctx, hr)
@@ -333,7 +334,7 @@ func (s *Scheduler) takeDue() []*hourRows {
 		if int64(h) <= deadline {
 			due = append(due, hr)
 			delete(s.hours, h)
-			s.pending -= hr.rows.len()
+			s.pending -= hr.rows.Len()
 			if s.last == hr {
 				s.last = nil
 			}
@@ -392,7 +393,7 @@ feed:
 		for _, r := range s.c.opts.Layout.MetricRanges([]byte(m), h, h) {
 			req := store.ScanRequest{Table: s.c.opts.DataTable, Start: r.Start, Stop: r.Stop, Family: family}
 			err := s.c.scanRows(ctx, req, func(row store.Row) error {
-				if !hr.rows.has(maphash.Bytes(s.seed, row.Key)) {
+				if !hr.rows.Has(maphash.Bytes(s.seed, row.Key)) {
 					return nil
 				}
 				select {
@@ -414,7 +415,7 @@ feed:
 	left := 0
 	if scanErr != nil {
 		// The rows the scans did not reach stay as written.
-		left = max(hr.rows.len()-fed, 0)
+		left = max(hr.rows.Len()-fed, 0)
 		if ctx.Err() == nil {
 			s.m.errors.Inc()
 			if stats.FirstError == nil {
@@ -438,7 +439,7 @@ feed:
 	if stats.Errors > 0 || left > 0 {
 		level = slog.LevelWarn
 	}
-	attrs := []any{"hour", hourTime(hr.hour), "rows", hr.rows.len(), "compacted", stats.Compacted, "cells_deleted", stats.CellsDeleted,
+	attrs := []any{"hour", hourTime(hr.hour), "rows", hr.rows.Len(), "compacted", stats.Compacted, "cells_deleted", stats.CellsDeleted,
 		"unchanged", stats.Unchanged, "skipped", stats.Skipped, "errors", stats.Errors, "duration", time.Since(start).Round(time.Millisecond)}
 	if left > 0 {
 		attrs = append(attrs, "left_uncompacted", left)
@@ -464,21 +465,21 @@ func (s *Scheduler) retry(hr *hourRows, all bool, failed [][]byte) {
 		s.hours[hr.hour] = next
 	}
 	next.tries = max(next.tries, hr.tries+1)
-	before := next.rows.len()
+	before := next.rows.Len()
 	if all {
-		hr.rows.each(func(h uint64) { next.rows.add(h) })
+		hr.rows.Each(func(h uint64) { next.rows.Add(h) })
 		for m := range hr.metrics {
 			next.metrics[m] = struct{}{}
 		}
 	} else {
 		for _, k := range failed {
-			next.rows.add(maphash.Bytes(s.seed, k))
+			next.rows.Add(maphash.Bytes(s.seed, k))
 			if metric := s.c.opts.Layout.MetricOf(k); !hasKey(next.metrics, metric) {
 				next.metrics[string(metric)] = struct{}{}
 			}
 		}
 	}
-	s.pending += next.rows.len() - before
+	s.pending += next.rows.Len() - before
 }
 
 // record counts one row's outcome in the metrics.

@@ -49,6 +49,7 @@ type rowBuffer struct {
 	// there, below the data already held, is then settled as written.
 	bulkWopts sstable.WriterOptions
 	budget    int64
+	grown     int64 // the size the active buffer may grow to (grownLimit)
 	seed      maphash.Seed
 	tables    map[string]bool
 	cache     *pebble.Cache // the block cache the buffers reserve from; nil for none
@@ -58,14 +59,15 @@ type rowBuffer struct {
 	mu     sync.Mutex
 	cond   *sync.Cond // flush finished
 	active map[string]*memrows.Rows
-	// activeBytes counts the bytes of active's buffers (newMemRows); a
-	// new one comes with each fresh active buffer. Replaced under mu.
-	activeBytes *atomic.Int64
-	flushing    map[string]*memrows.Rows
-	flushSeg    uint64 // last log segment covered by flushing
-	wal         *wlog.Log
-	flushErr    error
-	closed      bool
+	// gen is the accounting of active's buffers (their bytes, rows and
+	// continued rows: rowbuf_limit.go); a new one comes with each fresh
+	// active buffer. Replaced under mu.
+	gen      *generation
+	flushing map[string]*memrows.Rows
+	flushSeg uint64 // last log segment covered by flushing
+	wal      *wlog.Log
+	flushErr error
+	closed   bool
 
 	flushMu sync.Mutex
 	// bulks counts the bulk puts writing runs (putRuns) that close waits
@@ -143,6 +145,11 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	rb.recs.New = func() any { return new([]byte) }
 	rb.probes.New = func() any { return new(putProbes) }
 	rb.cache = po.Cache // referenced below once the buffer is open
+	var cacheBytes int64
+	if rb.cache != nil {
+		cacheBytes = rb.cache.MaxSize()
+	}
+	rb.grown = grownLimit(budget, cacheBytes)
 	for _, t := range tables {
 		rb.tables[t] = true
 	}
@@ -219,13 +226,13 @@ func removeSSTables(dir string) error {
 // fresh returns an empty active buffer: a memrows.Rows per buffered table.
 func (rb *rowBuffer) fresh() map[string]*memrows.Rows {
 	m := make(map[string]*memrows.Rows, len(rb.tables))
-	rb.activeBytes = new(atomic.Int64)
+	rb.gen = new(generation)
 	var reserve func(int) func()
 	if rb.cache != nil {
 		reserve = rb.cache.Reserve
 	}
 	for t := range rb.tables {
-		m[t] = memrows.New(t, rb.seed, reserve, rb.activeBytes)
+		m[t] = memrows.New(t, rb.seed, reserve, &rb.gen.bytes)
 	}
 	return m
 }
@@ -249,7 +256,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 		if table == "" || bytes.IndexByte([]byte(table), 0) >= 0 {
 			return fmt.Errorf("row buffer log record names table %q", table)
 		}
-		m = memrows.New(table, rb.seed, nil, rb.activeBytes)
+		m = memrows.New(table, rb.seed, nil, &rb.gen.bytes)
 		rb.active[table] = m
 	}
 	switch op {
@@ -329,7 +336,11 @@ func checkColumn(family, qualifier []byte) error {
 
 // size returns the bytes of the active buffer (of every table: tenants'
 // too, without visiting each). The caller holds mu.
-func (rb *rowBuffer) size() int64 { return rb.activeBytes.Load() }
+func (rb *rowBuffer) size() int64 { return rb.gen.bytes.Load() }
+
+// limit returns the size at which the active buffer is flushed (see
+// generation.limit). The caller holds mu.
+func (rb *rowBuffer) limit() int64 { return rb.gen.limit(rb.budget, rb.grown) }
 
 // signal wakes the flusher, unless it has a wake-up pending.
 func (rb *rowBuffer) signal() {
@@ -414,7 +425,7 @@ func (rb *rowBuffer) activeFor(table string) *memrows.Rows {
 		if rb.cache != nil {
 			reserve = rb.cache.Reserve
 		}
-		m = memrows.New(table, rb.seed, reserve, rb.activeBytes)
+		m = memrows.New(table, rb.seed, reserve, &rb.gen.bytes)
 		rb.active[table] = m
 	}
 	return m

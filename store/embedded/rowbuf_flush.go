@@ -38,7 +38,7 @@ func (rb *rowBuffer) flusher() {
 		closed := rb.closed
 		// A put that saw the buffer at its budget may wake it after
 		// another flush swapped that buffer out: a young one waits.
-		due := rb.flushing != nil || rb.flushErr != nil || rb.size() >= rb.budget
+		due := rb.flushing != nil || rb.flushErr != nil || rb.size() >= rb.limit()
 		rb.mu.Unlock()
 		if closed {
 			return
@@ -75,6 +75,7 @@ func (rb *rowBuffer) flushTrim() error {
 // flushLocked swaps the active buffer out and ingests it; a buffer whose
 // ingest failed before is retried first. The caller holds flushMu.
 func (rb *rowBuffer) flushLocked() error {
+	var swapped *generation // the new active buffer's, when this flush swapped
 	rb.mu.Lock()
 	if rb.flushing == nil {
 		// Each buffer's lock is taken before it is swapped out: a put
@@ -101,9 +102,14 @@ func (rb *rowBuffer) flushLocked() error {
 		}
 		rb.flushing, rb.flushSeg = rb.active, seg
 		rb.active = rb.fresh()
+		swapped = rb.gen
 	}
 	flushing, seg := rb.flushing, rb.flushSeg
 	rb.mu.Unlock()
+	if swapped != nil {
+		// The new buffer's rows are told continued by the old one's.
+		swapped.prev.Store(newHashSet(flushing))
+	}
 
 	err := rb.ingest(flushing)
 	if err == nil {

@@ -12,8 +12,8 @@ import (
 
 // put adds the cells of puts to the active buffer and its log (a cell
 // without a timestamp takes now), and returns the log position that makes
-// them durable. It waits while the buffer is twice its budget and a flush is
-// under way, and fails when flushes fail and the buffer is full.
+// them durable. It waits while the buffer is twice its limit (see
+// generation.limit) and a flush is under way, and fails when flushes fail and the buffer is full.
 //
 // The log record is encoded and the rows are looked up (probe, under the
 // table buffer's read lock; it holds rb.mu only to find that buffer)
@@ -60,9 +60,9 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 			return 0, fmt.Errorf("row buffer closed: %w", store.ErrUnavailable)
 		}
 		// Writers wait for a flush under way when the buffer has grown to
-		// twice its budget meanwhile; with none under way they go on
+		// twice its limit meanwhile; with none under way they go on
 		// and leave the flusher to swap the buffer out.
-		if rb.flushing == nil && rb.flushErr == nil || rb.size() < 2*rb.budget {
+		if rb.flushing == nil && rb.flushErr == nil || rb.size() < 2*rb.limit() {
 			break
 		}
 		if rb.flushErr != nil {
@@ -80,7 +80,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	if m != pre {
 		rows = nil
 	}
-	active := rb.activeBytes // replaced under rb.mu
+	gen := rb.gen // replaced under rb.mu
 	m.Lock()
 	pos := rb.wal.Append(rec)
 	rb.mu.Unlock()
@@ -88,13 +88,22 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 		rb.afterLog()
 	}
 	rowsBefore := m.Len()
+	prev := gen.prev.Load()
+	var added, continued int64 // sampled rows (see generation)
 	for k, p := range puts {
 		i := -1
 		if rows != nil {
 			i = int(rows[k])
 		}
 		if i < 0 {
+			n := m.Len()
 			i = m.RowForHash(hs[k], p.Row)
+			if m.Len() > n && sampled(hs[k]) {
+				added++
+				if prev != nil && prev.Has(hs[k]) {
+					continued++
+				}
+			}
 		}
 		for _, c := range p.Cells {
 			ts := c.Timestamp
@@ -106,6 +115,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	}
 	fresh := m.Len() > rowsBefore
 	m.Unlock()
+	gen.added(added, continued)
 	if fresh {
 		rb.lastFresh.Store(time.Now().UnixNano())
 		if !rb.sortArmed.Load() {
@@ -115,7 +125,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 			}
 		}
 	}
-	if active.Load() >= rb.budget {
+	if gen.bytes.Load() >= gen.limit(rb.budget, rb.grown) {
 		rb.signal()
 	}
 	return pos, nil

@@ -657,3 +657,74 @@ func TestRowBufferProbeAcrossFlush(t *testing.T) {
 		})
 	}
 }
+
+// TestRowBufferLimit: the buffer is flushed at its budget while its rows
+// are new, and grows to growFactor times it when most of its rows
+// continue those of the buffer before it; rows new again bring it back to
+// its budget.
+func TestRowBufferLimit(t *testing.T) {
+	const budget = 512 << 10
+	s := mustOpen(t, t.TempDir(), Options{NoSync: true, Tables: []string{"d"}, BufferTables: []string{"d"}, BufferBytes: budget})
+	defer s.Close()
+	ctx := t.Context()
+	q := uint16(0)
+	// round writes a cell to each of n rows, the first at first.
+	round := func(first, n int) {
+		t.Helper()
+		q++
+		puts := make([]store.Put, 0, n)
+		for r := first; r < first+n; r++ {
+			puts = append(puts, store.Put{Row: fmt.Appendf(nil, "row%08d", r), Cells: []store.Cell{{Family: []byte("t"), Qualifier: []byte{byte(q >> 8), byte(q)}, Value: []byte{1}, Timestamp: 1}}})
+		}
+		if err := s.PutDeferred(ctx, "d", puts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit := func() int64 {
+		s.rb.mu.Lock()
+		defer s.rb.mu.Unlock()
+		return s.rb.limit()
+	}
+	flushes := func() int64 { return s.rb.flushes.Load() }
+	// New rows: a buffer of them is flushed at its budget.
+	const rows = 2000
+	round(0, rows)
+	if l := limit(); l != budget {
+		t.Fatalf("a buffer of new rows: limit %d, want the budget %d", l, budget)
+	}
+	if err := s.rb.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The same rows again, in a fresh buffer: they continue the flushed
+	// one's, and the buffer grows past its budget without a flush.
+	before := flushes()
+	round(0, rows)
+	if l := limit(); l != growFactor*budget {
+		t.Fatalf("a buffer of continued rows: limit %d, want %d (the cache %d bytes)", l, growFactor*budget, s.cacheBytes)
+	}
+	for s.rb.gen.bytes.Load() < 3*budget/2 {
+		round(0, rows)
+	}
+	if f := flushes(); f != before {
+		t.Errorf("%d flushes of a buffer of continued rows under %d bytes", f-before, growFactor*budget)
+	}
+	for _, tc := range []struct{ budget, cache, want int64 }{
+		{32 << 20, 256 << 20, 128 << 20},  // the defaults
+		{32 << 20, 128 << 20, 64 << 20},   // half the cache
+		{128 << 20, 128 << 20, 128 << 20}, // never below the budget
+		{32 << 20, 0, 128 << 20},          // no cache
+	} {
+		if got := grownLimit(tc.budget, tc.cache); got != tc.want {
+			t.Errorf("grownLimit(%d, %d) = %d, want %d", tc.budget, tc.cache, got, tc.want)
+		}
+	}
+	// Other rows, more than those: no longer mostly continued, and
+	// flushed at the budget.
+	round(rows, 2*rows)
+	if l := limit(); l != budget {
+		t.Errorf("a buffer of mostly new rows: limit %d, want the budget %d", l, budget)
+	}
+	poll.Until(t, 10*time.Second, time.Millisecond, "a flush of the buffer past its budget", func() (bool, string) {
+		return flushes() > before, fmt.Sprintf("%d flushes", flushes()-before)
+	})
+}

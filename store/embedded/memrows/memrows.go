@@ -683,6 +683,14 @@ func (m *Rows) Cells() int { return m.cells }
 // Bytes returns the bytes the buffer holds. The caller holds the lock.
 func (m *Rows) Bytes() int64 { return m.bytes }
 
+// EachHash calls fn with the hash of each row (Hash). The caller holds
+// mu.
+func (m *Rows) EachHash(fn func(h uint64)) {
+	for i := range m.rows {
+		fn(m.rows[i].hash)
+	}
+}
+
 // Touch reads a byte of row index i's newest cell block, so that the
 // block is in this core's cache when a cell is appended to it (a put
 // probes its rows under the read lock before it takes the write lock).

@@ -1,4 +1,4 @@
-package compact
+package hashset
 
 import (
 	"math/rand/v2"
@@ -19,23 +19,23 @@ func TestRowSet(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
-			var s rowSet
+			var s Set
 			want := map[uint64]bool{}
 			for range 20_000 {
 				h := tc.gen(r)
-				if added := s.add(h); added == want[h] {
+				if added := s.Add(h); added == want[h] {
 					t.Fatalf("add(%#x) = %v with the hash already in: %v", h, added, want[h])
 				}
 				want[h] = true
-				if q := tc.gen(r); s.has(q) != want[q] {
-					t.Fatalf("has(%#x) = %v, want %v", q, s.has(q), want[q])
+				if q := tc.gen(r); s.Has(q) != want[q] {
+					t.Fatalf("has(%#x) = %v, want %v", q, s.Has(q), want[q])
 				}
 			}
-			if s.len() != len(want) {
-				t.Errorf("len %d, want %d", s.len(), len(want))
+			if s.Len() != len(want) {
+				t.Errorf("len %d, want %d", s.Len(), len(want))
 			}
 			for h := range want {
-				if !s.has(h) {
+				if !s.Has(h) {
 					t.Fatalf("%#x lost", h)
 				}
 			}
@@ -44,8 +44,8 @@ func TestRowSet(t *testing.T) {
 			}
 		})
 	}
-	var empty rowSet
-	if empty.has(0) || empty.has(7) || empty.len() != 0 {
+	var empty Set
+	if empty.Has(0) || empty.Has(7) || empty.Len() != 0 {
 		t.Error("the empty set has something")
 	}
 }
@@ -58,9 +58,9 @@ func BenchmarkRowSetAdd(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		var s rowSet
+		var s Set
 		for _, h := range hs {
-			s.add(h)
+			s.Add(h)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/row")

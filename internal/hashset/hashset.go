@@ -1,32 +1,33 @@
-package compact
+// Package hashset is a set of 64-bit hashes.
+package hashset
 
-// rowSet is a set of 64-bit row hashes (keyed, so uniformly spread): open
+// Set is a set of 64-bit hashes (keyed, so uniformly spread): open
 // addressing with linear probing in a power-of-two table of uint64s, at
 // most three quarters full, no deletion. A hash costs 8 bytes a slot, 11
 // to 21 bytes with the slack, where a Go map[uint64]struct{} takes about
 // 38 (its empty value is padded to 8 bytes, and a map just grown is half
-// empty): 1 M rows of an hour take 16 MiB instead of 36. The slot value 0
+// empty): 1 M hashes take 16 MiB instead of 36. The slot value 0
 // marks an empty slot; the hash 0 itself is kept aside. Not safe for
-// concurrent use.
-type rowSet struct {
+// concurrent use; the zero Set is empty and ready.
+type Set struct {
 	slots []uint64
 	n     int // hashes in slots
 	zero  bool
 }
 
-// minRowSetSlots is the table's first size.
-const minRowSetSlots = 64
+// minSlots is the table's first size.
+const minSlots = 64
 
-// len returns the hashes in the set.
-func (s *rowSet) len() int {
+// Len returns the hashes in the set.
+func (s *Set) Len() int {
 	if s.zero {
 		return s.n + 1
 	}
 	return s.n
 }
 
-// has reports whether h is in the set.
-func (s *rowSet) has(h uint64) bool {
+// Has reports whether h is in the set.
+func (s *Set) Has(h uint64) bool {
 	if h == 0 {
 		return s.zero
 	}
@@ -44,14 +45,14 @@ func (s *rowSet) has(h uint64) bool {
 	}
 }
 
-// add puts h into the set and reports whether it was not there.
-func (s *rowSet) add(h uint64) bool {
+// Add puts h into the set and reports whether it was not there.
+func (s *Set) Add(h uint64) bool {
 	if h == 0 {
 		added := !s.zero
 		s.zero = true
 		return added
 	}
-	if s.has(h) {
+	if s.Has(h) {
 		return false // no growth for a hash already in
 	}
 	if 4*(s.n+1) > 3*len(s.slots) {
@@ -65,8 +66,8 @@ func (s *rowSet) add(h uint64) bool {
 }
 
 // grow doubles the table.
-func (s *rowSet) grow() {
-	slots := make([]uint64, max(minRowSetSlots, 2*len(s.slots)))
+func (s *Set) grow() {
+	slots := make([]uint64, max(minSlots, 2*len(s.slots)))
 	for _, h := range s.slots {
 		if h != 0 {
 			insert(slots, h)
@@ -90,8 +91,8 @@ func insert(slots []uint64, h uint64) bool {
 	}
 }
 
-// each calls f with every hash in the set.
-func (s *rowSet) each(f func(h uint64)) {
+// Each calls f with every hash in the set.
+func (s *Set) Each(f func(h uint64)) {
 	if s.zero {
 		f(0)
 	}
