@@ -40,7 +40,6 @@ func (b *writeBatch) heldBytes() int {
 		int(unsafe.Sizeof(store.Put{}))*(cap(b.puts)+cap(b.exPuts)) + 8*cap(b.starts) +
 		int(unsafe.Sizeof(mapping.Label{}))*labelChunk*len(b.labelChunks) +
 		int(unsafe.Sizeof(missedSeries{}))*cap(b.missed) +
-		int(unsafe.Sizeof(mapping.Point{}))*cap(b.missedPoints) +
 		int(unsafe.Sizeof(index.Entry{}))*cap(b.index)
 }
 
@@ -101,11 +100,6 @@ type writeBatch struct {
 	reject                      map[string]int
 	cache                       series.SeriesCacheReader
 	missed                      []missedSeries
-	// missedPoints are the missed series' float samples, kept by pass 1
-	// for mapMissed unless reparse; keptSeries hands them to addSamples.
-	missedPoints []mapping.Point
-	reparse      bool
-	keptSeries   wire.Series
 	// resolveItems is resolveMissed's scratch.
 	resolveItems []series.ResolveItem
 	// labelsOf decodes the labels of missed series (its label slice is
@@ -148,9 +142,6 @@ func (b *writeBatch) reset() {
 	clear(b.reject)
 	clear(b.missed)
 	b.missed = b.missed[:0]
-	b.missedPoints = b.missedPoints[:0]
-	b.reparse = false
-	b.keptSeries.Key, b.keptSeries.Samples = nil, nil
 	b.labelsOf.ForgetLabels() // no pointers into the last request's keys
 	for i := range b.labelChunks[:min(b.labelAt+1, len(b.labelChunks))] {
 		clear(b.labelChunks[i])

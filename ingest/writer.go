@@ -368,26 +368,14 @@ func (w *Writer) dropDeduped(parse parseFunc, dedup haDrop) (Result, error) {
 }
 
 // mapMissed resolves the series the cache missed concurrently (UID
-// lookups and assignments are round trips to the store), then adds their
-// Puts: from the samples pass 1 kept when it could keep every missed
-// series' (b.missedPoints), or by a second pass over the request.
+// lookups and assignments are round trips to the store), then a second
+// pass over the request adds their Puts.
 func (w *Writer) mapMissed(ctx context.Context, b *writeBatch, parse parseFunc) error {
 	if len(b.missed) == 0 {
 		return nil
 	}
 	if err := w.resolveMissed(ctx, b); err != nil {
 		return err
-	}
-	if !b.reparse {
-		for i := range b.missed {
-			m := &b.missed[i]
-			if m.err == nil {
-				kept := &b.keptSeries
-				kept.Key, kept.Samples = m.key, b.missedPoints[m.pointsAt:m.pointsAt+m.points]
-				w.addSamples(b, kept, m.series)
-			}
-		}
-		return nil
 	}
 	ordinal, next := -1, 0
 	return parse(nil, func(s *wire.Series) error {
@@ -495,11 +483,8 @@ type missedSeries struct {
 	key     []byte
 	labels  []mapping.Label
 	samples int
-	// pointsAt and points locate its float samples in b.missedPoints
-	// (unless b.reparse).
-	pointsAt, points int
-	series           series.Series
-	err              error
+	series  series.Series
+	err     error
 }
 
 // addSeries handles one series of pass 1: cached series get their Puts,
@@ -559,16 +544,6 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		}
 	}
 	m.labels = b.keepLabels(lbls)
-	// Its samples are kept for mapMissed when they are floats alone (the
-	// common case: no second pass over the request); a 2.0 series, or
-	// one with histograms or exemplars, makes mapMissed parse the request
-	// again instead.
-	if !v2 && len(s.Hists) == 0 && len(s.Exemplars) == 0 {
-		m.pointsAt, m.points = len(b.missedPoints), len(s.Samples)
-		b.missedPoints = append(b.missedPoints, s.Samples...)
-	} else {
-		b.reparse = true
-	}
 	b.missed = append(b.missed, m)
 	return nil
 }

@@ -79,42 +79,26 @@ func TestRejectedSeries(t *testing.T) {
 // the second, interleaved with cached series and each other in request
 // order, the same new series twice in one request included; a writer
 // with a cache of its own (another process) finds the UIDs assigned.
-// The second pass takes the samples the first kept, or parses the
-// request again when a new series carries an exemplar: the same rows.
 func TestSecondPass(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		exemplar bool
-	}{
-		{name: "samples kept"},
-		{name: "parsed again", exemplar: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := teststack.New(t, teststack.Options{})
-			s.Write(at(1, "m", "job", "cached"))
-			new2 := at(4, "other", "job", "new2")
-			if tc.exemplar {
-				new2.Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "a"}}, Value: 4, Timestamp: t0 + 4}}
-			}
-			res := s.Write(at(2, "m", "job", "new1"), at(3, "m", "job", "cached"), new2, at(5, "m", "job", "new1"))
-			if res.Samples != 4 || len(res.Rejected) != 0 {
-				t.Errorf("result %+v, want 4 samples written", res)
-			}
-			// A writer of another process: UID and series caches of its own.
-			uids, err := uid.NewUIDs(s.Store, s.Layout, uid.UIDOptions{Table: s.Tables.UID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Mapper = series.NewMapper(uids, s.Layout, 0)
-			s.Writer = s.NewWriter(nil)
-			if res := s.Write(at(6, "m", "job", "new1"), at(7, "third", "job", "new3")); res.Samples != 2 {
-				t.Errorf("another writer: result %+v, want 2 samples written", res)
-			}
-			want := "{__name__=\"m\", job=\"cached\"} 1 3\n{__name__=\"m\", job=\"new1\"} 2 5 6\n{__name__=\"other\", job=\"new2\"} 4\n{__name__=\"third\", job=\"new3\"} 7\n"
-			if got := stored(s); got != want {
-				t.Errorf("stored:\n%swant\n%s", got, want)
-			}
-		})
+	s := teststack.New(t, teststack.Options{})
+	s.Write(at(1, "m", "job", "cached"))
+	res := s.Write(at(2, "m", "job", "new1"), at(3, "m", "job", "cached"), at(4, "other", "job", "new2"), at(5, "m", "job", "new1"))
+	if res.Samples != 4 || len(res.Rejected) != 0 {
+		t.Errorf("result %+v, want 4 samples written", res)
+	}
+	// A writer of another process: UID and series caches of its own.
+	uids, err := uid.NewUIDs(s.Store, s.Layout, uid.UIDOptions{Table: s.Tables.UID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Mapper = series.NewMapper(uids, s.Layout, 0)
+	s.Writer = s.NewWriter(nil)
+	if res := s.Write(at(6, "m", "job", "new1"), at(7, "third", "job", "new3")); res.Samples != 2 {
+		t.Errorf("another writer: result %+v, want 2 samples written", res)
+	}
+	want := "{__name__=\"m\", job=\"cached\"} 1 3\n{__name__=\"m\", job=\"new1\"} 2 5 6\n{__name__=\"other\", job=\"new2\"} 4\n{__name__=\"third\", job=\"new3\"} 7\n"
+	if got := stored(s); got != want {
+		t.Errorf("stored:\n%swant\n%s", got, want)
 	}
 }
 
