@@ -101,7 +101,7 @@ func FuzzWALReplay(f *testing.F) {
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rb := &rowBuffer{tables: map[string]bool{"d": true}, seed: maphash.MakeSeed()}
-		rb.active = rb.fresh()
+		rb.setActive(rb.fresh())
 		if _, err := wlog.Replay(data, 1, rb.replay); err != nil {
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -59,6 +60,8 @@ type rowBuffer struct {
 	mu     sync.Mutex
 	cond   *sync.Cond // flush finished
 	active map[string]*memrows.Rows
+	// activeRef is active, for readers that do not hold mu (probe).
+	activeRef atomic.Pointer[map[string]*memrows.Rows]
 	// gen is the accounting of active's buffers (their bytes, rows and
 	// continued rows: rowbuf_limit.go); a new one comes with each fresh
 	// active buffer. Replaced under mu.
@@ -153,7 +156,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	for _, t := range tables {
 		rb.tables[t] = true
 	}
-	rb.active = rb.fresh()
+	rb.setActive(rb.fresh())
 	var err error
 	if rb.seq, err = lastRunSeq(db); err != nil {
 		return nil, fmt.Errorf("read the row buffer's flush sequence: %w", err)
@@ -194,7 +197,7 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 		for _, m := range rb.active {
 			m.Release()
 		}
-		rb.active = rb.fresh()
+		rb.setActive(rb.fresh())
 		if err := rb.wal.RemoveThrough(segs[len(segs)-1]); err != nil {
 			rb.wal.Close()
 			return nil, err
@@ -257,7 +260,7 @@ func (rb *rowBuffer) replay(payload []byte) error {
 			return fmt.Errorf("row buffer log record names table %q", table)
 		}
 		m = memrows.New(table, rb.seed, nil, &rb.gen.bytes)
-		rb.active[table] = m
+		rb.addActive(table, m)
 	}
 	switch op {
 	case walOpPut:
@@ -426,9 +429,28 @@ func (rb *rowBuffer) activeFor(table string) *memrows.Rows {
 			reserve = rb.cache.Reserve
 		}
 		m = memrows.New(table, rb.seed, reserve, &rb.gen.bytes)
-		rb.active[table] = m
+		rb.addActive(table, m)
 	}
 	return m
+}
+
+// setActive makes bufs the active buffers. A map once set is never
+// changed (addActive copies it), so that probe reads the one activeRef
+// holds without mu. The caller holds mu, or owns rb alone.
+func (rb *rowBuffer) setActive(bufs map[string]*memrows.Rows) {
+	rb.active = bufs
+	rb.activeRef.Store(&bufs)
+}
+
+// addActive makes m table's active buffer, in a copy of the map. The
+// caller holds mu, or owns rb alone.
+func (rb *rowBuffer) addActive(table string, m *memrows.Rows) {
+	bufs := maps.Clone(rb.active)
+	if bufs == nil {
+		bufs = map[string]*memrows.Rows{}
+	}
+	bufs[table] = m
+	rb.setActive(bufs)
 }
 
 // lookup returns the newest record of a cell in the buffers: found false

@@ -101,7 +101,7 @@ func (rb *rowBuffer) flushLocked() error {
 			return err
 		}
 		rb.flushing, rb.flushSeg = rb.active, seg
-		rb.active = rb.fresh()
+		rb.setActive(rb.fresh())
 		swapped = rb.gen
 	}
 	flushing, seg := rb.flushing, rb.flushSeg

@@ -16,8 +16,8 @@ import (
 // generation.limit) and a flush is under way, and fails when flushes fail and the buffer is full.
 //
 // The log record is encoded and the rows are looked up (probe, under the
-// table buffer's read lock; it holds rb.mu only to find that buffer)
-// before rb.mu is taken for the put, and the cells go into
+// table buffer's read lock, the buffer found without rb.mu) before rb.mu
+// is taken for the put, and the cells go into
 // the buffer after rb.mu is released: only the record's copy into the log
 // is made under it. The buffer's own lock (m.mu) is taken before
 // rb.mu is released, so that puts enter the buffer in the order of their
@@ -142,13 +142,12 @@ type putProbes struct {
 }
 
 // probe looks up the rows of puts (whose hashes are hs) in table's active
-// buffer under its read lock, into pr.rows, and returns that buffer; nil
+// buffer (found without rb.mu: activeRef) under the buffer's read lock,
+// into pr.rows, and returns that buffer; nil
 // (pr.rows not set) when the table has none yet or the buffer is too
 // large for an index to fit an int32.
 func (rb *rowBuffer) probe(table string, puts []store.Put, hs []uint64, pr *putProbes) *memrows.Rows {
-	rb.mu.Lock()
-	m := rb.active[table]
-	rb.mu.Unlock()
+	m := (*rb.activeRef.Load())[table]
 	if m == nil {
 		return nil
 	}
