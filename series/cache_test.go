@@ -147,9 +147,9 @@ func TestResolveIndexMarkSticks(t *testing.T) {
 }
 
 // TestCacheReaderPrefetch: Get answers the same after a Prefetch of its
-// key, of another key, of a key at the same bytes and of nothing; a
-// Prefetch's hash is taken only by a Get of the same bytes in memory,
-// and not after Release.
+// key, of another key, of a prefix of it and of nothing; a Prefetch's
+// hash is taken only by a Get of an equal key, and not after Release or
+// once the bytes prefetched have changed.
 func TestCacheReaderPrefetch(t *testing.T) {
 	ctx := t.Context()
 	m := testMapper(t, mapping.DefaultLayout(), 1000)
@@ -187,13 +187,18 @@ func TestCacheReaderPrefetch(t *testing.T) {
 			}
 		})
 	}
-	// A key's bytes changed after Release are hashed again.
+	// Bytes changed since their Prefetch are hashed again, as after a
+	// Release.
 	r := m.CacheReader()
 	r.Prefetch(buf[1:])
-	r.Release()
 	buf[1] = 'c'
 	if got, ok := r.Get(buf[1:]); !ok || !bytes.Equal(got.Tags, want["c"].Tags) {
-		t.Errorf("after Release and a change of the bytes: Get = %v %v, want c's", got, ok)
+		t.Errorf("after a change of the bytes prefetched: Get = %v %v, want c's", got, ok)
+	}
+	r.Prefetch([]byte("a"))
+	r.Release()
+	if got, ok := r.Get([]byte("b")); !ok || !bytes.Equal(got.Tags, want["b"].Tags) {
+		t.Errorf("after Release: Get = %v %v, want b's", got, ok)
 	}
 	r.Release()
 }

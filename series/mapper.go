@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
-	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -120,18 +119,24 @@ type SeriesCacheReader struct {
 	locks        gencache.ShardLocks
 	hits, misses uint64 // counted here, added to the cache's on Release
 	promote      []promotion
-	// ahead are the keys of the last two Prefetch calls and their
-	// hashes, newest first, so that the Get of the same key (the same
-	// bytes in memory) does not hash it again.
+	// ahead are copies of the keys of the last two Prefetch calls and
+	// their hashes, newest first, so that the Get of an equal key does
+	// not hash it again.
 	ahead [2]aheadKey
 }
 
-// aheadKey is a key Prefetch hashed: where its bytes are, and its hash.
+// aheadKey is a key Prefetch hashed: a copy of its bytes (n of them; 0:
+// none, or a key longer than the copy holds), and its hash.
 type aheadKey struct {
-	p *byte
-	n int
-	h seriesKey
+	buf [maxAheadKey]byte
+	n   int
+	h   seriesKey
 }
+
+// maxAheadKey is the longest key whose hash Prefetch keeps for Get: a
+// series of ten short labels as remote write 1.0 sends it takes about 200
+// bytes.
+const maxAheadKey = 384
 
 // promotion is a hit in the older generation, moved to the newer one on
 // Release.
@@ -150,14 +155,20 @@ func (m *Mapper) CacheReader() SeriesCacheReader {
 // a hint, which changes nothing Get returns. A key of a hundred thousand
 // misses every CPU cache on a server under writes; in a request's parse,
 // the next series' key is known while the current one is handled (see
-// wire.Series.NextKey). key's bytes must stay as they are until Release:
-// a Get of the same bytes in memory takes the hash Prefetch made.
+// wire.Series.NextKey). A Get of a key equal to one of the last two
+// prefetched takes the hash Prefetch made (comparing and copying the
+// bytes costs less than hashing them again).
 func (r *SeriesCacheReader) Prefetch(key []byte) {
 	if len(key) == 0 {
 		return
 	}
 	h := r.c.key(key)
-	r.ahead[1], r.ahead[0] = r.ahead[0], aheadKey{p: unsafe.SliceData(key), n: len(key), h: h}
+	r.ahead[1] = r.ahead[0]
+	a := &r.ahead[0]
+	a.n, a.h = 0, h
+	if len(key) <= maxAheadKey {
+		a.n = copy(a.buf[:], key)
+	}
 	i := r.c.shardIndex(h)
 	r.locks.Hold(i)
 	sh := &r.c.shards[i]
@@ -165,12 +176,11 @@ func (r *SeriesCacheReader) Prefetch(key []byte) {
 	sh.old.prefetch(h)
 }
 
-// hash returns key's hash, from a Prefetch of the same bytes when there
+// hash returns key's hash, from a Prefetch of an equal key when there
 // was one.
 func (r *SeriesCacheReader) hash(key []byte) seriesKey {
-	p := unsafe.SliceData(key)
-	for _, a := range r.ahead {
-		if a.p == p && a.n == len(key) && p != nil {
+	for i := range r.ahead {
+		if a := &r.ahead[i]; a.n > 0 && bytes.Equal(a.buf[:a.n], key) {
 			return a.h
 		}
 	}
@@ -198,7 +208,7 @@ func (r *SeriesCacheReader) Get(key []byte) (Series, bool) {
 // cache's and promotes the hits of the older generation.
 func (r *SeriesCacheReader) Release() {
 	r.locks.Release()
-	r.ahead = [2]aheadKey{}
+	r.ahead[0].n, r.ahead[1].n = 0, 0
 	if r.hits > 0 || r.misses > 0 {
 		r.c.hits.Add(r.hits)
 		r.c.misses.Add(r.misses)

@@ -30,9 +30,10 @@ type Series struct {
 	// (remote write 2.0's per-series rules); the rest of the request is.
 	Invalid string
 	// NextKey, when not nil, is the Key of the series the request holds
-	// next, or a prefix of it, aliasing the request as Key does: a hint
-	// for a cache lookup started ahead of time (remote write 1.0, labels
-	// first, as Prometheus encodes them; nil otherwise).
+	// next (remote write 2.0: that series is parsed already), or a prefix
+	// of it (1.0: its leading labels, as Prometheus encodes them): a hint
+	// for a cache lookup started ahead of time. It is valid until the
+	// callback returns.
 	NextKey []byte
 
 	exLabels []mapping.Label

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -20,6 +21,10 @@ type V2State struct {
 	// memoises them per symbol for the request (0: not looked up yet).
 	names   *LabelNames
 	nameIDs []uint32
+	// ahead is the series parsed before the one handed to the callback
+	// is (ParseWriteRequestV2), so that its Key can be that one's
+	// NextKey.
+	ahead Series
 }
 
 // unpack decodes a pending packed labels_refs into refs.
@@ -191,6 +196,8 @@ func ParseWriteRequestV2(buf []byte, st *V2State, s *Series, fn func(*Series) er
 	st.nameIDs = slices.Grow(st.nameIDs[:0], len(st.symbols))[:len(st.symbols)]
 	clear(st.nameIDs)
 	haveSeries := false
+	var cur *Series // parsed, not yet handed over
+	next := s
 	for rest := buf[skip:]; len(rest) > 0; {
 		f, n, _ := readField(rest, "Request") // checked by the first pass
 		rest = rest[n:]
@@ -203,12 +210,22 @@ func ParseWriteRequestV2(buf []byte, st *V2State, s *Series, fn func(*Series) er
 				return fmt.Errorf("%w: the first symbol must be the empty string", ErrMalformed)
 			}
 		}
-		if err := parseTimeSeriesV2(f.b, st, s); err != nil {
+		// Each series is parsed before the one before it is handed over,
+		// which then knows the next one's Key (Series.NextKey): the
+		// two alternate between s and st.ahead.
+		if err := parseTimeSeriesV2(f.b, st, next); err != nil {
 			return err
 		}
-		if err := fn(s); err != nil {
-			return err
+		if cur != nil {
+			cur.NextKey = next.Key
+			if err := fn(cur); err != nil {
+				return err
+			}
 		}
+		cur, next = next, cmp.Or(cur, &st.ahead)
+	}
+	if cur != nil {
+		return fn(cur)
 	}
 	return nil
 }

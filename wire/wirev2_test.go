@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -1062,7 +1063,14 @@ func FuzzParseV2MatchesGogo(f *testing.F) {
 		st := V2State{names: names} // label-name ids: keys take the fast path
 		var got []string
 		var invalid []bool
+		var prevNext []byte // the NextKey of the series before, copied
+		seen := 0
 		err := ParseWriteRequestV2(data, &st, &Series{}, func(s *Series) error {
+			if seen > 0 && !bytes.Equal(prevNext, s.Key) {
+				t.Fatalf("series %d: key %x, the NextKey before it %x", seen, s.Key, prevNext)
+			}
+			prevNext = append(prevNext[:0], s.NextKey...)
+			seen++
 			invalid = append(invalid, s.Invalid != "")
 			if s.Invalid != "" {
 				got = append(got, "")
