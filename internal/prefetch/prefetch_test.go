@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -31,7 +32,7 @@ func BenchmarkT0(b *testing.B) {
 		idx[i] = rng.IntN(len(table))
 	}
 	for _, ahead := range []int{0, 4, 16} {
-		b.Run("ahead="+string(rune('0'+ahead/10))+string(rune('0'+ahead%10)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("ahead=%d", ahead), func(b *testing.B) {
 			b.ReportAllocs()
 			var sum uint64
 			at := 0
