@@ -109,7 +109,7 @@ func BenchmarkDecodePoints(b *testing.B) {
 				if !ok {
 					b.Fatal("refused")
 				}
-				c.timesOf().off.Store(way == "one-pass")
+				c.timesOf().off = way == "one-pass"
 				pts := make([]mapping.Point, 0, 240)
 				b.ReportAllocs()
 				for b.Loop() {

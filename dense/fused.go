@@ -106,7 +106,7 @@ func fusedHeader(v []byte) (fusedShape, bool) {
 func (c *Codec) fusedTimes(pts []mapping.Point, src []byte, base int64, qk byte) (k int, asc, ok bool) {
 	n := len(pts)
 	tc := c.timesOf()
-	if n < timesMinSamples || tc.off.Load() {
+	if n < timesMinSamples || tc.off {
 		return c.decodeTimesInto(pts, src, base, qk)
 	}
 	k, ok = timesLen(src, n)

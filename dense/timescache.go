@@ -2,8 +2,6 @@ package dense
 
 import (
 	"encoding/binary"
-	"sync"
-	"sync/atomic"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -13,23 +11,24 @@ import (
 // sections (the design notes in doc.go). A TimesCache keeps the offsets
 // decoded from recent sections, by the section's bytes and the row's
 // qualifier kind, and a Codec copies them for a section seen before:
-// what the section's bytes give, whatever series or hour they are in, so
-// a copy is always the decoded times. An offset, cut to a qualifier's
-// bits (22 of milliseconds, or 12 of seconds times 1000), is below 2^32.
+// what the section's bytes give, whatever series, hour or query they are
+// in, so a copy is always the decoded times. An offset, cut to a
+// qualifier's bits (22 of milliseconds, or 12 of seconds times 1000), is
+// below 2^32.
 //
 // The cache is bounded (timesCacheBytes) and gives up on values whose
 // sections seldom repeat (one series a target, OpenTSDB's own data): after
-// timesProbe lookups with fewer than one hit in four, it is off for the
-// rest of its life. A Codec has its own unless given one to share
-// (ShareTimes): the workers of one query share one, so that the series
-// of a target hit it whichever worker decodes them.
+// timesProbe lookups with fewer than one hit in four, it is off until
+// RetryTimes. It belongs to its Codec's goroutine: a query's workers each
+// keep their own, from one query to the next (sharing one cost more than
+// it saved: a worker copying offsets that another core has just written
+// waits for their cache lines).
 type TimesCache struct {
-	mu      sync.RWMutex
 	m       map[string]timesEntry
 	bytes   int
-	lookups atomic.Int64
-	hits    atomic.Int64
-	off     atomic.Bool
+	lookups int
+	hits    int
+	off     bool
 }
 
 const (
@@ -45,11 +44,15 @@ type timesEntry struct {
 	asc  bool
 }
 
-// ShareTimes makes c keep and find decoded timestamps sections in tc,
-// safe for concurrent use, instead of a cache of its own.
-func (c *Codec) ShareTimes(tc *TimesCache) { c.times = tc }
+// RetryTimes turns c's times cache on again, keeping the sections it
+// holds, and starts its probe anew: for a Codec kept for rows of another
+// kind (another query), where sections may repeat as they did not.
+func (c *Codec) RetryTimes() {
+	tc := c.timesOf()
+	tc.off, tc.lookups, tc.hits = false, 0, 0
+}
 
-// timesOf returns the cache c uses, its own made at the first use.
+// timesOf returns the cache c uses, made at the first use.
 func (c *Codec) timesOf() *TimesCache {
 	if c.times == nil {
 		c.times = &TimesCache{}
@@ -61,23 +64,17 @@ func (c *Codec) timesOf() *TimesCache {
 // the qualifier's bits) of the section whose key is key (the qualifier
 // kind, then the section's bytes), and whether there are.
 func (tc *TimesCache) lookup(key []byte, n int) (timesEntry, bool) {
-	if tc.off.Load() {
+	if tc.off {
 		return timesEntry{}, false
 	}
-	tc.mu.RLock()
 	e, ok := tc.m[string(key)]
-	tc.mu.RUnlock()
-	lookups := tc.lookups.Add(1)
+	tc.lookups++
 	if ok && len(e.offs) == n {
-		tc.hits.Add(1)
+		tc.hits++
 		return e, true
 	}
-	if lookups >= timesProbe && tc.hits.Load()*4 < lookups {
-		tc.off.Store(true)
-		tc.mu.Lock()
-		clear(tc.m)
-		tc.bytes = 0
-		tc.mu.Unlock()
+	if tc.lookups >= timesProbe && tc.hits*4 < tc.lookups {
+		tc.off = true
 	}
 	return timesEntry{}, false
 }
@@ -85,21 +82,19 @@ func (tc *TimesCache) lookup(key []byte, n int) (timesEntry, bool) {
 // store keeps the times of pts, of a row of base time base (ms), and
 // whether they ascend, under key.
 func (tc *TimesCache) store(key []byte, pts []mapping.Point, base int64, asc bool) {
-	if tc.off.Load() {
+	if tc.off {
 		return
+	}
+	if tc.m == nil {
+		tc.m = map[string]timesEntry{}
+	}
+	if tc.bytes+4*len(pts) > timesCacheBytes {
+		clear(tc.m)
+		tc.bytes = 0
 	}
 	offs := make([]uint32, len(pts))
 	for i, p := range pts {
 		offs[i] = uint32(p.T - base)
-	}
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	if tc.m == nil {
-		tc.m = map[string]timesEntry{}
-	}
-	if tc.bytes+4*len(offs) > timesCacheBytes {
-		clear(tc.m)
-		tc.bytes = 0
 	}
 	tc.m[string(key)] = timesEntry{offs: offs, asc: asc}
 	tc.bytes += 4 * len(offs)

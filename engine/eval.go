@@ -144,14 +144,15 @@ const maxPooledSamples = 1 << 18
 
 // workerMem returns a worker's memory, from an earlier query if any, and
 // the function that keeps it for a later one with its buffer (dropped
-// when too large), the decoder's hold on this query let go.
+// when too large) and its decoder's times cache (see
+// query.RowDecoder.Reuse).
 func (e *Engine) workerMem() (*workerMem, func()) {
 	wm, _ := e.workers.Get().(*workerMem)
 	if wm == nil {
 		wm = &workerMem{}
 	}
 	return wm, func() {
-		wm.dec.Forget()
+		wm.dec.Reuse()
 		if cap(wm.buf) <= maxPooledSamples {
 			e.workers.Put(wm)
 		}

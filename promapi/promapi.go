@@ -196,7 +196,7 @@ func New(opts Options) (*API, error) {
 	}
 	qengine := newQueryEngine(opts, promqlParser, gate, delayedNameRemoval)
 	router := newRouter(opts, qengine, promqlParser)
-	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine}, nil
+	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine, gzip: gzipPool{procs: opts.EngineWorkers}}, nil
 }
 
 // withDefaults returns opts with the defaults of the fields left zero.

@@ -27,7 +27,6 @@ type FloatSelection struct {
 	q      *Querier
 	b      *Budget
 	behind func() bool
-	times  *dense.TimesCache // shared by the decoders of the query's rows
 }
 
 // After returns a view of f whose selects' scans work ahead of f's other
@@ -35,12 +34,12 @@ type FloatSelection struct {
 // rather than fail) while running reports true: a select run at once
 // with another of the query, the other one's memory first.
 func (f *FloatSelection) After(running func() bool) *FloatSelection {
-	return &FloatSelection{q: f.q, b: f.b, behind: running, times: f.times}
+	return &FloatSelection{q: f.q, b: f.b, behind: running}
 }
 
 // FloatSelection starts the float reads of one query.
 func (s *Storage) FloatSelection() *FloatSelection {
-	return &FloatSelection{q: s.q, b: s.q.NewBudget(), times: &dense.TimesCache{}}
+	return &FloatSelection{q: s.q, b: s.q.NewBudget()}
 }
 
 // RowSeries is one series of a FloatSelection: its labels and its rows as
@@ -56,7 +55,6 @@ type RowSeries struct {
 	start, end int64
 	b          *Budget
 	bytes      int64
-	times      *dense.TimesCache
 }
 
 // rawRow is one data row of a series: its hour and its cells, or its
@@ -98,30 +96,28 @@ func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*lab
 		}
 	}
 	return f.q.streamRows(ctx, f.b, f.behind, start, end, ms, func(cs *ChunkSeries) error {
-		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes, times: f.times})
+		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes})
 	})
 }
 
 // RowDecoder decodes the rows of RowSeries into samples. Its zero value
-// is ready; it keeps buffers between calls and is for one goroutine.
+// is ready; it keeps buffers between calls, and the timestamps sections
+// it decoded (dense.TimesCache: the series of a scrape target share
+// theirs), and is for one goroutine.
 type RowDecoder struct {
 	m     cells.Merger
 	dense dense.Codec
 }
 
-// Forget drops what d holds of the last series' query (its shared times
-// cache), for d to be kept for another query.
-func (d *RowDecoder) Forget() { d.dense.ShareTimes(nil) }
+// Reuse readies d, kept, for another query: its times cache, off when the
+// last query's sections seldom repeated, is tried again.
+func (d *RowDecoder) Reuse() { d.dense.RetryTimes() }
 
 // Decode appends the float samples of s in its range to dst, in time
 // order, one per timestamp (of one timestamp in two rows of one hour, a
 // label set stored under two row keys, the first row's), counting them
 // against the query's sample limit.
 func (d *RowDecoder) Decode(dst []Sample, s *RowSeries) ([]Sample, error) {
-	if s.times != nil {
-		// The timestamps the query's other workers decoded.
-		d.dense.ShareTimes(s.times)
-	}
 	rows := s.rows
 	if !slices.IsSortedFunc(rows, cmpRawRows) {
 		slices.SortStableFunc(rows, cmpRawRows)
