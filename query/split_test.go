@@ -35,7 +35,7 @@ func (c *countingStore) Scan(ctx context.Context, req store.ScanRequest) store.S
 func TestSplitScans(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	ctx := context.Background()
-	st := &countingStore{Store: openStore(t, embedded.Options{BufferTables: []string{"tsdb"}})}
+	st := &countingStore{Store: openStore(t, embedded.Options{BufferTables: []string{"tsdb"}, SplitPartBytes: 64 << 10})}
 	m := coldMapper(t, st)
 	const series, samples = 400, 3 * 360 // three hours, one every 10 s
 	for i := range series {

@@ -49,7 +49,7 @@ func TestSplitRange(t *testing.T) {
 		flush bool
 	}{{"buffer", false}, {"tables", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTemp(t, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}, BufferBytes: 1 << 30})
+			s := openTemp(t, Options{NoSync: true, Tables: []string{"tsdb"}, BufferTables: []string{"tsdb"}, BufferBytes: 1 << 30, SplitPartBytes: 64 << 10})
 			const metrics, hours, series = 3, 2, 1000
 			putSplitRows(t, s, metrics, hours, series, 40)
 			if tc.flush {

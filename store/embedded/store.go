@@ -51,6 +51,10 @@ type Options struct {
 	// DefaultSettleInterval; negative turns the background settle off
 	// (Reclaim still settles on request).
 	SettleInterval time.Duration
+	// SplitPartBytes is the least data (Pebble's estimate of its tables'
+	// bytes, or the buffer's) each part of a range cut by SplitRange must
+	// get; 0 means DefaultSplitPartBytes.
+	SplitPartBytes int64
 
 	// tunePebble, when set, adjusts Pebble's options last (tests and
 	// measurements of compression and block sizes).
@@ -75,6 +79,8 @@ type Store struct {
 	now    func() time.Time
 	// cacheBytes is the block cache's capacity.
 	cacheBytes int64
+	// splitPart is Options.SplitPartBytes.
+	splitPart int64
 	// rb holds the recent cells of Options.BufferTables; nil when none.
 	rb *rowBuffer
 	// codecs are Options.RowCodecs.
@@ -115,7 +121,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
-	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), now: time.Now, cacheBytes: opts.CacheBytes, codecs: opts.RowCodecs, dir: dir}
+	s := &Store{wo: pebble.Sync, seed: maphash.MakeSeed(), now: time.Now, cacheBytes: opts.CacheBytes, codecs: opts.RowCodecs, dir: dir, splitPart: opts.SplitPartBytes}
+	if s.splitPart <= 0 {
+		s.splitPart = DefaultSplitPartBytes
+	}
 	interval := opts.SettleInterval
 	if interval == 0 {
 		interval = DefaultSettleInterval
