@@ -340,6 +340,10 @@ func newRouter(opts Options, qengine promql.QueryEngine, promqlParser parser.Par
 		nil, false, nil, false, false, false, false,
 		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, promqlParser,
 	)
+	// Prometheus's JSON codec, the answers of range queries encoded on
+	// every core.
+	api.ClearCodecs()
+	api.InstallCodec(parallelJSON{procs: opts.EngineWorkers})
 	router := route.New().WithPrefix("/api/v1")
 	api.Register(router)
 	return router

@@ -1,0 +1,141 @@
+package promapi
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/util/annotations"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
+)
+
+// randomMatrix returns series of random labels (with characters JSON
+// escapes, and invalid UTF-8) and points (special floats included), some
+// with native histograms.
+func randomMatrix(r *rand.Rand, series, points int) promql.Matrix {
+	values := []string{"a", `q"uote`, `back\slash`, "<tag>&amp;", "ünï", "\xff\xfe", "tab\there", "line\nbreak"}
+	floats := []float64{0, math.Copysign(0, -1), 1, -1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-300, 1.7976931348623157e308, 35700833.98108984, 1e21, 123456789012}
+	m := make(promql.Matrix, series)
+	for i := range m {
+		b := labels.NewBuilder(labels.EmptyLabels())
+		b.Set("__name__", "metric_"+strconv.Itoa(i))
+		b.Set("instance", values[r.IntN(len(values))]+strconv.Itoa(i))
+		if r.IntN(2) == 0 {
+			b.Set("zz", values[r.IntN(len(values))])
+		}
+		m[i].Metric = b.Labels()
+		n := r.IntN(points + 1)
+		for j := range n {
+			f := r.NormFloat64() * math.Pow(10, float64(r.IntN(30)-15))
+			if r.IntN(10) == 0 {
+				f = floats[r.IntN(len(floats))]
+			}
+			t := 1795759488000 + int64(j)*288_000 + int64(r.IntN(3))
+			switch r.IntN(50) {
+			case 0:
+				t = -t
+			case 1:
+				t = math.MinInt64
+			case 2:
+				t = int64(r.IntN(2000)) - 1000
+			}
+			m[i].Floats = append(m[i].Floats, promql.FPoint{T: t, F: f})
+		}
+		if r.IntN(8) == 0 {
+			m[i].Histograms = append(m[i].Histograms, promql.HPoint{T: 1795759488000, H: &histogram.FloatHistogram{Count: 3, Sum: 2.5, ZeroThreshold: 0.001, ZeroCount: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []float64{1, 1}}})
+		}
+	}
+	return m
+}
+
+// TestParallelJSON: the codec's bytes are Prometheus's JSON codec's, for
+// matrices of any size on any number of goroutines, and for answers it
+// does not split (warnings, statistics, other types).
+func TestParallelJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	matrix := func(m promql.Matrix) *v1.Response {
+		return &v1.Response{Status: "success", Data: &v1.QueryData{ResultType: parser.ValueTypeMatrix, Result: m}}
+	}
+	type tc struct {
+		name string
+		resp *v1.Response
+	}
+	var cases []tc
+	for _, size := range []struct{ series, points int }{{0, 0}, {1, 5000}, {2, 3000}, {7, 400}, {40, 300}, {300, 20}} {
+		for k := range 3 {
+			cases = append(cases, tc{strconv.Itoa(size.series) + "x" + strconv.Itoa(size.points) + "/" + strconv.Itoa(k), matrix(randomMatrix(r, size.series, size.points))})
+		}
+	}
+	var warnings annotations.Annotations
+	warnings.Add(errors.New("a warning"))
+	warn, info := warnings.AsStrings("", 10, 10)
+	withWarnings := matrix(randomMatrix(r, 30, 300))
+	withWarnings.Warnings, withWarnings.Infos = warn, info
+	cases = append(cases,
+		tc{"warnings", withWarnings},
+		tc{"vector", &v1.Response{Status: "success", Data: &v1.QueryData{ResultType: parser.ValueTypeVector, Result: promql.Vector{{Metric: labels.FromStrings("a", "b"), F: 1, T: 2}}}}},
+		tc{"labels", &v1.Response{Status: "success", Data: []string{"a", "b"}}},
+	)
+	for _, c := range cases {
+		want, err := v1.JSONCodec{}.Encode(c.resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, procs := range []int{1, 2, 3, 8} {
+			t.Run(c.name+"/procs="+strconv.Itoa(procs), func(t *testing.T) {
+				got, err := parallelJSON{procs: procs}.Encode(c.resp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m, ok := plainMatrix(c.resp); ok && procs > 1 && len(m) > 1 && len(want) > 100_000 && cutByPoints(m, procs) == nil {
+					t.Fatalf("%d bytes of answer not cut in parts", len(want))
+				}
+				if !slices.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("differs at byte %d of %d (want %d): got %.80q, want %.80q", i, len(got), len(want), got[i:], want[min(i, len(want)):])
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkParallelJSON: a range answer of 20 and of 640 series × 300
+// points, Prometheus's codec against the parallel one on GOMAXPROCS
+// goroutines.
+func BenchmarkParallelJSON(b *testing.B) {
+	for _, series := range []int{20, 640} {
+		r := rand.New(rand.NewPCG(3, 4))
+		m := randomMatrix(r, series, 300)
+		for i := range m {
+			m[i].Histograms = nil
+			m[i].Floats = m[i].Floats[:0]
+			for j := range 300 {
+				m[i].Floats = append(m[i].Floats, promql.FPoint{T: 1795759488000 + int64(j)*288_000, F: r.Float64() * 1e8})
+			}
+		}
+		resp := &v1.Response{Status: "success", Data: &v1.QueryData{ResultType: parser.ValueTypeMatrix, Result: m}}
+		for _, codec := range []struct {
+			name string
+			c    v1.Codec
+		}{{"prometheus", v1.JSONCodec{}}, {"parallel", parallelJSON{}}} {
+			b.Run("series="+strconv.Itoa(series)+"/"+codec.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := codec.c.Encode(resp); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
