@@ -59,3 +59,30 @@ func keyAfterPrefix(p []byte) []byte {
 	}
 	return append(p[:i:i], p[i]+1)
 }
+
+// HourCuts returns n-1 row keys that cut r, a range of MetricRanges (one
+// metric and salt bucket, from one hour's base time to another's), into n
+// runs of about as many whole hours, in order: each key is the range's
+// prefix and an hour's base time strictly inside it. nil when r spans
+// fewer than n hours, or is not of that form.
+func (l Layout) HourCuts(r KeyRange, n int) [][]byte {
+	pl := l.PrefixLen()
+	if n < 2 || len(r.Start) != pl || len(r.Stop) != pl || string(r.Start[:pl-TimestampBytes]) != string(r.Stop[:pl-TimestampBytes]) {
+		return nil
+	}
+	from := int64(binary.BigEndian.Uint32(r.Start[pl-TimestampBytes:]))
+	next := int64(binary.BigEndian.Uint32(r.Stop[pl-TimestampBytes:]))
+	if from%MaxTimespan != 0 || next%MaxTimespan != 0 {
+		return nil
+	}
+	hours := (next - from) / MaxTimespan
+	if hours < int64(n) {
+		return nil
+	}
+	cuts := make([][]byte, 0, n-1)
+	for k := int64(1); k < int64(n); k++ {
+		base := from + hours*k/int64(n)*MaxTimespan
+		cuts = append(cuts, binary.BigEndian.AppendUint32(r.Start[:pl-TimestampBytes:pl-TimestampBytes], uint32(base)))
+	}
+	return cuts
+}

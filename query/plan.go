@@ -263,11 +263,15 @@ func (s *selection) hourParts() []hourPart {
 // cores a query may use (ScanConcurrency and GOMAXPROCS) are at least
 // twice the scans and the store can cut a range (store.RangeSplitter):
 // one large metric then takes every core, as many metrics or salt buckets
-// do. A series whose rows fall in two parts (a row per hour, when the
-// range spans hours) is joined when the parts are collected (collect); until
-// then each part charges the budget for it (its labels, overhead and open
-// chunk), so such a query may reach --query.max-bytes-per-query with
-// fewer series than one scan would.
+// do. A range of at least as many hours as parts is cut at hours
+// (mapping.Layout.HourCuts: a series has a row an hour, so parts of equal
+// hours hold about equal data, and finding them costs nothing); a shorter
+// one where the store's estimate of its data says (SplitRange), which
+// cost 0.2 ms a query, a twentieth of one of 20 series of a day. A series
+// whose rows fall in two parts is joined when the parts are collected
+// (collect); until then each part charges the budget for it (its labels,
+// overhead and open chunk), so such a query may reach
+// --query.max-bytes-per-query with fewer series than one scan would.
 func (s *selection) split(ctx context.Context, reqs []store.ScanRequest) ([]store.ScanRequest, error) {
 	sp, ok := store.As[store.RangeSplitter](s.q.st)
 	par := min(s.q.opts.ScanConcurrency, runtime.GOMAXPROCS(0))
@@ -276,10 +280,14 @@ func (s *selection) split(ctx context.Context, reqs []store.ScanRequest) ([]stor
 	}
 	parts := par / len(reqs)
 	out := make([]store.ScanRequest, 0, par)
+	layout := s.q.mapper.Layout()
 	for _, req := range reqs {
-		keys, err := sp.SplitRange(ctx, req.Table, req.Start, req.Stop, parts)
-		if err != nil {
-			return nil, fmt.Errorf("split scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
+		keys := layout.HourCuts(mapping.KeyRange{Start: req.Start, Stop: req.Stop}, parts)
+		if keys == nil {
+			var err error
+			if keys, err = sp.SplitRange(ctx, req.Table, req.Start, req.Stop, parts); err != nil {
+				return nil, fmt.Errorf("split scan %s [%x, %x): %w", req.Table, req.Start, req.Stop, err)
+			}
 		}
 		start := req.Start
 		for _, k := range keys {

@@ -43,8 +43,7 @@ func TestSplitScans(t *testing.T) {
 			"__name__", "split_me", "instance", fmt.Sprintf("host-%03d", i), "job", "node")
 	}
 	sel := labels.MustNewMatcher(labels.MatchEqual, "__name__", "split_me")
-	start, end := t0-3600_000, t0+4*3600_000
-	answer := func(conc int) (sel1, stream1 string, scans int64) {
+	answer := func(conc int, start, end int64) (sel1, stream1 string, scans int64) {
 		t.Helper()
 		q := New(st, m, Options{ScanConcurrency: conc})
 		before := st.scans.Load()
@@ -95,18 +94,28 @@ func TestSplitScans(t *testing.T) {
 		}
 		return seriesString(got), c.String(), scans
 	}
-	oneSel, oneStream, oneScans := answer(1)
-	sel4, stream4, scans4 := answer(4)
-	if oneScans != 1 || scans4 < 2 {
-		t.Fatalf("scans of the data table: %d with concurrency 1, %d with 4; want 1 and several", oneScans, scans4)
-	}
-	if sel4 != oneSel {
-		t.Error("Select: the split scans answered differently from one scan")
-	}
-	if stream4 != oneStream {
-		t.Error("Stream: the split scans answered differently from one scan")
-	}
-	if !strings.HasPrefix(oneStream, oneSel[:strings.IndexByte(oneSel, '\n')]) {
-		t.Errorf("Stream and Select disagree: %.80q vs %.80q", oneStream, oneSel)
+	for _, tc := range []struct {
+		name       string
+		start, end int64
+	}{
+		{"hours: cut at hours", t0 - 3600_000, t0 + 4*3600_000},
+		{"within an hour: cut by the store", t0 + 60_000, t0 + 1800_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oneSel, oneStream, oneScans := answer(1, tc.start, tc.end)
+			sel4, stream4, scans4 := answer(4, tc.start, tc.end)
+			if oneScans != 1 || scans4 < 2 {
+				t.Fatalf("scans of the data table: %d with concurrency 1, %d with 4; want 1 and several", oneScans, scans4)
+			}
+			if sel4 != oneSel {
+				t.Error("Select: the split scans answered differently from one scan")
+			}
+			if stream4 != oneStream {
+				t.Error("Stream: the split scans answered differently from one scan")
+			}
+			if !strings.HasPrefix(oneStream, oneSel[:strings.IndexByte(oneSel, '\n')]) {
+				t.Errorf("Stream and Select disagree: %.80q vs %.80q", oneStream, oneSel)
+			}
+		})
 	}
 }
