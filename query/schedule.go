@@ -15,9 +15,10 @@ const mapEntryOverhead = 64
 // scanGroup is the scans of one group (of one metric name, or of a whole
 // query), each into a selection of its own.
 type scanGroup struct {
-	subs []*selection
-	left atomic.Int64  // scans not yet done
-	done chan struct{} // closed when left reaches 0
+	subs    []*selection
+	claimed []atomic.Bool // scan i is started (by the feeder or the caller)
+	left    atomic.Int64  // scans not yet done
+	done    chan struct{} // closed when left reaches 0
 }
 
 // schedule is the one scheduler of the package's queries. It runs the
@@ -36,6 +37,15 @@ type scanGroup struct {
 // name order, for Stream, to hand on series in label order metric by
 // metric, and one group of all the scans for the others.
 //
+// The caller's goroutine does not only wait: it runs the scans of the
+// group it waits for that no goroutine has started yet (each scan is
+// claimed once, by the feeder that starts goroutines or by the caller),
+// so that a query of few scans does not wait for an idle core to wake
+// (0.1 ms when it was busy a moment before, 0.6 ms and more after 10 ms
+// idle, on the 2-core machine) before its first scan runs. So a query
+// runs at most ScanConcurrency scans on goroutines of their own, and one
+// on the caller's.
+//
 // The first error, of a scan or of handOn, cancels the rest. schedule
 // returns after every scan has ended, having released what the
 // selections of the groups not handed on hold.
@@ -50,12 +60,26 @@ func (s *selection) schedule(ctx context.Context, groups [][]store.ScanRequest, 
 	var head atomic.Int64 // the group being handed on
 	gs := make([]*scanGroup, len(groups))
 	for i, reqs := range groups {
-		g := &scanGroup{subs: make([]*selection, len(reqs)), done: make(chan struct{})}
+		g := &scanGroup{subs: make([]*selection, len(reqs)), claimed: make([]atomic.Bool, len(reqs)), done: make(chan struct{})}
 		g.left.Store(int64(len(reqs)))
 		if len(reqs) == 0 {
 			close(g.done)
 		}
 		gs[i] = g
+	}
+	// run runs scan i of group gi into a selection of its own.
+	run := func(gi, i int) {
+		g := gs[gi]
+		sub := s.sub()
+		sub.ahead = func() bool { return head.Load() < int64(gi) || s.behind != nil && s.behind() }
+		g.subs[i] = sub
+		if err := sub.scan(ctx, groups[gi][i]); err != nil {
+			cancel(err)
+			return
+		}
+		if g.left.Add(-1) == 0 {
+			close(g.done)
+		}
 	}
 	sem := make(chan struct{}, s.q.opts.ScanConcurrency)
 	var wg sync.WaitGroup
@@ -63,29 +87,20 @@ func (s *selection) schedule(ctx context.Context, groups [][]store.ScanRequest, 
 	go func() {
 		defer wg.Done()
 		for gi, reqs := range groups {
-			g, gi := gs[gi], int64(gi)
-			for i, req := range reqs {
+			for i := range reqs {
 				select {
 				case sem <- struct{}{}:
 				case <-ctx.Done():
 					return
 				}
-				sub := s.sub()
-				sub.ahead = func() bool { return head.Load() < gi || s.behind != nil && s.behind() }
-				g.subs[i] = sub
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					err := sub.scan(ctx, req)
+				if gs[gi].claimed[i].Swap(true) {
+					<-sem // the caller runs it
+					continue
+				}
+				wg.Go(func() {
+					run(gi, i)
 					<-sem
-					if err != nil {
-						cancel(err)
-						return
-					}
-					if g.left.Add(-1) == 0 {
-						close(g.done)
-					}
-				}()
+				})
 			}
 		}
 	}()
@@ -93,6 +108,11 @@ func (s *selection) schedule(ctx context.Context, groups [][]store.ScanRequest, 
 		for gi, g := range gs {
 			head.Store(int64(gi))
 			s.budget.wake()
+			for i := range g.claimed {
+				if ctx.Err() == nil && !g.claimed[i].Swap(true) {
+					run(gi, i)
+				}
+			}
 			select {
 			case <-g.done:
 			case <-ctx.Done():
