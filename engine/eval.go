@@ -256,8 +256,10 @@ func (p *seriesPool) send(j job) error {
 		p.next++
 		p.own = append(p.own, j)
 		if len(p.own) > ownQueue {
-			p.run(0, p.mem0, p.own[0])
+			first := p.own[0]
+			p.own[0] = job{} // not kept alive by the queue's array
 			p.own = p.own[1:]
+			p.run(0, p.mem0, first)
 		}
 		return nil
 	}
