@@ -32,7 +32,7 @@ type TimesCache struct {
 }
 
 const (
-	timesCacheBytes = 1 << 20 // offsets kept, at most (4 bytes each)
+	timesCacheBytes = 1 << 20 // bytes kept, at most: keys, offsets (4 bytes each), slots
 	timesProbe      = 64
 	timesMinSamples = 16 // a section of fewer samples is decoded each time
 )
@@ -88,7 +88,10 @@ func (tc *TimesCache) store(key []byte, pts []mapping.Point, base int64, asc boo
 	if tc.m == nil {
 		tc.m = map[string]timesEntry{}
 	}
-	if tc.bytes+4*len(pts) > timesCacheBytes {
+	if old, ok := tc.m[string(key)]; ok {
+		tc.bytes -= entryBytes(len(key), len(old.offs))
+	}
+	if tc.bytes+entryBytes(len(key), len(pts)) > timesCacheBytes {
 		clear(tc.m)
 		tc.bytes = 0
 	}
@@ -97,8 +100,12 @@ func (tc *TimesCache) store(key []byte, pts []mapping.Point, base int64, asc boo
 		offs[i] = uint32(p.T - base)
 	}
 	tc.m[string(key)] = timesEntry{offs: offs, asc: asc}
-	tc.bytes += 4 * len(offs)
+	tc.bytes += entryBytes(len(key), len(offs))
 }
+
+// entryBytes is what an entry of a key of keyLen bytes and n offsets
+// holds: the key, the offsets, and about a map slot.
+func entryBytes(keyLen, n int) int { return keyLen + 4*n + 64 }
 
 // timesLen returns the length of the timestamps section of n samples at
 // the start of src, walking its packed blocks' headers without unpacking

@@ -183,6 +183,7 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 	ctx, cancel := context.WithCancel(ev.ctx)
 	defer cancel()
 	p := newSeriesPool(ctx, cancel, ev.workers, ev.q.e.workerMem, fn)
+	defer p.abandon()
 	err := ev.read(ctx, sel, mint, maxt, p.send)
 	if err != nil {
 		cancel() // the series waiting are released, not evaluated
@@ -200,10 +201,16 @@ func (ev *evaluator) each(sel *selector, fn func(w, idx int, ls labels.Labels, s
 }
 
 // ownQueue is how many series worker 0 (the caller) keeps waiting while
-// it reads, as each other worker's channel holds: enough to even out
-// series of different sizes. Waiting series hold their rows as stored, a
-// few bytes a sample.
-const ownQueue = 16
+// it reads: one, so that the caller hands the next series to another
+// worker before it evaluates its own, and holds no more than one charged
+// to the budget while the scans of the selector's next metric run.
+// Each other worker's channel holds chanQueue, to even out series of
+// different sizes. Waiting series hold their rows as stored, a few bytes
+// a sample.
+const (
+	ownQueue  = 1
+	chanQueue = 16
+)
 
 // seriesPool decodes and evaluates the series of one selector on its
 // workers. Series go to the workers in turn (series i to worker i mod
@@ -223,7 +230,8 @@ type seriesPool struct {
 	own    []job      // worker 0's series not evaluated yet
 	mem0   *workerMem
 	keep0  func()
-	next   int // the index of the next series
+	next   int  // the index of the next series
+	closed bool // the channels are closed (finish or abandon)
 	wg     sync.WaitGroup
 
 	errMu    sync.Mutex
@@ -236,7 +244,7 @@ func newSeriesPool(ctx context.Context, cancel context.CancelFunc, workers int, 
 	p := &seriesPool{ctx: ctx, cancel: cancel, fn: fn, jobs: make([]chan job, max(workers, 1))}
 	p.mem0, p.keep0 = mem()
 	for w := 1; w < len(p.jobs); w++ {
-		p.jobs[w] = make(chan job, ownQueue)
+		p.jobs[w] = make(chan job, chanQueue)
 		p.wg.Go(func() {
 			wm, keep := mem()
 			defer keep()
@@ -253,6 +261,12 @@ func (p *seriesPool) send(j job) error {
 	j.idx = p.next
 	w := p.next % len(p.jobs)
 	if w == 0 {
+		if err := p.ctx.Err(); err != nil {
+			if j.rows != nil {
+				j.rows.Release()
+			}
+			return err
+		}
 		p.next++
 		p.own = append(p.own, j)
 		if len(p.own) > ownQueue {
@@ -278,9 +292,7 @@ func (p *seriesPool) send(j job) error {
 // finish evaluates worker 0's waiting series, waits for the other
 // workers, and returns the first error of a worker.
 func (p *seriesPool) finish() error {
-	for w := 1; w < len(p.jobs); w++ {
-		close(p.jobs[w])
-	}
+	p.closeJobs()
 	for _, j := range p.own {
 		p.run(0, p.mem0, j)
 	}
@@ -290,6 +302,36 @@ func (p *seriesPool) finish() error {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	return p.firstErr
+}
+
+// closeJobs closes the other workers' channels, once.
+func (p *seriesPool) closeJobs() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for w := 1; w < len(p.jobs); w++ {
+		close(p.jobs[w])
+	}
+}
+
+// abandon ends the pool when finish was not reached (a panic in the
+// caller's evaluation): the other workers release what they were given
+// and stop, worker 0's waiting series are released, and it returns
+// once every worker has.
+func (p *seriesPool) abandon() {
+	if p.closed {
+		return
+	}
+	p.cancel()
+	p.closeJobs()
+	for _, j := range p.own {
+		if j.rows != nil {
+			j.rows.Release()
+		}
+	}
+	p.own = nil
+	p.wg.Wait()
 }
 
 // run decodes j's rows, if any, into wm's buffer and evaluates it on

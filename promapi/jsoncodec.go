@@ -62,7 +62,7 @@ func (c parallelJSON) Encode(resp *v1.Response) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return joinParts(outs, resp), nil
+	return joinParts(outs, resp)
 }
 
 // plainMatrix returns the series of resp when it is a successful matrix
@@ -228,15 +228,11 @@ func encodedSize(series promql.Matrix) int {
 // joinParts returns the answer whose series are those of the parts'
 // arrays, in order; resp encoded whole by Prometheus's codec when a part
 // is not an array.
-func joinParts(outs [][]byte, resp *v1.Response) []byte {
+func joinParts(outs [][]byte, resp *v1.Response) ([]byte, error) {
 	size := len(matrixHead) + len(matrixTail)
 	for _, o := range outs {
 		if len(o) < 2 || o[0] != '[' || o[len(o)-1] != ']' {
-			b, err := v1.JSONCodec{}.Encode(resp)
-			if err != nil {
-				return nil
-			}
-			return b
+			return v1.JSONCodec{}.Encode(resp)
 		}
 		size += len(o) - 1
 	}
@@ -248,5 +244,5 @@ func joinParts(outs [][]byte, resp *v1.Response) []byte {
 		}
 		b = append(b, o[1:len(o)-1]...)
 	}
-	return append(b, matrixTail...)
+	return append(b, matrixTail...), nil
 }

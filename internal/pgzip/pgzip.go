@@ -15,6 +15,7 @@ package pgzip
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -38,6 +39,7 @@ type Writer struct {
 	crc     uint32
 	size    uint32 // the bytes written, modulo 2^32 (ISIZE)
 	started bool   // the header is out
+	closed  bool
 	err     error
 
 	encs []*flate.Writer // one a goroutine, made at their first use
@@ -56,32 +58,57 @@ func NewWriter(w io.Writer, level, procs int) (*Writer, error) {
 
 // Reset makes z write a new member onto w, keeping its buffers.
 func (z *Writer) Reset(w io.Writer) {
-	z.w, z.pending, z.crc, z.size, z.started, z.err = w, z.pending[:0], 0, 0, false, nil
+	z.w, z.pending, z.crc, z.size, z.started, z.closed, z.err = w, z.pending[:0], 0, 0, false, false, nil
 }
 
-// Write compresses p. Parts are compressed once procs of them are
-// pending (at Close, the rest).
+// errClosed is what Write answers after Close.
+var errClosed = errors.New("pgzip: write after close")
+
+// Write compresses p. Parts are compressed procs at a time, once that
+// many are written (at Close, the rest): straight from p when nothing is
+// pending, else from a copy of at most procs parts, so a Writer holds
+// about twice procs parts whatever it is given.
 func (z *Writer) Write(p []byte) (int, error) {
+	if z.closed {
+		return 0, errClosed
+	}
 	if z.err != nil {
 		return 0, z.err
 	}
 	z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
 	z.size += uint32(len(p))
-	z.pending = append(z.pending, p...)
-	if len(z.pending) >= z.procs*PartLen {
-		n := len(z.pending) / PartLen * PartLen
-		z.deflate(z.pending[:n], false)
-		z.pending = append(z.pending[:0], z.pending[n:]...)
+	n, batch := len(p), z.procs*PartLen
+	for len(p) > 0 && z.err == nil {
+		if len(z.pending) == 0 && len(p) >= batch {
+			whole := len(p) / batch * batch
+			z.deflate(p[:whole], false)
+			p = p[whole:]
+			continue
+		}
+		if cap(z.pending) < batch {
+			z.pending = append(make([]byte, 0, batch), z.pending...)
+		}
+		take := min(batch-len(z.pending), len(p))
+		z.pending = append(z.pending, p[:take]...)
+		p = p[take:]
+		if len(z.pending) == batch {
+			z.deflate(z.pending, false)
+			z.pending = z.pending[:0]
+		}
 	}
-	return len(p), z.err
+	if z.err != nil {
+		return 0, z.err
+	}
+	return n, nil
 }
 
 // Close compresses what is pending, ending the stream, and writes the
 // member's trailer; it does not close the underlying writer.
 func (z *Writer) Close() error {
-	if z.err != nil {
+	if z.closed || z.err != nil {
 		return z.err
 	}
+	z.closed = true
 	z.deflate(z.pending, true)
 	z.pending = z.pending[:0]
 	if z.err != nil {
@@ -94,9 +121,9 @@ func (z *Writer) Close() error {
 	return z.err
 }
 
-// deflate compresses data in parts, on up to procs goroutines, and
-// writes them in order (after the header, the first time); final ends
-// the stream with the last part (an empty one when data is).
+// deflate compresses data, procs parts at a time, and writes them in
+// order (after the header, the first time); final ends the stream with
+// the last part (an empty one when data is).
 func (z *Writer) deflate(data []byte, final bool) {
 	if !z.started {
 		z.started = true
@@ -108,6 +135,21 @@ func (z *Writer) deflate(data []byte, final bool) {
 			return
 		}
 	}
+	batch := z.procs * PartLen
+	for z.err == nil {
+		chunk := data[:min(len(data), batch)]
+		data = data[len(chunk):]
+		z.deflateParts(chunk, final && len(data) == 0)
+		if len(data) == 0 {
+			return
+		}
+	}
+}
+
+// deflateParts compresses data, at most procs parts, a part on each of
+// as many goroutines (the first on the caller's), and writes them in
+// order; last ends the stream with its last part.
+func (z *Writer) deflateParts(data []byte, last bool) {
 	parts := max((len(data)+PartLen-1)/PartLen, 1)
 	procs := min(z.procs, parts)
 	for len(z.encs) < procs {
@@ -126,7 +168,7 @@ func (z *Writer) deflate(data []byte, final bool) {
 		// Goroutine g compresses parts g, g+procs, ...
 		for i := g; i < parts; i += procs {
 			chunk := data[min(i*PartLen, len(data)):min((i+1)*PartLen, len(data))]
-			z.outs[i], errs[g] = compressPart(z.encs[g], z.outs[i][:0], chunk, final && i == parts-1)
+			z.outs[i], errs[g] = compressPart(z.encs[g], z.outs[i][:0], chunk, last && i == parts-1)
 			if errs[g] != nil {
 				return
 			}

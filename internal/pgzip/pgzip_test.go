@@ -191,3 +191,55 @@ func BenchmarkCompress(b *testing.B) {
 		}
 	})
 }
+
+// TestBounded: a Writer given a large body in one write, or in pieces,
+// holds at most procs parts of it and of its output.
+func TestBounded(t *testing.T) {
+	data := jsonLike(40*PartLen+123, 5)
+	for _, write := range []int{len(data), 3*PartLen + 1, 1000} {
+		t.Run(strconv.Itoa(write), func(t *testing.T) {
+			var out bytes.Buffer
+			z, _ := NewWriter(&out, flate.BestSpeed, 3)
+			for rest := data; len(rest) > 0; {
+				n := min(write, len(rest))
+				if _, err := z.Write(rest[:n]); err != nil {
+					t.Fatal(err)
+				}
+				rest = rest[n:]
+			}
+			if err := z.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if cap(z.pending) > 3*PartLen || len(z.outs) > 3 {
+				t.Fatalf("holds %d bytes pending and %d parts' output; want at most %d and 3", cap(z.pending), len(z.outs), 3*PartLen)
+			}
+			if got := gunzip(t, out.Bytes()); !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes, want %d", len(got), len(data))
+			}
+		})
+	}
+}
+
+// TestClosed: Close twice writes nothing more; Write after Close fails.
+func TestClosed(t *testing.T) {
+	var out bytes.Buffer
+	z, _ := NewWriter(&out, flate.BestSpeed, 2)
+	_, _ = z.Write([]byte("hello"))
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := out.Len()
+	if err := z.Close(); err != nil || out.Len() != n {
+		t.Fatalf("second close: %v, %d bytes more", err, out.Len()-n)
+	}
+	if _, err := z.Write([]byte("x")); err == nil {
+		t.Fatal("write after close taken")
+	}
+	if got := gunzip(t, out.Bytes()); string(got) != "hello" {
+		t.Fatalf("read back %q", got)
+	}
+	z.Reset(&out)
+	if _, err := z.Write([]byte("x")); err != nil {
+		t.Fatalf("write after reset: %v", err)
+	}
+}
