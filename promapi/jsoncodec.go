@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	jsoniter "github.com/json-iterator/go"
 	"github.com/prometheus/prometheus/model/labels"
@@ -15,13 +16,13 @@ import (
 )
 
 // minParallelPoints is the fewest points of a matrix answer encoded in
-// parts at once: below it the goroutines cost more than they save.
+// parts at once: below it the helpers cost more than they save.
 const minParallelPoints = 2048
 
 // parallelJSON is the query API's codec: Prometheus's JSON codec
-// (v1.JSONCodec), whose bytes it gives, with the series of a large
-// matrix answer (a range query's) encoded in parts on up to procs
-// goroutines at once. Formatting the floats of a range answer is most of
+// (v1.JSONCodec), whose bytes it gives, with a matrix answer (a range
+// query's) written here, its series in parts on up to procs goroutines
+// at once when it is large. Formatting the floats of a range answer is most of
 // what a results-cache hit costs, after its compression.
 //
 // Each part is its run of series encoded by Prometheus's own encoder of a
@@ -47,17 +48,14 @@ const (
 // Encode encodes resp as Prometheus's JSON codec does.
 func (c parallelJSON) Encode(resp *v1.Response) ([]byte, error) {
 	m, ok := plainMatrix(resp)
+	if !ok || len(m) == 0 {
+		return v1.JSONCodec{}.Encode(resp)
+	}
 	procs := c.procs
 	if procs <= 0 {
 		procs = runtime.GOMAXPROCS(0)
 	}
-	if !ok || procs < 2 || len(m) < 2 {
-		return v1.JSONCodec{}.Encode(resp)
-	}
 	cuts := cutByPoints(m, procs)
-	if cuts == nil {
-		return v1.JSONCodec{}.Encode(resp)
-	}
 	outs, err := encodeParts(m, cuts)
 	if err != nil {
 		return nil, err
@@ -80,7 +78,7 @@ func plainMatrix(resp *v1.Response) (promql.Matrix, bool) {
 }
 
 // cutByPoints returns the ends of up to procs runs of m's series of
-// about equal points (a histogram counted as 8), or nil when m has fewer
+// about equal points (a histogram counted as 8): one run when m has fewer
 // than minParallelPoints.
 func cutByPoints(m promql.Matrix, procs int) []int {
 	weight := func(s promql.Series) int { return 1 + len(s.Floats) + 8*len(s.Histograms) }
@@ -89,9 +87,9 @@ func cutByPoints(m promql.Matrix, procs int) []int {
 		total += weight(s)
 	}
 	if total < minParallelPoints {
-		return nil
+		return []int{len(m)}
 	}
-	parts := min(procs, len(m))
+	parts := max(min(procs, len(m)), 1)
 	var cuts []int
 	sum := 0
 	for i, s := range m {
@@ -104,23 +102,32 @@ func cutByPoints(m promql.Matrix, procs int) []int {
 }
 
 // encodeParts encodes the runs of m's series that end at cuts, each as
-// a JSON array, each on a goroutine of its own but the first (on the
-// caller's).
+// a JSON array, on the caller's goroutine and as many others at once.
 func encodeParts(m promql.Matrix, cuts []int) ([][]byte, error) {
 	outs := make([][]byte, len(cuts))
 	errs := make([]error, len(cuts))
-	encode := func(i int) {
-		lo := 0
-		if i > 0 {
-			lo = cuts[i-1]
+	// Runs are claimed in order by the caller and by the helpers, so
+	// that a helper that starts late (its core asleep) finds them taken
+	// and the caller never waits for one to start.
+	var claim atomic.Int32
+	work := func() {
+		for {
+			i := int(claim.Add(1)) - 1
+			if i >= len(cuts) {
+				return
+			}
+			lo := 0
+			if i > 0 {
+				lo = cuts[i-1]
+			}
+			outs[i], errs[i] = appendSeriesList(make([]byte, 0, encodedSize(m[lo:cuts[i]])), m[lo:cuts[i]])
 		}
-		outs[i], errs[i] = appendSeriesList(make([]byte, 0, encodedSize(m[lo:cuts[i]])), m[lo:cuts[i]])
 	}
 	var wg sync.WaitGroup
-	for i := 1; i < len(cuts); i++ {
-		wg.Go(func() { encode(i) })
+	for range len(cuts) - 1 {
+		wg.Go(work)
 	}
-	encode(0)
+	work()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
