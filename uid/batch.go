@@ -99,43 +99,31 @@ func (u *UIDs) countBatch(b *uidBatch) {
 	}
 }
 
-// readCached sets the UID of each request whose name is cached, under
-// one read lock per kind, and clears the others' results; it returns
-// which requests were found.
+// readCached sets the UID of each request whose name is cached, looked
+// up shard by shard (gencache.GetByShard), and clears the others'
+// results; it returns which requests were found.
 func (u *UIDs) readCached(reqs []UIDRequest) []bool {
 	cached := make([]bool, len(reqs))
+	var items []int
+	var keys []nameKey
 	for k := range NumKinds {
 		c := u.fwd[k]
-		var promote []int
-		var hit, miss uint64
-		c.Mu.RLock()
-		held := 0
+		items, keys = items[:0], keys[:0]
 		for i := range reqs {
-			r := &reqs[i]
-			if r.Kind != k {
-				continue
-			}
-			if held++; held > gencache.LockBatch {
-				c.Mu.RUnlock() // a writer waits for at most gencache.LockBatch lookups
-				c.Mu.RLock()
-				held = 1
-			}
-			r.UID, r.Created, r.Err = nil, false, nil
-			if uid, ok, old := c.GetLocked(c.key(r.Name)); ok {
-				r.UID, cached[i] = uid, true
-				if old {
-					promote = append(promote, i)
-				}
-			}
-			if cached[i] {
-				hit++
-			} else {
-				miss++
+			if r := &reqs[i]; r.Kind == k {
+				r.UID, r.Created, r.Err = nil, false, nil
+				items = append(items, i)
+				keys = append(keys, c.key(r.Name))
 			}
 		}
-		c.Mu.RUnlock()
-		c.Hits.Add(hit)
-		c.Misses.Add(miss)
+		var promote []int
+		gencache.GetByShard(c.ShardedByteCache, len(items), func(j int) nameKey { return keys[j] }, func(j int, uid []byte, old bool) {
+			i := items[j]
+			reqs[i].UID, cached[i] = uid, true
+			if old {
+				promote = append(promote, i)
+			}
+		})
 		for _, i := range promote {
 			c.Put(c.key(reqs[i].Name), reqs[i].UID)
 		}

@@ -15,14 +15,35 @@ import (
 // seeds cannot search for a pair), as the series cache's keys.
 type nameKey [2]uint64
 
+// cacheShardBits is log2 of the shards of each UID cache direction and
+// kind (gencache.ShardedByteCache): a first contact's requests each add
+// thousands of names while the others look theirs up, and one lock a
+// cache made them wait for each other (57 % of the write path's mutex
+// wait in a first round of 100 k series on 2 cores). Caches of fewer
+// than minShardedEntries entries (tests) keep one shard.
+const (
+	cacheShardBits    = 4
+	minShardedEntries = 1 << 12
+)
+
+func shardBits(max int) uint {
+	if max < minShardedEntries {
+		return 0
+	}
+	return cacheShardBits
+}
+
 // uidCache is the forward cache of one kind: name -> UID.
 type uidCache struct {
 	seeds [2]maphash.Seed
-	*gencache.ByteCache[nameKey]
+	*gencache.ShardedByteCache[nameKey]
 }
 
+// newUIDCache returns a forward cache; a name's shard is the top bits of
+// its key's second hash.
 func newUIDCache(max int) *uidCache {
-	return &uidCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, ByteCache: gencache.NewByteCache[nameKey](max)}
+	return &uidCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		ShardedByteCache: gencache.NewShardedByteCache(shardBits(max), max, func(k nameKey) uint64 { return k[1] })}
 }
 
 func (c *uidCache) key(name []byte) nameKey {
@@ -46,10 +67,15 @@ func (c *uidCache) putName(name string, uid []byte) {
 // 8 bytes is its own key, big-endian in a uint64; callers pass only UIDs
 // of the kind's width, so no two share a key.
 type nameCache struct {
-	*gencache.ByteCache[uint64]
+	*gencache.ShardedByteCache[uint64]
 }
 
-func newNameCache(max int) *nameCache { return &nameCache{gencache.NewByteCache[uint64](max)} }
+// newNameCache returns a reverse cache; a UID's shard is the top bits of
+// its key times a 64-bit odd constant (Fibonacci hashing), so that
+// consecutive UIDs spread over the shards.
+func newNameCache(max int) *nameCache {
+	return &nameCache{gencache.NewShardedByteCache(shardBits(max), max, func(k uint64) uint64 { return k * 0x9E3779B97F4A7C15 })}
+}
 
 func uidKey(uid []byte) (uint64, bool) {
 	if len(uid) > 8 {
@@ -74,15 +100,8 @@ func (c *nameCache) getUID(uid []byte) (string, bool) {
 
 // putUID caches name as the name of uid.
 func (c *nameCache) putUID(uid []byte, name string) {
-	c.Mu.Lock()
-	defer c.Mu.Unlock()
-	c.putUIDLocked(uid, name)
-}
-
-// putUIDLocked is putUID with c.Mu held for writing.
-func (c *nameCache) putUIDLocked(uid []byte, name string) {
 	if k, ok := uidKey(uid); ok {
-		c.PutLocked(k, unsafe.Slice(unsafe.StringData(name), len(name)))
+		c.Put(k, unsafe.Slice(unsafe.StringData(name), len(name)))
 	}
 }
 

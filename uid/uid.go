@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -390,43 +391,32 @@ func (u *UIDs) GetOrCreateNew(ctx context.Context, kind Kind, name []byte) ([]by
 }
 
 // rememberWork caches the name and UID of every item of work without an
-// error, in both directions, gencache.LockBatch items at a time under each cache's
-// lock (a first contact remembers a name or more a series).
+// error, in both directions, shard by shard: each shard's lock is taken
+// for its items alone, up to gencache.LockBatch at a time (a first
+// contact remembers a name or more a series, spread over every shard).
 func (u *UIDs) rememberWork(work []uidWork) {
-	var keys [gencache.LockBatch]nameKey
+	var items []int32
 	for kind := range NumKinds {
-		fwd, rev := u.fwd[kind], u.rev[kind]
-		learned := false
-		for rest := work; len(rest) > 0; {
-			part := rest[:min(len(rest), gencache.LockBatch)]
-			rest = rest[len(part):]
-			some := false
-			for i := range part {
-				if w := &part[i]; w.kind == kind && w.err == nil {
-					keys[i] = fwd.keyString(w.name)
-					some = true
-				}
+		items = items[:0]
+		for i := range work {
+			if w := &work[i]; w.kind == kind && w.err == nil {
+				items = append(items, int32(i))
 			}
-			if !some {
-				continue
-			}
-			learned = true
-			fwd.Mu.Lock()
-			for i := range part {
-				if w := &part[i]; w.kind == kind && w.err == nil {
-					fwd.PutLocked(keys[i], w.uid)
-				}
-			}
-			fwd.Mu.Unlock()
-			rev.Mu.Lock()
-			for i := range part {
-				if w := &part[i]; w.kind == kind && w.err == nil {
-					rev.putUIDLocked(w.uid, w.name)
-				}
-			}
-			rev.Mu.Unlock()
 		}
-		if kind == KindMetric && learned {
+		if len(items) == 0 {
+			continue
+		}
+		fwd, rev := u.fwd[kind], u.rev[kind]
+		keys := make([]nameKey, len(items))
+		for j, i := range items {
+			keys[j] = fwd.keyString(work[i].name)
+		}
+		gencache.PutByShard(fwd.ShardedByteCache, len(items), func(j int) nameKey { return keys[j] }, func(j int) []byte { return work[items[j]].uid })
+		gencache.PutByShard(rev.ShardedByteCache, len(items), func(j int) uint64 { k, _ := uidKey(work[items[j]].uid); return k }, func(j int) []byte {
+			name := work[items[j]].name
+			return unsafe.Slice(unsafe.StringData(name), len(name))
+		})
+		if kind == KindMetric {
 			u.metricGen.Add(1)
 		}
 	}
