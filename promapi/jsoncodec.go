@@ -211,13 +211,82 @@ func appendInt64(b []byte, n int64) []byte {
 
 // appendFloat appends f as jsonutil.MarshalFloat writes it between its
 // quotes: the shortest decimal that reads back as f, in exponent form
-// below 1e-6 and from 1e21 on (NaN, +Inf and -Inf by name).
+// below 1e-6 and from 1e21 on (NaN, +Inf and -Inf by name). A value
+// that is the double nearest a decimal of at most 15 significant digits
+// and 9 places (most gauges and counters as exporters write them) is
+// written from that decimal (appendShortDecimal); others by strconv.
 func appendFloat(b []byte, f float64) []byte {
 	form := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		form = 'e'
 	}
+	if form == 'f' {
+		if out, ok := appendShortDecimal(b, f); ok {
+			return out
+		}
+	}
 	return strconv.AppendFloat(b, f, form, -1, 64)
+}
+
+// appendShortDecimal appends f in fixed notation when f is the double
+// nearest m/10^k for an integer 0 < |m| < 10^15 and k <= 9, found as the
+// first k for which f*10^k is a whole m and m/10^k (a correctly rounded
+// division of two exact doubles) is f again; ok is false otherwise, and
+// for zero (whose sign strconv keeps). The result is strconv's 'f', -1:
+// a decimal of at most 15 significant digits reads back as the one
+// double nearest it (DBL_DIG), so no other such decimal reads back as f,
+// and the shortest that does is m/10^k without its trailing zeros.
+func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
+	if f == 0 {
+		return b, false
+	}
+	// A first test rejects most other values (a rate's) at once: such a
+	// decimal times 10^9 is within two roundings (2^-52 of it) of a
+	// whole number.
+	if t := f * 1e9; math.Abs(t-math.Round(t)) > math.Abs(t)*0x1p-51 {
+		return b, false
+	}
+	pow10 := [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9} // each exact in a float64
+	for k, p := range pow10 {
+		t := f * p
+		if t != math.Trunc(t) {
+			continue
+		}
+		if math.Abs(t) >= 1e15 || float64(int64(t))/p != f {
+			return b, false
+		}
+		m := int64(t)
+		if m < 0 {
+			b = append(b, '-')
+			m = -m
+		}
+		for k > 0 && m%10 == 0 {
+			m /= 10
+			k--
+		}
+		return appendScaled(b, uint64(m), k), true
+	}
+	return b, false
+}
+
+// appendScaled appends m/10^k in fixed notation: m's digits with a point
+// k from their end, and zeros before them when they are fewer than k+1.
+func appendScaled(b []byte, m uint64, k int) []byte {
+	if k == 0 {
+		return strconv.AppendUint(b, m, 10)
+	}
+	var digits [20]byte
+	d := strconv.AppendUint(digits[:0], m, 10)
+	if len(d) <= k {
+		b = append(b, '0', '.')
+		for range k - len(d) {
+			b = append(b, '0')
+		}
+		return append(b, d...)
+	}
+	b = append(b, d[:len(d)-k]...)
+	b = append(b, '.')
+	return append(b, d[len(d)-k:]...)
 }
 
 // encodedSize is about the bytes of the JSON of series, on the high

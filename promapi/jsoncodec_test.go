@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"testing"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/util/annotations"
+	"github.com/prometheus/prometheus/util/jsonutil"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 )
 
@@ -34,6 +36,9 @@ func randomMatrix(r *rand.Rand, series, points int) promql.Matrix {
 		n := r.IntN(points + 1)
 		for j := range n {
 			f := r.NormFloat64() * math.Pow(10, float64(r.IntN(30)-15))
+			if r.IntN(3) == 0 {
+				f = randomDecimal(r)
+			}
 			if r.IntN(10) == 0 {
 				f = floats[r.IntN(len(floats))]
 			}
@@ -53,6 +58,95 @@ func randomMatrix(r *rand.Rand, series, points int) promql.Matrix {
 		}
 	}
 	return m
+}
+
+// randomDecimal returns the double nearest a random decimal m/10^k, as
+// exporters write gauges and counters: up to 17 significant digits, up
+// to 12 places, either sign.
+func randomDecimal(r *rand.Rand) float64 {
+	m := r.Int64N(int64(math.Pow(10, float64(1+r.IntN(17)))))
+	f := float64(m) / math.Pow(10, float64(r.IntN(13)))
+	if r.IntN(4) == 0 {
+		f = -f
+	}
+	return f
+}
+
+// prometheusFloat is what Prometheus's jsonutil.MarshalFloat writes of
+// f, without its quotes.
+func prometheusFloat(f float64) string {
+	s := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(s)
+	jsonutil.MarshalFloat(f, s)
+	out := string(s.Buffer())
+	return out[1 : len(out)-1]
+}
+
+// TestAppendFloat: appendFloat writes what Prometheus's
+// jsonutil.MarshalFloat does, on decimals (where the short path writes
+// them), on the edges of its forms and of the short path, and on random
+// doubles.
+func TestAppendFloat(t *testing.T) {
+	check := func(t *testing.T, f float64) {
+		t.Helper()
+		if got, want := string(appendFloat(nil, f)), prometheusFloat(f); got != want {
+			t.Fatalf("%v (%#x): %s, want %s", f, math.Float64bits(f), got, want)
+		}
+	}
+	edges := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2, 0.3, 0.1 + 0.2, 1e-6, 9.99999e-7, 1.000001e-6, 1e-9, 123456789.123456,
+		999999999999999, 1e15, 1e15 + 1, 999999999999999.9, 99999999999999.99, 0.000123456789, 12345.6789, 1e20, 1e21, 9.999999999999999e20,
+		math.MaxInt64, math.MinInt64, 1 << 53, 1<<53 + 1, 4.35, 2.675, 1.005, 100, 1e9, 0.999999999, 0.0000015, 35700833.98108984,
+		math.NaN(), math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, math.MaxFloat64}
+	t.Run("edges", func(t *testing.T) {
+		for _, f := range edges {
+			check(t, f)
+			check(t, -f)
+			check(t, math.Nextafter(f, math.Inf(1)))
+			check(t, math.Nextafter(f, math.Inf(-1)))
+		}
+	})
+	r := rand.New(rand.NewPCG(7, 8))
+	t.Run("decimals", func(t *testing.T) {
+		for range 300000 {
+			check(t, randomDecimal(r))
+		}
+	})
+	t.Run("doubles", func(t *testing.T) {
+		for range 100000 {
+			check(t, math.Float64frombits(r.Uint64()))
+			check(t, r.NormFloat64()*math.Pow(10, float64(r.IntN(40)-20)))
+		}
+	})
+}
+
+// FuzzAppendFloat: appendFloat writes what Prometheus's
+// jsonutil.MarshalFloat does, on any double.
+func FuzzAppendFloat(f *testing.F) {
+	for _, v := range []float64{0, 0.1, 12345.678, 1e-6, 1e21, -3.5, math.NaN()} {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		v := math.Float64frombits(bits)
+		if got, want := string(appendFloat(nil, v)), prometheusFloat(v); got != want {
+			t.Fatalf("%v (%#x): %s, want %s", v, bits, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendFloat: a value of a gauge as exporters write it (the
+// short path), and a rate's (strconv's).
+func BenchmarkAppendFloat(b *testing.B) {
+	bench := func(name string, f float64) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 32)
+			for b.Loop() {
+				buf = appendFloat(buf[:0], f)
+			}
+		})
+	}
+	bench("decimal", 1234.56)
+	bench("rate", 0.016666666666666666)
 }
 
 // TestParallelJSON: the codec's bytes are Prometheus's JSON codec's, for
