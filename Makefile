@@ -6,7 +6,7 @@ PKGS    := ./...
 FAULTS_PKGS := ./e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-refresh bench-downsample fuzz clean
+.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-refresh bench-downsample fuzz clean
 
 all: build
 
@@ -158,6 +158,14 @@ bench-disk: bench-bins
 	for c in $(BENCH_DISK_CONFIGS); do \
 		$(DISK_LOAD) $$(echo "$$c" | tr , ' ') $(BENCH_DISK_FLAGS) || exit 1; \
 	done
+
+## bench-tsd: promhbase's reads against an OpenTSDB 2.4.1 TSD's on the
+## same HBase tables (scripts/bench-tsd.sh: starts the standalone HBase
+## when it does not serve, loads bench-disk's data through promhbase,
+## then asks both four dashboard shapes in turns). SERIES, TARGETS, SPAN,
+## RUNS and WARMUPS size it (2000, 20, 24h, 21, 100).
+bench-tsd: bench-bins
+	scripts/bench-tsd.sh
 
 ## bench-refresh: a dashboard's refreshes on promhbase's results cache
 ## (promhbase-load disk --refresh=20, promhbase only, the data of
