@@ -268,6 +268,10 @@ type scratch struct {
 	resets []int32
 	counts []int32
 	sorted []float64
+	// quantile_over_time's: the sorted window of the series, and whether
+	// its values allow one (plainValues).
+	win   sortedWindow
+	plain bool
 }
 
 // series evaluates the series ls with samples into out (len steps), and

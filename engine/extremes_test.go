@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/promhbase/promhbase/query"
@@ -125,4 +126,96 @@ func compareOverTime(w []query.Sample, max bool) float64 {
 		}
 	}
 	return best
+}
+
+// TestSortedWindow: as a window slides forward (by a sample or two, by
+// many, by none, past its end), the sorted window holds exactly the
+// values of pts[lo:hi] in order, for values with many repeats and for
+// distinct ones; plainValues turns away NaN and negative zero only.
+func TestSortedWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values func(r *rand.Rand) float64
+	}{
+		{"repeats", func(r *rand.Rand) float64 { return float64(r.IntN(5)) }},
+		{"distinct", func(r *rand.Rand) float64 { return r.NormFloat64() * 1e3 }},
+		{"decimals", func(r *rand.Rand) float64 { return float64(r.IntN(2000)-1000) / 100 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, 2))
+			pts := make([]query.Sample, 5000)
+			for i := range pts {
+				pts[i] = query.Sample{T: int64(i), V: tc.values(r)}
+			}
+			var w sortedWindow
+			for round := range 20 {
+				w.reset()
+				lo, hi := 0, 0
+				for hi < len(pts) {
+					switch r.IntN(10) {
+					case 0: // a jump
+						hi = min(hi+r.IntN(400), len(pts))
+					case 1: // no move
+					default:
+						hi = min(hi+r.IntN(3), len(pts))
+					}
+					lo = max(lo, hi-1-r.IntN(240))
+					if lo >= hi {
+						continue
+					}
+					got := w.slide(pts, lo, hi)
+					want := make([]float64, 0, hi-lo)
+					for _, p := range pts[lo:hi] {
+						want = append(want, p.V)
+					}
+					slices.Sort(want)
+					if !slices.Equal(got, want) {
+						t.Fatalf("round %d, window [%d, %d): %v, want %v", round, lo, hi, got, want)
+					}
+				}
+			}
+		})
+	}
+	t.Run("plainValues", func(t *testing.T) {
+		for _, tc := range []struct {
+			v    float64
+			want bool
+		}{{0, true}, {1.5, true}, {math.Inf(-1), true}, {math.NaN(), false}, {math.Copysign(0, -1), false}} {
+			if got := plainValues([]query.Sample{{V: 1}, {V: tc.v}}); got != tc.want {
+				t.Errorf("plainValues with %v = %v, want %v", tc.v, got, tc.want)
+			}
+		}
+	})
+}
+
+// BenchmarkQuantileOverTime: quantile_over_time(0.95, x[1h]) of a series
+// of a day of 15 s samples at a 288 s step (300 steps of 240 values), by
+// the sliding sorted window and by sorting each window.
+func BenchmarkQuantileOverTime(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pts := make([]query.Sample, 5760)
+	for i := range pts {
+		pts[i] = query.Sample{T: int64(i) * 15000, V: float64(r.IntN(1600)) / 100}
+	}
+	run := func(b *testing.B, plain bool) {
+		var sc scratch
+		b.ReportAllocs()
+		for b.Loop() {
+			sc.win.reset()
+			sc.plain = plain
+			lo, hi := 0, 0
+			for step := range 300 {
+				maxt := int64(step+1) * 288_000
+				for hi < len(pts) && pts[hi].T <= maxt {
+					hi++
+				}
+				for lo < hi && pts[lo].T <= maxt-3600_000 {
+					lo++
+				}
+				sc.quantileOverTime(0.95, pts, lo, hi)
+			}
+		}
+	}
+	b.Run("sliding", func(b *testing.B) { run(b, true) })
+	b.Run("sorting", func(b *testing.B) { run(b, false) })
 }

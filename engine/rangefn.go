@@ -107,6 +107,10 @@ func (ev *evaluator) rangeSteps(sel *selector, fn *rangeFn, sc *scratch, ls labe
 	}
 	rangeSeconds := (time.Duration(fn.rng) * time.Millisecond).Seconds()
 	fixed := sel.at != nil || sel.startOrEnd != 0
+	if fn.kind == fnQuantileOverTime {
+		sc.win.reset()
+		sc.plain = plainValues(pts)
+	}
 	lo, hi, ri := 0, 0, 0
 	ext := extremes{at: -1}
 	for i := range ev.steps {
@@ -188,11 +192,7 @@ func (ev *evaluator) rangeSteps(sel *selector, fn *rangeFn, sc *scratch, ls labe
 		case fnStdvarOverTime:
 			v = varianceOverTime(w)
 		case fnQuantileOverTime:
-			sc.sorted = sc.sorted[:0]
-			for _, p := range w {
-				sc.sorted = append(sc.sorted, p.V)
-			}
-			v = quantile(fn.param, sc.sorted)
+			v = sc.quantileOverTime(fn.param, pts, lo, hi)
 		}
 		if ok {
 			out.vals[i], out.has[i] = v, true
@@ -447,40 +447,4 @@ func varianceOverTime(w []query.Sample) float64 {
 		aux, cAux = kahansum.Inc(delta*(v-(mean+cMean)), aux, cAux)
 	}
 	return (aux + cAux) / count
-}
-
-// quantile is the φ-quantile of vs (which it sorts), interpolated between
-// the two nearest ranks, as Prometheus's quantile functions compute it.
-func quantile(q float64, vs []float64) float64 {
-	if len(vs) == 0 || math.IsNaN(q) {
-		return math.NaN()
-	}
-	if q < 0 {
-		return math.Inf(-1)
-	}
-	if q > 1 {
-		return math.Inf(+1)
-	}
-	slices.SortFunc(vs, func(a, b float64) int {
-		an, bn := math.IsNaN(a), math.IsNaN(b)
-		switch {
-		case an && bn:
-			return 0
-		case an:
-			return -1
-		case bn:
-			return 1
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	})
-	n := float64(len(vs))
-	rank := q * (n - 1)
-	lower := math.Max(0, math.Floor(rank))
-	upper := math.Min(n-1, lower+1)
-	weight := rank - math.Floor(rank)
-	return vs[int(lower)]*(1-weight) + vs[int(upper)]*weight
 }
