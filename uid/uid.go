@@ -412,8 +412,17 @@ func (u *UIDs) rememberWork(work []uidWork) {
 			keys[j] = fwd.keyString(work[i].name)
 		}
 		gencache.PutByShard(fwd.ShardedByteCache, len(items), func(j int) nameKey { return keys[j] }, func(j int) []byte { return work[items[j]].uid })
-		gencache.PutByShard(rev.ShardedByteCache, len(items), func(j int) uint64 { k, _ := uidKey(work[items[j]].uid); return k }, func(j int) []byte {
-			name := work[items[j]].name
+		// The reverse cache keys UIDs of up to 8 bytes (uidKey); longer
+		// ones (never of a valid width) are not cached.
+		revKeys := make([]uint64, 0, len(items))
+		revItems := items[:0:0]
+		for _, i := range items {
+			if k, ok := uidKey(work[i].uid); ok {
+				revKeys, revItems = append(revKeys, k), append(revItems, i)
+			}
+		}
+		gencache.PutByShard(rev.ShardedByteCache, len(revItems), func(j int) uint64 { return revKeys[j] }, func(j int) []byte {
+			name := work[revItems[j]].name
 			return unsafe.Slice(unsafe.StringData(name), len(name))
 		})
 		if kind == KindMetric {
