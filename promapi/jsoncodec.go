@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,11 @@ func appendSeriesList(b []byte, series promql.Matrix) ([]byte, error) {
 		stream.WriteVal(v)
 		b = stream.Buffer()
 	}
+	var stamps timestampMemo
+	if len(series) > 1 {
+		n := len(series[0].Floats)
+		stamps.ts, stamps.ends, stamps.text = make([]int64, 0, n), make([]int32, 0, n), make([]byte, 0, 16*n)
+	}
 	b = append(b, '[')
 	for i, s := range series {
 		if i > 0 {
@@ -167,7 +173,7 @@ func appendSeriesList(b []byte, series promql.Matrix) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = appendTimestamp(b, p.T)
+			b = stamps.append(b, j, p.T)
 			b = append(b, ',', '"')
 			b = appendFloat(b, p.F)
 			b = append(b, '"', ']')
@@ -179,6 +185,42 @@ func appendSeriesList(b []byte, series promql.Matrix) ([]byte, error) {
 	}
 	return append(b, ']'), stream.Error
 }
+
+// timestampMemo keeps the timestamps of a range answer's points as
+// written (appendTimestamp), by their index in a series: the series of a
+// range answer share its steps, so every series but the first copies
+// them, and a series with gaps finds each of its steps by a binary
+// search. Its zero value is ready.
+type timestampMemo struct {
+	ts   []int64 // ascending: the first series' steps and any later ones past them
+	ends []int32 // ends[i]: where ts[i]'s text ends in text
+	text []byte
+}
+
+// append appends t, the time of a series' point j, as appendTimestamp
+// does.
+func (m *timestampMemo) append(b []byte, j int, t int64) []byte {
+	i := j
+	if i >= len(m.ts) || m.ts[i] != t {
+		var found bool
+		if i, found = slices.BinarySearch(m.ts, t); !found {
+			if i < len(m.ts) || len(m.text) > maxMemoText {
+				return appendTimestamp(b, t) // between two known: left out
+			}
+			m.text = appendTimestamp(m.text, t)
+			m.ts, m.ends = append(m.ts, t), append(m.ends, int32(len(m.text)))
+		}
+	}
+	start := int32(0)
+	if i > 0 {
+		start = m.ends[i-1]
+	}
+	return append(b, m.text[start:m.ends[i]]...)
+}
+
+// maxMemoText bounds a timestampMemo's text (about 20 bytes a step: the
+// 11 000 steps Prometheus allows a range query).
+const maxMemoText = 256 << 10
 
 // appendTimestamp appends t (ms) as seconds with up to three decimals, as
 // jsonutil.MarshalTimestamp writes it.
