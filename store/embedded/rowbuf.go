@@ -131,8 +131,9 @@ const DefaultRowBufferBytes = 32 << 20
 
 // openRowBuffer opens the buffer of tables in dir, replays its log and
 // ingests what the log held; marked are the tables that hold runs
-// (runTables), codecs the tables' row codecs.
-func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, codecs map[string]RowCodec, budget int64, noSync bool) (*rowBuffer, error) {
+// (runTables), codecs the tables' row codecs, wopts the log's options
+// (KeepBytes is set to budget).
+func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, codecs map[string]RowCodec, budget int64, wopts wlog.Options) (*rowBuffer, error) {
 	dir = filepath.Join(dir, rowBufferDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create row buffer directory: %w", err)
@@ -184,7 +185,8 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	}
 	// A file kept for reuse holds at most what the log takes between two
 	// flushes: about the buffer's budget.
-	rb.wal, err = wlog.Open(dir, next, wlog.Options{NoSync: noSync, KeepBytes: budget})
+	wopts.KeepBytes = budget
+	rb.wal, err = wlog.Open(dir, next, wopts)
 	if err != nil {
 		return nil, err
 	}

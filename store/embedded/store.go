@@ -26,6 +26,16 @@ import (
 type Options struct {
 	// NoSync skips the fsync of each write; for benchmarks and tests only.
 	NoSync bool
+	// LogSyncInterval, when positive, acknowledges a write of the row
+	// buffer's tables once its records are written to the buffer's log
+	// file, without waiting for an fdatasync: it survives the process
+	// being killed (kill -9), and is on disk within this interval, when
+	// the log is fdatasynced in the background (wlog.Options.SyncInterval);
+	// a power loss or kernel crash may lose the writes of the last
+	// interval. Zero fdatasyncs the log before each write is acknowledged
+	// (a group commit). Pebble's WAL (UIDs, the index, metadata) is synced
+	// before every acknowledgment either way.
+	LogSyncInterval time.Duration
 	// Tables lists the tables that exist. Operations on other tables fail
 	// with store.ErrTableNotFound. Empty means every table exists.
 	Tables []string
@@ -177,7 +187,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		if budget <= 0 {
 			budget = DefaultRowBufferBytes
 		}
-		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, marked, opts.RowCodecs, budget, opts.NoSync); err != nil {
+		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, marked, opts.RowCodecs, budget, wlog.Options{NoSync: opts.NoSync, SyncInterval: opts.LogSyncInterval}); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 		}
@@ -185,7 +195,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if segs, _ := wlog.Segments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
 		// The log of a run that buffered: into Pebble now, before anything
 		// newer is written, then away.
-		rb, err := openRowBuffer(dir, db, po, nil, marked, opts.RowCodecs, DefaultRowBufferBytes, opts.NoSync)
+		rb, err := openRowBuffer(dir, db, po, nil, marked, opts.RowCodecs, DefaultRowBufferBytes, wlog.Options{NoSync: opts.NoSync})
 		if err == nil {
 			err = rb.close()
 		}

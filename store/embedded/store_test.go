@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"testing"
+	"time"
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
@@ -25,14 +26,17 @@ func TestContract(t *testing.T) {
 // with a budget no test reaches (cells stay in memory, merged with
 // Pebble's on reads) and with one of a few bytes (a flush after every
 // put: cells in Pebble, put there by ingestion, while deletes and reads
-// run against flushes).
+// run against flushes), and with the log synced in the background
+// (LogSyncInterval: acknowledged once written, fdatasynced each
+// millisecond).
 func TestContractBuffered(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		budget int64
-	}{{"in memory", 1 << 30}, {"flushing", 1}} {
+		name     string
+		budget   int64
+		interval time.Duration
+	}{{"in memory", 1 << 30, 0}, {"flushing", 1, 0}, {"log synced each ms", 1 << 30, time.Millisecond}} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := Options{NoSync: true, Tables: []string{"contract"}, BufferTables: []string{"contract"}, BufferBytes: tc.budget}
+			opts := Options{NoSync: tc.interval == 0, LogSyncInterval: tc.interval, Tables: []string{"contract"}, BufferTables: []string{"contract"}, BufferBytes: tc.budget}
 			storetest.Run(t, contractStore(opts), storetest.Options{})
 		})
 	}

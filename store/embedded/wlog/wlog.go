@@ -49,6 +49,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 const (
@@ -109,6 +111,13 @@ type Options struct {
 	NoSync bool
 	// KeepBytes bounds the file kept for reuse (0: none is kept).
 	KeepBytes int64
+	// SyncInterval, when positive, makes WaitDurable return once the
+	// records are written to the segment's file (in the kernel's page
+	// cache: they survive the process being killed, not a power loss or
+	// a kernel crash), and fdatasyncs the file this often in the
+	// background (syncLoop). Zero fdatasyncs before WaitDurable returns.
+	// Rotate and Close always fdatasync.
+	SyncInterval time.Duration
 }
 
 // Log is an open log, appending to its newest segment. Its methods are
@@ -127,9 +136,14 @@ type Log struct {
 	pending  []byte
 	spare    []byte
 	appended uint64 // bytes appended in all segments
-	synced   uint64
-	syncing  bool
-	err      error
+	synced   uint64 // bytes made durable (written, with SyncInterval)
+	syncing  bool   // a group commit runs
+	// dirty is set when records were written to f since its last
+	// fdatasync (SyncInterval), fsyncing while syncLoop's runs.
+	dirty, fsyncing bool
+	fsyncs          atomic.Int64 // fdatasyncs done
+	err             error
+	stop, stopped   chan struct{} // syncLoop's (SyncInterval)
 	// beforeSync, when set, runs before records are written out to be
 	// synced, after they were taken (SetBeforeSync).
 	beforeSync func() error
@@ -144,8 +158,56 @@ func Open(dir string, seg uint64, opts Options) (*Log, error) {
 		return nil, err
 	}
 	w.f, w.seg = f, seg
+	if opts.SyncInterval > 0 && !opts.NoSync {
+		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
+		go w.syncLoop()
+	}
 	return w, nil
 }
+
+// syncLoop fdatasyncs what group commits wrote since the last fdatasync,
+// every SyncInterval, until Close.
+func (w *Log) syncLoop() {
+	defer close(w.stopped)
+	t := time.NewTicker(w.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.syncWritten()
+		}
+	}
+}
+
+// syncWritten fdatasyncs the current segment when records were written to
+// it since its last fdatasync. Group commits go on meanwhile (a write and
+// an fdatasync of one file may run at once); Rotate and Close wait for it.
+// A failed fdatasync fails the log, as a failed group commit does.
+func (w *Log) syncWritten() {
+	w.mu.Lock()
+	if !w.dirty || w.fsyncing || w.err != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.dirty, w.fsyncing = false, true
+	f, seg := w.f, w.seg
+	w.mu.Unlock()
+	err := fdatasync(f)
+	w.fsyncs.Add(1)
+	w.mu.Lock()
+	w.fsyncing = false
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("sync log segment %d: %w", seg, err)
+	}
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// Fsyncs returns how many fdatasyncs the background sync has done
+// (SyncInterval).
+func (w *Log) Fsyncs() int64 { return w.fsyncs.Load() }
 
 // SetBeforeSync sets fn to run before records are written out to be
 // synced: the embedded store makes Pebble's WAL durable there, so that no
@@ -266,7 +328,7 @@ func (w *Log) WaitDurable(pos uint64) error {
 		w.mu.Unlock()
 		err := w.runBeforeSync()
 		if err == nil {
-			err = w.write(f, buf)
+			err = w.writeOut(f, buf, w.opts.SyncInterval <= 0)
 		}
 		w.mu.Lock()
 		w.spare = buf[:0]
@@ -276,6 +338,7 @@ func (w *Log) WaitDurable(pos uint64) error {
 		} else {
 			w.off += int64(len(buf))
 			w.synced = max(w.synced, target)
+			w.dirty = w.dirty || len(buf) > 0 && w.opts.SyncInterval > 0
 		}
 		w.cond.Broadcast()
 	}
@@ -283,13 +346,17 @@ func (w *Log) WaitDurable(pos uint64) error {
 }
 
 // write writes buf to f and syncs it (unless NoSync).
-func (w *Log) write(f *os.File, buf []byte) error {
+func (w *Log) write(f *os.File, buf []byte) error { return w.writeOut(f, buf, true) }
+
+// writeOut writes buf to f and, when sync is set, syncs it (unless
+// NoSync).
+func (w *Log) writeOut(f *os.File, buf []byte, sync bool) error {
 	if len(buf) > 0 {
 		if _, err := f.Write(buf); err != nil {
 			return fmt.Errorf("write log: %w", err)
 		}
 	}
-	if w.opts.NoSync {
+	if w.opts.NoSync || !sync {
 		return nil
 	}
 	if err := fdatasync(f); err != nil {
@@ -315,11 +382,12 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// lockIdle takes mu once no sync runs (one that is running ends first)
-// and returns the log's error, if it failed; the caller unlocks mu.
+// lockIdle takes mu once no sync runs (one that is running ends first:
+// a group commit's, syncLoop's) and returns the log's error, if it
+// failed; the caller unlocks mu.
 func (w *Log) lockIdle() error {
 	w.mu.Lock()
-	for w.syncing {
+	for w.syncing || w.fsyncing {
 		w.cond.Wait()
 	}
 	return w.err
@@ -344,7 +412,7 @@ func (w *Log) Rotate() (uint64, error) {
 	}
 	w.off += int64(len(w.pending))
 	w.pending = w.pending[:0]
-	w.synced = w.appended
+	w.synced, w.dirty = w.appended, false
 	f, err := w.create(w.seg + 1)
 	if err != nil {
 		return 0, err
@@ -437,6 +505,11 @@ func (w *Log) DiskBytes() int64 {
 // Close writes and syncs what is pending and closes the segment; the log
 // fails every call afterwards.
 func (w *Log) Close() error {
+	if w.stop != nil {
+		close(w.stop)
+		<-w.stopped
+		w.stop = nil
+	}
 	err := w.lockIdle()
 	defer w.mu.Unlock()
 	if err == nil {

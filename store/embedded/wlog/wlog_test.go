@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // readAll replays every segment in dir, in order, and returns the
@@ -59,10 +61,14 @@ func TestRecordLayout(t *testing.T) {
 // own in the order it appended them; retired segments leave one file kept
 // for reuse, which the replay ignores.
 func TestAppendRotateReplay(t *testing.T) {
-	for _, noSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noSync=%v", noSync), func(t *testing.T) {
+	for _, c := range []struct {
+		noSync   bool
+		interval time.Duration
+	}{{false, 0}, {true, 0}, {false, time.Millisecond}} {
+		noSync := c.noSync
+		t.Run(fmt.Sprintf("noSync=%v/interval=%v", noSync, c.interval), func(t *testing.T) {
 			dir := t.TempDir()
-			w, err := Open(dir, 1, Options{NoSync: noSync, KeepBytes: 1 << 10})
+			w, err := Open(dir, 1, Options{NoSync: noSync, KeepBytes: 1 << 10, SyncInterval: c.interval})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,6 +115,53 @@ func TestAppendRotateReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncInterval: with SyncInterval, WaitDurable returns once the
+// records are in the segment's file (readable by another reader before
+// any fdatasync), and the file is fdatasynced each interval that records
+// were written in, not in the others; Close ends the loop.
+func TestSyncInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(dir, 1, Options{SyncInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := w.WaitDurable(w.Append(fmt.Appendf(nil, "r%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, torn := readAll(t, dir)
+		if torn || !slices.Equal(got, []string{"r0", "r1", "r2"}) {
+			t.Fatalf("file holds %q (torn %v) once WaitDurable returned; want r0..r2", got, torn)
+		}
+		if n := w.Fsyncs(); n != 0 {
+			t.Fatalf("%d fdatasyncs before the first interval; want 0", n)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := w.Fsyncs(); n != 1 {
+			t.Fatalf("%d fdatasyncs after one interval with records written; want 1", n)
+		}
+		time.Sleep(3 * time.Second) // nothing written: nothing to sync
+		synctest.Wait()
+		if n := w.Fsyncs(); n != 1 {
+			t.Fatalf("%d fdatasyncs after idle intervals; want still 1", n)
+		}
+		if err := w.WaitDurable(w.Append([]byte("r3"))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := w.Fsyncs(); n != 2 {
+			t.Fatalf("%d fdatasyncs after a second interval with a record; want 2", n)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestRemoveThroughKeepsOne: retiring segments keeps the newest retired
