@@ -173,7 +173,11 @@ func appendSeriesList(b []byte, series promql.Matrix) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = stamps.append(b, j, p.T)
+			if len(series) > 1 {
+				b = stamps.append(b, j, p.T)
+			} else {
+				b = appendTimestamp(b, p.T)
+			}
 			b = append(b, ',', '"')
 			b = appendFloat(b, p.F)
 			b = append(b, '"', ']')

@@ -52,7 +52,7 @@ func gunzip(t *testing.T, z []byte) []byte {
 // the sizes, the writes' cuts and the goroutines; a reset Writer writes
 // a new member.
 func TestRoundTrip(t *testing.T) {
-	for _, size := range []int{0, 1, PartLen - 1, PartLen, PartLen + 1, 3*PartLen + 17, 9*PartLen + 5} {
+	for _, size := range []int{0, 1, SmallLen, SmallLen + 1, PartLen - 1, PartLen, PartLen + 1, 3*PartLen + 17, 9*PartLen + 5} {
 		for _, procs := range []int{1, 2, 4} {
 			for _, write := range []int{0, 1000, PartLen + 3} { // 0: one write
 				t.Run(fmt.Sprintf("size=%d/procs=%d/write=%d", size, procs, write), func(t *testing.T) {
