@@ -178,13 +178,12 @@ func (z *Writer) deflateSmall(data []byte) {
 		z.outs = append(z.outs, nil)
 	}
 	header := [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255} // as deflate's
-	out := append(z.outs[0][:0], header[:]...)
-	if out, z.err = compressPart(z.small, out, data, true); z.err != nil {
+	z.outs[0] = append(z.outs[0][:0], header[:]...)
+	if z.outs[0], z.err = compressPart(z.small, z.outs[0], data, true); z.err != nil {
 		z.err = fmt.Errorf("pgzip: %w", z.err)
 		return
 	}
-	z.outs[0] = out
-	_, z.err = z.w.Write(out)
+	_, z.err = z.w.Write(z.outs[0])
 }
 
 // batch is the bytes compressed at once: procs parts, at least
