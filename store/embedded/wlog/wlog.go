@@ -35,7 +35,11 @@
 // torn record (a crash mid-write, or the old content of a reused file)
 // ends a segment's replay: a segment before the last was synced whole
 // before the next one began, and a record is acknowledged only once
-// synced, so nothing acknowledged follows a torn record.
+// written (a process killed at any moment leaves every record written
+// before it whole) or, without SyncInterval, synced, so nothing
+// acknowledged follows a torn record. With SyncInterval a power loss may
+// also tear a record written in the last interval: the records after it
+// in that interval are then lost with it, as the interval allows.
 package wlog
 
 import (
@@ -143,7 +147,12 @@ type Log struct {
 	dirty, fsyncing bool
 	fsyncs          atomic.Int64 // fdatasyncs done
 	err             error
-	stop, stopped   chan struct{} // syncLoop's (SyncInterval)
+	// fsyncErr is a failed fdatasync of syncLoop's: it ends syncLoop's
+	// work. Another failure of the log (a write, beforeSync) does not:
+	// the records acknowledged before it are still fdatasynced.
+	fsyncErr      error
+	stop, stopped chan struct{} // syncLoop's (SyncInterval)
+	stopOnce      sync.Once
 	// beforeSync, when set, runs before records are written out to be
 	// synced, after they were taken (SetBeforeSync).
 	beforeSync func() error
@@ -187,7 +196,7 @@ func (w *Log) syncLoop() {
 // A failed fdatasync fails the log, as a failed group commit does.
 func (w *Log) syncWritten() {
 	w.mu.Lock()
-	if !w.dirty || w.fsyncing || w.err != nil {
+	if !w.dirty || w.fsyncing || w.fsyncErr != nil {
 		w.mu.Unlock()
 		return
 	}
@@ -198,8 +207,11 @@ func (w *Log) syncWritten() {
 	w.fsyncs.Add(1)
 	w.mu.Lock()
 	w.fsyncing = false
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("sync log segment %d: %w", seg, err)
+	if err != nil {
+		w.fsyncErr = fmt.Errorf("sync log segment %d: %w", seg, err)
+		if w.err == nil {
+			w.err = w.fsyncErr
+		}
 	}
 	w.cond.Broadcast()
 	w.mu.Unlock()
@@ -506,12 +518,21 @@ func (w *Log) DiskBytes() int64 {
 // fails every call afterwards.
 func (w *Log) Close() error {
 	if w.stop != nil {
-		close(w.stop)
-		<-w.stopped
-		w.stop = nil
+		w.stopOnce.Do(func() {
+			close(w.stop)
+			<-w.stopped
+		})
 	}
 	err := w.lockIdle()
 	defer w.mu.Unlock()
+	if err != nil && w.dirty && w.fsyncErr == nil {
+		// The log failed after records were acknowledged, written and
+		// not yet fdatasynced (SyncInterval): they are made durable.
+		if ferr := fdatasync(w.f); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("sync log segment %d: %w", w.seg, ferr))
+		}
+		w.dirty = false
+	}
 	if err == nil {
 		err = w.runBeforeSync()
 	}
@@ -521,6 +542,7 @@ func (w *Log) Close() error {
 	if err == nil {
 		w.off += int64(len(w.pending))
 		w.pending = w.pending[:0]
+		w.dirty = false
 	}
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close log segment %d: %w", w.seg, cerr)

@@ -3,6 +3,7 @@ package wlog
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -162,6 +163,50 @@ func TestSyncInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSyncIntervalAfterFailure: records acknowledged before the log fails
+// (here its beforeSync) are still fdatasynced, by the background sync and
+// by Close, which returns the failure.
+func TestSyncIntervalAfterFailure(t *testing.T) {
+	for _, byClose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("byClose=%v", byClose), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w, err := Open(t.TempDir(), 1, Options{SyncInterval: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				failed := errors.New("pebble unavailable")
+				var fail bool
+				w.SetBeforeSync(func() error {
+					if fail {
+						return failed
+					}
+					return nil
+				})
+				if err := w.WaitDurable(w.Append([]byte("acknowledged"))); err != nil {
+					t.Fatal(err)
+				}
+				fail = true
+				if err := w.WaitDurable(w.Append([]byte("refused"))); !errors.Is(err, failed) {
+					t.Fatalf("WaitDurable after beforeSync failed: %v, want %v", err, failed)
+				}
+				if !byClose {
+					time.Sleep(time.Second)
+					synctest.Wait()
+					if n := w.Fsyncs(); n != 1 {
+						t.Fatalf("%d fdatasyncs of the acknowledged record after the failure; want 1", n)
+					}
+				}
+				if err := w.Close(); !errors.Is(err, failed) {
+					t.Fatalf("Close = %v, want %v", err, failed)
+				}
+				if w.dirty {
+					t.Error("the acknowledged record is still not fdatasynced after Close")
+				}
+			})
+		})
+	}
 }
 
 // TestRemoveThroughKeepsOne: retiring segments keeps the newest retired
