@@ -42,6 +42,11 @@ const parallelMin = 4 * PartLen
 // reset and warmed for each answer), longer than the 1.4 KB take to send.
 const SmallLen = 32 << 10
 
+// appendHeader appends the header of every member a Writer writes: ID1,
+// ID2, CM (8: deflate), FLG (none), MTIME (0: none), XFL (4: the fastest
+// compression), OS (255: unknown).
+func appendHeader(b []byte) []byte { return append(b, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255) }
+
 // Writer compresses what is written to it into one gzip member on up to
 // procs goroutines; it is for one goroutine, and reusable after Close
 // with Reset.
@@ -146,11 +151,8 @@ func (z *Writer) Close() error {
 func (z *Writer) deflate(data []byte, final bool) {
 	if !z.started {
 		z.started = true
-		// The member's header: ID1, ID2, CM (8: deflate), FLG (none),
-		// MTIME (0: none), XFL (4: the fastest compression), OS (255:
-		// unknown).
-		header := [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255}
-		if _, z.err = z.w.Write(header[:]); z.err != nil {
+		var header [10]byte
+		if _, z.err = z.w.Write(appendHeader(header[:0])); z.err != nil {
 			return
 		}
 	}
@@ -177,8 +179,7 @@ func (z *Writer) deflateSmall(data []byte) {
 	for len(z.outs) < 1 {
 		z.outs = append(z.outs, nil)
 	}
-	header := [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255} // as deflate's
-	z.outs[0] = append(z.outs[0][:0], header[:]...)
+	z.outs[0] = appendHeader(z.outs[0][:0])
 	if z.outs[0], z.err = compressPart(z.small, z.outs[0], data, true); z.err != nil {
 		z.err = fmt.Errorf("pgzip: %w", z.err)
 		return
