@@ -192,7 +192,9 @@ bench-refresh: bench-bins
 ## answers compared with the raw ones point by point. Takes 30-60 minutes
 ## on 2 cores. BENCH_DOWNSAMPLE_DATA sizes the data; BENCH_DOWNSAMPLE_FLAGS
 ## adds flags (e.g. --rollup.after-load: load with rollups off and time
-## their build at the restart, --keep, --query.repeats=9).
+## their build at the restart; --rollup.joined=24h: also a promhbase whose
+## rollups end a day before the data, the last day read raw; --keep,
+## --query.repeats=9).
 BENCH_DOWNSAMPLE_DATA ?= --data.series=200 --data.targets=2 --data.span=30d
 BENCH_DOWNSAMPLE_FLAGS ?=
 bench-downsample: bench-bins

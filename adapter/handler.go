@@ -35,6 +35,7 @@ import (
 
 	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/internal/httpmetrics"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
@@ -58,7 +59,13 @@ type Options struct {
 	// body; the compressed body may be at most snappy's worst case of it.
 	MaxRequestBytes int
 	// Ready reports whether the server is ready to serve; nil means always.
+	// It is given readyTimeout: a store that does not answer within it
+	// makes /-/ready answer 503 saying so, at once.
 	Ready func(context.Context) error
+	// ReadOnly, when set, reports whether the store refuses writes now
+	// and why (a full disk): /-/ready still answers 200, its body saying
+	// so.
+	ReadOnly func() (bool, string)
 	// Gatherer serves /metrics; nil means the Registerer if it gathers.
 	Gatherer prometheus.Gatherer
 	// MaxConcurrentRequests bounds the remote-write and remote-read
@@ -132,8 +139,7 @@ type Handler struct {
 	// otlp translates OTLP requests; zstd decodes their zstd bodies.
 	otlp otlpState
 
-	requests                            *prometheus.CounterVec
-	duration                            *prometheus.HistogramVec
+	http                                *httpmetrics.Metrics
 	samplesWritten                      prometheus.Counter
 	histogramsWritten, exemplarsWritten prometheus.Counter
 	samplesRejected                     *prometheus.CounterVec
@@ -173,13 +179,6 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	}
 	h := &Handler{
 		w: w, q: q, opts: opts, logger: logger, imports: make(chan *importBuf, 2), streams: make(chan struct{}, importStreams), importBatch: importBatchSamples,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "promhbase_http_requests_total", Help: "HTTP requests by handler and status code.",
-		}, []string{"handler", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "promhbase_http_request_duration_seconds", Help: "HTTP request latency by handler.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"handler"}),
 		samplesWritten:    newCounter("promhbase_samples_written_total", "Samples acknowledged by the store."),
 		histogramsWritten: newCounter("promhbase_histograms_written_total", "Native histogram samples acknowledged by the store."),
 		exemplarsWritten:  newCounter("promhbase_exemplars_written_total", "Exemplars acknowledged by the store (one per series, hour and slot)."),
@@ -199,7 +198,11 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	for _, r := range ingest.RejectReasons() {
 		h.samplesRejected.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{h.requests, h.duration, h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.samplesExpired, h.readSeries, h.readSamples, h.otlpTranslated} {
+	var err error
+	if h.http, err = httpmetrics.Register(reg); err != nil {
+		return nil, err
+	}
+	for _, c := range []prometheus.Collector{h.samplesWritten, h.histogramsWritten, h.exemplarsWritten, h.samplesRejected, h.samplesExpired, h.readSeries, h.readSamples, h.otlpTranslated} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}
@@ -299,8 +302,7 @@ func (h *Handler) instrument(name string, fn func(http.ResponseWriter, *http.Req
 			sw.WriteHeader(http.StatusOK)
 		}
 		d := time.Since(start)
-		h.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
-		h.duration.WithLabelValues(name).Observe(d.Seconds())
+		h.http.Observe(name, sw.code, d)
 		switch {
 		case err == nil, sw.code == http.StatusAccepted:
 			// 202: an HA pair's replica that is not elected, every one of
@@ -486,13 +488,33 @@ func writeProtocol(ct string) (v2 bool, err error) {
 		errUnsupportedMedia, ct, protoV1, protoV2)
 }
 
+// readyTimeout bounds /-/ready's probe of the store: a probe that has
+// not answered by then (a backend that stopped answering) is answered
+// 503 at once, within a second, a load balancer's or kubelet's probe
+// timeout. Half a second was too short for a loaded HBase's Get (a CI
+// run on 2 cores).
+const readyTimeout = ReadyTimeout
+
+// ReadyTimeout is how long /-/ready waits for the store to answer.
+const ReadyTimeout = 800 * time.Millisecond
+
 func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) error {
 	if h.opts.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := h.opts.Ready(ctx); err != nil {
-			http.Error(w, "promhbase is not ready: "+err.Error(), http.StatusServiceUnavailable)
+			msg := err.Error()
+			if errors.Is(err, context.DeadlineExceeded) {
+				msg = fmt.Sprintf("the store did not answer within %s: %v", readyTimeout, err)
+			}
+			http.Error(w, "promhbase is not ready: "+msg, http.StatusServiceUnavailable)
 			return nil
+		}
+	}
+	if h.opts.ReadOnly != nil {
+		if ro, why := h.opts.ReadOnly(); ro {
+			_, err := io.WriteString(w, "promhbase is ready, read-only: "+why+"\n")
+			return err
 		}
 	}
 	_, err := io.WriteString(w, "promhbase is ready.\n")

@@ -214,7 +214,7 @@ func TestStalledReader(t *testing.T) {
 			t.Fatalf("normal read beside the stalled one: %d", code)
 		}
 		lat = append(lat, d)
-		answered := testutil.ToFloat64(h.requests.WithLabelValues("read", "200"))
+		answered := testutil.ToFloat64(h.http.Requests("read", http.StatusOK))
 		return answered >= float64(len(lat)+1), fmt.Sprintf("%v reads answered, %d of them normal", answered, len(lat))
 	})
 	t.Logf("stalled reader's handler returned %s after its request (write deadline %s); normal reads meanwhile: %d, slowest %s",

@@ -98,7 +98,9 @@
 // cancelled context, a store error) completes by running it again.
 //
 // With Options.Rollups (rollups.go), the rollups of the windows that held
-// deleted samples are removed, and those the range cuts are built again.
+// deleted samples are removed, and those the range cuts are built again,
+// the build lease held throughout (no build writes the removed rollups
+// again from samples not deleted yet).
 package deletion
 
 import (
@@ -341,13 +343,52 @@ func (d *Deleter) delete(ctx context.Context, matchers []*labels.Matcher, start,
 			return fmt.Errorf("exemplars: %w", err)
 		}
 	}
-	if d.opts.Rollups != nil {
-		err := d.q.Rows(ctx, query.RowsRequest{Start: start, End: end, Matchers: matchers, BatchRows: d.opts.BatchRows},
-			func(batch []query.MatchedRow) error { return d.rollupBatch(ctx, batch, start, end, st) })
-		if err != nil {
+	if d.opts.Rollups == nil {
+		return d.deleteSamples(ctx, matchers, start, end, began, st)
+	}
+	// No build runs while the rollups of the deleted samples are gone
+	// and the samples are not yet: it would write them again.
+	err := d.opts.Rollups.Exclusive(ctx, func(ctx context.Context, b *rollup.Builder) error {
+		return d.deleteWithRollups(ctx, b, matchers, start, end, began, st)
+	})
+	if errors.Is(err, store.ErrTableNotFound) { // no rollup table: no rollups
+		return d.deleteSamples(ctx, matchers, start, end, began, st)
+	}
+	return err
+}
+
+// deleteWithRollups deletes the rollups of the windows that held the
+// samples in [start, end] (the hours of the windows the range cuts marked
+// written first: queries read them raw), then the samples, then builds
+// those hours again, with b (the build lease held).
+func (d *Deleter) deleteWithRollups(ctx context.Context, b *rollup.Builder, matchers []*labels.Matcher, start, end int64, began time.Time, st *Stats) error {
+	hours := d.edgeHours(start, end)
+	edges, err := b.MarkWritten(ctx, hours)
+	if err == nil && !edges {
+		edges, err = d.staleEdges(ctx, hours)
+	}
+	if err != nil {
+		return fmt.Errorf("rollups: %w", err)
+	}
+	err = d.q.Rows(ctx, query.RowsRequest{Start: start, End: end, Matchers: matchers, BatchRows: d.opts.BatchRows},
+		func(batch []query.MatchedRow) error { return d.rollupBatch(ctx, batch, start, end, st) })
+	if err != nil {
+		return fmt.Errorf("rollups: %w", err)
+	}
+	if err := d.deleteSamples(ctx, matchers, start, end, began, st); err != nil {
+		return err
+	}
+	if edges || st.RollupCells > 0 {
+		if err := d.rebuildEdges(ctx, b, start, end); err != nil {
 			return fmt.Errorf("rollups: %w", err)
 		}
 	}
+	return nil
+}
+
+// deleteSamples deletes the samples in [start, end] of the series matchers
+// select, and the index cells only they supported.
+func (d *Deleter) deleteSamples(ctx context.Context, matchers []*labels.Matcher, start, end int64, began time.Time, st *Stats) error {
 	var pr *pruner
 	if d.opts.IndexTable != "" {
 		pr = &pruner{d: d, lastDay: lastPrunableDay(began)}
@@ -371,11 +412,6 @@ func (d *Deleter) delete(ctx context.Context, matchers []*labels.Matcher, start,
 	if pr != nil {
 		if err := pr.flush(ctx, st); err != nil {
 			return fmt.Errorf("series index: %w", err)
-		}
-	}
-	if d.opts.Rollups != nil && st.RollupCells > 0 {
-		if err := d.rebuildEdges(ctx, start, end); err != nil {
-			return fmt.Errorf("rollups: %w", err)
 		}
 	}
 	return nil

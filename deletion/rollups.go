@@ -19,9 +19,10 @@ import (
 // ending in (E-W, E] with a sample in [start, end]), before the samples
 // themselves, so that a re-run of an interrupted delete finds them again
 // through the data rows. A window the range cuts (at its two ends) also
-// held samples that stay: the hours of those windows are built again
-// from the samples left (rollup.Builder.BuildHour) once the samples are
-// gone.
+// held samples that stay: the hours of those windows are marked written
+// first (rollup.Builder.MarkWritten: queries read them raw), and built
+// again from the samples left (rollup.Builder.BuildHour) once the samples
+// are gone.
 
 // rollupWindows maps a rollup row (table ‖ 0x00 ‖ key) to the indexes of
 // its windows to clear.
@@ -94,9 +95,9 @@ func ceilTo(t, w int64) int64 {
 	return t
 }
 
-// rebuildEdges builds again the hours of the windows that [start, end]
-// cuts, whose other samples stay.
-func (d *Deleter) rebuildEdges(ctx context.Context, start, end int64) error {
+// edgeHours returns the hours of the windows that [start, end] cuts,
+// whose other samples stay.
+func (d *Deleter) edgeHours(start, end int64) []int64 {
 	var hours []int64
 	for _, iv := range d.opts.Rollups.Intervals() {
 		w := iv.Seconds() * 1000
@@ -108,11 +109,35 @@ func (d *Deleter) rebuildEdges(ctx context.Context, start, end int64) error {
 		}
 	}
 	slices.Sort(hours)
-	for _, h := range slices.Compact(hours) {
-		if h < 0 {
-			continue
-		}
-		if _, err := d.opts.Rollups.BuildHour(ctx, h); err != nil {
+	hours = slices.Compact(hours)
+	return slices.DeleteFunc(hours, func(h int64) bool { return h < 0 })
+}
+
+// staleEdges reports whether one of hours (the edge hours) is stale:
+// marked written and not built since. A delete stopped after it deleted
+// the rollup cells of the windows its range cuts and before it built them
+// again leaves them so; run again, it finds those cells gone (no rollup
+// cell to delete) and MarkWritten changes nothing, and would leave them
+// unbuilt (read raw) until a scheduler's next check. Rebuilt here, the
+// re-run finishes what the delete began.
+func (d *Deleter) staleEdges(ctx context.Context, hours []int64) (bool, error) {
+	ivs := d.opts.Rollups.Intervals()
+	if len(ivs) == 0 || len(hours) == 0 {
+		return false, nil
+	}
+	p, err := rollup.ReadProgress(ctx, d.st, ivs[0].Table) // the progress row's table
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(hours, p.Stale), nil
+}
+
+// rebuildEdges builds again the hours of the windows that [start, end]
+// cuts (marked written before the delete, so that queries read them raw
+// meanwhile), recording them built again.
+func (d *Deleter) rebuildEdges(ctx context.Context, b *rollup.Builder, start, end int64) error {
+	for _, h := range d.edgeHours(start, end) {
+		if _, err := b.BuildHour(ctx, h); err != nil {
 			return fmt.Errorf("rollups of the hour at %d: %w", h, err)
 		}
 	}

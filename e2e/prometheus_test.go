@@ -142,10 +142,22 @@ func TestPrometheus(t *testing.T) {
 	t.Logf("exporter 2 (%s) stopped at %s", exp2.host, stopped.UTC().Format(time.StampMilli))
 	time.Sleep(afterStop)
 
-	sent := waitDrained(t, a, time.Now())
-	// Every sample at or before end has reached promhbase: scrapes take
-	// milliseconds, so none stamped before end can still be in flight.
-	end := time.Unix(sent.Unix()-5, 0)
+	// Stop A's scrapes, so that its queues can empty for good: with
+	// scrapes every second a loaded HBase may take each batch longer than
+	// a scrape interval, and the queues are never empty at one moment.
+	// The targets' end-of-run staleness markers come up to two scrape
+	// intervals after the reload; the queries end before them.
+	scrapesEnd := time.Now()
+	aMeta := fetchMetadata(t, a.api)
+	a.reload(t, "NoScrape", "true")
+	// Kept: the markers come at no moment the test can see (A's metrics
+	// do not count them apart), within two scrape intervals.
+	time.Sleep(3 * time.Second)
+	// The last scrapes began within a scrape interval of scrapesEnd.
+	sent := waitDrained(t, a, scrapesEnd.Add(-3*time.Second))
+	// Every sample at or before end has reached promhbase: the queues
+	// are empty and A appends nothing more.
+	end := time.Unix(min(sent.Unix(), scrapesEnd.Unix())-5, 0)
 	t.Logf("A's queue drained up to %s; queries end at %s", sent.UTC().Format(time.StampMilli), end.UTC().Format(time.StampMilli))
 
 	tl := timeline{end: end, stopped: stopped, hist: hist, exp2: exp2.host}
@@ -201,7 +213,7 @@ func TestPrometheus(t *testing.T) {
 		t.Logf("%s agreed with A on %d of %d queries", b.name, agreed[j], len(queries))
 	}
 
-	checkLabelAPIs(t, a.api, readers[2], began.Add(-2*time.Hour), end)
+	checkLabelAPIs(t, a.api, readers[2], aMeta, began.Add(-2*time.Hour), end)
 
 	// Each B really used the response type it stands for.
 	for _, tc := range []struct {
@@ -220,14 +232,7 @@ func TestPrometheus(t *testing.T) {
 		}
 	}
 
-	// Stop A's scrapes, so that its queue can empty for good, and check
-	// that it ends healthy.
-	// The targets' end-of-run staleness markers come up to two scrape
-	// intervals after the reload.
-	a.reload(t, "NoScrape", "true")
-	// Kept: the markers come at no moment the test can see (A's metrics
-	// do not count them apart), within two scrape intervals.
-	time.Sleep(3 * time.Second)
+	// A's queues, their scrapes stopped above, end healthy.
 	checkQueueHealthy(t, a)
 	ms, err := testproc.FetchMetrics(ctx, h.url)
 	if err != nil {
@@ -733,13 +738,43 @@ func checkQueueHealthy(t *testing.T, a *promProcess) {
 	}
 }
 
+// metadataEntry is one entry of /api/v1/metadata.
+type metadataEntry struct{ Type, Help, Unit string }
+
+// promMetadata is what A's metadata APIs answered while it scraped its
+// targets (A forgets a target's metadata when it stops scraping it).
+type promMetadata struct {
+	families map[string][]metadataEntry
+	exporter []string // the exporters' metric families, sorted
+}
+
+// fetchMetadata asks A for its metadata and its exporters' families.
+func fetchMetadata(t *testing.T, a promAPI) promMetadata {
+	t.Helper()
+	ctx := t.Context()
+	var m promMetadata
+	if err := a.getData(ctx, "/api/v1/metadata", url.Values{}, &m.families); err != nil {
+		t.Fatal(err)
+	}
+	var tm []struct{ Metric string }
+	if err := a.getData(ctx, "/api/v1/targets/metadata", url.Values{"match_target": {`{job="exporter"}`}}, &tm); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tm {
+		m.exporter = append(m.exporter, e.Metric)
+	}
+	slices.Sort(m.exporter)
+	m.exporter = slices.Compact(m.exporter)
+	return m
+}
+
 // checkLabelAPIs compares promhbase's series, label and metadata APIs with
 // A's over [start, end]: for the exporter's and the historical series, the
 // same sets; for everything, promhbase's answer within A's (A may hold
 // series created after its queue was drained); every metadata entry
-// promhbase keeps is one A serves for that family, and A's exporter
-// families all have one.
-func checkLabelAPIs(t *testing.T, a, p promAPI, start, end time.Time) {
+// promhbase keeps is one A served for that family (am, asked while A
+// scraped), and A's exporter families all have one.
+func checkLabelAPIs(t *testing.T, a, p promAPI, am promMetadata, start, end time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	rng := url.Values{"start": {formatTime(start)}, "end": {formatTime(end)}}
@@ -796,11 +831,7 @@ func checkLabelAPIs(t *testing.T, a, p promAPI, start, end time.Time) {
 		}
 	}
 
-	type entry struct{ Type, Help, Unit string }
-	var am, pm map[string][]entry
-	if err := a.getData(ctx, "/api/v1/metadata", url.Values{}, &am); err != nil {
-		t.Fatal(err)
-	}
+	var pm map[string][]metadataEntry
 	if err := p.getData(ctx, "/api/v1/metadata", url.Values{}, &pm); err != nil {
 		t.Fatal(err)
 	}
@@ -810,7 +841,7 @@ func checkLabelAPIs(t *testing.T, a, p promAPI, start, end time.Time) {
 			t.Errorf("metadata %s: promhbase has %d entries, want 1", fam, len(es))
 			continue
 		}
-		if aes, ok := am[fam]; ok {
+		if aes, ok := am.families[fam]; ok {
 			if !slices.Contains(aes, es[0]) {
 				t.Errorf("metadata %s: promhbase has %+v, A %+v", fam, es[0], aes)
 				continue
@@ -818,25 +849,16 @@ func checkLabelAPIs(t *testing.T, a, p promAPI, start, end time.Time) {
 			same++
 		}
 	}
-	var exporterFams []string
-	var tm []struct{ Metric string }
-	if err := a.getData(ctx, "/api/v1/targets/metadata", url.Values{"match_target": {`{job="exporter"}`}}, &tm); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range tm {
-		exporterFams = append(exporterFams, m.Metric)
-	}
-	slices.Sort(exporterFams)
-	exporterFams = slices.Compact(exporterFams)
+	exporterFams := am.exporter
 	var lacking []string
 	for _, f := range exporterFams {
 		if _, ok := pm[f]; !ok {
 			lacking = append(lacking, f)
 		}
 	}
-	t.Logf("metadata: A %d families, promhbase %d, %d agree; exporter families %d, %d lacking in promhbase", len(am), len(pm), same, len(exporterFams), len(lacking))
+	t.Logf("metadata: A %d families, promhbase %d, %d agree; exporter families %d, %d lacking in promhbase", len(am.families), len(pm), same, len(exporterFams), len(lacking))
 	if same == 0 || len(exporterFams) == 0 {
-		t.Errorf("metadata: nothing compared (A %d, promhbase %d, exporter %d)", len(am), len(pm), len(exporterFams))
+		t.Errorf("metadata: nothing compared (A %d, promhbase %d, exporter %d)", len(am.families), len(pm), len(exporterFams))
 	}
 	if len(lacking) > 0 {
 		t.Errorf("metadata: promhbase lacks the exporter's families %q", lacking)

@@ -57,10 +57,10 @@ type RowNoter interface {
 // lost (the results cache's log in the store, which other replicas read):
 // the Writer calls NoteRowsChecked instead of NoteRows, and its error
 // fails the request as a store error does, so that the sender writes it
-// again. It may block on I/O.
+// again. It may block on I/O within ctx, the request's (its write budget).
 type CheckedRowNoter interface {
 	RowNoter
-	NoteRowsChecked(puts []store.Put) error
+	NoteRowsChecked(ctx context.Context, puts []store.Put) error
 }
 
 // Writer turns decoded remote-write requests (1.0 and 2.0) into store
@@ -437,7 +437,7 @@ func (w *Writer) commit(ctx context.Context, b *writeBatch) (reuse bool, err err
 	}
 	staged.Done(err == nil)
 	wb.Reset()
-	noteErr := w.noteRows(b)
+	noteErr := w.noteRows(ctx, b)
 	if err != nil {
 		return false, fmt.Errorf("write %d rows, %d exemplars, %d series' index: %w", len(b.puts), len(b.exPuts), len(b.index), err)
 	}
@@ -449,12 +449,12 @@ func (w *Writer) commit(ctx context.Context, b *writeBatch) (reuse bool, err err
 
 // noteRows tells the row noter (rollups' dirty hours) of the batch's data
 // rows, written or not.
-func (w *Writer) noteRows(b *writeBatch) error {
+func (w *Writer) noteRows(ctx context.Context, b *writeBatch) error {
 	if len(b.puts) == 0 {
 		return nil
 	}
 	if c, ok := w.noter.(CheckedRowNoter); ok {
-		return c.NoteRowsChecked(b.puts)
+		return c.NoteRowsChecked(ctx, b.puts)
 	} else if w.noter != nil {
 		w.noter.NoteRows(b.puts)
 	}

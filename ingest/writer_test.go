@@ -281,7 +281,7 @@ type checkedNoter struct {
 
 func (n *checkedNoter) NoteRows([]store.Put) { n.calls += 100 } // must not be called
 
-func (n *checkedNoter) NoteRowsChecked([]store.Put) error {
+func (n *checkedNoter) NoteRowsChecked(context.Context, []store.Put) error {
 	n.calls++
 	return n.err
 }

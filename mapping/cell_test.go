@@ -219,3 +219,31 @@ func TestAppendMsQualifierMasks(t *testing.T) {
 		t.Fatalf("AppendMsQualifier = %X, want %X", q, want)
 	}
 }
+
+func TestMayHoldFirstInstant(t *testing.T) {
+	ms := func(off uint32) []byte { return AppendMsQualifier(nil, off, 0x07) }
+	for _, c := range []struct {
+		name string
+		q    []byte
+		want bool
+	}{
+		{"millisecond at 0", ms(0), true},
+		{"millisecond at 1", ms(1), false},
+		{"second at 0", []byte{0x00, 0x07}, true},
+		{"second at 1", []byte{0x00, 0x17}, false},
+		{"compacted, 0 last", append(append(ms(5), 0x00, 0x17), ms(0)...), true},
+		{"compacted, no 0", append(ms(5), 0x00, 0x17), false},
+		{"histogram at 0", AppendHistogramQualifier(nil, 0), true},
+		{"histogram at 1000", AppendHistogramQualifier(nil, 1000), false},
+		{"append column", AppendColumnQualifier(), true},
+		{"annotation", []byte{AnnotationPrefix, 0x00, 0x00}, false},
+		{"malformed", []byte{0xF0, 0x00}, false},
+		{"empty", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := MayHoldFirstInstant(c.q); got != c.want {
+				t.Errorf("MayHoldFirstInstant(%X) = %v, want %v", c.q, got, c.want)
+			}
+		})
+	}
+}

@@ -73,3 +73,45 @@ func ParseQualifier(q []byte) (offsetMs uint32, flags byte, n int, err error) {
 	u := binary.BigEndian.Uint16(q)
 	return uint32(u>>4) * 1000, byte(u) & FlagsMask, 2, nil
 }
+
+// MayHoldFirstInstant reports whether a data row's cell of qualifier q may
+// hold a sample at the row's base time (offset 0): a data point or a
+// compacted column with a point at offset 0, a histogram at offset 0, or
+// the append column (whose points are in its value). An annotation, any
+// other odd-length qualifier and a malformed one hold no sample there.
+// A single point's qualifier is read inline (the write path asks of every
+// row).
+func MayHoldFirstInstant(q []byte) bool {
+	if len(q) == 4 {
+		if u := binary.BigEndian.Uint32(q); u&MsFlag == MsFlag { // 1111oooo oooooooo oooooooo oo00ffff
+			return u&0x0FFFFFC0 == 0
+		}
+	}
+	return mayHoldFirstInstant(q)
+}
+
+// mayHoldFirstInstant is MayHoldFirstInstant past a millisecond point.
+func mayHoldFirstInstant(q []byte) bool {
+	switch {
+	case len(q) == 4 && InMilliseconds(q[0]):
+		return false // not at offset 0 (MayHoldFirstInstant)
+	case len(q) == 2:
+		return q[0] == 0 && q[1]&0xF0 == 0
+	case len(q)&1 == 1:
+		if off, ok := ParseHistogramQualifier(q); ok {
+			return off == 0
+		}
+		return IsAppendQualifier(q)
+	}
+	for len(q) > 0 { // a compacted column
+		off, _, n, err := ParseQualifier(q)
+		if err != nil {
+			return false
+		}
+		if off == 0 {
+			return true
+		}
+		q = q[n:]
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,10 +35,10 @@ type Downsampling struct {
 	// (--query.auto-downsampling); off, queries read raw samples unless
 	// they ask otherwise.
 	Auto bool
-	// Span returns the span (Unix ms) of the rollups built of an
-	// interval: windows ending in (from, to] are read from rollups, the
-	// others computed from raw samples.
-	Span func(iv rollup.Interval) (from, to int64)
+	// Built returns the hours whose rollups (of every interval) are built
+	// and current: their windows are read from rollups, the others
+	// computed from raw samples.
+	Built func(ctx context.Context) rollup.Hours
 	// Approximate makes auto read rollups as Thanos does
 	// (--query.auto-downsampling.approximate), as an explicit
 	// max_source_resolution always does: a step reads the whole windows
@@ -87,6 +88,11 @@ type rewriter struct {
 	// kept); warnings are the answer's.
 	rawFrom  int64
 	warnings []string
+	// ctx is the request's; built the hours built (Downsampling.Built),
+	// read at the first selection that asks.
+	ctx   context.Context
+	built rollup.Hours
+	read  bool
 }
 
 // rawGone reports whether a selection reading back to lo (Unix ms) meets
@@ -141,7 +147,7 @@ func (a *API) rewrite(r *http.Request, instant bool) (*rewriter, error) {
 		}
 		return nil, nil
 	}
-	rw := &rewriter{d: d, used: map[string]bool{}}
+	rw := &rewriter{d: d, used: map[string]bool{}, ctx: r.Context()}
 	if d.RawFrom != nil {
 		rw.rawFrom = d.RawFrom()
 	}
@@ -307,14 +313,20 @@ func marked(vs *parser.VectorSelector, req *query.WindowRequest, keepOffset bool
 	return out
 }
 
-// note records the resolutions a selection of windows ending in (lo, hi]
-// reads.
+// note gives req the hours built of the selection of windows ending in
+// (lo, hi], and records the resolutions it reads.
 func (rw *rewriter) note(req *query.WindowRequest, lo, hi int64) {
-	req.From, req.Covered = rw.d.Span(req.Interval)
-	if max(lo, req.From) < min(hi, req.Covered) {
+	if !rw.read && rw.d.Built != nil {
+		rw.built = rw.d.Built(rw.ctx)
+	}
+	rw.read = true
+	const hour = rollup.HourMs
+	req.Built = rw.built.Clip(max(floorDivMs(lo, hour)*hour/1000, 0), max((floorDivMs(hi-1, hour)+1)*hour/1000, 0))
+	rolled, raw := req.Reads(lo, hi)
+	if rolled {
 		rw.used[req.Interval.Name] = true
 	}
-	if lo < req.From || hi > req.Covered || req.From >= req.Covered {
+	if raw {
 		rw.used["raw"] = true
 	}
 }

@@ -100,8 +100,15 @@ type Options struct {
 	// Version and Revision are what /api/v1/status/buildinfo reports.
 	Version, Revision string
 	Logger            *slog.Logger
-	// Registerer receives the engine's metrics (prometheus_engine_*).
+	// Registerer receives the engine's metrics (prometheus_engine_*),
+	// the requests' (promhbase_http_requests_total and
+	// _duration_seconds, shared with the other handlers registered on it)
+	// and promhbase_query_slow_total.
 	Registerer prometheus.Registerer
+	// SlowQueryThreshold (--query.slow-threshold): an instant or range
+	// query that takes longer is counted in promhbase_query_slow_total
+	// and logged with its query; 0: none.
+	SlowQueryThreshold time.Duration
 	// EnableAdmin turns on the TSDB admin endpoints delete_series and
 	// clean_tombstones (--web.enable-admin-api), acting on Admin; off,
 	// they answer as Prometheus's do when its admin API is off.
@@ -174,6 +181,10 @@ type API struct {
 	parser  parser.Parser
 	gzip    gzipPool
 	engine  promql.QueryEngine // /api/v1/query's (Engine)
+	// handlers are serve, counted and timed, by handler label
+	// (handlerNames).
+	handlers map[string]http.Handler
+	slow     *slowQueries
 }
 
 // New returns the API over opts.Queryable.
@@ -196,7 +207,14 @@ func New(opts Options) (*API, error) {
 	}
 	qengine := newQueryEngine(opts, promqlParser, gate, delayedNameRemoval)
 	router := newRouter(opts, qengine, promqlParser)
-	return &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine, gzip: gzipPool{procs: opts.EngineWorkers}}, nil
+	a := &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine, gzip: gzipPool{procs: opts.EngineWorkers}}
+	if a.slow, err = newSlowQueries(opts.SlowQueryThreshold, opts.Registerer); err != nil {
+		return nil, err
+	}
+	if a.handlers, err = instrumented(opts.Registerer, http.HandlerFunc(a.serve)); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // withDefaults returns opts with the defaults of the fields left zero.
@@ -292,9 +310,9 @@ func newQueryEngine(opts Options, promqlParser parser.Parser, gate *queryGate, d
 		Disabled: opts.Engine == EnginePrometheus || delayedNameRemoval, Registerer: opts.Registerer,
 	})
 	if opts.ResultsCache.Enabled() {
-		return opts.ResultsCache.Engine(opts.Tenant, qe, promqlParser, opts.LookbackDelta)
+		return unavailableEngine{opts.ResultsCache.Engine(opts.Tenant, qe, promqlParser, opts.LookbackDelta)}
 	}
-	return qe
+	return unavailableEngine{qe}
 }
 
 // newRouter returns the router of Prometheus's API handlers below
@@ -349,8 +367,14 @@ func newRouter(opts Options, qengine promql.QueryEngine, promqlParser parser.Par
 	return router
 }
 
-// ServeHTTP answers the exposed endpoints below /api/v1.
+// ServeHTTP answers the exposed endpoints below /api/v1, each request
+// counted and timed by its handler label (handlerOf).
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.handlers[handlerOf(r.URL.Path)].ServeHTTP(w, r)
+}
+
+// serve answers the exposed endpoints below /api/v1.
+func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	p, ok := strings.CutPrefix(r.URL.Path, "/api/v1")
 	switch {
 	case !ok:
@@ -358,7 +382,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/metadata":
 		a.serveMetadata(w, r)
 	case p == "/query" || p == "/query_range":
-		a.serveQuery(w, r, p == "/query")
+		a.serveTimed(w, r, handlerName(p), func(w http.ResponseWriter, r *http.Request) { a.serveQuery(w, r, p == "/query") })
 	case p == "/status/tsdb":
 		a.serveTSDBStatus(w, r)
 	case p == "/status/buildinfo" && a.opts.RulerConfigAPI && r.Method == http.MethodGet:
@@ -388,6 +412,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rollups do not hold, the query is answered again from raw samples.
 func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	_ = r.ParseForm()
+	r, mark := withUnavailableMark(r)
+	w = unavailableWriter{ResponseWriter: w, mark: mark}
 	w, r, done := a.compressQuery(w, r)
 	defer done()
 	original := r.Form.Get("query")

@@ -168,8 +168,9 @@ func TestBuildInfoAndLanding(t *testing.T) {
 	}
 	for _, p := range []struct{ path, contains string }{
 		{"/api/v1/status/buildinfo", `"version":"test"`},
-		{"/", "/api/v1/write"},
-		{"/", "type: prometheus"},
+		{"/setup", "/api/v1/write"},
+		{"/setup", "type: prometheus"},
+		{"/", "<title>Query"}, // the web UI's query page (http.Get follows the redirect)
 	} {
 		resp, err := http.Get(u + p.path)
 		if err != nil {

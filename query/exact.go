@@ -12,10 +12,11 @@ import "github.com/promhbase/promhbase/mapping"
 // themselves, the rate's first and last samples and resets included.
 //
 // Rollup rows and raw rows are both read an hour at a time: an hour whose
-// windows no cut falls inside is read from the rollup table (where the
-// rollups are built); an hour with a cut inside one of its windows is
-// read raw, and its samples are cut into pieces. With steps, ranges and
-// offsets that are whole windows no hour is read raw.
+// windows no cut falls inside is read from the rollup table where its
+// rollups are built (WindowRequest.Built); an hour with a cut inside one
+// of its windows, or not built, is read raw, its samples cut into pieces.
+// With steps, ranges and offsets that are whole windows, no hour built is
+// read raw.
 
 // exactSteps returns the steps [from, to) whose range holds the piece
 // (start, end]: those with t' >= end and t'-Range <= start.
@@ -86,27 +87,19 @@ type readPart struct {
 }
 
 // parts splits (lo, hi] into the spans read from raw samples and from the
-// rollup table, in time order: the rollup table for the windows built,
-// (From, Covered], where the request's cuts fall on window ends.
+// rollup table, in time order: the rollup table for the windows of the
+// hours built (r.Built), where the request's cuts fall on window ends.
 func (r *WindowRequest) parts(lo, hi int64) []readPart {
-	from, to := max(lo, r.From), min(hi, r.Covered)
-	if from >= to {
-		return []readPart{{lo, hi, false}}
-	}
-	if !r.Exact {
-		var out []readPart
-		for _, p := range []readPart{{lo, from, false}, {from, to, true}, {to, hi, false}} {
-			if p.lo < p.hi {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
+	return r.partsOf(lo, hi, r.Built.Contains)
+}
+
+// partsOf is parts with built saying which hours (Unix s) are built.
+func (r *WindowRequest) partsOf(lo, hi int64, built func(hour int64) bool) []readPart {
 	const hour = mapping.MaxTimespan * 1000
 	w := r.width()
 	// The hours (H, H+1h] holding a cut inside a window.
 	rawHours := map[int64]bool{}
-	if r.Range%w != 0 || floorMod(r.Start-r.Offset, w) != 0 || (r.Step > 0 && r.Step%w != 0) {
+	if r.Exact && (r.Range%w != 0 || floorMod(r.Start-r.Offset, w) != 0 || (r.Step > 0 && r.Step%w != 0)) {
 		for j := range int64(r.steps()) {
 			t := r.Start - r.Offset + j*r.Step
 			for _, c := range [2]int64{t, t - r.Range} {
@@ -118,8 +111,9 @@ func (r *WindowRequest) parts(lo, hi int64) []readPart {
 	}
 	var out []readPart
 	for a := lo; a < hi; {
-		b := min((floorDiv(a, hour)+1)*hour, hi)
-		rolled := a >= from && b <= to && !rawHours[floorDiv(a, hour)*hour]
+		h := floorDiv(a, hour) * hour
+		b := min(h+hour, hi)
+		rolled := h >= 0 && built(h/1000) && !rawHours[h]
 		if n := len(out); n > 0 && out[n-1].rolled == rolled {
 			out[n-1].hi = b
 		} else {
@@ -128,6 +122,16 @@ func (r *WindowRequest) parts(lo, hi int64) []readPart {
 		a = b
 	}
 	return out
+}
+
+// Reads reports whether a selection of the windows ending in (lo, hi]
+// reads rollup rows, and whether it reads raw samples.
+func (r *WindowRequest) Reads(lo, hi int64) (rolled, raw bool) {
+	for _, p := range r.parts(lo, hi) {
+		rolled = rolled || p.rolled
+		raw = raw || !p.rolled
+	}
+	return rolled, raw
 }
 
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
@@ -141,9 +145,8 @@ func (r WindowRequest) RolledShare() float64 {
 	if hi <= lo {
 		return 0
 	}
-	r.From, r.Covered = lo, hi
 	var rolled int64
-	for _, p := range r.parts(lo, hi) {
+	for _, p := range r.partsOf(lo, hi, func(int64) bool { return true }) {
 		if p.rolled {
 			rolled += p.hi - p.lo
 		}

@@ -92,10 +92,10 @@ type WindowRequest struct {
 	// instant query at Start). For the points functions Start and End
 	// bound the windows' ends instead: (Start, End], offset applied.
 	Start, End, Step int64
-	// From and Covered are the span (Unix ms) of the rollups built: the
-	// windows that end in (From, Covered] are read from the rollup table,
-	// the others computed from raw samples.
-	From, Covered int64
+	// Built are the hours whose rollups are built and current: the
+	// windows of those hours (ending in (H, H+1h]) are read from the
+	// rollup table, the others computed from raw samples.
+	Built rollup.Hours
 	// Exact makes a range function's answer PromQL's own (the window
 	// functions but WinLast; see exact.go): each step reads exactly its
 	// range (t-Offset-Range, t-Offset], the rollup windows wholly inside
@@ -344,9 +344,11 @@ func rollupRanges(l mapping.Layout, iv rollup.Interval, metric []byte, lo, hi in
 // SelectWindows runs a downsampled selection: the series the matchers
 // select, each with the samples of r.Func (see WindowFunc) at each step,
 // or its windows as samples, sorted by labels, under budget b. The windows
-// that end at or before r.Covered come from r.Interval's rollup table,
-// the later ones are computed from raw samples as the rollups would hold
-// them. Functions of a range (all but WinLast and the points) drop the
+// of the hours r.Built holds come from r.Interval's rollup table, the
+// others are computed from raw samples as the rollups would hold them;
+// each part read adds its windows to the series' accumulators in time
+// order, so that a step's range joins the parts as its samples would.
+// Functions of a range (all but WinLast and the points) drop the
 // metric name, as PromQL's do. A step without a value after one with a
 // value gets a staleness marker, so that PromQL's lookback does not carry
 // the value on.
@@ -418,42 +420,59 @@ func (q *Querier) SelectWindows(ctx context.Context, b *Budget, r WindowRequest,
 }
 
 // rawWindows computes the windows ending in (lo, hi] from raw samples and
-// hands each series' accumulator to put.
+// hands each series' accumulator to put. The rows are read as stored (a
+// FloatSelection's, no chunks) and decoded here, each series' samples
+// folded into its pieces as they come, in time order. A series with native
+// histograms makes the request read raw samples (ErrDownsampledHistograms).
 func (q *Querier) rawWindows(ctx context.Context, b *Budget, r *WindowRequest, lo, hi int64, matchers []*labels.Matcher, put func(labels.Labels, *winAcc)) error {
-	width := r.width()
-	return q.Stream(ctx, b, lo+1, hi, matchers, func(cs *ChunkSeries) error {
-		defer b.Release(cs.Bytes)
-		fs, hs, err := DecodeChunks(cs.Chunks)
-		if err != nil {
+	var dec RowDecoder
+	var pts []Sample
+	cut := r.cutter()
+	start, ok := clampRange(lo+1, hi)
+	if !ok {
+		return nil
+	}
+	err := q.streamRows(ctx, b, nil, start, hi, matchers, func(cs *ChunkSeries) error {
+		rs := &RowSeries{Labels: cs.Labels, rows: cs.rows, start: start, end: hi, b: b, bytes: cs.Bytes}
+		defer rs.Release()
+		var err error
+		if pts, err = dec.Decode(pts[:0], rs); err != nil {
 			return err
 		}
-		a := &winAcc{}
-		var w rollup.Window
-		var start int64
-		flush := func() {
-			if w.Count > 0 {
-				w.Finish()
-				a.add(r, start, &w)
-			}
-		}
-		cut := r.cutter()
-		for _, f := range fs {
-			from, end := cut(f.T)
-			if end != w.End {
-				flush()
-				w, start = rollup.Window{End: end}, from
-			}
-			w.Add(f.T, f.V)
-		}
-		flush()
-		for _, h := range hs {
-			// Counted only: a range with histograms is answered raw.
-			end := -floorDiv(-h.T, width) * width
-			a.add(r, end-width, &rollup.Window{End: end, Histograms: 1})
-		}
-		put(cs.Labels, a)
+		put(cs.Labels, r.fold(pts, cut))
 		return nil
 	})
+	if errors.Is(err, ErrHistograms) {
+		// Counted only by rollups: a range with histograms is answered raw.
+		return r.mustReadRaw(ctx, ErrDownsampledHistograms)
+	}
+	return err
+}
+
+// fold computes the pieces of samples pts (in time order) as cut gives
+// them, into a new accumulator. Consecutive samples in one piece (from,
+// end] share it: no cut lies inside a piece, so cut is called once per
+// piece, not per sample.
+func (r *WindowRequest) fold(pts []Sample, cut func(t int64) (from, end int64)) *winAcc {
+	a := &winAcc{}
+	var w rollup.Window
+	var from, end int64
+	for i, p := range pts {
+		if i == 0 || p.T > end {
+			if w.Count > 0 {
+				w.Finish()
+				a.add(r, from, &w)
+			}
+			from, end = cut(p.T)
+			w = rollup.Window{End: end}
+		}
+		w.Add(p.T, p.V)
+	}
+	if w.Count > 0 {
+		w.Finish()
+		a.add(r, from, &w)
+	}
+	return a
 }
 
 // samples are the samples of a series' accumulator.
@@ -602,23 +621,23 @@ const DownsampleLabel = "__promhbase_downsample__"
 // Marker is the value of the DownsampleLabel matcher that asks for r
 // (the interval by name; IDs come from the Querier's configuration):
 //
-//	func;interval;range;offset;start;end;step;from;covered;exact
+//	func;interval;range;offset;start;end;step;built;exact
 //
-// (exact: 1 or 0).
+// (built: rollup.Hours.String; exact: 1 or 0).
 // The points functions take start and end from the engine's hints.
 func (r *WindowRequest) Marker() string {
 	exact := 0
 	if r.Exact {
 		exact = 1
 	}
-	return fmt.Sprintf("%s;%s;%d;%d;%d;%d;%d;%d;%d;%d", r.Func, r.Interval.Name, r.Range, r.Offset, r.Start, r.End, r.Step, r.From, r.Covered, exact)
+	return fmt.Sprintf("%s;%s;%d;%d;%d;%d;%d;%s;%d", r.Func, r.Interval.Name, r.Range, r.Offset, r.Start, r.End, r.Step, r.Built, exact)
 }
 
 // parseMarker reads a Marker.
 func (q *Querier) parseMarker(v string) (WindowRequest, error) {
 	var r WindowRequest
 	parts := strings.Split(v, ";")
-	if len(parts) != 10 || q.opts.Rollups == nil {
+	if len(parts) != 9 || q.opts.Rollups == nil {
 		return r, fmt.Errorf("%w: downsampling marker %q", errBadMarker, v)
 	}
 	f, ok := ParseWindowFunc(parts[0])
@@ -633,19 +652,23 @@ func (q *Querier) parseMarker(v string) (WindowRequest, error) {
 	if err != nil {
 		return r, err
 	}
-	var nums [7]int64
+	var nums [5]int64
 	for i := range nums {
 		if nums[i], err = strconv.ParseInt(parts[2+i], 10, 64); err != nil {
 			return r, fmt.Errorf("%w: %q: %w", errBadMarker, v, err)
 		}
 	}
-	r = WindowRequest{Interval: iv, IDs: ids, Func: f, Range: nums[0], Offset: nums[1], Start: nums[2], End: nums[3], Step: nums[4], From: nums[5], Covered: nums[6]}
-	switch parts[9] {
+	built, err := rollup.ParseHours(parts[7])
+	if err != nil {
+		return r, fmt.Errorf("%w: %q: %w", errBadMarker, v, err)
+	}
+	r = WindowRequest{Interval: iv, IDs: ids, Func: f, Range: nums[0], Offset: nums[1], Start: nums[2], End: nums[3], Step: nums[4], Built: built}
+	switch parts[8] {
 	case "1":
 		r.Exact = true
 	case "0":
 	default:
-		return r, fmt.Errorf("%w: exact %q", errBadMarker, parts[9])
+		return r, fmt.Errorf("%w: exact %q", errBadMarker, parts[8])
 	}
 	if r.Range < 0 || r.Step < 0 || r.End < r.Start || (r.Step > 0 && (r.End-r.Start)/r.Step > maxWindowSteps) ||
 		(r.Exact && (r.Func == WinLast || r.points() || r.Range <= 0)) {

@@ -1,6 +1,7 @@
 package rollup_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 // H makes it build backwards down to the hour before H (whose last window
 // holds H's first instant), and only then does the span reach back to
 // the beginning; a write at the first instant of the hour after the built
-// span makes the last built hour stale.
+// span makes the last built hour stale, for this scheduler and for
+// another one over the same tables.
 func TestSchedulerSpan(t *testing.T) {
 	t.Parallel()
 	g := newRig(t, mapping.DefaultLayout())
@@ -29,41 +31,68 @@ func TestSchedulerSpan(t *testing.T) {
 	now := time.Unix(h0+8*hour+30*60, 0) // the hour due: h0+7h
 	s := rollup.NewScheduler(g.Builder(rollup.Options{}), g.Store, rollup.SchedulerOptions{MaxHoursPerCycle: 1, Now: func() time.Time { return now }})
 	ctx := ctxFor(t)
-	span := func() (int64, int64) { from, to := s.Span(); return from / 1000, to / 1000 }
+	span := func(s *rollup.Scheduler) (int64, int64) { from, to := s.Span(); return from / 1000, to / 1000 }
 
 	s.Check(ctx)
-	if from, to := span(); from != 0 || to != h0+8*hour {
+	if from, to := span(s); from != 0 || to != h0+8*hour {
 		t.Fatalf("first start on empty tables: span (%d, %d], want (0, %d]", from, to, h0+8*hour)
 	}
-	row := func(base int64) store.Put {
-		return store.Put{Row: g.Layout.AppendRowKey(nil, []byte{0, 0, 1}, uint32(base), []byte{0, 0, 1, 0, 0, 1})}
+	row := func(base int64, offsets ...uint32) store.Put {
+		p := store.Put{Row: g.Layout.AppendRowKey(nil, []byte{0, 0, 1}, uint32(base), []byte{0, 0, 1, 0, 0, 1})}
+		for _, off := range offsets {
+			p.Cells = append(p.Cells, store.Cell{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, off, 0x07)})
+		}
+		return p
 	}
 	// A backfill from h0 on: h0-1h .. h0+6h are built backwards, one a
 	// check, and the span claims the beginning only after the last.
-	s.NoteRows(g.Layout, []store.Put{row(h0), row(h0 + 3*hour)})
+	if err := s.NoteWritten(ctx, g.Layout, []store.Put{row(h0, 1000), row(h0+3*hour, 1000)}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 8 {
-		if from, _ := span(); from != h0+7*hour-int64(i)*hour {
+		if from, _ := span(s); from != h0+7*hour-int64(i)*hour {
 			t.Fatalf("after %d backward builds: span from %d, want %d", i, from, h0+7*hour-int64(i)*hour)
 		}
 		if !s.Check(ctx) && i < 7 {
 			t.Errorf("check %d: not behind, want behind", i)
 		}
 	}
-	if from, to := span(); from != 0 || to != h0+8*hour {
+	if from, to := span(s); from != 0 || to != h0+8*hour {
 		t.Errorf("backfill built: span (%d, %d], want (0, %d]", from, to, h0+8*hour)
 	}
-	if first, next, ok, err := rollup.ReadProgress(ctx, g.Store, g.Tables.Rollup5m); err != nil || !ok || first != h0-hour || next != h0+8*hour {
-		t.Errorf("progress [%d, %d) (%v, %v), want [%d, %d)", first, next, ok, err, h0-hour, h0+8*hour)
+	p, err := rollup.ReadProgress(ctx, g.Store, g.Tables.Rollup5m)
+	if err != nil || p.Hours().String() != fmt.Sprintf("%d-%d", h0-hour, h0+8*hour) || p.Want != h0 {
+		t.Errorf("progress: hours built %v, oldest written %d (%v), want %d-%d and %d", p.Hours(), p.Want, err, h0-hour, h0+8*hour, h0)
 	}
 	// A late write at the first instant of the hour after the span: the
-	// last hour built is stale until built again.
-	s.NoteRows(g.Layout, []store.Put{row(h0 + 8*hour)})
-	if _, to := span(); to != h0+7*hour {
-		t.Errorf("late write into h0+8h: span to %d, want %d", to, h0+7*hour)
+	// last hour built is stale until built again, here and for another
+	// scheduler over the same tables; a sample later in that hour makes
+	// no hour stale.
+	other := rollup.NewScheduler(g.Builder(rollup.Options{}), g.Store, rollup.SchedulerOptions{RefreshInterval: time.Nanosecond, Now: func() time.Time { return now }})
+	if h := other.Hours(ctx); !h.Contains(h0 + 7*hour) {
+		t.Errorf("another scheduler: hours built %v, want h0+7h among them", h)
+	}
+	if err := s.NoteWritten(ctx, g.Layout, []store.Put{row(h0+8*hour, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, to := span(s); to != h0+8*hour {
+		t.Errorf("write into h0+8h after its first instant: span to %d, want %d", to, h0+8*hour)
+	}
+	if err := s.NoteWritten(ctx, g.Layout, []store.Put{row(h0+8*hour, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, to := span(s); to != h0+7*hour {
+		t.Errorf("late write at h0+8h's first instant: span to %d, want %d", to, h0+7*hour)
+	}
+	if h := other.Hours(ctx); h.Contains(h0+7*hour) || !h.Contains(h0+6*hour) {
+		t.Errorf("another scheduler after the late write: hours built %v, want h0+6h and not h0+7h", h)
 	}
 	s.Check(ctx)
-	if _, to := span(); to != h0+8*hour {
+	if _, to := span(s); to != h0+8*hour {
 		t.Errorf("stale hour built again: span to %d, want %d", to, h0+8*hour)
+	}
+	if h := other.Hours(ctx); !h.Contains(h0 + 7*hour) {
+		t.Errorf("another scheduler after the rebuild: hours built %v, want h0+7h among them", h)
 	}
 
 	// A sample at h0-3h written by a process that stopped before its
@@ -72,11 +101,11 @@ func TestSchedulerSpan(t *testing.T) {
 	s = rollup.NewScheduler(g.Builder(rollup.Options{}), g.Store, rollup.SchedulerOptions{Now: func() time.Time { return now }})
 	for s.Check(ctx) {
 	}
-	if from, to := span(); from != 0 || to != h0+8*hour {
+	if from, to := span(s); from != 0 || to != h0+8*hour {
 		t.Errorf("after a restart: span (%d, %d], want (0, %d]", from, to, h0+8*hour)
 	}
-	if first, _, _, err := rollup.ReadProgress(ctx, g.Store, g.Tables.Rollup5m); err != nil || first != h0-4*hour {
-		t.Errorf("after a restart: progress from %d (%v), want %d", first, err, h0-4*hour)
+	if p, err := rollup.ReadProgress(ctx, g.Store, g.Tables.Rollup5m); err != nil || len(p.Hours()) != 1 || p.Hours()[0].From != h0-4*hour {
+		t.Errorf("after a restart: hours built %v (%v), want from %d", p.Hours(), err, h0-4*hour)
 	}
 }
 
@@ -124,11 +153,13 @@ func TestBackfillHourBoundaries(t *testing.T) {
 			testproc.GatherSum(t, srv.Registry, "promhbase_rollup_hours_stale") == 0
 	})
 
-	start, end := int64(h0-hour)*1000, int64(h0+7*hour)*1000
 	for _, res := range []struct {
 		name  string
 		width int64
 	}{{"5m", 5 * 60_000}, {"1h", rollup.HourMs}} {
+		// From the first window of the hour before the backfill's (the
+		// earlier hours are not built: nothing was written there).
+		start, end := int64(h0-hour)*1000+res.width, int64(h0+7*hour)*1000
 		for _, fn := range []string{"count_over_time", "sum_over_time", "min_over_time", "max_over_time"} {
 			for _, m := range []string{"bf_requests_total", "bf_temperature"} {
 				q := fn + "(" + m + "[" + res.name + "])"

@@ -27,7 +27,11 @@ import (
 // samples where a range's end cuts a window), at steps on the windows'
 // ends and 7m11s after them, through the HTTP API of an in-process server
 // on the embedded store; and the errors of approximate answers (an
-// explicit max_source_resolution=5m) at unaligned steps.
+// explicit max_source_resolution=5m) at unaligned steps. auto-joined is
+// auto with the rollups built up to a day before the data's end, the
+// last day read raw (the clock of the server that wrote the data stops
+// its scheduler there); the others run on a second server whose
+// scheduler built the rest.
 func BenchmarkDownsampledQuery(b *testing.B) {
 	series := 20
 	if n, err := strconv.Atoi(os.Getenv("BENCH_SERIES")); err == nil && n > 0 {
@@ -37,7 +41,8 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 	st, tb := testbackend.NewWithRollups(b)
 	H := int64(h0) * 1000
 	end := H + days*24*rollup.HourMs
-	srv := startAuto(b, st, tb, time.UnixMilli(end+30*60_000), 100*time.Millisecond, false)
+	joinedAt := end - 24*rollup.HourMs
+	srv := startAuto(b, st, tb, time.UnixMilli(joinedAt+30*60_000), 100*time.Millisecond, false)
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := make([]float64, series)
 	for from := H; from < end; from += 6 * rollup.HourMs {
@@ -60,38 +65,57 @@ func BenchmarkDownsampledQuery(b *testing.B) {
 		}
 		srv.Write(b, &prompb.WriteRequest{Timeseries: ts})
 	}
-	// The scheduler builds the hours written before it started, backwards.
+	// The scheduler builds the hours written before it started, backwards,
+	// up to the day before the end.
 	buildStart := time.Now()
-	waitResolution(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, end, 10*time.Minute)
-	b.Logf("the scheduler built %d hours of %d series in %s", days*24, series, time.Since(buildStart).Round(time.Millisecond))
-	// Settled, as a store is once the writes of the hours are old: the
-	// row buffer flushed into packed runs.
-	if rc, ok := st.(store.Reclaimer); ok {
-		if err := rc.Reclaim(ctxFor(b)); err != nil {
-			b.Fatal(err)
+	waitResolution(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, joinedAt, 10*time.Minute)
+	b.Logf("the scheduler built %d hours of %d series in %s", days*24-24, series, time.Since(buildStart).Round(time.Millisecond))
+	settle := func() {
+		// Settled, as a store is once the writes of the hours are old:
+		// the row buffer flushed into packed runs.
+		if rc, ok := st.(store.Reclaimer); ok {
+			if err := rc.Reclaim(ctxFor(b)); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	for _, q := range []string{"rate(node_cpu_seconds_total[1h])", "avg_over_time(node_load1[1h])", "max_over_time(node_load1[1h])", "node_load1"} {
-		// auto-unaligned: exact, its steps 7m11s after the windows' ends.
-		for _, c := range []struct {
-			name, res string
-			shift     int64
-		}{{"0s", "0s", 0}, {"auto", "auto", 0}, {"auto-unaligned", "auto", 7*60 + 11}} {
-			b.Run(fmt.Sprintf("%s/%s", q, c.name), func(b *testing.B) {
-				v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600+c.shift, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
-					"step": {"3600"}, "max_source_resolution": {c.res}}
-				b.ReportAllocs()
-				for b.Loop() {
-					resp, err := http.PostForm(srv.URL+"/api/v1/query_range", v)
-					if err != nil {
-						b.Fatal(err)
-					}
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Fatalf("status %d", resp.StatusCode)
-					}
+	settle()
+	queries := []string{"rate(node_cpu_seconds_total[1h])", "avg_over_time(node_load1[1h])", "max_over_time(node_load1[1h])", "node_load1"}
+	type run struct {
+		name, res string
+		shift     int64
+	}
+	timeQueries := func(base string, q string, c run) {
+		b.Run(fmt.Sprintf("%s/%s", q, c.name), func(b *testing.B) {
+			v := url.Values{"query": {q}, "start": {strconv.FormatInt(H/1000+3600+c.shift, 10)}, "end": {strconv.FormatInt(end/1000, 10)},
+				"step": {"3600"}, "max_source_resolution": {c.res}}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := http.PostForm(base+"/api/v1/query_range", v)
+				if err != nil {
+					b.Fatal(err)
 				}
-			})
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+				if c.name == "auto-joined" && q != "node_load1" && resp.Header.Get("X-Promhbase-Resolution") != "raw,5m" {
+					b.Fatalf("resolution %q, want raw,5m", resp.Header.Get("X-Promhbase-Resolution"))
+				}
+			}
+		})
+	}
+	for _, q := range queries {
+		timeQueries(srv.URL, q, run{"auto-joined", "auto", 0})
+	}
+	// A server whose clock is past the end builds the last day.
+	srv = startAuto(b, st, tb, time.UnixMilli(end+30*60_000), 100*time.Millisecond, false)
+	waitResolution(b, srv.URL, "max_over_time(node_load1[1h])", H+rollup.HourMs, end, 10*time.Minute)
+	settle()
+	for _, q := range queries {
+		// auto-unaligned: exact, its steps 7m11s after the windows' ends.
+		for _, c := range []run{{"0s", "0s", 0}, {"auto", "auto", 0}, {"auto-unaligned", "auto", 7*60 + 11}} {
+			timeQueries(srv.URL, q, c)
 		}
 	}
 	// Where downsampled answers differ from raw: steps and ranges not
@@ -169,4 +193,26 @@ func BenchmarkBuildHour(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNoteWritten times the write path's note of a request of 2000
+// rows of the current hour, 20 minutes into it: no I/O, a look at each
+// row's key and cells.
+func BenchmarkNoteWritten(b *testing.B) {
+	g := newRig(b, mapping.DefaultLayout())
+	now := time.Unix(h0+20*60, 0)
+	s := rollup.NewScheduler(g.Builder(rollup.Options{}), g.Store, rollup.SchedulerOptions{Now: func() time.Time { return now }})
+	s.Check(ctxFor(b))
+	puts := make([]store.Put, 2000)
+	for i := range puts {
+		puts[i] = store.Put{Row: g.Layout.AppendRowKey(nil, []byte{0, 0, 1}, h0, []byte{0, 0, 1, 0, byte(i >> 8), byte(i)}),
+			Cells: []store.Cell{{Family: []byte("t"), Qualifier: mapping.AppendMsQualifier(nil, uint32(15_000+i), 0x07)}}}
+	}
+	ctx := ctxFor(b)
+	b.ResetTimer()
+	for range b.N {
+		if err := s.NoteWritten(ctx, g.Layout, puts); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// LeaseTTL is how long the build lease lasts unless renewed (see
 	// lease.go); 0 means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Now is the clock that says whether an hour built is old enough to
+	// record (MinBuildAge); nil: time.Now.
+	Now func() time.Time
 }
 
 // Builder computes the rollups of hours of the data table: for every
@@ -48,6 +51,7 @@ type Builder struct {
 	opts      Options
 	ids       IDs
 	intervals []Interval
+	leased    bool // the build lease is held for it (Exclusive): builds take none
 }
 
 // NewBuilder returns a Builder over st. It returns an error when the
@@ -67,6 +71,9 @@ func NewBuilder(st store.Store, opts Options) (*Builder, error) {
 	}
 	if opts.PutBatch <= 0 {
 		opts.PutBatch = 512
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	ids, err := opts.Config.IDs()
 	if err != nil {
@@ -98,6 +105,9 @@ type BuildStats struct {
 	// LeaseWait is how long the builds waited for the build lease while
 	// other processes built.
 	LeaseWait time.Duration
+	// Recorded counts the hours recorded built and current (progress.go);
+	// Rebuilt those of them that were stale (written since built).
+	Recorded, Rebuilt int64
 }
 
 // Add adds o to s.
@@ -106,12 +116,17 @@ func (s *BuildStats) Add(o BuildStats) {
 	s.Cells += o.Cells
 	s.Rows += o.Rows
 	s.LeaseWait += o.LeaseWait
+	s.Recorded += o.Recorded
+	s.Rebuilt += o.Rebuilt
 }
 
 // BuildHour builds the rollups of the hour starting at hour (Unix s, a
 // multiple of 3600) for every metric of the UID table, holding the build
 // lease of the shortest interval's table (waiting for it while another
-// build, of this or another process, holds it).
+// build, of this or another process, holds it), and records the hour
+// built in the progress row (progress.go) unless a write into it came
+// while it was built, or it ended less than MinBuildAge ago: queries read
+// its rollups only then.
 func (b *Builder) BuildHour(ctx context.Context, hour int64) (BuildStats, error) {
 	if hour%mapping.MaxTimespan != 0 || hour < 0 || hour+mapping.MaxTimespan > 0xFFFFFFFF {
 		return BuildStats{}, fmt.Errorf("rollup: hour %d is not the start of an hour a row key can hold", hour)
@@ -120,14 +135,52 @@ func (b *Builder) BuildHour(ctx context.Context, hour int64) (BuildStats, error)
 		return BuildStats{}, nil
 	}
 	var stats BuildStats
-	l := newLease(b.st, b.intervals[0].Table, cmp.Or(b.opts.LeaseTTL, DefaultLeaseTTL), time.Now)
-	waited, err := l.holding(ctx, func(ctx context.Context) error {
+	build := func(ctx context.Context) error {
+		record := recordable(hour, b.opts.Now())
+		if record {
+			if err := b.beginHour(ctx, hour); err != nil {
+				return err
+			}
+		}
 		var err error
-		stats, err = b.buildHour(ctx, hour)
+		if stats, err = b.buildHour(ctx, hour); err != nil || !record {
+			return err
+		}
+		recorded, stale, err := b.endHour(ctx, hour)
+		if recorded {
+			stats.Recorded++
+		}
+		if recorded && stale {
+			stats.Rebuilt++
+		}
 		return err
-	})
+	}
+	if b.leased {
+		return stats, build(ctx)
+	}
+	l := newLease(b.st, b.progressTable(), cmp.Or(b.opts.LeaseTTL, DefaultLeaseTTL), time.Now)
+	waited, err := l.holding(ctx, build)
 	stats.LeaseWait = waited
 	return stats, err
+}
+
+// Exclusive runs f holding the build lease, so that no build of any
+// process runs meanwhile, and hands f a Builder whose builds take no
+// lease (it is held). A delete holds it from removing the rollups of the
+// windows that held deleted samples to building again the hours it cut:
+// a build in between would write those rollups again from the samples
+// not deleted yet.
+func (b *Builder) Exclusive(ctx context.Context, f func(ctx context.Context, b *Builder) error) error {
+	if len(b.intervals) == 0 || b.leased {
+		return f(ctx, b)
+	}
+	l := newLease(b.st, b.progressTable(), cmp.Or(b.opts.LeaseTTL, DefaultLeaseTTL), time.Now)
+	_, err := l.holding(ctx, func(ctx context.Context) error {
+		held := *b
+		held.leased = true
+		return f(ctx, &held)
+	})
+	return err
 }
 
 // buildHour is BuildHour with the lease held.

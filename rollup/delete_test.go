@@ -45,6 +45,9 @@ func TestDeleteSeriesDropsRollups(t *testing.T) {
 	del(`g{instance="a"}`, H+rollup.HourMs+7*60_000+3_000, H+3*rollup.HourMs+2*60_000)
 	del(`g{instance="b"}`, 0, end+rollup.HourMs)
 	for _, q := range []string{"sum_over_time(g[1h])", "count_over_time(g[30m])", "max_over_time(g[1h])"} {
+		// The hours the deletes cut, built again, are read from rollups
+		// once the server reads the progress row again (within 50 ms).
+		waitResolution(t, srv.URL, q, H+rollup.HourMs, end-rollup.HourMs, time.Minute)
 		raw, _ := queryRange(t, srv.URL, q, H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, "0s")
 		down, res := queryRange(t, srv.URL, q, H+rollup.HourMs, end-rollup.HourMs, rollup.HourMs, "")
 		if res != "5m" {

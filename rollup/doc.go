@@ -5,8 +5,9 @@
 // aggregate (window.go), rollup cells and their decoder (cells.go), the
 // embedded store's packed forms (dense.go: each aggregate a float column
 // of package dense; codec.go: the generic form), the Builder of an hour
-// (build.go), and the background Scheduler with its progress row
-// (scheduler.go) and build lease (lease.go). The bytes of rollup rows and
+// (build.go), the progress row that records which hours are built
+// (progress.go, hours.go), the background Scheduler (scheduler.go) and
+// the build lease (lease.go). The bytes of rollup rows and
 // cells are package mapping's (mapping/rollup.go).
 //
 // # The file

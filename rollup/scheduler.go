@@ -1,11 +1,10 @@
 package rollup
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"fmt"
 	"log/slog"
+	"maps"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -16,168 +15,27 @@ import (
 	"github.com/promhbase/promhbase/store"
 )
 
-// Progress is where the hours built are recorded: one row of the table of
-// the shortest built interval, key 0x00 (a key no data row has: every
-// rollup key of every metric is longer, and no metric's key range holds
-// it, so a TSD's scans never meet it), family t, two cells of u64
-// big-endian Unix seconds:
-//
-//	promhbase.first   the first hour built
-//	promhbase.next    the hour after the last one built
-//	promhbase.want    the oldest hour written: the data's oldest hour at
-//	                  the first start, lowered by writes into earlier
-//	                  hours. The hours [want-1h, first) are built
-//	                  backwards, hour by hour, in the background: a
-//	                  window is (S, S+W], so the last window of the hour
-//	                  before want holds a sample at want's first instant.
-//
-// The rollups of every hour in [first, next) are built, but for hours a
-// late write made stale since (which only the process that took the
-// write knows: see Scheduler.NoteRows).
-var progressRow = []byte{0x00}
-
-// IsProgressRow reports whether key is the progress row (which also holds
-// the build lease): a scan over a whole rollup table meets it first, and
-// it is no rollup row.
-func IsProgressRow(key []byte) bool { return bytes.Equal(key, progressRow) }
-
-const (
-	progressFirst = "promhbase.first"
-	progressNext  = "promhbase.next"
-	progressWant  = "promhbase.want"
-)
-
-// ReadWant returns the oldest hour written (Unix s; ok false: none
-// recorded).
-func ReadWant(ctx context.Context, st store.Store, table string) (want int64, ok bool, err error) {
-	row, err := st.Get(ctx, table, progressRow, Family)
-	if err != nil {
-		return 0, false, fmt.Errorf("rollup: read progress from %s: %w", table, err)
-	}
-	for _, c := range row.Cells {
-		if string(c.Qualifier) == progressWant && len(c.Value) == 8 {
-			return int64(binary.BigEndian.Uint64(c.Value)), true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-// LowerWant records want as the oldest hour written unless an earlier one
-// is recorded.
-func LowerWant(ctx context.Context, st store.Store, table string, want int64) error {
-	for range 16 {
-		old, ok, err := ReadWant(ctx, st, table)
-		if err != nil || (ok && old <= want) {
-			return err
-		}
-		var expected []byte
-		if ok {
-			expected = binary.BigEndian.AppendUint64(nil, uint64(old))
-		}
-		put := store.Put{Row: progressRow, Cells: []store.Cell{{Family: []byte(Family), Qualifier: []byte(progressWant),
-			Value: binary.BigEndian.AppendUint64(nil, uint64(want))}}}
-		done, err := st.CheckAndPut(ctx, table, put, Family, progressWant, expected)
-		if err != nil {
-			return fmt.Errorf("rollup: record progress in %s: %w", table, err)
-		}
-		if done {
-			return nil
-		}
-	}
-	return fmt.Errorf("rollup: record progress in %s: too many concurrent updates", table)
-}
-
-// ReadProgress returns the hours built, [first, next) (Unix s), as
-// recorded in st; ok is false when nothing is recorded.
-func ReadProgress(ctx context.Context, st store.Store, table string) (first, next int64, ok bool, err error) {
-	row, err := st.Get(ctx, table, progressRow, Family)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("rollup: read progress from %s: %w", table, err)
-	}
-	var haveFirst, haveNext bool
-	for _, c := range row.Cells {
-		if len(c.Value) != 8 {
-			continue
-		}
-		v := int64(binary.BigEndian.Uint64(c.Value))
-		switch string(c.Qualifier) {
-		case progressFirst:
-			first, haveFirst = v, true
-		case progressNext:
-			next, haveNext = v, true
-		}
-	}
-	return first, next, haveFirst && haveNext && first <= next, nil
-}
-
-// RecordProgress records that the hours [from, to) are built, extending
-// the recorded span where it meets it (or starting it when none is
-// recorded), with check-and-puts, so that processes recording at once do
-// not undo each other. A built span that does not meet the recorded one
-// is not recorded.
-func RecordProgress(ctx context.Context, st store.Store, table string, from, to int64) (first, next int64, err error) {
-	for range 16 {
-		f, n, ok, err := ReadProgress(ctx, st, table)
-		if err != nil {
-			return 0, 0, err
-		}
-		nf, nn := f, n
-		switch {
-		case !ok:
-			nf, nn = from, to
-		case from <= n && to >= f:
-			nf, nn = min(f, from), max(n, to)
-		}
-		if ok && nf == f && nn == n {
-			return f, n, nil
-		}
-		done := true
-		for _, c := range []struct {
-			q        string
-			old, new int64
-			had      bool
-		}{{progressFirst, f, nf, ok}, {progressNext, n, nn, ok}} {
-			if c.had && c.old == c.new {
-				continue
-			}
-			var expected []byte
-			if c.had {
-				expected = binary.BigEndian.AppendUint64(nil, uint64(c.old))
-			}
-			put := store.Put{Row: progressRow, Cells: []store.Cell{{Family: []byte(Family), Qualifier: []byte(c.q),
-				Value: binary.BigEndian.AppendUint64(nil, uint64(c.new))}}}
-			okPut, err := st.CheckAndPut(ctx, table, put, Family, c.q, expected)
-			if err != nil {
-				return 0, 0, fmt.Errorf("rollup: record progress in %s: %w", table, err)
-			}
-			if !okPut {
-				done = false
-				break
-			}
-		}
-		if done {
-			if err := store.Sync(ctx, st); err != nil {
-				return 0, 0, fmt.Errorf("rollup: record progress in %s: %w", table, err)
-			}
-			return nf, nn, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("rollup: record progress in %s: too many concurrent updates", table)
-}
-
 // SchedulerOptions configure a Scheduler; zero values select defaults.
 type SchedulerOptions struct {
 	// Grace is how long after an hour ended its rollups are built, so
-	// that late samples land first (as compaction's grace). Default 10m.
+	// that late samples land first (as compaction's grace). Default 10m;
+	// never less than MinBuildAge.
 	Grace time.Duration
 	// CheckInterval is how often the scheduler looks for due hours.
 	// Default 30s.
 	CheckInterval time.Duration
+	// RefreshInterval is how old the record of the hours built that
+	// queries read (Hours) may grow before it is read again from the
+	// store: how long another process's writes into built hours may go
+	// unseen by this one's queries. Default CheckInterval, at most 5s.
+	RefreshInterval time.Duration
 	// MaxHoursPerCycle bounds the hours one check builds. Default 24.
 	MaxHoursPerCycle int
 	Registerer       prometheus.Registerer
 	Logger           *slog.Logger
-	Now              func() time.Time
+	// Now is the clock of the hours due and of the writes checked
+	// (NoteWritten); nil: time.Now. The Builder's should be the same.
+	Now func() time.Time
 	// Built, when set, is told of each hour (Unix s) whose rollups a
 	// build wrote, first builds and builds again alike: for caches of
 	// answers read from them.
@@ -185,23 +43,28 @@ type SchedulerOptions struct {
 }
 
 // Scheduler builds the rollups of each hour once it has ended plus the
-// grace, from where the recorded progress ends (at the first start: the
-// hour before the current one), and rebuilds the hours that late writes
-// changed. Covered tells the query path how far the rollups reach. It is
-// safe for concurrent use.
+// grace, the hours of the data written before (back to the hour before
+// the oldest hour written), and the hours late writes made stale, as the
+// progress row records them (progress.go), which every process sharing
+// the tables reads and writes. Hours tells queries which hours are built;
+// NoteWritten marks the hours a write made stale. It is safe for
+// concurrent use.
 type Scheduler struct {
 	b     *Builder
 	st    store.Store
 	table string
 	opts  SchedulerOptions
 
-	mu          sync.Mutex
-	first, next int64              // recorded progress (Unix s); next 0: not read yet
-	want        int64              // the oldest hour written (Unix s): [want-1h, first) is to build
-	wantNoted   bool               // want was lowered by NoteRows: record it
-	dirty       map[int64]struct{} // built hours a write changed since
-	building    int64              // the hour being built (-1: none): a write into it makes it stale
-	lastNoted   int64              // the hour NoteRows saw last (-1: none)
+	read    sync.Mutex // one read of the progress row at a time
+	startMu sync.Mutex
+	started bool // the first check recorded the oldest hour written (under startMu)
+
+	mu     sync.Mutex
+	prog   *Progress // as last read, with this process's changes since; nil: not read yet
+	hours  Hours     // prog's hours built (never changed once handed out)
+	stale  bool      // hours is to compute again from prog
+	readAt time.Time // when prog was read (time.Now)
+	gen    uint64    // changes of prog by this process: a read under way when it changes is read again
 
 	built, rebuilt, failures prometheus.Counter
 	cellsWritten             prometheus.Counter
@@ -210,11 +73,12 @@ type Scheduler struct {
 
 // NewScheduler returns a Scheduler building with b over st.
 func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler {
-	if opts.Grace <= 0 {
-		opts.Grace = 10 * time.Minute
-	}
+	opts.Grace = max(opts.Grace, MinBuildAge)
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 30 * time.Second
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = min(opts.CheckInterval, 5*time.Second)
 	}
 	if opts.MaxHoursPerCycle <= 0 {
 		opts.MaxHoursPerCycle = 24
@@ -225,11 +89,11 @@ func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Scheduler{b: b, st: st, opts: opts, dirty: map[int64]struct{}{}, lastNoted: -1, building: -1}
+	s := &Scheduler{b: b, st: st, opts: opts}
 	if len(b.intervals) > 0 {
-		s.table = b.intervals[0].Table
+		s.table = b.progressTable()
 	}
-	s.built = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_built_total", Help: "Hours whose rollups were built."})
+	s.built = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_built_total", Help: "Hours whose rollups were built and recorded."})
 	s.rebuilt = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_hours_rebuilt_total", Help: "Hours whose rollups were built again after late writes."})
 	s.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_failures_total", Help: "Builds of an hour's rollups that failed (retried at the next check)."})
 	s.cellsWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "promhbase_rollup_cells_written_total", Help: "Rollup cells written."})
@@ -238,81 +102,222 @@ func NewScheduler(b *Builder, st store.Store, opts SchedulerOptions) *Scheduler 
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(s.built, s.rebuilt, s.failures, s.cellsWritten, s.leaseWait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_built_until_timestamp_seconds",
-				Help: "End of the span of hours whose rollups are built (queries read raw samples after it)."},
-				func() float64 { return float64(s.Covered() / 1000) }),
+				Help: "End of the newest run of hours whose rollups are built and current (queries read raw samples for every hour not built)."},
+				func() float64 { _, to := s.Span(); return float64(to / 1000) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_built_from_timestamp_seconds",
-				Help: "Start of the span of hours whose rollups are built (queries read raw samples before it)."},
+				Help: "Start of the newest run of hours whose rollups are built and current; 0 when it reaches back to the oldest hour written."},
 				func() float64 { f, _ := s.Span(); return float64(f / 1000) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_rollup_hours_stale",
-				Help: "Built hours that late writes changed, waiting to be built again."},
-				func() float64 { s.mu.Lock(); defer s.mu.Unlock(); return float64(len(s.dirty)) }))
+				Help: "Hours that writes changed since their rollups were built, waiting to be built again."},
+				func() float64 {
+					s.mu.Lock()
+					defer s.mu.Unlock()
+					if s.prog == nil {
+						return 0
+					}
+					return float64(s.prog.StaleCount())
+				}))
 	}
 	return s
 }
 
-// Span returns the rollups' reach in Unix ms: the windows that end in
-// (from, to] are built and current (to stops at the first stale hour).
-// When every hour wanted is built (the span reaches back to the oldest
-// data known), from is 0: no raw sample lies before the span. Before the
-// first check both are 0.
+// Hours returns the hours whose rollups are built and current, for
+// queries: as recorded in the store, read again when older than the
+// refresh interval, with this process's own changes since. When the store
+// cannot be read, it returns what was read last (none before the first
+// read: queries read raw samples), so that a query does not turn to raw
+// samples that retention may have deleted.
+func (s *Scheduler) Hours(ctx context.Context) Hours {
+	if s.table == "" {
+		return nil
+	}
+	if h, ok := s.fresh(); ok {
+		return h
+	}
+	if err := s.refresh(ctx, true); err != nil {
+		s.opts.Logger.Warn("rollups: cannot read which hours are built; using the hours read last", "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog == nil {
+		return nil
+	}
+	return s.hoursLocked()
+}
+
+// fresh returns the hours built when they were read within the refresh
+// interval.
+func (s *Scheduler) fresh() (Hours, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog == nil || time.Since(s.readAt) > s.opts.RefreshInterval {
+		return nil, false
+	}
+	return s.hoursLocked(), true
+}
+
+// hoursLocked returns prog's hours built (s.mu held).
+func (s *Scheduler) hoursLocked() Hours {
+	if s.stale {
+		s.hours, s.stale = s.prog.Hours(), false
+	}
+	return s.hours
+}
+
+// refresh reads the progress row again. With ifOld, it does not when
+// another call read it within the refresh interval meanwhile.
+func (s *Scheduler) refresh(ctx context.Context, ifOld bool) error {
+	s.read.Lock()
+	defer s.read.Unlock()
+	if _, ok := s.fresh(); ok && ifOld {
+		return nil
+	}
+	for range 4 {
+		s.mu.Lock()
+		gen := s.gen
+		s.mu.Unlock()
+		at := time.Now()
+		p, err := ReadProgress(ctx, s.st, s.table)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.gen == gen {
+			s.prog, s.stale, s.readAt = p, true, at
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock() // changed meanwhile: the read may miss the change
+	}
+	return nil // the changes are in prog; read at the next call
+}
+
+// change applies f to prog (nothing before the first read).
+func (s *Scheduler) change(f func(p *Progress)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog == nil {
+		return
+	}
+	f(s.prog)
+	s.stale = true
+	s.gen++
+}
+
+// Span returns the newest run of hours built, in Unix ms: the windows that
+// end in (from, to] are built and current. When the run reaches back to
+// the hour before the oldest hour written, from is 0: no raw sample lies
+// before it. Both are 0 when no hour is built or nothing is read yet.
 func (s *Scheduler) Span() (from, to int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	to = s.next
-	for h := range s.dirty {
-		to = min(to, h)
+	if s.prog == nil {
+		return 0, 0
 	}
-	if to < s.first {
-		to = s.first
+	h := s.hoursLocked()
+	if len(h) == 0 {
+		return 0, 0
 	}
-	from = s.first * 1000
-	if s.next > 0 && s.first <= s.want-mapping.MaxTimespan && to > s.first {
+	last := h[len(h)-1]
+	from = last.From * 1000
+	if s.prog.HaveWant && last.From <= s.prog.Want-mapping.MaxTimespan {
 		from = 0
 	}
-	return from, to * 1000
+	return from, last.To * 1000
 }
 
-// Covered is Span's end.
-func (s *Scheduler) Covered() int64 {
-	_, to := s.Span()
-	return to
-}
-
-// NoteRows tells the scheduler of rows written to the data table: a row
-// of hour H makes the rollups of H and of the hour before (whose last
-// window holds H's first millisecond) stale where they are built, until
-// the next check builds them again; a row older than every hour written
-// before lowers the oldest hour written, and the check builds the hours
-// before the built span backwards.
-func (s *Scheduler) NoteRows(l mapping.Layout, puts []store.Put) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next == 0 {
-		return
+// NoteWritten tells the scheduler of rows written to the data table, once
+// the store took them and before the write is acknowledged: the hours a
+// build may have read (Settled) that they were written into, and the hour
+// before each row with a sample at its first instant (whose last window
+// holds it), are marked written in the progress row where they are built
+// or being built, so that every process reads them raw until they are
+// built again; a row older than the oldest hour written lowers it. Rows of
+// younger hours cost a look at their key (and at their cells' qualifiers
+// past the first minutes of an hour); the others a read of the progress
+// row, and a check-and-put where an hour was built.
+func (s *Scheduler) NoteWritten(ctx context.Context, l mapping.Layout, puts []store.Put) error {
+	if s.table == "" {
+		return nil
 	}
-	for _, p := range puts {
+	hours, oldest := settledHours(l, puts, s.opts.Now())
+	if len(hours) == 0 {
+		return nil
+	}
+	if err := s.lowerWant(ctx, oldest); err != nil {
+		return err
+	}
+	// Before and after the store's: a read meanwhile may find them
+	// built still.
+	forget := func(p *Progress) {
+		for _, h := range hours {
+			day, bit := dayOf(h)
+			if d, ok := p.days[day]; ok && d.built&bit != 0 {
+				d.built &^= bit
+				d.written |= bit
+				p.days[day] = d
+			}
+		}
+	}
+	s.change(forget)
+	_, err := s.b.MarkWritten(ctx, hours)
+	s.change(forget)
+	return err
+}
+
+// settledHours returns the hours puts make stale that a build may have
+// read at now (see NoteWritten), and the oldest hour written among them
+// (math.MaxInt64: none).
+func settledHours(l mapping.Layout, puts []store.Put, now time.Time) (hours []int64, oldest int64) {
+	oldest = 1<<63 - 1
+	settled := lastSettled(now)
+	last := int64(-1)
+	for i := range puts {
+		p := &puts[i]
 		base, ok := l.BaseTimeOf(p.Row)
 		if !ok {
 			continue
 		}
 		h := int64(base)
-		if s.building >= 0 && (h == s.building || h-mapping.MaxTimespan == s.building) {
-			// The build may have read the row before the write.
-			s.dirty[s.building] = struct{}{}
+		if h <= settled && h != last {
+			oldest = min(oldest, h)
+			if !slices.Contains(hours, h) {
+				hours = append(hours, h)
+			}
 		}
-		if h == s.lastNoted || h > s.next {
+		last = h
+		// The hour before, when the row holds its last window's end.
+		if prev := h - mapping.MaxTimespan; prev < 0 || prev > settled || (len(hours) > 0 && slices.Contains(hours, prev)) {
 			continue
 		}
-		s.lastNoted = h
-		if h < s.want {
-			s.want, s.wantNoted = h, true
-		}
-		for _, b := range []int64{h, h - mapping.MaxTimespan} {
-			if b >= s.first && b < s.next {
-				s.dirty[b] = struct{}{}
+		for _, c := range p.Cells {
+			if mapping.MayHoldFirstInstant(c.Qualifier) {
+				hours = append(hours, h-mapping.MaxTimespan)
+				break
 			}
 		}
 	}
+	return hours, oldest
+}
+
+// lowerWant records hour as the oldest hour written when it is older than
+// the one recorded.
+func (s *Scheduler) lowerWant(ctx context.Context, hour int64) error {
+	s.mu.Lock()
+	known := s.prog != nil && s.prog.HaveWant && s.prog.Want <= hour
+	s.mu.Unlock()
+	if known || hour == 1<<63-1 {
+		return nil
+	}
+	if err := LowerWant(ctx, s.st, s.table, hour); err != nil {
+		return err
+	}
+	s.change(func(p *Progress) {
+		if !p.HaveWant || hour < p.Want {
+			p.Want, p.HaveWant = hour, true
+		}
+	})
+	return nil
 }
 
 // Run checks for due hours every CheckInterval until ctx ends.
@@ -331,165 +336,118 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// Check builds the stale hours, then the due hours after the recorded
-// progress, then the wanted hours before it, backwards (at most
-// MaxHoursPerCycle hours in all), and records the progress. It reports
-// whether hours are left to build.
+// Check reads the progress row, then builds the stale hours due, then the
+// hours due not built, newest first, back to the hour before the oldest
+// hour written (at most MaxHoursPerCycle hours in all). At the first
+// check it records the oldest hour written: the data's oldest, or the
+// hour after the one due on empty tables. It reports whether hours are
+// left to build.
 func (s *Scheduler) Check(ctx context.Context) (behind bool) {
 	if s.table == "" {
 		return false
 	}
-	due := (s.opts.Now().Add(-s.opts.Grace).Unix()/mapping.MaxTimespan - 1) * mapping.MaxTimespan // the last hour due
-	s.mu.Lock()
-	next := s.next
-	dirty := make([]int64, 0, len(s.dirty))
-	for h := range s.dirty {
-		dirty = append(dirty, h)
-	}
-	s.mu.Unlock()
-	slices.Sort(dirty)
-	if next == 0 {
-		first, n, ok, err := ReadProgress(ctx, s.st, s.table)
-		if err != nil {
-			s.failures.Inc()
-			s.opts.Logger.Warn("rollups: cannot read progress; retrying at the next check", "err", err)
-			return false
-		}
-		// The first check of this process: the data's oldest hour, in
-		// case a write older than the oldest recorded was taken by a
-		// process that stopped before recording it.
-		oldest, found, err := s.b.OldestHour(ctx)
-		if err == nil && found && oldest <= max(due, n) {
-			err = LowerWant(ctx, s.st, s.table, oldest)
-		}
-		if !ok && err == nil {
-			// The first start: forwards from the hour due now, and
-			// backwards over the data already there.
-			first, n, err = RecordProgress(ctx, s.st, s.table, due, due)
-		}
-		if err != nil {
-			s.failures.Inc()
-			s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
-			return false
-		}
-		want, wok, err := ReadWant(ctx, s.st, s.table)
-		if err != nil {
-			s.failures.Inc()
-			return false
-		}
-		if !wok {
-			// Nothing written before the span: no hour before it
-			// to build.
-			want = first + mapping.MaxTimespan
-		}
-		s.mu.Lock()
-		s.first, s.next, s.want = first, n, min(want, first+mapping.MaxTimespan)
-		s.mu.Unlock()
-		next = n
-	}
-	for _, h := range dirty {
-		if ctx.Err() != nil {
-			return false
-		}
-		done := s.startBuilding(h)
-		s.mu.Lock()
-		delete(s.dirty, h)
-		s.mu.Unlock()
-		_, err := s.buildHour(ctx, h)
-		done()
-		if err != nil {
-			s.mu.Lock()
-			s.dirty[h] = struct{}{}
-			s.mu.Unlock()
-			return false
-		}
-		s.rebuilt.Inc()
-	}
-	built := 0
-	for h := next; h <= due && built < s.opts.MaxHoursPerCycle; h += mapping.MaxTimespan {
-		if ctx.Err() != nil {
-			return false
-		}
-		if !s.buildAndRecord(ctx, h) {
-			return false
-		}
-		built++
-	}
-	// Backwards over the wanted hours.
-	s.mu.Lock()
-	want, first, noted := s.want, s.first, s.wantNoted
-	s.wantNoted = false
-	s.mu.Unlock()
-	if noted {
-		if err := LowerWant(ctx, s.st, s.table, want); err != nil {
-			s.mu.Lock()
-			s.wantNoted = true
-			s.mu.Unlock()
-		}
-	}
-	for h := first - mapping.MaxTimespan; h >= want-mapping.MaxTimespan && h >= 0 && built < s.opts.MaxHoursPerCycle; h -= mapping.MaxTimespan {
-		if ctx.Err() != nil {
-			return false
-		}
-		if !s.buildAndRecord(ctx, h) {
-			return false
-		}
-		built++
-	}
-	// Another process (a replica, `promhbase rollup`) may have built
-	// further, or wants earlier hours.
-	if first, n, ok, err := ReadProgress(ctx, s.st, s.table); err == nil && ok {
-		s.mu.Lock()
-		s.first, s.next = min(s.first, first), max(s.next, n)
-		s.mu.Unlock()
-	}
-	if want, ok, err := ReadWant(ctx, s.st, s.table); err == nil && ok {
-		s.mu.Lock()
-		s.want = min(s.want, want)
-		s.mu.Unlock()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return built > 0 && (s.next <= due || s.first > max(s.want-mapping.MaxTimespan, 0))
-}
-
-// buildAndRecord builds hour h and records it as built.
-func (s *Scheduler) buildAndRecord(ctx context.Context, h int64) bool {
-	done := s.startBuilding(h)
-	defer done()
-	if _, err := s.buildHour(ctx, h); err != nil {
-		return false
-	}
-	first, n, err := RecordProgress(ctx, s.st, s.table, h, h+mapping.MaxTimespan)
-	if err != nil {
+	due := s.due()
+	if err := s.start(ctx, due); err != nil {
 		s.failures.Inc()
-		s.opts.Logger.Warn("rollups: cannot record progress; retrying at the next check", "err", err)
+		s.opts.Logger.Warn("rollups: cannot record the oldest hour written; retrying at the next check", "err", err)
 		return false
 	}
-	s.built.Inc()
-	s.mu.Lock()
-	s.first, s.next = first, n
-	s.mu.Unlock()
-	return true
-}
-
-// building marks h as the hour being built until done is called: a write
-// into it meanwhile (or into the next hour's first millisecond) makes it
-// stale, since the build may have read its rows before the write; done
-// is called once the hour counts as built (recorded), so that no write
-// falls between.
-func (s *Scheduler) startBuilding(h int64) (done func()) {
-	s.mu.Lock()
-	s.building, s.lastNoted = h, -1
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.building = -1
-		s.mu.Unlock()
+	if err := s.refresh(ctx, false); err != nil {
+		s.failures.Inc()
+		s.opts.Logger.Warn("rollups: cannot read progress; retrying at the next check", "err", err)
+		return false
 	}
+	s.mu.Lock()
+	todo, more := toBuild(s.prog, due, s.opts.MaxHoursPerCycle)
+	s.mu.Unlock()
+	for _, h := range todo {
+		if ctx.Err() != nil || s.build(ctx, h) != nil {
+			return false
+		}
+	}
+	return more
 }
 
-func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) {
+// due returns the last hour due (Unix s): ended the grace ago.
+func (s *Scheduler) due() int64 {
+	return (s.opts.Now().Add(-s.opts.Grace).Unix()/mapping.MaxTimespan - 1) * mapping.MaxTimespan
+}
+
+// start records, once, the oldest hour written as the data's oldest hour
+// (in case a process that took an older write stopped before recording
+// it), or the hour after due when that is older or no data is there: the
+// first start builds forwards from the hour due, and backwards over the
+// data already there.
+func (s *Scheduler) start(ctx context.Context, due int64) error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.started {
+		return nil
+	}
+	want := due + mapping.MaxTimespan
+	oldest, found, err := s.b.OldestHour(ctx)
+	if err != nil {
+		return err
+	}
+	if found {
+		want = min(want, oldest)
+	}
+	if err := LowerWant(ctx, s.st, s.table, want); err != nil {
+		return err
+	}
+	s.started = true
+	return nil
+}
+
+// toBuild returns the hours to build at most n of (Unix s): the stale
+// hours up to due, then those not built from due back to the hour before
+// p's oldest hour written, newest first; more reports hours left beyond
+// n.
+func toBuild(p *Progress, due int64, n int) (todo []int64, more bool) {
+	days := slices.Sorted(maps.Keys(p.days))
+	slices.Reverse(days)
+	add := func(day int64, m uint32) bool {
+		for ; m != 0; m &^= 1 << (31 - bits.LeadingZeros32(m)) {
+			if len(todo) == n {
+				return false
+			}
+			todo = append(todo, day+int64(31-bits.LeadingZeros32(m))*mapping.MaxTimespan)
+		}
+		return true
+	}
+	dueDay, _ := dayOf(due)
+	for _, day := range days {
+		if d := p.days[day]; day <= dueDay && !add(day, d.written&^d.built&hoursIn(day, 0, due)) {
+			return todo, true
+		}
+	}
+	lo := due
+	if p.HaveWant {
+		lo = max(p.Want-mapping.MaxTimespan, 0)
+	}
+	loDay, _ := dayOf(lo)
+	for day := dueDay; day >= loDay; day -= mapping.DaySeconds {
+		d := p.days[day]
+		if !add(day, hoursIn(day, lo, due)&^(d.built|d.written)) {
+			return todo, true
+		}
+	}
+	return todo, false
+}
+
+// hoursIn returns the bits of the hours of day in [lo, hi].
+func hoursIn(day, lo, hi int64) uint32 {
+	var m uint32
+	for i := range int64(24) {
+		if h := day + i*mapping.MaxTimespan; h >= lo && h <= hi {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// build builds hour h and notes it built (when it was recorded).
+func (s *Scheduler) build(ctx context.Context, h int64) error {
 	start := time.Now()
 	stats, err := s.b.BuildHour(ctx, h)
 	if s.opts.Built != nil {
@@ -502,9 +460,21 @@ func (s *Scheduler) buildHour(ctx context.Context, h int64) (BuildStats, error) 
 			s.failures.Inc()
 			s.opts.Logger.Warn("rollups: build of an hour failed; retrying at the next check", "hour", time.Unix(h, 0).UTC(), "err", err)
 		}
-		return stats, err
+		return err
 	}
-	s.opts.Logger.Info("built rollups", "hour", time.Unix(h, 0).UTC(), "series", stats.Series, "cells", stats.Cells,
+	if stats.Recorded > 0 {
+		s.built.Inc()
+		s.change(func(p *Progress) {
+			day, bit := dayOf(h)
+			d := p.days[day]
+			d.built |= bit
+			d.building &^= bit
+			d.written &^= bit
+			p.days[day] = d
+		})
+	}
+	s.rebuilt.Add(float64(stats.Rebuilt))
+	s.opts.Logger.Info("built rollups", "hour", time.Unix(h, 0).UTC(), "series", stats.Series, "cells", stats.Cells, "recorded", stats.Recorded > 0,
 		"duration", time.Since(start).Round(time.Millisecond), "lease_wait", stats.LeaseWait.Round(time.Millisecond))
-	return stats, nil
+	return nil
 }

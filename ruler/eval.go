@@ -14,6 +14,13 @@ import (
 // whatever the catch-up window.
 const maxCatchUpEvals = 100
 
+// The reasons of promhbase_ruler_evaluations_skipped_total.
+const (
+	skippedLeaseLost = "lease_lost" // another replica holds the group
+	skippedDone      = "done"       // r:last says it was evaluated
+	skippedTooOld    = "too_old"    // missed, past the catch-up window or maxCatchUpEvals
+)
+
 // evalIteration is the rules.GroupEvalIterationFunc of a tenant's groups:
 // each evaluation is of a group whose lease this replica holds (renewed
 // first; lost: the evaluation is skipped and the group dropped at the
@@ -33,7 +40,7 @@ func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at tim
 		ts.logger.Warn("cannot renew a rule group's lease", "group", key, "err", err)
 	}
 	if !held || !l.valid() {
-		ts.r.m.skipped.WithLabelValues("lease_lost").Inc()
+		ts.r.m.skipped.WithLabelValues(skippedLeaseLost).Inc()
 		return
 	}
 	last, err := l.last(lctx)
@@ -43,10 +50,14 @@ func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at tim
 	atMs := at.UnixMilli()
 	if last >= atMs {
 		// Another replica (or this one, before a restart) evaluated it.
-		ts.r.m.skipped.WithLabelValues("done").Inc()
+		ts.r.m.skipped.WithLabelValues(skippedDone).Inc()
 		return
 	}
-	for _, t := range catchUp(g, last, at, ts.r.cfg.CatchUpWindow) {
+	missed, tooOld := catchUp(g, last, at, ts.r.cfg.CatchUpWindow)
+	if tooOld > 0 {
+		ts.r.m.skipped.WithLabelValues(skippedTooOld).Add(float64(tooOld))
+	}
+	for _, t := range missed {
 		if !ts.evalOnce(ctx, g, l, t) {
 			return
 		}
@@ -75,30 +86,44 @@ func (ts *tenantState) evalOnce(ctx context.Context, g *rules.Group, l *groupLea
 // catchUp returns the aligned evaluation timestamps of g after last and
 // before at, at most window before at (and at most maxCatchUpEvals, the
 // latest): the evaluations a group that moved between replicas, or
-// whose replica stopped, missed. last 0 (never evaluated) misses none.
-func catchUp(g *rules.Group, last int64, at time.Time, window time.Duration) []time.Time {
+// whose replica stopped, missed; and how many missed ones it leaves out
+// (older than the window, or past maxCatchUpEvals). last 0 (never
+// evaluated) misses none.
+func catchUp(g *rules.Group, last int64, at time.Time, window time.Duration) (missed []time.Time, tooOld int) {
 	iv := g.Interval()
 	if last <= 0 || iv <= 0 {
-		return nil
+		return nil, 0
 	}
 	// Aligned timestamps have nanoseconds, r:last milliseconds: the
 	// first missed is the first at or after the millisecond after last.
+	aligned := func(t time.Time) time.Time {
+		a := g.EvalTimestamp(t.UnixNano())
+		if a.Before(t) {
+			a = a.Add(iv)
+		}
+		return a
+	}
 	lo := time.UnixMilli(last + 1)
+	first := aligned(lo)
 	if w := at.Add(-window); lo.Before(w) {
 		lo = w
 	}
-	from := g.EvalTimestamp(lo.UnixNano())
-	if from.Before(lo) {
-		from = from.Add(iv)
+	from := aligned(lo)
+	end := from
+	if at.Before(end) {
+		end = at
 	}
-	var out []time.Time
+	if first.Before(end) {
+		tooOld = int((end.Sub(first) + iv - 1) / iv)
+	}
 	for t := from; t.Before(at); t = t.Add(iv) {
-		out = append(out, t)
+		missed = append(missed, t)
 	}
-	if len(out) > maxCatchUpEvals {
-		out = out[len(out)-maxCatchUpEvals:]
+	if len(missed) > maxCatchUpEvals {
+		tooOld += len(missed) - maxCatchUpEvals
+		missed = missed[len(missed)-maxCatchUpEvals:]
 	}
-	return out
+	return missed, tooOld
 }
 
 // loader is the rules manager's GroupLoader: a "file" is a rule

@@ -186,6 +186,11 @@ func New(cfg Config) (*Ruler, error) {
 			syncErrs: f.NewCounter(prometheus.CounterOpts{Namespace: "promhbase", Subsystem: "ruler", Name: "sync_failures_total",
 				Help: "Syncs of a tenant's rule groups that failed (the store, or opening the tenant)."}),
 		}}
+	// Every reason from the start, so that the first skip of each is an
+	// increase that rate and increase see.
+	for _, reason := range []string{skippedLeaseLost, skippedDone, skippedTooOld} {
+		r.m.skipped.WithLabelValues(reason)
+	}
 	return r, nil
 }
 

@@ -409,6 +409,17 @@ $(loopback_properties)
        lives in the same JVM here, so fewer and shorter retries are safe. -->
   <property><name>zookeeper.recovery.retry</name><value>1</value></property>
   <property><name>zookeeper.recovery.retry.intervalmill</name><value>100</value></property>
+  <!-- ZooKeeper's sessions pause with the JVM they live in (SIGSTOP in
+       e2e/faults' TestHBaseFreeze, a long GC): on resume ZooKeeper
+       expires every session not heard from within its timeout, and the
+       master aborts. Local mode's timeout is 10 s. A client pings every
+       third of the timeout, so a pause must stay under two thirds of it:
+       180 s lets this HBase come back from pauses of up to 2 minutes
+       (with 90 s a minute's pause once expired the master's session).
+       ZooKeeper caps a session at maxSessionTimeout, 20 ticks (40 s), by
+       default. -->
+  <property><name>zookeeper.session.timeout.localHBaseCluster</name><value>180000</value></property>
+  <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <!-- Codecs beyond HBase's built-in NONE and GZ: the pure-Java ones of
        hbase-compression-aircompressor (HBASE_CODECS; none when "none"). -->
 $(codec_properties)

@@ -14,7 +14,9 @@
 #             ZooKeeper 127.0.0.1:2181), the test cluster (cluster-up,
 #             ZooKeeper 127.0.0.1:2182), the peers the suites run
 #             (Prometheus, Alertmanager, VictoriaMetrics, vmctl: built once,
-#             cached in ~/.cache/promhbase)
+#             cached in ~/.cache/promhbase), and Debian's Chromium for the
+#             web UI's browser tests (scripts/chromium.sh: apt-get install
+#             chromium when it is missing)
 #   static    go vet (build tags faults and cluster: every file), then
 #             golangci-lint, then the gohbase fork's tests
 #   embedded  go test ./...: every package, the end-to-end suites on the
@@ -55,7 +57,7 @@ HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
 export HBASE_HEAP=${HBASE_HEAP:-4g}
 LOGS=$ROOT/.run/test
 # The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
-HBASE_PKGS=(./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler)
+HBASE_PKGS=(./e2e ./cmd/... ./retention ./deletion ./rollup ./hatracker ./engine ./ruler ./compact)
 
 mkdir -p "$LOGS"
 began=$(date +%s)
@@ -113,7 +115,7 @@ ok() {
 }
 
 peers() {
-	scripts/prometheus.sh && scripts/alertmanager.sh && scripts/victoriametrics.sh && scripts/vmctl.sh
+	scripts/prometheus.sh && scripts/alertmanager.sh && scripts/victoriametrics.sh && scripts/vmctl.sh && scripts/chromium.sh
 }
 
 static() {

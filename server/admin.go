@@ -52,7 +52,7 @@ func (a admin) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels
 	_, err := a.del.Delete(ctx, ms, mint, maxt)
 	// Also after a failure: some of the range may be gone.
 	if a.cache != nil {
-		err = errors.Join(err, a.cache.changed(cachelog.Samples, mint, maxt))
+		err = errors.Join(err, a.cache.changed(context.WithoutCancel(ctx), cachelog.Samples, mint, maxt))
 	}
 	return err
 }

@@ -27,11 +27,13 @@ type cacheNoter struct {
 	l mapping.Layout
 }
 
-func (n cacheNoter) NoteRows(puts []store.Put) { _ = n.NoteRowsChecked(puts) }
+func (n cacheNoter) NoteRows(puts []store.Put) {
+	_ = n.NoteRowsChecked(context.Background(), puts)
+}
 
 // NoteRowsChecked tells the cache and, with the log, the other replicas;
 // an error (the log's append failed) fails the write, which is sent again.
-func (n cacheNoter) NoteRowsChecked(puts []store.Put) error {
+func (n cacheNoter) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
 	if n.t.c.DataClock() {
 		n.sawNewest(puts)
 	}
@@ -67,7 +69,7 @@ func (n cacheNoter) NoteRowsChecked(puts []store.Put) error {
 		}
 	}
 	if mint <= maxt {
-		return n.t.changed(cachelog.Samples, mint, maxt)
+		return n.t.changed(ctx, cachelog.Samples, mint, maxt)
 	}
 	return nil
 }
@@ -127,13 +129,14 @@ type cacheTeller struct {
 // changed says that samples (or rollup windows) in [mint, maxt] changed.
 // It returns once the log, if any, has the change, so that a change is
 // acknowledged only after the other replicas can learn of it; an error
-// says the log does not have it.
-func (t *cacheTeller) changed(kind cachelog.Kind, mint, maxt int64) error {
+// says the log does not have it. It waits at most cachelog.AppendTimeout,
+// and no longer than ctx (a write's: what is left of its budget).
+func (t *cacheTeller) changed(ctx context.Context, kind cachelog.Kind, mint, maxt int64) error {
 	t.apply(cachelog.Event{Kind: kind, Mint: mint, Maxt: maxt})
 	if t.log == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cachelog.AppendTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cachelog.AppendTimeout)
 	defer cancel()
 	if err := t.log.Append(ctx, cachelog.Event{Kind: kind, Mint: mint, Maxt: maxt}); err != nil {
 		t.appendErrs.Inc()
@@ -229,7 +232,9 @@ func (s *Server) cacheDeleted() func(time.Time) {
 	if t == nil {
 		return nil
 	}
-	return func(before time.Time) { _ = t.changed(cachelog.Samples, math.MinInt64, before.UnixMilli()-1) }
+	return func(before time.Time) {
+		_ = t.changed(context.Background(), cachelog.Samples, math.MinInt64, before.UnixMilli()-1)
+	}
 }
 
 // cacheBuilt is the rollup scheduler's Built for the results cache.
@@ -238,7 +243,9 @@ func (s *Server) cacheBuilt() func(int64) {
 	if t == nil {
 		return nil
 	}
-	return func(h int64) { _ = t.changed(cachelog.Rollups, h*1000, (h+mapping.MaxTimespan)*1000) }
+	return func(h int64) {
+		_ = t.changed(context.Background(), cachelog.Rollups, h*1000, (h+mapping.MaxTimespan)*1000)
+	}
 }
 
 // addNoter adds n to the write path's row noters.

@@ -233,7 +233,7 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	b.s.handler = web.New(web.Options{Remote: b.remote, API: b.api, Pprof: cfg.Pprof, Info: b.info, HATracker: b.haPage,
+	b.s.handler = web.New(web.Options{Remote: b.remote, API: b.api, Pprof: cfg.Pprof, Info: b.info, Flags: cfg.API.Flags, HATracker: b.haPage,
 		RulerConfig: rulerConfigAPI(st, cfg, b.logger)})
 	return b.s, nil
 }
@@ -407,6 +407,9 @@ func (b *wiring) paths() error {
 		_, err := st.Get(ctx, uidTable, []byte{0}, uid.FamilyID)
 		return err
 	}
+	if err := readOnly(st, &aopts, b.reg); err != nil {
+		return err
+	}
 	h, err := adapter.New(w, q, aopts, b.reg, b.logger)
 	if err != nil {
 		return err
@@ -513,7 +516,7 @@ func (b *wiring) apiOptions() promapi.Options {
 	if s.rollups != nil {
 		rc := b.qopts.Rollups
 		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
-			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Span: func(rollup.Interval) (int64, int64) { return s.rollups.Span() }}
+			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Built: s.rollups.Hours}
 		if r := cfg.Retention; r.Raw > 0 && (r.Time == 0 || r.Raw < r.Time) {
 			now := r.Now
 			if now == nil {
@@ -646,7 +649,8 @@ func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qo
 			return fmt.Errorf("rollup %w", err)
 		}
 	}
-	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout})
+	b, err := rollup.NewBuilder(st, rollup.Options{Config: rc, DataTable: cfg.Tables.Data, UIDTable: cfg.Tables.UID, Layout: cfg.Layout,
+		Now: cfg.Rollup.Now})
 	if err != nil {
 		return err
 	}
@@ -658,26 +662,32 @@ func (s *Server) openRollups(ctx context.Context, st store.Store, cfg Config, qo
 	return nil
 }
 
-// rollupNoter tells the rollup scheduler of the rows written.
+// rollupNoter tells the rollup scheduler of the rows written, which marks
+// the hours built that they change in the store before the write is
+// acknowledged (a failure fails the write, which the sender sends again).
 type rollupNoter struct {
 	s *rollup.Scheduler
 	l mapping.Layout
 }
 
-func (n rollupNoter) NoteRows(puts []store.Put) { n.s.NoteRows(n.l, puts) }
+func (n rollupNoter) NoteRows(puts []store.Put) { _ = n.NoteRowsChecked(context.Background(), puts) }
+
+func (n rollupNoter) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
+	return n.s.NoteWritten(ctx, n.l, puts)
+}
 
 // noters tells each of its noters.
 type noters []ingest.RowNoter
 
-func (ns noters) NoteRows(puts []store.Put) { _ = ns.NoteRowsChecked(puts) }
+func (ns noters) NoteRows(puts []store.Put) { _ = ns.NoteRowsChecked(context.Background(), puts) }
 
 // NoteRowsChecked tells each noter, the checked ones by NoteRowsChecked,
 // and returns the first error.
-func (ns noters) NoteRowsChecked(puts []store.Put) error {
+func (ns noters) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
 	var first error
 	for _, n := range ns {
 		if c, ok := n.(ingest.CheckedRowNoter); ok {
-			if err := c.NoteRowsChecked(puts); err != nil && first == nil {
+			if err := c.NoteRowsChecked(ctx, puts); err != nil && first == nil {
 				first = err
 			}
 			continue

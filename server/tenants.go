@@ -139,7 +139,10 @@ func (t *Tenants) rootHandler() http.Handler {
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK")) })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		// At once, whatever the store does: a store that has not answered
+		// within adapter.ReadyTimeout (a backend that stopped) is reported
+		// so.
+		ctx, cancel := context.WithTimeout(r.Context(), adapter.ReadyTimeout)
 		defer cancel()
 		// Any answer of the store will do: a missing table is one.
 		if _, err := t.st.Get(ctx, t.base.Tables.UID, []byte{0}, "id"); err != nil && !errors.Is(err, store.ErrTableNotFound) {
@@ -154,20 +157,22 @@ func (t *Tenants) rootHandler() http.Handler {
 	info := t.base.Web
 	info.Tenants = true
 	rc := t.base.Ruler.ConfigAPI && t.base.Tables.Rules != ""
-	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info,
+	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info, Flags: t.base.API.Flags,
 		API: promapi.BuildInfo(t.base.API.Version, t.base.API.Revision, rc)})
 }
 
 // tenantFree reports whether path is served without a tenant: buildinfo
 // too, as Grafana Mimir serves it (Grafana asks it to tell what the data
-// source is, with or without the data source's X-Scope-OrgID).
+// source is, with or without the data source's X-Scope-OrgID), and the
+// web UI's pages and files (web.UIPath; their API requests name the
+// tenant picked).
 func tenantFree(path string) bool {
 	switch path {
 	case "/", "/-/healthy", "/-/ready", "/metrics", "/health",
 		"/api/v1/status/buildinfo", "/prometheus/api/v1/status/buildinfo":
 		return true
 	}
-	return strings.HasPrefix(path, "/debug/pprof/")
+	return strings.HasPrefix(path, "/debug/pprof/") || web.UIPath(path)
 }
 
 // writePath reports whether a request to path writes (or deletes): it

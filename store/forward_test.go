@@ -97,6 +97,11 @@ func (f *full) TableBytes(_ context.Context, table string) (int64, error) {
 	return 0, nil
 }
 
+func (f *full) ReadOnly() (bool, string) {
+	f.called("ReadOnly", "")
+	return false, ""
+}
+
 // only is a Wrapper over a full store that forwards one optional
 // interface, the store underneath as it is.
 type only struct {

@@ -133,6 +133,8 @@ func (v *nsView) As(target any) bool {
 		return forward(v.st, p, func(d RowRangeDeleter) RowRangeDeleter { return nsRangeDeleter{v, d} })
 	case *TableSizer:
 		return forward(v.st, p, func(t TableSizer) TableSizer { return nsSizer{v, t} })
+	case *ReadOnlyReporter:
+		return forward(v.st, p, func(r ReadOnlyReporter) ReadOnlyReporter { return r })
 	}
 	return false
 }

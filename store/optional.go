@@ -42,6 +42,7 @@ func Optional() []reflect.Type {
 		reflect.TypeFor[Settler](),
 		reflect.TypeFor[Snapshotter](),
 		reflect.TypeFor[TableSizer](),
+		reflect.TypeFor[ReadOnlyReporter](),
 	}
 }
 
@@ -108,6 +109,14 @@ func forward[T any](st Store, target *T, wrap func(T) T) bool {
 		*target = wrap(t)
 	}
 	return ok
+}
+
+// ReadOnlyReporter is a Store that may turn read-only by itself (the
+// embedded store below its free-space watermark or after a full disk):
+// ReadOnly reports whether it refuses writes now and why, without I/O,
+// for readiness and metrics.
+type ReadOnlyReporter interface {
+	ReadOnly() (bool, string)
 }
 
 // Syncer is a Store whose Increment and CheckAndPut become durable only

@@ -1,9 +1,11 @@
 // Package web lays out promhbase's HTTP surface: the remote write and read
 // endpoints, health, readiness and metrics (adapter's handler, or with
 // tenants server.Tenants'), the Prometheus query API (promapi), the HA
-// tracker's page, Mimir's ruler configuration API (ruler.ConfigAPI) and
-// the landing page at / and pprof; and it puts Retry-After on
-// every 503 answer (RetryUnavailable).
+// tracker's page, Mimir's ruler configuration API (ruler.ConfigAPI),
+// the web UI (ui.go: the query page with its graph, alerts, rules, the
+// cardinality explorer, status and flags; / redirects to it), the setup
+// page at /setup and pprof; and it puts Retry-After on every 503 answer
+// (RetryUnavailable).
 package web
 
 import (
@@ -13,25 +15,27 @@ import (
 )
 
 // Info is what the landing page shows.
+// The web UI's status page shows it too (/ui/info.json).
 type Info struct {
-	Version       string
-	Backend       string // "embedded (dir)" or "hbase (quorum)"
-	DataTable     string
-	UIDTable      string
-	ExemplarTable string
+	Version       string `json:"version"`
+	Backend       string `json:"backend"` // "embedded (dir)" or "hbase (quorum)"
+	DataTable     string `json:"dataTable"`
+	UIDTable      string `json:"uidTable"`
+	ExemplarTable string `json:"exemplarTable"`
 	// MetaTable and IndexTable are the series index's tables; empty when
 	// the index is not kept (MetaTable also when it keeps no TSMeta rows).
-	MetaTable, IndexTable string
-	SaltWidth             int
-	SaltBuckets           int
-	UIDWidths             [3]int // metric, tagk, tagv
+	MetaTable   string `json:"metaTable"`
+	IndexTable  string `json:"indexTable"`
+	SaltWidth   int    `json:"saltWidth"`
+	SaltBuckets int    `json:"saltBuckets"`
+	UIDWidths   [3]int `json:"uidWidths"` // metric, tagk, tagv
 	// ExternalURL is how clients reach promhbase, for the config
 	// snippets; empty means http://<the request's host>.
-	ExternalURL string
+	ExternalURL string `json:"externalURL"`
 	// Tenants says that requests name their tenant (X-Scope-OrgID);
 	// Tenant is the tenant of a page served for one.
-	Tenants bool
-	Tenant  string
+	Tenants bool   `json:"tenants"`
+	Tenant  string `json:"tenant"`
 }
 
 // Options are the handlers the layout routes to.
@@ -55,12 +59,20 @@ type Options struct {
 	// off and they get 404, as from Mimir without its ruler.
 	RulerConfig http.Handler
 	Info        Info
+	// Flags are what the web UI's flags page lists (every flag of
+	// serve with its value).
+	Flags map[string]string
 }
 
 // New returns the handler of every promhbase endpoint; other paths get 404.
 // Every 503 it answers carries Retry-After (RetryUnavailable).
 func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
+	u, err := newUI(opts.Info, opts.Flags, opts.Pprof)
+	if err != nil {
+		panic("web: the embedded UI: " + err.Error()) // its files are the binary's own
+	}
+	u.register(mux)
 	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready",
 		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/import/chunks", "/api/v1/export", "/health",
 		"/api/v1/otlp/v1/metrics", "/otlp/v1/metrics", "/opentelemetry/v1/metrics"} {
@@ -93,7 +105,7 @@ func New(opts Options) http.Handler {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /setup", func(w http.ResponseWriter, r *http.Request) {
 		base := opts.Info.ExternalURL
 		if base == "" {
 			base = "http://" + r.Host
@@ -112,6 +124,7 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>promhbase</title>
 <style>body{font-family:sans-serif;max-width:52em;margin:2em auto;padding:0 1em}pre{background:#f4f4f4;padding:.8em;overflow:auto}td{padding:.1em 1em .1em 0}</style>
 </head><body>
+<p><a href="graph">Query</a> · <a href="alerts">Alerts</a> · <a href="rules">Rules</a> · <a href="tsdb-status">Cardinality</a> · <a href="status">Status</a> · <a href="flags">Flags</a></p>
 <h1>promhbase</h1>
 <p>Prometheus remote storage on HBase, in OpenTSDB's table schema. Version {{.Version}}.</p>
 <h2>Storage</h2>

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/dense"
@@ -45,6 +46,8 @@ type config struct {
 	embeddedCacheBytes  int64
 	embeddedBufferBytes int64
 	embeddedWALSync     time.Duration
+	minFreeDisk         units.Base2Bytes
+	ballastBytes        units.Base2Bytes
 	logLevel            string
 	logFormat           string
 	hbase               hbaseFlags
@@ -60,6 +63,8 @@ func (c *config) registerCommon(app *kingpin.Application) {
 	app.Flag("storage.embedded.cache-bytes", "Block cache of the embedded store (Pebble's): index, filter and data blocks kept in memory.").Default(fmt.Sprint(embedded.DefaultCacheBytes)).Int64Var(&c.embeddedCacheBytes)
 	app.Flag("storage.embedded.buffer-bytes", "Row buffer of the embedded store: the data table's recent cells are kept in memory, a row at a time, with their own write-ahead log, and written into Pebble sorted when the buffer holds this many bytes, or up to 4 times as many (at most half of --storage.embedded.cache-bytes) while most of its rows continue those of the buffer before it (a steady set of series: each flush then writes longer runs).").Default(fmt.Sprint(embedded.DefaultRowBufferBytes)).Int64Var(&c.embeddedBufferBytes)
 	app.Flag("storage.embedded.wal-sync-interval", "How often the row buffer's write-ahead log is fdatasynced. A write is acknowledged once its samples are written to the log file: it survives promhbase being killed (kill -9) at any moment, and a power loss or kernel crash may lose the samples of the last interval (Prometheus's own WAL is fdatasynced every 128 MiB segment; VictoriaMetrics keeps about a second of samples in memory). 0 fdatasyncs the log before each write is acknowledged (a group commit of the concurrent writes): about 15 % fewer samples a second in steady writes on 2 cores. The UIDs, the series index and metadata are fdatasynced before each acknowledgment either way.").Default("100ms").DurationVar(&c.embeddedWALSync)
+	app.Flag("storage.min-free-disk-space-bytes", "Free space on the embedded store's filesystem below which it turns read-only, as VictoriaMetrics's -storage.minFreeDiskSpaceBytes: writes (remote write, OTLP, imports) are answered 503 with Retry-After, so that senders keep their samples and retry; reads, rules, deletes and the store's own flushes and compactions go on. It turns writable by itself once the free space is a quarter above this again. Large enough for a row buffer flush (--storage.embedded.buffer-bytes, up to 4 times it) and Pebble's compactions to finish. 0 turns the watermark off (a write that finds the disk full still turns it read-only). Units: B, KB, MB, GB (powers of 1024). See docs/operations.md.").Default("512MB").BytesVar(&c.minFreeDisk)
+	app.Flag("storage.embedded.ballast-bytes", "Space the embedded store holds in reserve in a ballast file (data/ballast): the first write that finds the disk full removes it and turns the store read-only, so that what is in flight finishes in the space it gives back (Pebble treats a failed log write as fatal); it is made again once space returns. 0: no ballast. Units: B, KB, MB, GB.").Default("64MB").BytesVar(&c.ballastBytes)
 	app.Flag("hbase.table.data", "Data table (OpenTSDB's tsd.storage.hbase.data_table).").Default(mapping.DefaultDataTable).StringVar(&c.dataTable)
 	app.Flag("hbase.table.uid", "UID table (OpenTSDB's tsd.storage.hbase.uid_table).").Default(mapping.DefaultUIDTable).StringVar(&c.uidTable)
 	app.Flag("hbase.table.exemplar", "Exemplar table (promhbase's own; OpenTSDB never reads it). Rows have the data table's keys; created by create-tables.").Default(mapping.DefaultExemplarTable).StringVar(&c.exemplarTable)
@@ -175,6 +180,14 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 			CacheBytes: c.embeddedCacheBytes, Tables: append([]string{c.dataTable, c.uidTable, c.exemplarTable, c.metaTable, c.indexTable, c.haTable, c.rulesTable}, rollupAll...),
 			BufferTables: append([]string{c.dataTable}, rollupWritten...), BufferBytes: c.embeddedBufferBytes,
 			LogSyncInterval: c.embeddedWALSync,
+			MinFreeBytes:    int64(c.minFreeDisk), BallastBytes: int64(c.ballastBytes),
+			// Pebble cannot go on after a failed write of its log: the
+			// process ends (CockroachDB's exit code for a full disk),
+			// before anything more is acknowledged.
+			OnFatal: func(msg string) {
+				logger.Error("embedded store: fatal error, exiting", "err", msg)
+				os.Exit(10)
+			},
 			// Settled rows of the data table in the dense form; once a
 			// store holds such rows it needs the codec to read them.
 			RowCodecs: rowCodecs(c.dataTable, rollupWritten),

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -15,7 +16,7 @@ type rollupCmd struct{ hourCmd }
 
 func registerRollup(app *kingpin.Application) *rollupCmd {
 	c := &rollupCmd{}
-	c.register(app, "rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that have not ended are skipped. The hours built join the span queries read rollups from when they meet it. Safe while serve runs.",
+	c.register(app, "rollup", "Build (or build again) the rollups of every metric in a time range, as serve does in the background for each hour once it has ended: for data written before rollups were kept, by OpenTSDB, or by a backfill. Hours that ended less than five minutes ago are skipped. Each hour built is recorded as built, and queries read its rollups, unless a write into it came while it was built. Safe while serve runs.",
 		"built (the hour before, when it falls on an hour's first instant: a window is (S, S+W], so that hour's last window holds it)", "Metric and salt-bucket scans run at once.", "2")
 	return c
 }
@@ -57,8 +58,8 @@ func (c *rollupCmd) run(cfg *config) error {
 	// hour before.
 	first := max(from-1, 0) / 1000 / hour * hour
 	// The last hour whose next hour has started (its last window holds
-	// the next hour's first millisecond).
-	last := min(to/1000/hour*hour, time.Now().Unix()/hour*hour-hour)
+	// the next hour's first millisecond) long enough ago to be recorded.
+	last := min(to/1000/hour*hour, time.Now().Add(-rollup.MinBuildAge).Unix()/hour*hour-hour)
 	if last < first {
 		fmt.Println("no hour in the range has ended")
 		return nil
@@ -68,7 +69,6 @@ func (c *rollupCmd) run(cfg *config) error {
 	bar.unit = "hours"
 	start := time.Now()
 	var stats rollup.BuildStats
-	table := b.Intervals()[0].Table
 	done := 0
 	for h := first; h <= last; h += hour {
 		s, err := b.BuildHour(ctx, h)
@@ -79,19 +79,36 @@ func (c *rollupCmd) run(cfg *config) error {
 		}
 		done++
 		bar.update(done, total)
-		// Record as it goes, so that an interrupted run keeps what it
-		// built.
-		if _, _, err := rollup.RecordProgress(ctx, st, table, first, h+hour); err != nil {
-			bar.finish()
-			return err
-		}
 	}
 	bar.finish()
-	f, n, _, err := rollup.ReadProgress(ctx, st, table)
+	p, err := rollup.ReadProgress(ctx, st, b.Intervals()[0].Table)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("built %d hours: %d series-hours, %d rows, %d cells in %s; rollups span %s .. %s\n", total, stats.Series, stats.Rows, stats.Cells,
-		time.Since(start).Round(time.Millisecond), time.Unix(f, 0).UTC().Format(time.RFC3339), time.Unix(n, 0).UTC().Format(time.RFC3339))
+	fmt.Printf("built %d hours (%d recorded built: a write meanwhile leaves an hour to build again): %d series-hours, %d rows, %d cells in %s; hours built: %s\n",
+		total, stats.Recorded, stats.Series, stats.Rows, stats.Cells, time.Since(start).Round(time.Millisecond), describeHours(p.Hours()))
 	return j.settle()
+}
+
+// describeHours writes hours as spans of RFC 3339 times, the first and
+// last few when there are many.
+func describeHours(hours rollup.Hours) string {
+	if len(hours) == 0 {
+		return "none"
+	}
+	const most = 6
+	var b strings.Builder
+	for i, s := range hours {
+		if len(hours) > most && i == most/2 {
+			fmt.Fprintf(&b, ", (%d more spans)", len(hours)-most)
+		}
+		if len(hours) > most && i >= most/2 && i < len(hours)-most/2 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s .. %s", time.Unix(s.From, 0).UTC().Format(time.RFC3339), time.Unix(s.To, 0).UTC().Format(time.RFC3339))
+	}
+	return b.String()
 }

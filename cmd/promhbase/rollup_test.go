@@ -18,7 +18,7 @@ import (
 // TestRollupCommand backfills two hours from exactly 10:00 through serve
 // with rollups off, then builds them with `promhbase rollup
 // --start=10:00`: the hour before is built too (its last window, (09:55,
-// 10:00], holds the sample at 10:00), the span printed starts at 09:00,
+// 10:00], holds the sample at 10:00), the hours printed built start at 09:00,
 // and serve then answers count_over_time over that window from the
 // rollups alone.
 func TestRollupCommand(t *testing.T) {
@@ -42,7 +42,7 @@ func TestRollupCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollup: %v\n%s", err, out)
 	}
-	for _, want := range []string{"built 3 hours", "rollups span 2010-12-12T09:00:00Z .. 2010-12-12T12:00:00Z"} {
+	for _, want := range []string{"built 3 hours (3 recorded built", "hours built: 2010-12-12T09:00:00Z .. 2010-12-12T12:00:00Z"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rollup output lacks %q:\n%s", want, out)
 		}

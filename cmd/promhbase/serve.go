@@ -87,6 +87,7 @@ type serveFlags struct {
 	compaction      compactionFlags
 	ha              haFlags
 	queryTimeout    time.Duration
+	slowQuery       time.Duration
 	lookbackDelta   time.Duration
 	queryMaxConc    int
 	queryEngine     string
@@ -97,6 +98,7 @@ type serveFlags struct {
 	scanConc                 int
 	corsOrigin               string
 	externalURL              string
+	routePrefix              string
 	webConfigFile            string
 	maxConnections           int
 	readHeaderTime           time.Duration
@@ -180,6 +182,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.max-bytes-per-query", "Most bytes one remote-read request (all its queries) or PromQL query holds at once: its series' samples as chunks (a SAMPLES answer's floats as 16-byte samples), a SAMPLES answer as it is built. Past it: 413 for remote read, 422 for PromQL.").Default(fmt.Sprint(query.DefaultMaxBytes)).Int64Var(&serveOpts.maxBytes)
 	cmd.Flag("storage.remote.read-concurrent-limit", "Remote-read requests answered at once; further ones wait up to 10s for one to end, then get 503. As Prometheus's flag of this name.").Default("10").IntVar(&serveOpts.readConcurrent)
 	cmd.Flag("query.timeout", "Longest time a PromQL query may take (then 503).").Default("2m").DurationVar(&serveOpts.queryTimeout)
+	cmd.Flag("query.slow-threshold", "Instant and range queries that take longer are counted (promhbase_query_slow_total) and logged once, at warn, with the query, its time or range and step, and its duration, as Prometheus's query log. 0 turns it off.").Default("10s").DurationVar(&serveOpts.slowQuery)
 	cmd.Flag("query.lookback-delta", "How far back PromQL looks for a series' latest sample at an evaluation instant.").Default("5m").DurationVar(&serveOpts.lookbackDelta)
 	cmd.Flag("query.max-concurrency", "PromQL queries evaluated at once; the others wait (within --query.timeout).").Default("20").IntVar(&serveOpts.queryMaxConc)
 	cmd.Flag("query.results-cache.max-bytes", "Memory for the answers of range queries kept for refreshes: a refresh of a query_range with its range moved forward evaluates only the steps not kept (the oldest kept answers go first when full); shared by every tenant; 0 turns the cache off. nocache=1 on a request bypasses it. See docs/query-engine.md.").Default("256MiB").BytesVar(&serveOpts.resultsCache.maxBytes)
@@ -201,7 +204,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/.").Default("false").BoolVar(&serveOpts.enablePprof)
 	cmd.Flag("debug.mutex-profile-fraction", "Record one in this many contended mutex events in /debug/pprof/mutex (runtime.SetMutexProfileFraction), as Mimir's flag of this name; 0: none. With --web.enable-pprof.").Default("0").IntVar(&serveOpts.mutexFraction)
 	cmd.Flag("debug.block-profile-rate", "Record a blocking event (channel, lock, select) in /debug/pprof/block about once every this many nanoseconds blocked (runtime.SetBlockProfileRate), as Mimir's flag of this name; 0: none. With --web.enable-pprof.").Default("0").IntVar(&serveOpts.blockRate)
-	cmd.Flag("web.external-url", "URL under which clients reach promhbase, for the landing page's config snippets (default: the request's host).").Default("").StringVar(&serveOpts.externalURL)
+	cmd.Flag("web.external-url", "URL under which clients reach promhbase: the setup page's config snippets, the ruler's alert links, and the route prefix's default (its path). Default: the request's host.").Default("").StringVar(&serveOpts.externalURL)
+	cmd.Flag("web.route-prefix", "Prefix of every endpoint's path (the web UI, the query API, remote write and read, /-/ready, /metrics), as Prometheus's flag of this name; / and the prefix itself redirect to the web UI below it. Default: the path of --web.external-url.").Default("").StringVar(&serveOpts.routePrefix)
 	cmd.Flag("web.read-timeout", "Longest time a request may take, except remote write and read, which --web.request-body-timeout and --web.response-write-timeout bound instead.").Default("5m").DurationVar(&serveOpts.readTimeout)
 	cmd.Flag("web.config.file", "Path to a web configuration file (TLS, client certificates, basic auth, HTTP headers), the same format as Prometheus's --web.config.file.").Default("").StringVar(&serveOpts.webConfigFile)
 	cmd.Flag("web.max-connections", "Most simultaneous connections; further ones wait in the kernel's accept queue. 0 means no limit.").Default("512").IntVar(&serveOpts.maxConnections)
@@ -281,7 +285,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	setProfileRates()
 	defer tuneGC()()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	if err := checkRuntimeConfig(); err != nil {
 		return err
 	}
@@ -300,10 +304,15 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	}
 	w := &serveWiring{cfg: cfg, st: st, rulerCfg: rulerCfg, reg: reg, logger: logger}
 	w.srvCfg = w.withRuler(srvCfg)
+	prefix, err := web.RoutePrefix(serveOpts.routePrefix, serveOpts.externalURL)
+	if err != nil {
+		return err
+	}
 	handler, startFailed, stopBackground, err := w.start()
 	if err != nil {
 		return err
 	}
+	handler = web.WithPrefix(prefix, handler)
 	// Stop the background work, letting the rows in flight finish, before
 	// the store closes (that defer was registered first, so it runs last).
 	defer stopBackground()
@@ -410,7 +419,7 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 			OTLP:                  func() otlp.Config { return otlpCfg },
 		},
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
-			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Features: splitFeatures(serveOpts.features),
+			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Revision: revision(), Features: splitFeatures(serveOpts.features), SlowQueryThreshold: serveOpts.slowQuery,
 			Engine: serveOpts.queryEngine},
 		Web:             web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
 		Pprof:           serveOpts.enablePprof,

@@ -69,49 +69,18 @@ func requireCluster(t *testing.T) {
 	}
 }
 
-// clusterTables creates the data, UID, exemplar, series index and rollup
-// tables, the data table pre-split at the salt buckets, and drops them
-// when the test ends.
+// clusterTables creates every table of a replica, the data table pre-split
+// at the salt buckets, and drops them when the test ends.
 func clusterTables(t *testing.T, st *hbase.Store, name string) testbackend.Tables {
 	t.Helper()
-	sfx := fmt.Sprintf("%s_%d_%d", name, os.Getpid(), time.Now().UnixNano()%1e9)
-	tb := testbackend.Tables{Data: "cluster_tsdb_" + sfx, UID: "cluster_tsdb-uid_" + sfx, Exemplar: "cluster_tsdb-exemplar_" + sfx,
-		Meta: "cluster_tsdb-meta_" + sfx, Index: "cluster_tsdb-index_" + sfx,
-		Rollup5m: "cluster_tsdb-rollup-5m_" + sfx, Rollup1h: "cluster_tsdb-rollup-1h_" + sfx,
-		RollupAgg5m: "cluster_tsdb-rollup-agg-5m_" + sfx, RollupAgg1h: "cluster_tsdb-rollup-agg-1h_" + sfx}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
-		MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.RollupTables(), SaltWidth: 1, SaltBuckets: clusterSaltBuckets}); err != nil {
-		testbackend.HBaseMissing(t, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...)...); err != nil {
-			t.Errorf("drop test tables: %v", err)
-		}
-	})
-	return tb
+	return allTables(t, st, "cluster", name, clusterSaltBuckets)
 }
 
 // startReplica starts `promhbase serve` on the cluster with all the
-// tables and their salting: it compacts the rows it writes and builds
-// rollups in the background, as every replica does.
+// tables and their salting (startFull).
 func startReplica(t *testing.T, bin, name string, tb testbackend.Tables) *promhbaseProcess {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "rollups.json")
-	if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startPromhbase(t, bin, name, tb,
-		"--hbase.table.exemplar="+tb.Exemplar,
-		"--hbase.table.meta="+tb.Meta,
-		"--hbase.table.index="+tb.Index,
-		"--storage.salt.width=1",
-		"--storage.salt.buckets="+strconv.Itoa(clusterSaltBuckets),
-		"--rollup.config-file="+cfg,
-	)
+	return startFull(t, bin, name, tb, clusterSaltBuckets)
 }
 
 // ingest is what the cluster tests' writers acknowledged and saw.

@@ -161,6 +161,37 @@ func createTables(t *testing.T, st *hbase.Store, name string) testbackend.Tables
 	return tb
 }
 
+// allTables creates the data, UID, exemplar, meta, series index and
+// rollup tables, named after prefix and the test, the data table pre-split
+// at saltBuckets one-byte salt buckets when saltBuckets > 0, and drops them
+// when the test ends.
+func allTables(t *testing.T, st *hbase.Store, prefix, name string, saltBuckets int) testbackend.Tables {
+	t.Helper()
+	sfx := fmt.Sprintf("%s_%d_%d", name, os.Getpid(), time.Now().UnixNano()%1e9)
+	tb := testbackend.Tables{Data: prefix + "_tsdb_" + sfx, UID: prefix + "_tsdb-uid_" + sfx, Exemplar: prefix + "_tsdb-exemplar_" + sfx,
+		Meta: prefix + "_tsdb-meta_" + sfx, Index: prefix + "_tsdb-index_" + sfx,
+		Rollup5m: prefix + "_tsdb-rollup-5m_" + sfx, Rollup1h: prefix + "_tsdb-rollup-1h_" + sfx,
+		RollupAgg5m: prefix + "_tsdb-rollup-agg-5m_" + sfx, RollupAgg1h: prefix + "_tsdb-rollup-agg-1h_" + sfx}
+	cfg := hbase.TablesConfig{DataTable: tb.Data, UIDTable: tb.UID, ExemplarTable: tb.Exemplar,
+		MetaTable: tb.Meta, IndexTable: tb.Index, RollupTables: tb.RollupTables()}
+	if saltBuckets > 0 {
+		cfg.SaltWidth, cfg.SaltBuckets = 1, saltBuckets
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, cfg); err != nil {
+		testbackend.HBaseMissing(t, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.DropTables(ctx, append([]string{tb.Data, tb.UID, tb.Exemplar, tb.Meta, tb.Index}, tb.RollupTables()...)...); err != nil {
+			t.Errorf("drop test tables: %v", err)
+		}
+	})
+	return tb
+}
+
 // server is an in-process promhbase on the test HBase, wired as
 // cmd/promhbase serve wires it, with fresh tables.
 type server struct {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,4 +392,26 @@ func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables, extra
 	p := &promhbaseProcess{name: name, base: base, proc: proc}
 	p.writer = newWriter(p.base)
 	return p
+}
+
+// startFull starts `promhbase serve` with all of tb's tables (allTables)
+// and their salting (saltBuckets one-byte buckets; none when 0): it
+// indexes the series, compacts the rows it writes and builds rollups in
+// the background, as every replica does.
+func startFull(t *testing.T, bin, name string, tb testbackend.Tables, saltBuckets int, extra ...string) *promhbaseProcess {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "rollups.json")
+	if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{
+		"--hbase.table.exemplar=" + tb.Exemplar,
+		"--hbase.table.meta=" + tb.Meta,
+		"--hbase.table.index=" + tb.Index,
+		"--rollup.config-file=" + cfg,
+	}
+	if saltBuckets > 0 {
+		flags = append(flags, "--storage.salt.width=1", "--storage.salt.buckets="+strconv.Itoa(saltBuckets))
+	}
+	return startPromhbase(t, bin, name, tb, append(flags, extra...)...)
 }

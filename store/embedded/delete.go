@@ -105,6 +105,17 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 	if b.Empty() && len(killed) == 0 {
 		return nil
 	}
+	if s.buffered(table) {
+		// What a rewrite put before this delete (a compacted cell, a
+		// column cut to its kept samples) is in the row buffer's log,
+		// which with a sync interval is written but maybe not yet
+		// fdatasynced: it goes to disk before the cells it replaces can
+		// go, so that no crash keeps the delete and loses the put.
+		if err := s.rb.wal.SyncAll(); err != nil {
+			s.noteLogErr(err)
+			return fmt.Errorf("delete in row %x of %s: sync the row buffer's log first: %w: %w", row, table, store.ErrUnavailable, err)
+		}
+	}
 	if !b.Empty() {
 		if err := s.commit(b); err != nil {
 			return fmt.Errorf("delete in row %x of %s: %w", row, table, err)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Pebble's write-ahead log on disk. Pebble replays at Open whatever its
@@ -40,29 +42,29 @@ func (s *Store) closePebble() error {
 	if tidy && s.committed.Load() == before {
 		// Best effort: a log file left is replayed (empty) or removed by
 		// the next Open.
-		for _, name := range pebbleLogs(s.dir) {
-			_ = os.Remove(filepath.Join(s.dir, name))
+		for _, name := range pebbleLogs(s.fs, s.dir) {
+			_ = s.fs.Remove(s.fs.PathJoin(s.dir, name))
 		}
 	}
 	return nil
 }
 
 // pebbleLogs returns the names of Pebble's log files in dir (NNNNNN.log).
-func pebbleLogs(dir string) []string {
-	ents, err := os.ReadDir(dir)
+func pebbleLogs(fs vfs.FS, dir string) []string {
+	ents, err := fs.List(dir)
 	if err != nil {
 		return nil
 	}
 	var names []string
 	for _, e := range ents {
-		num, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok || !e.Type().IsRegular() {
+		num, ok := strings.CutSuffix(e, ".log")
+		if !ok {
 			continue
 		}
 		if _, err := strconv.ParseUint(num, 10, 64); err != nil {
 			continue
 		}
-		names = append(names, e.Name())
+		names = append(names, e)
 	}
 	return names
 }
@@ -89,8 +91,13 @@ func (s *Store) logBytes() (rowbuf, pebbleWAL int64) {
 // a higher number than every file listed, and the ones below stay
 // retired. A file Pebble takes for reuse meanwhile is renamed first, so
 // the truncate either finds no such file or cuts a file not yet reused.
+// On a filesystem other than the operating system's (Options.FS), which
+// cannot truncate, it does nothing.
 func (s *Store) truncateRetiredLogs() {
-	names := pebbleLogs(s.dir)
+	if s.fs != vfs.Default {
+		return
+	}
+	names := pebbleLogs(s.fs, s.dir)
 	if len(names) < 2 || s.db.Metrics().WAL.Files != 1 {
 		return
 	}

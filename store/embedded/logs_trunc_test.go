@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/promhbase/promhbase/store"
 )
 
@@ -23,7 +25,7 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 	put := func(round int) { putRound(t, s, 200, round, 0) }
 	retired := func() (n int, bytes int64) {
 		t.Helper()
-		names := pebbleLogs(dir)
+		names := pebbleLogs(vfs.Default, dir)
 		for _, name := range names[:max(len(names)-1, 0)] { // the live one is the last
 			fi, err := os.Stat(filepath.Join(dir, name))
 			if err == nil {
@@ -44,7 +46,7 @@ func TestSettleTruncatesRetiredLogs(t *testing.T) {
 	}
 	put(9)
 	// The live log is not preallocated: it takes the blocks it holds.
-	names := pebbleLogs(dir)
+	names := pebbleLogs(vfs.Default, dir)
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(dir, names[len(names)-1]), &st); err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestReusedLogStartsEmpty(t *testing.T) {
 	put := func(round, size int) { putRound(t, s, 100, round, size) }
 	live := func() (string, int64) {
 		t.Helper()
-		names := pebbleLogs(dir)
+		names := pebbleLogs(vfs.Default, dir)
 		fi, err := os.Stat(filepath.Join(dir, names[len(names)-1]))
 		if err != nil {
 			t.Fatal(err)

@@ -22,6 +22,8 @@ import (
 //	promhbase_embedded_row_buffer_flushes_total, _flush_errors_total
 //	promhbase_embedded_row_buffer_presorts_total              new rows put in key order ahead of reads
 //	promhbase_embedded_settles_total, _settle_errors_total     settles (settle.go), failed background ones
+//	promhbase_embedded_free_disk_bytes                         free space on the store's filesystem (the disk guard's last reading)
+//	promhbase_embedded_disk_full_total                         writes that met a full disk (ENOSPC)
 //	promhbase_store_table_bytes{table}                         a table's bytes on disk (TableBytes)
 //	promhbase_store_log_bytes{log="rowbuf"|"pebble_wal"}       the logs' files on disk
 //
@@ -50,6 +52,8 @@ func (s *Store) Collector() prometheus.Collector {
 		d("row_buffer_presorts_total", "Times the row buffer's new rows were put in key order in the background, ahead of the reads that need them."),
 		d("settles_total", "Settles of the embedded store: compactions of the key ranges written or deleted since the last one down to the bottom level, in the background or on request."),
 		d("settle_errors_total", "Background settles that failed (their ranges are settled at the next one)."),
+		d("free_disk_bytes", "Free space on the embedded store's filesystem, read once a second; below --storage.min-free-disk-space-bytes the store is read-only (promhbase_storage_read_only)."),
+		d("disk_full_total", "Writes of the embedded store that met a full disk (ENOSPC): each removed the ballast and turned the store read-only until space returned."),
 	},
 		tableBytes: prometheus.NewDesc("promhbase_store_table_bytes", "Bytes a table takes on disk: the store's estimate of its compressed files, logs and memory not included.", []string{"table"}, nil),
 		logBytes:   prometheus.NewDesc("promhbase_store_log_bytes", "Bytes of a write-ahead log's files on disk: the row buffer's (rowbuf) and Pebble's (pebble_wal, with the files it keeps for reuse).", []string{"log"}, nil),
@@ -59,7 +63,7 @@ func (s *Store) Collector() prometheus.Collector {
 // pebbleCollector is the prometheus.Collector of Store.Collector.
 type pebbleCollector struct {
 	s                    *Store
-	descs                [18]*prometheus.Desc
+	descs                [20]*prometheus.Desc
 	tableBytes, logBytes *prometheus.Desc
 }
 
@@ -100,6 +104,8 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 		{k, float64(rb.presorts)},
 		{k, float64(c.s.settler.settles.Load())},
 		{k, float64(c.s.settler.errors.Load())},
+		{g, float64(c.s.guard.free.Load())},
+		{k, float64(c.s.guard.fullEvents.Load())},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], v.t, v.v)
 	}

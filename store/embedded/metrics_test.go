@@ -43,9 +43,9 @@ func TestCollector(t *testing.T) {
 	if _, err := s.Get(ctx, "t", []byte{7}, ""); err != nil {
 		t.Fatal(err)
 	}
-	// 18 without labels, the bytes of tables b and t, of the two logs.
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 22 {
-		t.Fatalf("%d series gathered, %v; want 22", n, err)
+	// 20 without labels, the bytes of tables b and t, of the two logs.
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 24 {
+		t.Fatalf("%d series gathered, %v; want 24", n, err)
 	}
 	for _, tc := range []struct {
 		name   string

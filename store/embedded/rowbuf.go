@@ -7,13 +7,15 @@ import (
 	"hash/maphash"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded/memrows"
@@ -42,8 +44,11 @@ import (
 //     range of rows: one range tombstone, then every record of the rows
 //     dead and the rows wiped (killRows), one record in the log.
 type rowBuffer struct {
-	dir   string
-	db    *pebble.DB
+	dir string
+	db  *pebble.DB
+	// fs is Pebble's filesystem, where flushes write their tables; the
+	// log's is wal's.
+	fs    vfs.FS
 	wopts sstable.WriterOptions
 	// bulkWopts write a bulk put's sstable as the bottom level's (its
 	// compression and block size): a bulk load of history that lands
@@ -111,6 +116,9 @@ type rowBuffer struct {
 	// recs are put's record buffers (*[]byte), probes its rows' hashes
 	// and indices (*putProbes), reused.
 	recs, probes sync.Pool
+	// onErr, when set, is told of every failed flush (the disk guard
+	// watches for a full disk).
+	onErr func(error)
 	// afterProbe and afterLog, when set (tests), run in put after its
 	// rows' lookup under the read lock (probe), and between its record's
 	// append to the log and its cells' insert.
@@ -135,11 +143,17 @@ const DefaultRowBufferBytes = 32 << 20
 // (KeepBytes is set to budget).
 func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked []string, codecs map[string]RowCodec, budget int64, wopts wlog.Options) (*rowBuffer, error) {
 	dir = filepath.Join(dir, rowBufferDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if wopts.FS == nil {
+		wopts.FS = wlog.OS
+	}
+	if err := po.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create row buffer directory: %w", err)
 	}
+	if err := wopts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create row buffer log directory: %w", err)
+	}
 	rb := &rowBuffer{
-		dir: dir, db: db, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
+		dir: dir, db: db, fs: po.FS, wopts: po.MakeWriterOptions(0, db.TableFormat()), budget: budget,
 		bulkWopts: po.MakeWriterOptions(len(po.Levels)-1, db.TableFormat()),
 		seed:      maphash.MakeSeed(), tables: map[string]bool{}, codecs: codecs,
 		kick: make(chan struct{}, 1), stopFlush: make(chan struct{}), stopped: make(chan struct{}),
@@ -167,15 +181,15 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	for _, t := range marked {
 		rb.marked[t] = true
 	}
-	if err := removeSSTables(dir); err != nil {
+	if err := removeSSTables(rb.fs, dir); err != nil {
 		return nil, err
 	}
-	segs, err := wlog.Segments(dir)
+	segs, err := wlog.SegmentsFS(wopts.FS, dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, seg := range segs {
-		if _, err := wlog.ReadSegment(filepath.Join(dir, wlog.SegmentName(seg)), seg, rb.replay); err != nil {
+		if _, err := wlog.ReadSegmentFS(wopts.FS, filepath.Join(dir, wlog.SegmentName(seg)), seg, rb.replay); err != nil {
 			return nil, err
 		}
 	}
@@ -190,11 +204,22 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 	if err != nil {
 		return nil, err
 	}
-	// What the log held goes to Pebble now, and its segments away.
+	// What the log held goes to Pebble now, and its segments away. When
+	// that fails (a disk still full), it stays in the buffer, its
+	// segments kept, for the first flush that succeeds: the store opens
+	// all the same (read-only until space returns).
 	if len(segs) > 0 {
 		if err := rb.ingest(rb.active); err != nil {
-			rb.wal.Close()
-			return nil, err
+			if !errors.Is(err, syscall.ENOSPC) {
+				rb.wal.Close()
+				return nil, err
+			}
+			go rb.flusher()
+			go rb.sorter()
+			if rb.cache != nil {
+				rb.cache.Ref()
+			}
+			return rb, nil
 		}
 		for _, m := range rb.active {
 			m.Release()
@@ -215,15 +240,36 @@ func openRowBuffer(dir string, db *pebble.DB, po *pebble.Options, tables, marked
 
 // removeSSTables removes the sstables a flush or a bulk put left in dir
 // when the process stopped before it ingested (and removed) them.
-func removeSSTables(dir string) error {
-	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+func removeSSTables(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
 	if err != nil {
 		return fmt.Errorf("list row buffer sstables: %w", err)
 	}
-	for _, p := range ssts {
-		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("remove row buffer sstable: %w", err)
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".sst") {
+			continue
 		}
+		if err := fs.Remove(fs.PathJoin(dir, name)); err != nil {
+			return fmt.Errorf("remove row buffer sstable %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// removeRowBufferDir removes the buffer's directory dir: its log's
+// segments (on logFS) and whatever else is in it (on fs).
+func removeRowBufferDir(fs vfs.FS, logFS wlog.FS, dir string) error {
+	segs, err := wlog.SegmentsFS(logFS, dir)
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		if err := logFS.Remove(filepath.Join(dir, wlog.SegmentName(seg))); err != nil {
+			return fmt.Errorf("remove row buffer log segment %d: %w", seg, err)
+		}
+	}
+	if err := fs.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove row buffer directory: %w", err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -98,6 +97,9 @@ func (rb *rowBuffer) flushLocked() error {
 			rb.flushErr = err
 			rb.cond.Broadcast()
 			rb.mu.Unlock()
+			if rb.onErr != nil {
+				rb.onErr(err)
+			}
 			return err
 		}
 		rb.flushing, rb.flushSeg = rb.active, seg
@@ -126,6 +128,9 @@ func (rb *rowBuffer) flushLocked() error {
 	rb.flushErr = err
 	rb.cond.Broadcast()
 	rb.mu.Unlock()
+	if err != nil && rb.onErr != nil {
+		rb.onErr(err)
+	}
 	return err
 }
 
@@ -289,11 +294,11 @@ func (rb *rowBuffer) nextSeq(tables []string, bulk bool) (uint64, error) {
 // writer in errors.
 func (rb *rowBuffer) ingestTable(name, what string, wopts sstable.WriterOptions, fill func(w *sstable.Writer) (n int, err error)) error {
 	path := filepath.Join(rb.dir, name)
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	f, err := rb.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("create %s sstable: %w", what, err)
 	}
-	defer os.Remove(path)
+	defer rb.fs.Remove(path) //nolint:errcheck // ingested: linked into Pebble's directory; failed: removed at the next open
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wopts)
 	n, err := fill(w)
 	if cerr := w.Close(); err == nil {

@@ -68,6 +68,9 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 		if rb.flushErr != nil {
 			err := rb.flushErr
 			rb.mu.Unlock()
+			// The flusher tries again (space may be back): without a
+			// kick it would wait for the next put that finds room.
+			rb.signal()
 			return 0, fmt.Errorf("row buffer full, flush failing: %w: %w", store.ErrUnavailable, err)
 		}
 		rb.signal()

@@ -281,6 +281,7 @@ func cellString(cells []store.Cell) string {
 func crash(t *testing.T, s *Store) {
 	t.Helper()
 	s.settler.stop()
+	s.guard.close(true)
 	if err := s.sync(); err != nil {
 		t.Fatal(err)
 	}

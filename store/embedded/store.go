@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -66,6 +65,32 @@ type Options struct {
 	// get; 0 means DefaultSplitPartBytes.
 	SplitPartBytes int64
 
+	// MinFreeBytes is the free space on the store's filesystem below
+	// which the store turns read-only (diskguard.go); 0 turns the
+	// watermark off (a full disk still turns it read-only).
+	MinFreeBytes int64
+	// BallastBytes is the space held in reserve in a ballast file, given
+	// back when a write meets a full disk; 0: none.
+	BallastBytes int64
+	// OnFatal is called with Pebble's message when Pebble meets an error
+	// it cannot go on from (a failed write of its log), and when the row
+	// buffer's log fails for good (a failed fdatasync: noteLogErr): the
+	// process should end (serve exits), as nothing acknowledged since the
+	// last good sync may be trusted after it; the next start replays both
+	// logs (every record acknowledged is in its file, a torn one ends its
+	// replay). Nil panics.
+	OnFatal func(msg string)
+	// FS is the filesystem of Pebble's files and the row buffer's flush
+	// tables; nil is the operating system's. Tests give one that fails
+	// chosen operations or drops what was not synced (a power loss).
+	FS vfs.FS
+	// LogFS is the filesystem of the row buffer's log; nil is the
+	// operating system's.
+	LogFS wlog.FS
+
+	// diskCheckEvery, when positive, is how often the disk guard reads
+	// the free space (tests; diskGuardInterval otherwise).
+	diskCheckEvery time.Duration
 	// tunePebble, when set, adjusts Pebble's options last (tests and
 	// measurements of compression and block sizes).
 	tunePebble func(*pebble.Options)
@@ -106,6 +131,13 @@ type Store struct {
 	// serializes the writers).
 	namespaces atomic.Pointer[map[string]bool]
 	nsMu       sync.Mutex
+	// guard turns the store read-only when its disk runs low.
+	guard *diskGuard
+	// fs is Options.FS (vfs.Default when nil).
+	fs vfs.FS
+	// onFatal is Options.OnFatal; fatalOnce calls it once.
+	onFatal   func(msg string)
+	fatalOnce sync.Once
 }
 
 // The optional interfaces the store has: every one but
@@ -140,7 +172,22 @@ func Open(dir string, opts Options) (*Store, error) {
 		interval = DefaultSettleInterval
 	}
 	s.settler = newSettler(s, interval)
-	po := pebbleOptions(cache, len(opts.BufferTables) > 0)
+	s.fs, s.onFatal = opts.FS, opts.OnFatal
+	if s.fs == nil {
+		s.fs = vfs.Default
+	}
+	logFS := opts.LogFS
+	if logFS == nil {
+		logFS = wlog.OS
+	}
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
+	}
+	s.guard = newDiskGuard(dir, opts.MinFreeBytes, opts.BallastBytes)
+	s.guard.every = opts.diskCheckEvery
+	po := pebbleOptions(cache, len(opts.BufferTables) > 0, s.fs)
+	po.FS = vfs.OnDiskFull(po.FS, s.guard.diskFull)
+	po.Logger = fatalLogger{opts.OnFatal}
 	po.EventListener = s.settler.listener()
 	if opts.tunePebble != nil {
 		opts.tunePebble(po)
@@ -148,6 +195,7 @@ func Open(dir string, opts Options) (*Store, error) {
 
 	db, err := pebble.Open(dir, po)
 	if err != nil {
+		s.guard.close(false)
 		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 	}
 	s.db = db
@@ -187,20 +235,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		if budget <= 0 {
 			budget = DefaultRowBufferBytes
 		}
-		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, marked, opts.RowCodecs, budget, wlog.Options{NoSync: opts.NoSync, SyncInterval: opts.LogSyncInterval}); err != nil {
+		if s.rb, err = openRowBuffer(dir, db, po, opts.BufferTables, marked, opts.RowCodecs, budget, wlog.Options{NoSync: opts.NoSync, SyncInterval: opts.LogSyncInterval, FS: logFS}); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 		}
 		s.rb.wal.SetBeforeSync(s.syncPebbleIfDue)
-	} else if segs, _ := wlog.Segments(filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
+		s.rb.onErr = s.noteLogErr
+	} else if segs, _ := wlog.SegmentsFS(logFS, filepath.Join(dir, rowBufferDir)); len(segs) > 0 {
 		// The log of a run that buffered: into Pebble now, before anything
 		// newer is written, then away.
-		rb, err := openRowBuffer(dir, db, po, nil, marked, opts.RowCodecs, DefaultRowBufferBytes, wlog.Options{NoSync: opts.NoSync})
+		rb, err := openRowBuffer(dir, db, po, nil, marked, opts.RowCodecs, DefaultRowBufferBytes, wlog.Options{NoSync: opts.NoSync, FS: logFS})
 		if err == nil {
 			err = rb.close()
 		}
 		if err == nil {
-			err = os.RemoveAll(filepath.Join(dir, rowBufferDir))
+			err = removeRowBufferDir(s.fs, logFS, filepath.Join(dir, rowBufferDir))
 		}
 		if err != nil {
 			db.Close()
@@ -208,14 +257,15 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s.settler.start()
+	s.guard.start()
 	return s, nil
 }
 
 // pebbleOptions returns the options Pebble is opened with: cache as the
 // block cache, and smaller memtables when a row buffer (buffering) takes
 // the data table's writes.
-func pebbleOptions(cache *pebble.Cache, buffering bool) *pebble.Options {
-	po := &pebble.Options{Logger: quietLogger{}, Cache: cache, FS: walFS{vfs.Default}}
+func pebbleOptions(cache *pebble.Cache, buffering bool, fs vfs.FS) *pebble.Options {
+	po := &pebble.Options{Logger: fatalLogger{}, Cache: cache, FS: walFS{fs}}
 	// Bloom filters on every level but the last: a point read of a key
 	// that is absent (the forward row of a new name, a check-and-put
 	// expecting absence) skips the tables that cannot hold it instead of
@@ -319,6 +369,7 @@ func (s *Store) checkTable(table string) error {
 // beyond the end of its live log (closePebble).
 func (s *Store) Close() error {
 	s.settler.stop()
+	s.guard.close(true)
 	if err := s.sync(); err != nil {
 		return fmt.Errorf("close embedded store: %w", err)
 	}
@@ -363,6 +414,7 @@ func (s *Store) sync() error {
 	if s.rb != nil {
 		// Its group commit syncs Pebble's WAL first (syncPebbleIfDue).
 		if err := s.rb.wal.WaitDurable(s.rb.wal.Position()); err != nil {
+			s.noteLogErr(err)
 			return fmt.Errorf("sync: %w: %w", store.ErrUnavailable, err)
 		}
 	}
@@ -441,12 +493,37 @@ func (s *Store) TableBytes(ctx context.Context, table string) (int64, error) {
 	return int64(n), nil
 }
 
-// quietLogger drops Pebble's log lines; a fatal one panics, as Pebble's
-// default logger's would end the process.
-type quietLogger struct{}
+// noteLogErr takes an error of the row buffer's log or of its flush: a
+// full disk's turns the store read-only (diskGuard.noteErr); a log that
+// failed for good (an fdatasync that failed: what its file holds since
+// the last good one is unknown, as Pebble treats its own log's) ends the
+// store through Options.OnFatal, as Pebble's fatal errors do: the next
+// start replays the log. A full disk fails writes, not fdatasyncs, on
+// the filesystems promhbase runs on (ext4, XFS, tmpfs), so it does not
+// come here.
+func (s *Store) noteLogErr(err error) {
+	s.guard.noteErr(err)
+	if s.rb == nil {
+		return
+	}
+	if failed := s.rb.wal.Failed(); failed != nil {
+		s.fatalOnce.Do(func() {
+			fatalLogger{s.onFatal}.Fatalf("the row buffer's log failed: %v: the next start replays it", failed)
+		})
+	}
+}
 
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
+// fatalLogger drops Pebble's log lines; a fatal one goes to onFatal
+// (Options.OnFatal), or panics when it is nil, as Pebble's default
+// logger's would end the process.
+type fatalLogger struct{ onFatal func(string) }
+
+func (fatalLogger) Infof(string, ...any)  {}
+func (fatalLogger) Errorf(string, ...any) {}
+func (l fatalLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if l.onFatal != nil {
+		l.onFatal(msg)
+	}
+	panic(msg)
 }

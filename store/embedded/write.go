@@ -37,10 +37,15 @@ func (s *Store) PutDeferred(ctx context.Context, table string, puts []store.Put)
 }
 
 // checkPut reports why a put into table cannot go on: the table is not
-// one of the store's, or ctx is done.
+// one of the store's, ctx is done, or the store is read-only (diskguard.go:
+// puts are refused; increments and check-and-puts, a few bytes each, go
+// on, so that rules keep their leases).
 func (s *Store) checkPut(ctx context.Context, table string) error {
 	if err := s.checkTable(table); err != nil {
 		return err
+	}
+	if err := s.guard.writable(); err != nil {
+		return fmt.Errorf("put into %s: %w", table, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put into %s: %w", table, err)

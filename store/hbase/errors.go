@@ -163,8 +163,13 @@ func classify(err error, timedOut bool) error {
 // Config.RPCTimeout, until one succeeds, an error that will not pass comes
 // back, the retries are spent or ctx ends. Non-idempotent operations are
 // retried only when the failed attempt cannot have reached a region server.
+// A second attempt without an answer ends it too: a cluster silent twice
+// in a row has stalled (a process stopped, a network cut), and the caller
+// answers 503 within about twice Config.RPCTimeout, inside a sender's
+// remote timeout (Prometheus's: 30 s), instead of after every retry.
 func (s *Store) do(ctx context.Context, op, table string, idempotent bool, f func(ctx context.Context) error) (err error) {
 	defer func() { s.failed(op, err) }()
+	silent := 0 // attempts that got no answer within RPCTimeout
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.cfg.RPCTimeout)
 		err := f(actx)
@@ -176,8 +181,9 @@ func (s *Store) do(ctx context.Context, op, table string, idempotent bool, f fun
 		err = classify(err, timedOut)
 		if timedOut {
 			err = fmt.Errorf("no answer within %s: %w", s.cfg.RPCTimeout, err)
+			silent++
 		}
-		if !s.shouldRetry(ctx, err, attempt, idempotent) {
+		if silent >= 2 || !s.shouldRetry(ctx, err, attempt, idempotent) {
 			return err
 		}
 		s.retried(op, table, attempt, err)

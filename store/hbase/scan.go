@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tsuna/gohbase/filter"
@@ -121,6 +122,10 @@ type scanner struct {
 	// ended is the error (io.EOF at the end) that ended hs, returned
 	// again by every later fetch, as gohbase's scanner does.
 	ended error
+	// stalled is set when fetch found hs's region server silent, or hs's
+	// context ended while it waited: closeHS does not wait for the reader
+	// then.
+	stalled bool
 
 	// The response being read: its rows from next on are not returned
 	// yet. Cells point into its cell block, one allocation per response.
@@ -278,25 +283,90 @@ func fetchAhead(ctx context.Context, hs hrpc.ScannerV2, out chan<- fetched, done
 
 // fetch returns hs's next response (io.EOF after the last, and on every
 // call after that); when the scan's context ends before one comes, its
-// cause.
+// cause. While no response comes for stallTimeout, a one-attempt
+// existence Get at the scan's row asks whether the region server still
+// answers (a sparse filtered scan may legitimately be silent for long,
+// a server that answers the Get is busy, not stalled); when it does not,
+// the scan ends with store.ErrUnavailable, within about twice
+// stallTimeout of the last response: a query on a stalled cluster is
+// answered 503 within 30 s, whatever its --query.timeout.
 func (sc *scanner) fetch() (*hrpc.ScanResponseV2, error) {
 	if sc.ended != nil {
 		return nil, sc.ended
 	}
-	select {
-	case f := <-sc.ahead:
-		if f.err != nil {
-			sc.ended = f.err
+	silence := time.NewTimer(sc.s.stallTimeout())
+	defer silence.Stop()
+	for {
+		select {
+		case f := <-sc.ahead:
+			if f.err != nil {
+				sc.ended = f.err
+			}
+			return f.resp, f.err
+		case <-sc.fetcherDone:
+			// fetchAhead returns without an error sent only when hsCtx ended.
+			sc.ended = context.Cause(sc.hsCtx)
+			if sc.ended == nil {
+				sc.ended = context.Canceled
+			}
+			return nil, sc.ended
+		case <-sc.hsCtx.Done():
+			// Canceled (the query ended, another scan failed): the reader
+			// may be waiting out an RPC; the scan does not wait with it.
+			sc.stalled = true
+			sc.ended = context.Cause(sc.hsCtx)
+			return nil, sc.ended
+		case <-silence.C:
+			if err := sc.s.answers(sc.hsCtx, sc.table, sc.start); err != nil {
+				sc.stopHS(fmt.Errorf("%s: no response for %s, and %w", sc.what(), sc.s.stallTimeout(), err))
+				sc.stalled = true
+				sc.ended = context.Cause(sc.hsCtx)
+				return nil, sc.ended
+			}
+			silence.Reset(sc.s.stallTimeout())
 		}
-		return f.resp, f.err
-	case <-sc.fetcherDone:
-		// fetchAhead returns without an error sent only when hsCtx ended.
-		sc.ended = context.Cause(sc.hsCtx)
-		if sc.ended == nil {
-			sc.ended = context.Canceled
-		}
-		return nil, sc.ended
 	}
+}
+
+// closeGrace is how long a scan that ended on a stalled server or a
+// canceled context waits for its reader before it leaves it behind.
+const closeGrace = 200 * time.Millisecond
+
+// maxStall bounds stallTimeout: five seconds without a word from a region
+// server that a scan waits on, and as long again for an existence Get,
+// and the cluster is taken for stalled.
+const maxStall = 5 * time.Second
+
+// stallTimeout is how long a scan waits on silence before it asks
+// whether the region server answers, and how long it waits for that
+// answer: Config.RPCTimeout, at most maxStall.
+func (s *Store) stallTimeout() time.Duration { return min(s.cfg.RPCTimeout, maxStall) }
+
+// answers reports, with one existence Get at key within stallTimeout,
+// whether the region server of key answers: nil when it does (whatever
+// its answer), an error wrapping store.ErrUnavailable when it gave none.
+func (s *Store) answers(ctx context.Context, table string, key []byte) error {
+	if len(key) == 0 {
+		key = []byte{0}
+	}
+	actx, cancel := context.WithTimeout(ctx, s.stallTimeout())
+	defer cancel()
+	get, err := hrpc.NewGet(actx, []byte(table), key)
+	if err != nil {
+		return nil // not a question of liveness
+	}
+	get.ExistsOnly()
+	_, err = s.client.Get(get)
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	if actx.Err() != nil {
+		return fmt.Errorf("the region server gave no answer to a Get within %s: %w", s.stallTimeout(), store.ErrUnavailable)
+	}
+	if err = classify(err, false); errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("a Get failed: %w", err)
+	}
+	return nil
 }
 
 // closeHS ends the gohbase scanner's context (and its probe), waits for
@@ -306,8 +376,26 @@ func (sc *scanner) closeHS() {
 		return
 	}
 	sc.stopHS(nil)
-	<-sc.fetcherDone
-	sc.hs.Close()
+	if sc.stalled {
+		// gohbase's Next may wait out its RPC to a stalled server whatever
+		// the context says: after a moment the scan ends without it, the
+		// reader when its RPC returns.
+		grace := time.NewTimer(closeGrace)
+		select {
+		case <-sc.fetcherDone:
+			sc.hs.Close()
+		case <-grace.C:
+			go func(done <-chan struct{}, hs hrpc.ScannerV2) {
+				<-done
+				hs.Close()
+			}(sc.fetcherDone, sc.hs)
+		}
+		grace.Stop()
+	} else {
+		<-sc.fetcherDone
+		sc.hs.Close()
+	}
+	sc.stalled = false
 	sc.hs, sc.hsCtx, sc.stopHS, sc.ahead, sc.fetcherDone, sc.ended = nil, nil, nil, nil, nil, nil
 }
 

@@ -73,6 +73,9 @@ type Options struct {
 	// Engine is the PromQL evaluator (promapi.Options.Engine); empty:
 	// promhbase's.
 	Engine string
+	// NoCompaction turns the background compactor off, for tests that
+	// compact rows themselves at a moment of their own.
+	NoCompaction bool
 }
 
 // TenantOptions configure a multi-tenant test server.
@@ -206,7 +209,7 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 		Tables: server.Tables{Data: tables.Data, UID: tables.UID, Exemplar: tables.Exemplar, Meta: tables.Meta, Index: tables.Index, HA: tables.HA},
 		Mapper: m, ReadMapper: readMapper, Limits: lcfg, ExemplarSlots: ingest.DefaultExemplarSlots,
 		Index: server.IndexConfig{Enabled: true, Query: true, CacheBytes: index.DefaultCacheBytes},
-		Compaction: server.CompactionConfig{Enabled: true, Grace: compact.DefaultGrace,
+		Compaction: server.CompactionConfig{Enabled: !opts.NoCompaction, Grace: compact.DefaultGrace,
 			MaxRowsPerHour: compact.DefaultMaxRowsPerHour, Concurrency: 4},
 		Query: qopts, Adapter: opts.Adapter,
 		EnableAdmin:  opts.EnableAdmin,

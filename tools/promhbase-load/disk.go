@@ -52,6 +52,9 @@ type diskOptions struct {
 	resolutions     []string
 	rollupTimeout   time.Duration
 	rollupAfterLoad bool
+	// rollupJoined, when set, also times promhbase with its rollups
+	// built only up to this long before the data's end (diskjoined.go).
+	rollupJoined model.Duration
 	// restartAfterCompaction stops promhbase as soon as its compaction
 	// of the loaded hours ended and starts it again before it settles.
 	restartAfterCompaction bool
@@ -143,6 +146,8 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 		"the time it took is reported. 0: no wait. Nothing is waited for when promhbase exports no rollup metrics (--promhbase.flag=--no-rollup.enabled).").Default("30m").DurationVar(&d.rollupTimeout)
 	cmd.Flag("rollup.after-load", "Load promhbase with --no-rollup.enabled: its rollups are built at its restart for the queries (the first start with rollups on), backwards over the data already stored, and that build is timed; "+
 		"default: rollups on during the load, as serve runs by default, and the time they take to cover the data after the load ends is reported.").BoolVar(&d.rollupAfterLoad)
+	cmd.Flag("rollup.joined", "Also time promhbase with its rollups built only up to this long before the data's end (whole hours), the rest read raw: the joined case, as while the rollups lag. "+
+		"Implies --rollup.after-load; after the load a copy of the store gets `promhbase rollup --end`, and a serve over it (--rollup.grace="+joinedGrace+": it builds nothing) is timed at each resolution but raw, a row of its own, beside the process whose rollups cover the data. 0: not timed.").Default("0s").SetValue(&d.rollupJoined)
 	cmd.Flag("promhbase.restart-after-compaction", "Stop promhbase (SIGTERM, as an upgrade does) as soon as its compaction of the loaded hours has ended, before its store settled, and start it again: "+
 		"its directory is measured once the restarted serve, left idle, settled (what an earlier process left unsettled must settle after a restart too).").BoolVar(&d.restartAfterCompaction)
 	cmd.Flag("promhbase.snapshots", "Once promhbase settled and its directory was measured, time this many snapshots (POST /api/v1/admin/tsdb/snapshot, serve run with --web.enable-admin-api), then delete them.").Default("0").IntVar(&d.snapshots)
@@ -276,6 +281,12 @@ func checkDiskOptions(o options, d *diskOptions) (map[string]bool, error) {
 	if o.batch < 1 || o.concurrency < 1 {
 		return nil, errors.New("--batch and --concurrency must be at least 1")
 	}
+	if j := time.Duration(d.rollupJoined); j != 0 {
+		if j < 0 || j%time.Hour != 0 || j >= time.Duration(d.span) || !want[sysPromhbase] {
+			return nil, fmt.Errorf("--rollup.joined=%s: want whole hours, less than --data.span, with promhbase among --systems", d.rollupJoined)
+		}
+		d.rollupAfterLoad = true
+	}
 	variants, err := parseVariants(d.gomaxprocs, d.variantSpecs)
 	if err != nil {
 		return nil, err
@@ -344,6 +355,7 @@ func timeDiskQueries(d diskOptions, g genConfig, work string, runs []*diskRun) e
 	}
 	printQueries(os.Stdout, g, d, qs)
 	printRollups(os.Stdout, g, d, runs, qs)
+	printJoined(os.Stdout, d, qs.joined)
 	for _, a := range d.queryAlso {
 		da := d
 		da.queryStep, da.queryStartOffset = a.step, a.offset

@@ -345,3 +345,25 @@ func TestCompareMatrices(t *testing.T) {
 		t.Errorf("relDiff(NaN, 1) = %g", d)
 	}
 }
+
+// TestRollupJoinedOption: --rollup.joined takes whole hours shorter than
+// the data, with promhbase among the systems, and loads with rollups off.
+func TestRollupJoinedOption(t *testing.T) {
+	for _, c := range []struct {
+		joined, span time.Duration
+		systems      []string
+		ok           bool
+	}{
+		{24 * time.Hour, 30 * 24 * time.Hour, nil, true},
+		{90 * time.Minute, 30 * 24 * time.Hour, nil, false},
+		{30 * 24 * time.Hour, 30 * 24 * time.Hour, nil, false},
+		{24 * time.Hour, 30 * 24 * time.Hour, []string{sysVM}, false},
+	} {
+		d := diskOptions{rollupJoined: model.Duration(c.joined), span: model.Duration(c.span), systems: c.systems, vm: "vm",
+			prometheus: "p", promtool: "pt", repeats: 1, queryParts: 1}
+		_, err := checkDiskOptions(options{batch: 1, concurrency: 1}, &d)
+		if (err == nil) != c.ok || (c.ok && !d.rollupAfterLoad) {
+			t.Errorf("--rollup.joined=%s over %s on %v: error %v, after load %v; want ok %v", c.joined, c.span, c.systems, err, d.rollupAfterLoad, c.ok)
+		}
+	}
+}

@@ -61,6 +61,9 @@ type queryReport struct {
 	rollups map[string]*rollupProgress
 	// agreements: answers compared point by point.
 	agreements []*agreement
+	// joined: how the joined case's rollups were built (--rollup.joined;
+	// nil: not, or by an earlier report's run).
+	joined *joinedBuild
 }
 
 // resolutionName names a max_source_resolution value in the report.
@@ -202,6 +205,14 @@ func startPromhbaseQueries(d diskOptions, g genConfig, work string, r *diskRun, 
 			}
 		}
 	}
+	if d.rollupJoined > 0 && r.system == sysPromhbase {
+		// Before the first process builds the rollups of the original.
+		jb, err := prepareJoined(d, g, r)
+		if err != nil {
+			return nil, err
+		}
+		rep.joined = jb
+	}
 	var servers []*server
 	for i, v := range variants {
 		name := variantName(r.name(), v)
@@ -251,6 +262,13 @@ func startPromhbaseQueries(d diskOptions, g genConfig, work string, r *diskRun, 
 		}
 		// Results caches off on every system: each run evaluates.
 		rep.systems = append(rep.systems, &querySystem{sys: r.system, name: name, srv: s, extra: url.Values{"nocache": {"1"}}})
+	}
+	if d.rollupJoined > 0 && r.system == sysPromhbase {
+		s, err := startJoined(d, work, r, rep)
+		if err != nil {
+			return servers, err
+		}
+		servers = append(servers, s)
 	}
 	return servers, nil
 }

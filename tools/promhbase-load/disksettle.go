@@ -80,7 +80,9 @@ func settlePromhbase(srv *server, quiet, timeout time.Duration) (string, error) 
 			if !strings.HasPrefix(k, "promhbase_compaction_") && !strings.HasPrefix(k, "promhbase_embedded_") && !strings.HasPrefix(k, "promhbase_dense") {
 				continue
 			}
-			if strings.HasPrefix(k, "promhbase_embedded_block_cache_") {
+			if strings.HasPrefix(k, "promhbase_embedded_block_cache_") || k == "promhbase_embedded_free_disk_bytes" {
+				// The cache moves with the scrapes; the disk's free
+				// space with every other process writing to it.
 				continue
 			}
 			if pv, ok := prev[k]; ok && pv == v {

@@ -88,8 +88,11 @@ func AppendRecord(dst []byte, seg uint64, payload []byte) []byte {
 }
 
 // Segments returns the segment numbers in dir, ascending.
-func Segments(dir string) ([]uint64, error) {
-	ents, err := os.ReadDir(dir)
+func Segments(dir string) ([]uint64, error) { return SegmentsFS(OS, dir) }
+
+// SegmentsFS is Segments on fs.
+func SegmentsFS(fs FS, dir string) ([]uint64, error) {
+	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list log %s: %w", dir, err)
 	}
@@ -122,6 +125,8 @@ type Options struct {
 	// background (syncLoop). Zero fdatasyncs before WaitDurable returns.
 	// Rotate and Close always fdatasync.
 	SyncInterval time.Duration
+	// FS is the filesystem; nil means OS.
+	FS FS
 }
 
 // Log is an open log, appending to its newest segment. Its methods are
@@ -131,10 +136,11 @@ type Options struct {
 type Log struct {
 	dir  string
 	opts Options
+	fs   FS
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	f        *os.File
+	f        File
 	seg      uint64
 	off      int64 // bytes written to f
 	pending  []byte
@@ -146,7 +152,18 @@ type Log struct {
 	// fdatasync (SyncInterval), fsyncing while syncLoop's runs.
 	dirty, fsyncing bool
 	fsyncs          atomic.Int64 // fdatasyncs done
-	err             error
+	// err fails the log for good: a failed fdatasync (what the file
+	// holds is then unknown), a failed cut of a torn write, Close.
+	err error
+	// A failed write (ENOSPC, EIO) does not fail the log: the file is cut
+	// back to off, the records go back in front of pending, and every
+	// waiter of that group commit gets writeErr (failures counts them,
+	// so that a waiter sees a failure that came while it waited); the
+	// next group commit writes them again.
+	writeErr error
+	failures uint64
+	// fsynced is the position the last fdatasync covered (SyncInterval).
+	fsynced uint64
 	// fsyncErr is a failed fdatasync of syncLoop's: it ends syncLoop's
 	// work. Another failure of the log (a write, beforeSync) does not:
 	// the records acknowledged before it are still fdatasynced.
@@ -160,7 +177,10 @@ type Log struct {
 
 // Open starts segment seg in dir (reusing the kept file, if any).
 func Open(dir string, seg uint64, opts Options) (*Log, error) {
-	w := &Log{dir: dir, opts: opts}
+	if opts.FS == nil {
+		opts.FS = OS
+	}
+	w := &Log{dir: dir, opts: opts, fs: opts.FS}
 	w.cond = sync.NewCond(&w.mu)
 	f, err := w.create(seg)
 	if err != nil {
@@ -197,16 +217,22 @@ func (w *Log) syncLoop() {
 func (w *Log) syncWritten() {
 	w.mu.Lock()
 	if !w.dirty || w.fsyncing || w.fsyncErr != nil {
+		if !w.dirty && !w.fsyncing {
+			w.fsynced = max(w.fsynced, w.synced) // nothing written since the last
+		}
 		w.mu.Unlock()
 		return
 	}
 	w.dirty, w.fsyncing = false, true
-	f, seg := w.f, w.seg
+	f, seg, target := w.f, w.seg, w.synced
 	w.mu.Unlock()
-	err := fdatasync(f)
+	err := f.Datasync()
 	w.fsyncs.Add(1)
 	w.mu.Lock()
 	w.fsyncing = false
+	if err == nil {
+		w.fsynced = max(w.fsynced, target)
+	}
 	if err != nil {
 		w.fsyncErr = fmt.Errorf("sync log segment %d: %w", seg, err)
 		if w.err == nil {
@@ -233,23 +259,23 @@ func (w *Log) SetBeforeSync(fn func() error) {
 
 // create opens the file of segment seg, reusing the kept file when there
 // is one, and syncs the directory that names it.
-func (w *Log) create(seg uint64) (*os.File, error) {
+func (w *Log) create(seg uint64) (File, error) {
 	name := filepath.Join(w.dir, SegmentName(seg))
 	// Truncated if there: only a rotation that failed after creating it
 	// leaves a file under a number not yet used.
 	flags := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
-	if free := filepath.Join(w.dir, FreeName); fileExists(free) {
-		if err := os.Rename(free, name); err != nil {
+	if free := filepath.Join(w.dir, FreeName); w.exists(free) {
+		if err := w.fs.Rename(free, name); err != nil {
 			return nil, fmt.Errorf("reuse log file for segment %d: %w", seg, err)
 		}
 		flags = os.O_WRONLY // written over from the start, not truncated
 	}
-	f, err := os.OpenFile(name, flags, 0o644)
+	f, err := w.fs.OpenFile(name, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create log segment %d: %w", seg, err)
 	}
 	if !w.opts.NoSync {
-		if err := SyncDir(w.dir); err != nil {
+		if err := w.fs.SyncDir(w.dir); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -258,17 +284,7 @@ func (w *Log) create(seg uint64) (*os.File, error) {
 }
 
 // SyncDir makes dir's entries durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
+func SyncDir(dir string) error { return OS.SyncDir(dir) }
 
 // Append appends a record of payload and returns the position that makes
 // it durable (WaitDurable). The log's mutex is held for the copy only.
@@ -302,7 +318,7 @@ func (w *Log) endLocked() uint64 {
 	// Without syncs nobody waits for the log: it is written out as it
 	// grows, not held until the next rotation.
 	if w.opts.NoSync && len(w.pending) >= 1<<20 && !w.syncing && w.err == nil {
-		if _, err := w.f.Write(w.pending); err != nil {
+		if _, err := w.f.WriteAt(w.pending, w.off); err != nil {
 			w.err = fmt.Errorf("write log segment %d: %w", w.seg, err)
 		}
 		w.off += int64(len(w.pending))
@@ -322,57 +338,131 @@ func (w *Log) Position() uint64 {
 
 // WaitDurable returns once every record up to pos is written and synced:
 // the first caller to find none syncing writes out everything appended
-// and syncs it for all, the others wait for it (a group commit).
+// and syncs it for all, the others wait for it (a group commit). A write
+// that fails (a full disk) fails the waiters of that group commit only:
+// its records are written again by the next one, so the log stays
+// usable once space returns.
 func (w *Log) WaitDurable(pos uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	failures := w.failures
 	for w.synced < pos {
 		if w.err != nil {
 			return w.err
+		}
+		if w.failures != failures {
+			return w.writeErr
 		}
 		if w.syncing {
 			w.cond.Wait()
 			continue
 		}
-		w.syncing = true
-		buf, f, target := w.pending, w.f, w.appended
-		w.pending = w.spare[:0]
-		w.mu.Unlock()
-		err := w.runBeforeSync()
-		if err == nil {
-			err = w.writeOut(f, buf, w.opts.SyncInterval <= 0)
+		w.groupCommit()
+	}
+	return w.err
+}
+
+// groupCommit writes out (and, without SyncInterval, syncs) everything
+// appended so far. The caller holds mu and found no commit running; mu is
+// released meanwhile. A panic below (Pebble's fatal logger in beforeSync)
+// leaves the log as a failed write does.
+func (w *Log) groupCommit() {
+	w.syncing = true
+	buf, f, off, target := w.pending, w.f, w.off, w.appended
+	w.pending = w.spare[:0]
+	w.mu.Unlock()
+	done := false
+	var err error
+	defer func() {
+		if !done {
+			// A panic, which goes on up: the log is failed for good.
+			err = fmt.Errorf("%w: aborted by a panic", errSync)
 		}
 		w.mu.Lock()
-		w.spare = buf[:0]
 		w.syncing = false
 		if err != nil {
-			w.err = err
+			w.failedWrite(f, off, buf, err)
 		} else {
+			w.spare = buf[:0]
 			w.off += int64(len(buf))
 			w.synced = max(w.synced, target)
 			w.dirty = w.dirty || len(buf) > 0 && w.opts.SyncInterval > 0
 		}
 		w.cond.Broadcast()
+	}()
+	err = w.runBeforeSync()
+	if err == nil {
+		err = w.writeOut(f, off, buf, w.opts.SyncInterval <= 0)
 	}
-	return w.err
+	done = true
 }
 
-// write writes buf to f and syncs it (unless NoSync).
-func (w *Log) write(f *os.File, buf []byte) error { return w.writeOut(f, buf, true) }
+// failedWrite handles a write of buf at off that failed with err: the
+// file is cut back to off (a torn record must not sit before the records
+// written next), buf goes back in front of pending, and the waiters of
+// this commit get err. An fdatasync that failed, or a cut that did, fails
+// the log for good. The caller holds mu.
+func (w *Log) failedWrite(f File, off int64, buf []byte, err error) {
+	w.failures++
+	w.writeErr = err
+	if errors.Is(err, errSync) {
+		w.err = err
+		return
+	}
+	if terr := f.Truncate(off); terr != nil {
+		w.err = errors.Join(err, fmt.Errorf("cut log segment %d back to %d bytes: %w", w.seg, off, terr))
+		return
+	}
+	w.pending = append(buf, w.pending...)
+}
 
-// writeOut writes buf to f and, when sync is set, syncs it (unless
-// NoSync).
-func (w *Log) writeOut(f *os.File, buf []byte, sync bool) error {
+// SyncAll makes every record appended before the call durable on disk,
+// fdatasynced even with SyncInterval: the embedded store calls it before a
+// delete, so that the cells a rewrite put (a compacted cell, a cut column)
+// are on disk before the cells they replace are deleted. Records appended
+// meanwhile are not waited for: they may not be written out by anyone
+// (their appenders wait later, or behind the caller's lock).
+func (w *Log) SyncAll() error {
+	pos := w.Position()
+	if err := w.WaitDurable(pos); err != nil {
+		return err
+	}
+	if w.opts.NoSync || w.opts.SyncInterval <= 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.fsynced < pos {
+		switch {
+		case w.fsyncErr != nil:
+			return w.fsyncErr
+		case w.fsyncing:
+			w.cond.Wait()
+		default:
+			w.mu.Unlock()
+			w.syncWritten()
+			w.mu.Lock()
+		}
+	}
+	return nil
+}
+
+// errSync marks a failed fdatasync.
+var errSync = errors.New("sync log")
+
+// writeOut writes buf to f at off and, when sync is set, syncs it
+// (unless NoSync).
+func (w *Log) writeOut(f File, off int64, buf []byte, sync bool) error {
 	if len(buf) > 0 {
-		if _, err := f.Write(buf); err != nil {
+		if _, err := f.WriteAt(buf, off); err != nil {
 			return fmt.Errorf("write log: %w", err)
 		}
 	}
 	if w.opts.NoSync || !sync {
 		return nil
 	}
-	if err := fdatasync(f); err != nil {
-		return fmt.Errorf("sync log: %w", err)
+	if err := f.Datasync(); err != nil {
+		return fmt.Errorf("%w: %w", errSync, err)
 	}
 	return nil
 }
@@ -388,9 +478,9 @@ func (w *Log) runBeforeSync() error {
 	return nil
 }
 
-// fileExists reports whether path names a file that can be stat'd.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
+// exists reports whether path names a file that can be stat'd.
+func (w *Log) exists(path string) bool {
+	_, err := w.fs.Stat(path)
 	return err == nil
 }
 
@@ -418,12 +508,16 @@ func (w *Log) Rotate() (uint64, error) {
 	if err := w.runBeforeSync(); err != nil {
 		return 0, err
 	}
-	if err := w.write(w.f, w.pending); err != nil {
-		w.err = err
+	buf := w.pending
+	w.pending = w.spare[:0]
+	if err := w.writeOut(w.f, w.off, buf, true); err != nil {
+		w.failedWrite(w.f, w.off, buf, err)
+		w.cond.Broadcast()
 		return 0, err
 	}
-	w.off += int64(len(w.pending))
-	w.pending = w.pending[:0]
+	w.off += int64(len(buf))
+	w.spare = buf[:0]
+	w.fsynced = w.appended
 	w.synced, w.dirty = w.appended, false
 	f, err := w.create(w.seg + 1)
 	if err != nil {
@@ -443,12 +537,12 @@ func (w *Log) Rotate() (uint64, error) {
 // them is kept for reuse, cut to KeepBytes, when no file is kept yet, the
 // others are removed.
 func (w *Log) RemoveThrough(seg uint64) error {
-	segs, err := Segments(w.dir)
+	segs, err := SegmentsFS(w.fs, w.dir)
 	if err != nil {
 		return err
 	}
 	free := filepath.Join(w.dir, FreeName)
-	keep := w.opts.KeepBytes > 0 && !fileExists(free)
+	keep := w.opts.KeepBytes > 0 && !w.exists(free)
 	for n := len(segs) - 1; n >= 0; n-- {
 		s := segs[n]
 		if s > seg {
@@ -457,17 +551,17 @@ func (w *Log) RemoveThrough(seg uint64) error {
 		path := filepath.Join(w.dir, SegmentName(s))
 		if keep {
 			keep = false
-			if fi, err := os.Stat(path); err == nil && fi.Size() > w.opts.KeepBytes {
-				if err := os.Truncate(path, w.opts.KeepBytes); err != nil {
+			if fi, err := w.fs.Stat(path); err == nil && fi.Size() > w.opts.KeepBytes {
+				if err := w.fs.Truncate(path, w.opts.KeepBytes); err != nil {
 					return fmt.Errorf("cut log segment %d to %d bytes: %w", s, w.opts.KeepBytes, err)
 				}
 			}
-			if err := os.Rename(path, free); err != nil {
+			if err := w.fs.Rename(path, free); err != nil {
 				return fmt.Errorf("keep log segment %d for reuse: %w", s, err)
 			}
 			continue
 		}
-		if err := os.Remove(path); err != nil {
+		if err := w.fs.Remove(path); err != nil {
 			return fmt.Errorf("remove log segment %d: %w", s, err)
 		}
 	}
@@ -489,7 +583,7 @@ func (w *Log) Trim() error {
 			return fmt.Errorf("cut log segment %d to %d bytes: %w", w.seg, w.off, err)
 		}
 	}
-	if err := os.Remove(filepath.Join(w.dir, FreeName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.fs.Remove(filepath.Join(w.dir, FreeName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the log file kept for reuse: %w", err)
 	}
 	return nil
@@ -498,7 +592,7 @@ func (w *Log) Trim() error {
 // DiskBytes returns the bytes of the log's files on disk (sizes, as
 // listed): its segments and the file kept for reuse.
 func (w *Log) DiskBytes() int64 {
-	ents, err := os.ReadDir(w.dir)
+	ents, err := w.fs.ReadDir(w.dir)
 	if err != nil {
 		return 0
 	}
@@ -525,67 +619,47 @@ func (w *Log) Close() error {
 	}
 	err := w.lockIdle()
 	defer w.mu.Unlock()
-	if err != nil && w.dirty && w.fsyncErr == nil {
-		// The log failed after records were acknowledged, written and
-		// not yet fdatasynced (SyncInterval): they are made durable.
-		if ferr := fdatasync(w.f); ferr != nil {
-			err = errors.Join(err, fmt.Errorf("sync log segment %d: %w", w.seg, ferr))
-		}
-		w.dirty = false
-	}
 	if err == nil {
 		err = w.runBeforeSync()
 	}
 	if err == nil {
-		err = w.write(w.f, w.pending)
+		err = w.writeOut(w.f, w.off, w.pending, true)
 	}
 	if err == nil {
 		w.off += int64(len(w.pending))
 		w.pending = w.pending[:0]
 		w.dirty = false
 	}
+	if w.dirty && w.fsyncErr == nil {
+		// The log failed after records were acknowledged, written and
+		// not yet fdatasynced (SyncInterval): they are made durable.
+		if ferr := w.f.Datasync(); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("sync log segment %d: %w", w.seg, ferr))
+		}
+		w.dirty = false
+	}
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close log segment %d: %w", w.seg, cerr)
 	}
 	if err == nil {
-		w.err = errors.New("log closed")
+		w.err = errClosed
 	}
 	return err
 }
 
-// ReadSegment calls fn with each record's payload of segment seg's file,
-// in order. It reports torn when the records end before the file does.
-func ReadSegment(path string, seg uint64, fn func(payload []byte) error) (torn bool, err error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false, fmt.Errorf("read log segment %d: %w", seg, err)
-	}
-	torn, err = Replay(data, seg, fn)
-	if err != nil {
-		return false, fmt.Errorf("replay %s: %w", path, err)
-	}
-	return torn, nil
-}
+// errClosed fails every call once the log is closed.
+var errClosed = errors.New("log closed")
 
-// Replay is ReadSegment on the segment's bytes. fn's payload is a slice
-// of data.
-func Replay(data []byte, seg uint64, fn func(payload []byte) error) (torn bool, err error) {
-	for len(data) > 0 {
-		if len(data) < HeaderSize {
-			return true, nil
-		}
-		n := binary.LittleEndian.Uint32(data)
-		if n > MaxRecord || uint64(n) > uint64(len(data)-HeaderSize) {
-			return true, nil
-		}
-		payload := data[HeaderSize : HeaderSize+int(n)]
-		if CRC(seg, payload) != binary.LittleEndian.Uint32(data[4:]) {
-			return true, nil
-		}
-		if err := fn(payload); err != nil {
-			return false, err
-		}
-		data = data[HeaderSize+int(n):]
+// Failed returns the error that failed the log for good (a failed
+// fdatasync, a torn write it could not cut back): nil while it takes
+// records, and after Close. Its records since the last good fdatasync
+// may or may not be on disk: the log's owner stops, and the next start
+// replays what the files hold.
+func (w *Log) Failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if errors.Is(w.err, errClosed) {
+		return nil
 	}
-	return false, nil
+	return w.err
 }

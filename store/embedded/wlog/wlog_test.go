@@ -165,6 +165,55 @@ func TestSyncInterval(t *testing.T) {
 	})
 }
 
+// TestSyncAllAppendedMeanwhile: SyncAll returns once the records appended
+// before it are fdatasynced, though another is appended while it runs and
+// nobody writes that one out (its appender waits later, or, in the store,
+// behind the lock SyncAll's caller holds). It used to wait for that record
+// too, spinning for good: a compaction's delete held the store's lock and
+// every write stopped (CI, cmd/promhbase TestImportCommand, under load).
+func TestSyncAllAppendedMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, 1, Options{SyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The append lands while SyncAll's group commit runs (mu released),
+	// between the position SyncAll waits for and the fdatasync.
+	var late uint64
+	w.SetBeforeSync(func() error {
+		if late == 0 {
+			late = w.Append([]byte("late"))
+		}
+		return nil
+	})
+	first := w.Append([]byte("first"))
+	done := make(chan error, 1)
+	go func() { done <- w.SyncAll() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang, not a time measured
+		t.Fatal("SyncAll did not return: it waits for a record appended after it began, which nobody writes out")
+	}
+	if late <= first {
+		t.Fatalf("the late record's position %d is not after the first's %d: the test appended nothing meanwhile", late, first)
+	}
+	if n := w.Fsyncs(); n != 1 {
+		t.Fatalf("%d fdatasyncs by SyncAll; want 1", n)
+	}
+	if err := w.WaitDurable(late); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, torn := readAll(t, dir); torn || !slices.Equal(got, []string{"first", "late"}) {
+		t.Fatalf("the segment holds %q (torn %v); want first, late", got, torn)
+	}
+}
+
 // TestSyncIntervalAfterFailure: records acknowledged before the log fails
 // (here its beforeSync) are still fdatasynced, by the background sync and
 // by Close, which returns the failure.

@@ -1,0 +1,199 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
+)
+
+// faultStore is a store on which one step of a compaction fails: the k-th
+// call of op fails with store.ErrUnavailable. op "put" and "delete" fail
+// the store's calls, their change refused, or made when applied (an RPC
+// that reached the region server before its answer was lost); op "stop"
+// is the compactor's afterPut hook, where the process stops between its
+// put and its delete.
+type faultStore struct {
+	store.Store
+	op      string
+	k       int
+	applied bool
+
+	mu    sync.Mutex
+	calls int
+	row   []byte // the row of the failed call
+}
+
+// As forwards the optional interfaces of the store underneath
+// (store.Wrapper).
+func (f *faultStore) As(target any) bool { return store.Forward(f.Store, target) }
+
+// fails counts a call of op on row and reports whether it is the one that
+// fails.
+func (f *faultStore) fails(op string, row []byte) bool {
+	if op != f.op {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls != f.k {
+		return false
+	}
+	f.row = bytes.Clone(row)
+	return true
+}
+
+// failedRow returns the row of the failed call; nil if none failed.
+func (f *faultStore) failedRow() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.row
+}
+
+func (f *faultStore) Put(ctx context.Context, table string, puts []store.Put) error {
+	if len(puts) == 0 || !f.fails("put", puts[0].Row) {
+		return f.Store.Put(ctx, table, puts)
+	}
+	if f.applied {
+		if err := f.Store.Put(ctx, table, puts); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("put row %x: no answer (applied %v): %w", puts[0].Row, f.applied, store.ErrUnavailable)
+}
+
+func (f *faultStore) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if !f.fails("delete", row) {
+		return f.Store.Delete(ctx, table, row, columns)
+	}
+	if f.applied {
+		if err := f.Store.Delete(ctx, table, row, columns); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("delete %d columns of row %x: no answer (applied %v): %w", len(columns), row, f.applied, store.ErrUnavailable)
+}
+
+// TestCompactionFaultAtEachStep fails the compaction of six rows, row by
+// row as the Scheduler compacts them, at one step of the third: its put
+// refused, or applied with its answer lost; the process stopped between
+// the put and the delete; its delete refused, or applied with its answer
+// lost. Reads stay exactly as written, the row holds what the step left
+// (its cells, those and the compacted cell, or the compacted cell alone)
+// and the other rows are compacted. `promhbase compact` over the range
+// (CompactRange) then leaves every row one compacted cell as OpenTSDB
+// lays it out (checkCompactedRow), and reads still exact. On the backend
+// of PROMHBASE_TEST_BACKEND (HBase in make test's HBase run).
+func TestCompactionFaultAtEachStep(t *testing.T) {
+	const k = 3
+	for _, tc := range []struct {
+		name    string
+		op      string
+		applied bool
+		holds   string // what the failed row holds: "written", "both" or "compacted"
+	}{
+		{"put refused", "put", false, "written"},
+		{"put applied, its answer lost", "put", true, "both"},
+		{"stopped between put and delete", "stop", false, "both"},
+		{"delete refused", "delete", false, "both"},
+		{"delete applied, its answer lost", "delete", true, "compacted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mapping.DefaultLayout())
+			e.writeBySample(hostSeries("fault_step", 3, 2, 61*time.Second, func(i, j int) float64 {
+				return specialValues[(i+j)%len(specialValues)]
+			}))
+			written := e.rows()
+			readBefore := e.read()
+			if len(written) != 6 {
+				t.Fatalf("%d rows written, want 6", len(written))
+			}
+			fs := &faultStore{Store: e.Store, op: tc.op, k: k, applied: tc.applied}
+			c := New(fs, Options{DataTable: e.Tables.Data, UIDTable: e.Tables.UID, Layout: e.Layout, Now: func() time.Time { return e.now }})
+			c.afterPut = func(row []byte) {
+				if fs.fails("stop", row) {
+					panic("the process stops between the put and the delete")
+				}
+			}
+			var st Stats
+			for _, w := range written { // row by row, as the Scheduler compacts
+				st.Add(c.CompactRow(ctxFor(t), w.Key))
+			}
+			failed := fs.failedRow()
+			if failed == nil || st.Errors != 1 || st.Compacted != len(written)-1 {
+				t.Fatalf("stats %s, failed row %x; want one error and the other %d rows compacted", st, failed, len(written)-1)
+			}
+			t.Logf("the failing compaction: %s", st)
+			if got := e.read(); got != readBefore {
+				t.Errorf("reads after the failure:\n%s\nwant\n%s", got, readBefore)
+			}
+			for i, w := range written {
+				after := e.row(w.Key)
+				if !bytes.Equal(w.Key, failed) {
+					checkCompactedRow(t, e, w, after)
+					continue
+				}
+				switch tc.holds {
+				case "written":
+					if renderCells(after.Cells) != renderCells(w.Cells) {
+						t.Errorf("row %d %x holds %s, want its cells as written %s", i, w.Key, renderCells(after.Cells), renderCells(w.Cells))
+					}
+				case "both":
+					checkBoth(t, e, w, after)
+				case "compacted":
+					checkCompactedRow(t, e, w, after)
+				}
+			}
+
+			// Compacted again, as `promhbase compact` does.
+			again := e.compactAll(e.compactor())
+			want := 1 // the failed row
+			if tc.holds == "compacted" {
+				want = 0
+			}
+			if again.Compacted != want || again.Unchanged != len(written)-want {
+				t.Errorf("compaction run again: %s, want %d rows compacted and the others unchanged", again, want)
+			}
+			after := e.rows()
+			if len(after) != len(written) {
+				t.Fatalf("%d rows after compaction, %d written", len(after), len(written))
+			}
+			for i, w := range written {
+				checkCompactedRow(t, e, w, after[i])
+			}
+			if got := e.read(); got != readBefore {
+				t.Errorf("reads after compaction run again:\n%s\nwant\n%s", got, readBefore)
+			}
+		})
+	}
+}
+
+// checkBoth checks that row after holds every cell of row written, and
+// one more: a compacted cell of all its points, as a compaction stopped
+// between its put and its delete leaves it.
+func checkBoth(t *testing.T, e *env, written, after store.Row) {
+	t.Helper()
+	was := map[string]bool{}
+	for _, c := range written.Cells {
+		was[renderCells([]store.Cell{c})] = true
+	}
+	kept, extra := 0, []store.Cell(nil)
+	for _, c := range after.Cells {
+		if was[renderCells([]store.Cell{c})] {
+			kept++
+		} else {
+			extra = append(extra, c)
+		}
+	}
+	if kept != len(written.Cells) || len(extra) != 1 {
+		t.Errorf("row %x holds %s;\nwant its cells as written %s and one compacted cell", after.Key, renderCells(after.Cells), renderCells(written.Cells))
+		return
+	}
+	checkCompactedRow(t, e, written, store.Row{Key: after.Key, Cells: extra})
+}

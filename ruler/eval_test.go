@@ -1,0 +1,48 @@
+package ruler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/rules"
+)
+
+// TestCatchUp: the missed aligned evaluations after r:last that an
+// evaluation makes up, and how many it leaves out (too_old): those older
+// than the catch-up window and those past maxCatchUpEvals.
+func TestCatchUp(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		interval   time.Duration
+		window     time.Duration
+		last       time.Duration // before the evaluation's aligned time; 0: never evaluated
+		wantMissed int
+		wantTooOld int
+	}{
+		{name: "never evaluated", interval: 10 * time.Second, window: time.Minute},
+		{name: "evaluated last interval", interval: 10 * time.Second, window: time.Minute, last: 10 * time.Second},
+		{name: "evaluated a millisecond ago", interval: 10 * time.Second, window: time.Minute, last: time.Millisecond},
+		{name: "two missed", interval: 10 * time.Second, window: time.Minute, last: 30 * time.Second, wantMissed: 2},
+		{name: "some past the window", interval: 10 * time.Second, window: time.Minute, last: 100 * time.Second, wantMissed: 6, wantTooOld: 3},
+		{name: "all past the window", interval: 10 * time.Second, window: 5 * time.Second, last: 35 * time.Second, wantTooOld: 3},
+		{name: "past maxCatchUpEvals", interval: time.Second, window: time.Hour, last: 200 * time.Second, wantMissed: maxCatchUpEvals, wantTooOld: 199 - maxCatchUpEvals},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := rules.NewGroup(rules.GroupOptions{Name: "g", File: "ns", Interval: tc.interval, Opts: &rules.ManagerOptions{}})
+			at := g.EvalTimestamp(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+			var last int64
+			if tc.last > 0 {
+				last = at.Add(-tc.last).UnixMilli()
+			}
+			missed, tooOld := catchUp(g, last, at, tc.window)
+			if len(missed) != tc.wantMissed || tooOld != tc.wantTooOld {
+				t.Fatalf("catchUp: %d missed, %d too old; want %d, %d", len(missed), tooOld, tc.wantMissed, tc.wantTooOld)
+			}
+			for i, m := range missed {
+				if !m.Before(at) || m.UnixMilli() <= last || (i > 0 && m.Sub(missed[i-1]) != tc.interval) {
+					t.Errorf("missed[%d] = %s: want aligned, after last %d and before %s", i, m, last, at)
+				}
+			}
+		})
+	}
+}
