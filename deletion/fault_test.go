@@ -1,79 +1,37 @@
 package deletion
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/faultstore"
 )
 
-// faultStore is a store on which the k-th call of op ("put" or "delete")
-// on table fails with store.ErrUnavailable: its change refused, or made
-// when applied (an RPC that reached the region server before its answer
-// was lost). k 0 fails nothing and counts the calls.
-type faultStore struct {
-	store.Store
-	table   string
-	op      string
-	k       int
-	applied bool
-
-	mu     sync.Mutex
-	calls  map[string]int
-	failed bool
-}
-
-// As forwards the optional interfaces of the store underneath
-// (store.Wrapper).
-func (f *faultStore) As(target any) bool { return store.Forward(f.Store, target) }
-
-func (f *faultStore) fails(op, table string) bool {
-	if table != f.table {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls == nil {
-		f.calls = map[string]int{}
-	}
-	f.calls[op]++
-	if op != f.op || f.calls[op] != f.k {
-		return false
-	}
-	f.failed = true
-	return true
-}
-
-func (f *faultStore) Put(ctx context.Context, table string, puts []store.Put) error {
-	if !f.fails("put", table) {
-		return f.Store.Put(ctx, table, puts)
-	}
-	if f.applied {
-		if err := f.Store.Put(ctx, table, puts); err != nil {
-			return err
+// dataCalls names the calls a delete's failures pick (faultstore):
+// "put" and "delete" the puts and deletes of table.
+func dataCalls(table string) func(faultstore.Call) string {
+	return func(c faultstore.Call) string {
+		if c.Table != table || c.Method == faultstore.CheckAndPut {
+			return ""
 		}
+		return string(c.Method)
 	}
-	return fmt.Errorf("put %d rows: no answer (applied %v): %w", len(puts), f.applied, store.ErrUnavailable)
 }
 
-func (f *faultStore) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
-	if !f.fails("delete", table) {
-		return f.Store.Delete(ctx, table, row, columns)
-	}
-	if f.applied {
-		if err := f.Store.Delete(ctx, table, row, columns); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("delete %d columns of row %x: no answer (applied %v): %w", len(columns), row, f.applied, store.ErrUnavailable)
+// faultDelete returns the delete the fault tests fail: the series of job
+// "a" (gone) from t0+25m to t0+2h25m (start, end), which cuts the rows of
+// the hours t0 and t0+2h and deletes those of t0+1h whole.
+func faultDelete() (ms []*labels.Matcher, gone []string, start, end int64) {
+	h := int64(t0) * 1000
+	return []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "a")}, []string{seriesA, seriesC, seriesH},
+		h + 25*60*1000, h + 2*hourMs + 25*60*1000
 }
 
 // faultRig writes the four series of writeSet, compacts them, and writes
@@ -180,23 +138,13 @@ func (g *rig) dataRows() string {
 // points' bytes exactly, and reads as the delete should.
 func TestDeleteFaultAtEachStep(t *testing.T) {
 	t.Parallel()
-	h := int64(t0) * 1000
-	start, end := h+25*60*1000, h+2*hourMs+25*60*1000
-	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "a")}
-	gone := []string{seriesA, seriesC, seriesH}
-	deleter := func(g *rig, st store.Store) *Deleter {
-		d, err := New(st, g.Querier, Options{DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index,
-			Layout: g.Layout, Fence: g.c, Concurrency: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	ms, gone, start, end := faultDelete()
+	deleter := func(g *rig, st store.Store) *Deleter { return g.deleterOn(st, Options{Concurrency: 1, Now: time.Now}) }
 
 	// The delete with no failure, counting its calls.
 	ref := faultRig(t)
 	before := ref.data()
-	counter := &faultStore{Store: ref.Store, table: ref.Tables.Data}
+	counter := &faultstore.Store{Store: ref.Store, Name: dataCalls(ref.Tables.Data)}
 	refStats, err := deleter(ref, counter).Delete(ctxFor(t), ms, start, end)
 	if err != nil {
 		t.Fatal(err)
@@ -208,42 +156,38 @@ func TestDeleteFaultAtEachStep(t *testing.T) {
 	if wantData != without(before, gone, start, end) {
 		t.Fatalf("data after the delete:\n%s\nwant\n%s", wantData, without(before, gone, start, end))
 	}
-	t.Logf("the delete: %s; calls on the data table: %v", refStats, counter.calls)
-	if counter.calls["put"] == 0 || counter.calls["delete"] == 0 {
-		t.Fatalf("calls on the data table %v: want puts and deletes", counter.calls)
+	calls := counter.Calls()
+	t.Logf("the delete: %s; calls on the data table: %v", refStats, calls)
+	if calls["put"] == 0 || calls["delete"] == 0 {
+		t.Fatalf("calls on the data table %v: want puts and deletes", calls)
 	}
 
-	for _, op := range []string{"put", "delete"} {
-		for k := 1; k <= counter.calls[op]; k++ {
-			for _, applied := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s %d applied=%v", op, k, applied), func(t *testing.T) {
-					g := faultRig(t)
-					if got := g.data(); got != before {
-						t.Fatalf("data written:\n%s\nwant\n%s", got, before)
-					}
-					fs := &faultStore{Store: g.Store, table: g.Tables.Data, op: op, k: k, applied: applied}
-					if _, err := deleter(g, fs).Delete(ctxFor(t), ms, start, end); !errors.Is(err, store.ErrUnavailable) || !fs.failed {
-						t.Fatalf("the failing delete: %v (failed %v), want ErrUnavailable", err, fs.failed)
-					}
-					checkBeforeOrAfter(t, g.data(), before, gone, start, end)
-
-					// Run again, as the operator does.
-					if _, err := deleter(g, g.Store).Delete(ctxFor(t), ms, start, end); err != nil {
-						t.Fatal(err)
-					}
-					if got := g.data(); got != wantData {
-						t.Errorf("data after the delete run again:\n%s\nwant\n%s", got, wantData)
-					}
-					if got := g.dataRows(); got != wantRows {
-						t.Errorf("rows after the delete run again:\n%s\nwant\n%s", got, wantRows)
-					}
-					// And compacted: still the same samples.
-					g.compactAll()
-					if got := g.data(); got != wantData {
-						t.Errorf("data after compaction:\n%s\nwant\n%s", got, wantData)
-					}
-				})
+	for _, f := range counter.Faults("put", "delete") {
+		t.Run(f.String(), func(t *testing.T) {
+			g := faultRig(t)
+			if got := g.data(); got != before {
+				t.Fatalf("data written:\n%s\nwant\n%s", got, before)
 			}
-		}
+			fs := &faultstore.Store{Store: g.Store, Name: dataCalls(g.Tables.Data), Fault: f}
+			_, err := deleter(g, fs).Delete(ctxFor(t), ms, start, end)
+			fs.CheckFailed(t, "the failing delete", err)
+			checkBeforeOrAfter(t, g.data(), before, gone, start, end)
+
+			// Run again, as the operator does.
+			if _, err := deleter(g, g.Store).Delete(ctxFor(t), ms, start, end); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.data(); got != wantData {
+				t.Errorf("data after the delete run again:\n%s\nwant\n%s", got, wantData)
+			}
+			if got := g.dataRows(); got != wantRows {
+				t.Errorf("rows after the delete run again:\n%s\nwant\n%s", got, wantRows)
+			}
+			// And compacted: still the same samples.
+			g.compactAll()
+			if got := g.data(); got != wantData {
+				t.Errorf("data after compaction:\n%s\nwant\n%s", got, wantData)
+			}
+		})
 	}
 }

@@ -41,6 +41,12 @@ func newRig(t testing.TB, layout mapping.Layout) *rig {
 // fence, with opts' other fields.
 func (g *rig) deleter(opts Options) *Deleter {
 	g.T.Helper()
+	return g.deleterOn(g.Store, opts)
+}
+
+// deleterOn is deleter over st (a wrapper of the rig's store).
+func (g *rig) deleterOn(st store.Store, opts Options) *Deleter {
+	g.T.Helper()
 	opts.DataTable, opts.ExemplarTable, opts.IndexTable, opts.Layout = g.Tables.Data, g.Tables.Exemplar, g.Tables.Index, g.Layout
 	if opts.Fence == nil {
 		opts.Fence = g.c
@@ -48,7 +54,7 @@ func (g *rig) deleter(opts Options) *Deleter {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return g.now }
 	}
-	d, err := New(g.Store, g.Querier, opts)
+	d, err := New(st, g.Querier, opts)
 	if err != nil {
 		g.T.Fatal(err)
 	}

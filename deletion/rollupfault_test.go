@@ -1,103 +1,34 @@
 package deletion
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/faultstore"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/teststack"
 )
 
-// callFault is a store on which the k-th call named op fails with
-// store.ErrUnavailable, its change refused or made when applied (its
-// answer lost). Calls are named "put TABLE", "delete TABLE" and
-// "progress" (a check-and-put of a day's cell of the rollups' progress
-// row). k 0 fails nothing and counts the calls.
-type callFault struct {
-	store.Store
-	op      string
-	k       int
-	applied bool
-
-	mu     sync.Mutex
-	calls  map[string]int
-	order  []string
-	failed bool
-}
-
-// As forwards the optional interfaces of the store underneath
-// (store.Wrapper).
-func (f *callFault) As(target any) bool { return store.Forward(f.Store, target) }
-
-func (f *callFault) fails(op string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls == nil {
-		f.calls = map[string]int{}
-	}
-	if f.calls[op] == 0 {
-		f.order = append(f.order, op)
-	}
-	f.calls[op]++
-	if op != f.op || f.calls[op] != f.k {
-		return false
-	}
-	f.failed = true
-	return true
-}
-
-func (f *callFault) err(op string) error {
-	return fmt.Errorf("%s: no answer (applied %v): %w", op, f.applied, store.ErrUnavailable)
-}
-
-func (f *callFault) Put(ctx context.Context, table string, puts []store.Put) error {
-	op := "put " + table
-	if !f.fails(op) {
-		return f.Store.Put(ctx, table, puts)
-	}
-	if f.applied {
-		if err := f.Store.Put(ctx, table, puts); err != nil {
-			return err
+// storeCalls names every call a delete with rollups makes that its
+// failures pick (faultstore): "put TABLE", "delete TABLE" and "progress"
+// (a check-and-put of a day's cell of the rollups' progress row).
+func storeCalls(c faultstore.Call) string {
+	switch c.Method {
+	case faultstore.Put, faultstore.Delete:
+		return string(c.Method) + " " + c.Table
+	case faultstore.CheckAndPut:
+		if strings.HasPrefix(c.Qualifier, "promhbase.hours.") {
+			return "progress"
 		}
 	}
-	return f.err(op)
-}
-
-func (f *callFault) Delete(ctx context.Context, table string, row []byte, columns []store.Column) error {
-	op := "delete " + table
-	if !f.fails(op) {
-		return f.Store.Delete(ctx, table, row, columns)
-	}
-	if f.applied {
-		if err := f.Store.Delete(ctx, table, row, columns); err != nil {
-			return err
-		}
-	}
-	return f.err(op)
-}
-
-func (f *callFault) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
-	if !strings.HasPrefix(qualifier, "promhbase.hours.") || !f.fails("progress") {
-		return f.Store.CheckAndPut(ctx, table, put, family, qualifier, expected)
-	}
-	if f.applied {
-		if _, err := f.Store.CheckAndPut(ctx, table, put, family, qualifier, expected); err != nil {
-			return false, err
-		}
-	}
-	return false, f.err("progress")
+	return ""
 }
 
 // rollupRig is the rig with the rollup tables: writeSet's series,
@@ -201,22 +132,14 @@ func TestDeleteWithRollupsFaultAtEachStep(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	h := int64(t0) * 1000
-	start, end := h+25*60*1000, h+2*hourMs+25*60*1000
-	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "a")}
-	gone := []string{seriesA, seriesC, seriesH}
+	ms, gone, start, end := faultDelete()
 	deleter := func(g *rig, st store.Store) *Deleter {
-		d, err := New(st, g.Querier, Options{DataTable: g.Tables.Data, ExemplarTable: g.Tables.Exemplar, IndexTable: g.Tables.Index,
-			Layout: g.Layout, Fence: g.c, Concurrency: 1, Rollups: g.builderOn(st), Now: func() time.Time { return g.now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
+		return g.deleterOn(st, Options{Concurrency: 1, Rollups: g.builderOn(st)})
 	}
 
 	ref := rollupRig(t)
 	before, rowsBefore, hoursBefore := ref.data(), ref.rollupRows(), ref.builtHours()
-	counter := &callFault{Store: ref.Store}
+	counter := &faultstore.Store{Store: ref.Store, Name: storeCalls}
 	st, err := deleter(ref, counter).Delete(ctxFor(t), ms, start, end)
 	if err != nil {
 		t.Fatal(err)
@@ -228,70 +151,65 @@ func TestDeleteWithRollupsFaultAtEachStep(t *testing.T) {
 	if st.RollupCells == 0 || wantHours.String() != hoursBefore.String() {
 		t.Fatalf("the delete: %s, hours built %v, before %v; want rollup cells deleted, the same hours built", st, wantHours, hoursBefore)
 	}
-	t.Logf("the delete: %s; its calls: %v (in order %q)", st, counter.calls, counter.order)
+	t.Logf("the delete: %s; its calls: %v (in order %q)", st, counter.Calls(), counter.Order())
 
-	for _, op := range counter.order {
-		for k := 1; k <= counter.calls[op]; k++ {
-			for _, applied := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s %d applied=%v", op, k, applied), func(t *testing.T) {
-					// Each on a rig of its own: side by side (on HBase each
-					// takes seconds of table creation).
-					t.Parallel()
-					g := rollupRig(t)
-					fs := &callFault{Store: g.Store, op: op, k: k, applied: applied}
-					if _, err := deleter(g, fs).Delete(ctxFor(t), ms, start, end); !errors.Is(err, store.ErrUnavailable) || !fs.failed {
-						t.Fatalf("the failing delete: %v (failed %v), want ErrUnavailable", err, fs.failed)
-					}
-					data := g.data()
-					checkBeforeOrAfter(t, data, before, gone, start, end)
-					built := g.builtHours()
-					rows := g.rollupRows()
-					for _, key := range slices.Sorted(mapsKeys(rowsBefore, wantRows, rows)) {
-						got, was, will := rows[key], rowsBefore[key], wantRows[key]
-						if built.Contains(rollupHour(key)) && got != was && got != will {
-							t.Errorf("hour recorded built, its windows of rollup row %s:\n%s\nneither as before\n%s\nnor as after\n%s", key, got, was, will)
-						}
-					}
-					// The windows the range cuts (of the hours t0 and t0+2h),
-					// in an hour recorded built, must match the samples read:
-					// as before the delete or as after it.
-					for _, eh := range []int64{t0, t0 + 2*3600} {
-						if !built.Contains(eh) {
-							continue
-						}
-						hourStart, hourEnd := eh*1000, eh*1000+hourMs-1
-						rawAfter := sliceHours(data, hourStart, hourEnd) == sliceHours(wantData, hourStart, hourEnd)
-						rawBefore := sliceHours(data, hourStart, hourEnd) == sliceHours(before, hourStart, hourEnd)
-						for _, key := range slices.Sorted(mapsKeys(rowsBefore, wantRows)) {
-							if rollupHour(key) != eh || rowsBefore[key] == wantRows[key] {
-								continue
-							}
-							if (rows[key] == wantRows[key] && !rawAfter) || (rows[key] == rowsBefore[key] && !rawBefore) {
-								t.Errorf("hour %d recorded built, rollup row %s as after the delete %v, samples as after %v, as before %v",
-									eh, key, rows[key] == wantRows[key], rawAfter, rawBefore)
-							}
-						}
-					}
-
-					// Run again, as the operator does.
-					if _, err := deleter(g, g.Store).Delete(ctxFor(t), ms, start, end); err != nil {
-						t.Fatal(err)
-					}
-					if got := g.data(); got != wantData {
-						t.Errorf("data after the delete run again:\n%s\nwant\n%s", got, wantData)
-					}
-					if got := g.builtHours(); got.String() != wantHours.String() {
-						t.Errorf("hours built after the delete run again: %v, want %v", got, wantHours)
-					}
-					got := g.rollupRows()
-					for _, key := range slices.Sorted(mapsKeys(got, wantRows)) {
-						if got[key] != wantRows[key] {
-							t.Errorf("rollup row %s after the delete run again:\n%s\nwant\n%s", key, got[key], wantRows[key])
-						}
-					}
-				})
+	for _, f := range counter.Faults() {
+		t.Run(f.String(), func(t *testing.T) {
+			// Each on a rig of its own: side by side (on HBase each
+			// takes seconds of table creation).
+			t.Parallel()
+			g := rollupRig(t)
+			fs := &faultstore.Store{Store: g.Store, Name: storeCalls, Fault: f}
+			_, err := deleter(g, fs).Delete(ctxFor(t), ms, start, end)
+			fs.CheckFailed(t, "the failing delete", err)
+			data := g.data()
+			checkBeforeOrAfter(t, data, before, gone, start, end)
+			built := g.builtHours()
+			rows := g.rollupRows()
+			for _, key := range slices.Sorted(mapsKeys(rowsBefore, wantRows, rows)) {
+				got, was, will := rows[key], rowsBefore[key], wantRows[key]
+				if built.Contains(rollupHour(key)) && got != was && got != will {
+					t.Errorf("hour recorded built, its windows of rollup row %s:\n%s\nneither as before\n%s\nnor as after\n%s", key, got, was, will)
+				}
 			}
-		}
+			// The windows the range cuts (of the hours t0 and t0+2h),
+			// in an hour recorded built, must match the samples read:
+			// as before the delete or as after it.
+			for _, eh := range []int64{t0, t0 + 2*3600} {
+				if !built.Contains(eh) {
+					continue
+				}
+				hourStart, hourEnd := eh*1000, eh*1000+hourMs-1
+				rawAfter := sliceHours(data, hourStart, hourEnd) == sliceHours(wantData, hourStart, hourEnd)
+				rawBefore := sliceHours(data, hourStart, hourEnd) == sliceHours(before, hourStart, hourEnd)
+				for _, key := range slices.Sorted(mapsKeys(rowsBefore, wantRows)) {
+					if rollupHour(key) != eh || rowsBefore[key] == wantRows[key] {
+						continue
+					}
+					if (rows[key] == wantRows[key] && !rawAfter) || (rows[key] == rowsBefore[key] && !rawBefore) {
+						t.Errorf("hour %d recorded built, rollup row %s as after the delete %v, samples as after %v, as before %v",
+							eh, key, rows[key] == wantRows[key], rawAfter, rawBefore)
+					}
+				}
+			}
+
+			// Run again, as the operator does.
+			if _, err := deleter(g, g.Store).Delete(ctxFor(t), ms, start, end); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.data(); got != wantData {
+				t.Errorf("data after the delete run again:\n%s\nwant\n%s", got, wantData)
+			}
+			if got := g.builtHours(); got.String() != wantHours.String() {
+				t.Errorf("hours built after the delete run again: %v, want %v", got, wantHours)
+			}
+			got := g.rollupRows()
+			for _, key := range slices.Sorted(mapsKeys(got, wantRows)) {
+				if got[key] != wantRows[key] {
+					t.Errorf("rollup row %s after the delete run again:\n%s\nwant\n%s", key, got[key], wantRows[key])
+				}
+			}
+		})
 	}
 }
 

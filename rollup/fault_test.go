@@ -1,78 +1,32 @@
 package rollup_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/testkit/faultstore"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 
-// faultStore is a store on which the k-th call of op fails with
-// store.ErrUnavailable, its change refused or made when applied (an RPC
-// that reached the region server before its answer was lost): op "put" a
-// put into one of tables (the rollup cells), op "progress" a check-and-put
-// of a day's cell of the progress row (the hours built, building and
-// written). k 0 fails nothing and counts the calls.
-type faultStore struct {
-	store.Store
-	tables  []string
-	op      string
-	k       int
-	applied bool
-
-	mu     sync.Mutex
-	calls  map[string]int
-	failed bool
-}
-
-// As forwards the optional interfaces of the store underneath
-// (store.Wrapper).
-func (f *faultStore) As(target any) bool { return store.Forward(f.Store, target) }
-
-func (f *faultStore) fails(op string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls == nil {
-		f.calls = map[string]int{}
-	}
-	f.calls[op]++
-	if op != f.op || f.calls[op] != f.k {
-		return false
-	}
-	f.failed = true
-	return true
-}
-
-func (f *faultStore) Put(ctx context.Context, table string, puts []store.Put) error {
-	if !slices.Contains(f.tables, table) || !f.fails("put") {
-		return f.Store.Put(ctx, table, puts)
-	}
-	if f.applied {
-		if err := f.Store.Put(ctx, table, puts); err != nil {
-			return err
+// faultCalls names the calls a rebuild's failures pick (faultstore):
+// "put" a put into one of tables (the rollup cells), "progress" a
+// check-and-put of a day's cell of the progress row (the hours built,
+// building and written).
+func faultCalls(tables []string) func(faultstore.Call) string {
+	return func(c faultstore.Call) string {
+		switch {
+		case c.Method == faultstore.Put && slices.Contains(tables, c.Table):
+			return "put"
+		case c.Method == faultstore.CheckAndPut && strings.HasPrefix(c.Qualifier, "promhbase.hours."):
+			return "progress"
 		}
+		return ""
 	}
-	return fmt.Errorf("put %d rows of %s: no answer (applied %v): %w", len(puts), table, f.applied, store.ErrUnavailable)
-}
-
-func (f *faultStore) CheckAndPut(ctx context.Context, table string, put store.Put, family, qualifier string, expected []byte) (bool, error) {
-	if !strings.HasPrefix(qualifier, "promhbase.hours.") || !f.fails("progress") {
-		return f.Store.CheckAndPut(ctx, table, put, family, qualifier, expected)
-	}
-	if f.applied {
-		if _, err := f.Store.CheckAndPut(ctx, table, put, family, qualifier, expected); err != nil {
-			return false, err
-		}
-	}
-	return false, fmt.Errorf("check-and-put %s of %s: no answer (applied %v): %w", qualifier, table, f.applied, store.ErrUnavailable)
 }
 
 // faultHours writes 7 series over the hour h0 and the next hour's first
@@ -189,7 +143,7 @@ func TestRebuildFaultAtEachStep(t *testing.T) {
 			// The rebuild with no failure, counting its calls.
 			ref := faultHours(t, stale)
 			old := ref.rollupCells()
-			counter := &faultStore{Store: ref.Store, tables: ref.rollupTables()}
+			counter := &faultstore.Store{Store: ref.Store, Name: faultCalls(ref.rollupTables())}
 			b := ref.builderOn(counter)
 			if st, err := b.BuildHour(ctxFor(t), h0); err != nil || st.Recorded != 1 {
 				t.Fatalf("rebuild: %+v, %v; want recorded", st, err)
@@ -198,50 +152,46 @@ func TestRebuildFaultAtEachStep(t *testing.T) {
 			if stale == (want == old) {
 				t.Fatalf("cells rebuilt equal to those built before: %v, want %v", want == old, !stale)
 			}
-			t.Logf("calls of a rebuild: %v", counter.calls)
-			if counter.calls["put"] < 4 || counter.calls["progress"] != 2 {
-				t.Fatalf("calls %v: want puts and 2 check-and-puts of the progress row", counter.calls)
+			calls := counter.Calls()
+			t.Logf("calls of a rebuild: %v", calls)
+			if calls["put"] < 4 || calls["progress"] != 2 {
+				t.Fatalf("calls %v: want puts and 2 check-and-puts of the progress row", calls)
 			}
-			for _, op := range []string{"progress", "put"} {
-				for k := 1; k <= counter.calls[op]; k++ {
-					for _, applied := range []bool{false, true} {
-						t.Run(fmt.Sprintf("%s %d applied=%v", op, k, applied), func(t *testing.T) {
-							g := faultHours(t, stale)
-							if got := g.rollupCells(); got != old {
-								t.Fatalf("cells built:\n%s\nwant\n%s", got, old)
-							}
-							fs := &faultStore{Store: g.Store, tables: g.rollupTables(), op: op, k: k, applied: applied}
-							b := g.builderOn(fs)
-							if _, err := b.BuildHour(ctxFor(t), h0); !errors.Is(err, store.ErrUnavailable) || !fs.failed {
-								t.Fatalf("the failing build: %v (failed %v), want ErrUnavailable", err, fs.failed)
-							}
-							got, p := g.rollupCells(), g.progress()
-							switch {
-							case p.Built(h0) && got != want:
-								t.Errorf("hour recorded built, its cells:\n%s\nwant\n%s", got, want)
-							case p.Built(h0):
-								t.Logf("recorded built, cells complete")
-							default:
-								t.Logf("not recorded built (read raw): cells as built before %v, as rebuilt %v", got == old, got == want)
-							}
-							if stale && p.Built(h0) && (op != "progress" || k != 2 || !applied) {
-								t.Errorf("hour recorded built after a failure before the build's end")
-							}
-
-							// Built again, as the scheduler's next check does.
-							b = g.builderOn(g.Store)
-							if _, err := b.BuildHour(ctxFor(t), h0); err != nil {
-								t.Fatal(err)
-							}
-							if p := g.progress(); !p.Built(h0) || p.Stale(h0) {
-								t.Errorf("after the build again: hours built %v, stale %v; want h0 built", p.Hours(), p.Stale(h0))
-							}
-							if got := g.rollupCells(); got != want {
-								t.Errorf("cells after the build again:\n%s\nwant\n%s", got, want)
-							}
-						})
+			for _, f := range counter.Faults("progress", "put") {
+				t.Run(f.String(), func(t *testing.T) {
+					g := faultHours(t, stale)
+					if got := g.rollupCells(); got != old {
+						t.Fatalf("cells built:\n%s\nwant\n%s", got, old)
 					}
-				}
+					fs := &faultstore.Store{Store: g.Store, Name: faultCalls(g.rollupTables()), Fault: f}
+					b := g.builderOn(fs)
+					_, err := b.BuildHour(ctxFor(t), h0)
+					fs.CheckFailed(t, "the failing build", err)
+					got, p := g.rollupCells(), g.progress()
+					switch {
+					case p.Built(h0) && got != want:
+						t.Errorf("hour recorded built, its cells:\n%s\nwant\n%s", got, want)
+					case p.Built(h0):
+						t.Logf("recorded built, cells complete")
+					default:
+						t.Logf("not recorded built (read raw): cells as built before %v, as rebuilt %v", got == old, got == want)
+					}
+					if stale && p.Built(h0) && (f.Op != "progress" || f.K != 2 || !f.Applied) {
+						t.Errorf("hour recorded built after a failure before the build's end")
+					}
+
+					// Built again, as the scheduler's next check does.
+					b = g.builderOn(g.Store)
+					if _, err := b.BuildHour(ctxFor(t), h0); err != nil {
+						t.Fatal(err)
+					}
+					if p := g.progress(); !p.Built(h0) || p.Stale(h0) {
+						t.Errorf("after the build again: hours built %v, stale %v; want h0 built", p.Hours(), p.Stale(h0))
+					}
+					if got := g.rollupCells(); got != want {
+						t.Errorf("cells after the build again:\n%s\nwant\n%s", got, want)
+					}
+				})
 			}
 		})
 	}
