@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/grafana/regexp"
+
+	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/promapi"
+	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/uid"
+)
+
+// paths builds the write path, the read path and the remote write and
+// read endpoints over them (ready once the UID table answers).
+func (b *wiring) paths() error {
+	st, uidTable := b.st, b.cfg.Tables.UID
+	w := ingest.New(b.cfg.Mapper, st, b.wopts)
+	q := query.New(st, b.readMapper, b.qopts)
+	b.s.q, b.s.writer = q, w
+	aopts := b.cfg.Adapter
+	aopts.Ready = func(ctx context.Context) error {
+		_, err := st.Get(ctx, uidTable, []byte{0}, uid.FamilyID)
+		return err
+	}
+	if err := readOnly(st, &aopts, b.reg); err != nil {
+		return err
+	}
+	h, err := adapter.New(w, q, aopts, b.reg, b.logger)
+	if err != nil {
+		return err
+	}
+	b.remote = h
+	return nil
+}
+
+// queryAPI builds the query API's options (admin, cardinality,
+// downsampling, the ruler's endpoints) and the API: at once for the
+// single tenant, at a tenant's first query otherwise.
+func (b *wiring) queryAPI() error {
+	popts := b.apiOptions()
+	if b.cfg.Tenant == "" {
+		a, err := promapi.New(popts)
+		if err != nil {
+			return err
+		}
+		b.api, b.s.api = a, func() (*promapi.API, error) { return a, nil }
+		return nil
+	}
+	// A tenant's query API is built at its first query: building
+	// one costs about a third of a CPU second (Prometheus's OpenAPI
+	// document), which tenants that only write never pay.
+	l := &lazyAPI{opts: popts}
+	b.api, b.s.api = l, l.get
+	return nil
+}
+
+// apiOptions returns the query API's options: the Config's, with the
+// read path, the admin API, cardinality from the series index, the
+// retention, the ruler's endpoints and downsampling filled in.
+func (b *wiring) apiOptions() promapi.Options {
+	cfg, st, q, s := b.cfg, b.st, b.s.q, b.s
+	popts := cfg.API
+	popts.Queryable, popts.Store, popts.UIDTable, popts.MetricWidth = q.Storage(), st, cfg.Tables.UID, cfg.Layout.MetricWidth
+	var rollupTables []string
+	if cfg.Rollup.Enabled {
+		for _, iv := range rollup.Buildable(b.qopts.Rollups) {
+			rollupTables = append(rollupTables, iv.Table)
+		}
+	}
+	popts.EnableAdmin, popts.Admin = cfg.EnableAdmin, admin{del: b.del, st: st, cache: s.cacheTeller,
+		tables: snapshotTables(cfg.Tables, rollupTables)}
+	popts.ResultsCache, popts.Tenant = cfg.ResultsCache, cfg.Tenant
+	if b.ixw != nil && popts.Cardinality == nil {
+		// /api/v1/status/tsdb counts the index's series rows.
+		popts.Cardinality = index.NewReader(st, cfg.Tables.Index, b.readMapper.UIDs(), cfg.Layout)
+	}
+	if popts.Retention == "" {
+		popts.Retention = retentionString(cfg.Retention)
+	}
+	popts.Logger, popts.Registerer = b.logger, b.reg
+	rulerAPIOptions(&popts, cfg)
+	if s.rollups != nil {
+		rc := b.qopts.Rollups
+		popts.Downsampling = &promapi.Downsampling{Config: rc, Intervals: rollup.Buildable(rc), Auto: cfg.Rollup.AutoDownsampling,
+			Approximate: cfg.Rollup.Approximate, MinRolledShare: cfg.Rollup.MinRolledShare, Built: s.rollups.Hours}
+		if r := cfg.Retention; r.Raw > 0 && (r.Time == 0 || r.Raw < r.Time) {
+			now := r.Now
+			if now == nil {
+				now = time.Now
+			}
+			popts.Downsampling.RawFrom = func() int64 { return now().Add(-r.Raw).UnixMilli() }
+		}
+	}
+	if popts.CORSOrigin == nil {
+		popts.CORSOrigin = regexp.MustCompile("^(?:.*)$")
+	}
+	return popts
+}
+
+// lazyAPI is a query API built at its first request.
+type lazyAPI struct {
+	opts promapi.Options
+	once sync.Once
+	api  *promapi.API
+	err  error
+}
+
+// get returns the API, built at the first call.
+func (l *lazyAPI) get() (*promapi.API, error) {
+	l.once.Do(func() { l.api, l.err = promapi.New(l.opts) })
+	return l.api, l.err
+}
+
+func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	api, err := l.get()
+	if err != nil {
+		http.Error(w, "query API: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	api.ServeHTTP(w, r)
+}
+
+// Handler serves every endpoint: remote write and read, the query API,
+// the web pages, health and readiness.
+func (s *Server) Handler() http.Handler { return s.handler }
