@@ -269,6 +269,7 @@ func TestDiskKinds(t *testing.T) {
 		{promhbaseKind, "rowbuf/0000000000000001.wal", "row buffer logs"},
 		{promhbaseKind, "rowbuf/free.wal.reuse", "row buffer logs"},
 		{promhbaseKind, "MANIFEST-000001", "other"},
+		{promhbaseKind, "ballast", reservedKind},
 		{vmKind, "data/small/2026_01/123_456/values.bin", "data parts"},
 		{vmKind, "data/big/2026_01/x/timestamps.bin", "data parts"},
 		{vmKind, "indexdb/1A2B/parts.json", "indexdb"},
@@ -291,7 +292,7 @@ func TestMeasureDir(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "rowbuf"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, size := range map[string]int{"1.sst": 1000, "2.sst": 24, "3.log": 7, "rowbuf/1.wal": 100, "OPTIONS": 3} {
+	for name, size := range map[string]int{"1.sst": 1000, "2.sst": 24, "3.log": 7, "rowbuf/1.wal": 100, "OPTIONS": 3, "ballast": 4096} {
 		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,8 @@ func TestMeasureDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	if u.bytes != 1134 || u.files != 5 || u.kinds["sstables"].bytes != 1024 || u.kinds["sstables"].files != 2 ||
-		u.kinds["row buffer logs"].bytes != 100 || u.kinds["Pebble WAL"].bytes != 7 || u.kinds["other"].bytes != 3 {
+		u.kinds["row buffer logs"].bytes != 100 || u.kinds["Pebble WAL"].bytes != 7 || u.kinds["other"].bytes != 3 ||
+		u.kinds[reservedKind] != nil || u.reserved.bytes != 4096 || u.reserved.files != 1 {
 		t.Fatalf("measureDir = %+v (sstables %+v)", u, *u.kinds["sstables"])
 	}
 }

@@ -171,7 +171,15 @@ type dirUsage struct {
 	bytes, alloc int64
 	files        int
 	kinds        map[string]*kindUsage
+	// reserved counts the files of reservedKind, left out of the rest:
+	// space a store holds free (promhbase's ballast), not data.
+	reserved kindUsage
 }
+
+// reservedKind is the kind of a file that holds space in reserve, not
+// data (promhbase's ballast, embedded.BallastName): measureDir counts it
+// apart, in dirUsage.reserved, and out of the bytes per sample.
+const reservedKind = "reserve"
 
 type kindUsage struct {
 	bytes, alloc int64
@@ -212,11 +220,17 @@ func measureDir(dir string, kind func(rel string) string) (*dirUsage, error) {
 }
 
 // add counts the file fi, its size and the blocks it takes, in kind k's
-// usage and in the total.
+// usage and in the total; a file of reservedKind only in u.reserved.
 func (u *dirUsage) add(k string, fi fs.FileInfo) {
 	var alloc int64
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		alloc = st.Blocks * 512
+	}
+	if k == reservedKind {
+		u.reserved.bytes += fi.Size()
+		u.reserved.alloc += alloc
+		u.reserved.files++
+		return
 	}
 	ku := u.kinds[k]
 	if ku == nil {

@@ -527,6 +527,10 @@ func printDisk(w io.Writer, title string, g genConfig, runs []*diskRun) {
 				ku := u.kinds[k]
 				fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.1f %% |\n", k, ku.files, ku.bytes, float64(ku.bytes)/samples, 100*float64(ku.bytes)/float64(max(u.bytes, 1)))
 			}
+			if u.reserved.files > 0 {
+				fmt.Fprintf(w, "\nNot counted above: %d bytes in %d file(s) held in reserve (the ballast, --storage.embedded.ballast-bytes: free space kept for a full disk, not data).\n",
+					u.reserved.bytes, u.reserved.files)
+			}
 		}
 	}
 }

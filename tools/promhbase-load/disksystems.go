@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+
+	"github.com/promhbase/promhbase/store/embedded"
 )
 
 // ---- promhbase ----
@@ -104,9 +106,11 @@ func startPromhbase(d diskOptions, data, logPath string, env []string, extra ...
 }
 
 // promhbaseKind names the kind of a file of promhbase's embedded store
-// (rel: its path below the data directory).
+// (rel: its path below the data directory). Its ballast is reservedKind.
 func promhbaseKind(rel string) string {
 	switch {
+	case rel == embedded.BallastName:
+		return reservedKind
 	case strings.HasPrefix(rel, "rowbuf"+string(filepath.Separator)):
 		return "row buffer logs"
 	case strings.HasSuffix(rel, ".sst"):
