@@ -29,6 +29,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series"
@@ -36,7 +37,6 @@ import (
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/uid"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // TestStatusFor is the spec of statusFor, the one mapping of errors to

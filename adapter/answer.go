@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // appendSeries appends cs to the answer as a QueryResult's timeseries

@@ -12,7 +12,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
 
-	"github.com/promhbase/promhbase/wire"
+	"github.com/promhbase/promhbase/mapping/wire"
 )
 
 // Request bodies: read whole before a decoding slot is taken (receive),

@@ -37,10 +37,10 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/internal/httpmetrics"
 	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // Errors of request decoding, mapped to status codes by statusFor.

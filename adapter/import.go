@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // The import and export endpoints of migration tools, as VictoriaMetrics

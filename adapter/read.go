@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // Content types of remote-read answers. Prometheus's client compares the

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // floatChunks cuts samples into XOR chunks of at most per samples each.

@@ -27,11 +27,11 @@ import (
 
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
-	"github.com/promhbase/promhbase/wire"
 )
 
 const ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"

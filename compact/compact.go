@@ -46,8 +46,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/store"
 )
 

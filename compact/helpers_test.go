@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/teststack"
 )

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )

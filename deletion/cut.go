@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/store"
 )
 

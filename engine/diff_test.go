@@ -31,8 +31,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"

@@ -10,9 +10,9 @@ import (
 	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // batchPool keeps the buffers of finished writes for the next ones: a

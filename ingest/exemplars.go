@@ -2,9 +2,9 @@ package ingest
 
 import (
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // addExemplars adds one exemplar-table Put per exemplar: the cell of the

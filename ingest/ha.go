@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/promhbase/promhbase/wire"
+	"github.com/promhbase/promhbase/mapping/wire"
 )
 
 // haDrop is a request dropped as an HA pair's: the error that says so and

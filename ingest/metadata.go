@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // metricTypes are the names of the MetricType enum of both protocols

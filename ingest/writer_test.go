@@ -16,11 +16,11 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/teststack"
 	"github.com/promhbase/promhbase/uid"
-	"github.com/promhbase/promhbase/wire"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/wire"
+	"github.com/promhbase/promhbase/mapping/wire"
 )
 
 // ParseChunks decodes body, a prometheus.ChunkedReadResponse (remote

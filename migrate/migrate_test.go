@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/wire"
+	"github.com/promhbase/promhbase/mapping/wire"
 )
 
 // goldenLine is one JSON line, field by field:

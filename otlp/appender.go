@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/promhbase/promhbase/wire"
+	"github.com/promhbase/promhbase/mapping/wire"
 )
 
 // appender is the storage.AppenderV2 the converter appends to: each

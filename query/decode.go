@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )

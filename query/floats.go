@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/cells"
-	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/store"
 )
 

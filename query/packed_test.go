@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 
-	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 )

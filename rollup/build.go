@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/promhbase/promhbase/cells"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/uid"
 )

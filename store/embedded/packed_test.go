@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/promhbase/promhbase/dense"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/store"
 )
 

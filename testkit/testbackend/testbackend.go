@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/dense"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"

@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden.txt from the co
 // Format byte (and a decoder of the old one for stored data); only then
 // regenerate with
 //
-//	go test ./dense -run TestGolden -update
+//	go test ./mapping/dense -run TestGolden -update
 
 type goldenCase struct {
 	name string

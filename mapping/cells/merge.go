@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/store"
 )
 

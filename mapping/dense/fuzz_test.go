@@ -13,7 +13,7 @@ import (
 
 // Fuzz targets: run each with, for example,
 //
-//	go test ./dense -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s
+//	go test ./mapping/dense -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s
 //
 // Without -fuzz, go test runs them over their seed corpus.
 

@@ -7,8 +7,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/promhbase/promhbase/dense"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -181,7 +181,7 @@ const sizeTargets = 40
 // (delta, delta2, xor). The time measured is the encoding of the rows;
 // the sizes are those of one encoding.
 //
-//	go test ./dense -run '^$' -bench BenchmarkSize -benchtime 1x
+//	go test ./mapping/dense -run '^$' -bench BenchmarkSize -benchtime 1x
 func BenchmarkSize(b *testing.B) {
 	for _, v := range sizeVariants {
 		rows := genNodeRows(sizeTargets, 7, v.aligned, v.f64)
