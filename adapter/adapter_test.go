@@ -25,18 +25,18 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/hatracker"
+	"github.com/promhbase/promhbase/ingest/limits"
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/testkit/benchdata"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestStatusFor is the spec of statusFor, the one mapping of errors to

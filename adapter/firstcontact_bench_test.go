@@ -11,15 +11,15 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // harnessLabels returns the labels of series i as promhbase-load sends

@@ -33,10 +33,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/ingest/hatracker"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/internal/httpmetrics"
-	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 )
 
 // TestIngestionRateLimit: samples and native histograms beyond the

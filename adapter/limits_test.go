@@ -13,7 +13,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/query"
 )
 

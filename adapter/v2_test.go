@@ -26,12 +26,12 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 const ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"

@@ -20,9 +20,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
 )

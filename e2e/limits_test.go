@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestWideSeries: a series of 10 000 labels, whose row key (60 001 bytes)

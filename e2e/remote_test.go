@@ -26,10 +26,10 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
-	"github.com/promhbase/promhbase/hatracker"
+	"github.com/promhbase/promhbase/ingest/hatracker"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"

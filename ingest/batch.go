@@ -6,12 +6,12 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/internal/arena"
-	"github.com/promhbase/promhbase/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
 )
 

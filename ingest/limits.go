@@ -3,7 +3,7 @@ package ingest
 import (
 	"fmt"
 
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
 )
 

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // metricTypes are the names of the MetricType enum of both protocols

@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/promhbase/promhbase/index"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/metadata"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // maxNamedRejects bounds how many rejected series a 400 answer names.

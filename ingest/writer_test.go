@@ -12,15 +12,15 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/teststack"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix ms.

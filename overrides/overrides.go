@@ -38,7 +38,7 @@ import (
 
 	"github.com/prometheus/otlptranslator"
 
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/tenant"
 )

@@ -53,7 +53,7 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/engine"
-	"github.com/promhbase/promhbase/metadata"
+	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/store"

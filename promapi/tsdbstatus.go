@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/index"
 )
 
 // Cardinality counts the series of days for /api/v1/status/tsdb (the

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // selection accumulates the answer of one scan, or of a query's scans.

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestRows: Rows hands on every row of the selected series whose hour

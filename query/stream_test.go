@@ -13,8 +13,8 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // writeSeries writes n float samples, one every 10 s from t0 (ms, on an

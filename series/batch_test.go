@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // TestResolveBatchMatchesResolve: ResolveBatch gives each item what Resolve

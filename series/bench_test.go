@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/testkit/testuid"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // BenchmarkResolveBatchNew resolves what a remote-write request of 2000

@@ -13,7 +13,7 @@ import (
 
 	"github.com/promhbase/promhbase/internal/gencache"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // Series is a label set resolved to OpenTSDB's identifiers: the metric UID

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // TestLabellessSeries: a series with only a name gets the reserved tag

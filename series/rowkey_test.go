@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // TestResolveRowKeyBound: a series whose row key would pass HBase's 32767

@@ -9,12 +9,12 @@ import (
 	"github.com/grafana/regexp"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/rollup"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // paths builds the write path, the read path and the remote write and

@@ -36,9 +36,9 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/hatracker"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/hatracker"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
@@ -46,7 +46,7 @@ import (
 	"github.com/promhbase/promhbase/retention"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/web"
 )
 

@@ -18,12 +18,12 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/federation"
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/web"

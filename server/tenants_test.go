@@ -14,10 +14,10 @@ import (
 
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/tenant"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // flakyScans fails the scans of tables of a namespace while fail is

@@ -15,9 +15,9 @@ import (
 	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // config holds the flags shared by every subcommand.

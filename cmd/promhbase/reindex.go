@@ -6,7 +6,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/promhbase/promhbase/index"
+	"github.com/promhbase/promhbase/series/index"
 )
 
 type reindexCmd struct {

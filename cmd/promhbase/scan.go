@@ -10,8 +10,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 type scanCmd struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // TestRestartDuringWrites restarts HBase (scripts/hbase.sh restart: same

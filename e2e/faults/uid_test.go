@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // Shape of the UID race: uidRounds rounds, each with uidSeries series

@@ -22,10 +22,10 @@ import (
 	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testserver"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestOpenTSDBBytes proves that data OpenTSDB wrote survives promhbase byte

@@ -37,9 +37,10 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/testkit/poll"
@@ -47,7 +48,6 @@ import (
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
-	"github.com/promhbase/promhbase/uid"
 )
 
 func repoRoot(t *testing.T) string {

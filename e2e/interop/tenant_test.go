@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestOpenTSDBReadsTenant proves that a tenant's namespace is an ordinary

@@ -17,9 +17,8 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/limits"
+	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
@@ -27,12 +26,13 @@ import (
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/resultcache"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testhttp"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // Options tune the server.

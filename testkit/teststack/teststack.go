@@ -25,15 +25,15 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // Options says which parts of the stack a test wants; the zero Options

@@ -51,10 +51,10 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
-	"github.com/promhbase/promhbase/uid"
 )
 
 type options struct {

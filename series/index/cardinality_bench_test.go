@@ -12,7 +12,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // loadLabels are the labels of series i as promhbase-load writes them

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/promhbase/promhbase/index"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/teststack"
 )

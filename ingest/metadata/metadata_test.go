@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/testkit/testuid"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // TestMetas: metadata is written once, merged into an OpenTSDB user's

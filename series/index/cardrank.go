@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/promhbase/promhbase/uid"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // rank turns the counts into res's totals and rankings, with names: those

@@ -9,8 +9,8 @@ import (
 
 	"github.com/promhbase/promhbase/internal/gencache"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // Metadata is a Prometheus metric family's metadata: its type (counter,

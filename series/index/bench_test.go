@@ -10,8 +10,8 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
+	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/uid"
 )
 
 // BenchmarkLabels1M: the label questions Grafana asks, answered from the

@@ -580,7 +580,7 @@ func TestAdmitAllocs(t *testing.T) {
 // BenchmarkAdmitSamples: the ingestion rate of one request of 2000
 // samples, once per write request; "off" is the default (no rate).
 //
-//	go test -run '^$' -bench AdmitSamples -count 6 ./limits | tee bench.txt
+//	go test -run '^$' -bench AdmitSamples -count 6 ./ingest/limits | tee bench.txt
 func BenchmarkAdmitSamples(b *testing.B) {
 	for _, bc := range []struct {
 		name string
