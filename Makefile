@@ -74,7 +74,7 @@ test-faults:
 ## of Prometheus's promqltest scripts (docs/query-engine.md)
 ENGINE_QUERIES ?= 50000
 test-engine:
-	PROMHBASE_DIFF_QUERIES=$(ENGINE_QUERIES) $(GO) test -count=1 -timeout 90m -run 'TestDifferential|TestPrometheusSuite' -v ./engine
+	PROMHBASE_DIFF_QUERIES=$(ENGINE_QUERIES) $(GO) test -count=1 -timeout 90m -run 'TestDifferential|TestPrometheusSuite' -v ./query/engine
 
 ## test-unit: the tests that need neither HBase nor Prometheus
 test-unit:
@@ -98,7 +98,7 @@ prometheus:
 
 ## bench: the hot-path benchmarks recorded in BENCHMARKS.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query ./engine
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./adapter ./mapping ./query ./query/engine
 
 ## bench-bins: build bin/promhbase and bin/promhbase-load, which the
 ## benchmarks below run. DISK_TOOLS (a recipe's first command) finds the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/testbackend"

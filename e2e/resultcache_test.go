@@ -18,7 +18,7 @@ import (
 
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/poll"

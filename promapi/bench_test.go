@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/promhbase/promhbase/compact"
-	"github.com/promhbase/promhbase/engine"
 	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/query/engine"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/testkit/testbackend"

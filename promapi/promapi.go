@@ -52,10 +52,10 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
-	"github.com/promhbase/promhbase/engine"
 	"github.com/promhbase/promhbase/ingest/metadata"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/engine"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/store"
 )
 

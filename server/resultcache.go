@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promhbase/promhbase/cachelog"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/cachelog"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/store"
 )
 

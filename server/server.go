@@ -42,7 +42,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/retention"
 	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"

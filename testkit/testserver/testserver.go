@@ -24,7 +24,7 @@ import (
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/resultcache"
+	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"

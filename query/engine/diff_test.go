@@ -5,8 +5,8 @@ package engine
 // write path, answered by Prometheus's engine and by this one; the answers
 // must be the same.
 //
-//	go test -count=1 -run TestDifferential ./engine
-//	PROMHBASE_DIFF_QUERIES=50000 go test -count=1 -timeout 2h -run TestDifferential ./engine
+//	go test -count=1 -run TestDifferential ./query/engine
+//	PROMHBASE_DIFF_QUERIES=50000 go test -count=1 -timeout 2h -run TestDifferential ./query/engine
 //	PROMHBASE_DIFF_SEED=7 (another data set and query sequence)
 //	PROMHBASE_DIFF_VERBOSE=1 (log every query)
 //	PROMHBASE_DIFF_MAX_FAILURES=N (stop a data variant after N mismatches: 10)
