@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping/dense"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/query/engine"

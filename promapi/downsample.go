@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/rollup"
 )
 
 // ResolutionHeader is the response header that names the resolutions a

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/promhbase/promhbase/internal/arena"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/cells"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 )

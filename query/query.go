@@ -46,8 +46,8 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"

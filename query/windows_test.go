@@ -3,7 +3,7 @@ package query
 import (
 	"testing"
 
-	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/jobs/rollup"
 )
 
 // foldRequest is a rate over 1h at a step of 1h, exact, on 5m windows,

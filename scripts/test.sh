@@ -57,7 +57,7 @@ HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
 export HBASE_HEAP=${HBASE_HEAP:-4g}
 LOGS=$ROOT/.run/test
 # The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
-HBASE_PKGS=(./e2e ./cmd/... ./retention ./deletion ./rollup ./ingest/hatracker ./query/engine ./ruler ./compact)
+HBASE_PKGS=(./e2e ./cmd/... ./jobs/retention ./jobs/deletion ./jobs/rollup ./ingest/hatracker ./query/engine ./jobs/ruler ./jobs/compact)
 
 mkdir -p "$LOGS"
 began=$(date +%s)

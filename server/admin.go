@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/jobs/deletion"
 	"github.com/promhbase/promhbase/query/cachelog"
 	"github.com/promhbase/promhbase/store"
 )

@@ -10,9 +10,9 @@ import (
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"
 )

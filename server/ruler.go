@@ -8,8 +8,8 @@ import (
 
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/promapi"
-	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query/federation"
-	"github.com/promhbase/promhbase/ruler"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"

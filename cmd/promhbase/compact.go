@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 )
 
 type compactCmd struct{ hourCmd }

@@ -11,9 +11,9 @@ import (
 	"github.com/alecthomas/units"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/dense"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"

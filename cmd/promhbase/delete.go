@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/jobs/deletion"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/query/cachelog"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 )
 
 type rollupCmd struct{ hourCmd }

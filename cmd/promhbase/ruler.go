@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/tenant"

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/promjson"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/tenant"

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/uid"

@@ -36,7 +36,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"

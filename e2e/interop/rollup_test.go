@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/hbase"

@@ -31,7 +31,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"

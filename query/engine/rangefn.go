@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/prometheus/prometheus/util/kahansum"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/rollup"
 )
 
 // fnKind is a range function, switched on once a step.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping/dense"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"

@@ -3,7 +3,7 @@
 // for tests only.
 package testrollup
 
-import "github.com/promhbase/promhbase/rollup"
+import "github.com/promhbase/promhbase/jobs/rollup"
 
 // Sample is one raw sample: time (Unix ms) and value.
 type Sample struct {

@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/adapter"
-	"github.com/promhbase/promhbase/compact"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/ingest/limits"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/overrides"

@@ -26,9 +26,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"

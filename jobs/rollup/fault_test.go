@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/faultstore"
 	"github.com/promhbase/promhbase/testkit/testbackend"

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testrollup"
 	"github.com/promhbase/promhbase/testkit/teststack"

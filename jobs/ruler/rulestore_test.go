@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )

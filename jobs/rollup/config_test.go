@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/default.json from Defa
 // default changed: rollup tables written under the old one would be read
 // under the new one. Change it on purpose only, then regenerate with
 //
-//	go test ./rollup -run TestDefaultGolden -update
+//	go test ./jobs/rollup -run TestDefaultGolden -update
 
 const goldenDefault = "default.json"
 

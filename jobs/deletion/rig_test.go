@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/teststack"

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/promhbase/promhbase/ruler"
+	"github.com/promhbase/promhbase/jobs/ruler"
 )
 
-// TestKeyGolden freezes the rules table's row keys (ruler/doc.go): a
+// TestKeyGolden freezes the rules table's row keys (jobs/ruler/doc.go): a
 // change here changes the bytes every stored group lives under.
 func TestKeyGolden(t *testing.T) {
 	for _, tc := range []struct {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/compact"
+	"github.com/promhbase/promhbase/jobs/compact"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/faultstore"
 	"github.com/promhbase/promhbase/testkit/testbackend"

@@ -115,10 +115,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/cells"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/jobs/retention"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/retention"
-	"github.com/promhbase/promhbase/rollup"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/rollup"
+	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/deletion"
+	"github.com/promhbase/promhbase/jobs/deletion"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 )
