@@ -33,12 +33,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/ingest/hatracker"
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/internal/httpmetrics"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )

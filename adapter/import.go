@@ -15,9 +15,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/adapter/migrate"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping/wire"
-	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 )

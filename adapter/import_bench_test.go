@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/adapter/migrate"
 )
 
 // BenchmarkImportJSONLines measures /api/v1/import from the gzip body of

@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/adapter/migrate"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/store"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/otlp"
 )
 
 // OTLPPaths are the paths of OTLP/HTTP metrics, all served alike: Prometheus's

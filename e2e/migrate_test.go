@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/adapter/migrate"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/migrate"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testhttp"
 	"github.com/promhbase/promhbase/testkit/testproc"

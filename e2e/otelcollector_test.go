@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/promhbase/promhbase/otlp"
+	"github.com/promhbase/promhbase/adapter/otlp"
 )
 
 // sendByCollector exports md through a Collector otlphttp exporter whose

@@ -23,8 +23,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/otlp"
 	"github.com/promhbase/promhbase/testkit/otlpgen"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"

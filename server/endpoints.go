@@ -11,10 +11,10 @@ import (
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/jobs/rollup"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // paths builds the write path, the read path and the remote write and

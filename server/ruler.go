@@ -9,8 +9,8 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/jobs/ruler"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // RulerConfig is what a server serves of the ruler (package ruler): its

@@ -42,12 +42,12 @@ import (
 	"github.com/promhbase/promhbase/jobs/retention"
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/web"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // Tables names the tables a server uses. Exemplar, Meta and Index may be

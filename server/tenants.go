@@ -17,16 +17,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/jobs/ruler"
-	"github.com/promhbase/promhbase/otlp"
-	"github.com/promhbase/promhbase/overrides"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query/federation"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"
+	"github.com/promhbase/promhbase/server/overrides"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/web"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // TenantsConfig configures a multi-tenant server (NewTenants).

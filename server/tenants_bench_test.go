@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/testkit/benchdata"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"

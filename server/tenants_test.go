@@ -12,12 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/uid"
+	"github.com/promhbase/promhbase/server/overrides"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/tenant"
 )
 
 // flakyScans fails the scans of tables of a namespace while fail is

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/promhbase/promhbase/blockimport"
+	"github.com/promhbase/promhbase/adapter/migrate/blockimport"
 )
 
 // importCmd is `promhbase import`: Prometheus's TSDB blocks into a

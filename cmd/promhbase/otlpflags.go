@@ -7,7 +7,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/otlptranslator"
 
-	"github.com/promhbase/promhbase/otlp"
+	"github.com/promhbase/promhbase/adapter/otlp"
 )
 
 // otlpFlags are serve's --otlp.* flags: how OTLP metrics are translated,

@@ -17,8 +17,8 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/tenant"
 )
 
 // rulerFlags are the --ruler.* flags of serve that configure evaluation

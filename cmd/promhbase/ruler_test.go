@@ -24,7 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/promhbase/promhbase/jobs/ruler"
-	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/promjson"
 	"github.com/promhbase/promhbase/testkit/promremote"

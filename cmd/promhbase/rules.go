@@ -10,8 +10,8 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/tenant"
 )
 
 // rulesCmd is `promhbase rules backfill`.

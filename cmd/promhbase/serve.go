@@ -26,21 +26,21 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/ingest/hatracker"
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/internal/gctune"
 	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/jobs/ruler"
-	"github.com/promhbase/promhbase/otlp"
-	"github.com/promhbase/promhbase/overrides"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/server/overrides"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/web"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // splitFeatures splits comma-separated --enable-feature values.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
-	"github.com/promhbase/promhbase/tenant"
 )
 
 // snapshotCmd is `promhbase snapshot create|list|delete|restore`

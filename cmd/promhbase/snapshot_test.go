@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/testkit/poll"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"

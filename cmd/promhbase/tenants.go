@@ -14,13 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/promhbase/promhbase/overrides"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/server/overrides"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
-	"github.com/promhbase/promhbase/tenant"
 )
 
 // tenantFlags are serve's flags of tenants and the runtime

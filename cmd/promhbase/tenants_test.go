@@ -18,8 +18,8 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/tenant"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"

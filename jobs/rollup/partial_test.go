@@ -12,11 +12,11 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testproc"
 	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // TestPartlyBuiltRollups is the differential test of auto downsampling

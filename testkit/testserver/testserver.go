@@ -16,23 +16,23 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/otlp"
-	"github.com/promhbase/promhbase/overrides"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/query/resultcache"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/server/overrides"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testhttp"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // Options tune the server.

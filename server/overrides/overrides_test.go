@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/promhbase/promhbase/otlp"
+	"github.com/promhbase/promhbase/adapter/otlp"
 )
 
 var defaults = Limits{MaxLabelNamesPerSeries: 30, MaxSeriesPerRequest: 50000, NewSeriesRate: 100, NewSeriesBurst: 1000, MaxActiveSeries: 1000, MaxSamplesPerQuery: 5000}

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/testkit/promremote"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testhttp"

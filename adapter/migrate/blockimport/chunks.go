@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
-	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/adapter/migrate"
 )
 
 // ChunkSender is a Sender that also takes the blocks' chunks as they are

@@ -38,9 +38,9 @@ import (
 
 	"github.com/prometheus/otlptranslator"
 
+	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/ingest/limits"
-	"github.com/promhbase/promhbase/otlp"
-	"github.com/promhbase/promhbase/tenant"
+	"github.com/promhbase/promhbase/server/tenant"
 )
 
 // Limits are one tenant's limits: every write limit flag (--limits.*),

@@ -20,9 +20,9 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/testkit/testbackend"
 	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // emptyQueryable is a store with no series: the ruler's endpoints read

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/promhbase/promhbase/promapi"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/web/promapi"
 )
 
 // failingQueryable's every Select fails with err.

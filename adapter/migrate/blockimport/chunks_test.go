@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
-	"github.com/promhbase/promhbase/migrate"
+	"github.com/promhbase/promhbase/adapter/migrate"
 )
 
 // recorder keeps every sample it is sent, by series and time, as the
