@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 # Fault tests (build tag faults): they restart and split the test HBase, so
 # they run on their own, after every other HBase test.
-FAULTS_PKGS := ./e2e/faults
+FAULTS_PKGS := ./test/e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
 .PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-refresh bench-downsample fuzz clean
@@ -42,11 +42,11 @@ vet:
 	$(GO) vet -stdmethods=false -tags faults,cluster $(PKGS)
 
 ## test-third-party: the tests of the two patches promhbase carries in its
-## fork of gohbase (third_party/README.md), in the fork's own module
+## fork of gohbase (internal/third_party/README.md), in the fork's own module
 test-third-party:
-	cd third_party/gohbase && $(GO) test -count=1 ./hrpc
+	cd internal/third_party/gohbase && $(GO) test -count=1 ./hrpc
 
-## test-cluster: the cluster tests (e2e/faults, tags faults and cluster):
+## test-cluster: the cluster tests (test/e2e/faults, tags faults and cluster):
 ## starts scripts/hbase.sh's cluster (ZooKeeper, a master and three region
 ## servers, each its own JVM), kills and restarts its processes under
 ## ingest, and stops it. make test runs it last.

@@ -225,4 +225,4 @@ require (
 
 // gohbase with a fix promhbase needs, until upstream takes it: see
 // third_party/README.md.
-replace github.com/tsuna/gohbase => ./third_party/gohbase
+replace github.com/tsuna/gohbase => ./internal/third_party/gohbase

@@ -36,7 +36,7 @@ import (
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/testkit/benchdata"
+	"github.com/promhbase/promhbase/test/testkit/benchdata"
 )
 
 // TestStatusFor is the spec of statusFor, the one mapping of errors to

@@ -22,8 +22,8 @@ import (
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/testkit/benchdata"
-	"github.com/promhbase/promhbase/testkit/otlpgen"
+	"github.com/promhbase/promhbase/test/testkit/benchdata"
+	"github.com/promhbase/promhbase/test/testkit/otlpgen"
 )
 
 // otlpT0 is the request's points' time.

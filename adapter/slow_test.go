@@ -24,7 +24,7 @@ import (
 
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/query"
-	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/poll"
 )
 
 // newServedHandler serves a Handler over st on a loopback HTTP server

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/ingest"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // fakeHA elects the first replica it is asked about in each cluster; it

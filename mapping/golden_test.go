@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/promhbase/promhbase/testkit/fixture"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 )
 
 // The golden files in testdata/ pin the byte layout. A failure here means

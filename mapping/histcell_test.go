@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/value"
 
-	"github.com/promhbase/promhbase/testkit/fixture"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 )
 
 // goldenHistograms are the histograms of testdata/histograms.txt, by name.

@@ -11,7 +11,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // TestRows: Rows hands on every row of the selected series whose hour

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the path of an Alertmanager binary for end-to-end tests (the
-# ruler's notifications; testkit/testproc's StartAlertmanager).
+# ruler's notifications; test/testkit/testproc's StartAlertmanager).
 #
 # The binary is built from the Go module github.com/prometheus/alertmanager,
 # pinned in the tools module tools/alertmanager, and cached at

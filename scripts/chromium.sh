@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prints the path of a Chromium for the web UI's browser tests (e2e/ui,
-# testkit/testbrowser's Chromium): Debian's package chromium, driven
+# Prints the path of a Chromium for the web UI's browser tests (test/e2e/ui,
+# test/testkit/testbrowser's Chromium): Debian's package chromium, driven
 # headless over the DevTools protocol by chromedp.
 #
 # When no Chromium is installed it installs Debian's (apt-get install

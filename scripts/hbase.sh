@@ -410,7 +410,7 @@ $(loopback_properties)
   <property><name>zookeeper.recovery.retry</name><value>1</value></property>
   <property><name>zookeeper.recovery.retry.intervalmill</name><value>100</value></property>
   <!-- ZooKeeper's sessions pause with the JVM they live in (SIGSTOP in
-       e2e/faults' TestHBaseFreeze, a long GC): on resume ZooKeeper
+       test/e2e/faults' TestHBaseFreeze, a long GC): on resume ZooKeeper
        expires every session not heard from within its timeout, and the
        master aborts. Local mode's timeout is 10 s. A client pings every
        third of the timeout, so a pause must stay under two thirds of it:

@@ -22,10 +22,10 @@
 #   embedded  go test ./...: every package, the end-to-end suites on the
 #             embedded store, the store contract suite on both stores
 #   hbase     the suites that take a backend again, on the standalone HBase
-#   cluster   the cluster tests (e2e/faults, tags faults and cluster) on the
+#   cluster   the cluster tests (test/e2e/faults, tags faults and cluster) on the
 #             test cluster, once it is up and the peers are built: beside
 #             embedded and hbase
-#   faults    the fault tests (e2e/faults, tag faults), which restart and
+#   faults    the fault tests (test/e2e/faults, tag faults), which restart and
 #             split the standalone HBase: after embedded and hbase, alone
 #             on it
 #   stop      both HBases are stopped whatever happened
@@ -57,7 +57,7 @@ HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
 export HBASE_HEAP=${HBASE_HEAP:-4g}
 LOGS=$ROOT/.run/test
 # The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
-HBASE_PKGS=(./e2e ./cmd/... ./jobs/retention ./jobs/deletion ./jobs/rollup ./ingest/hatracker ./query/engine ./jobs/ruler ./jobs/compact)
+HBASE_PKGS=(./test/e2e ./cmd/... ./jobs/retention ./jobs/deletion ./jobs/rollup ./ingest/hatracker ./query/engine ./jobs/ruler ./jobs/compact)
 
 mkdir -p "$LOGS"
 began=$(date +%s)
@@ -121,7 +121,7 @@ peers() {
 static() {
 	$GO vet -stdmethods=false -tags faults,cluster ./... &&
 		GO=$GO scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
-		(cd third_party/gohbase && $GO test -count=1 ./hrpc)
+		(cd internal/third_party/gohbase && $GO test -count=1 ./hrpc)
 }
 
 quick() {
@@ -155,7 +155,7 @@ cluster() {
 		sleep 1
 	done
 	stage cluster env PROMHBASE_HBASE_ZK="$HBASE_CLUSTER_ZK" \
-		$GO test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v ./e2e/faults
+		$GO test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v ./test/e2e/faults
 }
 cluster &
 cluster_pid=$!
@@ -175,7 +175,7 @@ if ok peers && ok hbase-up; then
 	wait_stage embedded
 	wait_stage hbase
 	stage faults env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -tags faults -count=1 -timeout 20m ./e2e/faults
+		$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
 	report faults
 fi
 wait "$cluster_pid"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series/uid"
-	"github.com/promhbase/promhbase/testkit/testuid"
+	"github.com/promhbase/promhbase/test/testkit/testuid"
 )
 
 // BenchmarkResolveBatchNew resolves what a remote-write request of 2000

@@ -11,7 +11,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series/uid"
-	"github.com/promhbase/promhbase/testkit/testuid"
+	"github.com/promhbase/promhbase/test/testkit/testuid"
 )
 
 func TestResolveLabels(t *testing.T) {

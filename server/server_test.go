@@ -11,7 +11,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testuid"
+	"github.com/promhbase/promhbase/test/testkit/testuid"
 )
 
 // newConfig opens an embedded store holding tables and returns a Config

@@ -12,9 +12,9 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server/tenant"
-	"github.com/promhbase/promhbase/testkit/benchdata"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/test/testkit/benchdata"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testserver"
 )
 
 // discard is a ResponseWriter that keeps the status.

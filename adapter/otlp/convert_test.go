@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
-	"github.com/promhbase/promhbase/testkit/otlpgen"
+	"github.com/promhbase/promhbase/test/testkit/otlpgen"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)

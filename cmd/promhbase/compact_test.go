@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 func TestRenderProgress(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // TestCreateTablesCompression creates the tables with each codec through

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/promhbase/promhbase/testkit/testleak"
+	"github.com/promhbase/promhbase/test/testkit/testleak"
 )
 
 // TestMain gives the package's tests a directory for the one promhbase

@@ -15,10 +15,10 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/promhbase/promhbase/testkit/promjson"
-	"github.com/promhbase/promhbase/testkit/promremote"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/promjson"
+	"github.com/promhbase/promhbase/test/testkit/promremote"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // built is the promhbase binary the package's tests share: built once,

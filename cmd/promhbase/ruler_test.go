@@ -25,11 +25,11 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/server/tenant"
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/promjson"
-	"github.com/promhbase/promhbase/testkit/promremote"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testhttp"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/promjson"
+	"github.com/promhbase/promhbase/test/testkit/promremote"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testhttp"
 )
 
 // rulerStorageFlags returns storageFlags and, on HBase, the flags of

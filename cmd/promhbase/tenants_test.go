@@ -20,9 +20,9 @@ import (
 
 	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/promremote"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/promremote"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 var tenantSeq atomic.Int64

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // These tests need no HBase: the point is that none is there. The

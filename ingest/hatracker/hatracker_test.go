@@ -13,8 +13,8 @@ import (
 
 	"github.com/promhbase/promhbase/ingest/hatracker"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testclock"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testclock"
 )
 
 // rig is an HA table on the test backend and the clock of the trackers

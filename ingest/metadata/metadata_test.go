@@ -7,7 +7,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series/uid"
-	"github.com/promhbase/promhbase/testkit/testuid"
+	"github.com/promhbase/promhbase/test/testkit/testuid"
 )
 
 // TestMetas: metadata is written once, merged into an OpenTSDB user's

@@ -8,7 +8,7 @@
 //     column does not allow, an import of a higher row (table_test.go;
 //     ARCHITECTURE.md states the column's convention);
 //   - a package whose production files start goroutines (a go statement,
-//     or wg.Go(f)) has no TestMain calling VerifyTestMain (testkit/testleak's,
+//     or wg.Go(f)) has no TestMain calling VerifyTestMain (test/testkit/testleak's,
 //     or goleak's under internal/), unless leakExempt names it with the
 //     reason (rules_test.go);
 //   - any file of the module imports testify;

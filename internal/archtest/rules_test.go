@@ -17,7 +17,7 @@ import (
 // elsewhere. An entry that no longer applies is a complaint.
 func leakExempt() map[string]string {
 	return map[string]string{
-		"testkit/testzk": "a fake ZooKeeper for tests, with none of its own: its goroutines run in " +
+		"test/testkit/testzk": "a fake ZooKeeper for tests, with none of its own: its goroutines run in " +
 			"store/hbase's and cmd/promhbase's tests, whose TestMains check for leaks",
 	}
 }
@@ -38,7 +38,7 @@ type leakFacts struct {
 // files start goroutines (a go statement, or a call x.Go(f) as of
 // sync.WaitGroup and errgroup.Group) and whose tests do not check for
 // leaked goroutines: a func TestMain calling VerifyTestMain
-// (testkit/testleak's, or goleak's under internal/).
+// (test/testkit/testleak's, or goleak's under internal/).
 func TestLeakChecked(t *testing.T) {
 	pkgs := modulePackages(t)
 	facts := map[string]leakFacts{}
@@ -321,10 +321,10 @@ func TestLeakComplaints(t *testing.T) {
 func TestImportRules(t *testing.T) {
 	clean := func() map[string]pkg {
 		return map[string]pkg{
-			"internal/a": {imports: []string{"internal/b"}, external: []string{"fmt"}, testImports: []string{"internal/a"}},
-			"internal/b": {testExternal: []string{"go.uber.org/goleak"}},
-			"top":        {imports: []string{"internal/a"}, testImports: []string{"testkit/x"}},
-			"testkit/x":  {imports: []string{"top"}},
+			"internal/a":     {imports: []string{"internal/b"}, external: []string{"fmt"}, testImports: []string{"internal/a"}},
+			"internal/b":     {testExternal: []string{"go.uber.org/goleak"}},
+			"top":            {imports: []string{"internal/a"}, testImports: []string{"test/testkit/x"}},
+			"test/testkit/x": {imports: []string{"top"}},
 		}
 	}
 	t.Run("testify", func(t *testing.T) {
@@ -334,8 +334,8 @@ func TestImportRules(t *testing.T) {
 				g["top"] = pkg{testExternal: []string{"github.com/stretchr/testify/require"}}
 			}, "top imports github.com/stretchr/testify/require"},
 			{"in production", func(g map[string]pkg) {
-				g["testkit/x"] = pkg{external: []string{"github.com/stretchr/testify"}}
-			}, "testkit/x imports github.com/stretchr/testify:"},
+				g["test/testkit/x"] = pkg{external: []string{"github.com/stretchr/testify"}}
+			}, "test/testkit/x imports github.com/stretchr/testify:"},
 		})
 	})
 	t.Run("internal", func(t *testing.T) {
@@ -343,8 +343,8 @@ func TestImportRules(t *testing.T) {
 			{"clean", func(map[string]pkg) {}, ""},
 			{"imports up", func(g map[string]pkg) { g["internal/b"] = pkg{imports: []string{"top"}} },
 				"internal/b imports top, which is outside internal/"},
-			{"tests import up", func(g map[string]pkg) { g["internal/a"] = pkg{testImports: []string{"testkit/x"}} },
-				"internal/a imports testkit/x, which is outside internal/"},
+			{"tests import up", func(g map[string]pkg) { g["internal/a"] = pkg{testImports: []string{"test/testkit/x"}} },
+				"internal/a imports test/testkit/x, which is outside internal/"},
 		})
 	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/benchdata"
+	"github.com/promhbase/promhbase/test/testkit/benchdata"
 )
 
 // nopPutter acknowledges every Put without storing it.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/deletion"
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // fenceEnv is an env with two series of 12 single cells in hour t0, and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/faultstore"
+	"github.com/promhbase/promhbase/test/testkit/faultstore"
 )
 
 // dataCalls names the calls a delete's failures pick (faultstore):

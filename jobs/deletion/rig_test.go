@@ -14,7 +14,7 @@ import (
 	"github.com/promhbase/promhbase/jobs/compact"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.

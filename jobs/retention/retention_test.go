@@ -17,8 +17,8 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/storetest"
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 func (g *rig) retention(opts Options) *Retention { g.T.Helper(); return g.retentionOn(g.Store, opts) }

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // t0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.

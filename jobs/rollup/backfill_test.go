@@ -11,9 +11,9 @@ import (
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // TestSchedulerSpan drives a Scheduler by hand, one hour a check: its

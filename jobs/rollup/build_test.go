@@ -12,8 +12,8 @@ import (
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testrollup"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/testrollup"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // h0 is an hour boundary (2023-11-14T23:00:00Z) in Unix seconds.

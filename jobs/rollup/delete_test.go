@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/jobs/rollup"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // TestDeleteSeriesDropsRollups: delete_series removes the rollups of the

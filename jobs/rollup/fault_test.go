@@ -9,8 +9,8 @@ import (
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/faultstore"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/faultstore"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // faultCalls names the calls a rebuild's failures pick (faultstore):

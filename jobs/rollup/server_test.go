@@ -13,9 +13,9 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/promjson"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/test/testkit/promjson"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testserver"
 )
 
 // startAuto starts an in-process server over st and tb that builds the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // accepted is Mimir's 202 body (pkg/ruler/api.go respondAccepted).

@@ -25,9 +25,9 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
-	"github.com/promhbase/promhbase/testkit/poll"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // rulesStore returns a store holding a fresh rules table, and its name.

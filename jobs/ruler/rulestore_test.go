@@ -13,7 +13,7 @@ import (
 
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
 )
 
 // testGroup returns a group of one recording rule, its expression expr.

@@ -17,7 +17,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/testkit/benchdata"
+	"github.com/promhbase/promhbase/test/testkit/benchdata"
 )
 
 // This file checks the hand-written decoders of wire.go, wirev2.go and

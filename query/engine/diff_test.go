@@ -36,8 +36,8 @@ import (
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // The PromQL options promhbase serves with by default (promapi.New

@@ -16,7 +16,7 @@ import (
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // cardSeries is a generated series and the days it has data on.

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // TestUIDHeadroom: the headroom gauges follow assignments, a second

@@ -10,7 +10,7 @@ import (
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded/memrows"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // TestCollector: the store's metrics register, show the configured block

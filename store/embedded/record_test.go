@@ -10,7 +10,7 @@ import (
 
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded/wlog"
-	"github.com/promhbase/promhbase/testkit/fixture"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 )
 
 // readHexFixture reads testdata/name: hex bytes, '#' comments, and @crc

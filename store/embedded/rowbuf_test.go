@@ -18,7 +18,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded/memrows"
 	"github.com/promhbase/promhbase/store/embedded/wlog"
-	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/poll"
 )
 
 // dump returns every row of table as text: keys, cells, versions.

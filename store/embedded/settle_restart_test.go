@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/poll"
 )
 
 // TestSettleAfterRestart: what a process wrote or deleted and did not

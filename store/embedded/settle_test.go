@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/poll"
+	"github.com/promhbase/promhbase/test/testkit/poll"
 )
 
 // TestReclaimGivesSpaceBack: the space of rows deleted one by one and of a

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/promhbase/promhbase/testkit/testleak"
+	"github.com/promhbase/promhbase/test/testkit/testleak"
 )
 
 // TestMain fails the package's tests when they leave goroutines behind.

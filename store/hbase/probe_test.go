@@ -14,8 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/testlog"
-	"github.com/promhbase/promhbase/testkit/testzk"
+	"github.com/promhbase/promhbase/test/testkit/testlog"
+	"github.com/promhbase/promhbase/test/testkit/testzk"
 )
 
 // These tests need no HBase: Probe meets a fake ZooKeeper (testzk), plain

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/promhbase/promhbase/store"
-	"github.com/promhbase/promhbase/testkit/fixture"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 )
 
 func goldenPuts() []store.Put {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/testkit/testleak"
+	"github.com/promhbase/promhbase/test/testkit/testleak"
 )
 
 // TestMain fails the package's tests when they leave goroutines behind:

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testproc"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testproc"
 )
 
 // TestCompareSmoke runs the side-by-side harness small: the project's

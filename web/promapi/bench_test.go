@@ -18,8 +18,8 @@ import (
 	"github.com/promhbase/promhbase/query/engine"
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/teststack"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
 // Query-range benchmark: 1000 series × 24 h of samples every 60 s (1.44 M

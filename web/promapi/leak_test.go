@@ -3,7 +3,7 @@ package promapi_test
 import (
 	"testing"
 
-	"github.com/promhbase/promhbase/testkit/testleak"
+	"github.com/promhbase/promhbase/test/testkit/testleak"
 )
 
 // TestMain fails the package's tests when they leave goroutines behind.

@@ -20,8 +20,8 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/mapping"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testserver"
 	"github.com/promhbase/promhbase/web/promapi"
 )
 

@@ -20,10 +20,10 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server/tenant"
-	"github.com/promhbase/promhbase/testkit/promremote"
-	"github.com/promhbase/promhbase/testkit/testbackend"
-	"github.com/promhbase/promhbase/testkit/testhttp"
-	"github.com/promhbase/promhbase/testkit/testserver"
+	"github.com/promhbase/promhbase/test/testkit/promremote"
+	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testhttp"
+	"github.com/promhbase/promhbase/test/testkit/testserver"
 )
 
 // statSeries is a series of the status test and the days it has data on
