@@ -17,7 +17,7 @@ build:
 run:
 	$(GO) run ./cmd/promhbase serve
 
-## test: every test (scripts/test.sh; .ci/run runs this). Starts the
+## test: every test (tools/scripts/test.sh; .ci/run runs this). Starts the
 ## standalone HBase and the test cluster (jars fetched from Maven Central
 ## once) and builds the peers (Prometheus, Alertmanager, VictoriaMetrics,
 ## vmctl; cached) in the background while vet, lint and the gohbase fork's
@@ -27,12 +27,12 @@ run:
 ## (HBase restarted and split under load) alone on the standalone HBase;
 ## stops both HBases whatever happened. Each stage's log is in .run/test/.
 test:
-	@GO=$(GO) scripts/test.sh
+	@GO=$(GO) tools/scripts/test.sh
 
 ## test-quick: the edit loop, under 3 minutes: vet and the tests of every
 ## package that needs no server and no built binary (docs/development.md)
 test-quick:
-	@GO=$(GO) scripts/test.sh quick
+	@GO=$(GO) tools/scripts/test.sh quick
 
 # stdmethods is off: Prometheus's chunkenc.Iterator, which query implements,
 # has Seek(int64) ValueType, not io.Seeker's signature.
@@ -47,24 +47,24 @@ test-third-party:
 	cd internal/third_party/gohbase && $(GO) test -count=1 ./hrpc
 
 ## test-cluster: the cluster tests (test/e2e/faults, tags faults and cluster):
-## starts scripts/hbase.sh's cluster (ZooKeeper, a master and three region
+## starts tools/scripts/hbase.sh's cluster (ZooKeeper, a master and three region
 ## servers, each its own JVM), kills and restarts its processes under
 ## ingest, and stops it. make test runs it last.
 HBASE_CLUSTER_ZK ?= 127.0.0.1:2182
 test-cluster:
-	@scripts/hbase.sh cluster-up
+	@tools/scripts/hbase.sh cluster-up
 	@status=0; \
 	PROMHBASE_HBASE_ZK=$(HBASE_CLUSTER_ZK) $(GO) test -tags 'faults cluster' -count=1 -timeout 40m -run Cluster -v $(FAULTS_PKGS) || status=$$?; \
-	scripts/hbase.sh cluster-down; \
+	tools/scripts/hbase.sh cluster-down; \
 	exit $$status
 
 ## hbase-cluster-up / hbase-cluster-down: start / stop the test cluster
 hbase-cluster-up:
-	scripts/hbase.sh cluster-up
+	tools/scripts/hbase.sh cluster-up
 hbase-cluster-down:
-	scripts/hbase.sh cluster-down
+	tools/scripts/hbase.sh cluster-down
 
-## test-faults: only the fault tests, against a running scripts/hbase.sh HBase
+## test-faults: only the fault tests, against a running tools/scripts/hbase.sh HBase
 test-faults:
 	PROMHBASE_HBASE_ZK=$(HBASE_ZK) $(GO) test -tags faults -count=1 -timeout 20m -v $(FAULTS_PKGS)
 
@@ -81,20 +81,20 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list $(PKGS) | grep -v -e /store/hbase -e /e2e)
 
 hbase-up:
-	scripts/hbase.sh up
+	tools/scripts/hbase.sh up
 
 hbase-down:
-	scripts/hbase.sh down
+	tools/scripts/hbase.sh down
 
 opentsdb-up:
-	scripts/opentsdb.sh up
+	tools/scripts/opentsdb.sh up
 
 opentsdb-down:
-	scripts/opentsdb.sh down
+	tools/scripts/opentsdb.sh down
 
 ## prometheus: build (or reuse) the Prometheus 3.15.0 binary for e2e tests
 prometheus:
-	scripts/prometheus.sh
+	tools/scripts/prometheus.sh
 
 ## bench: the hot-path benchmarks recorded in BENCHMARKS.md
 bench:
@@ -104,7 +104,7 @@ bench:
 ## benchmarks below run. DISK_TOOLS (a recipe's first command) finds the
 ## project's Prometheus, promtool and VictoriaMetrics into $prom, $promtool
 ## and $vm; DISK_LOAD then runs promhbase-load disk against them.
-DISK_TOOLS = prom=$$(scripts/prometheus.sh) && promtool=$$(scripts/promtool.sh) && vm=$$(scripts/victoriametrics.sh)
+DISK_TOOLS = prom=$$(tools/scripts/prometheus.sh) && promtool=$$(tools/scripts/promtool.sh) && vm=$$(tools/scripts/victoriametrics.sh)
 DISK_LOAD = bin/promhbase-load disk --promhbase=bin/promhbase --prometheus=$$prom --promtool=$$promtool --victoria-metrics=$$vm
 bench-bins:
 	@mkdir -p bin
@@ -123,7 +123,7 @@ BENCH_SERIES ?= --runs=20000x100 --runs=100000x20
 BENCH_SYSTEMS ?= --systems=prometheus --systems=promhbase
 bench-e2e: bench-bins
 	@mkdir -p docs/bench
-	@prom=$$(scripts/prometheus.sh) && \
+	@prom=$$(tools/scripts/prometheus.sh) && \
 	for proto in v1 v2; do \
 		bin/promhbase-load compare --prometheus=$$prom --promhbase=bin/promhbase $(BENCH_SERIES) $(BENCH_SYSTEMS) \
 			--protocol=$$proto --svg=docs/bench/compare-$$proto.svg || exit 1; \
@@ -160,12 +160,12 @@ bench-disk: bench-bins
 	done
 
 ## bench-tsd: promhbase's reads against an OpenTSDB 2.4.1 TSD's on the
-## same HBase tables (scripts/bench-tsd.sh: starts the standalone HBase
+## same HBase tables (tools/scripts/bench-tsd.sh: starts the standalone HBase
 ## when it does not serve, loads bench-disk's data through promhbase,
 ## then asks both four dashboard shapes in turns). SERIES, TARGETS, SPAN,
 ## RUNS and WARMUPS size it (2000, 20, 24h, 21, 100).
 bench-tsd: bench-bins
-	scripts/bench-tsd.sh
+	tools/scripts/bench-tsd.sh
 
 ## bench-refresh: a dashboard's refreshes on promhbase's results cache
 ## (promhbase-load disk --refresh=20, promhbase only, the data of
@@ -208,20 +208,20 @@ bench-downsample: bench-bins
 		$(BENCH_DOWNSAMPLE_FLAGS)
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (found by
-## scripts/fuzz.sh with go list and go test -list; FUZZ=regexp narrows the
+## tools/scripts/fuzz.sh with go list and go test -list; FUZZ=regexp narrows the
 ## targets, FUZZPKGS the packages). Not part of make test.
 FUZZTIME ?= 20s
 FUZZ     ?= .
 FUZZPKGS ?= $(PKGS)
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' scripts/fuzz.sh $(FUZZPKGS)
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' tools/scripts/fuzz.sh $(FUZZPKGS)
 
-## lint: golangci-lint with .golangci.yml (scripts/golangci-lint.sh installs
+## lint: golangci-lint with .golangci.yml (tools/scripts/golangci-lint.sh installs
 ## the pinned version into ~/.cache/promhbase). The faults and cluster tags only add
 ## files (the fault and cluster tests), so one run with them lints every
 ## package.
 lint:
-	GO=$(GO) scripts/golangci-lint.sh run --build-tags faults,cluster $(PKGS)
+	GO=$(GO) tools/scripts/golangci-lint.sh run --build-tags faults,cluster $(PKGS)
 
 clean:
 	rm -rf bin .run

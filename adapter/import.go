@@ -53,7 +53,7 @@ const importExpansion = 4
 // a request of vmctl's (200 000 samples by default) in one write, so that
 // on the embedded store it becomes one sorted table, not four that
 // overlap each other and that Pebble then merges. vmctl into promhbase,
-// 3.46 M samples (scripts/bench-import.sh), medians of 8: 877 ms with
+// 3.46 M samples (tools/scripts/bench-import.sh), medians of 8: 877 ms with
 // writes of 50 000, 844 ms with 256 000; the peak RSS of serve 131 MB
 // and 155 MB.
 const importBatchSamples = 256_000

@@ -96,7 +96,7 @@ func compressionHint(err error, compression string) error {
 	case "ZSTD", "SNAPPY", "LZ4", "LZO":
 		hint += fmt.Sprintf("Put HBase's hbase-compression-aircompressor module (org.apache.hbase:hbase-compression-aircompressor, with io.airlift:aircompressor; pure Java) "+
 			"on every region server's classpath and set hbase.io.compress.%s.codec=org.apache.hadoop.hbase.io.compress.aircompressor.%s in hbase-site.xml, then restart them "+
-			"(scripts/hbase.sh does this for the test HBase; for ZSTD, hbase-compression-zstd works too). ",
+			"(tools/scripts/hbase.sh does this for the test HBase; for ZSTD, hbase-compression-zstd works too). ",
 			strings.ToLower(c), map[string]string{"ZSTD": "ZstdCodec", "SNAPPY": "SnappyCodec", "LZ4": "Lz4Codec", "LZO": "LzoCodec"}[c])
 	case "BZIP2":
 		hint += "BZIP2 needs Hadoop's native library on the region servers. "

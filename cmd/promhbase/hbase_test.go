@@ -24,7 +24,7 @@ import (
 // (closing a region flushes its memstore into a file written with the
 // codec) and reads the cell back from that file. NONE and GZ must work on
 // every HBase; SNAPPY, LZ4 and ZSTD need the codec module that
-// scripts/hbase.sh installs: without it the test fails under CI=true and
+// tools/scripts/hbase.sh installs: without it the test fails under CI=true and
 // is skipped elsewhere, after checking that the error names the codec and
 // the module.
 func TestCreateTablesCompression(t *testing.T) {
@@ -57,9 +57,9 @@ func TestCreateTablesCompression(t *testing.T) {
 					}
 				}
 				if os.Getenv("CI") == "true" {
-					t.Fatalf("the test HBase lacks the %s codec (scripts/hbase.sh up installs it; restart an HBase started without it):\n%s", codec, out)
+					t.Fatalf("the test HBase lacks the %s codec (tools/scripts/hbase.sh up installs it; restart an HBase started without it):\n%s", codec, out)
 				}
-				t.Skipf("the test HBase lacks the %s codec (restart it with scripts/hbase.sh down && scripts/hbase.sh up):\n%s", codec, out)
+				t.Skipf("the test HBase lacks the %s codec (restart it with tools/scripts/hbase.sh down && tools/scripts/hbase.sh up):\n%s", codec, out)
 			}
 			if !strings.Contains(out, "created: "+data+", "+uidt) {
 				t.Fatalf("create-tables output:\n%s", out)

@@ -42,7 +42,7 @@ import (
 func TestImportCommand(t *testing.T) {
 	t.Parallel()
 	bin := promhbaseBinary(t)
-	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
+	promtool := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/promtool.sh"), "promtool")
 	dir := t.TempDir()
 	end := time.Now().Add(-2 * time.Hour).Truncate(time.Hour).Unix()
 	var om strings.Builder
@@ -450,9 +450,9 @@ func strconvG(v float64) string { return fmt.Sprintf("%g", v) }
 func TestImportSnapshot(t *testing.T) {
 	t.Parallel()
 	bin := promhbaseBinary(t)
-	promtool := testproc.ScriptBinary(t, "../../scripts/promtool.sh", "promtool")
-	prom := testproc.ScriptBinary(t, "../../scripts/prometheus.sh", "Prometheus")
-	vmctl := testproc.ScriptBinary(t, "../../scripts/vmctl.sh", "vmctl")
+	promtool := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/promtool.sh"), "promtool")
+	prom := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/prometheus.sh"), "Prometheus")
+	vmctl := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/vmctl.sh"), "vmctl")
 	dir := t.TempDir()
 	end := time.Now().Add(-3 * time.Hour).Truncate(time.Hour).Unix()
 	var om strings.Builder

@@ -119,7 +119,7 @@ type unitTests struct {
 // (alerts_test.yaml: Prometheus's rule evaluation over generated series),
 // after checking that they cover every alert twice: a case where it
 // fires, after its `for`, and one where it stays silent. promtool is
-// scripts/promtool.sh's; under CI=true a missing one fails the test.
+// tools/scripts/promtool.sh's; under CI=true a missing one fails the test.
 func TestAlertsFire(t *testing.T) {
 	b, err := os.ReadFile("alerts_test.yaml")
 	if err != nil {
@@ -152,7 +152,7 @@ func TestAlertsFire(t *testing.T) {
 			}
 		}
 	}
-	promtool := testproc.ScriptBinary(t, testproc.Root(t, "scripts/promtool.sh"), "promtool")
+	promtool := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/promtool.sh"), "promtool")
 	for _, args := range [][]string{append([]string{"check", "rules"}, ruleFiles...), {"test", "rules", "alerts_test.yaml"}} {
 		out, err := exec.CommandContext(t.Context(), promtool, args...).CombinedOutput()
 		if err != nil {

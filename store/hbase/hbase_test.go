@@ -22,7 +22,7 @@ import (
 	"github.com/promhbase/promhbase/store/storetest"
 )
 
-// The tests in this file need a running HBase: scripts/hbase.sh up starts
+// The tests in this file need a running HBase: tools/scripts/hbase.sh up starts
 // one. PROMHBASE_HBASE_ZK names its ZooKeeper (default 127.0.0.1:2181).
 // Without one they skip, except under CI=true, where they fail.
 
@@ -50,7 +50,7 @@ func needHBase(tb testing.TB) *Store {
 	}
 	conn, err := net.DialTimeout("tcp", first, 2*time.Second)
 	if err != nil {
-		msg := fmt.Sprintf("no HBase: ZooKeeper %s does not answer (%v); start one with scripts/hbase.sh up or set PROMHBASE_HBASE_ZK", zk, err)
+		msg := fmt.Sprintf("no HBase: ZooKeeper %s does not answer (%v); start one with tools/scripts/hbase.sh up or set PROMHBASE_HBASE_ZK", zk, err)
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(msg)
 		}

@@ -40,7 +40,7 @@ import (
 //     lines is written; /health answers as VictoriaMetrics's.
 func TestMigrateVictoriaMetrics(t *testing.T) {
 	t.Parallel()
-	vmBin := testproc.ScriptBinary(t, testproc.Root(t, "scripts/victoriametrics.sh"), "VictoriaMetrics")
+	vmBin := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/victoriametrics.sh"), "VictoriaMetrics")
 	dir := t.TempDir()
 	_, vmAddr := testproc.StartServer(t, testproc.ServerSpec{Name: "victoria-metrics", LogDir: dir, ReadyPath: "/health",
 		ReadyTimeout: time.Minute, LogTail: 30, Command: func(listen string) *exec.Cmd {

@@ -572,7 +572,7 @@ func forwardSamplesOnly(w http.ResponseWriter, r *http.Request, backend string) 
 // testproc.PrometheusBinary).
 func prometheusBinary(t *testing.T) string {
 	t.Helper()
-	return testproc.PrometheusBinary(t, testproc.Root(t, "scripts/prometheus.sh"))
+	return testproc.PrometheusBinary(t, testproc.Root(t, "tools/scripts/prometheus.sh"))
 }
 
 // promProcess is a Prometheus server started by the test.

@@ -391,7 +391,7 @@ func TestRuler(t *testing.T) {
 	began := time.Now()
 	bin := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	promBin := prometheusBinary(t)
-	amBin := testproc.AlertmanagerBinary(t, testproc.Root(t, "scripts/alertmanager.sh"))
+	amBin := testproc.AlertmanagerBinary(t, testproc.Root(t, "tools/scripts/alertmanager.sh"))
 	ctx := t.Context()
 
 	amP := testproc.StartAlertmanager(t, amBin) // promhbase's

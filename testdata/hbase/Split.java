@@ -1,4 +1,4 @@
-// Split.java: admin commands that gohbase lacks, run by scripts/hbase.sh
+// Split.java: admin commands that gohbase lacks, run by tools/scripts/hbase.sh
 // with the JDK's single-file source launcher (JDK 11+) against the cached
 // HBase jars and the test HBase's configuration directory:
 //

@@ -3,7 +3,7 @@
 // back, and disable and delete the table again. It exits 0 when all of that
 // worked, and 1 when the timeout passed first.
 //
-// scripts/hbase.sh runs it after starting a standalone HBase; it is also
+// tools/scripts/hbase.sh runs it after starting a standalone HBase; it is also
 // handy on its own:
 //
 //	go run ./tools/hbase-ready -zk 127.0.0.1:2181 -timeout 240s

@@ -40,7 +40,7 @@ func registerCardinality(app *kingpin.Application) (*kingpin.CmdClause, *cardOpt
 		"then the same question (today's date, topN) asked of each, the systems taking turns: a first (cold), --cardinality.warmups untimed, --cardinality.repeats timed; prints the times (median and spread; the first apart) "+
 		"and checks each answer's counts against those the generator knows.")
 	cmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&c.promhbase)
-	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints it).").Required().StringVar(&c.vm)
+	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (tools/scripts/victoriametrics.sh prints it).").Required().StringVar(&c.vm)
 	cmd.Flag("dir", "Where the systems' data directories go (removed at the end unless --keep).").Default(os.TempDir()).StringVar(&c.dir)
 	cmd.Flag("keep", "Keep the data directories (their path is printed).").BoolVar(&c.keep)
 	cmd.Flag("cardinality.repeats", "Timed questions to each system, after the first (cold: caches empty, the value names' lengths not read yet, reported apart) and the warm-ups.").Default("9").IntVar(&c.repeats)

@@ -110,9 +110,9 @@ func runCompare(o options, c compareOptions) ([]result, error) {
 		case sys != "prometheus" && sys != "promhbase" && sys != "promhbase-hbase" && sys != "victoriametrics":
 			return nil, fmt.Errorf("--systems=%q: want prometheus, promhbase, promhbase-hbase or victoriametrics", sys)
 		case sys == "victoriametrics" && c.victoriaMetrics == "":
-			return nil, errors.New("--systems=victoriametrics needs --victoria-metrics (scripts/victoriametrics.sh prints the project's)")
+			return nil, errors.New("--systems=victoriametrics needs --victoria-metrics (tools/scripts/victoriametrics.sh prints the project's)")
 		case sys == "prometheus" && c.prometheus == "":
-			return nil, errors.New("--systems=prometheus needs --prometheus (scripts/prometheus.sh prints the project's)")
+			return nil, errors.New("--systems=prometheus needs --prometheus (tools/scripts/prometheus.sh prints the project's)")
 		}
 	}
 	cpuCounts := c.serverCPUs

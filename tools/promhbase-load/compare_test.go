@@ -28,8 +28,8 @@ import (
 // benchmark, `make bench-e2e`; this keeps it working.)
 func TestCompareSmoke(t *testing.T) {
 	t.Parallel()
-	prom := testproc.PrometheusBinary(t, filepath.Join("..", "..", "scripts", "prometheus.sh"))
-	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
+	prom := testproc.PrometheusBinary(t, testproc.Root(t, "tools/scripts/prometheus.sh"))
+	promhbase := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	for _, tc := range []struct {
 		name, proto string
 		histograms  bool
@@ -92,7 +92,7 @@ func compareResults(t *testing.T, o options, c compareOptions, want int) []resul
 func TestCompareHBaseSmoke(t *testing.T) {
 	t.Parallel()
 	testbackend.NewHBaseStore(t) // fails under CI=true without the HBase
-	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
+	promhbase := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, systems: []string{"promhbase-hbase"}, hbaseQuorum: testbackend.ZKQuorum(), protocol: "v1", dir: t.TempDir()}
 	rs := compareResults(t, o, c, 1)
@@ -169,8 +169,8 @@ func TestParseCPUTicks(t *testing.T) {
 // flush), and --server.cpus=1 runs each system pinned (TestPinned: how).
 func TestCompareVictoriaMetricsPinned(t *testing.T) {
 	t.Parallel()
-	vm := testproc.ScriptBinary(t, filepath.Join("..", "..", "scripts", "victoriametrics.sh"), "VictoriaMetrics")
-	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
+	vm := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/victoriametrics.sh"), "VictoriaMetrics")
+	promhbase := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, victoriaMetrics: vm, protocol: "v1", dir: t.TempDir(),
 		systems: []string{"victoriametrics", "promhbase"}, serverCPUs: []int{1}}
@@ -219,7 +219,7 @@ func TestPinned(t *testing.T) {
 // the writes, each a gzipped profile named by system, cores and series.
 func TestCompareProfiles(t *testing.T) {
 	t.Parallel()
-	promhbase := testproc.BuildBinary(t, "../../cmd/promhbase")
+	promhbase := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	dir := t.TempDir()
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, protocol: "v1", dir: t.TempDir(), systems: []string{"promhbase"},

@@ -15,7 +15,7 @@ import (
 )
 
 // The promhbase-hbase system of the disk command: promhbase serve on a
-// running HBase (scripts/hbase.sh's test HBase by default), the tables
+// running HBase (tools/scripts/hbase.sh's test HBase by default), the tables
 // created fresh under unique names, flushed and major-compacted after the
 // load, their store files measured and the tables dropped at the end.
 
@@ -70,7 +70,7 @@ type hbaseEnv struct {
 	quorum    string
 }
 
-// defaultHBaseJars is where scripts/hbase.sh caches HBase's jars (lib/)
+// defaultHBaseJars is where tools/scripts/hbase.sh caches HBase's jars (lib/)
 // and the aircompressor codecs (codecs/).
 func defaultHBaseJars() string {
 	cache := os.Getenv("PROMHBASE_CACHE")
@@ -85,7 +85,7 @@ func defaultHBaseJars() string {
 	return filepath.Join(cache, "hbase-"+v)
 }
 
-// defaultJava finds java as scripts/hbase.sh does: $JAVA_HOME, else JDK
+// defaultJava finds java as tools/scripts/hbase.sh does: $JAVA_HOME, else JDK
 // 17 where Debian puts it, else java on PATH.
 func defaultJava() string {
 	if h := os.Getenv("JAVA_HOME"); h != "" {
@@ -108,7 +108,7 @@ func hbaseRootDir(conf string) (string, error) {
 	site := filepath.Join(conf, "hbase-site.xml")
 	b, err := os.ReadFile(site)
 	if err != nil {
-		return "", fmt.Errorf("%w (is the test HBase up? scripts/hbase.sh up; or set --hbase.conf)", err)
+		return "", fmt.Errorf("%w (is the test HBase up? tools/scripts/hbase.sh up; or set --hbase.conf)", err)
 	}
 	var c struct {
 		Props []struct {
@@ -146,7 +146,7 @@ func newHBaseEnv(d diskOptions, work string) (*hbaseEnv, error) {
 	}
 	lib := filepath.Join(d.hbaseJars, "lib")
 	if !fileExists(lib) {
-		return nil, fmt.Errorf("no HBase jars in %s (scripts/hbase.sh up fetches them; or set --hbase.jars)", lib)
+		return nil, fmt.Errorf("no HBase jars in %s (tools/scripts/hbase.sh up fetches them; or set --hbase.jars)", lib)
 	}
 	cp := conf + ":" + lib + "/*"
 	if codecs := filepath.Join(d.hbaseJars, "codecs"); fileExists(codecs) {

@@ -104,11 +104,11 @@ func registerDisk(app *kingpin.Application) (*kingpin.CmdClause, *diskOptions) {
 		"Prometheus's blocks are written by promtool from OpenMetrics text; prints bytes per sample, the ratios, promhbase's directory by file kind, "+
 		"and query_range timings (median and spread of --query.repeats, the systems taking turns).")
 	cmd.Flag("promhbase", "promhbase binary.").Required().StringVar(&d.promhbase)
-	cmd.Flag("prometheus", "Prometheus binary, to serve the blocks for the queries (scripts/prometheus.sh prints the project's).").StringVar(&d.prometheus)
-	cmd.Flag("promtool", "promtool binary of the same Prometheus (scripts/promtool.sh prints it).").StringVar(&d.promtool)
-	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints it).").StringVar(&d.vm)
+	cmd.Flag("prometheus", "Prometheus binary, to serve the blocks for the queries (tools/scripts/prometheus.sh prints the project's).").StringVar(&d.prometheus)
+	cmd.Flag("promtool", "promtool binary of the same Prometheus (tools/scripts/promtool.sh prints it).").StringVar(&d.promtool)
+	cmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (tools/scripts/victoriametrics.sh prints it).").StringVar(&d.vm)
 	cmd.Flag("systems", "Systems to run: promhbase, victoriametrics, prometheus, promhbase-hbase; repeatable (default: the first three). "+
-		"promhbase-hbase is promhbase serve on a running HBase (scripts/hbase.sh up): fresh tables created by promhbase create-tables, flushed and major-compacted after the load, their store files measured, dropped at the end.").StringsVar(&d.systems)
+		"promhbase-hbase is promhbase serve on a running HBase (tools/scripts/hbase.sh up): fresh tables created by promhbase create-tables, flushed and major-compacted after the load, their store files measured, dropped at the end.").StringsVar(&d.systems)
 	cmd.Flag("dir", "Where the systems' data directories go (removed at the end unless --keep).").Default(os.TempDir()).StringVar(&d.dir)
 	cmd.Flag("keep", "Keep the data directories (their path is printed).").BoolVar(&d.keep)
 	cmd.Flag("data.series", "Series in all.").Default("2000").IntVar(&d.series)
@@ -178,10 +178,10 @@ func checkDiskOptions(o options, d *diskOptions) (map[string]bool, error) {
 		}
 	}
 	if want[sysVM] && d.vm == "" {
-		return nil, errors.New("--victoria-metrics is needed for victoriametrics (scripts/victoriametrics.sh prints it)")
+		return nil, errors.New("--victoria-metrics is needed for victoriametrics (tools/scripts/victoriametrics.sh prints it)")
 	}
 	if want[sysPrometheus] && (d.promtool == "" || d.prometheus == "") {
-		return nil, errors.New("--promtool and --prometheus are needed for prometheus (scripts/promtool.sh, scripts/prometheus.sh)")
+		return nil, errors.New("--promtool and --prometheus are needed for prometheus (tools/scripts/promtool.sh, tools/scripts/prometheus.sh)")
 	}
 	if len(d.hbaseCompressions) == 0 {
 		d.hbaseCompressions = []string{"GZ"}

@@ -2,7 +2,7 @@
 // --systems=promhbase-hbase` that gohbase lacks. The Go command embeds
 // this file, writes it into its work directory and runs it with the JDK's
 // single-file source launcher (JDK 11+) against HBase's jars and the
-// configuration directory of the HBase (scripts/hbase.sh's .run/hbase/conf),
+// configuration directory of the HBase (tools/scripts/hbase.sh's .run/hbase/conf),
 // -Dpromhbase.zookeeper.quorum=HOST:PORT overriding its quorum:
 //
 //   java -cp "CONF:LIB/*:CODECS/*" hbasetables.java compact TIMEOUT_SECONDS TABLE...

@@ -98,8 +98,8 @@ func main() {
 	readCmd.Flag("match", "Equality matcher name=value of the read; repeatable.").Default("job=node").StringsVar(&o.match)
 	var c compareOptions
 	compareCmd := app.Command("compare", "Write the same pre-encoded traffic into Prometheus's own remote-write receiver and into promhbase (embedded), each a fresh process, then read back; print a Markdown table (and with --svg, plots).")
-	compareCmd.Flag("prometheus", "Prometheus binary (scripts/prometheus.sh prints the project's); for --systems=prometheus.").StringVar(&c.prometheus)
-	compareCmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (scripts/victoriametrics.sh prints the project's pinned v1.151.0); for --systems=victoriametrics.").StringVar(&c.victoriaMetrics)
+	compareCmd.Flag("prometheus", "Prometheus binary (tools/scripts/prometheus.sh prints the project's); for --systems=prometheus.").StringVar(&c.prometheus)
+	compareCmd.Flag("victoria-metrics", "VictoriaMetrics single-node binary (tools/scripts/victoriametrics.sh prints the project's pinned v1.151.0); for --systems=victoriametrics.").StringVar(&c.victoriaMetrics)
 	compareCmd.Flag("server.cpus", "Run each system pinned to this many cores (taskset on cores 0..N-1, GOMAXPROCS=N), the load generator on the others when the machine has more; repeatable: each system at each count in turn, side by side. Default: unpinned.").IntsVar(&c.serverCPUs)
 	compareCmd.Flag("profile", "Save promhbase's mutex and block profiles of each run's writes in this directory (add --promhbase.flag=--web.enable-pprof --promhbase.flag=--debug.mutex-profile-fraction=10 --promhbase.flag=--debug.block-profile-rate=10000).").StringVar(&c.profile)
 	compareCmd.Flag("profile.cpu-seconds", "With --profile, also save promhbase's CPU profile of this long from the start of each run's writes (whole seconds; the run waits for it).").DurationVar(&c.profileCPU)

@@ -2,11 +2,11 @@
 
 package faults
 
-// The cluster tests run against the cluster of scripts/hbase.sh
+// The cluster tests run against the cluster of tools/scripts/hbase.sh
 // cluster-up (ZooKeeper, a master and three region servers, each its own
 // JVM) and kill its processes with SIGKILL:
 //
-//	scripts/hbase.sh cluster-up
+//	tools/scripts/hbase.sh cluster-up
 //	PROMHBASE_HBASE_ZK=127.0.0.1:2182 go test -tags 'faults cluster' -run Cluster ./test/e2e/faults
 //
 // make test-cluster does both. Under CI=true a missing cluster fails them.
@@ -47,14 +47,14 @@ const writerPause = 200 * time.Millisecond
 
 // clusterRecovery is how long the writers go on after a kill: well over
 // what HBase needs to reassign the regions of a dead region server with
-// scripts/hbase.sh's 10 s ZooKeeper session timeout.
+// tools/scripts/hbase.sh's 10 s ZooKeeper session timeout.
 const clusterRecovery = 75 * time.Second
 
 // clusterSalt is the salting of the cluster tests' tables: the data table
 // is pre-split at each bucket, so that every region server holds some.
 const clusterSaltBuckets = 6
 
-// clusterScript runs scripts/hbase.sh with a cluster command against the
+// clusterScript runs tools/scripts/hbase.sh with a cluster command against the
 // cluster whose ZooKeeper the tests use.
 func clusterScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
 	t.Helper()
@@ -385,13 +385,13 @@ func clusterScenario(t *testing.T, name string, recovery time.Duration, fault fu
 }
 
 // opentsdbFsck runs OpenTSDB 2.4.1's `tsdb fsck --full-scan` and `tsdb uid
-// fsck` (scripts/opentsdb.sh, no TSD started) on tb, salted as the
+// fsck` (tools/scripts/opentsdb.sh, no TSD started) on tb, salted as the
 // cluster tests salt, and fails on any error they report.
 func opentsdbFsck(ctx context.Context, t *testing.T, tb testbackend.Tables) {
 	t.Helper()
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "opentsdb.sh"), args...)
+		cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "tools", "scripts", "opentsdb.sh"), args...)
 		cmd.Env = append(os.Environ(),
 			"OPENTSDB_ZK="+testbackend.ZKQuorum(),
 			"OPENTSDB_DATA_TABLE="+tb.Data,

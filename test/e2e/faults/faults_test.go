@@ -1,13 +1,13 @@
 //go:build faults
 
 // Package faults runs promhbase against the real standalone HBase of
-// scripts/hbase.sh while that HBase is restarted and its regions split, and
+// tools/scripts/hbase.sh while that HBase is restarted and its regions split, and
 // runs several promhbase processes against one UID table at once.
 //
 // The tests restart and split the shared test HBase, so they carry the
 // build tag faults and run on their own, after every other HBase test:
 //
-//	scripts/hbase.sh up
+//	tools/scripts/hbase.sh up
 //	go test -tags faults -count=1 -timeout 20m ./test/e2e/faults
 //
 // Under CI=true a missing HBase fails the tests; elsewhere they are skipped.
@@ -71,7 +71,7 @@ func repoRoot(t testing.TB) string {
 	return testproc.Root(t, ".")
 }
 
-// hbaseScript runs scripts/hbase.sh with args against the HBase whose
+// hbaseScript runs tools/scripts/hbase.sh with args against the HBase whose
 // ZooKeeper the tests use, and returns its standard output. Its standard
 // error is logged.
 func hbaseScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
@@ -79,29 +79,29 @@ func hbaseScript(ctx context.Context, t testing.TB, args ...string) (string, err
 	return runHBaseScript(ctx, t, "HBASE_ZK_PORT", args...)
 }
 
-// runHBaseScript runs scripts/hbase.sh with args, its environment
+// runHBaseScript runs tools/scripts/hbase.sh with args, its environment
 // variable portVar set to the port of the tests' ZooKeeper.
 func runHBaseScript(ctx context.Context, t testing.TB, portVar string, args ...string) (string, error) {
 	t.Helper()
 	_, port, err := net.SplitHostPort(testbackend.ZKQuorum())
 	if err != nil {
-		return "", fmt.Errorf("zookeeper quorum %q: scripts/hbase.sh runs loopback HBases, want host:port: %w", testbackend.ZKQuorum(), err)
+		return "", fmt.Errorf("zookeeper quorum %q: tools/scripts/hbase.sh runs loopback HBases, want host:port: %w", testbackend.ZKQuorum(), err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "hbase.sh"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "tools", "scripts", "hbase.sh"), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), portVar+"="+port)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err = cmd.Run()
-	t.Logf("scripts/hbase.sh %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), strings.TrimRight(stderr.String(), "\n"))
+	t.Logf("tools/scripts/hbase.sh %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), strings.TrimRight(stderr.String(), "\n"))
 	if err != nil {
-		return stdout.String(), fmt.Errorf("scripts/hbase.sh %s: %w", strings.Join(args, " "), err)
+		return stdout.String(), fmt.Errorf("tools/scripts/hbase.sh %s: %w", strings.Join(args, " "), err)
 	}
 	return stdout.String(), nil
 }
 
-// requireHBase makes sure the HBase of scripts/hbase.sh runs: the fault
+// requireHBase makes sure the HBase of tools/scripts/hbase.sh runs: the fault
 // tests restart and split it through that script.
 func requireHBase(t *testing.T) {
 	t.Helper()

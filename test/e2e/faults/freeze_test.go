@@ -214,7 +214,7 @@ func (a *answerLog) report() []string {
 // serve runs with its defaults (--query.timeout=2m, as Prometheus's): a
 // query's scan notices a region server that stopped answering within
 // about twice the RPC timeout (store/hbase), a write's wait is bounded by
-// --web.write-timeout (25s). scripts/hbase.sh gives HBase's ZooKeeper sessions a 180 s timeout, so
+// --web.write-timeout (25s). tools/scripts/hbase.sh gives HBase's ZooKeeper sessions a 180 s timeout, so
 // that they outlive the minute's pause.
 func TestHBaseFreeze(t *testing.T) {
 	requireHBase(t)
@@ -423,7 +423,7 @@ func TestHBaseFreeze(t *testing.T) {
 }
 
 // hbasePIDs returns the processes of the standalone HBase of
-// scripts/hbase.sh: the one scripts/hbase.sh status names and every
+// tools/scripts/hbase.sh: the one tools/scripts/hbase.sh status names and every
 // process that carries its marker argument (-Dpromhbase.hbase.run=...).
 func hbasePIDs(t *testing.T) []int {
 	t.Helper()

@@ -18,7 +18,7 @@ import (
 	"github.com/promhbase/promhbase/series/uid"
 )
 
-// TestRestartDuringWrites restarts HBase (scripts/hbase.sh restart: same
+// TestRestartDuringWrites restarts HBase (tools/scripts/hbase.sh restart: same
 // data, WALs and ZooKeeper state) while a writer streams remote-write
 // requests into promhbase, retrying as Prometheus does. Every sample must
 // then read back exactly once with its exact value, the writer must have

@@ -58,7 +58,7 @@ type splitQuery struct {
 }
 
 // TestRegionSplitDuringWritesAndReads splits the data table's region twice
-// (scripts/hbase.sh split: once at the split point HBase picks, once at a
+// (tools/scripts/hbase.sh split: once at the split point HBase picks, once at a
 // row the test picks) while writers stream remote-write requests and
 // readers run remote-read queries. No read may return wrong data: every
 // sample acknowledged before a read started is in its answer, every sample

@@ -6,8 +6,8 @@
 // fsck find no error. Once unsalted, once salted (width 1, 20
 // buckets) on both sides.
 //
-// It needs the test HBase (scripts/hbase.sh up) and starts TSDs itself
-// through scripts/opentsdb.sh (jars from Maven Central).
+// It needs the test HBase (tools/scripts/hbase.sh up) and starts TSDs itself
+// through tools/scripts/opentsdb.sh (jars from Maven Central).
 package interop
 
 import (
@@ -66,7 +66,7 @@ func (d *tsd) script(args ...string) (string, error) {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "scripts", "opentsdb.sh"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "tools", "scripts", "opentsdb.sh"), args...)
 	cmd.Env = append(os.Environ(), d.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

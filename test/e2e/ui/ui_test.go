@@ -1,5 +1,5 @@
 // Package ui_test opens the web UI's pages in a real headless Chromium
-// (Debian's, scripts/chromium.sh; test/testkit/testbrowser) against a running
+// (Debian's, tools/scripts/chromium.sh; test/testkit/testbrowser) against a running
 // `promhbase serve` with data and a firing alert, and checks what a
 // person sees: the query typed and run with Enter, the graph drawn, the
 // table's values those of the API, the cardinality explorer's top metric
@@ -110,7 +110,7 @@ type variant struct {
 }
 
 func TestUI(t *testing.T) {
-	chrome := testbrowser.Chromium(t, testproc.Root(t, "scripts/chromium.sh"))
+	chrome := testbrowser.Chromium(t, testproc.Root(t, "tools/scripts/chromium.sh"))
 	bin := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 	shots := os.Getenv("PROMHBASE_UI_SCREENSHOTS")
 	if shots == "" {

@@ -27,7 +27,7 @@ func ZKQuorum() string {
 func HBaseMissing(t testing.TB, err error) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("HBase at %s is required under CI=true (start it with scripts/hbase.sh up): %v", ZKQuorum(), err)
+		t.Fatalf("HBase at %s is required under CI=true (start it with tools/scripts/hbase.sh up): %v", ZKQuorum(), err)
 	}
 	t.Skipf("no HBase at %s (start it with `make hbase-up`): %v", ZKQuorum(), err)
 }

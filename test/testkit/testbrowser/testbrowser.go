@@ -1,6 +1,6 @@
 // Package testbrowser drives a real headless Chromium from tests with
 // chromedp: Debian's chromium, found or installed by the project's
-// scripts/chromium.sh (under CI=true a missing Chromium fails the test,
+// tools/scripts/chromium.sh (under CI=true a missing Chromium fails the test,
 // it never skips it), started as root without its sandbox and with its
 // background networking off (this machine's network is closed), in a
 // window of a given size, the requests carrying extra headers (basic
@@ -27,7 +27,7 @@ import (
 )
 
 // Chromium returns the path of the Chromium that script
-// (scripts/chromium.sh, relative to the current directory) finds or
+// (tools/scripts/chromium.sh, relative to the current directory) finds or
 // installs. Under CI=true a failure fails the test; elsewhere it skips it.
 func Chromium(t testing.TB, script string) string {
 	t.Helper()

@@ -18,8 +18,8 @@ import (
 )
 
 // AlertmanagerBinary returns the path of the Alertmanager binary that the
-// project's scripts/alertmanager.sh (at script, relative to the current
-// directory: testproc.Root(t, "scripts/alertmanager.sh"), ...) builds or finds
+// project's tools/scripts/alertmanager.sh (at script, relative to the current
+// directory: testproc.Root(t, "tools/scripts/alertmanager.sh"), ...) builds or finds
 // in its cache. Under CI=true a failure fails the test; elsewhere it
 // skips it.
 func AlertmanagerBinary(t testing.TB, script string) string {

@@ -9,7 +9,7 @@ import (
 // /api/v2/alerts, lists it back, notifies the webhook of it, and of its
 // resolution.
 func TestAlertmanager(t *testing.T) {
-	am := StartAlertmanager(t, AlertmanagerBinary(t, Root(t, "scripts/alertmanager.sh")))
+	am := StartAlertmanager(t, AlertmanagerBinary(t, Root(t, "tools/scripts/alertmanager.sh")))
 	startsAt := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	alert := PostableAlert{
 		Labels:       map[string]string{"alertname": "HighErrorRate", "job": "api", "severity": "page"},

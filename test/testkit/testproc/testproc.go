@@ -46,7 +46,7 @@ func FreeAddr(t testing.TB) string {
 }
 
 // PrometheusBinary returns the path of the Prometheus binary that the
-// project's scripts/prometheus.sh (at script, relative to the current
+// project's tools/scripts/prometheus.sh (at script, relative to the current
 // directory) builds or finds in its cache. Under CI=true a failure fails
 // the test; elsewhere it skips it.
 func PrometheusBinary(t testing.TB, script string) string {
@@ -56,7 +56,7 @@ func PrometheusBinary(t testing.TB, script string) string {
 
 // ScriptBinary returns the path of the binary of what (a name for
 // messages) that the project's script (relative to the current
-// directory: scripts/victoriametrics.sh, ...) builds or finds in its
+// directory: tools/scripts/victoriametrics.sh, ...) builds or finds in its
 // cache, printing its path. Under CI=true a failure fails the test;
 // elsewhere it skips it.
 func ScriptBinary(t testing.TB, script, what string) string {
@@ -322,7 +322,7 @@ func TailLines(s string, n int) string {
 const modulePath = "github.com/promhbase/promhbase"
 
 // Root returns the path of elem (slash-separated, relative to the module's
-// root: "scripts/prometheus.sh", "cmd/promhbase") in this checkout. The
+// root: "tools/scripts/prometheus.sh", "cmd/promhbase") in this checkout. The
 // root is the nearest directory at or above the current one (a test's
 // package directory) whose go.mod declares this module, so a test finds
 // the project's scripts, commands and docs wherever its package lies.

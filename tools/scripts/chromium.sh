@@ -15,7 +15,7 @@
 set -euo pipefail
 
 SCRIPT=chromium.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # found prints the first Chromium on PATH or at Debian's path and exits 0.

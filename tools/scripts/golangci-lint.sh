@@ -8,7 +8,7 @@
 # source through the Go module proxy with go install, so a clean machine
 # needs only Go.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 GO=${GO:-go}
 version=v2.15.0

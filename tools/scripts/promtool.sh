@@ -1,35 +1,35 @@
 #!/usr/bin/env bash
 # Prints the path of a promtool binary of the same Prometheus as
-# scripts/prometheus.sh (make bench-disk writes Prometheus's blocks with
+# tools/scripts/prometheus.sh (make bench-disk writes Prometheus's blocks with
 # `promtool tsdb create-blocks-from openmetrics`).
 #
 # Built from github.com/prometheus/prometheus/cmd/promtool at the module
-# version pinned in tools/prometheus (the version scripts/prometheus.sh
+# version pinned in tools/prometheus (the version tools/scripts/prometheus.sh
 # builds), with that module's go.mod and go.sum copied into a scratch
 # module (tools/prometheus itself is left as it is; go.sum lines promtool
 # needs beyond the server's are added there), and cached at
 #   ${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-<module version>/promtool
 # It is built only when that file is missing; it needs only the Go module
-# proxy and takes a few minutes on 2 cores (less after scripts/prometheus.sh
+# proxy and takes a few minutes on 2 cores (less after tools/scripts/prometheus.sh
 # filled Go's build cache).
 #
 # Only the path goes to stdout; build output goes to stderr.
 set -euo pipefail
 
 SCRIPT=promtool.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools_dir="$root/tools/prometheus"
 readonly prom_module=github.com/prometheus/prometheus
-# The version scripts/prometheus.sh pins (it checks it against tools/prometheus).
+# The version tools/scripts/prometheus.sh pins (it checks it against tools/prometheus).
 prom_module_version="$(sed -n 's/^readonly prom_module_version=//p' "$root/scripts/prometheus.sh")"
-[[ -n $prom_module_version ]] || die "cannot read prom_module_version from scripts/prometheus.sh"
+[[ -n $prom_module_version ]] || die "cannot read prom_module_version from tools/scripts/prometheus.sh"
 cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
 bin="$cache_dir/promtool"
 
-# Serialise concurrent callers (the same lock as scripts/prometheus.sh, so
+# Serialise concurrent callers (the same lock as tools/scripts/prometheus.sh, so
 # that the two builds do not share the cores).
 cached_bin "$bin"
 

@@ -19,7 +19,7 @@ readonly prom_module=github.com/prometheus/prometheus
 readonly prom_module_version=v0.315.0
 
 SCRIPT=prometheus.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 pinned_tool prometheus "$prom_module_version"

@@ -2,12 +2,12 @@
 # make bench-tsd: promhbase's reads against an OpenTSDB 2.4.1 TSD's on the
 # same HBase tables, side by side.
 #
-#   1. the standalone HBase (scripts/hbase.sh up, when it does not serve);
+#   1. the standalone HBase (tools/scripts/hbase.sh up, when it does not serve);
 #   2. bench-disk's node_exporter-like data (SERIES series over TARGETS
 #      targets, SPAN of 15 s scrapes, seed 1) written through promhbase
 #      serve on fresh tables, compacted and settled (promhbase-load disk
 #      --systems=promhbase-hbase --hbase.keep-tables);
-#   3. a TSD (scripts/opentsdb.sh) and promhbase serve on those tables;
+#   3. a TSD (tools/scripts/opentsdb.sh) and promhbase serve on those tables;
 #   4. each shape asked of both, in turns: WARMUPS (100) untimed, then RUNS (21) timed
 #      (curl's time_total, gzip asked, a new connection each); the median
 #      and spread of each, and the answers' series and points.
@@ -21,12 +21,12 @@
 #
 # The tables are left in HBase (their names are printed, with the command
 # that times them again without loading: PREFIX, START, END);
-# scripts/hbase.sh down removes them with the rest of its data. WORK holds
+# tools/scripts/hbase.sh down removes them with the rest of its data. WORK holds
 # the logs.
 set -euo pipefail
 
 SCRIPT=bench-tsd.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SERIES=${SERIES:-2000}
@@ -34,7 +34,7 @@ TARGETS=${TARGETS:-20}
 SPAN=${SPAN:-24h}
 RUNS=${RUNS:-21}
 WARMUPS=${WARMUPS:-100}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 promhbase=$root/bin/promhbase
@@ -132,4 +132,4 @@ for i in "${!names[@]}"; do
 done
 echo
 echo "$RUNS timed runs each after $WARMUPS untimed (the TSD's JVM compiles its paths meanwhile), the systems in turns; step ${step}s; tables: $tables"
-echo "again on these tables: PREFIX=$prefix START=$start END=$end scripts/bench-tsd.sh"
+echo "again on these tables: PREFIX=$prefix START=$start END=$end tools/scripts/bench-tsd.sh"

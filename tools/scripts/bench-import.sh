@@ -12,13 +12,13 @@
 set -euo pipefail
 
 SCRIPT=bench-import.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SERIES=${SERIES:-200}
 DAYS=${DAYS:-3}
 RUNS=${RUNS:-3}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 promhbase=$root/bin/promhbase

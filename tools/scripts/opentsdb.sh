@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # An OpenTSDB 2.4.1 TSD for the interop tests, against the test HBase.
 #
-#   scripts/opentsdb.sh up      fetch the jars if needed, start a TSD on a
+#   tools/scripts/opentsdb.sh up      fetch the jars if needed, start a TSD on a
 #                               fresh .run/opentsdb/, return once it serves
-#   scripts/opentsdb.sh conf    fetch the jars if needed and write the
+#   tools/scripts/opentsdb.sh conf    fetch the jars if needed and write the
 #                               configuration only (for the tools below,
 #                               without a TSD)
-#   scripts/opentsdb.sh down    stop it
-#   scripts/opentsdb.sh status  say whether it runs (exit 0 yes, 3 no)
-#   scripts/opentsdb.sh fsck [ARGS]      OpenTSDB's `tsdb fsck` on the TSD's tables
-#   scripts/opentsdb.sh uid-fsck         OpenTSDB's `tsdb uid fsck`
-#   scripts/opentsdb.sh scan ARGS        OpenTSDB's `tsdb scan`
+#   tools/scripts/opentsdb.sh down    stop it
+#   tools/scripts/opentsdb.sh status  say whether it runs (exit 0 yes, 3 no)
+#   tools/scripts/opentsdb.sh fsck [ARGS]      OpenTSDB's `tsdb fsck` on the TSD's tables
+#   tools/scripts/opentsdb.sh uid-fsck         OpenTSDB's `tsdb uid fsck`
+#   tools/scripts/opentsdb.sh scan ARGS        OpenTSDB's `tsdb scan`
 # (the tools read the running TSD's opentsdb.conf)
 #
 # The jars come from Maven Central through testdata/opentsdb/pom.xml and
@@ -30,7 +30,7 @@
 #   JAVA_HOME              JDK (default: JDK 17 if installed)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN=${OPENTSDB_RUN:-$ROOT/.run/opentsdb}
 PIDFILE=$RUN/tsd.pid
 LOG=$RUN/tsd.log
@@ -40,7 +40,7 @@ PORT=${OPENTSDB_PORT:-14242}
 MARKER="-Dpromhbase.opentsdb.run=$RUN"
 
 SCRIPT=opentsdb.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 fetch() {

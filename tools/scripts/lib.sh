@@ -62,7 +62,7 @@ cached_bin() {
 # concurrent callers so that only one of them builds); and sets the
 # build's environment.
 pinned_tool() {
-	tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools/$1" && pwd)"
+	tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../$1" && pwd)"
 	cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/$1-$2"
 	bin="$cache_dir/$1"
 	cached_bin "$bin"
@@ -77,7 +77,7 @@ prom_build_flags() {
 	local got mod_dir pkg=github.com/prometheus/common/version
 	got="$(cd "$1" && go list -m -f '{{.Version}}' "$prom_module")"
 	[[ $got == "$prom_module_version" ]] ||
-		die "tools/prometheus/go.mod has $prom_module $got, scripts/prometheus.sh pins $prom_module_version"
+		die "tools/prometheus/go.mod has $prom_module $got, tools/scripts/prometheus.sh pins $prom_module_version"
 	(cd "$1" && go mod download "$prom_module") >&2
 	mod_dir="$(cd "$1" && go list -m -f '{{.Dir}}' "$prom_module")"
 	version="$(<"$mod_dir/VERSION")"

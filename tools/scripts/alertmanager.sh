@@ -21,14 +21,14 @@ readonly am_module=github.com/prometheus/alertmanager
 readonly am_module_version=v0.34.0
 
 SCRIPT=alertmanager.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 pinned_tool alertmanager "$am_module_version"
 
 got="$(cd "$tools_dir" && go list -m -f '{{.Version}}' "$am_module")"
 [[ $got == "$am_module_version" ]] ||
-	die "tools/alertmanager/go.mod has $am_module $got, scripts/alertmanager.sh pins $am_module_version"
+	die "tools/alertmanager/go.mod has $am_module $got, tools/scripts/alertmanager.sh pins $am_module_version"
 (cd "$tools_dir" && go mod download "$am_module") >&2
 mod_dir="$(cd "$tools_dir" && go list -m -f '{{.Dir}}' "$am_module")"
 version="$(<"$mod_dir/VERSION")"
@@ -47,7 +47,7 @@ trap 'chmod -R u+w "$build_dir" 2>/dev/null; rm -rf "$build_dir"' EXIT
 cp -R "$mod_dir" "$build_dir/src"
 chmod -R u+w "$build_dir/src"
 mkdir -p "$build_dir/src/ui/app/dist"
-printf '<!DOCTYPE html><title>Alertmanager</title><p>No web UI in this build (scripts/alertmanager.sh).</p>\n' \
+printf '<!DOCTYPE html><title>Alertmanager</title><p>No web UI in this build (tools/scripts/alertmanager.sh).</p>\n' \
 	>"$build_dir/src/ui/app/dist/index.html"
 mkdir "$build_dir/tools"
 cp "$tools_dir/go.mod" "$tools_dir/go.sum" "$build_dir/tools/"

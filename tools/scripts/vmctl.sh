@@ -4,7 +4,7 @@
 # `vmctl prometheus` (cmd/promhbase's TestVmctlImport).
 #
 # Built from github.com/VictoriaMetrics/VictoriaMetrics/app/vmctl at
-# $VM_VERSION (v1.151.0, as scripts/victoriametrics.sh) in a scratch
+# $VM_VERSION (v1.151.0, as tools/scripts/victoriametrics.sh) in a scratch
 # module: the github.com/prometheus/client_golang/exp version that module
 # pins is not served by the Go module proxy, so a replace points it at one
 # that is. Cached at
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 SCRIPT=vmctl.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VM_VERSION=${VM_VERSION:-v1.151.0}

@@ -3,19 +3,19 @@
 # servers they need started once, the stages overlapped where they do not
 # contend for the same server.
 #
-#   scripts/test.sh          every stage below
-#   scripts/test.sh quick    the edit loop: vet, then the packages that need
+#   tools/scripts/test.sh          every stage below
+#   tools/scripts/test.sh quick    the edit loop: vet, then the packages that need
 #                            no server and no built binary (make test-quick)
 #
 # The stages of the full run, in time order (docs/development.md says what
 # each suite checks):
 #
-#   start     in the background: the standalone HBase (scripts/hbase.sh up,
+#   start     in the background: the standalone HBase (tools/scripts/hbase.sh up,
 #             ZooKeeper 127.0.0.1:2181), the test cluster (cluster-up,
 #             ZooKeeper 127.0.0.1:2182), the peers the suites run
 #             (Prometheus, Alertmanager, VictoriaMetrics, vmctl: built once,
 #             cached in ~/.cache/promhbase), and Debian's Chromium for the
-#             web UI's browser tests (scripts/chromium.sh: apt-get install
+#             web UI's browser tests (tools/scripts/chromium.sh: apt-get install
 #             chromium when it is missing)
 #   static    go vet (build tags faults and cluster: every file), then
 #             golangci-lint, then the gohbase fork's tests
@@ -45,13 +45,13 @@ SCRIPT=test.sh
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
 GO=${GO:-go}
 PARALLEL=${TEST_PARALLEL:-4}
 HBASE_ZK=${HBASE_ZK:-127.0.0.1:2181}
 HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
-# The standalone HBase's heap (scripts/hbase.sh; 1g by default): the suites
+# The standalone HBase's heap (tools/scripts/hbase.sh; 1g by default): the suites
 # create and drop tables and write from many tests at once, and 1g ran out
 # under that load. Exported: the fault tests restart HBase with it.
 export HBASE_HEAP=${HBASE_HEAP:-4g}
@@ -115,12 +115,12 @@ ok() {
 }
 
 peers() {
-	scripts/prometheus.sh && scripts/alertmanager.sh && scripts/victoriametrics.sh && scripts/vmctl.sh && scripts/chromium.sh
+	tools/scripts/prometheus.sh && tools/scripts/alertmanager.sh && tools/scripts/victoriametrics.sh && tools/scripts/vmctl.sh && tools/scripts/chromium.sh
 }
 
 static() {
 	$GO vet -stdmethods=false -tags faults,cluster ./... &&
-		GO=$GO scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
+		GO=$GO tools/scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
 		(cd internal/third_party/gohbase && $GO test -count=1 ./hrpc)
 }
 
@@ -132,8 +132,8 @@ quick() {
 }
 
 stop_all() {
-	scripts/hbase.sh down >>"$LOGS/stop.log" 2>&1
-	scripts/hbase.sh cluster-down >>"$LOGS/stop.log" 2>&1
+	tools/scripts/hbase.sh down >>"$LOGS/stop.log" 2>&1
+	tools/scripts/hbase.sh cluster-down >>"$LOGS/stop.log" 2>&1
 }
 
 if [[ ${1:-} == quick ]]; then
@@ -150,7 +150,7 @@ rm -f "$LOGS"/*.log "$LOGS"/*.result
 # kills' recoveries are timed; cached, at once); they take the longest, so
 # they run beside everything else.
 cluster() {
-	stage cluster-up scripts/hbase.sh cluster-up || return
+	stage cluster-up tools/scripts/hbase.sh cluster-up || return
 	while [[ ! -f $LOGS/peers.result ]]; do
 		sleep 1
 	done
@@ -160,7 +160,7 @@ cluster() {
 cluster &
 cluster_pid=$!
 background peers peers
-background hbase-up scripts/hbase.sh up
+background hbase-up tools/scripts/hbase.sh up
 
 stage static static
 report static

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the module for FUZZTIME each (default 20s).
 #
-#   scripts/fuzz.sh [package pattern...]    default ./...
+#   tools/scripts/fuzz.sh [package pattern...]    default ./...
 #
 # The targets are found, not listed: go list names each package's test
 # files, the packages whose test files declare a func Fuzz... are asked
@@ -9,7 +9,7 @@
 # and each target then runs on its own, since go test -fuzz takes one
 # target at a time. FUZZ narrows the targets by a regular expression.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-20s}

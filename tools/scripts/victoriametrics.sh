@@ -14,7 +14,7 @@
 set -euo pipefail
 
 SCRIPT=victoriametrics.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VM_VERSION=${VM_VERSION:-v1.151.0}

@@ -2,44 +2,44 @@
 # Standalone HBase for tests and local use: master, region server and
 # ZooKeeper in one JVM, data on local disk, loopback only.
 #
-#   scripts/hbase.sh up       fetch the jars if needed, start HBase from a
+#   tools/scripts/hbase.sh up       fetch the jars if needed, start HBase from a
 #                             fresh .run/hbase/, return once a table can be
 #                             created, written, read and dropped
-#   scripts/hbase.sh down     stop it (TERM, then KILL after a grace period)
-#   scripts/hbase.sh restart  stop it as down does and start it again on the
+#   tools/scripts/hbase.sh down     stop it (TERM, then KILL after a grace period)
+#   tools/scripts/hbase.sh restart  stop it as down does and start it again on the
 #                             same data (rootdir, WALs and ZooKeeper data
 #                             are kept), return once it serves as up does
-#   scripts/hbase.sh status   say whether it runs (exit 0 yes, 3 no)
-#   scripts/hbase.sh split TABLE [SPLITROW_HEX]
+#   tools/scripts/hbase.sh status   say whether it runs (exit 0 yes, 3 no)
+#   tools/scripts/hbase.sh split TABLE [SPLITROW_HEX]
 #                             split TABLE's regions (or the region holding
 #                             the row SPLITROW_HEX, at that row) through
 #                             HBase's Java Admin API, wait until the table
 #                             has more regions, print the region count
-#   scripts/hbase.sh regions TABLE
+#   tools/scripts/hbase.sh regions TABLE
 #                             print the number of online regions of TABLE
 #
 # Cluster mode: ZooKeeper, an HMaster and HBASE_CLUSTER_REGIONSERVERS
 # region servers (3), each its own JVM, in .run/hbase-cluster/, on ports of
 # their own (the standalone HBase may run beside it):
 #
-#   scripts/hbase.sh cluster-up       start a fresh cluster; return once every
+#   tools/scripts/hbase.sh cluster-up       start a fresh cluster; return once every
 #                                     region server is live and a table can
 #                                     be created, written, read and dropped;
 #                                     print where everything listens
-#   scripts/hbase.sh cluster-down     stop every process of the cluster
-#   scripts/hbase.sh cluster-status   each process, whether it runs, its port
+#   tools/scripts/hbase.sh cluster-down     stop every process of the cluster
+#   tools/scripts/hbase.sh cluster-status   each process, whether it runs, its port
 #                                     and log (exit 0 all run, 3 not)
-#   scripts/hbase.sh cluster-kill ROLE
+#   tools/scripts/hbase.sh cluster-kill ROLE
 #                                     kill -9 one process: zk, master, rs1..
-#   scripts/hbase.sh cluster-start ROLE
+#   tools/scripts/hbase.sh cluster-start ROLE
 #                                     start it again (same port and data)
-#   scripts/hbase.sh cluster-servers  the live region servers and their
+#   tools/scripts/hbase.sh cluster-servers  the live region servers and their
 #                                     region counts (first line: how many)
-#   scripts/hbase.sh cluster-move TABLE
+#   tools/scripts/hbase.sh cluster-move TABLE
 #                                     move TABLE's first region to the region
 #                                     server holding the fewest, wait until it
 #                                     serves there, print "FROM TO"
-#   scripts/hbase.sh cluster-split TABLE [SPLITROW_HEX]
+#   tools/scripts/hbase.sh cluster-split TABLE [SPLITROW_HEX]
 #                                     split, as split does
 #
 # Why an acknowledged write survives kill -9 of a region server on the
@@ -99,7 +99,7 @@
 #   MVN                  Maven command (default mvn)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN=$ROOT/.run/hbase
 PIDFILE=$RUN/hbase.pid
 LOG=$RUN/logs/hbase.log
@@ -128,7 +128,7 @@ DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 MARKER="-Dpromhbase.hbase.run=$RUN"
 
 SCRIPT=hbase.sh
-# shellcheck source=scripts/lib.sh
+# shellcheck source=tools/scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # java_major prints the major version of the given java binary.
@@ -243,7 +243,7 @@ fetch_codecs() {
 		mkdir -p "$tmp"
 		cat >"$tmp/pom.xml" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by scripts/hbase.sh to fetch the pure-Java compression codecs.
+<!-- Written by tools/scripts/hbase.sh to fetch the pure-Java compression codecs.
      The module's dependencies on HBase, Hadoop and SLF4J are excluded (the
      server has its own); aircompressor comes at the version the module was
      built with. -->
@@ -348,7 +348,7 @@ EOF
 # warnings of ZooKeeper and Hadoop, HBase's info lines, to stderr (the log
 # file of each JVM).
 write_log_config() {
-	log4j_config "$RUN/conf/log4j2.properties" "Written by scripts/hbase.sh; rewritten on every up and cluster-up." info warn <<EOF
+	log4j_config "$RUN/conf/log4j2.properties" "Written by tools/scripts/hbase.sh; rewritten on every up and cluster-up." info warn <<EOF
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = warn
 logger.hbase.name = org.apache.hadoop.hbase
@@ -375,7 +375,7 @@ write_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin"
 	cat >"$RUN/conf/hbase-site.xml" <<EOF
 <?xml version="1.0"?>
-<!-- Written by scripts/hbase.sh; rewritten on every up. -->
+<!-- Written by tools/scripts/hbase.sh; rewritten on every up. -->
 <configuration>
   <property><name>hbase.cluster.distributed</name><value>false</value></property>
   <property><name>hbase.rootdir</name><value>file://$RUN/data</value></property>
@@ -440,9 +440,9 @@ cmd_up() {
 	if pid=$(running_pid); then
 		log "HBase already runs (pid $pid); checking that it serves"
 		"$RUN/bin/hbase-ready" -zk "127.0.0.1:$HBASE_ZK_PORT" -timeout "$HBASE_READY_TIMEOUT" ||
-			die "HBase (pid $pid) runs but does not serve; try scripts/hbase.sh down"
+			die "HBase (pid $pid) runs but does not serve; try tools/scripts/hbase.sh down"
 		if [[ $HBASE_CODECS != none ]] && ! grep -q 'hbase.io.compress.zstd.codec' "$RUN/conf/hbase-site.xml" 2>/dev/null; then
-			log "warning: the running HBase was started without the aircompressor codecs (only NONE and GZ work); restart it with scripts/hbase.sh down && scripts/hbase.sh up to get LZ4, LZO, SNAPPY and ZSTD"
+			log "warning: the running HBase was started without the aircompressor codecs (only NONE and GZ work); restart it with tools/scripts/hbase.sh down && tools/scripts/hbase.sh up to get LZ4, LZO, SNAPPY and ZSTD"
 		fi
 		return
 	fi
@@ -624,8 +624,8 @@ cmd_status() {
 
 cmd_restart() {
 	[[ -f $RUN/conf/hbase-site.xml && -d $RUN/data ]] ||
-		die "no HBase data in $RUN to restart on; start a fresh one with scripts/hbase.sh up"
-	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start a fresh HBase with scripts/hbase.sh up"
+		die "no HBase data in $RUN to restart on; start a fresh one with tools/scripts/hbase.sh up"
+	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start a fresh HBase with tools/scripts/hbase.sh up"
 	local java major
 	java=$(java_bin)
 	major=$(java_major "$java")
@@ -642,8 +642,8 @@ cmd_restart() {
 # admin runs testdata/hbase/Split.java (JDK 11+ single-file source launch)
 # against the running HBase with the given arguments.
 admin() {
-	running_pid >/dev/null || die "HBase does not run; start it with scripts/hbase.sh up"
-	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start HBase with scripts/hbase.sh up"
+	running_pid >/dev/null || die "HBase does not run; start it with tools/scripts/hbase.sh up"
+	[[ -f $LIB/.complete ]] || die "no cached HBase jars in $LIB; start HBase with tools/scripts/hbase.sh up"
 	local java major
 	java=$(java_bin)
 	major=$(java_major "$java")
@@ -651,7 +651,7 @@ admin() {
 	((major >= 11)) || die "$java is JDK $major; the admin commands need JDK 11 or later (single-file source launch)"
 	# The client logs warnings and errors only, to stderr.
 	local logconf=$RUN/conf/log4j2-client.properties
-	log4j_config "$logconf" "Written by scripts/hbase.sh for its admin commands." warn error <<EOF
+	log4j_config "$logconf" "Written by tools/scripts/hbase.sh for its admin commands." warn error <<EOF
 # "Unable to load native-hadoop library" and "ZKConnectionRegistry is
 # deprecated": true, and no news.
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
@@ -732,7 +732,7 @@ write_cluster_config() {
 	mkdir -p "$RUN/conf" "$RUN/logs" "$RUN/tmp" "$RUN/zookeeper" "$RUN/bin" "$RUN/pids"
 	cat >"$RUN/conf/hbase-site.xml" <<XML
 <?xml version="1.0"?>
-<!-- Written by scripts/hbase.sh cluster-up; rewritten on every cluster-up. -->
+<!-- Written by tools/scripts/hbase.sh cluster-up; rewritten on every cluster-up. -->
 <configuration>
   <property><name>hbase.cluster.distributed</name><value>true</value></property>
   <property><name>hbase.rootdir</name><value>file://$RUN/data</value></property>
@@ -758,7 +758,7 @@ $(codec_properties)
 </configuration>
 XML
 	cat >"$RUN/conf/zoo.cfg" <<CFG
-# Written by scripts/hbase.sh cluster-up.
+# Written by tools/scripts/hbase.sh cluster-up.
 dataDir=$RUN/zookeeper
 clientPort=$HBASE_CLUSTER_ZK_PORT
 clientPortAddress=127.0.0.1
@@ -846,7 +846,7 @@ cmd_cluster_up() {
 	local role pid
 	for role in $(cluster_roles); do
 		if pid=$(role_pid "$role"); then
-			die "the cluster runs already ($role pid $pid); stop it with scripts/hbase.sh cluster-down"
+			die "the cluster runs already ($role pid $pid); stop it with tools/scripts/hbase.sh cluster-down"
 		fi
 		port_busy "$(role_port "$role")" && die "port $(role_port "$role") (for $role) is in use by another process"
 	done
@@ -921,7 +921,7 @@ cmd_cluster_kill() {
 cmd_cluster_start() {
 	[[ $# -eq 1 ]] || usage
 	cluster_env
-	[[ -f $RUN/conf/hbase-site.xml ]] || die "no cluster in $RUN; start one with scripts/hbase.sh cluster-up"
+	[[ -f $RUN/conf/hbase-site.xml ]] || die "no cluster in $RUN; start one with tools/scripts/hbase.sh cluster-up"
 	start_role "$1"
 }
 
