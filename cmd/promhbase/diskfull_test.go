@@ -112,8 +112,7 @@ func TestServeDiskFull(t *testing.T) {
 		// make test runs this package on HBase too; the disk that fills is
 		// the embedded store's, so the embedded run is the one that counts
 		// (twice at once, on 2 cores, it starved the HBase suites).
-		t.Log("the embedded store's full disk: the embedded run (PROMHBASE_TEST_BACKEND unset) runs this test")
-		return
+		t.Skip("the embedded store's full disk: the embedded run (PROMHBASE_TEST_BACKEND unset) runs this test")
 	}
 	t.Parallel()
 	bin := promhbaseBinary(t)

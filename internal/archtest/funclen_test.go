@@ -22,7 +22,7 @@ const (
 // notProduct reports whether a package is outside the rule: the test and
 // lab rows of ARCHITECTURE.md's table.
 func notProduct(name string) bool {
-	for _, prefix := range []string{"e2e", "testkit", "tools", "internal/archtest"} {
+	for _, prefix := range []string{"test", "tools", "internal/archtest"} {
 		if name == prefix || strings.HasPrefix(name, prefix+"/") {
 			return true
 		}

@@ -133,8 +133,7 @@ func TestRebuildFaultAtEachStep(t *testing.T) {
 		// Its failures pick their calls by table name, and each rig on
 		// HBase makes tables of new names: it failed nothing there. The
 		// embedded run (make test's) checks the rewrite's order.
-		t.Log("embedded only: PROMHBASE_TEST_BACKEND unset runs this test")
-		return
+		t.Skip("embedded only: PROMHBASE_TEST_BACKEND unset runs this test")
 	}
 	t.Parallel()
 	for _, stale := range []bool{true, false} {
