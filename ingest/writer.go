@@ -53,13 +53,14 @@ type RowNoter interface {
 	NoteRows(puts []store.Put)
 }
 
-// CheckedRowNoter is a RowNoter whose noting may fail and must not be
-// lost (the results cache's log in the store, which other replicas read):
-// the Writer calls NoteRowsChecked instead of NoteRows, and its error
-// fails the request as a store error does, so that the sender writes it
-// again. It may block on I/O within ctx, the request's (its write budget).
+// CheckedRowNoter learns which rows the write path wrote where the noting
+// may fail and must not be lost (the rollups' hours built, the results
+// cache's log in the store, which other replicas read). NoteRowsChecked
+// gets the Puts of one request after the store answered, before the
+// request is acknowledged; its error fails the request as a store error
+// does, so that the sender writes it again. It may block on I/O within
+// ctx, the request's (its write budget), and must copy what it keeps.
 type CheckedRowNoter interface {
-	RowNoter
 	NoteRowsChecked(ctx context.Context, puts []store.Put) error
 }
 
@@ -76,7 +77,8 @@ type Writer struct {
 	table   string
 	family  []byte // the data table's column family, "t"
 	batches batchPool
-	noter   RowNoter // nil: nobody is told
+	noter   RowNoter        // nil: nobody is told
+	checked CheckedRowNoter // nil: nobody is told
 
 	retention time.Duration    // 0: nothing expires at its write
 	now       func() time.Time // retention's clock
@@ -152,9 +154,13 @@ type Options struct {
 	// Indexer keeps the series index of the series written; nil keeps
 	// none.
 	Indexer SeriesIndexer
-	// RowNoter is told the rows of every request written; nil tells
-	// nobody.
+	// RowNoter is told the rows of every request written, on the
+	// request's path; nil tells nobody.
 	RowNoter RowNoter
+	// CheckedRowNoter is told the rows of every request written before
+	// it is acknowledged, and its error fails the request; nil tells
+	// nobody.
+	CheckedRowNoter CheckedRowNoter
 	// HA deduplicates HA Prometheus pairs; a nil Tracker turns it off.
 	HA HA
 	// Retention, when positive, drops the samples and histograms older
@@ -169,7 +175,7 @@ type Options struct {
 // New returns a Writer into st configured by opts.
 func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(), batches: newBatchPool(),
-		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
+		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, checked: opts.CheckedRowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
 	w.forgot, _ = opts.Indexer.(DayForgetter)
 	w.retention, w.now = opts.Retention, opts.Now
 	if w.now == nil {
@@ -447,16 +453,18 @@ func (w *Writer) commit(ctx context.Context, b *writeBatch) (reuse bool, err err
 	return true, nil
 }
 
-// noteRows tells the row noter (rollups' dirty hours) of the batch's data
-// rows, written or not.
+// noteRows tells the row noters (compaction's rows; rollups' dirty hours,
+// the results cache) of the batch's data rows, written or not, and returns
+// the checked noter's error.
 func (w *Writer) noteRows(ctx context.Context, b *writeBatch) error {
 	if len(b.puts) == 0 {
 		return nil
 	}
-	if c, ok := w.noter.(CheckedRowNoter); ok {
-		return c.NoteRowsChecked(ctx, b.puts)
-	} else if w.noter != nil {
+	if w.noter != nil {
 		w.noter.NoteRows(b.puts)
+	}
+	if w.checked != nil {
+		return w.checked.NoteRowsChecked(ctx, b.puts)
 	}
 	return nil
 }

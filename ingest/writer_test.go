@@ -279,8 +279,6 @@ type checkedNoter struct {
 	calls int
 }
 
-func (n *checkedNoter) NoteRows([]store.Put) { n.calls += 100 } // must not be called
-
 func (n *checkedNoter) NoteRowsChecked(context.Context, []store.Put) error {
 	n.calls++
 	return n.err
@@ -298,7 +296,7 @@ func TestCheckedRowNoter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := teststack.New(t, teststack.Options{})
 			n := &checkedNoter{err: tc.err}
-			s.Writer = s.NewWriter(func(o *ingest.Options) { o.RowNoter = n })
+			s.Writer = s.NewWriter(func(o *ingest.Options) { o.CheckedRowNoter = n })
 			_, err := s.TryWrite(at(1, "m", "job", "a"))
 			var rej *ingest.RejectError
 			if !errors.Is(err, tc.err) || (err != nil && errors.As(err, &rej)) {

@@ -27,10 +27,6 @@ type cacheNoter struct {
 	l mapping.Layout
 }
 
-func (n cacheNoter) NoteRows(puts []store.Put) {
-	_ = n.NoteRowsChecked(context.Background(), puts)
-}
-
 // NoteRowsChecked tells the cache and, with the log, the other replicas;
 // an error (the log's append failed) fails the write, which is sent again.
 func (n cacheNoter) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
@@ -248,11 +244,14 @@ func (s *Server) cacheBuilt() func(int64) {
 	}
 }
 
-// addNoter adds n to the write path's row noters.
-func addNoter(wopts *ingest.Options, n ingest.RowNoter) {
-	if wopts.RowNoter != nil {
-		wopts.RowNoter = noters{wopts.RowNoter, n}
-	} else {
-		wopts.RowNoter = n
+// addNoter adds n to the write path's checked row noters.
+func addNoter(wopts *ingest.Options, n ingest.CheckedRowNoter) {
+	switch ns := wopts.CheckedRowNoter.(type) {
+	case nil:
+		wopts.CheckedRowNoter = n
+	case checkedNoters:
+		wopts.CheckedRowNoter = append(ns, n)
+	default:
+		wopts.CheckedRowNoter = checkedNoters{ns, n}
 	}
 }

@@ -296,29 +296,21 @@ type rollupNoter struct {
 	l mapping.Layout
 }
 
-func (n rollupNoter) NoteRows(puts []store.Put) { _ = n.NoteRowsChecked(context.Background(), puts) }
-
 func (n rollupNoter) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
 	return n.s.NoteWritten(ctx, n.l, puts)
 }
 
-// noters tells each of its noters.
-type noters []ingest.RowNoter
+// checkedNoters tells each of its noters.
+type checkedNoters []ingest.CheckedRowNoter
 
-func (ns noters) NoteRows(puts []store.Put) { _ = ns.NoteRowsChecked(context.Background(), puts) }
-
-// NoteRowsChecked tells each noter, the checked ones by NoteRowsChecked,
-// and returns the first error.
-func (ns noters) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
+// NoteRowsChecked tells every noter, whatever the others answered, and
+// returns the first error.
+func (ns checkedNoters) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
 	var first error
 	for _, n := range ns {
-		if c, ok := n.(ingest.CheckedRowNoter); ok {
-			if err := c.NoteRowsChecked(ctx, puts); err != nil && first == nil {
-				first = err
-			}
-			continue
+		if err := n.NoteRowsChecked(ctx, puts); err != nil && first == nil {
+			first = err
 		}
-		n.NoteRows(puts)
 	}
 	return first
 }
