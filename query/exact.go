@@ -36,8 +36,6 @@ func (r *WindowRequest) exactSteps(start, end int64) (from, to int) {
 	return int(f), int(t)
 }
 
-func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
-
 // cutter returns the function that gives the piece (from, end] holding a
 // sample at t: for an exact selection, between the cuts around t; else
 // the window holding t.
@@ -99,7 +97,7 @@ func (r *WindowRequest) partsOf(lo, hi int64, built func(hour int64) bool) []rea
 	w := r.width()
 	// The hours (H, H+1h] holding a cut inside a window.
 	rawHours := map[int64]bool{}
-	if r.Exact && (r.Range%w != 0 || floorMod(r.Start-r.Offset, w) != 0 || (r.Step > 0 && r.Step%w != 0)) {
+	if r.Exact && !r.Aligned() {
 		for j := range int64(r.steps()) {
 			t := r.Start - r.Offset + j*r.Step
 			for _, c := range [2]int64{t, t - r.Range} {
@@ -133,8 +131,6 @@ func (r *WindowRequest) Reads(lo, hi int64) (rolled, raw bool) {
 	}
 	return rolled, raw
 }
-
-func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 
 // RolledShare is the share of the span an exact selection reads that it
 // would read from rollups were they built over all of it: 1 when its

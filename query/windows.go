@@ -138,6 +138,37 @@ func (r *WindowRequest) aligned(t int64) int64 {
 	return floorDiv(t-r.Offset, w) * w
 }
 
+// Covered returns the span (lo, hi] in Unix ms that r's steps read
+// together: for an exact selection each step's range, else each step's
+// whole windows.
+func (r *WindowRequest) Covered() (lo, hi int64) {
+	if r.Exact {
+		return r.Start - r.Offset - r.Range, r.End - r.Offset
+	}
+	return r.aligned(r.Start) - r.span(), r.aligned(r.End)
+}
+
+// Aligned reports whether every step's range of r is whole windows: the
+// range a multiple of the width, the first step's end (less the offset)
+// on a window's end, the step a multiple of the width (or none).
+func (r *WindowRequest) Aligned() bool {
+	w := r.width()
+	return r.Range%w == 0 && floorMod(r.Start-r.Offset, w) == 0 && (r.Step <= 0 || r.Step%w == 0)
+}
+
+// HoursOf returns the hours holding (lo, hi] (Unix ms) as Unix seconds
+// [from, to), neither below 0: the span of rollup.Hours a selection
+// reading (lo, hi] asks about.
+func HoursOf(lo, hi int64) (from, to int64) {
+	const hour = rollup.HourMs
+	return max(floorDiv(lo, hour)*hour/1000, 0), max((floorDiv(hi-1, hour)+1)*hour/1000, 0)
+}
+
+// The window arithmetic of the downsampled read, its one home: divisions
+// round toward minus infinity, so that times before 1970 (negative) fall
+// in the window that holds them.
+
+// floorDiv is a/b rounded down.
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
@@ -145,6 +176,12 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// floorMod is a - floorDiv(a, b)*b: in [0, b) for b > 0.
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// ceilDiv is a/b rounded up.
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // ends returns the windows read: those ending in (lo, hi].
 func (r *WindowRequest) ends() (lo, hi int64) {
@@ -189,7 +226,7 @@ func (r *WindowRequest) stepRange(start, end int64) (from, to int) {
 		return 0, 0
 	}
 	// end <= aligned(t_j) ⇔ t_j - Offset >= end; aligned(t_j) - span < end ⇔ t_j - Offset < end + span.
-	ceil := func(x int64) int64 { return -floorDiv(-x, r.Step) }
+	ceil := func(x int64) int64 { return ceilDiv(x, r.Step) }
 	f := max(ceil(end+r.Offset-r.Start), 0)
 	t := min(ceil(end+r.span()+r.Offset-r.Start), int64(n))
 	if f >= t {

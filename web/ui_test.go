@@ -28,7 +28,8 @@ func TestUIRoutes(t *testing.T) {
 		{"status", "/status", http.StatusOK, "", `data-page="status"`},
 		{"flags", "/flags", http.StatusOK, "", `data-page="flags"`},
 		{"setup: the landing page", "/setup", http.StatusOK, "", "remote_write:"},
-		{"script", "/ui/app.js", http.StatusOK, "", "function queryPage"},
+		{"script", "/ui/app.js", http.StatusOK, "", "window.promhbase"},
+		{"the query page's script", "/graph", http.StatusOK, "", `src="ui/pages/graph.js"`},
 		{"style", "/ui/style.css", http.StatusOK, "", "#graph"},
 		{"uPlot's license", "/ui/vendor/uplot/LICENSE", http.StatusOK, "", "MIT"},
 		{"no other file", "/ui/nothing.js", http.StatusNotFound, "", ""},
@@ -126,5 +127,36 @@ func TestRoutePrefix(t *testing.T) {
 	}
 	if _, err := RoutePrefix("", "http://a b/%zz"); err == nil {
 		t.Error("a URL that does not parse: no error")
+	}
+}
+
+// TestUIPagesOneList: every page of UIPages but the setup page has its
+// script (ui/pages/<page>.js, registering that page), which serves; the
+// setup page's navigation links every other page, from the same list.
+func TestUIPagesOneList(t *testing.T) {
+	h := New(Options{Remote: echo("remote"), API: echo("api")})
+	get := func(t *testing.T, target string) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: status %d", target, rec.Code)
+		}
+		return rec.Body.String()
+	}
+	setup := get(t, "/setup")
+	for _, p := range UIPages() {
+		if p.Path == "/setup" {
+			continue
+		}
+		t.Run(p.Title, func(t *testing.T) {
+			name := p.Path[1:]
+			if js := get(t, "/ui/pages/"+name+".js"); !strings.Contains(js, "pages['"+name+"'] = ") {
+				t.Errorf("ui/pages/%s.js registers no page %q", name, name)
+			}
+			if want := `<a href="` + name + `">` + p.Title + `</a>`; !strings.Contains(setup, want) {
+				t.Errorf("the setup page lacks %s", want)
+			}
+		})
 	}
 }

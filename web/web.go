@@ -115,7 +115,8 @@ func New(opts Options) http.Handler {
 			Info
 			Base  string
 			Pprof bool
-		}{opts.Info, base, opts.Pprof})
+			Pages []UIPage
+		}{opts.Info, base, opts.Pprof, UIPages()})
 	})
 	return RetryUnavailable(mux)
 }
@@ -124,7 +125,7 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>promhbase</title>
 <style>body{font-family:sans-serif;max-width:52em;margin:2em auto;padding:0 1em}pre{background:#f4f4f4;padding:.8em;overflow:auto}td{padding:.1em 1em .1em 0}</style>
 </head><body>
-<p><a href="graph">Query</a> · <a href="alerts">Alerts</a> · <a href="rules">Rules</a> · <a href="tsdb-status">Cardinality</a> · <a href="status">Status</a> · <a href="flags">Flags</a></p>
+<p>{{range $i, $p := .Pages}}{{if ne $p.Path "/setup"}}{{if $i}} · {{end}}<a href="{{slice $p.Path 1}}">{{$p.Title}}</a>{{end}}{{end}}</p>
 <h1>promhbase</h1>
 <p>Prometheus remote storage on HBase, in OpenTSDB's table schema. Version {{.Version}}.</p>
 <h2>Storage</h2>

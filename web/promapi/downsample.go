@@ -320,8 +320,7 @@ func (rw *rewriter) note(req *query.WindowRequest, lo, hi int64) {
 		rw.built = rw.d.Built(rw.ctx)
 	}
 	rw.read = true
-	const hour = rollup.HourMs
-	req.Built = rw.built.Clip(max(floorDivMs(lo, hour)*hour/1000, 0), max((floorDivMs(hi-1, hour)+1)*hour/1000, 0))
+	req.Built = rw.built.Clip(query.HoursOf(lo, hi))
 	rolled, raw := req.Reads(lo, hi)
 	if rolled {
 		rw.used[req.Interval.Name] = true
@@ -345,22 +344,15 @@ func (rw *rewriter) window(f query.WindowFunc, ms *parser.MatrixSelector) parser
 	}
 	req := &query.WindowRequest{Interval: iv, Func: f, Range: r, Offset: vs.OriginalOffset.Milliseconds(),
 		Start: rw.start, End: rw.end, Step: rw.step}
-	w := iv.Seconds() * 1000
-	aligned := r%w == 0 && floorModMs(rw.start-req.Offset, w) == 0 && rw.step%w == 0
+	aligned := req.Aligned()
 	gone := !rw.approx && !aligned && rw.rawGone(rw.start-req.Offset-r, iv)
-	if req.Exact = (!rw.approx && !gone) || aligned; req.Exact {
-		// Where most of the span is read raw anyway, the evaluator
-		// reads it faster.
-		if req.RolledShare() < cmp.Or(rw.d.MinRolledShare, defaultMinRolledShare) {
-			return nil
-		}
-		rw.note(req, rw.start-req.Offset-r, rw.end-req.Offset)
-		return marked(vs, req, false)
+	// Where most of the span is read raw anyway, the evaluator reads it
+	// faster.
+	if req.Exact = (!rw.approx && !gone) || aligned; req.Exact && req.RolledShare() < cmp.Or(rw.d.MinRolledShare, defaultMinRolledShare) {
+		return nil
 	}
-	rw.inexact = true
-	span := max(w, (r+w/2)/w*w)
-	lo := floorDivMs(rw.start-req.Offset, w)*w - span
-	hi := floorDivMs(rw.end-req.Offset, w) * w
+	rw.inexact = rw.inexact || !req.Exact
+	lo, hi := req.Covered()
 	rw.note(req, lo, hi)
 	return marked(vs, req, false)
 }
@@ -378,8 +370,8 @@ func (rw *rewriter) last(vs *parser.VectorSelector, inSub bool) parser.Expr {
 	rw.inexact = true
 	req := &query.WindowRequest{Interval: iv, Func: query.WinLast, Offset: vs.OriginalOffset.Milliseconds(),
 		Start: rw.start, End: rw.end, Step: rw.step}
-	w := iv.Seconds() * 1000
-	rw.note(req, floorDivMs(rw.start-req.Offset, w)*w-w, floorDivMs(rw.end-req.Offset, w)*w)
+	lo, hi := req.Covered()
+	rw.note(req, lo, hi)
 	return marked(vs, req, false)
 }
 
@@ -405,16 +397,6 @@ func (rw *rewriter) points(f query.WindowFunc, ms *parser.MatrixSelector) {
 
 // defaultMinRolledShare is Downsampling.MinRolledShare's default.
 const defaultMinRolledShare = 0.5
-
-func floorModMs(a, b int64) int64 { return a - floorDivMs(a, b)*b }
-
-func floorDivMs(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
 
 // parseTime parses a time as Prometheus's API does: Unix seconds with
 // up to millisecond precision, or RFC 3339.
