@@ -195,6 +195,9 @@ func (c *config) openStore(reg prometheus.Registerer, logger *slog.Logger) (stor
 		if err != nil {
 			return nil, err
 		}
+		if off := st.DiskGuardOff(); off != "" {
+			logger.Warn("embedded store: "+off, "path", c.embeddedPath)
+		}
 		if reg != nil {
 			if err := reg.Register(st.Collector()); err != nil {
 				st.Close()

@@ -44,10 +44,19 @@ const BallastName = "ballast"
 // diskGuardInterval is how often the guard reads the free space.
 const diskGuardInterval = time.Second
 
+// errFreeUnknown is freeBytes's error on a system where it cannot read
+// the free space.
+var errFreeUnknown = errors.New("the free disk space cannot be read on this system")
+
 // diskGuard watches the free space of a store's filesystem.
 type diskGuard struct {
 	dir          string
 	min, ballast int64
+	// off is why the guard is off (its system cannot read the free
+	// space), "" when on: then there is no watermark, no ballast, and an
+	// ENOSPC fails its write alone rather than turning the store
+	// read-only with nothing to turn it writable again.
+	off string
 	// freeBytes reads the free space of dir's filesystem (statfs; tests
 	// replace it).
 	freeBytes func(dir string) (int64, error)
@@ -69,16 +78,27 @@ type diskGuard struct {
 }
 
 // newDiskGuard returns the guard of dir, not yet started, having read
-// the free space once and made the ballast when there is room for it.
-func newDiskGuard(dir string, minFree, ballast int64) *diskGuard {
-	g := &diskGuard{dir: dir, min: max(minFree, 0), ballast: max(ballast, 0), freeBytes: freeBytes,
+// the free space once (by free: freeBytes but in tests) and made the
+// ballast when there is room for it; off where free cannot read it.
+func newDiskGuard(dir string, minFree, ballast int64, free func(dir string) (int64, error)) *diskGuard {
+	g := &diskGuard{dir: dir, min: max(minFree, 0), ballast: max(ballast, 0), freeBytes: free,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := g.freeBytes(dir); errors.Is(err, errFreeUnknown) {
+		g.off = err.Error() + ": the disk guard is off (no --storage.min-free-disk-space-bytes, no ballast)"
+		g.min, g.ballast = 0, 0
+		return g
+	}
 	g.check()
 	return g
 }
 
-// start runs the guard's goroutine until close.
+// start runs the guard's goroutine until close; none when the guard is
+// off.
 func (g *diskGuard) start() {
+	if g.off != "" {
+		close(g.done)
+		return
+	}
 	go func() {
 		defer close(g.done)
 		every := diskGuardInterval
@@ -149,6 +169,9 @@ func (g *diskGuard) setReadOnly(why string) {
 // at once and the ballast goes, so that what is in flight can finish.
 func (g *diskGuard) diskFull() {
 	g.fullEvents.Add(1)
+	if g.off != "" {
+		return
+	}
 	g.full.Store(true)
 	g.setReadOnly("the disk is full (no space left on device)")
 	g.mu.Lock()
@@ -211,3 +234,8 @@ func (s *Store) ReadOnly() (bool, string) {
 }
 
 var _ store.ReadOnlyReporter = (*Store)(nil)
+
+// DiskGuardOff says why the disk guard is off, "" when it is on: on a
+// system where the free space cannot be read it does not start (no
+// watermark, no ballast), which serve logs at its start.
+func (s *Store) DiskGuardOff() string { return s.guard.off }

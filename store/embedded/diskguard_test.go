@@ -50,6 +50,36 @@ func TestDiskGuard(t *testing.T) {
 	}
 }
 
+// TestDiskGuardOff: where the free space cannot be read the guard is off
+// and says so: no watermark, no ballast, and an ENOSPC fails its write
+// alone, never turning the store read-only for good; it starts and
+// closes with no goroutine.
+func TestDiskGuardOff(t *testing.T) {
+	dir := t.TempDir()
+	g := newDiskGuard(dir, 1<<40, 1<<20, func(string) (int64, error) { return 0, errFreeUnknown })
+	if g.off == "" || !strings.Contains(g.off, "the disk guard is off") {
+		t.Fatalf("off %q, want why the guard is off", g.off)
+	}
+	g.start()
+	g.noteErr(&os.PathError{Op: "write", Path: "x", Err: errNoSpace})
+	if err := g.writable(); err != nil {
+		t.Errorf("writable after an ENOSPC with the guard off: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BallastName)); !os.IsNotExist(err) {
+		t.Errorf("a ballast made with the guard off: %v", err)
+	}
+	g.close(true)
+}
+
+// TestFreeBytes: this system's free space reads (the guard is on), as a
+// positive number of bytes.
+func TestFreeBytes(t *testing.T) {
+	free, err := freeBytes(t.TempDir())
+	if err != nil || free <= 0 {
+		t.Fatalf("freeBytes = %d, %v", free, err)
+	}
+}
+
 // TestReadOnlyStore: a read-only store refuses puts with ErrReadOnly, a
 // store.ErrUnavailable that says why, and goes on reading, deleting and
 // taking check-and-puts.

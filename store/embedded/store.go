@@ -183,7 +183,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open embedded store %q: %w", dir, err)
 	}
-	s.guard = newDiskGuard(dir, opts.MinFreeBytes, opts.BallastBytes)
+	s.guard = newDiskGuard(dir, opts.MinFreeBytes, opts.BallastBytes, freeBytes)
 	s.guard.every = opts.diskCheckEvery
 	po := pebbleOptions(cache, len(opts.BufferTables) > 0, s.fs)
 	po.FS = vfs.OnDiskFull(po.FS, s.guard.diskFull)
