@@ -22,9 +22,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 promhbase=$root/bin/promhbase
-promtool=$("$root/scripts/promtool.sh")
-vm=$("$root/scripts/victoriametrics.sh")
-vmctl=$("$root/scripts/vmctl.sh")
+promtool=$("$root/tools/scripts/promtool.sh")
+vm=$("$root/tools/scripts/victoriametrics.sh")
+vmctl=$("$root/tools/scripts/vmctl.sh")
 [[ -x $promhbase ]] || die "build bin/promhbase first (make build)"
 
 end=$(($(date +%s) / 3600 * 3600 - 7200))

@@ -44,7 +44,7 @@ zk=${HBASE_ZK:-127.0.0.1:2181}
 pport=19291
 tport=14291
 
-"$root/scripts/hbase.sh" status >/dev/null 2>&1 || "$root/scripts/hbase.sh" up
+"$root/tools/scripts/hbase.sh" status >/dev/null 2>&1 || "$root/tools/scripts/hbase.sh" up
 
 if [[ -n ${PREFIX:-} ]]; then
 	# Tables an earlier run loaded (its last line names them), with the
@@ -70,7 +70,7 @@ log "tables $tables; data $start to $end, step ${step}s"
 
 export OPENTSDB_RUN=$work/opentsdb OPENTSDB_PORT=$tport OPENTSDB_ZK=$zk \
 	OPENTSDB_DATA_TABLE=$prefix-tsdb OPENTSDB_UID_TABLE=$prefix-tsdb-uid
-"$root/scripts/opentsdb.sh" up
+"$root/tools/scripts/opentsdb.sh" up
 "$promhbase" serve --web.listen-address=127.0.0.1:$pport --storage.backend=hbase --hbase.zookeeper.quorum="$zk" \
 	--hbase.table.data="$prefix-tsdb" --hbase.table.uid="$prefix-tsdb-uid" --hbase.table.exemplar="$prefix-tsdb-exemplar" \
 	--hbase.table.meta="$prefix-tsdb-meta" --hbase.table.index="$prefix-tsdb-index" --no-rollup.enabled \
@@ -79,7 +79,7 @@ serve=$!
 cleanup() {
 	kill "$serve" 2>/dev/null || true
 	wait "$serve" 2>/dev/null || true
-	"$root/scripts/opentsdb.sh" down >/dev/null 2>&1 || true
+	"$root/tools/scripts/opentsdb.sh" down >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 for _ in $(seq 300); do curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break; sleep 0.2; done

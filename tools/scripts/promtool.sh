@@ -24,7 +24,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools_dir="$root/tools/prometheus"
 readonly prom_module=github.com/prometheus/prometheus
 # The version tools/scripts/prometheus.sh pins (it checks it against tools/prometheus).
-prom_module_version="$(sed -n 's/^readonly prom_module_version=//p' "$root/scripts/prometheus.sh")"
+prom_module_version="$(sed -n 's/^readonly prom_module_version=//p' "$root/tools/scripts/prometheus.sh")"
 [[ -n $prom_module_version ]] || die "cannot read prom_module_version from tools/scripts/prometheus.sh"
 cache_dir="${PROMHBASE_CACHE:-$HOME/.cache/promhbase}/prometheus-${prom_module_version}"
 bin="$cache_dir/promtool"
