@@ -42,7 +42,7 @@ prom_build_flags "$build_dir"
 
 log "building promtool $version ($prom_module@$prom_module_version) into $bin"
 start=$SECONDS
-(cd "$build_dir" && GOFLAGS=-mod=mod go build -trimpath -tags netgo -ldflags "$ldflags" \
+(cd "$build_dir" && GOFLAGS=-mod=mod go build -trimpath -tags netgo,remove_all_sd -ldflags "$ldflags" \
 	-o "$build_dir/promtool" "$prom_module/cmd/promtool") >&2
 
 out="$("$build_dir/promtool" --version 2>&1)" || die "built binary does not run: $out"

@@ -13,8 +13,9 @@
 #   start     in the background: the standalone HBase (tools/scripts/hbase.sh up,
 #             ZooKeeper 127.0.0.1:2181), the test cluster (cluster-up,
 #             ZooKeeper 127.0.0.1:2182), the peers the suites run
-#             (Prometheus, Alertmanager, VictoriaMetrics, vmctl: built once,
-#             cached in ~/.cache/promhbase), and Debian's Chromium for the
+#             (Prometheus and promtool, Alertmanager, VictoriaMetrics, vmctl:
+#             built once; the TSD's jars: fetched once; cached by version in
+#             ~/.cache/promhbase), and Debian's Chromium for the
 #             web UI's browser tests (tools/scripts/chromium.sh: apt-get install
 #             chromium when it is missing)
 #   static    go vet (build tags faults and cluster: every file), then
@@ -32,7 +33,9 @@
 #
 # Each stage's output goes to .run/test/<stage>.log; a stage's log is
 # printed whole when it fails, its last lines when it passes. The run ends
-# with each stage's time and result, and exits 1 when any failed.
+# with what failed (each failing test's lines, a panic's first lines, the
+# failed packages, the stage log's last lines: digest), then each stage's
+# time and result, and exits 1 when any failed.
 #
 # Environment: GO (go), TEST_PARALLEL (go test -parallel of the suites,
 # 4: their tests wait on servers more than on the CPU, but 8 loaded 2 cores
@@ -63,6 +66,7 @@ mkdir -p "$LOGS"
 began=$(date +%s)
 summary=()
 failed=0
+failed_stages=()
 
 # stage NAME CMD...: runs CMD with its output in NAME's log, then records
 # its time and result. Run in the background, it is waited for by
@@ -89,8 +93,28 @@ report() {
 		log "$name: FAILED (exit $rc) in ${secs}s; $LOGS/$name.log:"
 		cat "$LOGS/$name.log"
 		failed=1
+		failed_stages+=("$name")
 	fi
 	summary+=("$(printf '%-9s %-6s %4ss (from %4ss)' "$name" "$([[ $rc -eq 0 ]] && echo ok || echo FAILED)" "$secs" "$at")")
+}
+
+# digest NAME: what failed in stage NAME, short, for the end of the run
+# (where CI shows the last lines): each failing test's own lines, a
+# panic's first lines (a test past -timeout panics with every goroutine),
+# the packages that failed, and the log's last lines.
+digest() {
+	local log=$LOGS/$1.log
+	log "$1 FAILED: the failing tests ($log has everything):"
+	awk '
+		/^(=== RUN|=== PAUSE|=== CONT|--- PASS|--- SKIP|PASS$|ok  )/ { keep = 0 }
+		/^ *--- FAIL/ { keep = 1 }
+		/^panic: / { keep = 1; left = 40 }
+		keep && n < 400 { print; n++; if (left && !--left) keep = 0 }
+	' "$log" >&2
+	log "$1: the packages that failed:"
+	grep -E '^(FAIL|---? FAIL)[[:space:]]' "$log" | grep -v -- '--- FAIL' | head -n 40 >&2
+	log "$1: the last lines of $log:"
+	tail -n 25 "$log" >&2
 }
 
 # background NAME CMD...: stage NAME in the background; its pid in pids[NAME].
@@ -114,8 +138,14 @@ ok() {
 	read -r rc _ <"$LOGS/$1.result" 2>/dev/null && [[ $rc -eq 0 ]]
 }
 
+# peers: the servers the suites run, built or fetched once into their
+# caches (keyed by version): Prometheus and promtool, Alertmanager,
+# VictoriaMetrics and vmctl, the TSD's jars (its configuration written to
+# a scratch directory), Chromium.
 peers() {
-	tools/scripts/prometheus.sh && tools/scripts/alertmanager.sh && tools/scripts/victoriametrics.sh && tools/scripts/vmctl.sh && tools/scripts/chromium.sh
+	tools/scripts/prometheus.sh && tools/scripts/promtool.sh && tools/scripts/alertmanager.sh &&
+		tools/scripts/victoriametrics.sh && tools/scripts/vmctl.sh &&
+		OPENTSDB_RUN=$LOGS/opentsdb-fetch tools/scripts/opentsdb.sh conf && tools/scripts/chromium.sh
 }
 
 static() {
@@ -184,6 +214,9 @@ report cluster-up
 
 stop_all
 trap - EXIT
+for name in "${failed_stages[@]}"; do
+	digest "$name"
+done
 log "stages (seconds, and when each began after the start):"
 printf '  %s\n' "${summary[@]}" >&2
 log "total $(($(date +%s) - began))s"
