@@ -246,12 +246,16 @@ func (s *Server) cacheBuilt() func(int64) {
 
 // addNoter adds n to the write path's checked row noters.
 func addNoter(wopts *ingest.Options, n ingest.CheckedRowNoter) {
-	switch ns := wopts.CheckedRowNoter.(type) {
+	var ns checkedNoters
+	switch have := wopts.CheckedRowNoter.(type) {
 	case nil:
 		wopts.CheckedRowNoter = n
+		return
 	case checkedNoters:
-		wopts.CheckedRowNoter = append(ns, n)
+		ns = have
 	default:
-		wopts.CheckedRowNoter = checkedNoters{ns, n}
+		ns = checkedNoters{have}
 	}
+	ns = append(ns, n)
+	wopts.CheckedRowNoter = ns
 }
