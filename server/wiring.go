@@ -351,7 +351,12 @@ func openIndex(ctx context.Context, st store.Store, cfg Config, reg prometheus.R
 	if hasRows {
 		day = mapping.DayOf(time.Now().UnixMilli()) + 1
 	}
-	if err := w.MarkCoverage(ctx, day); err != nil {
+	if err := w.MarkCoverage(ctx, day); errors.Is(err, store.ErrUnavailable) {
+		// A store that refuses writes (a new embedded store on a disk
+		// below its free-space watermark) starts read-only, as one with
+		// data does: the coverage goes with the first write it takes.
+		w.MarkCoverageLater(day)
+	} else if err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -76,6 +76,10 @@ type Writer struct {
 	opts    Options
 	seen    *seenSet
 	forgets *forgets // days whose cells were deleted since (Forget)
+	// pending is the coverage day MarkCoverage could not record (the
+	// store refused writes at start: a new store on a full disk), which
+	// Stage records before the first write; nil when recorded.
+	pending atomic.Pointer[uint32]
 	// scratch keeps writeCells' buffers (*cellScratch) between calls.
 	scratch sync.Pool
 
@@ -123,6 +127,26 @@ func (w *Writer) MarkCoverage(ctx context.Context, day uint32) error {
 		}
 	}
 	return w.setCoverage(ctx, day, quals...)
+}
+
+// MarkCoverageLater has Stage mark the coverage of day (MarkCoverage)
+// before it stages the first entries: for a store that refuses writes at
+// start. Every write from then on is indexed, so a coverage recorded with
+// the first write that can be stored is as true as one recorded at start.
+func (w *Writer) MarkCoverageLater(day uint32) { w.pending.Store(&day) }
+
+// markPending records the pending coverage day, if any; an error (the
+// store still refusing writes) fails the write that asked.
+func (w *Writer) markPending(ctx context.Context) error {
+	day := w.pending.Load()
+	if day == nil {
+		return nil
+	}
+	if err := w.MarkCoverage(ctx, *day); err != nil {
+		return err
+	}
+	w.pending.CompareAndSwap(day, nil)
+	return nil
 }
 
 // setCoverage writes day as the coverage day of each of quals.
@@ -192,6 +216,9 @@ type Staged struct {
 // b was written; b's puts reference the Writer's buffers until then.
 func (w *Writer) Stage(ctx context.Context, entries []Entry, b *store.Batch) (Staged, error) {
 	st := Staged{w: w}
+	if err := w.markPending(ctx); err != nil {
+		return st, err
+	}
 	n := 0
 	for _, e := range entries {
 		if w.todo(e) {
