@@ -67,12 +67,17 @@ func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at tim
 }
 
 // evalOnce evaluates g at t and records it in r:last; false: the lease
-// is lost.
+// is lost, or ctx ended during the evaluation, which then stays
+// unrecorded (its queries and appends failed or may have: the next holder
+// makes it up from r:last rather than leaving a gap).
 func (ts *tenantState) evalOnce(ctx context.Context, g *rules.Group, l *groupLease, t time.Time) bool {
 	if !l.valid() {
 		return false
 	}
 	rules.DefaultEvalIterationFunc(ctx, g, t)
+	if ctx.Err() != nil {
+		return false
+	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.r.cfg.LeaseDuration)
 	defer cancel()
 	ok, err := l.setLast(lctx, t.UnixMilli())

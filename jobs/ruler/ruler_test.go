@@ -1,6 +1,7 @@
 package ruler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -410,19 +411,49 @@ func TestTwoRulersTakeOver(t *testing.T) {
 		taken := counts()
 		poll.Until(t, 20*time.Second, 50*time.Millisecond, "every group evaluated twice after the takeover", func() (bool, string) { return evaluatedSince(taken, 2) })
 	})
+	// An evaluation the kill (or a lease that expired under load) cut
+	// between its append and its r:last is made again by the next holder:
+	// the same sample written twice, which the store keeps once. Never a
+	// gap, never two values at one timestamp.
 	t.Run("no gap and nothing twice", func(t *testing.T) {
 		for _, name := range names {
-			tss := e.evaluations("rec:" + name)
-			if len(tss) == 0 {
+			ps := e.evaluationSamples("rec:" + name)
+			if len(ps) == 0 {
 				t.Fatalf("%s: no evaluations", name)
 			}
-			for i := 1; i < len(tss); i++ {
-				if d := tss[i] - tss[i-1]; d != iv.Milliseconds() {
-					t.Errorf("%s: evaluations at %d and %d, %d ms apart, want %d", name, tss[i-1], tss[i], d, iv.Milliseconds())
+			again := 0
+			for i := 1; i < len(ps); i++ {
+				if ps[i].Timestamp == ps[i-1].Timestamp {
+					again++
+					if math.Float64bits(ps[i].Value) != math.Float64bits(ps[i-1].Value) {
+						t.Errorf("%s: two values at %d: %v and %v", name, ps[i].Timestamp, ps[i-1].Value, ps[i].Value)
+					}
+					continue
 				}
+				if d := ps[i].Timestamp - ps[i-1].Timestamp; d != iv.Milliseconds() {
+					t.Errorf("%s: evaluations at %d and %d, %d ms apart, want %d", name, ps[i-1].Timestamp, ps[i].Timestamp, d, iv.Milliseconds())
+				}
+			}
+			if again > 0 {
+				t.Logf("%s: %d evaluations made again by the next holder (the same samples)", name, again)
 			}
 		}
 	})
+}
+
+// evaluationSamples returns the samples of the series named name that the
+// rulers wrote, by timestamp, each as many times as written.
+func (e *env) evaluationSamples(name string) []prompb.Sample {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ps []prompb.Sample
+	for _, s := range e.written {
+		if nameOf(s.Labels) == name {
+			ps = append(ps, s.Samples...)
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b prompb.Sample) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	return ps
 }
 
 // evaluations returns the timestamps of the samples of the series named
