@@ -88,13 +88,13 @@ func dropTestTables(t *testing.T, flags []string) {
 // base URL. It is stopped when the test ends if it has not exited before.
 func startServe(t *testing.T, bin string, args ...string) (*testproc.Process, string) {
 	t.Helper()
-	addr := testproc.FreeAddr(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address=" + addr}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--web.listen-address=127.0.0.1:0"}, args...)...)
 	srv := testproc.Start(t, "serve", cmd, filepath.Join(t.TempDir(), "serve.log"), 0)
-	if err := srv.WaitReady(t.Context(), "http://"+addr+"/-/ready", time.Minute); err != nil {
+	base, err := srv.WaitServing(t.Context(), time.Minute)
+	if err != nil {
 		t.Fatalf("serve not ready: %v\n%s", err, srv.Log())
 	}
-	return srv, "http://" + addr
+	return srv, base
 }
 
 // stopServe sends SIGTERM to serve and fails the test unless it then

@@ -16,9 +16,10 @@ const maxCatchUpEvals = 100
 
 // The reasons of promhbase_ruler_evaluations_skipped_total.
 const (
-	skippedLeaseLost = "lease_lost" // another replica holds the group
-	skippedDone      = "done"       // r:last says it was evaluated
-	skippedTooOld    = "too_old"    // missed, past the catch-up window or maxCatchUpEvals
+	skippedLeaseLost = "lease_lost"      // another replica holds the group
+	skippedDone      = "done"            // r:last says it was evaluated
+	skippedTooOld    = "too_old"         // missed, past the catch-up window or maxCatchUpEvals
+	skippedNoLast    = "last_unreadable" // r:last could not be read: the next iteration makes it up
 )
 
 // evalIteration is the rules.GroupEvalIterationFunc of a tenant's groups:
@@ -26,7 +27,10 @@ const (
 // first; lost: the evaluation is skipped and the group dropped at the
 // next sync), after the aligned timestamps a previous holder missed (from
 // r:last, within the catch-up window), never at or before r:last, and is
-// recorded in r:last.
+// recorded in r:last. When r:last cannot be read the iteration is skipped:
+// evaluating without it could leave the missed timestamps before it
+// unmade forever, while the next iteration that reads it makes this one
+// up with them.
 func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at time.Time) {
 	key := rules.GroupKey(g.File(), g.Name())
 	l := ts.lease(key)
@@ -45,7 +49,9 @@ func (ts *tenantState) evalIteration(ctx context.Context, g *rules.Group, at tim
 	}
 	last, err := l.last(lctx)
 	if err != nil {
-		ts.logger.Warn("cannot read a rule group's last evaluation; evaluating without catch-up", "group", key, "err", err)
+		ts.logger.Warn("cannot read a rule group's last evaluation; the next iteration makes this one up", "group", key, "at", at, "err", err)
+		ts.r.m.skipped.WithLabelValues(skippedNoLast).Inc()
+		return
 	}
 	atMs := at.UnixMilli()
 	if last >= atMs {

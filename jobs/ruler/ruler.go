@@ -188,7 +188,7 @@ func New(cfg Config) (*Ruler, error) {
 		}}
 	// Every reason from the start, so that the first skip of each is an
 	// increase that rate and increase see.
-	for _, reason := range []string{skippedLeaseLost, skippedDone, skippedTooOld} {
+	for _, reason := range []string{skippedLeaseLost, skippedDone, skippedTooOld, skippedNoLast} {
 		r.m.skipped.WithLabelValues(reason)
 	}
 	return r, nil

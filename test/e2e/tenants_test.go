@@ -492,6 +492,9 @@ func TestTenantOTLP(t *testing.T) {
 
 // TestTenantHA: HA pairs of two tenants with the same cluster name have
 // elections of their own, and the tracker's metrics carry each tenant.
+// The failover timeout is an hour: the test is not of failover, and under
+// a loaded HBase the writes can lie more than a short timeout apart, which
+// would rightly elect the other replica.
 func TestTenantHA(t *testing.T) {
 	t.Parallel()
 	st, tb := testbackend.NewWithHA(t)
@@ -499,7 +502,7 @@ func TestTenantHA(t *testing.T) {
 	a, b := "ha-a-"+sfx, "ha-b-"+sfx
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{
 		HA: &server.HAConfig{Enabled: true, Config: hatracker.Config{ClusterLabel: "cluster", ReplicaLabel: "__replica__",
-			FailoverTimeout: 30 * time.Second, UpdateTimeout: 15 * time.Second, UpdateTimeoutJitterMax: time.Second, MaxClusters: 10}},
+			FailoverTimeout: time.Hour, UpdateTimeout: 15 * time.Second, UpdateTimeoutJitterMax: time.Second, MaxClusters: 10}},
 		Tenants: &testserver.TenantOptions{AutoCreate: true}})
 	write := func(org, replica string, v float64) int {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -32,10 +33,25 @@ const stopGrace = 15 * time.Second
 
 // FreeAddr returns a loopback host:port (127.0.0.1) whose port was free a
 // moment ago. Nothing holds it: another process may take it before the
-// caller binds it, which StartServer allows for.
+// caller binds it, which StartServer allows for. The port is drawn at
+// random below Linux's default ephemeral range (32768-60999), from which
+// the kernel picks the source ports of outgoing connections and the ports
+// of listeners on port 0: under a full test run's thousands of connections
+// a port freed there is soon someone else's. A server that can listen on
+// port 0 and say where is better started so (see ServeAddress).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	const lo, hi = 20000, 32768
 	var lc net.ListenConfig
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))
+		l, err := lc.Listen(t.Context(), "tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
+	}
 	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +59,36 @@ func FreeAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// servingLine is what `promhbase serve` logs once it listens, followed by
+// the address it listens on (logfmt: address=host:port).
+const servingLine = `msg="promhbase serving" address=`
+
+// ServeAddress waits up to timeout until the log of a `promhbase serve`
+// says the address it listens on (its "promhbase serving" line) and
+// returns that host:port. Started with --web.listen-address=127.0.0.1:0,
+// serve gets a port that no other process can hold, and the test learns
+// it here. It fails when the process exits first or ctx ends.
+func (p *Process) ServeAddress(ctx context.Context, timeout time.Duration) (string, error) {
+	var addr string
+	err := poll.Wait(ctx, timeout, 20*time.Millisecond, "serving", func() (bool, string, error) {
+		log := p.Log()
+		if i := strings.Index(log, servingLine); i >= 0 {
+			rest := log[i+len(servingLine):]
+			if end := strings.IndexAny(rest, " \n"); end > 0 {
+				addr = rest[:end]
+				return true, "", nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return false, "", fmt.Errorf("exited before it listened: %v", p.Cmd.ProcessState)
+		default:
+		}
+		return false, "no " + servingLine + " line in the log yet", nil
+	})
+	return addr, err
 }
 
 // PrometheusBinary returns the path of the Prometheus binary that the
@@ -280,26 +326,35 @@ func StartServer(t testing.TB, s ServerSpec) (*Process, string) {
 }
 
 // StartServe starts `bin serve` (promhbase, as BuildBinary builds it)
-// with args, as name, on a free loopback address (StartServer: another
-// address when that one is taken), waits up to two minutes until
-// /-/ready answers 200, and returns the process and its base URL
-// (http://host:port). A failed test shows logTail lines of its log.
+// with args, as name, listening on a loopback port of the kernel's choice
+// (127.0.0.1:0; ServeAddress learns it from the log), waits up to two
+// minutes until /-/ready answers 200, and returns the process and its base
+// URL (http://host:port). A failed test shows logTail lines of its log.
 func StartServe(t testing.TB, bin, name string, logTail int, args ...string) (*Process, string) {
 	t.Helper()
-	p, listen := StartServer(t, ServerSpec{
-		Name:   name,
-		LogDir: t.TempDir(),
-		Command: func(listen string) *exec.Cmd {
-			// Not the test's context: ending it would kill the server
-			// before Stop's SIGTERM; Stop ends it when the test ends.
-			return exec.CommandContext(context.WithoutCancel(t.Context()), bin,
-				append([]string{"serve", "--web.listen-address=" + listen}, args...)...)
-		},
-		ReadyPath:    "/-/ready",
-		ReadyTimeout: 2 * time.Minute,
-		LogTail:      logTail,
-	})
-	return p, "http://" + listen
+	// Not the test's context: ending it would kill the server before
+	// Stop's SIGTERM; Stop ends it when the test ends.
+	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin,
+		append([]string{"serve", "--web.listen-address=127.0.0.1:0"}, args...)...)
+	p := Start(t, name, cmd, filepath.Join(t.TempDir(), name+".log"), logTail)
+	base, err := p.WaitServing(t.Context(), 2*time.Minute)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, Tail(p.LogPath, logTail))
+	}
+	return p, base
+}
+
+// WaitServing waits up to timeout until a `promhbase serve` started on
+// port 0 says where it listens (ServeAddress) and answers 200 on /-/ready
+// there, and returns its base URL (http://host:port).
+func (p *Process) WaitServing(ctx context.Context, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	addr, err := p.ServeAddress(ctx, timeout)
+	if err != nil {
+		return "", err
+	}
+	base := "http://" + addr
+	return base, p.WaitReady(ctx, base+"/-/ready", time.Until(deadline))
 }
 
 // Tail returns the last n lines of the file at path, or a note saying why
