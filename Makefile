@@ -10,8 +10,10 @@ HBASE_ZK ?= 127.0.0.1:2181
 
 all: build
 
+## build: bin/promhbase, stamped with its version, revision, branch, build
+## user and date (tools/scripts/build.sh; `bin/promhbase --version`)
 build:
-	$(GO) build -o bin/promhbase ./cmd/promhbase
+	@GO=$(GO) tools/scripts/build.sh bin/promhbase
 
 ## run: serve on :9201 with the embedded store in ./data
 run:

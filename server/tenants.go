@@ -158,7 +158,7 @@ func (t *Tenants) rootHandler() http.Handler {
 	info.Tenants = true
 	rc := t.base.Ruler.ConfigAPI && t.base.Tables.Rules != ""
 	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info, Flags: t.base.API.Flags,
-		API: promapi.BuildInfo(t.base.API.Version, t.base.API.Revision, rc)})
+		API: promapi.BuildInfo(t.base.API.Build, rc)})
 }
 
 // tenantFree reports whether path is served without a tenant: buildinfo

@@ -1,46 +1,37 @@
 package main
 
 import (
-	"runtime"
-	"runtime/debug"
-
 	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
 )
 
-// revision returns the VCS revision the binary was built from (go build
-// in a git checkout records it), with "-modified" when the tree had
-// uncommitted changes; "unknown" when it was not recorded (go run, go
-// test, a build outside a checkout).
-func revision() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+// defaultVersion is promhbase's version, unless the build sets
+// github.com/prometheus/common/version.Version (tools/scripts/build.sh
+// sets the revision, branch, build user and date as Prometheus's promu
+// does, and the version only when told).
+const defaultVersion = "0.1.0"
+
+// stampVersion fills in the version the build did not set. The other
+// fields stay as the build stamped them; the revision, unstamped, is
+// what go build recorded of the checkout (version.GetRevision).
+func stampVersion() {
+	if version.Version == "" {
+		version.Version = defaultVersion
 	}
-	rev, modified := "unknown", false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if modified && rev != "unknown" {
-		rev += "-modified"
-	}
-	return rev
 }
 
 // buildInfo returns promhbase_build_info: always 1, its labels the
-// version, revision and Go version of the running binary, as
-// prometheus_build_info. A restart shows as a change of
-// process_start_time_seconds; an upgrade as a change of these labels.
+// version, revision, branch, Go version, platform and build tags of the
+// running binary, as prometheus_build_info. A restart shows as a change
+// of process_start_time_seconds; an upgrade as a change of these labels.
 func buildInfo() prometheus.Collector {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "promhbase_build_info",
-		Help:        "Always 1; its labels name the version, revision and Go version promhbase was built with.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision(), "goversion": runtime.Version()},
-	})
-	g.Set(1)
-	return g
+	return versioncollector.NewCollector("promhbase")
+}
+
+// buildVersion is what /api/v1/status/buildinfo and the status page show.
+func buildVersion() v1.PrometheusVersion {
+	return v1.PrometheusVersion{Version: version.Version, Revision: version.GetRevision(), Branch: version.Branch,
+		BuildUser: version.BuildUser, BuildDate: version.BuildDate, GoVersion: version.GoVersion}
 }

@@ -6,19 +6,22 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/version"
 )
 
-// TestBuildInfo: promhbase_build_info is 1 with the version, a revision
-// and the Go version as labels.
+// TestBuildInfo: promhbase_build_info is 1 with the version, revision,
+// branch, Go version and platform as labels, as prometheus_build_info.
 func TestBuildInfo(t *testing.T) {
-	want := `# HELP promhbase_build_info Always 1; its labels name the version, revision and Go version promhbase was built with.
+	stampVersion()
+	want := `# HELP promhbase_build_info A metric with a constant '1' value labeled by version, revision, branch, goversion from which promhbase was built, and the goos and goarch for the build.
 # TYPE promhbase_build_info gauge
-promhbase_build_info{goversion="` + runtime.Version() + `",revision="` + revision() + `",version="` + version + `"} 1
+promhbase_build_info{branch="` + version.Branch + `",goarch="` + runtime.GOARCH + `",goos="` + runtime.GOOS + `",goversion="` + runtime.Version() +
+		`",revision="` + version.GetRevision() + `",tags="` + version.GetTags() + `",version="` + defaultVersion + `"} 1
 `
 	if err := testutil.CollectAndCompare(buildInfo(), strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if revision() == "" {
-		t.Error("revision is empty")
+	if b := buildVersion(); b.Version != defaultVersion || b.Revision == "" || b.GoVersion != runtime.Version() {
+		t.Errorf("buildVersion() = %+v, want version %s, a revision, Go %s", b, defaultVersion, runtime.Version())
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/version"
 )
 
 // commands are the commands of the application newApp builds, and the
@@ -56,7 +57,8 @@ type commands struct {
 func newApp() (*kingpin.Application, *commands) {
 	app := kingpin.New("promhbase", "Prometheus remote storage on HBase, in OpenTSDB's table schema.")
 	app.HelpFlag.Short('h')
-	app.Version(version)
+	stampVersion()
+	app.Version(version.Print("promhbase"))
 	c := &commands{cfg: &config{}}
 	c.cfg.registerCommon(app)
 	c.serve = registerServe(app, c.cfg)
@@ -116,5 +118,3 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-const version = "0.1.0"

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/version"
 	toolkitweb "github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/net/netutil"
 
@@ -75,6 +76,8 @@ func flagValues(app *kingpin.Application) map[string]string {
 
 type serveFlags struct {
 	gogc            int
+	autoMemLimit    bool    // --auto-gomemlimit
+	memLimitRatio   float64 // --auto-gomemlimit.ratio
 	gcHeadroom      autoBytes
 	gcHeadroomMin   autoBytes
 	listen          string
@@ -218,6 +221,8 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("storage.exemplars.per-series-hour", "Exemplars kept per series and hour: the hour is cut into this many slots and a slot keeps its latest exemplar (720: one per 5 s). 0 keeps none.").Default(fmt.Sprint(ingest.DefaultExemplarSlots)).IntVar(&serveOpts.exemplarSlots)
 	ix := &serveOpts.index
 	cmd.Flag("runtime.gogc", "Go's garbage collector target (GOGC) when the GOGC environment variable is not set: the heap may grow this many percent over the live data before a collection. 75 as Prometheus's default.").Default("75").IntVar(&serveOpts.gogc)
+	cmd.Flag("auto-gomemlimit", "Set GOMEMLIMIT, the heap's soft limit, from the container's memory limit (cgroup v1 or v2), as Prometheus 3 does, so that the collector works harder before the kernel kills the process. An explicit GOMEMLIMIT environment variable wins. --no-auto-gomemlimit turns it off.").Default("true").BoolVar(&serveOpts.autoMemLimit)
+	cmd.Flag("auto-gomemlimit.ratio", "The share of the container's memory limit GOMEMLIMIT is set to, in (0, 1]: the rest is for memory outside Go's heap accounting (Pebble's cache is inside it).").Default("0.9").Float64Var(&serveOpts.memLimitRatio)
 	cmd.Flag(serveOpts.gcHeadroom.named("runtime.gc-headroom-max-bytes"), "Most bytes the heap may grow over the live data before a collection: when --runtime.gogc's percentage of a large live heap (the caches at millions of series) would give more, the percentage is lowered after each collection to give this much (not below 10 %). auto: 16 MiB per core of GOMAXPROCS, at least 32 MiB and at most 256 MiB (more cores make more garbage a second). 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroom)
 	cmd.Flag(serveOpts.gcHeadroomMin.named("runtime.gc-headroom-min-bytes"), "Least bytes the heap may grow over the live data before a collection: while --runtime.gogc's percentage of a small live heap (a process just started) would give less, the percentage is raised after each collection to give this much (at most --runtime.gc-headroom-max-bytes), so that the first requests do not pay for a collection every few megabytes. auto: as --runtime.gc-headroom-max-bytes's auto. 0: --runtime.gogc alone. Ignored, like --runtime.gogc, when GOGC is set.").Default("auto").SetValue(&serveOpts.gcHeadroomMin)
 	cmd.Flag("storage.index.enabled", "Keep the series index: a TSMeta row per series in the meta table (OpenTSDB's /api/search/lookup finds it) and label names and values by day in the index table, written once per series and day.").Default("true").BoolVar(&ix.enabled)
@@ -283,6 +288,9 @@ func registerRulerLimits(cmd *kingpin.CmdClause, f *rulerLimitFlags) {
 func runServe(app *kingpin.Application, cfg *config) error {
 	logger := cfg.logger()
 	setProfileRates()
+	if err := setMemLimit(logger); err != nil {
+		return err
+	}
 	defer tuneGC()()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
@@ -419,9 +427,9 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 			OTLP:                  func() otlp.Config { return otlpCfg },
 		},
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
-			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Version: version, Revision: revision(), Features: splitFeatures(serveOpts.features), SlowQueryThreshold: serveOpts.slowQuery,
+			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Build: buildVersion(), Features: splitFeatures(serveOpts.features), SlowQueryThreshold: serveOpts.slowQuery,
 			Engine: serveOpts.queryEngine},
-		Web:             web.Info{Version: version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
+		Web:             web.Info{Version: version.Version, Backend: cfg.backendString(), ExternalURL: serveOpts.externalURL},
 		Pprof:           serveOpts.enablePprof,
 		ResultsCache:    resultsCache,
 		ResultsCacheLog: server.ResultsCacheLogConfig{Enabled: cfg.backend == "hbase", PollInterval: rc.pollInterval},

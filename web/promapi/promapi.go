@@ -97,8 +97,9 @@ type Options struct {
 	CORSOrigin *regexp.Regexp
 	// Flags is what /api/v1/status/flags answers.
 	Flags map[string]string
-	// Version and Revision are what /api/v1/status/buildinfo reports.
-	Version, Revision string
+	// Build is what /api/v1/status/buildinfo reports: the binary's
+	// version, revision, branch, build user and date, and Go version.
+	Build v1.PrometheusVersion
 	Logger            *slog.Logger
 	// Registerer receives the engine's metrics (prometheus_engine_*),
 	// the requests' (promhbase_http_requests_total and
@@ -352,7 +353,7 @@ func newRouter(opts Options, qengine promql.QueryEngine, promqlParser parser.Par
 		opts.Logger.With("component", "api"),
 		rulesOf, 0, 0, 0, false, opts.CORSOrigin,
 		runtimeInfo,
-		&v1.PrometheusVersion{Version: opts.Version, Revision: opts.Revision, Branch: "promhbase", GoVersion: runtime.Version()},
+		&opts.Build,
 		nil, nil,
 		nil, prometheus.NewRegistry(), // the internal remote-read handler's metrics: not exposed
 		nil, false, nil, false, false, false, false,

@@ -3,7 +3,6 @@ package promapi
 import (
 	"net/http"
 	"net/url"
-	"runtime"
 
 	"github.com/prometheus/prometheus/rules"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
@@ -71,7 +70,7 @@ type mimirFeatures struct {
 // serveMimirBuildInfo answers /api/v1/status/buildinfo as Grafana Mimir
 // does with its ruler's configuration API on.
 func (a *API) serveMimirBuildInfo(w http.ResponseWriter, _ *http.Request) {
-	serveMimirBuildInfo(w, a.opts.Version, a.opts.Revision)
+	serveMimirBuildInfo(w, a.opts.Build)
 }
 
 // BuildInfo returns a handler answering /api/v1/status/buildinfo alone
@@ -79,7 +78,7 @@ func (a *API) serveMimirBuildInfo(w http.ResponseWriter, _ *http.Request) {
 // answer when rulerConfigAPI (Options.RulerConfigAPI): for servers with
 // tenants, which answer it without one, as Mimir does (Grafana asks it
 // before it knows which tenant to name).
-func BuildInfo(version, revision string, rulerConfigAPI bool) http.Handler {
+func BuildInfo(build v1.PrometheusVersion, rulerConfigAPI bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path != "/api/v1/status/buildinfo":
@@ -88,26 +87,26 @@ func BuildInfo(version, revision string, rulerConfigAPI bool) http.Handler {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, http.StatusMethodNotAllowed, "bad_data", "method "+r.Method+" not allowed")
 		case rulerConfigAPI:
-			serveMimirBuildInfo(w, version, revision)
+			serveMimirBuildInfo(w, build)
 		default:
 			writeJSON(w, http.StatusOK, struct {
 				Status string               `json:"status"`
 				Data   v1.PrometheusVersion `json:"data"`
-			}{"success", v1.PrometheusVersion{Version: version, Revision: revision, Branch: "promhbase", GoVersion: runtime.Version()}})
+			}{"success", build})
 		}
 	})
 }
 
-func serveMimirBuildInfo(w http.ResponseWriter, version, revision string) {
+func serveMimirBuildInfo(w http.ResponseWriter, build v1.PrometheusVersion) {
 	writeJSON(w, http.StatusOK, struct {
 		Status string         `json:"status"`
 		Data   mimirBuildInfo `json:"data"`
 	}{"success", mimirBuildInfo{
 		Application: mimirApplication,
-		Version:     version,
-		Revision:    revision,
-		Branch:      "promhbase",
-		GoVersion:   runtime.Version(),
+		Version:     build.Version,
+		Revision:    build.Revision,
+		Branch:      build.Branch,
+		GoVersion:   build.GoVersion,
 		Features: mimirFeatures{
 			RulerConfigAPI:        "true",
 			AlertmanagerConfigAPI: "false",

@@ -113,7 +113,7 @@ func testRuler(t *testing.T) ruler {
 func newRulerAPI(t *testing.T, opts promapi.Options) *promapi.API {
 	t.Helper()
 	opts.Queryable = emptyQueryable{}
-	opts.Version, opts.Revision = "1.2.3", "abc123"
+	opts.Build = v1.PrometheusVersion{Version: "1.2.3", Revision: "abc123", Branch: "main", BuildUser: "ci@builder", BuildDate: "20261129-08:00:00", GoVersion: runtime.Version()}
 	opts.Flags = map[string]string{"web.listen-address": ":9201"}
 	api, err := promapi.New(opts)
 	if err != nil {
@@ -216,8 +216,9 @@ func TestRulerOff(t *testing.T) {
 		{name: "buildinfo as Prometheus's: no features, no application", target: "/api/v1/status/buildinfo", code: 200,
 			check: func(t *testing.T, v any) {
 				data, _ := field(v, "data").(map[string]any)
-				if data["version"] != "1.2.3" || data["revision"] != "abc123" || data["branch"] != "promhbase" || data["goVersion"] != runtime.Version() {
-					t.Errorf("data %v: want version 1.2.3, revision abc123, branch promhbase, goVersion %s", data, runtime.Version())
+				if data["version"] != "1.2.3" || data["revision"] != "abc123" || data["branch"] != "main" || data["buildUser"] != "ci@builder" ||
+					data["buildDate"] != "20261129-08:00:00" || data["goVersion"] != runtime.Version() {
+					t.Errorf("data %v: want version 1.2.3, revision abc123, branch main, buildUser ci@builder, buildDate 20261129-08:00:00, goVersion %s", data, runtime.Version())
 				}
 				for _, k := range []string{"features", "application"} {
 					if _, ok := data[k]; ok {
@@ -262,7 +263,7 @@ func TestRulerOn(t *testing.T) {
 	}
 	for _, tc := range []grafanaCase{
 		{name: "buildinfo as Grafana Mimir's", target: "/api/v1/status/buildinfo", code: 200,
-			want: `{"status":"success","data":{"application":"Grafana Mimir","version":"1.2.3","revision":"abc123","branch":"promhbase","goVersion":"` + runtime.Version() + `",` +
+			want: `{"status":"success","data":{"application":"Grafana Mimir","version":"1.2.3","revision":"abc123","branch":"main","goVersion":"` + runtime.Version() + `",` +
 				`"features":{"ruler_config_api":"true","alertmanager_config_api":"false","query_sharding":"false","federated_rules":"false"}}}`},
 		{name: "flags: 404, not a Thanos", target: "/api/v1/status/flags", code: 404,
 			check: func(t *testing.T, v any) {

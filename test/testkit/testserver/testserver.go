@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/prompb"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/adapter/otlp"
@@ -213,7 +214,7 @@ func New(t testing.TB, st store.Store, tables testbackend.Tables, layout mapping
 			MaxRowsPerHour: compact.DefaultMaxRowsPerHour, Concurrency: 4},
 		Query: qopts, Adapter: opts.Adapter,
 		EnableAdmin:  opts.EnableAdmin,
-		API:          promapi.Options{Version: "test", Engine: opts.Engine},
+		API:          promapi.Options{Build: v1.PrometheusVersion{Version: "test"}, Engine: opts.Engine},
 		ResultsCache: opts.ResultsCache, ResultsCacheLog: opts.ResultsCacheLog,
 		Registerer: reg, Logger: opts.Logger,
 	}
