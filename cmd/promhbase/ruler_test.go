@@ -523,10 +523,11 @@ func TestRulesBackfill(t *testing.T) {
 		rg := rules.NewGroup(rules.GroupOptions{Name: g.name, File: ns, Interval: g.interval, Opts: &rules.ManagerOptions{Metrics: rules.NewGroupMetrics(nil)}})
 		var aligned []int64
 		first := rg.EvalTimestamp(time.UnixMilli(from).UnixNano())
-		if first.Before(time.UnixMilli(from)) {
+		if first.UnixMilli() < from {
 			first = first.Add(g.interval)
 		}
-		for at := first; !at.After(time.UnixMilli(to)); at = at.Add(g.interval) {
+		// In milliseconds, the samples' precision (as the backfill).
+		for at := first; at.UnixMilli() <= to; at = at.Add(g.interval) {
 			aligned = append(aligned, at.Add(-g.offset).UnixMilli())
 		}
 		for _, r := range g.rules {

@@ -84,8 +84,11 @@ func Backfill(ctx context.Context, gs GroupStore, t Tenant, opts BackfillOptions
 				offset = time.Duration(*rg.QueryOffset)
 			}
 			g := rules.NewGroup(rules.GroupOptions{Name: rg.Name, File: ns, Interval: iv, Opts: &rules.ManagerOptions{Metrics: noMetrics()}})
+			// Compared in milliseconds, the samples' precision: an aligned
+			// timestamp has nanoseconds (the group's offset), and the one
+			// in the same millisecond as --end (or --start) is in range.
 			first := g.EvalTimestamp(opts.From.UnixNano())
-			if first.Before(opts.From) {
+			if first.UnixMilli() < opts.From.UnixMilli() {
 				first = first.Add(iv)
 			}
 			stats.Groups++
@@ -116,9 +119,9 @@ func Backfill(ctx context.Context, gs GroupStore, t Tenant, opts BackfillOptions
 // to to (each minus offset), in range queries of at most steps steps.
 func backfillRule(ctx context.Context, t Tenant, record, expr string, lbls labels.Labels, first, to time.Time, iv, offset time.Duration, steps int) (int, error) {
 	samples := 0
-	for start := first; !start.After(to); start = start.Add(time.Duration(steps) * iv) {
+	for start := first; start.UnixMilli() <= to.UnixMilli(); start = start.Add(time.Duration(steps) * iv) {
 		end := start.Add(time.Duration(steps-1) * iv)
-		if end.After(to) {
+		if end.UnixMilli() > to.UnixMilli() {
 			end = to
 		}
 		q, err := t.Engine.NewRangeQuery(ctx, t.Queryable, nil, expr, start.Add(-offset), end.Add(-offset), iv)

@@ -245,22 +245,32 @@ func TestRecordingRulesAndBackfill(t *testing.T) {
 			t.Errorf("r:last = %d, want the last evaluation %d", got, want)
 		}
 	})
-	t.Run("backfill at the live timestamps", func(t *testing.T) {
-		keys := slices.Sorted(mapsKeys(live))
-		e.mu.Lock()
-		e.written = nil
-		e.mu.Unlock()
-		st, err := Backfill(teststack.Context(t), e.groups, e.tenant(), BackfillOptions{From: time.UnixMilli(keys[0]), To: time.UnixMilli(keys[len(keys)-1]), StepsPerQuery: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Rules != 1 {
-			t.Errorf("backfilled %d rules, want 1", st.Rules)
-		}
-		if got := e.samplesOf("rec:g1"); !reflect.DeepEqual(got, live) {
-			t.Errorf("backfilled %v, want the live evaluations %v", got, live)
-		}
-	})
+	// From the first to the last live timestamp, and to the one before:
+	// an odd and an even count, so that with 2 steps a query one way and
+	// the other begins at the end (an aligned timestamp has nanoseconds,
+	// the end milliseconds: the end's evaluation is in range).
+	keys := slices.Sorted(mapsKeys(live))
+	for _, n := range []int{len(keys), len(keys) - 1} {
+		t.Run(fmt.Sprintf("backfill at the first %d live timestamps", n), func(t *testing.T) {
+			e.mu.Lock()
+			e.written = nil
+			e.mu.Unlock()
+			st, err := Backfill(teststack.Context(t), e.groups, e.tenant(), BackfillOptions{From: time.UnixMilli(keys[0]), To: time.UnixMilli(keys[n-1]), StepsPerQuery: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Rules != 1 {
+				t.Errorf("backfilled %d rules, want 1", st.Rules)
+			}
+			want := map[int64]float64{}
+			for _, k := range keys[:n] {
+				want[k] = live[k]
+			}
+			if got := e.samplesOf("rec:g1"); !reflect.DeepEqual(got, want) {
+				t.Errorf("backfilled %v, want the live evaluations %v", got, want)
+			}
+		})
+	}
 }
 
 // fakeAM is an Alertmanager's /api/v2/alerts.
