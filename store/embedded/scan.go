@@ -58,12 +58,23 @@ func (s *Store) Scan(ctx context.Context, req store.ScanRequest) store.Scanner {
 	if err != nil {
 		return &scanner{err: fmt.Errorf("scan %s: %w", req.Table, err)}
 	}
+	point := isOneRow(req.Start, req.Stop)
 	for _, m := range layers {
-		sc.mem = append(sc.mem, memrows.NewIter(m, req.Start, req.Stop))
+		if point {
+			sc.mem = append(sc.mem, memrows.NewRowIter(m, req.Start))
+		} else {
+			sc.mem = append(sc.mem, memrows.NewIter(m, req.Start, req.Stop))
+		}
 	}
 	sc.it = it
 	sc.valid = it.First()
 	return sc
+}
+
+// isOneRow reports whether [start, stop) holds the one row start: stop is
+// start ‖ 0x00, the first key after it (Get's range).
+func isOneRow(start, stop []byte) bool {
+	return len(start) > 0 && len(stop) == len(start)+1 && stop[len(start)] == 0 && bytes.Equal(stop[:len(start)], start)
 }
 
 // scanner is the store.Scanner of Scan: a Pebble iterator over the range,

@@ -578,6 +578,21 @@ func NewIter(m *Rows, start, stop []byte) *Iter {
 	return it
 }
 
+// NewRowIter returns an iterator over the one row of m whose key is row,
+// if m holds it: a point read (a Get, a compaction's read of a row) finds
+// it by its hash, where NewIter's order of every row costs a merge of them
+// all whenever rows were added since the last (quadratic under a writer).
+func NewRowIter(m *Rows, row []byte) *Iter {
+	h := m.Hash(row)
+	m.RLock()
+	defer m.RUnlock()
+	it := &Iter{m: m, srt: Sorted{rows: m.rows[:len(m.rows):len(m.rows)], chunks: m.chunks[:len(m.chunks):len(m.chunks)]}}
+	if i := m.Find(h, row); i >= 0 {
+		it.srt.Order = []uint32{uint32(i)}
+	}
+	return it
+}
+
 // Row returns the key of the current row, false when there is none.
 func (it *Iter) Row() ([]byte, bool) {
 	if it.pos >= len(it.srt.Order) {

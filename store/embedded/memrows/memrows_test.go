@@ -155,6 +155,21 @@ func checkRows(t *testing.T, m *Rows, want model) {
 	if !slices.Equal(iterated, wantKeys[1:len(wantKeys)-1]) {
 		t.Errorf("Iter over [%q, %q) = %q", wantKeys[1], wantKeys[len(wantKeys)-1], iterated)
 	}
+	// A point iterator finds each row, at the index the order has, and
+	// nothing of a row absent.
+	for _, i := range srt.Order {
+		row := srt.Key(i)
+		it := NewRowIter(m, row)
+		if k, ok := it.Row(); !ok || !bytes.Equal(k, row) || it.Index() != int(i) {
+			t.Fatalf("NewRowIter(%x): row %x (%v), index %d; want index %d", row, k, ok, it.Index(), i)
+		}
+		if it.Next(); func() bool { _, ok := it.Row(); return ok }() {
+			t.Fatalf("NewRowIter(%x): a second row", row)
+		}
+	}
+	if k, ok := NewRowIter(m, []byte{9, 9, 9}).Row(); ok {
+		t.Fatalf("NewRowIter of an absent row: %x", k)
+	}
 	m.RLock()
 	defer m.RUnlock()
 	checkFindMany(t, m, wantKeys)
@@ -294,6 +309,42 @@ func BenchmarkFindMany(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/row")
+		})
+	}
+}
+
+// BenchmarkPointReadUnderWrites: a row read as Get reads it (its own
+// iterator) while a writer adds a row between reads, in a buffer of
+// 100,000 rows: by hash (NewRowIter), and through the buffer's order
+// (NewIter), which merges the rows added since its last order into it.
+func BenchmarkPointReadUnderWrites(b *testing.B) {
+	for _, name := range []string{"hash", "order"} {
+		b.Run(name, func(b *testing.B) {
+			m := New("t", maphash.MakeSeed(), nil, nil)
+			key := func(i int) []byte { return fmt.Appendf(nil, "row-%09d", i) }
+			m.Lock()
+			for i := range 100_000 {
+				m.AddCell(m.RowFor(key(i)), []byte("t"), []byte{0, 1}, []byte("v"), 1)
+			}
+			m.Unlock()
+			m.Sorted()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := range b.N {
+				m.Lock()
+				m.AddCell(m.RowFor(key(100_000+n)), []byte("t"), []byte{0, 1}, []byte("v"), 1)
+				m.Unlock()
+				row := key(n % 100_000)
+				var it *Iter
+				if name == "hash" {
+					it = NewRowIter(m, row)
+				} else {
+					it = NewIter(m, row, append(slices.Clone(row), 0))
+				}
+				if k, ok := it.Row(); !ok || !bytes.Equal(k, row) {
+					b.Fatalf("row %s not found", row)
+				}
+			}
 		})
 	}
 }
