@@ -443,6 +443,10 @@ func checkAfterCrash(t *testing.T, dir string, m faultModel) {
 // as serve does on a fatal error; when Pebble panics instead, the power
 // loss has nothing to copy from memory, and the process's death is what
 // is checked.
+// faultChildWorkers is how many fault children TestFaultEveryOperation
+// runs at once.
+const faultChildWorkers = 8
+
 func TestFaultEveryOperation(t *testing.T) {
 	cleanDir := t.TempDir()
 	clean, _ := runChild(t, cleanDir, 0, "EIO", "power")
@@ -452,23 +456,42 @@ func TestFaultEveryOperation(t *testing.T) {
 	checkAfterCrash(t, cleanDir, clean)
 	t.Logf("the workload asks about %d operations", clean.ops)
 	var panics sync.Map // mode -> count of children that died of Pebble's panic
-	for _, mode := range []string{"power", "kill"} {
-		for _, errno := range []string{"ENOSPC", "EIO"} {
-			for k := 1; k <= clean.ops+20; k++ {
-				t.Run(fmt.Sprintf("%s/%s/op%d", mode, errno, k), func(t *testing.T) {
-					t.Parallel()
+	type run struct {
+		mode, errno string
+		k           int
+	}
+	runs := make(chan run)
+	go func() {
+		defer close(runs)
+		for _, mode := range []string{"power", "kill"} {
+			for _, errno := range []string{"ENOSPC", "EIO"} {
+				for k := 1; k <= clean.ops+20; k++ {
+					runs <- run{mode, errno, k}
+				}
+			}
+		}
+	}()
+	// The children wait on their fsyncs far more than they compute: more
+	// of them at once than -test.parallel's cores (t.Run from several
+	// goroutines, each subtest sequential within its worker).
+	var wg sync.WaitGroup
+	for range faultChildWorkers {
+		wg.Go(func() {
+			for r := range runs {
+				t.Run(fmt.Sprintf("%s/%s/op%d", r.mode, r.errno, r.k), func(t *testing.T) {
 					dir := t.TempDir()
-					m, image := runChild(t, dir, k, errno, mode)
-					if !image && mode == "power" {
-						n, _ := panics.LoadOrStore(mode, new(atomic.Int64))
+					m, image := runChild(t, dir, r.k, r.errno, r.mode)
+					if !image && r.mode == "power" {
+						n, _ := panics.LoadOrStore(r.mode, new(atomic.Int64))
 						n.(*atomic.Int64).Add(1)
 						return // nothing in memory to copy: the kill mode checks this k
 					}
 					checkAfterCrash(t, dir, m)
 				})
 			}
-		}
+		})
 	}
+	wg.Wait()
 	t.Cleanup(func() {
 		if n, ok := panics.Load("power"); ok {
 			t.Logf("%d power-loss runs died of Pebble's panic (checked as a process's death)", n.(*atomic.Int64).Load())
