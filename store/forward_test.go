@@ -53,6 +53,10 @@ func (f *full) PutDeferred(_ context.Context, table string, _ []Put) error {
 	f.called("PutDeferred", table)
 	return nil
 }
+func (f *full) DeleteDeferred(_ context.Context, table string, _ []byte, _ []Column) error {
+	f.called("DeleteDeferred", table)
+	return nil
+}
 func (f *full) PutBulk(_ context.Context, table string, _ []Put) error {
 	f.called("PutBulk", table)
 	return nil

@@ -119,6 +119,8 @@ func (v *nsView) As(target any) bool {
 		return forward(v.st, p, func(c CheckAndPutSyncer) CheckAndPutSyncer { return c })
 	case *DeferredPutter:
 		return forward(v.st, p, func(d DeferredPutter) DeferredPutter { return nsDeferred{v, d} })
+	case *DeferredDeleter:
+		return forward(v.st, p, func(d DeferredDeleter) DeferredDeleter { return nsDeferredDel{v, d} })
 	case *BulkPutter:
 		return forward(v.st, p, func(b BulkPutter) BulkPutter { return nsBulk{v, b} })
 	case *RangeSplitter:
@@ -148,6 +150,7 @@ type nsOf[T any] struct {
 
 type (
 	nsDeferred     nsOf[DeferredPutter]
+	nsDeferredDel  nsOf[DeferredDeleter]
 	nsBulk         nsOf[BulkPutter]
 	nsSplitter     nsOf[RangeSplitter]
 	nsBatchCAS     nsOf[BatchCheckAndPutter]
@@ -159,6 +162,10 @@ type (
 
 func (n nsDeferred) PutDeferred(ctx context.Context, table string, puts []Put) error {
 	return n.x.PutDeferred(ctx, n.v.table(table), puts)
+}
+
+func (n nsDeferredDel) DeleteDeferred(ctx context.Context, table string, row []byte, columns []Column) error {
+	return n.x.DeleteDeferred(ctx, n.v.table(table), row, columns)
 }
 
 func (n nsBulk) PutBulk(ctx context.Context, table string, puts []Put) error {

@@ -31,6 +31,7 @@ func Optional() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[Syncer](),
 		reflect.TypeFor[DeferredPutter](),
+		reflect.TypeFor[DeferredDeleter](),
 		reflect.TypeFor[BulkPutter](),
 		reflect.TypeFor[RangeSplitter](),
 		reflect.TypeFor[BatchCheckAndPutter](),
@@ -133,6 +134,15 @@ type Syncer interface {
 // a write.
 type DeferredPutter interface {
 	PutDeferred(ctx context.Context, table string, puts []Put) error
+}
+
+// DeferredDeleter is a Store that can apply a Delete without waiting
+// until it is durable: visible at once, durable with the next Sync (or a
+// later durable write, or Close). Nothing orders it with other writes not
+// yet durable: a caller whose delete removes what a put replaced makes
+// the put durable (Sync) before it deletes, as a compaction does.
+type DeferredDeleter interface {
+	DeleteDeferred(ctx context.Context, table string, row []byte, columns []Column) error
 }
 
 // BulkPutter is a Store that can take a bulk load's puts (an import of

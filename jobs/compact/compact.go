@@ -209,19 +209,174 @@ func (c *Compactor) CompactRow(ctx context.Context, rowKey []byte) (res Result, 
 			res, err = Result{}, fmt.Errorf("compact row %x: internal error: %v", rowKey, r)
 		}
 	}()
+	p, res, err := c.readPlan(ctx, rowKey)
+	if p == nil || err != nil {
+		return res, err
+	}
+	return c.apply(ctx, p)
+}
+
+// readPlan reads the row rowKey and plans its compaction: a nil plan when
+// there is nothing to write (res says why).
+func (c *Compactor) readPlan(ctx context.Context, rowKey []byte) (*plan, Result, error) {
 	row, err := c.st.Get(ctx, c.opts.DataTable, rowKey, family)
 	if err != nil {
-		return Result{}, fmt.Errorf("compact row %x: read: %w", rowKey, err)
+		return nil, Result{}, fmt.Errorf("compact row %x: read: %w", rowKey, err)
 	}
 	if c.afterRead != nil {
 		c.afterRead(rowKey)
 	}
 	var m cells.RawMerger
 	p, res := c.plan(&m, row)
-	if p == nil {
-		return res, nil
+	return p, res, nil
+}
+
+// deferredWriter is what CompactRows takes of a store beyond rowStore
+// (the embedded store's optional interfaces): puts and deletes applied
+// without an fsync each, and a Sync that makes them durable.
+type deferredWriter struct {
+	put  store.DeferredPutter
+	del  store.DeferredDeleter
+	sync store.Syncer
+}
+
+// deferred returns the store's deferredWriter, false when it lacks a part.
+func (c *Compactor) deferred() (deferredWriter, bool) {
+	var w deferredWriter
+	var ok1, ok2, ok3 bool
+	w.put, ok1 = store.As[store.DeferredPutter](c.st)
+	w.del, ok2 = store.As[store.DeferredDeleter](c.st)
+	w.sync, ok3 = store.As[store.Syncer](c.st)
+	return w, ok1 && ok2 && ok3
+}
+
+// CompactRows is CompactRow of each of keys, with their writes made
+// durable together on a store that defers durability (deferredWriter):
+// every row's compacted cell put, one sync, the replaced cells deleted,
+// another sync. A row's delete is thus issued only once its put is
+// durable, as CompactRow's, at two fsyncs a batch instead of two a row.
+// On another store it is CompactRow of each. results[i] and errs[i] (both
+// len(keys)) are keys[i]'s; an error between the put and the delete
+// leaves the row with both, as CompactRow's.
+func (c *Compactor) CompactRows(ctx context.Context, keys [][]byte, results []Result, errs []error) {
+	w, ok := c.deferred()
+	if !ok {
+		for i, k := range keys {
+			results[i], errs[i] = c.CompactRow(ctx, k)
+		}
+		return
 	}
-	return c.apply(ctx, p)
+	plans := c.planRows(ctx, keys, results, errs)
+	defer func() {
+		for _, p := range plans {
+			if p.leave != nil {
+				p.leave()
+			}
+		}
+	}()
+	// A panic (a defect, or the tests' stop between the puts and the
+	// deletes) fails every row not yet failed, as CompactRow's does its
+	// row: the scheduler's workers have nothing else to recover it.
+	defer func() {
+		if r := recover(); r != nil {
+			for i, k := range keys {
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("compact row %x: internal error: %v", k, r)
+				}
+			}
+		}
+	}()
+	c.putDurably(ctx, w, plans, results, errs)
+	c.deleteDurably(ctx, w, plans, results, errs)
+}
+
+// batchPlan is one row of CompactRows: its plan (nil: nothing to write,
+// or failed) and the release of its fence.
+type batchPlan struct {
+	p     *plan
+	leave func()
+}
+
+// planRows enters each row's fence and reads and plans it, recording the
+// rows with nothing to write or that failed in results and errs.
+func (c *Compactor) planRows(ctx context.Context, keys [][]byte, results []Result, errs []error) []batchPlan {
+	plans := make([]batchPlan, len(keys))
+	for i, k := range keys {
+		leave, err := c.fence.enter(ctx, k)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		plans[i].leave = leave
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					plans[i].p, errs[i] = nil, fmt.Errorf("compact row %x: internal error: %v", k, r)
+				}
+			}()
+			plans[i].p, results[i], errs[i] = c.readPlan(ctx, k)
+		}()
+	}
+	return plans
+}
+
+// putDurably puts the compacted cells of plans and syncs; a row whose put
+// or sync failed is recorded failed and dropped from plans.
+func (c *Compactor) putDurably(ctx context.Context, w deferredWriter, plans []batchPlan, results []Result, errs []error) {
+	var puts []store.Put
+	for _, bp := range plans {
+		if bp.p != nil && bp.p.put != nil {
+			puts = append(puts, store.Put{Row: bp.p.row, Cells: []store.Cell{*bp.p.put}})
+		}
+	}
+	err := w.put.PutDeferred(ctx, c.opts.DataTable, puts)
+	if err == nil && len(puts) > 0 {
+		err = w.sync.Sync(ctx)
+	}
+	for i, bp := range plans {
+		if bp.p == nil {
+			continue
+		}
+		results[i] = Result{Outcome: Compacted, Points: bp.p.points}
+		if bp.p.put == nil {
+			continue
+		}
+		if err != nil {
+			errs[i], plans[i].p = fmt.Errorf("compact row %x: put the compacted cell of %d points: %w", bp.p.row, bp.p.points, err), nil
+			continue
+		}
+		results[i].Put = true
+		if c.afterPut != nil {
+			c.afterPut(bp.p.row)
+		}
+	}
+}
+
+// deleteDurably deletes the cells plans replace and syncs; a row whose
+// delete or the sync failed is recorded failed.
+func (c *Compactor) deleteDurably(ctx context.Context, w deferredWriter, plans []batchPlan, results []Result, errs []error) {
+	deleted := false
+	for i, bp := range plans {
+		if bp.p == nil || len(bp.p.deletes) == 0 {
+			continue
+		}
+		if err := w.del.DeleteDeferred(ctx, c.opts.DataTable, bp.p.row, bp.p.deletes); err != nil {
+			errs[i], plans[i].p = fmt.Errorf("compact row %x: delete %d replaced cells: %w", bp.p.row, len(bp.p.deletes), err), nil
+			continue
+		}
+		deleted = true
+		results[i].CellsDeleted = len(bp.p.deletes)
+	}
+	if !deleted {
+		return
+	}
+	if err := w.sync.Sync(ctx); err != nil {
+		for i, bp := range plans {
+			if bp.p != nil && len(bp.p.deletes) > 0 {
+				errs[i] = fmt.Errorf("compact row %x: delete %d replaced cells: %w", bp.p.row, len(bp.p.deletes), err)
+			}
+		}
+	}
 }
 
 // plan decides what compacting row takes. It returns a nil plan and the

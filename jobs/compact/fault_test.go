@@ -30,8 +30,77 @@ type faultStore struct {
 }
 
 // As forwards the optional interfaces of the store underneath
-// (store.Wrapper).
-func (f *faultStore) As(target any) bool { return store.Forward(f.Store, target) }
+// (store.Wrapper), those that write failing as Put, Delete and a "sync"
+// op do.
+func (f *faultStore) As(target any) bool {
+	switch t := target.(type) {
+	case *store.DeferredPutter:
+		d, ok := store.As[store.DeferredPutter](f.Store)
+		if ok {
+			*t = faultDeferred{f, d}
+		}
+		return ok
+	case *store.DeferredDeleter:
+		d, ok := store.As[store.DeferredDeleter](f.Store)
+		if ok {
+			*t = faultDeferredDel{f, d}
+		}
+		return ok
+	case *store.Syncer:
+		sy, ok := store.As[store.Syncer](f.Store)
+		if ok {
+			*t = faultSyncer{f, sy}
+		}
+		return ok
+	}
+	return store.Forward(f.Store, target)
+}
+
+type (
+	faultDeferred struct {
+		f *faultStore
+		d store.DeferredPutter
+	}
+	faultDeferredDel struct {
+		f *faultStore
+		d store.DeferredDeleter
+	}
+	faultSyncer struct {
+		f  *faultStore
+		sy store.Syncer
+	}
+)
+
+func (w faultDeferred) PutDeferred(ctx context.Context, table string, puts []store.Put) error {
+	if len(puts) == 0 || !w.f.fails("put", puts[0].Row) {
+		return w.d.PutDeferred(ctx, table, puts)
+	}
+	if w.f.applied {
+		if err := w.d.PutDeferred(ctx, table, puts); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("put %d rows: failed (applied %v): %w", len(puts), w.f.applied, store.ErrUnavailable)
+}
+
+func (w faultDeferredDel) DeleteDeferred(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if !w.f.fails("delete", row) {
+		return w.d.DeleteDeferred(ctx, table, row, columns)
+	}
+	if w.f.applied {
+		if err := w.d.DeleteDeferred(ctx, table, row, columns); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("delete %d columns of row %x: failed (applied %v): %w", len(columns), row, w.f.applied, store.ErrUnavailable)
+}
+
+func (w faultSyncer) Sync(ctx context.Context) error {
+	if !w.f.fails("sync", nil) {
+		return w.sy.Sync(ctx)
+	}
+	return fmt.Errorf("sync: failed: %w", store.ErrUnavailable)
+}
 
 // fails counts a call of op on row and reports whether it is the one that
 // fails.
@@ -196,4 +265,99 @@ func checkBoth(t *testing.T, e *env, written, after store.Row) {
 		return
 	}
 	checkCompactedRow(t, e, written, store.Row{Key: after.Key, Cells: extra})
+}
+
+// TestBatchCompactionFaultAtEachStep: CompactRows of six rows at once on
+// a store that defers durability (the embedded store: their puts, a sync,
+// their deletes, a sync), failed at one step: the puts refused, or
+// applied with the failure after; the sync after them; the process
+// stopped between the puts and the deletes (at the third row's); the
+// third row's delete refused or applied; the sync after the deletes.
+// Every row the step touched is failed and holds what the step left; the
+// others are compacted; reads stay exact; a compaction run again leaves
+// every row one compacted cell.
+func TestBatchCompactionFaultAtEachStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		op      string
+		k       int
+		applied bool
+		failed  int    // rows failed: all six, or the third alone
+		holds   string // what a failed row holds
+	}{
+		{"puts refused", "put", 1, false, 6, "written"},
+		{"puts applied, failed after", "put", 1, true, 6, "both"},
+		{"sync after the puts failed", "sync", 1, false, 6, "both"},
+		{"stopped between the puts and the deletes", "stop", 3, false, 6, "both"},
+		{"third delete refused", "delete", 3, false, 1, "both"},
+		{"third delete applied, failed after", "delete", 3, true, 1, "compacted"},
+		{"sync after the deletes failed", "sync", 2, false, 6, "compacted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, mapping.DefaultLayout())
+			e.writeBySample(hostSeries("fault_batch", 3, 2, 61*time.Second, func(i, j int) float64 {
+				return specialValues[(i+j)%len(specialValues)]
+			}))
+			written := e.rows()
+			readBefore := e.read()
+			if len(written) != 6 {
+				t.Fatalf("%d rows written, want 6", len(written))
+			}
+			fs := &faultStore{Store: e.Store, op: tc.op, k: tc.k, applied: tc.applied}
+			c := New(fs, Options{DataTable: e.Tables.Data, UIDTable: e.Tables.UID, Layout: e.Layout, Now: func() time.Time { return e.now }})
+			if _, ok := c.deferred(); !ok {
+				t.Skip("the store does not defer durability (HBase): CompactRows is CompactRow of each row there, which TestCompactionFaultAtEachStep fails at each step")
+			}
+			c.afterPut = func(row []byte) {
+				if fs.fails("stop", row) {
+					panic("the process stops between the puts and the deletes")
+				}
+			}
+			keys := make([][]byte, len(written))
+			for i, w := range written {
+				keys[i] = w.Key
+			}
+			results, errs := make([]Result, len(keys)), make([]error, len(keys))
+			c.CompactRows(ctxFor(t), keys, results, errs)
+			var st Stats
+			for i := range keys {
+				st.Add(results[i], errs[i])
+			}
+			if st.Errors != tc.failed || st.Compacted != len(written)-tc.failed {
+				t.Fatalf("stats %s; want %d errors and the other %d rows compacted", st, tc.failed, len(written)-tc.failed)
+			}
+			t.Logf("the failing compaction: %s", st)
+			if got := e.read(); got != readBefore {
+				t.Errorf("reads after the failure:\n%s\nwant\n%s", got, readBefore)
+			}
+			for i, w := range written {
+				after := e.row(w.Key)
+				if errs[i] == nil {
+					checkCompactedRow(t, e, w, after)
+					continue
+				}
+				switch tc.holds {
+				case "written":
+					if renderCells(after.Cells) != renderCells(w.Cells) {
+						t.Errorf("row %d %x holds %s, want its cells as written %s", i, w.Key, renderCells(after.Cells), renderCells(w.Cells))
+					}
+				case "both":
+					checkBoth(t, e, w, after)
+				case "compacted":
+					checkCompactedRow(t, e, w, after)
+				}
+			}
+			again := e.compactAll(e.compactor())
+			after := e.rows()
+			if again.Errors != 0 || len(after) != len(written) {
+				t.Fatalf("compaction run again: %s, %d rows of %d", again, len(after), len(written))
+			}
+			for i, w := range written {
+				checkCompactedRow(t, e, w, after[i])
+			}
+			if got := e.read(); got != readBefore {
+				t.Errorf("reads after compaction run again:\n%s\nwant\n%s", got, readBefore)
+			}
+		})
+	}
 }

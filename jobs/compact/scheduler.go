@@ -25,6 +25,8 @@ const (
 	// rowTimeout bounds the compaction of one row once started, also when
 	// the scheduler is stopping.
 	rowTimeout = time.Minute
+	// batchRows is the most rows a worker compacts at once (CompactRows).
+	batchRows = 64
 )
 
 // SchedulerOptions configure a Scheduler. The zero value of every field
@@ -363,21 +365,43 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			keys := make([][]byte, 0, batchRows)
+			results, errs := make([]Result, batchRows), make([]error, batchRows)
 			for k := range work {
+				keys = append(keys[:0], k)
+				// The rows already waiting join it, up to batchRows: on a
+				// store that defers durability they are made durable
+				// together (CompactRows).
+			more:
+				for len(keys) < batchRows {
+					select {
+					case k, ok := <-work:
+						if !ok {
+							break more
+						}
+						keys = append(keys, k)
+					default:
+						break more
+					}
+				}
 				// A row once started finishes even if ctx ends, so that a
 				// stop does not leave it half done.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rowTimeout)
-				res, err := s.c.CompactRow(rctx, k)
+				clear(errs)
+				clear(results)
+				s.c.CompactRows(rctx, keys, results[:len(keys)], errs[:len(keys)])
 				cancel()
-				s.record(res, err)
 				mu.Lock()
-				stats.Add(res, err)
-				if err != nil {
-					// A compaction that failed between its put and its
-					// delete leaves the row with both (reads are
-					// unchanged; OpenTSDB's fsck counts duplicates):
-					// try the row again.
-					failed = append(failed, k)
+				for i, k := range keys {
+					s.record(results[i], errs[i])
+					stats.Add(results[i], errs[i])
+					if errs[i] != nil {
+						// A compaction that failed between its put and its
+						// delete leaves the row with both (reads are
+						// unchanged; OpenTSDB's fsck counts duplicates):
+						// try the row again.
+						failed = append(failed, k)
+					}
 				}
 				mu.Unlock()
 			}

@@ -33,6 +33,19 @@ func (s *Store) Delete(ctx context.Context, table string, row []byte, columns []
 	return nil
 }
 
+// DeleteDeferred is Delete without the fsync (store.DeferredDeleter): the
+// delete is visible at once and durable with the next Sync or durable
+// write.
+func (s *Store) DeleteDeferred(ctx context.Context, table string, row []byte, columns []store.Column) error {
+	if err := s.checkTable(table); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete row %x in %s: %w", row, table, err)
+	}
+	return s.delete(table, row, columns)
+}
+
 // delete is Delete without the fsync: Pebble's tombstones (a range
 // tombstone over the row when columns is empty), the rewrite of the runs
 // that hold deleted columns, then for a buffered table the buffer's
@@ -110,8 +123,10 @@ func (s *Store) delete(table string, row []byte, columns []store.Column) error {
 		// column cut to its kept samples) is in the row buffer's log,
 		// which with a sync interval is written but maybe not yet
 		// fdatasynced: it goes to disk before the cells it replaces can
-		// go, so that no crash keeps the delete and loses the put.
-		if err := s.rb.wal.SyncAll(); err != nil {
+		// go, so that no crash keeps the delete and loses the put. Only
+		// the puts: the delete records since the last (a compaction's
+		// deletes one after the other) need no fdatasync of their own.
+		if err := s.rb.wal.SyncTo(s.rb.lastPut.Load()); err != nil {
 			s.noteLogErr(err)
 			return fmt.Errorf("delete in row %x of %s: sync the row buffer's log first: %w: %w", row, table, store.ErrUnavailable, err)
 		}

@@ -46,6 +46,10 @@ import (
 type rowBuffer struct {
 	dir string
 	db  *pebble.DB
+	// lastPut is the log position where the last put's record ends (set
+	// under mu, in the log's order): a delete syncs the log that far
+	// first, not over the delete records after it.
+	lastPut atomic.Uint64
 	// fs is Pebble's filesystem, where flushes write their tables; the
 	// log's is wal's.
 	fs    vfs.FS

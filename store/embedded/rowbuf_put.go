@@ -86,6 +86,7 @@ func (rb *rowBuffer) put(table string, puts []store.Put, now uint64) (uint64, er
 	gen := rb.gen // replaced under rb.mu
 	m.Lock()
 	pos := rb.wal.Append(rec)
+	rb.lastPut.Store(pos) // under rb.mu: in the log's order
 	rb.mu.Unlock()
 	if rb.afterLog != nil {
 		rb.afterLog()

@@ -422,8 +422,12 @@ func (w *Log) failedWrite(f File, off int64, buf []byte, err error) {
 // are on disk before the cells they replace are deleted. Records appended
 // meanwhile are not waited for: they may not be written out by anyone
 // (their appenders wait later, or behind the caller's lock).
-func (w *Log) SyncAll() error {
-	pos := w.Position()
+func (w *Log) SyncAll() error { return w.SyncTo(w.Position()) }
+
+// SyncTo is SyncAll of the records that end at or before pos (a Position
+// or Append's answer): nothing is synced when they already are, whatever
+// was appended after them.
+func (w *Log) SyncTo(pos uint64) error {
 	if err := w.WaitDurable(pos); err != nil {
 		return err
 	}
