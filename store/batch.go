@@ -95,6 +95,25 @@ func WriteDeferred(ctx context.Context, st Putter, b *Batch) error {
 	return write(ctx, st, b, true)
 }
 
+// Deleter is what DeleteDeferred needs of a store: its Delete; the
+// optional DeferredDeleter is found with As.
+type Deleter interface {
+	Delete(ctx context.Context, table string, row []byte, columns []Column) error
+}
+
+// DeleteDeferred is Delete for a caller that acknowledges nothing before
+// its next Write or Sync (a compaction's deletes, synced once for many
+// rows): on a store that defers durability (DeferredDeleter) the delete is
+// visible when it returns and durable with that next call; on others it is
+// Delete. A delete that removes what a put replaced comes after that put's
+// Write, never in the same deferred run.
+func DeleteDeferred(ctx context.Context, st Deleter, table string, row []byte, columns []Column) error {
+	if d, ok := As[DeferredDeleter](st); ok {
+		return d.DeleteDeferred(ctx, table, row, columns)
+	}
+	return st.Delete(ctx, table, row, columns)
+}
+
 // Sync makes every write of st durable that was applied without being
 // so (WriteDeferred, and the check-and-puts and increments a store makes
 // durable with its next write: Syncer). On a store whose writes are

@@ -231,41 +231,16 @@ func (c *Compactor) readPlan(ctx context.Context, rowKey []byte) (*plan, Result,
 	return p, res, nil
 }
 
-// deferredWriter is what CompactRows takes of a store beyond rowStore
-// (the embedded store's optional interfaces): puts and deletes applied
-// without an fsync each, and a Sync that makes them durable.
-type deferredWriter struct {
-	put  store.DeferredPutter
-	del  store.DeferredDeleter
-	sync store.Syncer
-}
-
-// deferred returns the store's deferredWriter, false when it lacks a part.
-func (c *Compactor) deferred() (deferredWriter, bool) {
-	var w deferredWriter
-	var ok1, ok2, ok3 bool
-	w.put, ok1 = store.As[store.DeferredPutter](c.st)
-	w.del, ok2 = store.As[store.DeferredDeleter](c.st)
-	w.sync, ok3 = store.As[store.Syncer](c.st)
-	return w, ok1 && ok2 && ok3
-}
-
-// CompactRows is CompactRow of each of keys, with their writes made
-// durable together on a store that defers durability (deferredWriter):
-// every row's compacted cell put, one sync, the replaced cells deleted,
-// another sync. A row's delete is thus issued only once its put is
-// durable, as CompactRow's, at two fsyncs a batch instead of two a row.
-// On another store it is CompactRow of each. results[i] and errs[i] (both
-// len(keys)) are keys[i]'s; an error between the put and the delete
-// leaves the row with both, as CompactRow's.
+// CompactRows is CompactRow of each of keys, their writes made durable
+// together: every row's compacted cell put in one store.Write (durable),
+// then the replaced cells deleted (store.DeleteDeferred) and one
+// store.Sync. A row's delete is thus issued only once its put is durable,
+// as CompactRow's: on the embedded store two fsyncs a batch instead of two
+// a row, on HBase one multi-row put. results[i] and errs[i] (both
+// len(keys)) are keys[i]'s; a failure fails every row it touched, and one
+// between the puts and the deletes leaves those rows with both, as
+// CompactRow's.
 func (c *Compactor) CompactRows(ctx context.Context, keys [][]byte, results []Result, errs []error) {
-	w, ok := c.deferred()
-	if !ok {
-		for i, k := range keys {
-			results[i], errs[i] = c.CompactRow(ctx, k)
-		}
-		return
-	}
 	plans := c.planRows(ctx, keys, results, errs)
 	defer func() {
 		for _, p := range plans {
@@ -286,8 +261,8 @@ func (c *Compactor) CompactRows(ctx context.Context, keys [][]byte, results []Re
 			}
 		}
 	}()
-	c.putDurably(ctx, w, plans, results, errs)
-	c.deleteDurably(ctx, w, plans, results, errs)
+	c.putDurably(ctx, plans, results, errs)
+	c.deleteDurably(ctx, plans, results, errs)
 }
 
 // batchPlan is one row of CompactRows: its plan (nil: nothing to write,
@@ -322,16 +297,18 @@ func (c *Compactor) planRows(ctx context.Context, keys [][]byte, results []Resul
 
 // putDurably puts the compacted cells of plans and syncs; a row whose put
 // or sync failed is recorded failed and dropped from plans.
-func (c *Compactor) putDurably(ctx context.Context, w deferredWriter, plans []batchPlan, results []Result, errs []error) {
+func (c *Compactor) putDurably(ctx context.Context, plans []batchPlan, results []Result, errs []error) {
 	var puts []store.Put
 	for _, bp := range plans {
 		if bp.p != nil && bp.p.put != nil {
 			puts = append(puts, store.Put{Row: bp.p.row, Cells: []store.Cell{*bp.p.put}})
 		}
 	}
-	err := w.put.PutDeferred(ctx, c.opts.DataTable, puts)
-	if err == nil && len(puts) > 0 {
-		err = w.sync.Sync(ctx)
+	var err error
+	if len(puts) > 0 {
+		var b store.Batch
+		b.Put(c.opts.DataTable, puts)
+		err = store.Write(ctx, c.st, &b)
 	}
 	for i, bp := range plans {
 		if bp.p == nil {
@@ -354,13 +331,13 @@ func (c *Compactor) putDurably(ctx context.Context, w deferredWriter, plans []ba
 
 // deleteDurably deletes the cells plans replace and syncs; a row whose
 // delete or the sync failed is recorded failed.
-func (c *Compactor) deleteDurably(ctx context.Context, w deferredWriter, plans []batchPlan, results []Result, errs []error) {
+func (c *Compactor) deleteDurably(ctx context.Context, plans []batchPlan, results []Result, errs []error) {
 	deleted := false
 	for i, bp := range plans {
 		if bp.p == nil || len(bp.p.deletes) == 0 {
 			continue
 		}
-		if err := w.del.DeleteDeferred(ctx, c.opts.DataTable, bp.p.row, bp.p.deletes); err != nil {
+		if err := store.DeleteDeferred(ctx, c.st, c.opts.DataTable, bp.p.row, bp.p.deletes); err != nil {
 			errs[i], plans[i].p = fmt.Errorf("compact row %x: delete %d replaced cells: %w", bp.p.row, len(bp.p.deletes), err), nil
 			continue
 		}
@@ -370,7 +347,7 @@ func (c *Compactor) deleteDurably(ctx context.Context, w deferredWriter, plans [
 	if !deleted {
 		return
 	}
-	if err := w.sync.Sync(ctx); err != nil {
+	if err := store.Sync(ctx, c.st); err != nil {
 		for i, bp := range plans {
 			if bp.p != nil && len(bp.p.deletes) > 0 {
 				errs[i] = fmt.Errorf("compact row %x: delete %d replaced cells: %w", bp.p.row, len(bp.p.deletes), err)

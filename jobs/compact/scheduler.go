@@ -362,36 +362,10 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 		failed [][]byte
 	)
 	for range s.opts.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys := make([][]byte, 0, batchRows)
-			results, errs := make([]Result, batchRows), make([]error, batchRows)
-			for k := range work {
-				keys = append(keys[:0], k)
-				// The rows already waiting join it, up to batchRows: on a
-				// store that defers durability they are made durable
-				// together (CompactRows).
-			more:
-				for len(keys) < batchRows {
-					select {
-					case k, ok := <-work:
-						if !ok {
-							break more
-						}
-						keys = append(keys, k)
-					default:
-						break more
-					}
-				}
-				// A row once started finishes even if ctx ends, so that a
-				// stop does not leave it half done.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rowTimeout)
-				clear(errs)
-				clear(results)
-				s.c.CompactRows(rctx, keys, results[:len(keys)], errs[:len(keys)])
-				cancel()
+		wg.Go(func() {
+			s.compactRows(ctx, work, func(keys [][]byte, results []Result, errs []error) {
 				mu.Lock()
+				defer mu.Unlock()
 				for i, k := range keys {
 					s.record(results[i], errs[i])
 					stats.Add(results[i], errs[i])
@@ -403,9 +377,8 @@ func (s *Scheduler) compactHour(ctx context.Context, hr *hourRows) {
 						failed = append(failed, k)
 					}
 				}
-				mu.Unlock()
-			}
-		}()
+			})
+		})
 	}
 	// The rows of the hour's metrics, those remembered handed to the
 	// workers as the scans reach them.
@@ -507,6 +480,38 @@ func (s *Scheduler) retry(hr *hourRows, all bool, failed [][]byte) {
 }
 
 // record counts one row's outcome in the metrics.
+// compactRows is a worker of compactHour: it compacts the rows of work
+// in batches (the row it waits for and those already waiting, up to
+// batchRows: CompactRows) until work closes, and hands each batch's
+// outcomes to done.
+func (s *Scheduler) compactRows(ctx context.Context, work <-chan []byte, done func(keys [][]byte, results []Result, errs []error)) {
+	keys := make([][]byte, 0, batchRows)
+	results, errs := make([]Result, batchRows), make([]error, batchRows)
+	for k := range work {
+		keys = append(keys[:0], k)
+	more:
+		for len(keys) < batchRows {
+			select {
+			case k, ok := <-work:
+				if !ok {
+					break more
+				}
+				keys = append(keys, k)
+			default:
+				break more
+			}
+		}
+		// A batch once started finishes even if ctx ends, so that a stop
+		// does not leave a row half done.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rowTimeout)
+		clear(errs)
+		clear(results)
+		s.c.CompactRows(rctx, keys, results[:len(keys)], errs[:len(keys)])
+		cancel()
+		done(keys, results[:len(keys)], errs[:len(keys)])
+	}
+}
+
 func (s *Scheduler) record(res Result, err error) {
 	if err != nil {
 		s.m.errors.Inc()

@@ -99,8 +99,8 @@ type Options struct {
 	Flags map[string]string
 	// Build is what /api/v1/status/buildinfo reports: the binary's
 	// version, revision, branch, build user and date, and Go version.
-	Build v1.PrometheusVersion
-	Logger            *slog.Logger
+	Build  v1.PrometheusVersion
+	Logger *slog.Logger
 	// Registerer receives the engine's metrics (prometheus_engine_*),
 	// the requests' (promhbase_http_requests_total and
 	// _duration_seconds, shared with the other handlers registered on it)
