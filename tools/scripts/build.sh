@@ -7,6 +7,10 @@
 #
 #   tools/scripts/build.sh [OUTPUT] [go build flags...]   (OUTPUT: bin/promhbase)
 #
+# The flags are go build's (the image adds -trimpath); the stamps change
+# only the link, so a build after `go build` or `go test` reuses their
+# compiled packages.
+#
 # Each stamp comes from the environment when set, else from the checkout:
 #   VERSION     the version (unset: cmd/promhbase's defaultVersion)
 #   REVISION    git rev-parse HEAD, "-modified" added for a changed tree
@@ -60,4 +64,4 @@ stamp Revision "$revision"
 stamp Branch "$branch"
 
 log "building $out (revision ${revision:-unstamped}, branch ${branch:-unstamped}, date $date)"
-"${GO:-go}" build -trimpath -ldflags "$ldflags${EXTRA_LDFLAGS:-}" "$@" -o "$out" ./cmd/promhbase
+"${GO:-go}" build -ldflags "$ldflags${EXTRA_LDFLAGS:-}" "$@" -o "$out" ./cmd/promhbase
