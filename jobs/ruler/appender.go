@@ -93,7 +93,11 @@ func (*appender) AppendHistogramSTZeroSample(storage.SeriesRef, labels.Labels, i
 func (a *appender) Commit() error {
 	series := a.series
 	a.series = nil
-	return writeSeries(a.ctx, a.a.write, series)
+	err := writeSeries(a.ctx, a.a.write, series)
+	if err != nil {
+		noteCommitFailed(a.ctx)
+	}
+	return err
 }
 
 func (a *appender) Rollback() error {

@@ -2,12 +2,17 @@ package ruler
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/rules"
+
+	"github.com/promhbase/promhbase/store"
 )
 
 // maxCatchUpEvals bounds the missed evaluations one iteration makes up,
@@ -80,8 +85,16 @@ func (ts *tenantState) evalOnce(ctx context.Context, g *rules.Group, l *groupLea
 	if !l.valid() {
 		return false
 	}
-	rules.DefaultEvalIterationFunc(ctx, g, t)
+	failed := new(atomic.Bool)
+	rules.DefaultEvalIterationFunc(context.WithValue(ctx, commitFailedKey{}, failed), g, t)
 	if ctx.Err() != nil {
+		return false
+	}
+	if failed.Load() || storeFailed(g) {
+		// A sample the store did not take (its write failed, or a query
+		// could not read): left unrecorded, for the next iteration to make
+		// up from r:last rather than leave a gap.
+		ts.logger.Warn("a rule group's evaluation met a failing store; the next iteration makes it up", "group", rules.GroupKey(g.File(), g.Name()), "at", t)
 		return false
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.r.cfg.LeaseDuration)
@@ -161,4 +174,32 @@ func parses(p parser.Parser, g rulefmt.RuleGroup) error {
 		}
 	}
 	return nil
+}
+
+// commitFailedKey is the context key of the flag an evaluation's
+// appenders set when a commit fails (appender.Commit).
+type commitFailedKey struct{}
+
+// noteCommitFailed sets ctx's commit-failed flag, if it has one.
+func noteCommitFailed(ctx context.Context) {
+	if f, ok := ctx.Value(commitFailedKey{}).(*atomic.Bool); ok {
+		f.Store(true)
+	}
+}
+
+// storeFailed reports whether a rule of g failed its last evaluation for
+// the store's sake: a query that could not read (promql.ErrStorage, a
+// store unavailable, a deadline). A rule that fails on its own (a bad
+// expression) does not count: it would never be recorded.
+func storeFailed(g *rules.Group) bool {
+	for _, r := range g.Rules() {
+		err := r.LastError()
+		if err == nil {
+			continue
+		}
+		if _, ok := errors.AsType[promql.ErrStorage](err); ok || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -500,4 +501,40 @@ func nameOf(ls []prompb.Label) string {
 		}
 	}
 	return ""
+}
+
+// TestFailedWriteMadeUp: an evaluation whose samples the store refused
+// (two writes in a row fail, as a loaded HBase's may) is not recorded in
+// r:last, and the next iterations make it up: the recorded rule's samples
+// have no gap.
+func TestFailedWriteMadeUp(t *testing.T) {
+	now := time.Now()
+	const iv = 300 * time.Millisecond
+	e := newEnv(t, map[string][]rulefmt.RuleGroup{"ns": {recordGroup("g1", iv)}})
+	e.writeData(now.Add(-time.Minute), now.Add(time.Minute), 1)
+	var writes atomic.Int64
+	cfg := e.config("")
+	cfg.Tenant = func(context.Context, string) (Tenant, error) {
+		tn := e.tenant()
+		write := tn.Write
+		tn.Write = func(ctx context.Context, body []byte) error {
+			if n := writes.Add(1); n == 3 || n == 4 {
+				return fmt.Errorf("write %d: %w", n, store.ErrUnavailable)
+			}
+			return write(ctx, body)
+		}
+		return tn, nil
+	}
+	_, stop := start(t, cfg)
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, "g1 evaluated 8 times after the failures", func() (bool, string) {
+		n := len(e.samplesOf("rec:g1"))
+		return writes.Load() > 4 && n >= 8, fmt.Sprintf("%d evaluations, %d writes", n, writes.Load())
+	})
+	stop(false)
+	keys := slices.Sorted(mapsKeys(e.samplesOf("rec:g1")))
+	for i := 1; i < len(keys); i++ {
+		if d := keys[i] - keys[i-1]; d != iv.Milliseconds() {
+			t.Errorf("evaluations at %d and %d, %d ms apart, want %d (the failed ones made up)", keys[i-1], keys[i], d, iv.Milliseconds())
+		}
+	}
 }
