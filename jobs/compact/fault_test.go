@@ -208,16 +208,7 @@ func TestCompactionFaultAtEachStep(t *testing.T) {
 					checkCompactedRow(t, e, w, after)
 					continue
 				}
-				switch tc.holds {
-				case "written":
-					if renderCells(after.Cells) != renderCells(w.Cells) {
-						t.Errorf("row %d %x holds %s, want its cells as written %s", i, w.Key, renderCells(after.Cells), renderCells(w.Cells))
-					}
-				case "both":
-					checkBoth(t, e, w, after)
-				case "compacted":
-					checkCompactedRow(t, e, w, after)
-				}
+				checkFailedRow(t, e, i, tc.holds, w, after)
 			}
 
 			// Compacted again, as `promhbase compact` does.
@@ -337,16 +328,7 @@ func TestBatchCompactionFaultAtEachStep(t *testing.T) {
 					checkCompactedRow(t, e, w, after)
 					continue
 				}
-				switch tc.holds {
-				case "written":
-					if renderCells(after.Cells) != renderCells(w.Cells) {
-						t.Errorf("row %d %x holds %s, want its cells as written %s", i, w.Key, renderCells(after.Cells), renderCells(w.Cells))
-					}
-				case "both":
-					checkBoth(t, e, w, after)
-				case "compacted":
-					checkCompactedRow(t, e, w, after)
-				}
+				checkFailedRow(t, e, i, tc.holds, w, after)
 			}
 			again := e.compactAll(e.compactor())
 			after := e.rows()
@@ -360,5 +342,22 @@ func TestBatchCompactionFaultAtEachStep(t *testing.T) {
 				t.Errorf("reads after compaction run again:\n%s\nwant\n%s", got, readBefore)
 			}
 		})
+	}
+}
+
+// checkFailedRow checks that row i, after (written as w), holds what the
+// failed step left: its cells as "written", "both" those and a compacted
+// cell, or the "compacted" cell alone.
+func checkFailedRow(t *testing.T, e *env, i int, holds string, w, after store.Row) {
+	t.Helper()
+	switch holds {
+	case "written":
+		if renderCells(after.Cells) != renderCells(w.Cells) {
+			t.Errorf("row %d %x holds %s, want its cells as written %s", i, w.Key, renderCells(after.Cells), renderCells(w.Cells))
+		}
+	case "both":
+		checkBoth(t, e, w, after)
+	case "compacted":
+		checkCompactedRow(t, e, w, after)
 	}
 }
