@@ -17,6 +17,13 @@
 #                             has more regions, print the region count
 #   tools/scripts/hbase.sh regions TABLE
 #                             print the number of online regions of TABLE
+#   tools/scripts/hbase.sh diagnose
+#                             print the signs of a stalled HBase its logs
+#                             hold (JVM and GC pauses, slow calls and WAL
+#                             syncs, blocked updates, stuck procedures,
+#                             refused ZooKeeper connections), newest last;
+#                             tools/scripts/test.sh prints them when a stage
+#                             on HBase fails
 #
 # Cluster mode: ZooKeeper, an HMaster and HBASE_CLUSTER_REGIONSERVERS
 # region servers (3), each its own JVM, in .run/hbase-cluster/, on ports of
@@ -510,6 +517,8 @@ start_hbase() {
 		"-Xms256m" "-Xmx$HBASE_HEAP"
 		-XX:+UseG1GC
 		"-XX:OnOutOfMemoryError=kill -9 %p"
+		# Each pause with its cause and length, for diagnose.
+		"-Xlog:gc:file=$RUN/logs/gc.log:uptime,time:filecount=2,filesize=20m"
 		-Djava.net.preferIPv4Stack=true
 		-Djava.util.logging.config.class=org.apache.hadoop.hbase.logging.JulToSlf4jInitializer
 		"-Dlog4j2.configurationFile=file:$RUN/conf/log4j2.properties"
@@ -927,6 +936,34 @@ cmd_cluster_start() {
 
 # cluster_admin runs an admin command (testdata/hbase/Split.java) against
 # the cluster.
+# cmd_diagnose prints what in the logs tells of a stalled or starved
+# HBase, at most 20 lines of each kind, newest last: the JVM's pause
+# monitor (a GC or the host holding the process), GC pauses of a second
+# or more, calls slower than 10 s, slow WAL appends and syncs, updates
+# blocked on a full memstore, procedures reported stuck, ZooKeeper
+# connections refused. Nothing printed under a kind: none seen.
+cmd_diagnose() {
+	[[ -f $LOG ]] || die "no HBase log at $LOG"
+	local kind pattern
+	while IFS='|' read -r kind pattern; do
+		log "$kind:"
+		{ grep -E "$pattern" "$LOG" || true; } | tail -n 20 | cut -c1-300 >&2
+	done <<-'EOF'
+		JVM pauses|JvmPauseMonitor
+		slow calls|responseTooSlow|operationTooSlow
+		slow WAL|took [0-9]{4,} ms (appending|syncing)|Slow sync cost
+		blocked updates|[Bb]locking updates|Over memstore limit|RegionTooBusy
+		stuck procedures|STUCK|[Ss]tuck (Region|procedure)|waiting for lock
+		ZooKeeper refusals|Too many connections
+	EOF
+	local gc
+	for gc in "$RUN"/logs/gc.log*; do
+		[[ -f $gc ]] || continue
+		log "GC pauses of a second or more ($gc):"
+		{ grep -E 'Pause.* [0-9]{4,}\.[0-9]+ms' "$gc" || true; } | tail -n 20 >&2
+	done
+}
+
 cluster_admin() {
 	cluster_env
 	PIDFILE=$RUN/pids/master.pid
@@ -934,7 +971,7 @@ cluster_admin() {
 }
 
 usage() {
-	echo "usage: $0 up|down|restart|status|split TABLE [SPLITROW_HEX]|regions TABLE" >&2
+	echo "usage: $0 up|down|restart|status|diagnose|split TABLE [SPLITROW_HEX]|regions TABLE" >&2
 	echo "       $0 cluster-up|cluster-down|cluster-status|cluster-servers|cluster-kill ROLE|cluster-start ROLE|cluster-move TABLE|cluster-split TABLE [SPLITROW_HEX]" >&2
 	exit 2
 }
@@ -942,7 +979,7 @@ usage() {
 cmd=${1:-}
 [[ $# -gt 0 ]] && shift
 case $cmd in
-up | down | restart | status)
+up | down | restart | status | diagnose)
 	[[ $# -eq 0 ]] || usage
 	"cmd_$cmd"
 	;;

@@ -217,6 +217,12 @@ trap - EXIT
 for name in "${failed_stages[@]}"; do
 	digest "$name"
 done
+# A suite that failed on HBase: what the HBase's logs tell of a stall
+# (pauses, slow calls, blocked updates), since a stalled HBase fails
+# whatever test is waiting on it.
+if [[ " ${failed_stages[*]} " =~ \ (embedded|hbase|faults)\  ]]; then
+	tools/scripts/hbase.sh diagnose
+fi
 log "stages (seconds, and when each began after the start):"
 printf '  %s\n' "${summary[@]}" >&2
 log "total $(($(date +%s) - began))s"
