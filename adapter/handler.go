@@ -106,6 +106,8 @@ type Options struct {
 	// OTLP returns how OTLP metrics are translated for this handler's
 	// requests (its tenant's settings); nil means otlp.DefaultConfig.
 	OTLP func() otlp.Config
+	// OpenTSDB configures OpenTSDB's put (/api/put and PutPoints).
+	OpenTSDB OpenTSDBOptions
 }
 
 // Handler serves promhbase's HTTP endpoints.
@@ -237,6 +239,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	h.mux.HandleFunc("/api/v1/import/chunks", h.instrument("import_chunks", h.serveImportChunks))
 	h.mux.HandleFunc("/api/v1/export", h.instrument("export", h.serveExport))
 	h.mux.HandleFunc("/health", h.instrument("health", h.serveHealth))
+	h.mux.HandleFunc(OpenTSDBPutPath, h.instrument("opentsdb_put", h.receive(h.servePutTSD)))
 	if gatherer != nil {
 		h.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	}

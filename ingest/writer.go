@@ -248,6 +248,17 @@ func (w *Writer) WriteSeries(ctx context.Context, samples int, deferSync bool, e
 	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
 }
 
+// WriteDecoded stores series that are decoded already (Key, and Samples
+// or Encoded), as WriteTranslated stores a request of them: live samples,
+// durable when it returns, every limit but the series-per-request one
+// applying (the caller bounds its request in bytes). each is as for
+// WriteSeries; samples sizes the write's buffers.
+func (w *Writer) WriteDecoded(ctx context.Context, samples int, each func(fn func(*wire.Series) error) error) (Result, error) {
+	b := w.getBatch()
+	b.translated = true
+	return w.write(ctx, b, func(_ *[]wire.Meta, fn func(*wire.Series) error) error { return each(fn) }, false, samples)
+}
+
 // Sync makes the writes WriteSeries deferred durable (store.Sync). An
 // import whose write fails after deferred ones calls it before saying
 // what was written.
@@ -343,7 +354,7 @@ func (w *Writer) mapCached(ctx context.Context, b *writeBatch, parse parseFunc, 
 func (w *Writer) dropDeduped(parse parseFunc, dedup haDrop) (Result, error) {
 	n := 0
 	if err := parse(nil, func(s *wire.Series) error {
-		n += len(s.Samples) + len(s.Hists)
+		n += len(s.Samples) + len(s.Encoded) + len(s.Hists)
 		return nil
 	}); err != nil {
 		return Result{}, err
@@ -482,13 +493,13 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		if s.Key != nil {
 			name = formatSeries(s)
 		}
-		b.rejectSeries(reasonInvalidSeries, len(s.Samples)+len(s.Hists), fmt.Sprintf("%s %s", name, s.Invalid))
+		b.rejectSeries(reasonInvalidSeries, len(s.Samples)+len(s.Encoded)+len(s.Hists), fmt.Sprintf("%s %s", name, s.Invalid))
 		return nil
 	}
 	if s.Meta.Set {
 		w.noteMetadata(b, s, v2)
 	}
-	if len(s.Samples) == 0 && len(s.Hists) == 0 && (len(s.Exemplars) == 0 || w.exTable == "") {
+	if len(s.Samples) == 0 && len(s.Encoded) == 0 && len(s.Hists) == 0 && (len(s.Exemplars) == 0 || w.exTable == "") {
 		return nil
 	}
 	if series, ok := b.cache.Get(s.Key); ok {
@@ -498,7 +509,7 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 	// A new series' float samples older than the retention count as
 	// expired, not against its limits; one with nothing else is not even
 	// resolved (no UID for a series nothing of which is stored).
-	live := len(s.Samples)
+	live := len(s.Samples) + len(s.Encoded)
 	if b.minT != math.MinInt64 {
 		live = 0
 		for _, p := range s.Samples {
@@ -506,8 +517,13 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 				live++
 			}
 		}
+		for _, p := range s.Encoded {
+			if p.T >= b.minT {
+				live++
+			}
+		}
 		if live == 0 && len(s.Hists) == 0 && !w.keepsExemplar(b, s) {
-			b.expired += len(s.Samples)
+			b.expired += len(s.Samples) + len(s.Encoded)
 			return nil
 		}
 	}
@@ -636,6 +652,15 @@ func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series)
 		}
 		base := row(smp.T)
 		q, v := mapping.AppendSampleCell(b.arena.Alloc(mapping.SampleCellBytes), base, smp.T, smp.V)
+		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: q, Value: v})
+		b.samples++
+	}
+	for _, smp := range s.Encoded {
+		if !keep(smp.T) {
+			continue
+		}
+		base := row(smp.T)
+		q, v := mapping.AppendEncodedCell(b.arena.Alloc(mapping.SampleCellBytes), base, smp)
 		b.cells = append(b.cells, store.Cell{Family: w.family, Qualifier: q, Value: v})
 		b.samples++
 	}

@@ -70,3 +70,45 @@ func AppendHistogramCell(dst []byte, base, tMs int64, value []byte) (qual, val [
 	dst = append(dst, value...)
 	return dst[at:q:q], dst[q:len(dst):len(dst)]
 }
+
+// EncodedSample is a float sample whose cell the sender chose, as an
+// OpenTSDB TSD chooses it for a put: the resolution it was sent in (a
+// 2-byte second qualifier, or a 4-byte millisecond one) and the value's
+// type and width (an integer on 1, 2, 4 or 8 bytes, a 4- or 8-byte
+// float). promhbase's own samples are always in milliseconds and in their
+// shortest exact form (AppendSampleCell); a put's are stored as the TSD
+// stores them, so that both write the same bytes.
+type EncodedSample struct {
+	// T is the time in milliseconds; a multiple of 1000 when Seconds.
+	T int64
+	// Seconds selects the 2-byte second qualifier.
+	Seconds bool
+	// Flags are the qualifier's four flag bits: FlagsInt8, FlagsInt16,
+	// FlagsInt32, FlagsInt64, FlagsFloat32 or FlagsFloat64.
+	Flags byte
+	// Bits holds the value's ValueLen(Flags) bytes, big-endian, in its low
+	// bytes: a two's-complement integer or IEEE-754 bits.
+	Bits uint64
+}
+
+// AppendEncodedCell appends the cell of s in the row of base (seconds,
+// see HourBase) to dst: the qualifier (2 bytes oooooooo oooofff f: the
+// offset in seconds on 12 bits and the flags; or the 4-byte millisecond
+// one, see AppendMsQualifier), then the value's ValueLen(s.Flags) bytes.
+// It returns the qualifier and the value, each capacity-clipped within
+// dst's new bytes; it does not allocate when dst has SampleCellBytes of
+// room.
+func AppendEncodedCell(dst []byte, base int64, s EncodedSample) (qual, val []byte) {
+	at := len(dst)
+	if s.Seconds {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(s.T/1000-base)<<4|uint16(s.Flags&FlagsMask))
+	} else {
+		dst = AppendMsQualifier(dst, uint32(s.T-base*1000), s.Flags)
+	}
+	q := len(dst)
+	n := ValueLen(s.Flags)
+	var word [8]byte
+	binary.BigEndian.PutUint64(word[:], s.Bits)
+	dst = append(dst, word[8-n:]...)
+	return dst[at:q:q], dst[q:len(dst):len(dst)]
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/grafana/regexp"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/opentsdb"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/query"
@@ -29,6 +31,14 @@ func (b *wiring) paths() error {
 		_, err := st.Get(ctx, uidTable, []byte{0}, uid.FamilyID)
 		return err
 	}
+	uids := b.cfg.Mapper.UIDs()
+	aopts.OpenTSDB.MetricExists = func(ctx context.Context, metric string) (bool, error) {
+		_, err := uids.ID(ctx, uid.KindMetric, metric)
+		if errors.Is(err, uid.ErrNoSuchName) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 	if err := readOnly(st, &aopts, b.reg); err != nil {
 		return err
 	}
@@ -36,7 +46,7 @@ func (b *wiring) paths() error {
 	if err != nil {
 		return err
 	}
-	b.remote = h
+	b.remote, b.s.puts = h, h
 	return nil
 }
 
@@ -130,3 +140,9 @@ func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Handler serves every endpoint: remote write and read, the query API,
 // the web pages, health and readiness.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// PutPoints stores OpenTSDB put points in the server's tables
+// (opentsdb.Writer; adapter.Handler.PutPoints).
+func (s *Server) PutPoints(ctx context.Context, pts []opentsdb.Point, errs []*opentsdb.PointError) error {
+	return s.puts.PutPoints(ctx, pts, errs)
+}

@@ -201,6 +201,7 @@ type Server struct {
 	logger      *slog.Logger
 	// writer and api are the ruler's (RulerTenant).
 	writer *ingest.Writer
+	puts   *adapter.Handler // OpenTSDB's put (PutPoints)
 	api    func() (*promapi.API, error)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/promhbase/promhbase/adapter"
+	"github.com/promhbase/promhbase/adapter/opentsdb"
 	"github.com/promhbase/promhbase/adapter/otlp"
 	"github.com/promhbase/promhbase/jobs/ruler"
 	"github.com/promhbase/promhbase/query/federation"
@@ -182,7 +183,7 @@ func writePath(r *http.Request) bool {
 	if rulerConfigPath(path) {
 		return r.Method != http.MethodGet && r.Method != http.MethodHead
 	}
-	return path == "/api/v1/write" || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || path == "/api/v1/import/chunks" ||
+	return path == "/api/v1/write" || path == adapter.OpenTSDBPutPath || path == "/api/v1/import" || path == "/api/v1/import/prometheus" || path == "/api/v1/import/chunks" ||
 		slices.Contains(adapter.OTLPPaths, path) || strings.HasPrefix(path, "/api/v1/admin/")
 }
 
@@ -598,4 +599,24 @@ func (t *Tenants) Open() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return slices.Sorted(maps.Keys(t.servers))
+}
+
+// OpenTSDBWriter returns the writer of tenant id's OpenTSDB puts (the
+// telnet lines of the OpenTSDB port): each batch goes to the tenant's
+// server, opened at its first use, or provisioned as a first write
+// provisions it.
+func (t *Tenants) OpenTSDBWriter(id string) opentsdb.Writer { return tenantPuts{t: t, id: id} }
+
+// tenantPuts is a tenant's OpenTSDB writer.
+type tenantPuts struct {
+	t  *Tenants
+	id string
+}
+
+func (p tenantPuts) PutPoints(ctx context.Context, pts []opentsdb.Point, errs []*opentsdb.PointError) error {
+	s, err := p.t.server(ctx, p.id, p.t.tc.AutoCreate)
+	if err != nil {
+		return fmt.Errorf("tenant %q: %w", p.id, err)
+	}
+	return s.PutPoints(ctx, pts, errs)
 }

@@ -81,6 +81,7 @@ type serveFlags struct {
 	gcHeadroom      autoBytes
 	gcHeadroomMin   autoBytes
 	listen          string
+	openTSDB        openTSDBFlags
 	maxRequestBytes int
 	maxSamples      int
 	readTimeout     time.Duration
@@ -255,6 +256,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("ha-tracker.update-timeout-jitter-max", "Most random time added to --ha-tracker.update-timeout, per cluster, so that the clusters' updates spread.").Default("5s").DurationVar(&ha.jitt)
 	cmd.Flag("ha-tracker.max-clusters", "Most HA clusters a tenant may have; a write that would start one more gets 400. 0: no limit.").Default("100").IntVar(&ha.maxClusters)
 	registerRulerFlags(cmd, &rulerOpts)
+	registerOpenTSDB(cmd, &serveOpts.openTSDB)
 	return cmd
 }
 
@@ -320,6 +322,7 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return err
 	}
+	tsdHandler := handler
 	handler = web.WithPrefix(prefix, handler)
 	// Stop the background work, letting the rows in flight finish, before
 	// the store closes (that defer was registered first, so it runs last).
@@ -328,6 +331,12 @@ func runServe(app *kingpin.Application, cfg *config) error {
 	if err != nil {
 		return err
 	}
+	stopTSD, err := startOpenTSDB(serveOpts.openTSDB, tsdHandler, &w.puts, reg, logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopTSD()
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: serveOpts.readHeaderTime, WriteTimeout: serveOpts.readTimeout, IdleTimeout: serveOpts.idleTimeout}
 	logger.Info("promhbase serving", "address", ln.Addr().String(), "backend", cfg.backend, "data_table", cfg.dataTable, "uid_table", cfg.uidTable, "exemplar_table", cfg.exemplarTable,
 		"salt_width", cfg.layout.SaltWidth, "salt_buckets", cfg.layout.SaltBuckets,
@@ -425,6 +434,7 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 			ResponseWriteTimeout:  serveOpts.stallTimeout,
 			MaxConcurrentReads:    serveOpts.readConcurrent,
 			OTLP:                  func() otlp.Config { return otlpCfg },
+			OpenTSDB:              serveOpts.openTSDB.options(),
 		},
 		API: promapi.Options{CORSOrigin: cors, Timeout: serveOpts.queryTimeout, MaxSamples: serveOpts.maxSamples, LookbackDelta: serveOpts.lookbackDelta,
 			MaxConcurrency: serveOpts.queryMaxConc, Flags: flagValues(app), Build: buildVersion(), Features: splitFeatures(serveOpts.features), SlowQueryThreshold: serveOpts.slowQuery,
@@ -490,6 +500,9 @@ type serveWiring struct {
 	// /api/v1/rules and /api/v1/alerts from it, and it starts after them
 	// (it evaluates through them).
 	theRuler atomic.Pointer[ruler.Ruler]
+	// puts takes the OpenTSDB port's telnet lines once the server is
+	// wired.
+	puts lazyPuts
 }
 
 // withRuler returns c with the ruler's configuration API and its rules
@@ -542,6 +555,7 @@ func (w *serveWiring) build(ctx context.Context, sreg *prometheus.Registry) (htt
 		if err != nil {
 			return nil, nil, err
 		}
+		w.puts.set(ts.OpenTSDBWriter(serveOpts.openTSDB.tenant))
 		return w.startRuler(ts, ts.Start(), nil, ts)
 	}
 	c := w.srvCfg
@@ -557,6 +571,7 @@ func (w *serveWiring) build(ctx context.Context, sreg *prometheus.Registry) (htt
 		return nil, nil, err
 	}
 	stopServer := srvp.Start()
+	w.puts.set(srvp)
 	return w.startRuler(srvp.Handler(), stopServer, srvp, nil)
 }
 

@@ -19,6 +19,10 @@ type Series struct {
 	// Prometheus encodes them, and into keyBuf otherwise.
 	Key     []byte
 	Samples []mapping.Point
+	// Encoded are samples whose cells the sender chose (OpenTSDB's put:
+	// see mapping.EncodedSample), stored as they are after Samples; the
+	// remote-write decoders never set it.
+	Encoded []mapping.EncodedSample
 	// Hists holds the series' Histogram messages, undecoded; they alias
 	// the request (see parseHistogram).
 	Hists [][]byte
@@ -257,6 +261,7 @@ func parseExemplar(buf []byte, e *Exemplar, labels func(field) error) error {
 func (s *Series) reset() {
 	s.Key = nil
 	s.Samples = s.Samples[:0]
+	s.Encoded = s.Encoded[:0]
 	s.Hists = s.Hists[:0]
 	s.Exemplars = s.Exemplars[:0]
 	s.exLabels = s.exLabels[:0]

@@ -1,0 +1,241 @@
+package adapter
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/promhbase/promhbase/adapter/opentsdb"
+	"github.com/promhbase/promhbase/ingest"
+	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/mapping/wire"
+)
+
+// OpenTSDBPutPath is the path of OpenTSDB's HTTP put, served on the
+// OpenTSDB port (opentsdb.Port) and on promhbase's own, as
+// VictoriaMetrics serves it.
+const OpenTSDBPutPath = opentsdb.PutPath
+
+// OpenTSDBOptions configure OpenTSDB's put (telnet lines and /api/put).
+type OpenTSDBOptions struct {
+	// AutoCreateMetrics is tsd.core.auto_create_metrics: a point of a
+	// metric without a UID makes one. Off, such a point is refused
+	// ("unknown metric"), as a TSD refuses it by default. Tag names and
+	// values always get UIDs.
+	AutoCreateMetrics bool
+	// MaxTags is tsd.storage.max_tags (opentsdb.DefaultMaxTags when 0).
+	MaxTags int
+	// MetricExists reports whether a metric has a UID; it must be set
+	// unless AutoCreateMetrics.
+	MetricExists func(ctx context.Context, metric string) (bool, error)
+}
+
+// PutPoints stores the points of OpenTSDB puts (opentsdb.Writer): each
+// metric looked up unless metrics are made on first use, then the points
+// of each series written as one request, each in the cell a TSD writes
+// (mapping.EncodedSample). A point that can never be stored gets its
+// error in errs; an error return is the store's trouble (nothing may be
+// assumed stored).
+func (h *Handler) PutPoints(ctx context.Context, pts []opentsdb.Point, errs []*opentsdb.PointError) error {
+	if err := h.checkMetrics(ctx, pts, errs); err != nil {
+		return err
+	}
+	groups := groupSeries(pts, errs)
+	if len(groups) == 0 {
+		return nil
+	}
+	res, err := h.writeGroups(ctx, pts, groups)
+	h.count(res)
+	var rej *ingest.RejectError
+	if !errors.As(err, &rej) {
+		return err
+	}
+	// Some series can never be stored: which, each written alone tells
+	// (writing a stored one again writes the same cells).
+	for _, g := range groups {
+		res, err := h.writeGroups(ctx, pts, []putSeries{g})
+		h.count(res)
+		switch {
+		case errors.As(err, &rej):
+			for _, i := range g.points {
+				errs[i] = opentsdb.Refused(err.Error())
+			}
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMetrics refuses the points whose metric has no UID when metrics
+// are not made on first use.
+func (h *Handler) checkMetrics(ctx context.Context, pts []opentsdb.Point, errs []*opentsdb.PointError) error {
+	o := h.opts.OpenTSDB
+	if o.AutoCreateMetrics {
+		return nil
+	}
+	if o.MetricExists == nil {
+		return errors.New("opentsdb put: no metric lookup configured")
+	}
+	known := map[string]bool{}
+	for i := range pts {
+		if errs[i] != nil {
+			continue
+		}
+		m := pts[i].Metric
+		ok, seen := known[m]
+		if !seen {
+			var err error
+			if ok, err = o.MetricExists(ctx, m); err != nil {
+				return fmt.Errorf("look up metric %q: %w", m, err)
+			}
+			known[m] = ok
+		}
+		if !ok {
+			errs[i] = opentsdb.UnknownMetric(m)
+		}
+	}
+	return nil
+}
+
+// putSeries is the points of one series of a put: its remote-write key
+// and the indexes of its points.
+type putSeries struct {
+	key    []byte
+	points []int
+}
+
+// groupSeries groups the points without an error by series, in the
+// order each series first comes.
+func groupSeries(pts []opentsdb.Point, errs []*opentsdb.PointError) []putSeries {
+	var groups []putSeries
+	index := map[string]int{}
+	var lbls []mapping.Label
+	for i := range pts {
+		if errs[i] != nil {
+			continue
+		}
+		p := &pts[i]
+		lbls = append(lbls[:0], mapping.Label{Name: []byte(mapping.MetricLabel), Value: []byte(p.Metric)})
+		for _, t := range p.Tags {
+			lbls = append(lbls, mapping.Label{Name: []byte(t.Key), Value: []byte(t.Value)})
+		}
+		slices.SortFunc(lbls, func(a, b mapping.Label) int { return bytes.Compare(a.Name, b.Name) })
+		var key []byte
+		for _, l := range lbls {
+			key = wire.AppendLabel(key, l.Name, l.Value)
+		}
+		g, ok := index[string(key)]
+		if !ok {
+			g = len(groups)
+			index[string(key)] = g
+			groups = append(groups, putSeries{key: key})
+		}
+		groups[g].points = append(groups[g].points, i)
+	}
+	return groups
+}
+
+// writeGroups writes the groups' points (points of pts, by the groups'
+// indexes into them) as one request.
+func (h *Handler) writeGroups(ctx context.Context, pts []opentsdb.Point, groups []putSeries) (ingest.Result, error) {
+	n := 0
+	for _, g := range groups {
+		n += len(g.points)
+	}
+	var s wire.Series
+	return h.w.WriteDecoded(ctx, n, func(fn func(*wire.Series) error) error {
+		for _, g := range groups {
+			s.Key, s.Encoded = g.key, s.Encoded[:0]
+			for _, i := range g.points {
+				s.Encoded = append(s.Encoded, pts[i].Sample)
+			}
+			if err := fn(&s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// servePutTSD serves OpenTSDB's /api/put as a synchronous TSD put does
+// (PutDataPointRpc, ../shared/notes/opentsdb-api.md §3): POST only; a
+// body of one point or an array (gzip or zstd as Content-Encoding),
+// bounded as a remote write's; each point checked, the good ones stored
+// before the answer, the answer in the TSD's codes and JSON (summary,
+// details, sync_timeout as flags by their presence). What differs: the
+// answer always waits for the store (with or without sync), and the
+// store's trouble is a 503 (429 for a rate limit) to retry, where a TSD
+// would have answered before writing and lost the points.
+func (h *Handler) servePutTSD(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return writeTSD(w, http.StatusMethodNotAllowed, opentsdb.ErrorBody(http.StatusMethodNotAllowed, "Method not allowed",
+			"The HTTP method ["+r.Method+"] is not permitted for this endpoint"))
+	}
+	body, done, err := h.slotAndBody(r, h.readOTLPBody)
+	if err != nil {
+		code := statusFor(err)
+		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, err.Error(), "")), err)
+	}
+	defer done()
+	items, err := opentsdb.ParsePutBody(body, cmp.Or(h.opts.OpenTSDB.MaxTags, opentsdb.DefaultMaxTags))
+	var berr *opentsdb.BodyError
+	if errors.As(err, &berr) {
+		return answered(writeTSD(w, http.StatusBadRequest, opentsdb.ErrorBody(http.StatusBadRequest, berr.Message, berr.Details)),
+			fmt.Errorf("%w: %w", errBadRequest, err))
+	}
+	pts := make([]opentsdb.Point, len(items))
+	errs := make([]*opentsdb.PointError, len(items))
+	for i := range items {
+		pts[i], errs[i] = items[i].Point, items[i].Err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	defer cancel()
+	if err := h.PutPoints(ctx, pts, errs); err != nil {
+		code := statusFor(err)
+		if code < 500 && code != http.StatusTooManyRequests {
+			code = http.StatusServiceUnavailable
+		}
+		setErrorHeaders(w.Header(), code, err)
+		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Storage exception: "+err.Error(), "")), err)
+	}
+	for i := range items {
+		items[i].Err = errs[i]
+	}
+	status, answer := opentsdb.PutAnswer(putParams(r), items)
+	return writeTSD(w, status, answer)
+}
+
+// putParams reads /api/put's flags: present means on, whatever the value.
+func putParams(r *http.Request) opentsdb.PutParams {
+	q := r.URL.Query()
+	p := opentsdb.PutParams{Summary: q.Has("summary"), Details: q.Has("details"), Sync: q.Has("sync")}
+	if v := q.Get("sync_timeout"); v != "" {
+		p.SyncTimeout, _ = strconv.Atoi(v)
+	}
+	return p
+}
+
+// writeTSD writes an answer of the TSD's: JSON, or nothing for a 204.
+func writeTSD(w http.ResponseWriter, code int, body []byte) error {
+	if code != http.StatusNoContent {
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	}
+	w.WriteHeader(code)
+	_, err := w.Write(body)
+	return err
+}
+
+// answered marks err as answered already (instrument counts and logs it
+// and writes nothing more); a failed write of the answer wins.
+func answered(writeErr, err error) error {
+	if writeErr != nil {
+		return writeErr
+	}
+	return answeredError{err}
+}
