@@ -123,7 +123,8 @@ func newTestHandlerPut(t testing.TB, st store.Store, put ingest.Putter, lim *lim
 		opts.HA = ha[0]
 	}
 	w := ingest.New(m, put, opts)
-	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
+	return newHandler(t, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20,
+		OpenTSDB: OpenTSDBOptions{AutoCreateMetrics: true}}, prometheus.NewRegistry())
 }
 
 // swapPutter puts through Putter, which a test may change between

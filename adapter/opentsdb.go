@@ -1,13 +1,11 @@
 package adapter
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/promhbase/promhbase/adapter/opentsdb"
@@ -115,26 +113,29 @@ type putSeries struct {
 func groupSeries(pts []opentsdb.Point, errs []*opentsdb.PointError) []putSeries {
 	var groups []putSeries
 	index := map[string]int{}
-	var lbls []mapping.Label
+	var lbls []opentsdb.Tag
+	var key []byte
 	for i := range pts {
 		if errs[i] != nil {
 			continue
 		}
 		p := &pts[i]
-		lbls = append(lbls[:0], mapping.Label{Name: []byte(mapping.MetricLabel), Value: []byte(p.Metric)})
-		for _, t := range p.Tags {
-			lbls = append(lbls, mapping.Label{Name: []byte(t.Key), Value: []byte(t.Value)})
+		lbls = append(append(lbls[:0], opentsdb.Tag{Key: mapping.MetricLabel, Value: p.Metric}), p.Tags...)
+		for j := 1; j < len(lbls); j++ { // insertion sort: a handful of tags
+			for k := j; k > 0 && lbls[k-1].Key > lbls[k].Key; k-- {
+				lbls[k-1], lbls[k] = lbls[k], lbls[k-1]
+			}
 		}
-		slices.SortFunc(lbls, func(a, b mapping.Label) int { return bytes.Compare(a.Name, b.Name) })
-		var key []byte
+		key = key[:0]
 		for _, l := range lbls {
-			key = wire.AppendLabel(key, l.Name, l.Value)
+			key = wire.AppendLabel(key, l.Key, l.Value)
 		}
 		g, ok := index[string(key)]
 		if !ok {
 			g = len(groups)
-			index[string(key)] = g
-			groups = append(groups, putSeries{key: key})
+			k := string(key)
+			index[k] = g
+			groups = append(groups, putSeries{key: []byte(k)})
 		}
 		groups[g].points = append(groups[g].points, i)
 	}
@@ -227,6 +228,9 @@ func writeTSD(w http.ResponseWriter, code int, body []byte) error {
 		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	}
 	w.WriteHeader(code)
+	if len(body) == 0 {
+		return nil // a 204 may have no body, not even an empty write
+	}
 	_, err := w.Write(body)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/promhbase/promhbase/mapping"
 )
@@ -188,6 +189,16 @@ func checkMetricAndTags(metric string, tags []Tag, maxTags int) *PointError {
 	if perr := validateString("metric name", metric); perr != nil {
 		return perr
 	}
+	valid := true
+	for _, t := range tags {
+		if validName(t.Key) != 0 || validName(t.Value) != 0 {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return nil // else the first bad tag in the HashMap's order is the one named
+	}
 	keys := make([]string, len(tags))
 	for i, t := range tags {
 		keys[i] = t.Key
@@ -211,12 +222,31 @@ func validateString(what, s string) *PointError {
 	if s == "" {
 		return argumentError("Invalid " + what + ": empty string")
 	}
-	for _, r := range s {
-		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/' ||
-			r < 0x10000 && unicode.IsLetter(r) {
-			continue
-		}
+	if r := validName(s); r != 0 {
 		return argumentError("Invalid " + what + " (\"" + s + "\"): illegal character: " + string(r))
 	}
 	return nil
+}
+
+// validName returns the first character of s that Tags.validateString
+// refuses, or 0 (also for the empty string, which it refuses on its own).
+func validName(s string) rune {
+	if s == "" {
+		return utf8.RuneError
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '/' {
+			continue
+		}
+		for _, r := range s[i:] {
+			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/' ||
+				r < 0x10000 && unicode.IsLetter(r) {
+				continue
+			}
+			return r
+		}
+		return 0
+	}
+	return 0
 }

@@ -2,11 +2,7 @@ package opentsdb
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"math"
 	"strconv"
-	"strings"
 )
 
 // BodyError is an /api/put body refused whole: its message and details,
@@ -29,7 +25,7 @@ type Item struct {
 	metric, value   *string
 	timestamp       int64
 	tags            []Tag
-	tagNull         []bool // tags[i] was JSON null
+	tagNull         map[int]bool // tags[i] was JSON null; nil: none
 	hasTags, isNull bool   // a tags object was sent; the element was null
 }
 
@@ -48,20 +44,16 @@ func ParsePutBody(body []byte, maxTags int) ([]Item, error) {
 	if content[0] != '{' && content[0] != '[' {
 		return nil, &BodyError{Message: "The JSON must start as an object or an array"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(content))
-	dec.UseNumber()
-	var items []Item
+	p := &jsonParser{b: content}
+	items := make([]Item, 0, bytes.Count(content, []byte(`"metric"`)))
 	var err error
 	if content[0] == '{' {
-		var first json.Token
-		if first, err = dec.Token(); err == nil {
-			var it Item
-			if it, err = decodePoint(dec, first); err == nil {
-				items = append(items, it)
-			}
+		var it Item
+		if it, err = p.point(); err == nil {
+			items = append(items, it)
 		}
 	} else {
-		items, err = decodeArray(dec)
+		items, err = p.array(items)
 	}
 	if err != nil {
 		return nil, &BodyError{Message: "Unable to parse the given JSON", Details: err.Error()}
@@ -75,145 +67,91 @@ func ParsePutBody(body []byte, maxTags int) ([]Item, error) {
 	return items, nil
 }
 
-// decodeArray decodes an array of data points (or nulls).
-func decodeArray(dec *json.Decoder) ([]Item, error) {
-	if _, err := dec.Token(); err != nil { // [
+// array reads an array of data points (or nulls). What follows it is
+// not read, as Jackson leaves trailing content alone.
+func (p *jsonParser) array(items []Item) ([]Item, error) {
+	if err := p.expect('['); err != nil {
 		return nil, err
 	}
-	var items []Item
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		if tok == nil {
+	if p.ws() == ']' {
+		p.i++
+		return nil, nil
+	}
+	for {
+		switch c := p.ws(); c {
+		case 'n':
+			if err := p.literal("null"); err != nil {
+				return nil, err
+			}
 			items = append(items, Item{isNull: true})
-			continue
+		case '{':
+			it, err := p.point()
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		case 0:
+			return nil, errJSONEnd
+		default:
+			return nil, p.errorf("cannot deserialize a data point from '%c'", c)
 		}
-		it, err := decodePoint(dec, tok)
-		if err != nil {
-			return nil, err
+		switch p.ws() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return items, nil
+		case 0:
+			return nil, errJSONEnd
+		default:
+			return nil, p.errorf("expected ',' or ']'")
 		}
-		items = append(items, it)
 	}
-	if _, err := dec.Token(); err != nil { // ]
-		return nil, err
-	}
-	return items, nil
 }
 
-// decodePoint decodes one data point object, whose first token is
-// first.
-func decodePoint(dec *json.Decoder, first json.Token) (Item, error) {
+// point reads one data point object: the fields an IncomingDataPoint
+// binds (a field sent twice: the later), the others skipped.
+func (p *jsonParser) point() (Item, error) {
 	var it Item
-	if first != json.Delim('{') {
-		return it, fmt.Errorf("cannot deserialize a data point from %v", first)
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return it, err
-		}
-		key, _ := tok.(string)
-		switch key {
+	err := p.members(func(name string) error {
+		var err error
+		switch name {
 		case "metric":
-			it.metric, err = scalarText(dec, key)
+			it.metric, err = p.scalar(name)
 		case "value":
-			it.value, err = scalarText(dec, key)
+			it.value, err = p.scalar(name)
 		case "timestamp":
-			it.timestamp, err = timestamp(dec)
+			it.timestamp, err = p.timestamp()
 		case "tags":
-			err = it.decodeTags(dec)
+			err = p.tags(&it)
 		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			err = p.skip()
 		}
-		if err != nil {
-			return it, err
-		}
-	}
-	_, err := dec.Token() // }
+		return err
+	})
 	return it, err
 }
 
-// scalarText is a String field's value: a string as it is, a number's
-// text, true or false; nil for null. An object or array is an error.
-func scalarText(dec *json.Decoder, field string) (*string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	var s string
-	switch v := tok.(type) {
-	case nil:
-		return nil, nil
-	case string:
-		s = v
-	case json.Number:
-		s = v.String()
-	case bool:
-		s = strconv.FormatBool(v)
-	default:
-		return nil, fmt.Errorf("cannot deserialize a String of field %q from %v", field, tok)
-	}
-	return &s, nil
-}
-
-// timestamp is the long timestamp field: an integer, a float truncated
-// toward zero, a string of an integer ("" and null are 0).
-func timestamp(dec *json.Decoder) (int64, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return 0, err
-	}
-	switch v := tok.(type) {
-	case nil:
-		return 0, nil
-	case json.Number:
-		if i, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
-			return i, nil
-		}
-		f, err := strconv.ParseFloat(v.String(), 64)
-		if err != nil || math.IsInf(f, 0) || f >= 0x1p63 || f < -0x1p63 {
-			return 0, fmt.Errorf("numeric value (%s) out of range of long", v)
-		}
-		return int64(f), nil
-	case string:
-		s := strings.TrimSpace(v)
-		if s == "" {
-			return 0, nil
-		}
-		i, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("cannot deserialize value of type `long` from String %q: not a valid Long value", v)
-		}
-		return i, nil
-	}
-	return 0, fmt.Errorf("cannot deserialize value of type `long` from %v", tok)
-}
-
-// decodeTags decodes the tags object (null: none), keeping the order
-// sent; a key sent again keeps its place and takes the later value.
-func (it *Item) decodeTags(dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
+// tags reads the tags object (null: none), keeping the order sent; a key
+// sent again keeps its place and takes the later value.
+func (p *jsonParser) tags(it *Item) error {
+	if p.ws() == 'n' {
 		it.hasTags, it.tags, it.tagNull = false, nil, nil
-		return nil
+		return p.literal("null")
 	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("cannot deserialize a tag map from %v", tok)
-	}
-	it.hasTags, it.tags, it.tagNull = true, it.tags[:0], it.tagNull[:0]
-	for dec.More() {
-		ktok, err := dec.Token()
-		if err != nil {
-			return err
+	if p.ws() != '{' {
+		if p.i >= len(p.b) {
+			return errJSONEnd
 		}
-		k, _ := ktok.(string)
-		v, err := scalarText(dec, "tags")
+		return p.errorf("cannot deserialize a tag map from '%c'", p.b[p.i])
+	}
+	// The tags of every point share one array (a later one's growth
+	// leaves the earlier points' slices as they are).
+	start := len(p.tagBuf)
+	it.hasTags, it.tags, it.tagNull = true, nil, nil
+	defer func() { it.tags = p.tagBuf[start:len(p.tagBuf):len(p.tagBuf)] }()
+	return p.members(func(k string) error {
+		v, err := p.scalar("tags")
 		if err != nil {
 			return err
 		}
@@ -221,14 +159,24 @@ func (it *Item) decodeTags(dec *json.Decoder) error {
 		if v != nil {
 			tag.Value = *v
 		}
-		if i := indexTag(it.tags, k); i >= 0 {
-			it.tags[i], it.tagNull[i] = tag, null
-			continue
+		i := indexTag(p.tagBuf[start:], k)
+		if i < 0 {
+			i = len(p.tagBuf) - start
+			p.tagBuf = append(p.tagBuf, tag)
+		} else {
+			p.tagBuf[start+i] = tag
 		}
-		it.tags, it.tagNull = append(it.tags, tag), append(it.tagNull, null)
-	}
-	_, err = dec.Token() // }
-	return err
+		switch {
+		case null:
+			if it.tagNull == nil {
+				it.tagNull = map[int]bool{}
+			}
+			it.tagNull[i] = true
+		case it.tagNull != nil:
+			delete(it.tagNull, i)
+		}
+		return nil
+	})
 }
 
 func indexTag(tags []Tag, k string) int {
@@ -258,10 +206,9 @@ func (it *Item) check(maxTags int) {
 	if it.Err != nil {
 		return
 	}
-	for i, null := range it.tagNull {
-		if null {
-			k := it.tags[i].Key
-			it.Err = argumentError("Invalid tag value with key [" + k + "]: null")
+	for i := range it.tags {
+		if it.tagNull[i] {
+			it.Err = argumentError("Invalid tag value with key [" + it.tags[i].Key + "]: null")
 			return
 		}
 	}
