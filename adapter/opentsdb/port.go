@@ -92,6 +92,14 @@ func NewPort(cfg PortConfig) *Port {
 			Help: "Connections accepted by the OpenTSDB port, by the protocol their first byte chose.",
 		}, []string{"protocol"}),
 	}
+	for _, c := range telnetCommands {
+		p.lines.WithLabelValues(c, "ok")
+	}
+	for _, outcome := range []string{"refused", "failed"} {
+		p.lines.WithLabelValues("put", outcome)
+	}
+	p.connections.WithLabelValues("telnet")
+	p.connections.WithLabelValues("http")
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(p.lines, p.connections)
 	}

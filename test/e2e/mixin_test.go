@@ -329,6 +329,7 @@ func TestMixin(t *testing.T) {
 		"--ruler.alertmanager-url=" + am.URL,
 		"--query.slow-threshold=1ns",
 		"--web.enable-admin-api",
+		"--opentsdb.listen-address=127.0.0.1:0",
 	}, testbackend.ServeFlags(t)...)...)
 	instance := strings.TrimPrefix(base, "http://")
 
