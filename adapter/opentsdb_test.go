@@ -141,4 +141,3 @@ func BenchmarkOpenTSDBPut(b *testing.B) {
 	sb.WriteByte(']')
 	benchPost(b, "/api/put", http.Header{"Content-Type": {"application/json"}}, []byte(sb.String()), series*per, "point")
 }
-

@@ -115,7 +115,8 @@ func ParseTelnetPut(words []string, maxTags int) (Point, *PointError) {
 			return Point{}, perr
 		}
 	}
-	return p, p.encode(maxTags, false)
+	perr := p.encode(maxTags, false)
+	return p, perr
 }
 
 // addTag is Tags.parse: tag "k=v" added to tags; the same pair again is

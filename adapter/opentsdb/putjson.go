@@ -26,7 +26,7 @@ type Item struct {
 	timestamp       int64
 	tags            []Tag
 	tagNull         map[int]bool // tags[i] was JSON null; nil: none
-	hasTags, isNull bool   // a tags object was sent; the element was null
+	hasTags, isNull bool         // a tags object was sent; the element was null
 }
 
 // ParsePutBody parses an /api/put body as HttpJsonSerializer.parsePutV1

@@ -42,7 +42,9 @@ func (f openTSDBFlags) options() adapter.OpenTSDBOptions {
 // lazyPuts is the telnet lines' writer once serve has wired its server
 // (on HBase, once the cluster answered): before, a put is the store's
 // trouble.
-type lazyPuts struct{ w atomic.Pointer[opentsdb.Writer] }
+type lazyPuts struct {
+	w atomic.Pointer[opentsdb.Writer]
+}
 
 func (l *lazyPuts) set(w opentsdb.Writer) { l.w.Store(&w) }
 

@@ -346,4 +346,3 @@ func countCells(m map[string][]string) int {
 	}
 	return n
 }
-

@@ -61,21 +61,25 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// servingLine is what `promhbase serve` logs once it listens, followed by
-// the address it listens on (logfmt: address=host:port).
-const servingLine = `msg="promhbase serving" address=`
-
 // ServeAddress waits up to timeout until the log of a `promhbase serve`
 // says the address it listens on (its "promhbase serving" line) and
 // returns that host:port. Started with --web.listen-address=127.0.0.1:0,
 // serve gets a port that no other process can hold, and the test learns
 // it here. It fails when the process exits first or ctx ends.
 func (p *Process) ServeAddress(ctx context.Context, timeout time.Duration) (string, error) {
+	return p.LoggedAddress(ctx, timeout, "promhbase serving")
+}
+
+// LoggedAddress waits up to timeout until the log has a line of message
+// msg with an address= and returns that address (ServeAddress's, for any
+// listener that logs its address so: "OpenTSDB port serving").
+func (p *Process) LoggedAddress(ctx context.Context, timeout time.Duration, msg string) (string, error) {
+	line := `msg="` + msg + `" address=`
 	var addr string
-	err := poll.Wait(ctx, timeout, 20*time.Millisecond, "serving", func() (bool, string, error) {
+	err := poll.Wait(ctx, timeout, 20*time.Millisecond, msg, func() (bool, string, error) {
 		log := p.Log()
-		if i := strings.Index(log, servingLine); i >= 0 {
-			rest := log[i+len(servingLine):]
+		if i := strings.Index(log, line); i >= 0 {
+			rest := log[i+len(line):]
 			if end := strings.IndexAny(rest, " \n"); end > 0 {
 				addr = rest[:end]
 				return true, "", nil
@@ -86,7 +90,7 @@ func (p *Process) ServeAddress(ctx context.Context, timeout time.Duration) (stri
 			return false, "", fmt.Errorf("exited before it listened: %v", p.Cmd.ProcessState)
 		default:
 		}
-		return false, "no " + servingLine + " line in the log yet", nil
+		return false, "no " + line + " line in the log yet", nil
 	})
 	return addr, err
 }
