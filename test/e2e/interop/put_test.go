@@ -6,14 +6,18 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/promhbase/promhbase/adapter"
 	"github.com/promhbase/promhbase/adapter/opentsdb"
@@ -31,6 +35,8 @@ import (
 // floats that float32 holds and ones it does not, a counter that resets,
 // a gap, and malformed lines and bodies of every kind the TSD refuses.
 // Compaction is off on both sides, so that the cells are the puts' own.
+// Then PromQL over the points put answers as PromQL over the same samples
+// remote-written into a third set of tables.
 func TestOpenTSDBPut(t *testing.T) {
 	bothLayouts(t, testPut)
 }
@@ -47,15 +53,23 @@ func testPut(t *testing.T, layout mapping.Layout) {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	h0 := time.Now().Add(-5 * time.Hour).Truncate(time.Hour).Unix()
-	lines, bodies := putTraffic(rng, h0)
-	t.Logf("%d telnet lines, %d /api/put requests, from hour %d", len(lines), len(bodies), h0)
+	lines, bad, bodies := putTraffic(rng, h0)
+	t.Logf("%d telnet lines, %d malformed ones, %d /api/put requests, from hour %d", len(lines), len(bad), len(bodies), h0)
 
-	// Telnet: the answers of each side, as a multiset (a TSD writes its
-	// errors as they come).
-	wantLines := telnet(t, tsdAddr, lines)
-	gotLines := telnet(t, port, lines)
-	if !slices.Equal(gotLines, wantLines) {
-		t.Errorf("telnet answers differ\n got %q\nwant %q", gotLines, wantLines)
+	// Telnet: the good lines on one connection, answered by nothing; then
+	// each other line alone, its answers (a TSD writes them as they come)
+	// read up to a version's.
+	for _, addr := range []string{tsdAddr, port} {
+		if got := telnet(t, addr, lines); len(got) != 0 {
+			t.Errorf("%s answered good lines with %q", addr, got)
+		}
+	}
+	tc, pc := dialTelnet(t, tsdAddr), dialTelnet(t, port)
+	for _, l := range bad {
+		want, got := tc.ask(t, l), pc.ask(t, l)
+		if !slices.Equal(got, want) {
+			t.Errorf("telnet %q:\n got %q\nwant %q", l, got, want)
+		}
 	}
 	// HTTP: each request's status and body.
 	for _, b := range bodies {
@@ -93,6 +107,88 @@ func testPut(t *testing.T, layout mapping.Layout) {
 		}
 	}
 	t.Logf("%d rows, %d cells alike", len(want), countCells(want))
+
+	// PromQL over the points put equals PromQL over the same samples
+	// remote-written.
+	stR, tablesR := newTables(t, "putrw", layout)
+	rw := startPromhbase(t, stR, tablesR, layout, testserver.Options{NoCompaction: true})
+	rw.send(t, putSeries(t, append(lines, bad...), bodies))
+	start, end := h0*1000, (h0+3*3600)*1000
+	for _, q := range []string{`{__name__=~"put.*|m"}`, `rate({__name__="put.cpu"}[10m])`, `sum by (host) ({__name__="put_mem.bytes"})`,
+		`max_over_time({__name__="put.cpu"}[15m]) - min_over_time({__name__="put.cpu"}[15m])`, `count_over_time({__name__=~".+", dc="lon"}[20m])`,
+		`increase({__name__="put.cpu"}[30m])`} {
+		gotQ, wantQ := queryRange(t, ph.url, q, start, end), queryRange(t, rw.url, q, start, end)
+		if gotQ != wantQ {
+			t.Errorf("%s over the puts:\n%s\nremote-written:\n%s", q, gotQ, wantQ)
+		}
+		if !strings.Contains(wantQ, `"values":[[`) {
+			t.Errorf("%s: no sample in %s", q, wantQ)
+		}
+	}
+}
+
+// putSeries returns the points the lines and bodies put (as promhbase
+// parses them, a value as its cell holds it) as remote-write series.
+func putSeries(t *testing.T, lines []string, reqs []putRequest) []prompb.TimeSeries {
+	t.Helper()
+	var pts []opentsdb.Point
+	for _, l := range lines {
+		rs := make([]rune, len(l)) // a telnet line's bytes are Latin-1 characters
+		for i := range len(l) {
+			rs[i] = rune(l[i])
+		}
+		if p, perr := opentsdb.ParseTelnetPut(strings.Split(string(rs), " "), opentsdb.DefaultMaxTags); perr == nil {
+			pts = append(pts, p)
+		}
+	}
+	for _, r := range reqs {
+		items, err := opentsdb.ParsePutBody([]byte(r.body), opentsdb.DefaultMaxTags)
+		for _, it := range items {
+			if err == nil && it.Err == nil && r.method == http.MethodPost {
+				pts = append(pts, it.Point)
+			}
+		}
+	}
+	bySeries := map[string]map[int64]float64{}
+	labelsOf := map[string][]prompb.Label{}
+	for _, p := range pts {
+		lbls := []prompb.Label{{Name: "__name__", Value: p.Metric}}
+		for _, tg := range p.Tags {
+			lbls = append(lbls, prompb.Label{Name: tg.Key, Value: tg.Value})
+		}
+		slices.SortFunc(lbls, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
+		key := fmt.Sprint(lbls)
+		_, v := mapping.AppendEncodedCell(nil, mapping.HourBase(p.Sample.T), p.Sample)
+		f, err := mapping.DecodeValue(p.Sample.Flags, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bySeries[key] == nil {
+			bySeries[key], labelsOf[key] = map[int64]float64{}, lbls
+		}
+		bySeries[key][p.Sample.T] = f
+	}
+	var out []prompb.TimeSeries
+	for key, samples := range bySeries {
+		ts := prompb.TimeSeries{Labels: labelsOf[key]}
+		for _, t := range slices.Sorted(maps.Keys(samples)) {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: samples[t]})
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+// queryRange returns base's /api/v1/query_range answer to q, step 1m.
+func queryRange(t *testing.T, base, q string, start, end int64) string {
+	t.Helper()
+	u := fmt.Sprintf("%s/api/v1/query_range?query=%s&start=%d&end=%d&step=60", base, url.QueryEscape(q), start/1000, end/1000)
+	var v any
+	code, body, err := getJSON(u, &v)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("%s: %d %s %v", q, code, body, err)
+	}
+	return string(body)
 }
 
 // startPort serves promhbase's OpenTSDB port over srv and returns its
@@ -124,7 +220,7 @@ type putRequest struct {
 // putTraffic generates the traffic: series of two metrics, each point a
 // telnet line or a member of an /api/put body, and then the malformed
 // lines and bodies.
-func putTraffic(rng *rand.Rand, h0 int64) (lines []string, reqs []putRequest) {
+func putTraffic(rng *rand.Rand, h0 int64) (lines, bad []string, reqs []putRequest) {
 	type pt struct{ metric, ts, value, tags string }
 	var pts []pt
 	hosts := []string{"web01", "web02", "db-1", "cache.eu/1"}
@@ -202,7 +298,7 @@ func putTraffic(rng *rand.Rand, h0 int64) (lines []string, reqs []putRequest) {
 	}
 	flush("")
 	ts := strconv.FormatInt(h0+7200, 10)
-	lines = append(lines,
+	bad = append(bad,
 		"put", "put m", "put  "+ts+" 1 host=a", "put put.bad notatime 1 host=a", "put put.bad -5 1 host=a",
 		"put put.bad 0 1 host=a", "put put.bad "+ts+"  host=a", "put put.bad "+ts+" 1 hosta",
 		"put put.bad "+ts+" 1 host=a host=b", "put put.bad "+ts+" 1 host=a host=a", "put put.bad "+ts+" NaN host=a",
@@ -229,7 +325,7 @@ func putTraffic(rng *rand.Rand, h0 int64) (lines []string, reqs []putRequest) {
 		putRequest{"POST", "summary", `[{"metric":"put.http","timestamp":` + ts + `,"value":1,"tags":{"host":"b"},"extra":[1,2]}]`},
 		putRequest{"POST", "", `[{"metric":{"a":1},"timestamp":1,"value":1,"tags":{"a":"b"}}]`},
 	)
-	return lines, reqs
+	return lines, bad, reqs
 }
 
 // telnet sends lines on one connection, then version, and returns the
@@ -262,6 +358,45 @@ func telnet(t *testing.T, addr string, lines []string) []string {
 	}
 	slices.Sort(got)
 	return got
+}
+
+// telnetConn is a telnet connection that asks one line at a time.
+type telnetConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialTelnet(t *testing.T, addr string) *telnetConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &telnetConn{c: c, br: bufio.NewReader(c)}
+}
+
+// ask sends line and version, and returns the answers before version's.
+func (tc *telnetConn) ask(t *testing.T, line string) []string {
+	t.Helper()
+	_ = tc.c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(tc.c, line+"\nversion\n"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		l, err := tc.br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("telnet %q: %v after %q", line, err, got)
+		}
+		if strings.HasPrefix(l, "net.opentsdb.tools ") {
+			if _, err := tc.br.ReadString('\n'); err != nil { // "Built on ..."
+				t.Fatal(err)
+			}
+			return got
+		}
+		got = append(got, l)
+	}
 }
 
 // request sends an /api/put request and returns its status and body.
