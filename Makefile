@@ -6,7 +6,7 @@ PKGS    := ./...
 FAULTS_PKGS := ./test/e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-refresh bench-downsample fuzz clean
+.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-put bench-refresh bench-downsample fuzz clean
 
 all: build
 
@@ -168,6 +168,14 @@ bench-disk: bench-bins
 ## RUNS and WARMUPS size it (2000, 20, 24h, 21, 100).
 bench-tsd: bench-bins
 	tools/scripts/bench-tsd.sh
+
+## bench-put: OpenTSDB put ingest (telnet and /api/put) side by side, in
+## turns: promhbase on the standalone HBase against an OpenTSDB 2.4.1 TSD
+## on it, promhbase on its embedded store against VictoriaMetrics's
+## OpenTSDB listeners (tools/scripts/bench-put.sh). SERIES, ROUNDS, RUNS,
+## CONCURRENCY size it (20000, 10, 3, 4).
+bench-put: bench-bins
+	tools/scripts/bench-put.sh
 
 ## bench-refresh: a dashboard's refreshes on promhbase's results cache
 ## (promhbase-load disk --refresh=20, promhbase only, the data of

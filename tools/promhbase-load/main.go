@@ -96,6 +96,12 @@ func main() {
 	readCmd := app.Command("read", "Run --concurrency streamed remote reads at once and count what they return.")
 	readCmd.Flag("url", "Remote-read URL.").Default("http://127.0.0.1:9201/api/v1/read").StringVar(&o.url)
 	readCmd.Flag("match", "Equality matcher name=value of the read; repeatable.").Default("job=node").StringsVar(&o.match)
+	var po putOptions
+	putCmd := app.Command("put", "Send OpenTSDB put traffic (telnet lines or /api/put) to a TSD, promhbase's --opentsdb.listen-address or VictoriaMetrics's OpenTSDB listener: --series series x --max-rounds points, encoded before the clock.")
+	putCmd.Flag("addr", "The OpenTSDB port, host:port.").Default("127.0.0.1:4242").StringVar(&po.addr)
+	putCmd.Flag("protocol", "telnet or http.").Default("telnet").EnumVar(&po.protocol, "telnet", "http")
+	putCmd.Flag("query", "/api/put's query string, e.g. sync.").StringVar(&po.query)
+	putCmd.Flag("vm-metrics", "VictoriaMetrics's /metrics URL: a telnet run ends when vm_rows_inserted_total{type=\"opentsdb\"} counts every point (its listener answers no version).").StringVar(&po.vmMetrics)
 	var c compareOptions
 	compareCmd := app.Command("compare", "Write the same pre-encoded traffic into Prometheus's own remote-write receiver and into promhbase (embedded), each a fresh process, then read back; print a Markdown table (and with --svg, plots).")
 	compareCmd.Flag("prometheus", "Prometheus binary (tools/scripts/prometheus.sh prints the project's); for --systems=prometheus.").StringVar(&c.prometheus)
@@ -127,6 +133,8 @@ func main() {
 		err = runDirect(o)
 	case readCmd.FullCommand():
 		err = runRead(o)
+	case putCmd.FullCommand():
+		err = runPut(o, po)
 	case compareCmd.FullCommand():
 		_, err = runCompare(o, c)
 	case diskCmd.FullCommand():
