@@ -6,7 +6,7 @@ PKGS    := ./...
 FAULTS_PKGS := ./test/e2e/faults
 HBASE_ZK ?= 127.0.0.1:2181
 
-.PHONY: all build run test test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-put bench-refresh bench-downsample fuzz clean
+.PHONY: all build run test test-helm test-quick test-engine test-unit test-third-party test-faults test-cluster hbase-cluster-up hbase-cluster-down vet lint hbase-up hbase-down opentsdb-up opentsdb-down prometheus bench bench-bins bench-e2e bench-disk bench-tsd bench-put bench-refresh bench-downsample fuzz clean
 
 all: build
 
@@ -47,6 +47,12 @@ vet:
 ## fork of gohbase (internal/third_party/README.md), in the fork's own module
 test-third-party:
 	cd internal/third_party/gohbase && $(GO) test -count=1 ./hrpc
+
+## test-helm: the Helm chart's test (deploy/helm, its own module: Helm's
+## and Kubernetes's packages stay out of promhbase's), which renders
+## deploy/helm/promhbase in both modes and checks every manifest
+test-helm:
+	cd deploy/helm && $(GO) test -count=1 ./...
 
 ## test-cluster: the cluster tests (test/e2e/faults, tags faults and cluster):
 ## starts tools/scripts/hbase.sh's cluster (ZooKeeper, a master and three region

@@ -19,7 +19,8 @@
 #             web UI's browser tests (tools/scripts/chromium.sh: apt-get install
 #             chromium when it is missing)
 #   static    go vet (build tags faults and cluster: every file), then
-#             golangci-lint, then the gohbase fork's tests
+#             golangci-lint, then the gohbase fork's tests and the Helm chart's
+#             (deploy/helm, a module of its own)
 #   embedded  go test ./...: every package, the end-to-end suites on the
 #             embedded store, the store contract suite on both stores
 #   hbase     the suites that take a backend again, on the standalone HBase
@@ -151,7 +152,8 @@ peers() {
 static() {
 	$GO vet -stdmethods=false -tags faults,cluster ./... &&
 		GO=$GO tools/scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
-		(cd internal/third_party/gohbase && $GO test -count=1 ./hrpc)
+		(cd internal/third_party/gohbase && $GO test -count=1 ./hrpc) &&
+		(cd deploy/helm && $GO vet ./... && $GO test -count=1 ./...)
 }
 
 quick() {
