@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,7 @@ import (
 	"github.com/promhbase/promhbase/store/hbase"
 	"github.com/promhbase/promhbase/test/testkit/poll"
 	"github.com/promhbase/promhbase/test/testkit/testbackend"
+	"github.com/promhbase/promhbase/test/testkit/testlog"
 	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
 
@@ -88,6 +90,9 @@ type env struct {
 
 	mu      sync.Mutex
 	written []prompb.TimeSeries // every series the rulers wrote
+	// log holds the rulers' warnings (a failed evaluation says why),
+	// printed by a test that finds r:last and the samples apart.
+	log testlog.Buffer
 }
 
 func newEnv(t *testing.T, gs map[string][]rulefmt.RuleGroup) *env {
@@ -121,6 +126,7 @@ func (e *env) config(am string) Config {
 		// Small: the tests wait for evaluations at these intervals.
 		PollInterval: 200 * time.Millisecond, LeaseDuration: 3 * time.Second, ForGracePeriod: time.Millisecond,
 		NotificationTimeout: time.Second, ResendDelay: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&e.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if am != "" {
 		c.AlertmanagerURLs = []string{am}
@@ -243,7 +249,7 @@ func TestRecordingRulesAndBackfill(t *testing.T) {
 	})
 	t.Run("r:last is the last evaluation", func(t *testing.T) {
 		if got, want := e.last("ns", "g1"), slices.Max(slices.Collect(mapsKeys(live))); got != want {
-			t.Errorf("r:last = %d, want the last evaluation %d", got, want)
+			t.Errorf("r:last = %d, want the last evaluation %d; the rulers' warnings:\n%s", got, want, e.log.String())
 		}
 	})
 	// From the first to the last live timestamp, and to the one before:
