@@ -188,18 +188,36 @@ func noteCommitFailed(ctx context.Context) {
 }
 
 // storeFailed reports whether a rule of g failed its last evaluation for
-// the store's sake: a query that could not read (promql.ErrStorage, a
-// store unavailable, a deadline). A rule that fails on its own (a bad
-// expression) does not count: it would never be recorded.
+// a passing reason (transient): a query that could not read or did not
+// finish. A rule that fails on its own (a bad expression, many-to-many
+// matching) does not count: it would fail again, and its group must go
+// on.
 func storeFailed(g *rules.Group) bool {
 	for _, r := range g.Rules() {
 		err := r.LastError()
 		if err == nil {
 			continue
 		}
-		if _, ok := errors.AsType[promql.ErrStorage](err); ok || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		if transient(err) {
 			return true
 		}
 	}
 	return false
+}
+
+// transient reports whether an evaluation's error may not happen again:
+// the store's (promql.ErrStorage, store.ErrUnavailable), or a query that
+// timed out or was canceled (promql.ErrQueryTimeout, ErrQueryCanceled,
+// a context's deadline or cancelation).
+func transient(err error) bool {
+	if _, ok := errors.AsType[promql.ErrStorage](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[promql.ErrQueryTimeout](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[promql.ErrQueryCanceled](err); ok {
+		return true
+	}
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

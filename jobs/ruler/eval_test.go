@@ -1,10 +1,16 @@
 package ruler
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
+
+	"github.com/promhbase/promhbase/store"
 )
 
 // TestCatchUp: the missed aligned evaluations after r:last that an
@@ -44,5 +50,28 @@ func TestCatchUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTransient: the errors an evaluation may not meet again leave it
+// unrecorded (made up by the next iteration); a rule's own error does
+// not, or its group would never go on.
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{promql.ErrStorage{Err: errors.New("scan failed")}, true},
+		{fmt.Errorf("expanding series: %w", store.ErrUnavailable), true},
+		{promql.ErrQueryTimeout("query evaluation"), true},
+		{promql.ErrQueryCanceled("query evaluation"), true},
+		{fmt.Errorf("write: %w", context.DeadlineExceeded), true},
+		{context.Canceled, true},
+		{errors.New("vector contains metrics with the same labelset after applying rule labels"), false},
+		{errors.New("many-to-many matching not allowed: matching labels must be unique on one side"), false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
