@@ -86,8 +86,16 @@ func (ts *tenantState) evalOnce(ctx context.Context, g *rules.Group, l *groupLea
 		return false
 	}
 	failed := new(atomic.Bool)
+	began := time.Now()
 	rules.DefaultEvalIterationFunc(context.WithValue(ctx, commitFailedKey{}, failed), g, t)
 	if ctx.Err() != nil {
+		return false
+	}
+	if !evaluatedSince(g, began) {
+		// The group was stopped (replaced by a new version of it) during
+		// the evaluation: Prometheus's Group.Eval then returns without
+		// evaluating the rules left, and without an error.
+		ts.logger.Warn("a rule group stopped during its evaluation; the next iteration makes it up", "group", rules.GroupKey(g.File(), g.Name()), "at", t)
 		return false
 	}
 	if failed.Load() || storeFailed(g) {
@@ -220,4 +228,16 @@ func transient(err error) bool {
 		return true
 	}
 	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// evaluatedSince reports whether every rule of g was evaluated at or
+// after began (each rule's evaluation timestamp is when its evaluation
+// started): false when Group.Eval skipped some.
+func evaluatedSince(g *rules.Group, began time.Time) bool {
+	for _, r := range g.Rules() {
+		if r.GetEvaluationTimestamp().Before(began) {
+			return false
+		}
+	}
+	return true
 }

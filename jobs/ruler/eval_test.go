@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/rules"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/promhbase/promhbase/store"
 )
@@ -75,3 +78,39 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluatedSince: a group's evaluation counts only when every rule
+// was evaluated in it (Group.Eval skips the rules left once the group
+// is stopped, with no error).
+func TestEvaluatedSince(t *testing.T) {
+	expr, err := parser.NewParser(parser.Options{}).ParseExpr("vector(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := rules.NewGroup(rules.GroupOptions{Name: "g", File: "ns", Interval: time.Minute,
+		Rules: []rules.Rule{rules.NewRecordingRule("r", expr, labels.EmptyLabels())},
+		Opts: &rules.ManagerOptions{Metrics: noMetrics(), Appendable: nopAppendable{},
+			QueryFunc: func(context.Context, string, time.Time) (promql.Vector, error) { return promql.Vector{}, nil }}})
+	began := time.Now()
+	if evaluatedSince(g, began) {
+		t.Fatal("a group never evaluated counts as evaluated")
+	}
+	rules.DefaultEvalIterationFunc(context.Background(), g, time.Now())
+	if !evaluatedSince(g, began) {
+		t.Error("an evaluated group does not count")
+	}
+}
+
+// nopAppendable takes every sample and keeps none.
+type nopAppendable struct{}
+
+func (nopAppendable) Appender(context.Context) storage.Appender { return nopAppender{} }
+
+type nopAppender struct{ storage.Appender }
+
+func (nopAppender) Append(storage.SeriesRef, labels.Labels, int64, float64) (storage.SeriesRef, error) {
+	return 0, nil
+}
+func (nopAppender) SetOptions(*storage.AppendOptions) {}
+func (nopAppender) Commit() error                     { return nil }
+func (nopAppender) Rollback() error                   { return nil }
