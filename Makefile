@@ -22,10 +22,11 @@ run:
 ## test: every test (tools/scripts/test.sh; .ci/run runs this). Starts the
 ## standalone HBase and the test cluster (jars fetched from Maven Central
 ## once) and builds the peers (Prometheus, Alertmanager, VictoriaMetrics,
-## vmctl; cached) in the background while vet, lint and the gohbase fork's
-## tests run; then every package (end-to-end suites on the embedded store,
-## the store contract suite on both stores), the suites that take a backend
-## again on HBase and the cluster tests side by side; then the fault tests
+## vmctl; cached) in the background while vet, lint, the gohbase fork's
+## and the Helm chart's tests run; then every package (end-to-end suites on
+## the embedded store, the store contract suite on both stores), then the
+## suites that take a backend again on HBase, the cluster tests beside
+## both; then the fault tests
 ## (HBase restarted and split under load) alone on the standalone HBase;
 ## stops both HBases whatever happened. Each stage's log is in .run/test/.
 test:

@@ -23,7 +23,10 @@
 #             (deploy/helm, a module of its own)
 #   embedded  go test ./...: every package, the end-to-end suites on the
 #             embedded store, the store contract suite on both stores
-#   hbase     the suites that take a backend again, on the standalone HBase
+#   hbase     the suites that take a backend again, on the standalone HBase,
+#             after embedded: side by side, the two loaded 2 cores and the
+#             standalone HBase so that it once answered nothing for 2
+#             minutes (a red CI run) and its clients' calls timed out
 #   cluster   the cluster tests (test/e2e/faults, tags faults and cluster) on the
 #             test cluster, once it is up and the peers are built: beside
 #             embedded and hbase
@@ -200,12 +203,12 @@ wait_stage peers
 wait_stage hbase-up
 
 if ok peers && ok hbase-up; then
-	background embedded env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+	stage embedded env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
 		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" ./...
-	background hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+	report embedded
+	stage hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
 		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" "${HBASE_PKGS[@]}"
-	wait_stage embedded
-	wait_stage hbase
+	report hbase
 	stage faults env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
 		$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
 	report faults
