@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/promhbase/promhbase/ingest/limits"
@@ -170,36 +169,6 @@ func New(m *series.Mapper, st Putter, opts Options) *Writer {
 // and hour: one per 5 s slot, so at least one per scrape at any scrape
 // interval of 5 s or more.
 const DefaultExemplarSlots = 720
-
-// Result says what a write did.
-type Result struct {
-	Samples    int            // float samples acknowledged by the store
-	Histograms int            // native histograms acknowledged
-	Exemplars  int            // exemplars acknowledged (distinct slots)
-	Rejected   map[string]int // samples and histograms rejected, by reason
-	// Deduped counts the samples and histograms of a request dropped as
-	// coming from a replica of an HA pair that is not the elected one.
-	Deduped int
-	// Expired counts the samples and histograms dropped as older than
-	// the retention (Options.Retention).
-	Expired int
-}
-
-// RejectError is a partial write: the valid series were written, these
-// were not and never will be.
-type RejectError struct {
-	count int
-	named []string
-}
-
-func (e *RejectError) Error() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d samples or histograms rejected: %s", e.count, strings.Join(e.named, "; "))
-	if more := e.count - len(e.named); len(e.named) == maxNamedRejects && more > 0 {
-		fmt.Fprintf(&sb, "; and more")
-	}
-	return sb.String()
-}
 
 // Write stores the series of a decoded request body: a remote write 1.0
 // WriteRequest, or with v2 an io.prometheus.write.v2.Request. It returns
