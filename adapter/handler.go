@@ -240,6 +240,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	h.mux.HandleFunc("/api/v1/export", h.instrument("export", h.serveExport))
 	h.mux.HandleFunc("/health", h.instrument("health", h.serveHealth))
 	h.mux.HandleFunc(OpenTSDBPutPath, h.instrument("opentsdb_put", h.receive(h.servePutTSD)))
+	h.mux.HandleFunc(OpenTSDBSuggestPath, h.instrument("opentsdb_suggest", h.serveSuggestTSD))
 	if gatherer != nil {
 		h.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	}

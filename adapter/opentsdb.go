@@ -1,10 +1,12 @@
 package adapter
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -19,6 +21,9 @@ import (
 // VictoriaMetrics serves it.
 const OpenTSDBPutPath = opentsdb.PutPath
 
+// OpenTSDBSuggestPath is the path of OpenTSDB's /api/suggest.
+const OpenTSDBSuggestPath = opentsdb.SuggestPath
+
 // OpenTSDBOptions configure OpenTSDB's put (telnet lines and /api/put).
 type OpenTSDBOptions struct {
 	// AutoCreateMetrics is tsd.core.auto_create_metrics: a point of a
@@ -31,6 +36,11 @@ type OpenTSDBOptions struct {
 	// MetricExists reports whether a metric has a UID; it must be set
 	// unless AutoCreateMetrics.
 	MetricExists func(ctx context.Context, metric string) (bool, error)
+	// Names answers /api/suggest: the names of a UID kind ("metrics",
+	// "tagk", "tagv") whose forward rows in the UID table lie in [start,
+	// stop), in row order, at most max (0: all); nil: /api/suggest
+	// answers 404 as an unknown endpoint.
+	Names func(ctx context.Context, kind string, start, stop []byte, max int) ([][]byte, error)
 }
 
 // PutPoints stores the points of OpenTSDB puts (opentsdb.Writer): each
@@ -210,6 +220,45 @@ func (h *Handler) servePutTSD(w http.ResponseWriter, r *http.Request) error {
 	}
 	status, answer := opentsdb.PutAnswer(putParams(r), items)
 	return writeTSD(w, status, answer)
+}
+
+// maxSuggestBody bounds the body of /api/suggest: a JSON object of three
+// short strings.
+const maxSuggestBody = 64 << 10
+
+// serveSuggestTSD serves OpenTSDB's /api/suggest as a TSD does
+// (SuggestRpc, ../shared/notes/opentsdb-api.md §5): the names of a kind
+// with a prefix, from the UID table's forward rows in byte order. The
+// store's trouble is a 503 to retry.
+func (h *Handler) serveSuggestTSD(w http.ResponseWriter, r *http.Request) error {
+	names := h.opts.OpenTSDB.Names
+	if names == nil {
+		return writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSuggestBody))
+	if err != nil {
+		code := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			code = http.StatusRequestEntityTooLarge
+		}
+		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Unable to read the request body", err.Error())),
+			fmt.Errorf("%w: suggest body: %w", errBadRequest, err))
+	}
+	s, herr := opentsdb.ParseSuggest(r.Method, r.URL.Query(), body)
+	if herr != nil {
+		return answered(writeTSD(w, herr.Code, herr.Body()), fmt.Errorf("%w: %w", errBadRequest, herr))
+	}
+	var found [][]byte
+	if bytes.Compare(s.Start, s.Stop) < 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+		defer cancel()
+		if found, err = names(ctx, s.Kind, s.Start, s.Stop, s.Max); err != nil {
+			code := http.StatusServiceUnavailable
+			setErrorHeaders(w.Header(), code, err)
+			return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Storage exception: "+err.Error(), "")), err)
+		}
+	}
+	return writeTSD(w, http.StatusOK, opentsdb.SuggestBody(found))
 }
 
 // putParams reads /api/put's flags: present means on, whatever the value.

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/promhbase/promhbase/query"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"
+	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/web/promapi"
 )
 
@@ -38,6 +41,9 @@ func (b *wiring) paths() error {
 			return false, nil
 		}
 		return err == nil, err
+	}
+	aopts.OpenTSDB.Names = func(ctx context.Context, kind string, start, stop []byte, max int) ([][]byte, error) {
+		return uidNames(ctx, st, uidTable, kind, start, stop, max)
 	}
 	if err := readOnly(st, &aopts, b.reg); err != nil {
 		return err
@@ -145,4 +151,27 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (opentsdb.Writer; adapter.Handler.PutPoints).
 func (s *Server) PutPoints(ctx context.Context, pts []opentsdb.Point, errs []*opentsdb.PointError) error {
 	return s.puts.PutPoints(ctx, pts, errs)
+}
+
+// uidNames returns the names of kind whose forward rows of the UID table
+// lie in [start, stop), in row order, at most max (0: all): the rows with
+// a cell of the "id" family whose qualifier is kind, as a TSD's suggest
+// scans them.
+func uidNames(ctx context.Context, st store.Store, table, kind string, start, stop []byte, max int) ([][]byte, error) {
+	sc := st.Scan(ctx, store.ScanRequest{Table: table, Start: start, Stop: stop, Family: uid.FamilyID})
+	defer sc.Close()
+	var names [][]byte
+	for (max == 0 || len(names) < max) && sc.Next() {
+		row := sc.Row()
+		for _, c := range row.Cells {
+			if string(c.Qualifier) == kind {
+				names = append(names, bytes.Clone(row.Key))
+				break
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scan %s for %s names: %w", table, kind, err)
+	}
+	return names, nil
 }

@@ -2,7 +2,8 @@
 // telnet's put lines and HTTP's /api/put bodies parsed into points, each
 // point refused with the TSD's own words, the answers in its JSON, and the
 // port that serves both (Port: a TSD tells telnet from HTTP by the first
-// byte of a connection).
+// byte of a connection); /api/suggest's questions and answers, and the
+// catalog a TSD lists (aggregators, filter types, its version).
 //
 // A point is stored as the TSD stores it (mapping.EncodedSample): in the
 // resolution it was sent in (a second or a millisecond qualifier) and

@@ -392,12 +392,14 @@ func (c *peekedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 // PutPath is the path of /api/put.
 const PutPath = "/api/put"
 
-// HTTPHandler serves the HTTP requests of OpenTSDB's port: its endpoints
-// (/api/put; /api/v1/... as /api/..., paths in any case, as a TSD routes
-// them) by h, promhbase's handler; any other path as a TSD answers an
-// unknown endpoint (404 "Endpoint not found"). With tenant set, a request
-// without X-Scope-OrgID is tenant's (a TSD's clients send none).
-func HTTPHandler(h http.Handler, tenant string) http.Handler {
+// HTTPHandler serves the HTTP requests of OpenTSDB's port, paths in any
+// case and /api/v1/... as /api/..., as a TSD routes them: /api/put and
+// /api/suggest by h, promhbase's handler (with tenant set, a request
+// without X-Scope-OrgID is tenant's: a TSD's clients send none);
+// /api/aggregators, /api/config/filters and /api/version (v) as a TSD
+// answers them; any other path as a TSD answers an unknown endpoint (404
+// "Endpoint not found").
+func HTTPHandler(h http.Handler, tenant string, v Version) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tenant != "" && r.Header.Get("X-Scope-OrgID") == "" {
 			r.Header.Set("X-Scope-OrgID", tenant)
@@ -406,13 +408,24 @@ func HTTPHandler(h http.Handler, tenant string) http.Handler {
 		if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok {
 			path = "/api/" + rest
 		}
-		if path == PutPath {
+		var body []byte
+		switch path {
+		case PutPath, SuggestPath:
 			r.URL.Path = path
 			h.ServeHTTP(w, r)
 			return
+		case "/api/aggregators":
+			body = AggregatorsBody()
+		case "/api/config/filters":
+			body = FiltersBody()
+		case "/api/version":
+			body = v.Body()
+		default:
+			WriteJSON(w, http.StatusNotFound, ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
+			return
 		}
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write(ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
+		if !allowGetPost(w, r) {
+			WriteJSON(w, http.StatusOK, body)
+		}
 	})
 }

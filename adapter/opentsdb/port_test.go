@@ -54,7 +54,7 @@ func startTestPort(t *testing.T, w Writer) string {
 		t.Fatal(err)
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "http "+r.URL.Path) })
-	p := NewPort(PortConfig{Telnet: w, HTTP: HTTPHandler(h, ""), Version: "v", Built: "b", Registerer: prometheus.NewRegistry()})
+	p := NewPort(PortConfig{Telnet: w, HTTP: HTTPHandler(h, "", Version{Version: "v"}), Version: "v", Built: "b", Registerer: prometheus.NewRegistry()})
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ln) }()
 	t.Cleanup(func() {

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
+
+	"github.com/promhbase/promhbase/adapter/opentsdb"
 )
 
 // defaultVersion is promhbase's version, unless the build sets
@@ -34,4 +40,24 @@ func buildInfo() prometheus.Collector {
 func buildVersion() v1.PrometheusVersion {
 	return v1.PrometheusVersion{Version: version.Version, Revision: version.GetRevision(), Branch: version.Branch,
 		BuildUser: version.BuildUser, BuildDate: version.BuildDate, GoVersion: version.GoVersion}
+}
+
+// tsdVersion is /api/version's answer on the OpenTSDB port: the fields a
+// TSD reads from its BuildData, from the build's stamps (the revision's
+// first 7 characters as the short one; the build date as Unix seconds;
+// "MODIFIED" for a revision built with changes, else "MINT"; the build
+// user's name and host).
+func tsdVersion() opentsdb.Version {
+	rev := strings.TrimSuffix(version.GetRevision(), "-modified")
+	status := "MINT"
+	if strings.HasSuffix(version.GetRevision(), "-modified") {
+		status = "MODIFIED"
+	}
+	user, host, _ := strings.Cut(version.BuildUser, "@")
+	var stamp string
+	if t, err := time.Parse("20060102-15:04:05", version.BuildDate); err == nil {
+		stamp = strconv.FormatInt(t.Unix(), 10)
+	}
+	return opentsdb.Version{Version: version.Version, ShortRevision: rev[:min(7, len(rev))], FullRevision: rev, Timestamp: stamp,
+		RepoStatus: status, User: user, Host: host, Repo: "github.com/promhbase/promhbase", Branch: version.Branch}
 }

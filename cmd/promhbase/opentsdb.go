@@ -68,7 +68,7 @@ func startOpenTSDB(f openTSDBFlags, h http.Handler, puts opentsdb.Writer, reg pr
 	if err != nil {
 		return nil, fmt.Errorf("--opentsdb.listen-address: listen on %s: %w", f.listen, err)
 	}
-	p := opentsdb.NewPort(opentsdb.PortConfig{Telnet: puts, HTTP: opentsdb.HTTPHandler(h, tenantOf(f)), MaxTags: f.maxTags,
+	p := opentsdb.NewPort(opentsdb.PortConfig{Telnet: puts, HTTP: opentsdb.HTTPHandler(h, tenantOf(f), tsdVersion()), MaxTags: f.maxTags,
 		Version: "promhbase-" + version.Version + " built at revision " + version.Revision + " (MINT)", Built: version.BuildDate + " by " + version.BuildUser,
 		WriteTimeout: serveOpts.writeTimeout, Logger: logger.With("component", "opentsdb"), Registerer: reg})
 	done := make(chan error, 1)

@@ -84,5 +84,20 @@ func TestServeOpenTSDB(t *testing.T) {
 			t.Errorf("%s in %s: %q, want %q (%s)", q, tc.org, got, tc.want, answer)
 		}
 	}
+	// /api/suggest in each tenant: its own names only; /api/version
+	// stamped with this binary's build.
+	for _, tc := range []struct{ url, org, want string }{
+		{"http://" + addr + "/api/suggest?type=metrics&q=tsd", "", `["tsd.cpu","tsd.mem"]`},
+		{"http://" + addr + "/api/suggest?type=metrics&q=tsd", other, `["tsd.mem"]`},
+		{base + "/api/suggest?type=tagv", other, `["a"]`},
+	} {
+		if code, answer := httpDo(t, http.MethodGet, tc.url, tc.org, "", nil); code != http.StatusOK || answer != tc.want {
+			t.Errorf("%s (%q): %d %s, want %s", tc.url, tc.org, code, answer, tc.want)
+		}
+	}
+	if code, answer := httpDo(t, http.MethodGet, "http://"+addr+"/api/version", "", "", nil); code != http.StatusOK ||
+		!strings.Contains(answer, `"repo":"github.com/promhbase/promhbase"`) {
+		t.Errorf("/api/version: %d %s", code, answer)
+	}
 	stopServe(t, srv)
 }

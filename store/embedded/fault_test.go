@@ -352,15 +352,37 @@ type faultModel struct {
 	ops   int
 }
 
+// faultChildTimeout bounds one fault child: its workload takes a second
+// or two, and a store that meets a fault answers in bounded time.
+const faultChildTimeout = time.Minute
+
 // runChild runs one fault child on dir and returns what it acknowledged,
 // and false when it died of a panic (Pebble's, on an I/O error).
 func runChild(t *testing.T, dir string, k int, errno, mode string) (faultModel, bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	ctx, cancel := context.WithTimeout(context.Background(), faultChildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s %s", faultChildEnv, dir, k, errno, mode))
+	// A child past its time is stopped with SIGQUIT: its goroutines'
+	// stacks say where the store hung.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	panicked := errors.As(err, &exit) && exit.ExitCode() == 2 && bytes.Contains(out, []byte("github.com/cockroachdb/pebble"))
+	if ctx.Err() != nil {
+		// Two of Pebble's goroutines can panic on the same I/O error; then
+		// the Go runtime lets the first finish dying and parks the
+		// second, and when the first's deferred calls block, the process
+		// never ends (it ignores SIGQUIT too). Its death began: it is
+		// one. Anything else past its time is a store that hung.
+		if !dying(out) {
+			t.Fatalf("fault child (op %d, %s, %s) still running after %v, a store that hangs on a fault; its stacks:\n%s", k, errno, mode, faultChildTimeout, out)
+		}
+		t.Logf("fault child (op %d, %s, %s) hung in its death, killed:\n%s", k, errno, mode, out)
+		panicked, err = true, nil
+	}
 	if err != nil && !panicked && (exit == nil || exit.ExitCode() != faultChildFatal) {
 		t.Fatalf("fault child (op %d, %s, %s): %v\n%s", k, errno, mode, err, out)
 	}
@@ -369,6 +391,12 @@ func runChild(t *testing.T, dir string, k int, errno, mode string) (faultModel, 
 		t.Fatalf("fault child (op %d, %s, %s): %v\n%s", k, errno, mode, err, out)
 	}
 	return m, !panicked
+}
+
+// dying reports whether a child's output begins as the Go runtime's
+// account of a death does: a panic or a fatal error.
+func dying(out []byte) bool {
+	return bytes.HasPrefix(out, []byte("panic: ")) || bytes.HasPrefix(out, []byte("fatal error: "))
 }
 
 // readAcks reads the log of acknowledgments a fault child left in dir.

@@ -107,6 +107,7 @@ func testPut(t *testing.T, layout mapping.Layout) {
 		}
 	}
 	t.Logf("%d rows, %d cells alike", len(want), countCells(want))
+	compareNameAnswers(t, d.url, "http://"+port)
 
 	// PromQL over the points put equals PromQL over the same samples
 	// remote-written.
@@ -199,7 +200,7 @@ func startPort(t *testing.T, srv *testserver.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := opentsdb.NewPort(opentsdb.PortConfig{Telnet: srv.Server, HTTP: opentsdb.HTTPHandler(srv.Handler, ""), Version: "promhbase-test"})
+	p := opentsdb.NewPort(opentsdb.PortConfig{Telnet: srv.Server, HTTP: opentsdb.HTTPHandler(srv.Handler, "", opentsdb.Version{Version: "promhbase-test"}), Version: "promhbase-test"})
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ln) }()
 	t.Cleanup(func() {
@@ -402,7 +403,13 @@ func (tc *telnetConn) ask(t *testing.T, line string) []string {
 // request sends an /api/put request and returns its status and body.
 func request(t *testing.T, base string, r putRequest) (int, string) {
 	t.Helper()
-	u := base + "/api/put"
+	return requestPath(t, base, "/api/put", r)
+}
+
+// requestPath sends r to path and returns its status and body.
+func requestPath(t *testing.T, base, path string, r putRequest) (int, string) {
+	t.Helper()
+	u := base + path
 	if r.query != "" {
 		u += "?" + r.query
 	}
