@@ -9,11 +9,13 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/promhbase/promhbase/adapter/opentsdb"
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/mapping/wire"
+	"github.com/promhbase/promhbase/query/tsd"
 )
 
 // OpenTSDBPutPath is the path of OpenTSDB's HTTP put, served on the
@@ -23,6 +25,9 @@ const OpenTSDBPutPath = opentsdb.PutPath
 
 // OpenTSDBSuggestPath is the path of OpenTSDB's /api/suggest.
 const OpenTSDBSuggestPath = opentsdb.SuggestPath
+
+// OpenTSDBQueryPath is the path of OpenTSDB's /api/query.
+const OpenTSDBQueryPath = opentsdb.QueryPath
 
 // OpenTSDBOptions configure OpenTSDB's put (telnet lines and /api/put).
 type OpenTSDBOptions struct {
@@ -41,6 +46,9 @@ type OpenTSDBOptions struct {
 	// stop), in row order, at most max (0: all); nil: /api/suggest
 	// answers 404 as an unknown endpoint.
 	Names func(ctx context.Context, kind string, start, stop []byte, max int) ([][]byte, error)
+	// Query answers /api/query (tsd.Evaluator.Eval); nil: /api/query
+	// answers 404 as an unknown endpoint.
+	Query func(ctx context.Context, q tsd.Query) ([]tsd.Result, error)
 }
 
 // PutPoints stores the points of OpenTSDB puts (opentsdb.Writer): each
@@ -259,6 +267,56 @@ func (h *Handler) serveSuggestTSD(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	return writeTSD(w, http.StatusOK, opentsdb.SuggestBody(found))
+}
+
+// maxQueryBody bounds the body of /api/query.
+const maxQueryBody = 1 << 20
+
+// serveQueryTSD serves OpenTSDB's /api/query as a TSD does (QueryRpc,
+// ../shared/notes/opentsdb-api.md §4): GET's m= sub-queries or POST's
+// JSON body validated with the TSD's messages, evaluated by package tsd,
+// answered in its JSON (?arrays, ?ms); the store's trouble is a 503 to
+// retry.
+func (h *Handler) serveQueryTSD(w http.ResponseWriter, r *http.Request) error {
+	eval := h.opts.OpenTSDB.Query
+	if eval == nil {
+		return writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
+	}
+	params := r.URL.Query()
+	var req opentsdb.QueryRequest
+	var herr *opentsdb.HTTPError
+	switch r.Method {
+	case http.MethodGet:
+		req, herr = opentsdb.ParseQueryGET(params, time.Now())
+	case http.MethodPost:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueryBody))
+		if err != nil {
+			return answered(writeTSD(w, http.StatusRequestEntityTooLarge, opentsdb.ErrorBody(http.StatusRequestEntityTooLarge, "Unable to read the request body", err.Error())),
+				fmt.Errorf("%w: query body: %w", errBadRequest, err))
+		}
+		req, herr = opentsdb.ParseQuery(body, time.Now(), params.Has("arrays"), params.Has("ms"))
+	default:
+		herr = &opentsdb.HTTPError{Code: http.StatusMethodNotAllowed, Message: "Method not allowed",
+			Details: "The HTTP method [" + r.Method + "] is not permitted for this endpoint"}
+	}
+	if herr != nil {
+		return answered(writeTSD(w, herr.Code, herr.Body()), fmt.Errorf("%w: %w", errBadRequest, herr))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	defer cancel()
+	rs, err := eval(ctx, req.Query)
+	var qerr *tsd.Error
+	switch {
+	case errors.As(err, &qerr):
+		return answered(writeTSD(w, qerr.Status(), opentsdb.ErrorBody(qerr.Status(), qerr.Message, qerr.Message)), fmt.Errorf("%w: %w", errBadRequest, err))
+	case errors.Is(err, tsd.ErrUnsupported):
+		return answered(writeTSD(w, http.StatusBadRequest, opentsdb.ErrorBody(http.StatusBadRequest, err.Error(), "")), fmt.Errorf("%w: %w", errBadRequest, err))
+	case err != nil:
+		code := http.StatusServiceUnavailable
+		setErrorHeaders(w.Header(), code, err)
+		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Storage exception: "+err.Error(), "")), err)
+	}
+	return writeTSD(w, http.StatusOK, opentsdb.QueryAnswer(req, rs))
 }
 
 // putParams reads /api/put's flags: present means on, whatever the value.

@@ -16,6 +16,7 @@ import (
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/jobs/rollup"
 	"github.com/promhbase/promhbase/query"
+	"github.com/promhbase/promhbase/query/tsd"
 	"github.com/promhbase/promhbase/series/index"
 	"github.com/promhbase/promhbase/series/uid"
 	"github.com/promhbase/promhbase/store"
@@ -45,6 +46,8 @@ func (b *wiring) paths() error {
 	aopts.OpenTSDB.Names = func(ctx context.Context, kind string, start, stop []byte, max int) ([][]byte, error) {
 		return uidNames(ctx, st, uidTable, kind, start, stop, max)
 	}
+	tsq := tsd.New(st, uids, b.cfg.Layout, b.cfg.Tables.Data)
+	aopts.OpenTSDB.Query = tsq.Eval
 	if err := readOnly(st, &aopts, b.reg); err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func New(opts Options) http.Handler {
 	u.register(mux)
 	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready",
 		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/import/chunks", "/api/v1/export", "/health",
-		"/api/v1/otlp/v1/metrics", "/otlp/v1/metrics", "/opentelemetry/v1/metrics", "/api/put", "/api/suggest"} {
+		"/api/v1/otlp/v1/metrics", "/otlp/v1/metrics", "/opentelemetry/v1/metrics", "/api/put", "/api/suggest", "/api/query"} {
 		mux.Handle(p, opts.Remote)
 	}
 	if opts.API != nil {
@@ -146,7 +146,7 @@ var landing = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <li><code>POST /api/v1/read</code>: Prometheus remote read (samples and streamed chunks)</li>
 <li><code>POST /api/v1/otlp/v1/metrics</code> (also <code>/otlp/v1/metrics</code>, <code>/opentelemetry/v1/metrics</code>): OpenTelemetry metrics over OTLP/HTTP, translated as Prometheus's receiver translates them</li>
 <li><code>POST /api/put</code>: OpenTSDB's put, as a TSD 2.4.1 answers it (also on <code>--opentsdb.listen-address</code>, with telnet's put lines)</li>
-<li><code>GET /api/suggest</code>: OpenTSDB's name suggestions, as a TSD 2.4.1 answers them</li>
+<li><code>POST /api/query</code>, <code>GET /api/suggest</code>: OpenTSDB's queries and name suggestions, as a TSD 2.4.1 answers them</li>
 <li><code>POST /api/v1/import</code> (JSON lines), <code>/api/v1/import/prometheus</code> (text), <code>/api/v1/export</code>: as VictoriaMetrics answers them, for vmctl and migrations</li>
 <li>Prometheus query API: <a href="api/v1/query?query=up">/api/v1/query</a>, <code>/api/v1/query_range</code>, <a href="api/v1/series?match[]=up">/api/v1/series</a>, <a href="api/v1/labels">/api/v1/labels</a>, <a href="api/v1/label/__name__/values">/api/v1/label/&lt;name&gt;/values</a>, <a href="api/v1/metadata">/api/v1/metadata</a>, <code>/api/v1/query_exemplars</code>, <code>/api/v1/format_query</code>, <code>/api/v1/parse_query</code>, <a href="api/v1/status/buildinfo">/api/v1/status/buildinfo</a>, <a href="api/v1/status/flags">/api/v1/status/flags</a>, <a href="api/v1/rules">/api/v1/rules</a>, <a href="api/v1/alerts">/api/v1/alerts</a>; the same below <code>/prometheus</code> (a Grafana data source URL as Mimir's)</li>
 <li><a href="metrics">/metrics</a>, <a href="-/healthy">/-/healthy</a>, <a href="-/ready">/-/ready</a>{{if .Pprof}}, <a href="debug/pprof/">/debug/pprof/</a>{{end}}</li>

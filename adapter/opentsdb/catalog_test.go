@@ -90,3 +90,14 @@ func TestHTTPHandlerCatalog(t *testing.T) {
 		t.Error("a catalog answer is not JSON")
 	}
 }
+
+// TestJavaDouble: Double.toString's forms (checked with Java 17; it
+// prints 9.2233720368547763E17 for the last, the same double).
+func TestJavaDouble(t *testing.T) {
+	for v, want := range map[float64]string{12: "12.0", 1e-5: "1.0E-5", 1.5e20: "1.5E20", 0.001: "0.001", 1e7: "1.0E7",
+		-2.5: "-2.5", 9999999.5: "9999999.5", 0.1: "0.1", 0.002: "0.002", 9.223372036854776e17: "9.223372036854776E17"} {
+		if got := javaDouble(v); got != want {
+			t.Errorf("%v: got %s, want %s", v, got, want)
+		}
+	}
+}

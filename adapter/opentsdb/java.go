@@ -24,13 +24,20 @@ func javaHashCode(s string) int32 {
 }
 
 // hashMapOrder returns the order in which a java.util.HashMap made with
-// its default capacity iterates keys put in that order (distinct): by
-// bucket, (h ^ h>>>16) & (capacity-1), and in a bucket by insertion. The
-// capacity is 16, doubled while the keys are more than three quarters of
-// it. (Buckets of 8 keys or more turn into trees in tables of 64 and
-// more; no map of a put is that large.)
-func hashMapOrder(keys []string) []int {
-	capacity := 16
+// its default capacity iterates keys put in that order (distinct).
+func hashMapOrder(keys []string) []int { return hashMapOrderCap(keys, 16) }
+
+// hashMapOrderCap is hashMapOrder for a HashMap made with capacity
+// initial: by bucket, (h ^ h>>>16) & (capacity-1), and in a bucket by
+// insertion. The table starts at the power of two at or above initial
+// (1 for 0) and doubles each time a put leaves more keys than three
+// quarters of it (its threshold truncated). (Buckets of 8 keys or more
+// turn into trees in tables of 64 and more; no map here is that large.)
+func hashMapOrderCap(keys []string, initial int) []int {
+	capacity := 1
+	for capacity < initial {
+		capacity *= 2
+	}
 	for len(keys) > capacity*3/4 {
 		capacity *= 2
 	}

@@ -306,6 +306,37 @@ func (p *jsonParser) skip() error {
 	return p.errorf("unexpected character '%c'", p.b[p.i])
 }
 
+// elements reads an array (p.i at '['), calling fn at each element,
+// which reads it.
+func (p *jsonParser) elements(fn func() error) error {
+	if err := p.expect('['); err != nil {
+		return err
+	}
+	if p.ws() == ']' {
+		p.i++
+		return nil
+	}
+	for {
+		if p.ws() == 0 {
+			return errJSONEnd
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+		switch p.ws() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return nil
+		case 0:
+			return errJSONEnd
+		default:
+			return p.errorf("expected ',' or ']'")
+		}
+	}
+}
+
 // members reads an object's members (p.i at '{'), calling fn with each
 // name; fn reads the value.
 func (p *jsonParser) members(fn func(name string) error) error {

@@ -141,15 +141,16 @@ func TestPortLongLine(t *testing.T) {
 }
 
 // TestPortHTTP: a connection whose first byte is an upper-case letter
-// speaks HTTP: /api/put (also /api/v1/put) goes to the handler, any
-// other path is a TSD's 404.
+// speaks HTTP: /api/put (also /api/v1/put) and /api/query go to the
+// handler, any other path is a TSD's 404.
 func TestPortHTTP(t *testing.T) {
 	addr := startTestPort(t, &recorder{})
 	for _, tc := range []struct{ path, want string }{
 		{"/api/put", "http /api/put"},
 		{"/api/v1/put", "http /api/put"},
 		{"/API/PUT", "http /api/put"},
-		{"/api/query", `{"error":{"code":404,"message":"Endpoint not found"}}`},
+		{"/api/query", "http /api/query"},
+		{"/api/annotation", `{"error":{"code":404,"message":"Endpoint not found"}}`},
 	} {
 		resp, err := http.Post("http://"+addr+tc.path, "application/json", strings.NewReader("{}"))
 		if err != nil {

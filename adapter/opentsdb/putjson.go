@@ -70,43 +70,28 @@ func ParsePutBody(body []byte, maxTags int) ([]Item, error) {
 // array reads an array of data points (or nulls). What follows it is
 // not read, as Jackson leaves trailing content alone.
 func (p *jsonParser) array(items []Item) ([]Item, error) {
-	if err := p.expect('['); err != nil {
-		return nil, err
-	}
-	if p.ws() == ']' {
-		p.i++
-		return nil, nil
-	}
-	for {
+	err := p.elements(func() error {
 		switch c := p.ws(); c {
 		case 'n':
 			if err := p.literal("null"); err != nil {
-				return nil, err
+				return err
 			}
 			items = append(items, Item{isNull: true})
 		case '{':
 			it, err := p.point()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			items = append(items, it)
-		case 0:
-			return nil, errJSONEnd
 		default:
-			return nil, p.errorf("cannot deserialize a data point from '%c'", c)
+			return p.errorf("cannot deserialize a data point from '%c'", c)
 		}
-		switch p.ws() {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return items, nil
-		case 0:
-			return nil, errJSONEnd
-		default:
-			return nil, p.errorf("expected ',' or ']'")
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return items, nil
 }
 
 // point reads one data point object: the fields an IncomingDataPoint

@@ -95,6 +95,13 @@ func TestServeOpenTSDB(t *testing.T) {
 			t.Errorf("%s (%q): %d %s, want %s", tc.url, tc.org, code, answer, tc.want)
 		}
 	}
+	// /api/query: the telnet points, a TSD's answer (the integer written
+	// as a double while the float after it is held).
+	q := `{"start":` + ts(100) + `,"queries":[{"aggregator":"sum","metric":"tsd.cpu","tags":{"host":"*"}}]}`
+	want := `[{"metric":"tsd.cpu","tags":{"host":"a"},"aggregateTags":[],"dps":{"` + ts(60) + `":1.0,"` + ts(30) + `":2.5}}]`
+	if code, answer := httpDo(t, http.MethodPost, "http://"+addr+"/api/query", "", "application/json", []byte(q)); code != http.StatusOK || answer != want {
+		t.Errorf("/api/query: %d %s, want %s", code, answer, want)
+	}
 	if code, answer := httpDo(t, http.MethodGet, "http://"+addr+"/api/version", "", "", nil); code != http.StatusOK ||
 		!strings.Contains(answer, `"repo":"github.com/promhbase/promhbase"`) {
 		t.Errorf("/api/version: %d %s", code, answer)

@@ -169,8 +169,7 @@ func TestParseCPUTicks(t *testing.T) {
 // flush), and --server.cpus=1 runs each system pinned (TestPinned: how).
 func TestCompareVictoriaMetricsPinned(t *testing.T) {
 	t.Parallel()
-	vm := testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/victoriametrics.sh"), "VictoriaMetrics")
-	promhbase := testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
+	vm, promhbase := vmAndPromhbase(t)
 	o := options{series: 600, batch: 200, concurrency: 2, maxRounds: 3}
 	c := compareOptions{promhbase: promhbase, victoriaMetrics: vm, protocol: "v1", dir: t.TempDir(),
 		systems: []string{"victoriametrics", "promhbase"}, serverCPUs: []int{1}}
@@ -186,6 +185,14 @@ func TestCompareVictoriaMetricsPinned(t *testing.T) {
 	if rs[0].queryPoints != rs[1].queryPoints {
 		t.Errorf("query_range points: %s %d, %s %d; want the same", rs[0].system, rs[0].queryPoints, rs[1].system, rs[1].queryPoints)
 	}
+}
+
+// vmAndPromhbase returns the project's VictoriaMetrics and a freshly
+// built promhbase.
+func vmAndPromhbase(t *testing.T) (vm, promhbase string) {
+	t.Helper()
+	vm = testproc.ScriptBinary(t, testproc.Root(t, "tools/scripts/victoriametrics.sh"), "VictoriaMetrics")
+	return vm, testproc.BuildBinary(t, testproc.Root(t, "cmd/promhbase"))
 }
 
 // TestPinned: the command of a pinned server runs under taskset on the

@@ -78,12 +78,18 @@ func post(ctx context.Context, url, ct string, body []byte) error {
 
 // postEncoded is post of a body of Content-Encoding enc.
 func postEncoded(ctx context.Context, url, ct, enc string, body []byte) error {
+	return postWith(ctx, http.DefaultClient, url, ct, enc, body)
+}
+
+// postWith is postEncoded through client (mixed's keeps a connection
+// per sender).
+func postWith(ctx context.Context, client *http.Client, url, ct, enc string, body []byte) error {
 	for attempt := 0; ; attempt++ {
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		hr.Header.Set("Content-Encoding", enc)
 		hr.Header.Set("Content-Type", ct)
 		hr.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		resp, err := http.DefaultClient.Do(hr)
+		resp, err := client.Do(hr)
 		if err != nil {
 			return err
 		}

@@ -26,12 +26,37 @@ import (
 // load, reads it back through remote read and the query API, and takes
 // the system's footprint. On a failure once the system is started, the
 // error carries the end of its log.
-func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byte, t0 int64) (_ result, err error) {
+func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byte, t0 int64) (result, error) {
 	res := result{system: sys, series: o.series, rounds: o.maxRounds, cpus: cpus}
+	err := withCompared(c, sys, "compare", cpus, func(s *compared) error {
+		if err := s.write(o, c, pre, &res); err != nil {
+			return err
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
+		if err := s.remoteReads(o, c, t0, &res); err != nil {
+			return err
+		}
+		if err := s.queries(o, c, t0, &res); err != nil {
+			return err
+		}
+		return s.footprint(&res)
+	})
+	return res, err
+}
+
+// withCompared waits for the machine to go quiet, starts sys pinned to
+// cpus on a fresh directory under c.dir (named after kind and sys), and
+// runs f with it; then it stops the system, adds the end of its log to
+// an error (one of starting it or of f), releases what it held and
+// removes the directory.
+func withCompared(c compareOptions, sys, kind string, cpus int, f func(s *compared) error) (err error) {
 	waitQuiet(c, sys)
-	dir, err := os.MkdirTemp(c.dir, "compare-"+sys+"-")
+	dir, err := os.MkdirTemp(c.dir, kind+"-"+sys+"-")
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	s := &compared{name: sys, data: filepath.Join(dir, "data")}
@@ -41,23 +66,9 @@ func compareOne(o options, c compareOptions, sys string, cpus int, pre [][][]byt
 	defer func() { err = s.withLogTail(err) }()
 	defer s.stop()
 	if err := s.start(c, cpus, dir); err != nil {
-		return res, err
+		return err
 	}
-	if err := s.write(o, c, pre, &res); err != nil {
-		return res, err
-	}
-	if err := s.flush(); err != nil {
-		return res, err
-	}
-	fmt.Fprintf(os.Stderr, "%s: reading...\n", sys)
-	if err := s.remoteReads(o, c, t0, &res); err != nil {
-		return res, err
-	}
-	if err := s.queries(o, c, t0, &res); err != nil {
-		return res, err
-	}
-	err = s.footprint(&res)
-	return res, err
+	return f(s)
 }
 
 // compared is one system of the comparison, as compareOne runs it.
@@ -369,6 +380,16 @@ func procCPU(pid int) (float64, error) {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// procCPUs returns the CPU seconds of pid, as procCPU, and of this
+// process (the load generator).
+func procCPUs(pid int) (server, gen float64, err error) {
+	if server, err = procCPU(pid); err != nil {
+		return 0, 0, err
+	}
+	gen, err = procCPU(os.Getpid())
+	return server, gen, err
 }
 
 // waitIdle waits until the machine's CPUs were busy less than a tenth of

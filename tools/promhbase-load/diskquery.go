@@ -3,6 +3,7 @@ package main
 // The disk command's long-range queries and its report.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -374,6 +375,23 @@ func rangeForm(query string, start, end int64, step time.Duration, extra url.Val
 	return v
 }
 
+// postForm posts form to target through client and returns the answer's
+// status code and body (http.PostForm's request, with ctx).
+func postForm(ctx context.Context, client *http.Client, target string, form url.Values) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
 // rangeQuery runs /api/v1/query_range and returns the series and points
 // of its answer, the time it took (the answer's JSON decoded) and its
 // resolution header.
@@ -415,18 +433,13 @@ func rangeQuery(base, query string, start, end int64, step time.Duration, extra 
 // the time to the last of them.
 func rangeBody(base, query string, start, end int64, step time.Duration, extra url.Values) ([]byte, time.Duration, error) {
 	began := time.Now()
-	resp, err := http.PostForm(base+"/api/v1/query_range", rangeForm(query, start, end, step, extra))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	status, body, err := postForm(context.Background(), http.DefaultClient, base+"/api/v1/query_range", rangeForm(query, start, end, step, extra))
 	took := time.Since(began)
 	if err != nil {
 		return nil, 0, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("%s: status %d: %.4096s", query, resp.StatusCode, body)
+	if status != http.StatusOK {
+		return nil, 0, fmt.Errorf("%s: status %d: %.4096s", query, status, body)
 	}
 	return body, took, nil
 }

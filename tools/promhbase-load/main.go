@@ -28,6 +28,12 @@
 //	    server; one metric read back by both remote-read types and
 //	    /api/v1/query_range. TestCompareSmoke runs it small and checks both
 //	    systems answer the query with the same points
+//	promhbase-load mixed --promhbase=... --victoria-metrics=... --runs=3
+//	    writes and dashboards at once (docs/bench/mixed-load.md): 2 h of
+//	    node_exporter-like history, then --rate samples/s open-loop by
+//	    --senders while --dashboards refresh six panels over 1 h and 6 h,
+//	    results caches off, the systems in turns; write-ack and query
+//	    latencies, server CPU and peak RSS, every sample counted back
 //
 // The writers print samples/s and request latency quantiles. The load is
 // bounded by --duration (and --max-rounds) and stops by itself.
@@ -82,7 +88,8 @@ func main() {
 	app.Flag("series", "Distinct series; each round writes one sample to each.").Default("20000").IntVar(&o.series)
 	app.Flag("batch", "Series per request, like max_samples_per_send.").Default("2000").IntVar(&o.batch)
 	app.Flag("concurrency", "Requests in flight, like Prometheus's shards.").Default("4").IntVar(&o.concurrency)
-	app.Flag("duration", "How long to send.").Default("60s").DurationVar(&o.duration)
+	var durationSet bool
+	app.Flag("duration", "How long to send (mixed: 5m unless given).").Default("60s").IsSetByUser(&durationSet).DurationVar(&o.duration)
 	app.Flag("rounds", "When > 0, encode this many rounds of requests (or Puts) before the clock starts and cycle through them, so that the generator's own encoding does not compete for CPU; later cycles rewrite the same cells.").Default("0").IntVar(&o.rounds)
 	app.Flag("max-rounds", "When > 0, stop after this many rounds (one sample per series each, 10 s apart) even if --duration has not ended.").Default("0").IntVar(&o.maxRounds)
 	httpCmd := app.Command("http", "Send remote-write requests to a running promhbase.")
@@ -124,6 +131,7 @@ func main() {
 	compareCmd.Flag("svg", "Also draw the results into this SVG file.").StringVar(&c.svg)
 	diskCmd, disk := registerDisk(app)
 	cardCmd, card := registerCardinality(app)
+	mixedCmd, mixed := registerMixed(app)
 	cmd := kingpin.MustParse(app.Parse(os.Args[1:]))
 	var err error
 	switch cmd {
@@ -141,6 +149,11 @@ func main() {
 		err = runDisk(o, *disk)
 	case cardCmd.FullCommand():
 		err = runCardinality(o, *card)
+	case mixedCmd.FullCommand():
+		if !durationSet {
+			o.duration = 5 * time.Minute
+		}
+		_, err = runMixed(o, *mixed)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promhbase-load:", err)
