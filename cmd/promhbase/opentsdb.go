@@ -28,7 +28,7 @@ type openTSDBFlags struct {
 
 // registerOpenTSDB adds the --opentsdb.* flags.
 func registerOpenTSDB(cmd *kingpin.CmdClause, f *openTSDBFlags) {
-	cmd.Flag("opentsdb.listen-address", "Address of OpenTSDB's port, as a TSD's --port (4242): telnet put lines and HTTP /api/put on one port, told apart by the first byte of a connection, answered as a TSD 2.4.1 answers them (docs/opentsdb.md). Empty: off. /api/put is also served on --web.listen-address.").Default("").StringVar(&f.listen)
+	cmd.Flag("opentsdb.listen-address", "Address of OpenTSDB's port, as a TSD's --port (4242): telnet put lines and HTTP (/api/put, /api/query, /api/suggest, /api/aggregators, /api/config/filters, /api/version) on one port, told apart by the first byte of a connection, answered as a TSD 2.4.1 answers them (docs/opentsdb.md). Empty: off. /api/put, /api/query and /api/suggest are also served on --web.listen-address.").Default("").StringVar(&f.listen)
 	cmd.Flag("opentsdb.tenant", "With --auth.multitenancy-enabled, the tenant that telnet put lines write to (HTTP requests name theirs in X-Scope-OrgID).").Default("anonymous").StringVar(&f.tenant)
 	cmd.Flag("opentsdb.auto-create-metrics", "A put of a metric without a UID makes one, as tsd.core.auto_create_metrics=true; off (a TSD's default), such a point is refused as \"unknown metric\". Tag names and values always get UIDs.").Default("false").BoolVar(&f.autoMetrics)
 	cmd.Flag("opentsdb.max-tags", "Most tags of a put point, as tsd.storage.max_tags.").Default("8").IntVar(&f.maxTags)
