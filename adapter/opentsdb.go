@@ -309,8 +309,6 @@ func (h *Handler) serveQueryTSD(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.As(err, &qerr):
 		return answered(writeTSD(w, qerr.Status(), opentsdb.ErrorBody(qerr.Status(), qerr.Message, qerr.Message)), fmt.Errorf("%w: %w", errBadRequest, err))
-	case errors.Is(err, tsd.ErrUnsupported):
-		return answered(writeTSD(w, http.StatusBadRequest, opentsdb.ErrorBody(http.StatusBadRequest, err.Error(), "")), fmt.Errorf("%w: %w", errBadRequest, err))
 	case err != nil:
 		code := http.StatusServiceUnavailable
 		setErrorHeaders(w.Header(), code, err)

@@ -31,7 +31,7 @@ func QueryAnswer(req QueryRequest, rs []tsd.Result) []byte {
 			}
 			b = appendJSONString(b, t)
 		}
-		b = appendDps(append(b, `],"dps":`...), req, r.Points)
+		b = appendDps(append(b, `],"dps":`...), req, r)
 		b = append(b, '}')
 	}
 	return append(b, ']')
@@ -65,8 +65,9 @@ func appendTags(b []byte, tags []tsd.Tag) []byte {
 	return append(b, '}')
 }
 
-// appendDps writes the points.
-func appendDps(b []byte, req QueryRequest, pts []tsd.Point) []byte {
+// appendDps writes the points of r.
+func appendDps(b []byte, req QueryRequest, r tsd.Result) []byte {
+	pts := r.Points
 	open, close := byte('{'), byte('}')
 	if req.Arrays {
 		open, close = '[', ']'
@@ -82,22 +83,24 @@ func appendDps(b []byte, req QueryRequest, pts []tsd.Point) []byte {
 		}
 		if req.Arrays {
 			b = strconv.AppendInt(append(b, '['), t, 10)
-			b = appendValue(append(b, ','), p)
+			b = appendValue(append(b, ','), p, r.NullFill)
 			b = append(b, ']')
 			continue
 		}
 		b = strconv.AppendInt(append(b, '"'), t, 10)
-		b = appendValue(append(b, '"', ':'), p)
+		b = appendValue(append(b, '"', ':'), p, r.NullFill)
 	}
 	return append(b, close)
 }
 
 // appendValue writes a point's value as Jackson writes a long or a
-// double.
-func appendValue(b []byte, p tsd.Point) []byte {
+// double (NaN as null when the fill policy is null).
+func appendValue(b []byte, p tsd.Point, nullNaN bool) []byte {
 	switch {
 	case !p.Float:
 		return strconv.AppendInt(b, p.I, 10)
+	case math.IsNaN(p.F) && nullNaN:
+		return append(b, "null"...)
 	case math.IsNaN(p.F):
 		return append(b, `"NaN"`...)
 	}

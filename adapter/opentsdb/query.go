@@ -183,16 +183,16 @@ func parseDownsample(spec string, sq *tsd.SubQuery) error {
 	if parts[1] == "none" {
 		return messageError("cannot use the NONE aggregator for downsampling")
 	}
+	fill := "none"
 	if len(parts) == 3 {
-		switch strings.ToLower(parts[2]) {
-		case "none":
-		case "zero", "nan", "null", "scalar":
-			return &unsupportedError{"fill policies other than none"}
+		fill = strings.ToLower(parts[2])
+		switch fill {
+		case "none", "zero", "nan", "null", "scalar":
 		default:
 			return messageError("Unrecognized fill policy: " + parts[2])
 		}
 	}
-	sq.DownsampleMs, sq.DownsampleFn = ms, parts[1]
+	sq.DownsampleMs, sq.DownsampleFn, sq.DownsampleFill = ms, parts[1], fill
 	return nil
 }
 

@@ -37,6 +37,7 @@ func TestParseQuery(t *testing.T) {
 		{name: "downsample unit", body: `{"start":1,"queries":[{"aggregator":"sum","metric":"m","downsample":"1x-sum"}]}`, err: "Invalid duration (suffix): 1x"},
 		{name: "downsample none", body: `{"start":1,"queries":[{"aggregator":"sum","metric":"m","downsample":"1m-none"}]}`, err: "cannot use the NONE aggregator for downsampling"},
 		{name: "fill", body: `{"start":1,"queries":[{"aggregator":"sum","metric":"m","downsample":"1m-sum-x"}]}`, err: "Unrecognized fill policy: x"},
+		{name: "fill null", body: `{"start":1,"queries":[{"aggregator":"sum","metric":"m","downsample":"1m-sum-NULL"}]}`, start: 1000, end: 1700000000000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, herr := ParseQuery([]byte(tc.body), now, false, false)
@@ -123,7 +124,7 @@ func TestParseQueryGET(t *testing.T) {
 		err   string
 	}{
 		{query: "start=1h-ago&m=sum:1m-avg:rate{counter,500,10}:sys.cpu{host=web*,dc=lon}{env=literal_or(a|b)}",
-			want: tsd.SubQuery{Aggregator: "sum", Metric: "sys.cpu", DownsampleMs: 60000, DownsampleFn: "avg", Rate: true,
+			want: tsd.SubQuery{Aggregator: "sum", Metric: "sys.cpu", DownsampleMs: 60000, DownsampleFn: "avg", DownsampleFill: "none", Rate: true,
 				RateOptions: tsd.RateOptions{Counter: true, CounterMax: 500, ResetValue: 10},
 				Filters: []tsd.Filter{{Type: "literal_or", Tagk: "env", Expr: "a|b"}, {Type: "iwildcard", Tagk: "host", Expr: "web*", GroupBy: true},
 					{Type: "literal_or", Tagk: "dc", Expr: "lon", GroupBy: true}}}},

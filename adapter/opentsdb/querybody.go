@@ -145,6 +145,9 @@ func parseTags(p *jsonParser, s *subBody) error {
 			s.filterErr = messageError("Filter cannot be null or empty")
 		}
 		f := mapFilter(k, *v, true)
+		if err := tsd.CheckFilter(f); err != nil && s.filterErr == nil {
+			s.filterErr = err
+		}
 		for _, e := range s.filters {
 			if e == f {
 				return nil
@@ -191,6 +194,9 @@ func parseFilter(p *jsonParser, s *subBody) error {
 		s.filterErr = messageError("Tagk cannot be null or empty")
 	}
 	f.Type = strings.ToLower(f.Type)
+	if err := tsd.CheckFilter(f); err != nil && s.filterErr == nil {
+		s.filterErr = err
+	}
 	s.filters = append(s.filters, f)
 	return nil
 }

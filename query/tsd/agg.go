@@ -1,7 +1,6 @@
 package tsd
 
 import (
-	"fmt"
 	"math"
 	"slices"
 )
@@ -67,11 +66,17 @@ var aggregators = map[string]aggregator{
 	"last":      {"last", zim, lastLong, lastDouble},
 }
 
-// unsupported are aggregators a TSD has that are not evaluated here.
-var unsupported = map[string]bool{
-	"p999": true, "p99": true, "p95": true, "p90": true, "p75": true, "p50": true,
-	"ep999r3": true, "ep99r3": true, "ep95r3": true, "ep90r3": true, "ep75r3": true, "ep50r3": true,
-	"ep999r7": true, "ep99r7": true, "ep95r7": true, "ep90r7": true, "ep75r7": true, "ep50r7": true,
+// percentiles are the percentile aggregators (PercentileAgg): the
+// percentile, and the estimate of their long function (R-3, R-7, or
+// Commons Math's legacy one); the double function always takes the legacy
+// one, as a TSD's does.
+var percentiles = map[string]struct {
+	p   float64
+	est estimate
+}{
+	"p999": {99.9, legacy}, "p99": {99, legacy}, "p95": {95, legacy}, "p90": {90, legacy}, "p75": {75, legacy}, "p50": {50, legacy},
+	"ep999r3": {99.9, r3}, "ep99r3": {99, r3}, "ep95r3": {95, r3}, "ep90r3": {90, r3}, "ep75r3": {75, r3}, "ep50r3": {50, r3},
+	"ep999r7": {99.9, r7}, "ep99r7": {99, r7}, "ep95r7": {95, r7}, "ep90r7": {90, r7}, "ep75r7": {75, r7}, "ep50r7": {50, r7},
 }
 
 // lookupAggregator returns the aggregator called name.
@@ -79,8 +84,27 @@ func lookupAggregator(name string) (aggregator, error) {
 	if a, ok := aggregators[name]; ok {
 		return a, nil
 	}
-	if unsupported[name] {
-		return aggregator{}, fmt.Errorf("%w: aggregator %q", ErrUnsupported, name)
+	if pc, ok := percentiles[name]; ok {
+		return aggregator{name: name, interp: lerp,
+			long: func(vs []int64) int64 {
+				ds := make([]float64, len(vs))
+				for i, v := range vs {
+					ds[i] = float64(v)
+				}
+				return int64(percentile(ds, pc.p, pc.est))
+			},
+			double: func(vs []float64) float64 {
+				ds := make([]float64, 0, len(vs))
+				for _, v := range vs {
+					if !math.IsNaN(v) {
+						ds = append(ds, v)
+					}
+				}
+				if len(ds) == 0 {
+					return math.NaN()
+				}
+				return percentile(ds, pc.p, legacy)
+			}}, nil
 	}
 	return aggregator{}, &Error{Message: "No such aggregation function: " + name}
 }
@@ -319,3 +343,51 @@ func firstLong(vs []int64) int64       { return vs[0] }
 func firstDouble(vs []float64) float64 { return vs[0] }
 func lastLong(vs []int64) int64        { return vs[len(vs)-1] }
 func lastDouble(vs []float64) float64  { return vs[len(vs)-1] }
+
+// estimate is a Commons Math Percentile estimation type: the position of
+// percentile p (0..1] among n sorted values, 1-based.
+type estimate func(p float64, n int) float64
+
+func legacy(p float64, n int) float64 {
+	if p == 1 {
+		return float64(n)
+	}
+	return p * float64(n+1)
+}
+
+func r3(p float64, n int) float64 {
+	if p <= 0.5/float64(n) {
+		return 0
+	}
+	return math.RoundToEven(float64(n) * p)
+}
+
+func r7(p float64, n int) float64 {
+	if p == 1 {
+		return float64(n)
+	}
+	return 1 + float64(n-1)*p
+}
+
+// percentile is Commons Math's Percentile.evaluate of vs (at least one,
+// no NaN) at percentile q (0..100]: the value at the estimate's position
+// in sorted order, interpolated between its neighbours.
+func percentile(vs []float64, q float64, est estimate) float64 {
+	n := len(vs)
+	if n == 1 {
+		return vs[0]
+	}
+	s := slices.Clone(vs)
+	slices.SortFunc(s, javaDoubleCompare)
+	pos := est(q/100, n)
+	fpos := math.Floor(pos)
+	switch {
+	case pos < 1:
+		return s[0]
+	case pos >= float64(n):
+		return s[n-1]
+	}
+	i := int(fpos)
+	lower, upper := s[i-1], s[i]
+	return lower + float64((pos-fpos)*(upper-lower))
+}

@@ -14,7 +14,7 @@
 // integers; buckets aligned on the Unix epoch; points outside the query
 // dropped only when written.
 //
-// Not evaluated yet (a clear error instead): percentiles and the ep*
-// estimates, downsampling with a fill other than none, "all" and
-// calendar buckets, rollup and pre-aggregate tables.
+// Not evaluated yet (the query is refused with a clear error before it
+// gets here): "all" and calendar buckets, rollup and pre-aggregate
+// tables, tsuids.
 package tsd

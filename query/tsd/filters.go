@@ -51,6 +51,14 @@ func compileFilter(f Filter) (matcher, error) {
 	return m, nil
 }
 
+// CheckFilter reports what a TSD says of f when it builds it from a
+// request (its filter class's constructor refusing the expression, or an
+// unknown type), nil when it builds.
+func CheckFilter(f Filter) error {
+	_, err := compileFilter(f)
+	return err
+}
+
 // literals is a literal_or's values: split on '|' (trailing empty ones
 // dropped, as Java's split does), lowercased when fold.
 func literals(expr string, fold bool) (map[string]bool, error) {

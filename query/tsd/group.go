@@ -94,7 +94,14 @@ func (e *Evaluator) aggregate(ctx context.Context, q Query, sq SubQuery, p plan,
 			from := scanStart*1000 + iv - 1
 			from -= from % iv
 			k, _ := slices.BinarySearchFunc(v, from, func(p Point, t int64) int { return cmp.Compare(p.T, t) })
-			v = downsampled(v[k:], iv, p.ds)
+			if f := sq.DownsampleFill; f != "" && f != "none" {
+				var err error
+				if v, err = filled(v[k:], iv, p.ds, f, scanStart*1000, scanEnd*1000); err != nil {
+					return r, err
+				}
+			} else {
+				v = downsampled(v[k:], iv, p.ds)
+			}
 		}
 		if sq.Rate {
 			var err error
@@ -116,6 +123,7 @@ func (e *Evaluator) aggregate(ctx context.Context, q Query, sq SubQuery, p plan,
 	}
 	var err error
 	r.Tags, r.AggregateTags, err = e.groupTags(ctx, g, p)
+	r.NullFill = sq.DownsampleFill == "null"
 	return r, err
 }
 

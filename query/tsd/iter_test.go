@@ -103,3 +103,38 @@ func TestDownsampled(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestFilled: every bucket from the scan's start to its end, empty ones
+// filled; fill scalar fails on an empty one, as a TSD's does.
+func TestFilled(t *testing.T) {
+	sum, _ := lookupAggregator("sum")
+	pts := ints(30, 1, 50, 2, 190, 3)
+	for fill, want := range map[string]string{"zero": "{0:3.0,60:0.0,120:0.0,180:3.0,240:0.0}", "nan": "{0:3.0,60:NaN,120:NaN,180:3.0,240:NaN}"} {
+		got, err := filled(pts, 60000, sum, fill, 10000, 250000+60000)
+		if err != nil || render(got) != want {
+			t.Errorf("%s: got %s %v, want %s", fill, render(got), err, want)
+		}
+	}
+	if _, err := filled(pts, 60000, sum, "scalar", 0, 300000); err == nil || err.Error() != "unhandled fill policy" {
+		t.Errorf("scalar: %v", err)
+	}
+}
+
+// TestPercentile: Commons Math's estimates (legacy, R-3, R-7) as a TSD's
+// percentile aggregators take them.
+func TestPercentile(t *testing.T) {
+	vs := []float64{15, 20, 35, 40, 50}
+	for _, tc := range []struct {
+		q    float64
+		est  estimate
+		want float64
+	}{
+		{50, legacy, 35}, {90, legacy, 50}, {40, legacy, 26}, {10, legacy, 15},
+		{50, r7, 35}, {90, r7, 46}, {40, r7, 29},
+		{50, r3, 20}, {90, r3, 40}, {10, r3, 15}, // R-3 rounds 4.5 to the even 4
+	} {
+		if got := percentile(vs, tc.q, tc.est); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("p%v: got %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

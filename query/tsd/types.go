@@ -1,7 +1,6 @@
 package tsd
 
 import (
-	"errors"
 	"strconv"
 )
 
@@ -20,10 +19,13 @@ type SubQuery struct {
 	// function over its points; 0: none.
 	DownsampleMs int64
 	DownsampleFn string
-	Rate         bool
-	RateOptions  RateOptions
-	Filters      []Filter
-	ExplicitTags bool
+	// DownsampleFill is the fill policy, lower case: none (or ""), nan,
+	// null, zero, scalar.
+	DownsampleFill string
+	Rate           bool
+	RateOptions    RateOptions
+	Filters        []Filter
+	ExplicitTags   bool
 }
 
 // Filter is a tag value filter: its type (literal_or, wildcard, ...), tag
@@ -45,6 +47,10 @@ type Result struct {
 	AggregateTags []string
 	// Points are in time order, in [Query.Start, Query.End].
 	Points []Point
+	// NullFill: the sub-query fills with null, and a NaN is written as
+	// null (a TSD checks the sub-query's policy, not where the NaN came
+	// from).
+	NullFill bool
 }
 
 // Tag is a tag of an answer.
@@ -66,8 +72,5 @@ func (e *Error) Status() int {
 	}
 	return e.Code
 }
-
-// ErrUnsupported is what a TSD evaluates and this package does not yet.
-var ErrUnsupported = errors.New("not evaluated by promhbase yet")
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,5 +1,7 @@
 package tsd
 
+import "math"
+
 // RateOptions are a sub-query's rateOptions.
 type RateOptions struct {
 	Counter    bool
@@ -24,6 +26,37 @@ func downsampled(pts []Point, intervalMs int64, fn aggregator) []Point {
 		out = append(out, Point{T: bucket, F: fn.double(vals), Float: true})
 	}
 	return out
+}
+
+// filled returns a series' points downsampled as a TSD's
+// FillingDownsampler does: every bucket from the one holding start up to
+// (not including) the one holding end, each the function over its points
+// or, when it has none, NaN (fill nan and null) or 0 (zero); fill scalar
+// fails there, as a TSD's does at run time.
+func filled(pts []Point, intervalMs int64, fn aggregator, fill string, start, end int64) ([]Point, error) {
+	var out []Point
+	var vals []float64
+	i := 0
+	for t := start - start%intervalMs; t < end-end%intervalMs; t += intervalMs {
+		for i < len(pts) && pts[i].T < t {
+			i++ // a bucket before t: consumed, not emitted
+		}
+		vals = vals[:0]
+		for ; i < len(pts) && pts[i].T < t+intervalMs; i++ {
+			vals = append(vals, pts[i].double())
+		}
+		v := 0.0
+		switch {
+		case len(vals) > 0:
+			v = fn.double(vals)
+		case fill == "nan", fill == "null":
+			v = math.NaN()
+		case fill == "scalar":
+			return nil, &Error{Message: "unhandled fill policy"}
+		}
+		out = append(out, Point{T: t, F: v, Float: true})
+	}
+	return out, nil
 }
 
 // rates returns a series' rates as a TSD's RateSpan computes them: each

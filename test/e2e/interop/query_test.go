@@ -24,7 +24,8 @@ import (
 // (points a TSD put: misaligned series of integers and floats in seconds
 // and milliseconds, gaps, counters that reset) and answer the same
 // generated /api/query requests (every aggregator promhbase evaluates,
-// downsampling, rates and counters, old-form tags and filters, group-by,
+// percentiles and their estimates, downsampling with each fill policy,
+// rates and counters, old-form tags and filters, group-by,
 // explicitTags, ranges that cut hours and buckets, ms and arrays) with
 // the same JSON: results, tags and their order, timestamps, each value's
 // type (integer or double) and value; and the same refusals. The seed
@@ -152,8 +153,9 @@ func queryData(rng *rand.Rand, h0 int64) []string {
 // queryCases generates n queries over the data.
 func queryCases(rng *rand.Rand, h0 int64, n int) []putRequest {
 	aggs := []string{"sum", "zimsum", "min", "max", "avg", "count", "mimmin", "mimmax", "none", "dev", "first", "last",
-		"median", "pfsum", "squareSum", "diff", "mult"}
-	downs := []string{"", "", "", "1m-avg", "7m-sum", "30s-max", "1h-count", "5m-min", "2m-dev", "90s-last", "10m-zimsum", "1m-avg-none"}
+		"median", "pfsum", "squareSum", "diff", "mult", "p50", "p999", "p90", "ep75r3", "ep99r7", "ep50r3", "ep90r7"}
+	downs := []string{"", "", "", "1m-avg", "5m-p95", "2m-ep50r7", "7m-sum", "30s-max", "1h-count", "5m-min", "2m-dev", "90s-last", "10m-zimsum", "1m-avg-none",
+		"1m-avg-zero", "7m-sum-nan", "2m-max-null", "30s-count-zero", "5m-last-NULL"}
 	rates := []string{"", "", "", `,"rate":true`, `,"rate":true,"rateOptions":{"counter":true}`,
 		`,"rate":true,"rateOptions":{"counter":true,"dropResets":true}`,
 		`,"rate":true,"rateOptions":{"counter":true,"counterMax":20000,"resetValue":100}`}
@@ -234,6 +236,7 @@ func badQueries(h0 int64) []putRequest {
 		q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"1m"}`), q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"1m-nope"}`),
 		q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"1m-none"}`), q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"1m-sum-sometimes"}`),
 		q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"0m-sum"}`), q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"1m-sum-x-y"}`),
+		q(`{"aggregator":"sum","metric":"tq.gauge","downsample":"10s-sum-scalar"}`), q(`{"aggregator":"sum","metric":"tq.gauge","filters":[{"type":"not_key","tagk":"host","filter":"x"}]}`),
 		{"POST", "", ""}, {"POST", "", "{nope"},
 	}
 }
