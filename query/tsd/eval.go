@@ -261,6 +261,9 @@ func (e *Evaluator) scanBucket(ctx context.Context, p plan, sq SubQuery, startKe
 // filter's tag key present and its value matching; with explicitTags,
 // no other tag key.
 func (e *Evaluator) keeps(ctx context.Context, p plan, sq SubQuery, tags []byte, names map[string]string) (bool, error) {
+	if len(p.matchers) == 0 && !sq.ExplicitTags {
+		return true, nil // nothing to match: no name to look up
+	}
 	kw, pw := e.layout.TagKWidth, e.layout.PairLen()
 	values := make(map[string]string, len(tags)/pw)
 	for i := 0; i+pw <= len(tags); i += pw {
