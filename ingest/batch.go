@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/internal/arena"
 	"github.com/promhbase/promhbase/mapping"
@@ -111,6 +113,12 @@ type writeBatch struct {
 	labelChunks [][]mapping.Label
 	labelAt     int
 	sketch      *limits.Sketch // active series; nil without limits
+	perMetric   bool           // the per-metric series limit is on
+	// relabel is the metric relabeling the request started with;
+	// relabelB and relabeled are relabelSeries's scratch.
+	relabel   *relabelState
+	relabelB  *labels.Builder
+	relabeled []mapping.Label
 	// dropLabel is the replica label of an HA pair's request, left out
 	// of the labels its new series are resolved with; nil: none.
 	dropLabel []byte
@@ -150,7 +158,8 @@ func (b *writeBatch) reset() {
 	b.labelAt = 0
 	b.samples, b.histograms = 0, 0
 	b.minT, b.expired = 0, 0
-	b.sketch = nil
+	b.sketch, b.perMetric, b.relabel = nil, false, nil
+	clear(b.relabeled)
 	b.exPuts = b.exPuts[:0]
 	b.exCells = b.exCells[:0]
 	clear(b.exSeen)

@@ -1,10 +1,14 @@
 package ingest
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/promhbase/promhbase/ingest/limits"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/series/uid"
 )
 
 // checkRequestLimits applies the limits that concern the request as a
@@ -61,4 +65,65 @@ func (b *writeBatch) rejectAll(reason string) Result {
 	}
 	res.Rejected[reason] += n
 	return res
+}
+
+// admitPerMetric applies the per-metric series limit to the new series
+// (b.missed), after the request's limits: the UIDs of their metric names
+// are looked up (made for a metric not seen before, which has no series
+// to refuse), then each series is admitted or refused (400, the rest
+// written). A store error fails the request.
+func (w *Writer) admitPerMetric(ctx context.Context, b *writeBatch) error {
+	if !b.perMetric || len(b.missed) == 0 {
+		return nil
+	}
+	reqs := make([]uid.UIDRequest, 0, 4)
+	byName := make(map[string]int, 4)
+	which := make([]int, len(b.missed)) // each series' request; -1: no name
+	for i := range b.missed {
+		which[i] = -1
+		name := metricNameOf(b.missed[i].labels)
+		if name == nil {
+			continue // refused at its resolution
+		}
+		j, ok := byName[string(name)]
+		if !ok {
+			j = len(reqs)
+			byName[string(name)] = j
+			reqs = append(reqs, uid.UIDRequest{Kind: uid.KindMetric, Name: name})
+		}
+		which[i] = j
+	}
+	w.mapper.UIDs().GetOrCreateBatch(ctx, reqs)
+	kept := b.missed[:0]
+	for i := range b.missed {
+		m := b.missed[i]
+		if j := which[i]; j >= 0 {
+			switch r := &reqs[j]; {
+			case errors.Is(r.Err, uid.ErrUIDExhausted):
+				// refused at its resolution
+			case r.Err != nil:
+				return fmt.Errorf("metric %q: %w", r.Name, r.Err)
+			default:
+				if err := w.limits.AdmitMetricSeries(r.UID, maphash.Bytes(w.keySeed, m.key), m.labels); err != nil {
+					b.rejectSeries(limits.ReasonSeriesPerMetric, m.samples, err.Error())
+					continue
+				}
+			}
+		}
+		kept = append(kept, m)
+	}
+	clear(b.missed[len(kept):])
+	b.missed = kept
+	return nil
+}
+
+// metricNameOf returns the value of lbls' metric name label; nil when it
+// has none.
+func metricNameOf(lbls []mapping.Label) []byte {
+	for _, l := range lbls {
+		if string(l.Name) == mapping.MetricLabel {
+			return l.Value
+		}
+	}
+	return nil
 }

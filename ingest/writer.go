@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/promhbase/promhbase/ingest/limits"
@@ -34,7 +37,7 @@ const (
 
 // RejectReasons lists every reason, for the metric's label values.
 func RejectReasons() []string {
-	return append([]string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted}, limits.Reasons()...)
+	return append([]string{reasonInvalidLabels, reasonInvalidSeries, reasonTimestamp, reasonHistogram, reasonUIDExhausted, reasonRelabelDrop}, limits.Reasons()...)
 }
 
 // Putter is the part of store.Store the write path uses.
@@ -70,6 +73,11 @@ type Writer struct {
 	limits  *limits.Limits // nil: only the row key's bound applies
 	ha      HA             // ha.Tracker nil: HA pairs are not deduplicated
 	replica []byte         // ha.ReplicaLabel
+
+	relabelMu sync.Mutex // SetRelabel's
+	relabel   atomic.Pointer[relabelState]
+	// keySeed hashes series keys for the per-metric series limit.
+	keySeed maphash.Seed
 }
 
 // HADeduper decides the writes of HA Prometheus pairs (hatracker.Tracker).
@@ -162,6 +170,8 @@ func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	if opts.ExemplarTable != "" {
 		w.exTable, w.exSlots = opts.ExemplarTable, min(max(opts.ExemplarSlots, 1), mapping.MaxExemplarSlots)
 	}
+	w.relabel.Store(&relabelState{epoch: m.SeriesEpoch()})
+	w.keySeed = maphash.MakeSeed()
 	return w
 }
 
@@ -266,6 +276,9 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse parseFunc, v2 b
 		if reason, err := w.checkRequestLimits(b, ordinal+1); err != nil {
 			return b.rejectAll(reason), err
 		}
+		if err := w.admitPerMetric(ctx, b); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := w.mapMissed(ctx, b, parse); err != nil {
 		return Result{}, err
@@ -285,8 +298,10 @@ func (w *Writer) write(ctx context.Context, b *writeBatch, parse parseFunc, v2 b
 // buffers, the tenant's cardinality sketch and the retention's horizon.
 func (w *Writer) startBatch(b *writeBatch, samples int) {
 	b.grow(samples)
+	b.relabel = w.relabel.Load()
 	if w.limits != nil {
 		b.sketch = w.limits.Sketch()
+		b.perMetric = w.limits.PerMetric()
 	}
 	b.minT = math.MinInt64
 	if w.retention > 0 {
@@ -509,6 +524,18 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		// series are found in the cache as they come.
 		lbls = slices.DeleteFunc(lbls, func(l mapping.Label) bool { return bytes.Equal(l.Name, b.dropLabel) })
 	}
+	if cfgs := b.relabel.cfgs; len(cfgs) > 0 {
+		out, keep, err := b.relabelSeries(lbls, cfgs)
+		switch {
+		case !keep:
+			b.reject[reasonRelabelDrop] += m.samples
+			return nil
+		case err != nil:
+			b.rejectSeries(reasonInvalidLabels, m.samples, err.Error())
+			return nil
+		}
+		lbls = out
+	}
 	if w.limits != nil {
 		if reason, err := w.limits.CheckSeries(lbls); err != nil {
 			b.rejectSeries(reason, m.samples, err.Error())
@@ -528,7 +555,7 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 	for i := range b.missed {
 		items = append(items, series.ResolveItem{Key: b.missed[i].key, Labels: b.missed[i].labels})
 	}
-	w.mapper.ResolveMissed(ctx, items) // pass 1 missed them in the cache
+	w.mapper.ResolveMissedAt(ctx, items, b.relabel.epoch) // pass 1 missed them in the cache
 	for i := range b.missed {
 		b.missed[i].series, b.missed[i].err = items[i].Series, items[i].Err
 	}
@@ -575,6 +602,9 @@ func validTime(t int64) bool { return t >= 0 && t/1000 <= math.MaxUint32 }
 func (w *Writer) addSamples(b *writeBatch, s *wire.Series, series series.Series) {
 	if b.sketch != nil {
 		b.sketch.Add(series.Hash)
+	}
+	if b.perMetric {
+		w.limits.MarkMetricSeries(series.Metric, maphash.Bytes(w.keySeed, s.Key))
 	}
 	keyLen := w.mapper.Layout().RowKeyBytes(len(series.Metric), len(series.Tags))
 	curBase := int64(-1)

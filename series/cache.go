@@ -178,6 +178,10 @@ type seriesCache struct {
 	maxBytes           int // 0: entries only
 
 	hits, misses atomic.Uint64
+	// epoch counts the resets; it changes only with every shard's lock
+	// and genMu held, so that a put holding a shard's lock and genMu sees
+	// whether the cache was reset since its caller's epoch.
+	epoch atomic.Uint64
 }
 
 // seriesShard is one shard of the cache's tables, padded to its own cache
@@ -293,12 +297,23 @@ func (c *seriesCache) put(k []byte, s Series) Series { return c.putEntry(c.key(k
 // which costs only an index check the next time the series is written
 // (promoted: s comes from the older generation).
 func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
+	return c.putEntryAt(h, s, promoted, c.epoch.Load())
+}
+
+// putEntryAt is putEntry for a caller of epoch: after a reset, nothing is
+// put and s is returned.
+func (c *seriesCache) putEntryAt(h seriesKey, s Series, promoted bool, epoch uint64) Series {
 	if seriesHeaderBytes+len(s.Metric)+len(s.Tags) > gencache.MaxArenaEntry {
 		return s
 	}
 	sh := &c.shards[c.shardIndex(h)]
 	sh.mu.Lock()
 	c.genMu.Lock()
+	if c.epoch.Load() != epoch {
+		c.genMu.Unlock()
+		sh.mu.Unlock()
+		return s
+	}
 	got, ok := c.putLocked(sh, h, s, promoted, false)
 	if !ok {
 		c.genMu.Unlock()
@@ -306,7 +321,11 @@ func (c *seriesCache) putEntry(h seriesKey, s Series, promoted bool) Series {
 		c.newGeneration(seriesEntryBytes + len(s.Metric) + len(s.Tags))
 		sh.mu.Lock()
 		c.genMu.Lock()
-		got, _ = c.putLocked(sh, h, s, promoted, true)
+		if c.epoch.Load() != epoch {
+			got = s
+		} else {
+			got, _ = c.putLocked(sh, h, s, promoted, true)
+		}
 	}
 	c.genMu.Unlock()
 	sh.mu.Unlock()
@@ -335,6 +354,28 @@ func (c *seriesCache) putLocked(sh *seriesShard, h seriesKey, s Series, promoted
 
 // fullLocked reports, with genMu held, whether an entry counted as n
 // bytes would not fit in the newer generation.
+// reset empties the cache and starts a new epoch, which it returns: puts
+// of an older epoch (PutItemsAt, promotions of a reader made before) are
+// dropped from then on.
+func (c *seriesCache) reset() uint64 {
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+	}
+	c.genMu.Lock()
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.cur, sh.old = newKeyTable(0), newKeyTable(0)
+	}
+	c.cur, c.old = new(seriesArena), new(seriesArena)
+	c.curN, c.oldN, c.curBytes, c.oldBytes = 0, 0, 0, 0
+	e := c.epoch.Add(1)
+	c.genMu.Unlock()
+	for i := range c.shards {
+		c.shards[i].mu.Unlock()
+	}
+	return e
+}
+
 func (c *seriesCache) fullLocked(n int) bool {
 	return c.curN >= c.max || (c.maxBytes > 0 && c.curBytes+n > c.maxBytes/2) || c.cur.full()
 }
@@ -374,7 +415,11 @@ func (c *seriesCache) newGeneration(n int) {
 // call's, or this one's, when the records passed the generation's
 // bounds), is left unused; the latter's entry is added again to the new
 // generation.
-func (c *seriesCache) putItems(items []ResolveItem) {
+func (c *seriesCache) putItems(items []ResolveItem) { c.putItemsAt(items, c.epoch.Load()) }
+
+// putItemsAt is putItems for a caller of epoch: after a reset, the items
+// left are not cached (they keep their Series).
+func (c *seriesCache) putItemsAt(items []ResolveItem, epoch uint64) {
 	hs := make([]seriesKey, len(items))
 	order := make([]int32, 0, len(items))
 	need := 0
@@ -399,6 +444,10 @@ func (c *seriesCache) putItems(items []ResolveItem) {
 		c.newGeneration(need)
 		c.genMu.Lock()
 	}
+	if c.epoch.Load() != epoch {
+		c.genMu.Unlock()
+		return
+	}
 	a := c.cur
 	for _, i := range order {
 		ents[i] = a.add(items[i].Series, false)
@@ -416,6 +465,11 @@ func (c *seriesCache) putItems(items []ResolveItem) {
 		}
 		sh.mu.Lock()
 		c.genMu.Lock()
+		if c.epoch.Load() != epoch {
+			c.genMu.Unlock()
+			sh.mu.Unlock()
+			return
+		}
 		for _, i := range order[:n] {
 			h, s := hs[i], items[i].Series
 			size := seriesEntryBytes + len(s.Metric) + len(s.Tags)
@@ -435,6 +489,9 @@ func (c *seriesCache) putItems(items []ResolveItem) {
 					c.newGeneration(size)
 					sh.mu.Lock()
 					c.genMu.Lock()
+				}
+				if c.epoch.Load() != epoch {
+					continue // reset meanwhile: s stays the item's
 				}
 				items[i].Series, _ = c.putLocked(sh, h, s, false, true)
 			}

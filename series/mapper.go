@@ -119,6 +119,7 @@ type SeriesCacheReader struct {
 	locks        gencache.ShardLocks
 	hits, misses uint64 // counted here, added to the cache's on Release
 	promote      []promotion
+	epoch        uint64 // the cache's when the reader was made
 	// ahead are copies of the keys of the last two Prefetch calls and
 	// their hashes, newest first, so that the Get of an equal key does
 	// not hash it again.
@@ -147,7 +148,7 @@ type promotion struct {
 
 // CacheReader returns a reader of the series cache.
 func (m *Mapper) CacheReader() SeriesCacheReader {
-	return SeriesCacheReader{c: m.series, locks: gencache.NewReadLocks(m.series.locks)}
+	return SeriesCacheReader{c: m.series, locks: gencache.NewReadLocks(m.series.locks), epoch: m.series.epoch.Load()}
 }
 
 // Prefetch starts loading the cache's memory that a later Get of key
@@ -215,7 +216,7 @@ func (r *SeriesCacheReader) Release() {
 		r.hits, r.misses = 0, 0
 	}
 	for _, p := range r.promote {
-		r.c.putEntry(p.h, p.s, true)
+		r.c.putEntryAt(p.h, p.s, true, r.epoch)
 	}
 	clear(r.promote)
 	r.promote = r.promote[:0]
@@ -286,12 +287,28 @@ func (m *Mapper) ResolveBatch(ctx context.Context, items []ResolveItem) {
 // so the result is ResolveBatch's; only the work of resolving it is
 // repeated.
 func (m *Mapper) ResolveMissed(ctx context.Context, items []ResolveItem) {
+	m.ResolveMissedAt(ctx, items, m.series.epoch.Load())
+}
+
+// ResolveMissedAt is ResolveMissed for a caller that read the cache at
+// epoch (SeriesEpoch): after a reset since (ResetSeriesCache), the items
+// are resolved but not cached, so that what the caller decided under a
+// configuration replaced meanwhile is not kept.
+func (m *Mapper) ResolveMissedAt(ctx context.Context, items []ResolveItem, epoch uint64) {
 	for i := range items {
 		items[i].Series, items[i].Err = Series{}, nil
 	}
 	m.resolveItems(ctx, items)
-	m.series.putItems(items)
+	m.series.putItemsAt(items, epoch)
 }
+
+// SeriesEpoch returns the series cache's epoch: the number of its resets.
+func (m *Mapper) SeriesEpoch() uint64 { return m.series.epoch.Load() }
+
+// ResetSeriesCache empties the series cache (its key to series entries:
+// the UIDs' caches stay) and returns the new epoch. The writer resets it
+// when what a key maps to changes (metric relabeling replaced).
+func (m *Mapper) ResetSeriesCache() uint64 { return m.series.reset() }
 
 // resolveItems builds the Series of each item's labels, assigning UIDs to
 // new names in one batch. Its phases: take a request slice, name the

@@ -450,7 +450,14 @@ func (t *Tenants) openWith(ctx context.Context, cfg Config, view store.Store) (*
 		return t.tc.Runtime.Limits(id).OTel.Config(b)
 	}
 	cfg.Web.Tenant = id
-	return New(ctx, view, cfg)
+	s, err := New(ctx, view, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyOverrides(s, lim); err != nil {
+		return nil, fmt.Errorf("tenant %q: %w", id, err)
+	}
+	return s, nil
 }
 
 // undoRegisterer remembers what it registered, to unregister it all.
@@ -576,8 +583,7 @@ func (t *Tenants) applyLimits() {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for id, s := range t.servers {
-		l := t.tc.Runtime.Limits(id)
-		if err := s.SetLimits(l.Write(), l.MaxSamplesPerQuery); err != nil {
+		if err := applyOverrides(s, t.tc.Runtime.Limits(id)); err != nil {
 			t.logger.Error("tenant limits not changed", "tenant", id, "err", err)
 		}
 	}

@@ -33,12 +33,13 @@ const (
 	ReasonIngestionRate    = "ingestion_rate"
 	ReasonNewSeriesRate    = "new_series_rate"
 	ReasonActiveSeries     = "max_active_series"
+	ReasonSeriesPerMetric  = "max_series_per_metric"
 )
 
 // Reasons lists every reason, for the metrics' label values.
 func Reasons() []string {
 	return []string{ReasonLabelNames, ReasonLabelNameLength, ReasonLabelValueLength, ReasonRowKey,
-		ReasonSeriesPerRequest, ReasonIngestionRate, ReasonNewSeriesRate, ReasonActiveSeries}
+		ReasonSeriesPerRequest, ReasonIngestionRate, ReasonNewSeriesRate, ReasonActiveSeries, ReasonSeriesPerMetric}
 }
 
 var (
@@ -97,6 +98,10 @@ type Config struct {
 	// MaxActiveSeries bounds the series written in the last
 	// ActiveSeriesWindow to 2×ActiveSeriesWindow (estimated).
 	MaxActiveSeries int
+	// MaxSeriesPerMetric bounds the series of one metric name written in
+	// the last ActiveSeriesWindow to 2×ActiveSeriesWindow, counted
+	// exactly (Mimir's max_global_series_per_metric).
+	MaxSeriesPerMetric int
 }
 
 // DefaultConfig returns the default limits: Mimir's for labels (30
@@ -139,7 +144,8 @@ type Limits struct {
 	samples   bucket
 	newSeries bucket
 
-	active *activeSeries
+	active    *activeSeries
+	perMetric *metricSeries
 }
 
 // bucket is a token bucket's state; its rate and size come from the
@@ -196,7 +202,7 @@ func New(cfg Config, layout mapping.Layout, reg prometheus.Registerer, now func(
 		return nil, err
 	}
 	t := now()
-	l := &Limits{layout: layout, now: now, active: newActiveSeries(t),
+	l := &Limits{layout: layout, now: now, active: newActiveSeries(t), perMetric: newMetricSeries(),
 		samples: bucket{tokens: float64(cfg.IngestionBurst), last: t}, newSeries: bucket{tokens: float64(cfg.NewSeriesBurst), last: t}}
 	l.cfg.Store(&cfg)
 	if reg == nil {
@@ -261,6 +267,7 @@ func (c configCollector) Collect(ch chan<- prometheus.Metric) {
 		{"new_series_rate", cfg.NewSeriesRate},
 		{"new_series_burst", float64(cfg.NewSeriesBurst)},
 		{"max_active_series", float64(cfg.MaxActiveSeries)},
+		{"max_series_per_metric", float64(cfg.MaxSeriesPerMetric)},
 		{"max_row_key_bytes", mapping.MaxRowKeyBytes},
 	} {
 		ch <- prometheus.MustNewConstMetric(configDesc, prometheus.GaugeValue, v.value, v.limit)

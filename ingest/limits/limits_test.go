@@ -391,6 +391,7 @@ promhbase_limits{limit="max_label_name_length"} 1024
 promhbase_limits{limit="max_label_names_per_series"} 12
 promhbase_limits{limit="max_label_value_length"} 2048
 promhbase_limits{limit="max_row_key_bytes"} 32767
+promhbase_limits{limit="max_series_per_metric"} 0
 promhbase_limits{limit="max_series_per_request"} 50000
 promhbase_limits{limit="new_series_burst"} 2e+06
 promhbase_limits{limit="new_series_rate"} 0

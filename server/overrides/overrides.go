@@ -28,12 +28,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/relabel"
+	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/prometheus/otlptranslator"
@@ -66,6 +70,64 @@ type Limits struct {
 	// OTel are the tenant's OTLP translation settings, as Mimir's limits
 	// of these names (the defaults: serve's --otlp.* flags).
 	OTel OTelLimits `yaml:",inline"`
+
+	// MaxGlobalSeriesPerUser is Mimir's name for max_active_series: set
+	// (not 0), it is the tenant's active-series limit.
+	MaxGlobalSeriesPerUser int `yaml:"max_global_series_per_user"`
+	// MaxGlobalSeriesPerMetric bounds the active series of one metric
+	// name (--limits.max-series-per-metric), as Mimir's limit of this
+	// name: the series past it are refused (400), other metrics write on.
+	MaxGlobalSeriesPerMetric int `yaml:"max_global_series_per_metric"`
+	// MetricRelabelConfigs relabel every series written, before it gets
+	// a UID (Prometheus's relabel configurations, as Mimir's limit of
+	// this name): a series dropped is not stored, one left invalid or
+	// empty is refused (400).
+	MetricRelabelConfigs []*relabel.Config `yaml:"metric_relabel_configs"`
+
+	// Query guardrails, as Mimir's limits of these names (0: none).
+	Query QueryLimits `yaml:",inline"`
+	// Retention is the tenant's retention, in Loki's words.
+	Retention RetentionLimits `yaml:",inline"`
+}
+
+// QueryLimits are a tenant's query guardrails.
+type QueryLimits struct {
+	// MaxTotalQueryLength bounds end - start of a range query, a remote
+	// read, a series or labels request (400 past it).
+	MaxTotalQueryLength model.Duration `yaml:"max_total_query_length"`
+	// MaxQueryLookback clamps a query's start to now minus it; a query
+	// that ends before that answers empty.
+	MaxQueryLookback model.Duration `yaml:"max_query_lookback"`
+	// MaxFetchedSeriesPerQuery bounds the series one query selects (422
+	// past it).
+	MaxFetchedSeriesPerQuery int `yaml:"max_fetched_series_per_query"`
+	// BlockedQueries are refused (400): a query equal to a pattern, or
+	// matching it whole when regex is set.
+	BlockedQueries []BlockedQuery `yaml:"blocked_queries"`
+}
+
+// BlockedQuery is one entry of blocked_queries.
+type BlockedQuery struct {
+	Pattern string `yaml:"pattern"`
+	Regex   bool   `yaml:"regex"`
+}
+
+// RetentionLimits are a tenant's retention, in Loki's words: its
+// period, and periods of the series a selector matches.
+type RetentionLimits struct {
+	// RetentionPeriod is the tenant's retention (0: the flags').
+	RetentionPeriod model.Duration `yaml:"retention_period"`
+	// RetentionStream keeps the series a selector matches for its period:
+	// of the selectors that match a series, the highest priority wins;
+	// a series no selector matches keeps RetentionPeriod.
+	RetentionStream []StreamRetention `yaml:"retention_stream"`
+}
+
+// StreamRetention is one entry of retention_stream.
+type StreamRetention struct {
+	Selector string         `yaml:"selector"`
+	Priority int            `yaml:"priority"`
+	Period   model.Duration `yaml:"period"`
 }
 
 // OTelLimits are a tenant's OTLP translation settings (otlp.Config).
@@ -121,18 +183,54 @@ func FromConfig(c limits.Config, maxSamples int) Limits {
 		MaxLabelValueLength: c.MaxLabelValueLength, MaxSeriesPerRequest: c.MaxSeriesPerRequest,
 		IngestionRate: c.IngestionRate, IngestionBurst: c.IngestionBurst,
 		NewSeriesRate: c.NewSeriesRate, NewSeriesBurst: c.NewSeriesBurst,
-		MaxActiveSeries: c.MaxActiveSeries, MaxSamplesPerQuery: maxSamples,
+		MaxActiveSeries: c.MaxActiveSeries, MaxSamplesPerQuery: maxSamples, MaxGlobalSeriesPerMetric: c.MaxSeriesPerMetric,
 	}
+}
+
+// validateNew checks the relabel configurations, the blocked queries'
+// patterns and the retention selectors.
+func (l Limits) validateNew() error {
+	for i, c := range l.MetricRelabelConfigs {
+		if c == nil {
+			return fmt.Errorf("metric_relabel_configs[%d] is empty", i)
+		}
+		if err := c.Validate(model.UTF8Validation); err != nil {
+			return fmt.Errorf("metric_relabel_configs[%d]: %w", i, err)
+		}
+	}
+	for i, b := range l.Query.BlockedQueries {
+		if b.Pattern == "" {
+			return fmt.Errorf("blocked_queries[%d] has no pattern", i)
+		}
+		if b.Regex {
+			if _, err := regexp.Compile("^(?:" + b.Pattern + ")$"); err != nil {
+				return fmt.Errorf("blocked_queries[%d]: %w", i, err)
+			}
+		}
+	}
+	for i, r := range l.Retention.RetentionStream {
+		if _, err := parser.NewParser(parser.Options{}).ParseMetricSelector(r.Selector); err != nil {
+			return fmt.Errorf("retention_stream[%d] selector %q: %w", i, r.Selector, err)
+		}
+		if r.Period <= 0 {
+			return fmt.Errorf("retention_stream[%d] (selector %q) has period %s: want a positive one", i, r.Selector, r.Period)
+		}
+	}
+	return nil
 }
 
 // Write returns the write limits of l.
 func (l Limits) Write() limits.Config {
+	active := l.MaxActiveSeries
+	if l.MaxGlobalSeriesPerUser > 0 {
+		active = l.MaxGlobalSeriesPerUser
+	}
 	return limits.Config{
 		MaxLabelNamesPerSeries: l.MaxLabelNamesPerSeries, MaxLabelNameLength: l.MaxLabelNameLength,
 		MaxLabelValueLength: l.MaxLabelValueLength, MaxSeriesPerRequest: l.MaxSeriesPerRequest,
 		IngestionRate: l.IngestionRate, IngestionBurst: l.IngestionBurst,
 		NewSeriesRate: l.NewSeriesRate, NewSeriesBurst: l.NewSeriesBurst,
-		MaxActiveSeries: l.MaxActiveSeries,
+		MaxActiveSeries: active, MaxSeriesPerMetric: l.MaxGlobalSeriesPerMetric,
 	}
 }
 
@@ -146,6 +244,12 @@ func (l Limits) validate() error {
 		"max_active_series": float64(l.MaxActiveSeries), "max_samples_per_query": float64(l.MaxSamplesPerQuery),
 		"ruler_max_rule_groups_per_tenant": float64(l.RulerMaxRuleGroupsPerTenant),
 		"ruler_max_rules_per_rule_group":   float64(l.RulerMaxRulesPerRuleGroup),
+		"max_global_series_per_user":       float64(l.MaxGlobalSeriesPerUser),
+		"max_global_series_per_metric":     float64(l.MaxGlobalSeriesPerMetric),
+		"max_total_query_length":           float64(l.Query.MaxTotalQueryLength),
+		"max_query_lookback":               float64(l.Query.MaxQueryLookback),
+		"max_fetched_series_per_query":     float64(l.Query.MaxFetchedSeriesPerQuery),
+		"retention_period":                 float64(l.Retention.RetentionPeriod),
 	} {
 		if v < 0 {
 			return fmt.Errorf("%s is %g: limits are 0 (none) or positive", name, v)
@@ -156,6 +260,9 @@ func (l Limits) validate() error {
 	}
 	if l.IngestionRate > 0 && l.IngestionBurst == 0 {
 		return fmt.Errorf("ingestion_rate %g with ingestion_burst_size 0: a rate needs a burst", l.IngestionRate)
+	}
+	if err := l.validateNew(); err != nil {
+		return err
 	}
 	if l.OTel.TranslationStrategy != "" {
 		if err := l.OTel.Config(otlp.DefaultConfig()).Validate(); err != nil {

@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 			check: func(t *testing.T, c *Config) {
 				want := defaults
 				want.MaxActiveSeries, want.IngestionRate, want.IngestionBurst = 7, 10, 20
-				if got := c.Overrides["team-a"]; got != want {
+				if got := c.Overrides["team-a"]; !reflect.DeepEqual(got, want) {
 					t.Errorf("team-a: %+v, want %+v", got, want)
 				}
 			}},
@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 			check: func(t *testing.T, c *Config) {
 				want := defaults
 				want.RulerMaxRuleGroupsPerTenant, want.RulerMaxRulesPerRuleGroup = 70, 20
-				if got := c.Overrides["a"]; got != want {
+				if got := c.Overrides["a"]; !reflect.DeepEqual(got, want) {
 					t.Errorf("a: %+v, want %+v", got, want)
 				}
 			}},
@@ -112,7 +112,7 @@ func TestReload(t *testing.T) {
 	if got := r.Limits("a").MaxActiveSeries; got != 5 {
 		t.Fatalf("a: %d, want 5", got)
 	}
-	if got := r.Limits("other"); got != defaults {
+	if got := r.Limits("other"); !reflect.DeepEqual(got, defaults) {
 		t.Fatalf("a tenant without overrides: %+v, want the defaults", got)
 	}
 	if changed, err := r.Reload(); changed || err != nil {

@@ -1,0 +1,79 @@
+package ingest
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/relabel"
+
+	"github.com/promhbase/promhbase/mapping"
+)
+
+// reasonRelabelDrop counts the samples of series metric relabeling
+// dropped: not stored, and not an error (their request is answered as
+// written), as a Prometheus drops them at its scrape.
+const reasonRelabelDrop = "relabel_drop"
+
+// relabelState is the metric relabeling in force, and the series cache's
+// epoch from which the cache holds its results: a request resolves its
+// new series with the state it started with and caches them only if the
+// cache was not reset since (series.Mapper.ResolveMissedAt).
+type relabelState struct {
+	cfgs  []*relabel.Config
+	epoch uint64
+}
+
+// SetRelabel puts cfgs (Prometheus's relabel configurations, validated)
+// in force for the requests that start from now on: each series not in
+// the series cache is relabeled before it is resolved (before any UID
+// is assigned to its names). The series cache, which maps a series as
+// sent to the series it became, is emptied when cfgs differ from the
+// configurations in force. Safe to call while writes run.
+func (w *Writer) SetRelabel(cfgs []*relabel.Config) {
+	w.relabelMu.Lock()
+	defer w.relabelMu.Unlock()
+	if cur := w.relabel.Load(); len(cur.cfgs) == 0 && len(cfgs) == 0 || reflect.DeepEqual(cur.cfgs, cfgs) {
+		return
+	}
+	epoch := w.mapper.ResetSeriesCache()
+	w.relabel.Store(&relabelState{cfgs: cfgs, epoch: epoch})
+}
+
+// relabelSeries applies cfgs to lbls, the labels of a series not in the
+// cache. keep is false for a series dropped; err names a series left
+// without labels or without a metric name. The labels returned live in
+// the batch's arena.
+func (b *writeBatch) relabelSeries(lbls []mapping.Label, cfgs []*relabel.Config) (out []mapping.Label, keep bool, err error) {
+	if b.relabelB == nil {
+		b.relabelB = labels.NewBuilder(labels.EmptyLabels())
+	}
+	lb := b.relabelB
+	lb.Reset(labels.EmptyLabels())
+	for _, l := range lbls {
+		lb.Set(string(l.Name), string(l.Value))
+	}
+	if !relabel.ProcessBuilder(lb, cfgs...) {
+		return nil, false, nil
+	}
+	ls := lb.Labels()
+	switch {
+	case ls.IsEmpty():
+		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no label", mapping.FormatLabelsMax(lbls, 10))
+	case ls.Get(mapping.MetricLabel) == "":
+		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no metric name (%s is %s)", mapping.FormatLabelsMax(lbls, 10), mapping.MetricLabel, ls.String())
+	}
+	out = b.relabeled[:0]
+	ls.Range(func(l labels.Label) {
+		out = append(out, mapping.Label{Name: b.copyString(l.Name), Value: b.copyString(l.Value)})
+	})
+	b.relabeled = out
+	return out, true, nil
+}
+
+// copyString copies s into the batch's arena.
+func (b *writeBatch) copyString(s string) []byte {
+	dst := b.arena.Alloc(len(s))
+	copy(dst, s)
+	return dst
+}
