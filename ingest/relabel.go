@@ -73,7 +73,5 @@ func (b *writeBatch) relabelSeries(lbls []mapping.Label, cfgs []*relabel.Config)
 
 // copyString copies s into the batch's arena.
 func (b *writeBatch) copyString(s string) []byte {
-	dst := b.arena.Alloc(len(s))
-	copy(dst, s)
-	return dst
+	return append(b.arena.Alloc(len(s)), s...)
 }

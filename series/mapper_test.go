@@ -137,3 +137,35 @@ func TestCacheMetrics(t *testing.T) {
 		t.Errorf("uid cache metrics: %v", got)
 	}
 }
+
+// TestResetSeriesCache: a reset empties the series cache and starts a
+// new epoch; a resolution of an older epoch (a request that began
+// before) is answered but not cached, nor is a reader's promotion, while
+// one of the new epoch is.
+func TestResetSeriesCache(t *testing.T) {
+	ctx := context.Background()
+	m := testMapper(t, mapping.DefaultLayout(), 100)
+	items := []ResolveItem{{Key: []byte("a"), Labels: testLabels("__name__", "up", "job", "a")}}
+	old := m.SeriesEpoch()
+	m.ResolveMissedAt(ctx, items, old)
+	if _, ok := m.Cached([]byte("a")); !ok || items[0].Err != nil {
+		t.Fatalf("not cached before the reset: %v", items[0].Err)
+	}
+	r := m.CacheReader()
+	if epoch := m.ResetSeriesCache(); epoch == old {
+		t.Fatalf("epoch %d unchanged", epoch)
+	}
+	if _, ok := m.Cached([]byte("a")); ok {
+		t.Error("a reset kept an entry")
+	}
+	r.Release()
+	items = []ResolveItem{{Key: []byte("b"), Labels: testLabels("__name__", "up", "job", "b")}}
+	m.ResolveMissedAt(ctx, items, old)
+	if _, ok := m.Cached([]byte("b")); ok || items[0].Err != nil || len(items[0].Series.Metric) == 0 {
+		t.Errorf("a resolution of the old epoch: cached %v, series %+v, err %v; want resolved, not cached", ok, items[0].Series, items[0].Err)
+	}
+	m.ResolveMissedAt(ctx, items, m.SeriesEpoch())
+	if _, ok := m.Cached([]byte("b")); !ok {
+		t.Error("a resolution of the new epoch was not cached")
+	}
+}
