@@ -58,7 +58,11 @@ type Options struct {
 	// below them, the paths whole (ruler.ConfigAPI); nil: the ruler is
 	// off and they get 404, as from Mimir without its ruler.
 	RulerConfig http.Handler
-	Info        Info
+	// RuntimeConfig serves GET /runtime_config, the runtime configuration
+	// in force, as Mimir's endpoint of this path (nil: 404, no runtime
+	// configuration).
+	RuntimeConfig http.Handler
+	Info          Info
 	// Flags are what the web UI's flags page lists (every flag of
 	// serve with its value).
 	Flags map[string]string
@@ -92,6 +96,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.HATracker != nil {
 		mux.Handle("GET /distributor/ha_tracker", opts.HATracker)
+	}
+	if opts.RuntimeConfig != nil {
+		mux.Handle("GET /runtime_config", opts.RuntimeConfig)
 	}
 	if opts.RulerConfig != nil {
 		for _, p := range []string{"/config/v1/rules", "/prometheus/config/v1/rules"} {

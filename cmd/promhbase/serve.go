@@ -273,6 +273,7 @@ func registerLimits(cmd *kingpin.CmdClause, l *limits.Config) {
 	cmd.Flag("limits.new-series-rate", "New series (not seen by this process recently) admitted per second, a token bucket; a request that finds it empty gets 429 with Retry-After. 0 means no limit.").Default(fmt.Sprint(d.NewSeriesRate)).Float64Var(&l.NewSeriesRate)
 	cmd.Flag("limits.new-series-burst", "Size of the new-series token bucket.").Default(fmt.Sprint(d.NewSeriesBurst)).IntVar(&l.NewSeriesBurst)
 	cmd.Flag("limits.max-active-series", "Most series written in the last 10-20 minutes (estimated); at the limit new series get 400. 0 means no limit.").Default(fmt.Sprint(d.MaxActiveSeries)).IntVar(&l.MaxActiveSeries)
+	cmd.Flag("limits.max-series-per-metric", "Most series of one metric name written in the last 10-20 minutes (counted exactly); its next series get 400 naming the limit and the metric, other metrics write on. Mimir's max_global_series_per_metric, per tenant in --runtime-config.file. 0 means no limit.").Default("0").IntVar(&l.MaxSeriesPerMetric)
 }
 
 // registerRulerLimits adds the --ruler.max-* flags: the limits of the

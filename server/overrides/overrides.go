@@ -28,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -519,4 +520,63 @@ func (r *Runtime) Limits(id string) Limits {
 func (r *Runtime) Tenants(login string) ([]string, bool) {
 	ids, ok := r.cur.Load().Users[login]
 	return ids, ok
+}
+
+// view is the YAML of /runtime_config: the configuration in force, every
+// field of each tenant's overrides (mode "diff": only those that differ
+// from the defaults), and the logins' tenants.
+type view struct {
+	Defaults  *Limits                   `yaml:"defaults,omitempty"`
+	Overrides map[string]map[string]any `yaml:"overrides"`
+	Users     map[string][]string       `yaml:"users,omitempty"`
+}
+
+// Show writes the runtime configuration in force as YAML, as Mimir's
+// /runtime_config shows it: with diff, each tenant's overrides only where
+// they differ from the defaults (the flags'); without, the defaults and
+// every field of each tenant's limits.
+func (r *Runtime) Show(w io.Writer, diff bool) error {
+	c := r.cur.Load()
+	v := view{Overrides: make(map[string]map[string]any, len(c.Overrides)), Users: c.Users}
+	def, err := fields(r.defaults)
+	if err != nil {
+		return err
+	}
+	if !diff {
+		d := r.defaults
+		v.Defaults = &d
+	}
+	for id, l := range c.Overrides {
+		f, err := fields(l)
+		if err != nil {
+			return fmt.Errorf("tenant %q: %w", id, err)
+		}
+		if diff {
+			for k, val := range f {
+				if reflect.DeepEqual(val, def[k]) {
+					delete(f, k)
+				}
+			}
+		}
+		v.Overrides[id] = f
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("show runtime configuration: %w", err)
+	}
+	return enc.Close()
+}
+
+// fields returns l's YAML keys and values, as decoded from its YAML.
+func fields(l Limits) (map[string]any, error) {
+	b, err := yaml.Marshal(l)
+	if err != nil {
+		return nil, fmt.Errorf("limits as YAML: %w", err)
+	}
+	f := map[string]any{}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("limits from YAML: %w", err)
+	}
+	return f, nil
 }

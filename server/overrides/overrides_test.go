@@ -226,3 +226,34 @@ func TestOTelLimits(t *testing.T) {
 		t.Errorf("unknown strategy: %v", err)
 	}
 }
+
+// TestShow: /runtime_config's YAML: the defaults and every limit of each
+// tenant; with diff, only what a tenant's overrides change (a relabel
+// configuration among them).
+func TestShow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runtime.yaml")
+	body := "overrides:\n  a:\n    max_active_series: 7\n    max_query_lookback: 1d\n    metric_relabel_configs:\n      - regex: request_id\n        action: labeldrop\n  b:\n    max_samples_per_query: 5000\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Path: path, Defaults: defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full, diff bytes.Buffer
+	if err := r.Show(&full, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Show(&diff, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"defaults:\n", "    max_active_series: 7\n", "    max_label_names_per_series: 30\n", "    max_query_lookback: 1d\n", "action: labeldrop"} {
+		if !strings.Contains(full.String(), want) {
+			t.Errorf("full view lacks %q:\n%s", want, full.String())
+		}
+	}
+	wantDiff := "overrides:\n  a:\n    max_active_series: 7\n    max_query_lookback: 1d\n    metric_relabel_configs:\n      - action: labeldrop\n        regex: request_id\n        replacement: $1\n        separator: ;\n  b: {}\n"
+	if diff.String() != wantDiff {
+		t.Errorf("diff view:\n%s\nwant\n%s", diff.String(), wantDiff)
+	}
+}
