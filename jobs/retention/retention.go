@@ -60,6 +60,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,6 +118,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Labels returns the labels of the series of a row, for the streams
+	// of a Policy (SetPolicy); nil: no streams.
+	Labels LabelsFunc
 	// Deleted, when set, is told after each cycle (failed ones too) the
 	// time before which that cycle may have deleted samples of any table
 	// (the latest of its cutoffs): for caches of answers that read them.
@@ -151,6 +155,10 @@ type Retention struct {
 	opts Options
 
 	cycleMu sync.Mutex
+	policy  atomic.Pointer[Policy]
+	// passDone holds, by table, what the last stream pass over it
+	// applied (streamPass); under cycleMu.
+	passDone map[string]string
 
 	cutoff       prometheus.Gauge
 	oldest       prometheus.Gauge
@@ -192,7 +200,7 @@ func New(st store.Store, opts Options) (*Retention, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Retention{st: st, opts: opts,
+	r := &Retention{st: st, opts: opts, passDone: map[string]string{},
 		cutoff: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "promhbase_retention_cutoff_timestamp_seconds",
 			Help: "The retention cutoff of the last cycle (Unix seconds, an hour boundary): rows of earlier hours are deleted. 0 before the first cycle or when nothing is cut.",
@@ -232,9 +240,13 @@ func New(st store.Store, opts Options) (*Retention, error) {
 	return r, nil
 }
 
-// Enabled reports whether the options delete anything (Time or Size set).
+// Enabled reports whether the options or the policy in force delete
+// anything (a time, a size or a stream set).
 func (r *Retention) Enabled() bool {
 	if r.opts.Time > 0 || r.opts.Size > 0 || r.opts.RawTime > 0 {
+		return true
+	}
+	if p := r.policy.Load(); p != nil && (p.Time > 0 || len(p.Streams) > 0) {
 		return true
 	}
 	for _, t := range r.opts.Rollups {
@@ -277,14 +289,13 @@ const measureEvery = 15
 // options delete nothing, the cycles only measure the oldest hour kept,
 // every measureEvery Intervals.
 func (r *Retention) Run(ctx context.Context) {
-	every := r.opts.Interval
-	if !r.Enabled() {
-		every *= measureEvery
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(r.opts.Interval)
 	defer t.Stop()
-	for {
-		_, _ = r.Cycle(ctx) // logged and counted by Cycle
+	for tick := 0; ; tick++ {
+		// Asked at every tick: a policy set at runtime may enable it.
+		if r.Enabled() || tick%measureEvery == 0 {
+			_, _ = r.Cycle(ctx) // logged and counted by Cycle
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -352,29 +363,25 @@ func (r *Retention) cycle(ctx context.Context) (res Result, reach int64, err err
 func (r *Retention) cycleTables(ctx context.Context, reach *int64) (Result, error) {
 	res := Result{RowsDeleted: map[string]int64{}, Ranges: map[string]int{}}
 	now := r.opts.Now()
+	h := r.horizonNow(now)
+	// What goes for every series alike is cut by row ranges; what the
+	// streams expire earlier, row by row (streamPass).
+	longest := h.longest()
 	nowHour := now.Unix() / mapping.MaxTimespan * mapping.MaxTimespan
-	var cutoff int64 // Unix seconds, an hour boundary; 0: none
-	if t := retentionOf(r.opts.Time, r.opts.RawTime); t > 0 {
-		cutoff = max(0, now.Add(-t).Unix()/mapping.MaxTimespan*mapping.MaxTimespan)
-	}
-	indexCutoff := int64(0) // the series index keeps what rollups need: Time
-	if r.opts.Time > 0 {
-		indexCutoff = max(0, now.Add(-r.opts.Time).Unix()/mapping.MaxTimespan*mapping.MaxTimespan)
-	}
+	cutoff := h.hourCutoff(longest, r.opts.RawTime) // Unix seconds, an hour boundary; 0: none
+	// The series index keeps what rollups need: the longest time.
+	indexCutoff := h.hourCutoff(longest, 0)
 	rollupRanges := 0
 	for _, rt := range r.opts.Rollups {
 		before := res.Ranges[rt.Table]
-		t := retentionOf(r.opts.Time, rt.Time)
-		if t <= 0 {
-			continue
+		spanOf := func(t time.Duration) int64 { return h.spanCutoff(t, rt) }
+		if base := spanOf(longest); base > 0 {
+			*reach = max(*reach, base)
+			if _, err := r.walk(ctx, rt.Table, base, &res); err != nil && !errors.Is(err, store.ErrTableNotFound) {
+				return res, err
+			}
 		}
-		c := now.Add(-t).Unix()
-		if c <= 0 {
-			continue
-		}
-		base := int64(rt.Span.BaseTime(uint32(min(c, math.MaxUint32))))
-		*reach = max(*reach, base)
-		if _, err := r.walk(ctx, rt.Table, base, &res); err != nil && !errors.Is(err, store.ErrTableNotFound) {
+		if err := r.streamPass(ctx, h, rt.Table, spanOf(longest), spanOf, &res); err != nil {
 			return res, err
 		}
 		rollupRanges += res.Ranges[rt.Table] - before
@@ -387,6 +394,9 @@ func (r *Retention) cycleTables(ctx context.Context, reach *int64) (Result, erro
 	*reach = max(*reach, cutoff)
 	oldest, err := r.cut(ctx, cutoff, indexCutoff, &res)
 	if err != nil {
+		return res, err
+	}
+	if err := r.cutStreams(ctx, h, cutoff, indexCutoff, reach, &res); err != nil {
 		return res, err
 	}
 	if r.opts.Size > 0 {
@@ -603,4 +613,31 @@ func (r *Retention) tableBytes(ctx context.Context) (int64, error) {
 		total += n
 	}
 	return total, nil
+}
+
+// cutStreams deletes what the streams expire before the longest time
+// does: rows of the data and exemplar tables past their series' cutoff
+// (from cutoff, where the range cuts stopped), and their 'S' cells of the
+// series index (from indexCutoff's day); reach takes the latest cutoff.
+func (r *Retention) cutStreams(ctx context.Context, h horizon, cutoff, indexCutoff int64, reach *int64, res *Result) error {
+	if len(h.streams) == 0 {
+		return nil
+	}
+	rawOf := func(t time.Duration) int64 { return h.hourCutoff(t, r.opts.RawTime) }
+	for _, p := range h.periods() {
+		*reach = max(*reach, rawOf(p))
+	}
+	for _, table := range []string{r.opts.DataTable, r.opts.ExemplarTable} {
+		if table == "" {
+			continue
+		}
+		if err := r.streamPass(ctx, h, table, cutoff, rawOf, res); err != nil {
+			return err
+		}
+	}
+	hi := int64(0)
+	for _, p := range h.periods() {
+		hi = max(hi, h.hourCutoff(p, 0))
+	}
+	return r.streamIndex(ctx, h, uint32(indexCutoff/mapping.DaySeconds), uint32(hi/mapping.DaySeconds), res)
 }
