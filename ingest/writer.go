@@ -61,7 +61,7 @@ type Writer struct {
 	noter   RowNoter        // nil: nobody is told
 	checked CheckedRowNoter // nil: nobody is told
 
-	retention time.Duration    // 0: nothing expires at its write
+	retention atomic.Int64     // a time.Duration; 0: nothing expires at its write
 	now       func() time.Time // retention's clock
 
 	exTable string // "": exemplars are not kept
@@ -163,7 +163,8 @@ func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w := &Writer{mapper: m, st: st, table: opts.Table, family: []byte("t"), names: wire.NewLabelNames(), batches: newBatchPool(),
 		metas: opts.Metadata, indexer: opts.Indexer, limits: opts.Limits, noter: opts.RowNoter, checked: opts.CheckedRowNoter, ha: opts.HA, replica: []byte(opts.HA.ReplicaLabel)}
 	w.forgot, _ = opts.Indexer.(DayForgetter)
-	w.retention, w.now = opts.Retention, opts.Now
+	w.retention.Store(int64(opts.Retention))
+	w.now = opts.Now
 	if w.now == nil {
 		w.now = time.Now
 	}
@@ -174,6 +175,11 @@ func New(m *series.Mapper, st Putter, opts Options) *Writer {
 	w.keySeed = maphash.MakeSeed()
 	return w
 }
+
+// SetRetention replaces Options.Retention for the requests that start
+// from now on: the longest time any series keeps (0: none expire at
+// their write).
+func (w *Writer) SetRetention(d time.Duration) { w.retention.Store(int64(d)) }
 
 // DefaultExemplarSlots is the default number of exemplars kept per series
 // and hour: one per 5 s slot, so at least one per scrape at any scrape
@@ -304,8 +310,8 @@ func (w *Writer) startBatch(b *writeBatch, samples int) {
 		b.perMetric = w.limits.PerMetric()
 	}
 	b.minT = math.MinInt64
-	if w.retention > 0 {
-		b.minT = w.now().Add(-w.retention).UnixMilli()
+	if ret := time.Duration(w.retention.Load()); ret > 0 {
+		b.minT = w.now().Add(-ret).UnixMilli()
 	}
 }
 

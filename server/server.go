@@ -189,20 +189,26 @@ type Config struct {
 // Server is a wired promhbase: Handler serves its HTTP endpoints, Run its
 // background work.
 type Server struct {
-	handler     http.Handler
-	lim         *limits.Limits
-	q           *query.Querier
-	uids        *uid.UIDs
-	sched       *compact.Scheduler // nil: no compaction
-	ret         *retention.Retention
-	rollups     *rollup.Scheduler // nil: no rollups
-	builder     *rollup.Builder   // the rollups' builder
-	cacheTeller *cacheTeller      // nil: the cache is off
-	logger      *slog.Logger
+	handler http.Handler
+	lim     *limits.Limits
+	q       *query.Querier
+	uids    *uid.UIDs
+	sched   *compact.Scheduler // nil: no compaction
+	ret     *retention.Retention
+	// retentionTime is the flags' retention time (RetentionConfig.Time),
+	// which a tenant's policy without a time keeps.
+	retentionTime time.Duration
+	rollups       *rollup.Scheduler // nil: no rollups
+	builder       *rollup.Builder   // the rollups' builder
+	cacheTeller   *cacheTeller      // nil: the cache is off
+	logger        *slog.Logger
 	// writer and api are the ruler's (RulerTenant).
 	writer *ingest.Writer
 	puts   *adapter.Handler // OpenTSDB's put (PutPoints)
 	api    func() (*promapi.API, error)
+	// setGuards puts query guardrails in force on the query API, built
+	// or not yet (SetQueryGuards).
+	setGuards func(promapi.Guards)
 }
 
 // SetLimits puts new write limits and a new query sample limit (0: the

@@ -42,9 +42,9 @@ func New(ctx context.Context, st store.Store, cfg Config) (*Server, error) {
 		b.resultsCache,
 		b.rollups,
 		b.haTracker,
+		b.retention, // before paths: the writer tells it of backfills
 		b.paths,
 		b.deletion,
-		b.retention,
 		b.queryAPI,
 	} {
 		if err := step(); err != nil {
@@ -105,7 +105,7 @@ func newWiring(ctx context.Context, st store.Store, cfg Config) (*wiring, error)
 	b.info.DataTable, b.info.UIDTable = cfg.Tables.Data, cfg.Tables.UID
 	b.info.SaltWidth, b.info.SaltBuckets = cfg.Layout.SaltWidth, cfg.Layout.SaltBuckets
 	b.info.UIDWidths = [3]int{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth}
-	b.s = &Server{uids: cfg.Mapper.UIDs(), logger: b.logger, lim: lim}
+	b.s = &Server{uids: cfg.Mapper.UIDs(), logger: b.logger, lim: lim, retentionTime: cfg.Retention.Time}
 	return b, nil
 }
 
@@ -245,7 +245,8 @@ func (b *wiring) retention() error {
 	r := cfg.Retention
 	ropts := retention.Options{Time: r.Time, Size: r.Size, Interval: r.Interval, RawTime: r.Raw,
 		DataTable: cfg.Tables.Data, ExemplarTable: cfg.Tables.Exemplar, IndexTable: cfg.Tables.Index, Layout: cfg.Layout,
-		Registerer: b.reg, Logger: b.logger.With("component", "retention"), Now: r.Now, Deleted: b.s.cacheDeleted()}
+		Registerer: b.reg, Logger: b.logger.With("component", "retention"), Now: r.Now, Deleted: b.s.cacheDeleted(),
+		Labels: b.readMapper.Labels}
 	if b.ixw != nil {
 		ropts.IndexWriter = b.ixw
 	}
@@ -259,6 +260,7 @@ func (b *wiring) retention() error {
 	if err != nil {
 		return fmt.Errorf("retention: %w", err)
 	}
+	addNoter(&b.wopts, retentionNoter{r: b.s.ret})
 	return nil
 }
 
@@ -298,6 +300,16 @@ type rollupNoter struct {
 
 func (n rollupNoter) NoteRowsChecked(ctx context.Context, puts []store.Put) error {
 	return n.s.NoteWritten(ctx, n.l, puts)
+}
+
+// retentionNoter tells the retention cycle of the rows written, so that
+// a backfill older than a retention stream's period goes at its next
+// cycle (retention.NoteWritten); it never fails a write.
+type retentionNoter struct{ r *retention.Retention }
+
+func (n retentionNoter) NoteRowsChecked(_ context.Context, puts []store.Put) error {
+	n.r.NoteWritten(puts)
+	return nil
 }
 
 // checkedNoters tells each of its noters.

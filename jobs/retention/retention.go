@@ -159,6 +159,11 @@ type Retention struct {
 	// passDone holds, by table, what the last stream pass over it
 	// applied (streamPass); under cycleMu.
 	passDone map[string]string
+	// streamHi is the latest cutoff of the streams' last cycle (Unix
+	// seconds; 0: no streams), backfilled whether rows were written
+	// below it since (NoteWritten).
+	streamHi   atomic.Int64
+	backfilled atomic.Bool
 
 	cutoff       prometheus.Gauge
 	oldest       prometheus.Gauge
@@ -621,11 +626,20 @@ func (r *Retention) tableBytes(ctx context.Context) (int64, error) {
 // series index (from indexCutoff's day); reach takes the latest cutoff.
 func (r *Retention) cutStreams(ctx context.Context, h horizon, cutoff, indexCutoff int64, reach *int64, res *Result) error {
 	if len(h.streams) == 0 {
+		r.streamHi.Store(0)
 		return nil
 	}
 	rawOf := func(t time.Duration) int64 { return h.hourCutoff(t, r.opts.RawTime) }
+	hiRaw := int64(0)
 	for _, p := range h.periods() {
-		*reach = max(*reach, rawOf(p))
+		hiRaw = max(hiRaw, rawOf(p))
+	}
+	*reach = max(*reach, hiRaw)
+	// Rows written below the cutoffs from now on are backfills the next
+	// cycle passes over; those written since the last cycle, this one.
+	r.streamHi.Store(max(hiRaw, h.hourCutoff(h.longest(), 0), 1))
+	if r.backfilled.Swap(false) {
+		clear(r.passDone)
 	}
 	for _, table := range []string{r.opts.DataTable, r.opts.ExemplarTable} {
 		if table == "" {

@@ -57,6 +57,23 @@ func (r *Retention) SetPolicy(p Policy) error {
 	return nil
 }
 
+// NoteWritten tells the retention of rows written (their keys): rows of
+// hours a retention stream expired already (a backfill) have the next
+// cycle pass over the streams again, not an hour later. Cheap without
+// streams: one atomic load.
+func (r *Retention) NoteWritten(puts []store.Put) {
+	hi := r.streamHi.Load()
+	if hi <= 0 || r.backfilled.Load() {
+		return
+	}
+	for _, p := range puts {
+		if base, ok := r.opts.Layout.BaseTimeOf(p.Row); ok && int64(base) < hi {
+			r.backfilled.Store(true)
+			return
+		}
+	}
+}
+
 // horizon is what one cycle applies: the time of series no stream
 // selects, and the streams.
 type horizon struct {

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/mapping"
+	"github.com/promhbase/promhbase/store"
 )
 
 // TestStreams: a policy of retention_period 6h and {env="dev"} 2h, with
@@ -67,6 +70,17 @@ func TestStreams(t *testing.T) {
 			if res := cycle(t, r); len(res.Ranges) != 0 {
 				t.Errorf("a second cycle in the same hour deleted %v", res.Ranges)
 			}
+			// A backfill of dev's expired hours goes at the next cycle
+			// (the writer tells NoteWritten), not an hour later.
+			g.Writer = g.NewWriter(func(o *ingest.Options) { o.CheckedRowNoter = noteRetention{r} })
+			g.write(promSeries("m", []string{"env", "dev", "job", "a"}, ts[5]))
+			if got := g.samples(); got == want {
+				t.Fatal("the backfill was not written")
+			}
+			cycle(t, r)
+			if got := g.samples(); got != want {
+				t.Errorf("samples after a backfill and a cycle:\n%s\nwant\n%s", got, want)
+			}
 			// The dev stream lengthened to 4h, an hour later: nothing of dev
 			// comes back, nothing more of it goes; the others lose an hour.
 			*nowT = nowT.Add(time.Hour)
@@ -82,6 +96,14 @@ func TestStreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noteRetention tells r of the rows written, as serve's writer does.
+type noteRetention struct{ r *Retention }
+
+func (n noteRetention) NoteRowsChecked(_ context.Context, puts []store.Put) error {
+	n.r.NoteWritten(puts)
+	return nil
 }
 
 // seriesCells returns the series of day's 'S' cells of the series

@@ -37,24 +37,9 @@ func TestOpenTSDBReadsTenant(t *testing.T) {
 	t.Parallel()
 	layout := mapping.DefaultLayout() // tenants' tables are unsalted (testbackend.ProvisionTenant)
 	st := testbackend.NewHBaseStore(t)
-	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	tables := testbackend.Tables{Data: "tsdb_tenant_" + sfx, UID: "tsdb-uid_tenant_" + sfx, Exemplar: "tsdb-exemplar_tenant_" + sfx,
-		Meta: "tsdb-meta_tenant_" + sfx, Index: "tsdb-index_tenant_" + sfx}
+	tables, sfx := tenantTables(t, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// The default namespace's tables, as the server is configured with;
-	// every tenant's are the same names in its namespace.
-	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, ExemplarTable: tables.Exemplar,
-		MetaTable: tables.Meta, IndexTable: tables.Index}); err != nil {
-		testbackend.HBaseMissing(t, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := st.DropTables(ctx, tables.Data, tables.UID, tables.Exemplar, tables.Meta, tables.Index); err != nil {
-			t.Logf("drop tables: %v", err)
-		}
-	})
 	srv := testserver.Start(t, st, tables, layout, testserver.Options{Tenants: &testserver.TenantOptions{AutoCreate: true}})
 
 	// IDs with bytes the namespace mapping escapes.
@@ -219,4 +204,29 @@ func countRows(t *testing.T, st store.Store, table string) int {
 		t.Fatalf("scan %s: %v", table, err)
 	}
 	return n
+}
+
+// tenantTables creates the default namespace's tables of a multi-tenant
+// server on st, names of their own (dropped at the test's end), and
+// returns them with their suffix; every tenant's tables are the same
+// names in its namespace.
+func tenantTables(t *testing.T, st *hbase.Store) (testbackend.Tables, string) {
+	t.Helper()
+	sfx := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	tables := testbackend.Tables{Data: "tsdb_tenant_" + sfx, UID: "tsdb-uid_tenant_" + sfx, Exemplar: "tsdb-exemplar_tenant_" + sfx,
+		Meta: "tsdb-meta_tenant_" + sfx, Index: "tsdb-index_tenant_" + sfx}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := st.CreateTables(ctx, hbase.TablesConfig{DataTable: tables.Data, UIDTable: tables.UID, ExemplarTable: tables.Exemplar,
+		MetaTable: tables.Meta, IndexTable: tables.Index}); err != nil {
+		testbackend.HBaseMissing(t, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.DropTables(ctx, tables.Data, tables.UID, tables.Exemplar, tables.Meta, tables.Index); err != nil {
+			t.Logf("drop tables: %v", err)
+		}
+	})
+	return tables, sfx
 }
