@@ -124,6 +124,8 @@ type Handler struct {
 	streams chan struct{}
 	q       *query.Querier
 	opts    Options
+	// readGuards are remote read's guardrails (SetReadGuards).
+	readGuards atomic.Pointer[ReadGuards]
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	bufs    sync.Pool // *bodyBuf
@@ -215,6 +217,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 			gatherer = g
 		}
 	}
+	h.readGuards.Store(&ReadGuards{})
 	h.slots, h.readSlots = opts.Slots, opts.ReadSlots
 	if h.slots == nil {
 		h.slots = make(chan struct{}, opts.MaxConcurrentRequests)
@@ -275,6 +278,9 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
+	case errors.Is(err, query.ErrTooManySeries):
+		// As Mimir answers max_fetched_series_per_query.
+		return http.StatusUnprocessableEntity
 	case errors.As(err, &rej), errors.Is(err, errBadRequest), errors.Is(err, wire.ErrMalformed), errors.Is(err, store.ErrInvalid),
 		errors.Is(err, hatracker.ErrTooManyClusters):
 		return http.StatusBadRequest

@@ -77,6 +77,46 @@ type readQuery struct {
 	matchers   []*labels.Matcher
 }
 
+// ReadGuards are remote read's query guardrails (the query API's:
+// promapi.Guards), as Grafana Mimir applies them to remote read: the
+// lookback clamps each query's start, a query longer than the total
+// length gets 400, the series all queries fetch together are bounded
+// (422). The zero value: none.
+type ReadGuards struct {
+	MaxTotalQueryLength time.Duration
+	MaxQueryLookback    time.Duration
+	MaxFetchedSeries    int
+	// Now is the lookback's clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// SetReadGuards puts g in force for the remote reads that start from
+// now on.
+func (h *Handler) SetReadGuards(g ReadGuards) { h.readGuards.Store(&g) }
+
+// minTime is the oldest time a read may select (Unix ms), or
+// query.NoMinTime.
+func (g *ReadGuards) minTime() int64 {
+	if g.MaxQueryLookback <= 0 {
+		return query.NoMinTime
+	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	return now().Add(-g.MaxQueryLookback).UnixMilli()
+}
+
+// check clamps q's start to minT and refuses it when it is longer than
+// the total length.
+func (g *ReadGuards) check(q *readQuery, minT int64) error {
+	q.start = max(q.start, minT)
+	if l := time.Duration(q.end-q.start) * time.Millisecond; g.MaxTotalQueryLength > 0 && l > g.MaxTotalQueryLength {
+		return fmt.Errorf("%w: %s", errBadRequest, query.TotalLengthMessage(l, g.MaxTotalQueryLength))
+	}
+	return nil
+}
+
 // serveRead answers a remote-read request. Its queries share one
 // query.Budget: --query.max-samples counts the samples of all of them, and
 // --query.max-bytes-per-query the bytes the request holds at once. At most
@@ -112,6 +152,8 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	g := h.readGuards.Load()
+	minT := g.minTime()
 	queries := make([]readQuery, len(req.Queries))
 	for i, q := range req.Queries {
 		ms, err := toMatchers(q.Matchers)
@@ -119,6 +161,14 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		queries[i] = readQuery{start: q.StartTimestampMs, end: q.EndTimestampMs, matchers: ms}
+		if err := g.check(&queries[i], minT); err != nil {
+			return fmt.Errorf("query %d: %w", i, err)
+		}
+	}
+	// The lookback bounds every selection, and the series limit counts
+	// the series of all the queries together.
+	if ctx := query.WithReadLimits(r.Context(), minT, g.MaxFetchedSeries); ctx != r.Context() {
+		r = r.WithContext(ctx)
 	}
 	b := h.q.NewBudget()
 	if respType == prompb.ReadRequest_STREAMED_XOR_CHUNKS {

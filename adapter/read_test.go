@@ -236,3 +236,70 @@ func TestStalledReaderReleased(t *testing.T) {
 		t.Errorf("read while a reader stalls: %d %s, want 200 once the stalled read is cut off", resp.StatusCode, msg)
 	}
 }
+
+// TestReadGuards: remote read under the query guardrails, both response
+// types: a query longer than max_total_query_length gets 400 with
+// Mimir's words; the series of all the queries together past
+// max_fetched_series_per_query get 422; max_query_lookback clamps each
+// query's start, so that the samples before now - lookback are not read
+// and a query ending before it answers nothing.
+func TestReadGuards(t *testing.T) {
+	st := openEmbedded(t)
+	h := newReadHandler(t, st, query.Options{}, Options{})
+	writeFloats(t, h, "a", 3, 100) // a sample every 10 s from readT0, 990 s
+	writeFloats(t, h, "b", 3, 100)
+	now := func() time.Time { return time.UnixMilli(readT0 + 500_000) }
+	count := func(rec *httptest.ResponseRecorder) (series, samples int) {
+		t.Helper()
+		var resp prompb.ReadResponse
+		b, err := snappy.Decode(nil, rec.Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proto.Unmarshal(b, &resp); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.Results {
+			for _, ts := range r.Timeseries {
+				series++
+				samples += len(ts.Samples)
+			}
+		}
+		return series, samples
+	}
+	for _, tc := range []struct {
+		name  string
+		g     ReadGuards
+		names []string
+		code  int
+		body  string
+	}{
+		{name: "too long", g: ReadGuards{MaxTotalQueryLength: time.Hour}, names: []string{"a"}, code: http.StatusBadRequest,
+			body: "the total query time range exceeds the limit (query length: 2h0m0s, limit: 1h0m0s) (err-mimir-max-total-query-length)"},
+		{name: "too long but for the lookback clamp", g: ReadGuards{MaxTotalQueryLength: time.Hour, MaxQueryLookback: time.Hour, Now: func() time.Time { return time.UnixMilli(readT0 + 7_200_000) }},
+			names: []string{"a"}, code: http.StatusOK},
+		{name: "too many series", g: ReadGuards{MaxFetchedSeries: 5}, names: []string{"a", "b"}, code: http.StatusUnprocessableEntity,
+			body: "the query exceeded the maximum number of series (limit: 5 series) (err-mimir-max-series-per-query)"},
+		{name: "series within", g: ReadGuards{MaxFetchedSeries: 6}, names: []string{"a", "b"}, code: http.StatusOK},
+	} {
+		for _, rt := range responseTypes {
+			t.Run(tc.name+"/"+rt.String(), func(t *testing.T) {
+				h.SetReadGuards(tc.g)
+				rec := post(h, "/api/v1/read", readBody(t, rt, tc.names...))
+				if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.body) {
+					t.Errorf("%d %.300q, want %d with %q", rec.Code, rec.Body, tc.code, tc.body)
+				}
+			})
+		}
+	}
+	// The lookback: now is readT0+500 s, the lookback 200 s: the samples
+	// from readT0+300 s on (70 of 100 a series) are read.
+	h.SetReadGuards(ReadGuards{MaxQueryLookback: 200 * time.Second, Now: now})
+	if series, samples := count(post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "a"))); series != 3 || samples != 3*70 {
+		t.Errorf("lookback: %d series, %d samples; want 3 series of 70", series, samples)
+	}
+	h.SetReadGuards(ReadGuards{MaxQueryLookback: time.Second, Now: func() time.Time { return time.UnixMilli(readT0 + 3*3600_000) }})
+	if series, samples := count(post(h, "/api/v1/read", readBody(t, prompb.ReadRequest_SAMPLES, "a"))); series != 0 || samples != 0 {
+		t.Errorf("a query ending before the lookback: %d series, %d samples; want none", series, samples)
+	}
+}

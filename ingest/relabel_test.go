@@ -185,4 +185,3 @@ func TestSeriesPerMetric(t *testing.T) {
 		t.Error("a fourth series passed after the window")
 	}
 }
-

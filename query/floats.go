@@ -95,6 +95,10 @@ func (f *FloatSelection) Select(ctx context.Context, start, end int64, ms []*lab
 			return fmt.Errorf("float selection of a downsampled selector %q", m.Value)
 		}
 	}
+	start, ok := readLimitsOf(ctx).clamp(start, end) // the rows' samples kept from there on
+	if !ok {
+		return nil
+	}
 	return f.q.streamRows(ctx, f.b, f.behind, start, end, ms, func(cs *ChunkSeries) error {
 		return emit(&RowSeries{Labels: cs.Labels, rows: cs.rows, start: max(start, 0), end: end, b: f.b, bytes: cs.Bytes})
 	})

@@ -260,7 +260,11 @@ func (q *Querier) stream(ctx context.Context, b *Budget, start, end int64, match
 }
 
 func (q *Querier) streamMode(ctx context.Context, b *Budget, behind func() bool, start, end int64, matchers []*labels.Matcher, rawFloats, rawRows bool, emit func(*ChunkSeries) error) error {
-	start, ok := clampRange(start, end)
+	lim := readLimitsOf(ctx)
+	start, ok := lim.clamp(start, end)
+	if ok {
+		start, ok = clampRange(start, end)
+	}
 	if !ok {
 		return nil
 	}
@@ -272,7 +276,13 @@ func (q *Querier) streamMode(ctx context.Context, b *Budget, behind func() bool,
 	return run(ctx, sel, start, true, take, func(css []*ChunkSeries) error {
 		for i, cs := range css {
 			css[i] = nil
-			if err := emit(cs); err != nil {
+			err := lim.addSeries(cs.Labels)
+			if err != nil {
+				b.Release(cs.Bytes)
+			} else {
+				err = emit(cs)
+			}
+			if err != nil {
 				for _, rest := range css[i+1:] {
 					b.Release(rest.Bytes)
 				}
@@ -391,7 +401,10 @@ func (q *Querier) SelectExemplars(ctx context.Context, start, end int64, matcher
 }
 
 func (q *Querier) selectMode(ctx context.Context, md mode, start, end int64, matchers []*labels.Matcher) ([]Series, error) {
-	start, ok := clampRange(start, end)
+	start, ok := readLimitsOf(ctx).clamp(start, end)
+	if ok {
+		start, ok = clampRange(start, end)
+	}
 	if !ok {
 		return nil, nil
 	}

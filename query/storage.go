@@ -37,6 +37,9 @@ import (
 //     the Querier's limits: their samples are held as chunks, and past the
 //     budget the set fails with ErrTooManySamples or ErrTooManyBytes (the
 //     API answers 422, as for Prometheus's own storage errors).
+//   - Under a request's read limits (WithReadLimits), every select
+//     reads from their minimum time on and counts the series it hands
+//     on against their series limit.
 //   - LabelNames and LabelValues answer from the series in [mint, maxt]
 //     that the matchers select (all series when there are none), sorted,
 //     cut at hints.Limit. Without matchers, and for a range the series
@@ -115,8 +118,12 @@ func (sq *storageQuerier) selectChunks(ctx context.Context, hints *storage.Selec
 		if limit > 0 && len(ls) > limit {
 			ls = ls[:limit]
 		}
+		lim := readLimitsOf(ctx)
 		set.series = make([]*ChunkSeries, len(ls))
 		for i, l := range ls {
+			if err := lim.addSeries(l); err != nil {
+				return nil, err
+			}
 			set.series[i] = &ChunkSeries{Labels: l}
 		}
 		return set, nil

@@ -383,7 +383,11 @@ func (q *Querier) SelectWindows(ctx context.Context, b *Budget, r WindowRequest,
 		if err != nil {
 			return err
 		}
+		lim := readLimitsOf(ctx) // the raw parts count theirs (streamMode)
 		for _, s := range ss {
+			if err := lim.addSeries(s.Labels); err != nil {
+				return err
+			}
 			put(s.Labels, s.acc)
 		}
 		return nil
@@ -438,7 +442,10 @@ func (q *Querier) rawWindows(ctx context.Context, b *Budget, r *WindowRequest, l
 	var dec RowDecoder
 	var pts []Sample
 	cut := r.cutter()
-	start, ok := clampRange(lo+1, hi)
+	start, ok := readLimitsOf(ctx).clamp(lo+1, hi)
+	if ok {
+		start, ok = clampRange(start, hi)
+	}
 	if !ok {
 		return nil
 	}

@@ -55,6 +55,7 @@ func (b *wiring) paths() error {
 	if err != nil {
 		return err
 	}
+	h.SetReadGuards(readGuards(b.cfg.API.Guards))
 	b.remote, b.s.puts = h, h
 	return nil
 }
@@ -69,14 +70,14 @@ func (b *wiring) queryAPI() error {
 		if err != nil {
 			return err
 		}
-		b.api, b.s.api = a, func() (*promapi.API, error) { return a, nil }
+		b.api, b.s.api, b.s.setGuards = a, func() (*promapi.API, error) { return a, nil }, a.SetGuards
 		return nil
 	}
 	// A tenant's query API is built at its first query: building
 	// one costs about a third of a CPU second (Prometheus's OpenAPI
 	// document), which tenants that only write never pay.
 	l := &lazyAPI{opts: popts}
-	b.api, b.s.api = l, l.get
+	b.api, b.s.api, b.s.setGuards = l, l.get, l.setGuards
 	return nil
 }
 
@@ -127,14 +128,31 @@ func (b *wiring) apiOptions() promapi.Options {
 type lazyAPI struct {
 	opts promapi.Options
 	once sync.Once
+	mu   sync.Mutex // api and opts.Guards, for setGuards
 	api  *promapi.API
 	err  error
 }
 
 // get returns the API, built at the first call.
 func (l *lazyAPI) get() (*promapi.API, error) {
-	l.once.Do(func() { l.api, l.err = promapi.New(l.opts) })
+	l.once.Do(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.api, l.err = promapi.New(l.opts)
+	})
 	return l.api, l.err
+}
+
+// setGuards puts g in force on the API, or in the options it will be
+// built with: setting them does not build it.
+func (l *lazyAPI) setGuards(g promapi.Guards) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.api != nil {
+		l.api.SetGuards(g)
+		return
+	}
+	l.opts.Guards = g
 }
 
 func (l *lazyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {

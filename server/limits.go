@@ -17,12 +17,13 @@ func (s *Server) SetRelabel(cfgs []*relabel.Config) { s.writer.SetRelabel(cfgs) 
 
 // applyOverrides puts a tenant's limits of the runtime configuration in
 // force on its server: write limits, the query sample limit, metric
-// relabeling.
+// relabeling, the query guardrails, the retention.
 func applyOverrides(s *Server, l overrides.Limits) error {
 	if err := s.SetLimits(l.Write(), l.MaxSamplesPerQuery); err != nil {
 		return err
 	}
 	s.SetRelabel(l.MetricRelabelConfigs)
+	s.SetQueryGuards(queryGuards(l.Query))
 	p, err := retentionPolicy(l.Retention)
 	if err != nil {
 		return err

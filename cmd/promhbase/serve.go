@@ -111,6 +111,7 @@ type serveFlags struct {
 	stallTimeout             time.Duration
 	limits                   limits.Config
 	rulerLimits              rulerLimitFlags
+	queryGuards              queryGuardFlags
 	maxBytes                 int64
 	readConcurrent           int
 	index                    indexFlags
@@ -231,6 +232,7 @@ func registerServe(app *kingpin.Application, cfg *config) *kingpin.CmdClause {
 	cmd.Flag("query.series-index", "Answer label names and values without matchers, and find the metrics of selectors without a metric name, from the series index, for ranges it covers (all of it when the index was first kept on an empty data table, else from the next day, or as far back as `promhbase reindex` reached). Turn it off while OpenTSDB writes into the same tables and no reindex follows it.").Default("true").BoolVar(&ix.query)
 	registerLimits(cmd, &serveOpts.limits)
 	registerRulerLimits(cmd, &serveOpts.rulerLimits)
+	registerQueryGuards(cmd, &serveOpts.queryGuards)
 	registerTenantFlags(cmd, &serveOpts.tenants)
 	registerOTLPFlags(cmd, &serveOpts.otlp)
 	r := &serveOpts.rollup
@@ -446,6 +448,9 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 		ResultsCacheLog: server.ResultsCacheLogConfig{Enabled: cfg.backend == "hbase", PollInterval: rc.pollInterval},
 		Registerer:      reg,
 		Logger:          logger,
+	}
+	if srvCfg.API.Guards, err = serveOpts.queryGuards.guards(); err != nil {
+		return server.Config{}, err
 	}
 	if err := checkWebFlags(); err != nil {
 		return server.Config{}, err

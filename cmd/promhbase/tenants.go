@@ -115,6 +115,7 @@ func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, r
 	defaults := overrides.FromConfig(base.Limits, base.Query.MaxSamples)
 	defaults.RulerMaxRuleGroupsPerTenant = serveOpts.rulerLimits.maxGroups
 	defaults.RulerMaxRulesPerRuleGroup = serveOpts.rulerLimits.maxRules
+	defaults.Query = queryLimitsOf(base.API.Guards)
 	if base.Adapter.OTLP != nil {
 		defaults.OTel = overrides.OTelLimitsOf(base.Adapter.OTLP())
 	}

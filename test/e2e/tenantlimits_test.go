@@ -174,3 +174,72 @@ func checkRuntimeConfig(t *testing.T, base, id string) {
 		t.Errorf("an unknown mode: %d %s, want 400", code, b)
 	}
 }
+
+// TestTenantQueryGuards: a tenant's query guardrails from the runtime
+// configuration answer as Mimir's (400 for a range too long and a
+// blocked query, 422 for too many series fetched), remote read too;
+// another tenant, without them, is answered.
+func TestTenantQueryGuards(t *testing.T) {
+	t.Parallel()
+	st, tb := testbackend.New(t)
+	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
+	guarded, free := "guarded-"+sfx, "free-"+sfx
+	runtime := filepath.Join(t.TempDir(), "runtime.yaml")
+	writeFileAtomic(t, runtime, fmt.Sprintf(`overrides:
+  %q:
+    max_total_query_length: 1h
+    max_fetched_series_per_query: 2
+    blocked_queries:
+      - pattern: count(up)
+      - pattern: 'rate\(.*\[1s\]\)'
+        regex: true
+`, guarded))
+	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Tenants: &testserver.TenantOptions{
+		AutoCreate: true, RuntimeFile: runtime, ReloadPeriod: 50 * time.Millisecond}})
+	req := &prompb.WriteRequest{}
+	for i := range 3 {
+		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: lbl("__name__", "up", "i", fmt.Sprint(i)), Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}})
+	}
+	cg, cf := tenantClient{t: t, base: srv.URL, org: guarded}, tenantClient{t: t, base: srv.URL, org: free}
+	for _, c := range []tenantClient{cg, cf} {
+		if code, msg := c.write(req); code != http.StatusNoContent {
+			t.Fatalf("%s: write %d %s", c.org, code, msg)
+		}
+	}
+	rangeQ := func(q string, hours int64) url.Values {
+		return url.Values{"query": {q}, "start": {apiTime(t0)}, "end": {apiTime(t0 + hours*3600_000)}, "step": {"60"}}
+	}
+	for _, tc := range []struct {
+		name, path string
+		params     url.Values
+		code       int
+		text       string
+	}{
+		{"range too long", "/api/v1/query_range", rangeQ("sum(up)", 2), http.StatusBadRequest, "the total query time range exceeds the limit (query length: 2h0m0s, limit: 1h0m0s)"},
+		{"blocked", "/api/v1/query", url.Values{"query": {"count(up)"}, "time": {apiTime(t0)}}, http.StatusBadRequest, "blocked by the cluster administrator"},
+		{"blocked by a regex", "/api/v1/query", url.Values{"query": {"rate(up[1s])"}, "time": {apiTime(t0)}}, http.StatusBadRequest, "err-mimir-query-blocked"},
+		{"too many series", "/api/v1/query", url.Values{"query": {"up"}, "time": {apiTime(t0)}}, http.StatusUnprocessableEntity, "the query exceeded the maximum number of series (limit: 2 series)"},
+		{"within", "/api/v1/query_range", rangeQ(`up{i!="0"}`, 1), http.StatusOK, `"i":"1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, got := cg.api(tc.path, tc.params); code != tc.code || !strings.Contains(got, tc.text) {
+				t.Errorf("guarded tenant: %d %s, want %d with %q", code, got, tc.code, tc.text)
+			}
+			if code, got := cf.api(tc.path, tc.params); code != http.StatusOK {
+				t.Errorf("the other tenant: %d %s, want 200", code, got)
+			}
+		})
+	}
+	// tenantClient.read asks 2h.
+	if code, got := cg.read(nameEq("up")); code != http.StatusBadRequest || !strings.Contains(strings.Join(got, ""), "err-mimir-max-total-query-length") {
+		t.Errorf("guarded tenant's remote read of 2h: %d %v, want 400", code, got)
+	}
+	if code, got := cf.read(nameEq("up")); code != http.StatusOK || len(got) != 3 {
+		t.Errorf("the other tenant's remote read: %d %v", code, got)
+	}
+}
+
+// nameEq is a remote-read matcher of a metric name.
+func nameEq(name string) *prompb.LabelMatcher {
+	return &prompb.LabelMatcher{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: name}
+}

@@ -24,6 +24,11 @@
 // answers by default, approximations when asked, the resolution used in
 // X-Promhbase-Resolution, a warning past the raw samples kept, and native
 // histograms answered again from raw samples.
+//
+// Query guardrails (guards.go), Grafana Mimir's max_total_query_length,
+// max_query_lookback, max_fetched_series_per_query and blocked_queries,
+// answer instant, range, series and labels requests as Mimir does; they
+// are set in Options and replaced at runtime (API.SetGuards).
 package promapi
 
 import (
@@ -41,6 +46,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/grafana/regexp"
@@ -151,6 +157,11 @@ type Options struct {
 	// /api/v1/status/flags 404, so that Grafana edits rules here
 	// (rules.go).
 	RulerConfigAPI bool
+	// Guards are the query guardrails in force from the start
+	// (guards.go); API.SetGuards replaces them.
+	Guards Guards
+	// Now is the guards' clock (max_query_lookback); nil: time.Now.
+	Now func() time.Time
 }
 
 // The evaluators Options.Engine names (--query.engine).
@@ -186,6 +197,7 @@ type API struct {
 	// (handlerNames).
 	handlers map[string]http.Handler
 	slow     *slowQueries
+	guards   atomic.Pointer[Guards]
 }
 
 // New returns the API over opts.Queryable.
@@ -209,6 +221,7 @@ func New(opts Options) (*API, error) {
 	qengine := newQueryEngine(opts, promqlParser, gate, delayedNameRemoval)
 	router := newRouter(opts, qengine, promqlParser)
 	a := &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine, gzip: gzipPool{procs: opts.EngineWorkers}}
+	a.SetGuards(opts.Guards)
 	if a.slow, err = newSlowQueries(opts.SlowQueryThreshold, opts.Registerer); err != nil {
 		return nil, err
 	}
@@ -243,6 +256,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Retention == "" {
 		opts.Retention = "unlimited"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return opts
 }
@@ -390,7 +406,11 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		a.serveMimirBuildInfo(w, r)
 	case p == "/status/flags" && a.opts.RulerConfigAPI && r.Method == http.MethodGet:
 		serveNoFlags(w, r)
-	case exposed[p], strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
+	case p == "/series" || p == "/labels" || strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
+		if r, ok := a.guardSeries(w, r); ok {
+			a.router.ServeHTTP(w, r)
+		}
+	case exposed[p]:
 		a.router.ServeHTTP(w, r)
 	case p == "/admin/tsdb/snapshot" && a.opts.EnableAdmin && a.opts.Admin != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut):
 		a.serveSnapshot(w, r)
@@ -413,6 +433,10 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 // rollups do not hold, the query is answered again from raw samples.
 func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	_ = r.ParseForm()
+	r, ok := a.guardQuery(w, r, instant)
+	if !ok {
+		return
+	}
 	r, mark := withUnavailableMark(r)
 	w = unavailableWriter{ResponseWriter: w, mark: mark}
 	w, r, done := a.compressQuery(w, r)
