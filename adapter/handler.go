@@ -126,9 +126,9 @@ type Handler struct {
 	opts    Options
 	// readGuards are remote read's guardrails (SetReadGuards).
 	readGuards atomic.Pointer[ReadGuards]
-	logger  *slog.Logger
-	mux     *http.ServeMux
-	bufs    sync.Pool // *bodyBuf
+	logger     *slog.Logger
+	mux        *http.ServeMux
+	bufs       sync.Pool // *bodyBuf
 	// answers holds the buffers of SAMPLES answers (*[]byte), the
 	// protobuf and its snappy block, for the next read.
 	answers sync.Pool
