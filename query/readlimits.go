@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -52,8 +53,17 @@ type readLimits struct {
 	minT      int64
 	maxSeries int
 
-	mu   sync.Mutex
-	seen map[uint64]struct{} // label-set hashes of the series fetched
+	mu       sync.Mutex
+	seen     map[uint64]struct{} // label-set hashes of the series fetched
+	exceeded atomic.Bool         // a selection failed on the series limit
+}
+
+// SeriesLimitExceeded reports whether a selection under ctx's limits
+// (WithReadLimits) failed on the series limit: what to count of a
+// request whose error an engine worded.
+func SeriesLimitExceeded(ctx context.Context) bool {
+	l := readLimitsOf(ctx)
+	return l != nil && l.exceeded.Load()
 }
 
 // WithReadLimits returns ctx carrying the guardrails of one request (one
@@ -109,6 +119,7 @@ func (l *readLimits) addSeries(lbls labels.Labels) error {
 		return nil
 	}
 	if len(l.seen) >= l.maxSeries {
+		l.exceeded.Store(true)
 		return &SeriesLimitError{Limit: l.maxSeries}
 	}
 	if l.seen == nil {

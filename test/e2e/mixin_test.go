@@ -68,12 +68,14 @@ const mixinRateInterval = "15s"
 // reason. Every other query must answer with at least one series
 // somewhere in the test's range.
 var mixinNoData = map[string]string{
-	"Disk full in/A":               "only while the free disk space goes down over the window; other processes share the test's filesystem",
-	"HBase failures and retries/A": "the HBase store's metric: not exported by the embedded store",
-	"HBase failures and retries/B": "the HBase store's metric: not exported by the embedded store",
-	"HA elections/A":               "the HA tracker's metric: off in the test (--ha-tracker.enable; test/e2e/ha_test.go drives it)",
-	"HA elections/B":               "the HA tracker's metric: off in the test (--ha-tracker.enable; test/e2e/ha_test.go drives it)",
-	"Runtime configuration/A":      "exported only with --runtime-config.file, which takes tenants (test/e2e/tenants_test.go)",
+	"Disk full in/A":                  "only while the free disk space goes down over the window; other processes share the test's filesystem",
+	"HBase failures and retries/A":    "the HBase store's metric: not exported by the embedded store",
+	"HBase failures and retries/B":    "the HBase store's metric: not exported by the embedded store",
+	"HA elections/A":                  "the HA tracker's metric: off in the test (--ha-tracker.enable; test/e2e/ha_test.go drives it)",
+	"HA elections/B":                  "the HA tracker's metric: off in the test (--ha-tracker.enable; test/e2e/ha_test.go drives it)",
+	"Runtime configuration/A":         "exported only with --runtime-config.file, which takes tenants (test/e2e/tenants_test.go)",
+	"Samples dropped by relabeling/A": "only with a tenant's metric_relabel_configs that drop series (test/e2e/tenantlimits_test.go)",
+	"Queries refused by guardrail/A":  "only when a query guardrail refuses a query (test/e2e/tenantlimits_test.go)",
 }
 
 // mixinAbsent are the metrics the dashboard and the rules name that one

@@ -230,6 +230,16 @@ func TestTenantQueryGuards(t *testing.T) {
 			}
 		})
 	}
+	code, metrics, _ := testhttp.Do(t, testhttp.Request{Method: "GET", URL: srv.URL + "/metrics"})
+	for _, want := range []string{
+		fmt.Sprintf(`promhbase_query_refused_total{guardrail="blocked_queries",tenant=%q} 2`, guarded),
+		fmt.Sprintf(`promhbase_query_refused_total{guardrail="max_fetched_series_per_query",tenant=%q} 1`, guarded),
+		fmt.Sprintf(`promhbase_query_refused_total{guardrail="max_total_query_length",tenant=%q} 1`, guarded),
+	} {
+		if code != http.StatusOK || !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	// tenantClient.read asks 2h.
 	if code, got := cg.read(nameEq("up")); code != http.StatusBadRequest || !strings.Contains(strings.Join(got, ""), "err-mimir-max-total-query-length") {
 		t.Errorf("guarded tenant's remote read of 2h: %d %v, want 400", code, got)

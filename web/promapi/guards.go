@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grafana/regexp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promhbase/promhbase/query"
 )
@@ -105,6 +106,7 @@ func (a *API) guardQuery(w http.ResponseWriter, r *http.Request, instant bool) (
 				r.Form.Set("start", formatMillis(from))
 			}
 			if l := time.Duration(to-from) * time.Millisecond; g.MaxTotalQueryLength > 0 && l > g.MaxTotalQueryLength {
+				a.refused.WithLabelValues(guardLength).Inc()
 				writeError(w, http.StatusBadRequest, "bad_data", query.TotalLengthMessage(l, g.MaxTotalQueryLength))
 				return r, false
 			}
@@ -113,6 +115,7 @@ func (a *API) guardQuery(w http.ResponseWriter, r *http.Request, instant bool) (
 	q := r.Form.Get("query")
 	for _, b := range g.BlockedQueries {
 		if b.blocks(q) {
+			a.refused.WithLabelValues(guardBlocked).Inc()
 			writeError(w, http.StatusBadRequest, "bad_data", errQueryBlocked)
 			return r, false
 		}
@@ -143,10 +146,40 @@ func (a *API) guardSeries(w http.ResponseWriter, r *http.Request) (*http.Request
 		}
 	}
 	if l := time.Duration(to-from) * time.Millisecond; fromOK && toOK && to >= from && g.MaxTotalQueryLength > 0 && l > g.MaxTotalQueryLength {
+		a.refused.WithLabelValues(guardLength).Inc()
 		writeError(w, http.StatusBadRequest, "bad_data", query.TotalLengthMessage(l, g.MaxTotalQueryLength))
 		return r, false
 	}
 	return r.WithContext(query.WithReadLimits(r.Context(), minT, g.MaxFetchedSeries)), true
+}
+
+// The guardrails of promhbase_query_refused_total.
+const (
+	guardLength  = "max_total_query_length"
+	guardBlocked = "blocked_queries"
+	guardSeries  = "max_fetched_series_per_query"
+)
+
+// newRefused returns promhbase_query_refused_total, registered on reg.
+func newRefused(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "promhbase_query_refused_total",
+		Help: "Requests of the query API refused by a query guardrail, by guardrail: max_total_query_length and blocked_queries (400), max_fetched_series_per_query (422).",
+	}, []string{"guardrail"})
+	for _, g := range []string{guardLength, guardBlocked, guardSeries} {
+		c.WithLabelValues(g)
+	}
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("register promhbase_query_refused_total: %w", err)
+	}
+	return c, nil
+}
+
+// countSeriesLimit counts a request of r that failed on the series limit.
+func (a *API) countSeriesLimit(r *http.Request) {
+	if query.SeriesLimitExceeded(r.Context()) {
+		a.refused.WithLabelValues(guardSeries).Inc()
+	}
 }
 
 // minTime is the first time (Unix ms) g lets a request read, now;

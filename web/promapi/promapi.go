@@ -197,6 +197,7 @@ type API struct {
 	// (handlerNames).
 	handlers map[string]http.Handler
 	slow     *slowQueries
+	refused  *prometheus.CounterVec // promhbase_query_refused_total
 	guards   atomic.Pointer[Guards]
 }
 
@@ -223,6 +224,9 @@ func New(opts Options) (*API, error) {
 	a := &API{router: router, opts: opts, tracker: gate, parser: promqlParser, engine: qengine, gzip: gzipPool{procs: opts.EngineWorkers}}
 	a.SetGuards(opts.Guards)
 	if a.slow, err = newSlowQueries(opts.SlowQueryThreshold, opts.Registerer); err != nil {
+		return nil, err
+	}
+	if a.refused, err = newRefused(opts.Registerer); err != nil {
 		return nil, err
 	}
 	if a.handlers, err = instrumented(opts.Registerer, http.HandlerFunc(a.serve)); err != nil {
@@ -409,6 +413,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "/series" || p == "/labels" || strings.HasPrefix(p, "/label/") && strings.HasSuffix(p, "/values"):
 		if r, ok := a.guardSeries(w, r); ok {
 			a.router.ServeHTTP(w, r)
+			a.countSeriesLimit(r)
 		}
 	case exposed[p]:
 		a.router.ServeHTTP(w, r)
@@ -437,6 +442,7 @@ func (a *API) serveQuery(w http.ResponseWriter, r *http.Request, instant bool) {
 	if !ok {
 		return
 	}
+	defer a.countSeriesLimit(r)
 	r, mark := withUnavailableMark(r)
 	w = unavailableWriter{ResponseWriter: w, mark: mark}
 	w, r, done := a.compressQuery(w, r)
