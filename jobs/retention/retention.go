@@ -487,77 +487,40 @@ func (r *Retention) cut(ctx context.Context, cutoff, indexCutoff int64, res *Res
 // of hours before cutoff (0: none), and returns the hour of the oldest row
 // left (-1: none).
 func (r *Retention) walk(ctx context.Context, table string, cutoff int64, res *Result) (int64, error) {
-	l := r.opts.Layout
-	buckets := 1
-	if l.SaltWidth > 0 {
-		buckets = l.SaltBuckets
-	}
 	oldest := int64(-1)
 	keep := func(base uint32) {
 		if oldest < 0 || int64(base) < oldest {
 			oldest = int64(base)
 		}
 	}
-	prefixLen := l.SaltWidth + l.MetricWidth
 	var cut [mapping.TimestampBytes]byte
 	binary.BigEndian.PutUint32(cut[:], uint32(min(cutoff, math.MaxUint32)))
-	for b := range buckets {
-		salt := l.AppendSalt(nil, b)
-		stop := store.PrefixEnd(salt) // nil without salt: the table's end
-		from := salt
-		for {
-			if err := ctx.Err(); err != nil {
-				return oldest, fmt.Errorf("retention of %s: %w", table, err)
-			}
-			key, err := store.FirstKey(ctx, r.st, table, from, stop)
-			if err != nil || key == nil {
-				if err != nil {
-					return oldest, err
-				}
-				break
-			}
-			if len(key) < prefixLen+mapping.TimestampBytes {
-				key = append(key, 0) // the first key after: not a row of this layout
-				from = key
-				continue
-			}
-			prefix := key[:prefixLen:prefixLen]
-			base := binary.BigEndian.Uint32(key[prefixLen:])
-			if cutoff > 0 && int64(base) < cutoff {
-				first := append(bytes.Clone(prefix), 0, 0, 0, 0)
-				last := append(bytes.Clone(prefix), cut[:]...)
-				if cutoff > math.MaxUint32 {
-					last = store.PrefixEnd(prefix)
-				}
-				n, err := store.DeleteRows(ctx, r.st, table, first, last)
-				if n > 0 {
-					res.RowsDeleted[table] += n
-					r.rowsDeleted.WithLabelValues(table).Add(float64(n))
-				}
-				if err != nil {
-					return oldest, fmt.Errorf("retention of %s: %w", table, err)
-				}
-				res.Ranges[table]++
-				r.rangesDone.WithLabelValues(table).Inc()
-				kept, err := store.FirstKey(ctx, r.st, table, last, store.PrefixEnd(prefix))
-				if err != nil {
-					return oldest, err
-				}
-				if kept != nil {
-					if base, ok := l.BaseTimeOf(kept); ok {
-						keep(base)
-					}
-				}
-			} else {
+	err := r.eachMetric(ctx, table, func(prefix, key []byte) error {
+		base := binary.BigEndian.Uint32(key[len(prefix):])
+		if cutoff <= 0 || int64(base) >= cutoff {
+			keep(base)
+			return nil
+		}
+		first := append(bytes.Clone(prefix), 0, 0, 0, 0)
+		last := append(bytes.Clone(prefix), cut[:]...)
+		if cutoff > math.MaxUint32 {
+			last = store.PrefixEnd(prefix)
+		}
+		if err := r.deleteRange(ctx, table, first, last, res); err != nil {
+			return err
+		}
+		kept, err := store.FirstKey(ctx, r.st, table, last, store.PrefixEnd(prefix))
+		if err != nil {
+			return err
+		}
+		if kept != nil {
+			if base, ok := r.opts.Layout.BaseTimeOf(kept); ok {
 				keep(base)
 			}
-			from = store.PrefixEnd(prefix)
-			if from == nil || (stop != nil && bytes.Compare(from, stop) >= 0) {
-				break
-			}
 		}
-	}
-	return oldest, nil
+		return nil
+	})
+	return oldest, err
 }
 
 // cutIndex deletes the series index's rows of the days before day: the
@@ -583,17 +546,26 @@ func (r *Retention) cutIndex(ctx context.Context, day uint32, res *Result) error
 			continue
 		}
 		touched = true
-		n, err := store.DeleteRows(ctx, r.st, table, start, stop)
-		if n > 0 {
-			res.RowsDeleted[table] += n
-			r.rowsDeleted.WithLabelValues(table).Add(float64(n))
+		if err := r.deleteRange(ctx, table, start, stop, res); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("retention of %s: %w", table, err)
-		}
-		res.Ranges[table]++
-		r.rangesDone.WithLabelValues(table).Inc()
 	}
+	return nil
+}
+
+// deleteRange deletes the rows [start, stop) of table and counts them
+// (where the store does) and the range.
+func (r *Retention) deleteRange(ctx context.Context, table string, start, stop []byte, res *Result) error {
+	n, err := store.DeleteRows(ctx, r.st, table, start, stop)
+	if n > 0 {
+		res.RowsDeleted[table] += n
+		r.rowsDeleted.WithLabelValues(table).Add(float64(n))
+	}
+	if err != nil {
+		return fmt.Errorf("retention of %s: %w", table, err)
+	}
+	res.Ranges[table]++
+	r.rangesDone.WithLabelValues(table).Inc()
 	return nil
 }
 

@@ -188,10 +188,10 @@ func (r *Retention) streamPass(ctx context.Context, h horizon, table string, lo 
 		return nil
 	}
 	kept := map[string]int64{} // metric ‖ tags -> the series' cutoff
-	err := r.eachMetric(ctx, table, func(prefix []byte) error {
+	err := r.eachMetric(ctx, table, func(prefix, _ []byte) error {
 		return r.cutSeriesRows(ctx, h, table, prefix, lo, hi, kept, cutoffOf, res)
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrTableNotFound) { // a table not kept (exemplars, a rollup)
 		return err
 	}
 	r.passDone[table] = sig
@@ -199,8 +199,8 @@ func (r *Retention) streamPass(ctx context.Context, h horizon, table string, lo 
 }
 
 // eachMetric calls fn with the key prefix (salt ‖ metric UID) of every
-// metric of table, in each salt bucket.
-func (r *Retention) eachMetric(ctx context.Context, table string, fn func(prefix []byte) error) error {
+// metric of table, in each salt bucket, and the metric's first key.
+func (r *Retention) eachMetric(ctx context.Context, table string, fn func(prefix, first []byte) error) error {
 	l := r.opts.Layout
 	buckets := 1
 	if l.SaltWidth > 0 {
@@ -216,21 +216,18 @@ func (r *Retention) eachMetric(ctx context.Context, table string, fn func(prefix
 				return fmt.Errorf("retention streams of %s: %w", table, err)
 			}
 			key, err := store.FirstKey(ctx, r.st, table, from, stop)
-			switch {
-			case errors.Is(err, store.ErrTableNotFound):
-				return nil
-			case err != nil:
+			if err != nil {
 				return err
 			}
 			if key == nil {
 				break // the bucket's end
 			}
 			if len(key) < prefixLen+mapping.TimestampBytes {
-				from = append(key, 0)
+				from = append(bytes.Clone(key), 0) // the first key after: not a row of this layout
 				continue
 			}
 			prefix := key[:prefixLen:prefixLen]
-			if err := fn(prefix); err != nil {
+			if err := fn(prefix, key); err != nil {
 				return err
 			}
 			if from = store.PrefixEnd(prefix); from == nil || (stop != nil && bytes.Compare(from, stop) >= 0) {
