@@ -117,6 +117,8 @@ type writeBatch struct {
 	// relabel is the metric relabeling the request started with;
 	// relabelB and relabeled are relabelSeries's scratch.
 	relabel   *relabelState
+	relabelSB labels.ScratchBuilder
+	relabelIn labels.Labels
 	relabelB  *labels.Builder
 	relabeled []mapping.Label
 	// dropLabel is the replica label of an HA pair's request, left out

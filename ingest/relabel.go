@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
@@ -45,29 +48,38 @@ func (w *Writer) SetRelabel(cfgs []*relabel.Config) {
 // without labels or without a metric name. The labels returned live in
 // the batch's arena.
 func (b *writeBatch) relabelSeries(lbls []mapping.Label, cfgs []*relabel.Config) (out []mapping.Label, keep bool, err error) {
+	// The labels as one labels.Labels, written over the last series'
+	// (one copy of the bytes, no string each), the builder over them.
+	sb := &b.relabelSB
+	sb.Reset()
+	for _, l := range lbls {
+		sb.Add(unsafe.String(unsafe.SliceData(l.Name), len(l.Name)), unsafe.String(unsafe.SliceData(l.Value), len(l.Value)))
+	}
+	sb.Sort() // as a labels.Labels must be; a sender's are already
+	sb.Overwrite(&b.relabelIn)
 	if b.relabelB == nil {
 		b.relabelB = labels.NewBuilder(labels.EmptyLabels())
 	}
 	lb := b.relabelB
-	lb.Reset(labels.EmptyLabels())
-	for _, l := range lbls {
-		lb.Set(string(l.Name), string(l.Value))
-	}
+	lb.Reset(b.relabelIn)
 	if !relabel.ProcessBuilder(lb, cfgs...) {
 		return nil, false, nil
 	}
-	ls := lb.Labels()
-	switch {
-	case ls.IsEmpty():
-		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no label", mapping.FormatLabelsMax(lbls, 10))
-	case ls.Get(mapping.MetricLabel) == "":
-		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no metric name (%s is %s)", mapping.FormatLabelsMax(lbls, 10), mapping.MetricLabel, ls.String())
-	}
+	// The result, sorted by name, into the arena: no labels.Labels made.
 	out = b.relabeled[:0]
-	ls.Range(func(l labels.Label) {
+	named := false
+	lb.Range(func(l labels.Label) {
+		named = named || l.Name == mapping.MetricLabel
 		out = append(out, mapping.Label{Name: b.copyString(l.Name), Value: b.copyString(l.Value)})
 	})
+	slices.SortFunc(out, func(x, y mapping.Label) int { return bytes.Compare(x.Name, y.Name) })
 	b.relabeled = out
+	switch {
+	case len(out) == 0:
+		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no label", mapping.FormatLabelsMax(lbls, 10))
+	case !named:
+		return nil, true, fmt.Errorf("series %s: metric_relabel_configs left it no metric name (it became %s)", mapping.FormatLabelsMax(lbls, 10), mapping.FormatLabelsMax(out, 10))
+	}
 	return out, true, nil
 }
 
