@@ -15,6 +15,11 @@ import (
 // now on in force (ingest.Writer.SetRelabel); nil turns it off.
 func (s *Server) SetRelabel(cfgs []*relabel.Config) { s.writer.SetRelabel(cfgs) }
 
+// ApplyOverrides puts the limits of a tenant of the runtime
+// configuration in force on s (a single-tenant server: those of the
+// tenant its flags serve, Mimir's anonymous).
+func (s *Server) ApplyOverrides(l overrides.Limits) error { return applyOverrides(s, l) }
+
 // applyOverrides puts a tenant's limits of the runtime configuration in
 // force on its server: write limits, the query sample limit, metric
 // relabeling, the query guardrails, the retention.

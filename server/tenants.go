@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -159,7 +158,7 @@ func (t *Tenants) rootHandler() http.Handler {
 	info := t.base.Web
 	info.Tenants = true
 	rc := t.base.Ruler.ConfigAPI && t.base.Tables.Rules != ""
-	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info, Flags: t.base.API.Flags, RuntimeConfig: http.HandlerFunc(t.serveRuntimeConfig),
+	return web.New(web.Options{Remote: mux, Pprof: t.base.Pprof, Info: info, Flags: t.base.API.Flags, RuntimeConfig: t.tc.Runtime.Handler(),
 		API: promapi.BuildInfo(t.base.API.Build, rc)})
 }
 
@@ -167,24 +166,6 @@ func (t *Tenants) rootHandler() http.Handler {
 // Mimir's endpoint of this path: an operator's page, which names no
 // tenant.
 const RuntimeConfigPath = "/runtime_config"
-
-// serveRuntimeConfig shows the runtime configuration in force as YAML:
-// every limit of each tenant with overrides, or with ?mode=diff only
-// those that differ from the defaults.
-func (t *Tenants) serveRuntimeConfig(w http.ResponseWriter, r *http.Request) {
-	mode := r.URL.Query().Get("mode")
-	if mode != "" && mode != "diff" {
-		http.Error(w, fmt.Sprintf("unknown mode %q: leave it out for every limit, or mode=diff for those that differ from the defaults", mode), http.StatusBadRequest)
-		return
-	}
-	var buf bytes.Buffer
-	if err := t.tc.Runtime.Show(&buf, mode == "diff"); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write(buf.Bytes())
-}
 
 // tenantFree reports whether path is served without a tenant: buildinfo
 // too, as Grafana Mimir serves it (Grafana asks it to tell what the data

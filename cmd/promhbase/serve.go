@@ -368,17 +368,14 @@ func tuneGC() (stop func()) {
 	return gctune.Start(serveOpts.gogc, serveOpts.gcHeadroomMin.or(auto), serveOpts.gcHeadroom.or(auto)).Stop
 }
 
-// checkRuntimeConfig refuses --runtime-config.file without tenants, and
-// reads and parses the file once before anything is served: on HBase
+// checkRuntimeConfig reads and parses --runtime-config.file once before
+// anything is served: on HBase
 // serve listens while it waits for the cluster, and a file that can
 // never load must end it at once, not once the cluster answers.
 func checkRuntimeConfig() error {
 	f := serveOpts.tenants.runtimeFile
 	if f == "" {
 		return nil
-	}
-	if !serveOpts.tenants.enabled {
-		return errors.New("--runtime-config.file holds per-tenant limits: it needs --auth.multitenancy-enabled")
 	}
 	b, err := os.ReadFile(f)
 	if err != nil {
@@ -576,9 +573,13 @@ func (w *serveWiring) build(ctx context.Context, sreg *prometheus.Registry) (htt
 	if err != nil {
 		return nil, nil, err
 	}
+	h, stopRuntime, err := withRuntime(srvp.Handler(), srvp, c, serveOpts.tenants, sreg, w.logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	stopServer := srvp.Start()
 	w.puts.set(srvp)
-	return w.startRuler(srvp.Handler(), stopServer, srvp, nil)
+	return w.startRuler(h, func() { stopRuntime(); stopServer() }, srvp, nil)
 }
 
 // startRuler starts the ruler, when on, over the server srv or the

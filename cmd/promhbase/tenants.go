@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -39,7 +41,7 @@ func registerTenantFlags(cmd *kingpin.CmdClause, f *tenantFlags) {
 	cmd.Flag("tenant-federation.enabled", "Let a read name several tenants, X-Scope-OrgID: a|b, as Mimir's flag of this name: the query API reads all of them and adds __tenant_id__ to every series. Writes always name one tenant.").Default("false").BoolVar(&f.federation)
 	cmd.Flag("tenant-federation.max-tenants", "Most tenants one federated read may name (then 400), as Mimir's flag of this name. 0 means no limit.").Default("0").IntVar(&f.maxFederated)
 	cmd.Flag("tenant.create-on-first-write", "Create a tenant's namespace and tables at its first write. Off, tenants are created with `promhbase create-tables --tenant ID` and a write of a tenant not created gets 400; reads of it answer as of a tenant with no data.").Default("false").BoolVar(&f.autoCreate)
-	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* flags and max_samples_per_query, by their snake_case names, and Mimir's ruler_max_rule_groups_per_tenant and ruler_max_rules_per_rule_group), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. With --auth.multitenancy-enabled only.").Default("").StringVar(&f.runtimeFile)
+	cmd.Flag("runtime-config.file", "Runtime configuration (YAML), as Mimir's: per-tenant limits (overrides: <tenant>: the --limits.* and --query.* limits by their snake_case or Mimir's names, metric_relabel_configs, blocked_queries, retention_period and retention_stream, the ruler's and OTLP's settings; docs/tenants.md), and the tenants of each basic-auth login (users: <login>: [tenants]). Read again every --runtime-config.reload-period; a change applies without a restart, a file that does not load keeps the last one in force. Without --auth.multitenancy-enabled the overrides of tenant anonymous apply. GET /runtime_config shows it.").Default("").StringVar(&f.runtimeFile)
 	cmd.Flag("runtime-config.reload-period", "How often --runtime-config.file is read again.").Default("10s").DurationVar(&f.reloadPeriod)
 }
 
@@ -112,15 +114,7 @@ func basicAuthUsers(path string) (bool, error) {
 // newTenants wires the multi-tenant server over st from base, every
 // tenant's server configuration.
 func (c *config) newTenants(st store.Store, base server.Config, f tenantFlags, reg *prometheus.Registry, logger *slog.Logger) (*server.Tenants, error) {
-	defaults := overrides.FromConfig(base.Limits, base.Query.MaxSamples)
-	defaults.RulerMaxRuleGroupsPerTenant = serveOpts.rulerLimits.maxGroups
-	defaults.RulerMaxRulesPerRuleGroup = serveOpts.rulerLimits.maxRules
-	defaults.Query = queryLimitsOf(base.API.Guards)
-	if base.Adapter.OTLP != nil {
-		defaults.OTel = overrides.OTelLimitsOf(base.Adapter.OTLP())
-	}
-	rt, err := overrides.New(overrides.Options{Path: f.runtimeFile, Period: f.reloadPeriod,
-		Defaults: defaults, Registerer: reg, Logger: logger.With("component", "runtime-config")})
+	rt, err := newRuntime(base, f, reg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -255,4 +249,51 @@ func holdsAll(have, tables []string) bool {
 		}
 	}
 	return true
+}
+
+// newRuntime reads the runtime configuration (--runtime-config.file),
+// its defaults the flags' (base, every tenant's server configuration).
+func newRuntime(base server.Config, f tenantFlags, reg prometheus.Registerer, logger *slog.Logger) (*overrides.Runtime, error) {
+	defaults := overrides.FromConfig(base.Limits, base.Query.MaxSamples)
+	defaults.RulerMaxRuleGroupsPerTenant = serveOpts.rulerLimits.maxGroups
+	defaults.RulerMaxRulesPerRuleGroup = serveOpts.rulerLimits.maxRules
+	defaults.Query = queryLimitsOf(base.API.Guards)
+	if base.Adapter.OTLP != nil {
+		defaults.OTel = overrides.OTelLimitsOf(base.Adapter.OTLP())
+	}
+	return overrides.New(overrides.Options{Path: f.runtimeFile, Period: f.reloadPeriod,
+		Defaults: defaults, Registerer: reg, Logger: logger.With("component", "runtime-config")})
+}
+
+// singleTenant is the tenant whose overrides of --runtime-config.file a
+// server without tenants takes: Mimir's -auth.no-auth-tenant.
+const singleTenant = "anonymous"
+
+// withRuntime has srv, a server without tenants, follow the overrides of
+// singleTenant in the runtime configuration (--runtime-config.file;
+// none: h itself): applied now and at every change, the file read again
+// every period until stop; /runtime_config shows it. It returns the
+// handler to serve and what stops the reloads.
+func withRuntime(h http.Handler, srv *server.Server, base server.Config, f tenantFlags, reg prometheus.Registerer, logger *slog.Logger) (http.Handler, func(), error) {
+	if f.runtimeFile == "" {
+		return h, func() {}, nil
+	}
+	rt, err := newRuntime(base, f, reg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	apply := func() {
+		if err := srv.ApplyOverrides(rt.Limits(singleTenant)); err != nil {
+			logger.Error("runtime configuration not applied", "tenant", singleTenant, "err", err)
+		}
+	}
+	apply()
+	rt.OnChange(apply)
+	ctx, cancel := context.WithCancel(context.Background())
+	var reloads sync.WaitGroup
+	reloads.Go(func() { rt.Run(ctx) })
+	mux := http.NewServeMux()
+	mux.Handle("GET "+server.RuntimeConfigPath, rt.Handler())
+	mux.Handle("/", h)
+	return mux, func() { cancel(); reloads.Wait() }, nil
 }

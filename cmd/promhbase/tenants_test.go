@@ -20,6 +20,8 @@ import (
 
 	"github.com/promhbase/promhbase/server/tenant"
 	"github.com/promhbase/promhbase/store"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
+	"github.com/promhbase/promhbase/test/testkit/poll"
 	"github.com/promhbase/promhbase/test/testkit/promremote"
 	"github.com/promhbase/promhbase/test/testkit/testbackend"
 	"github.com/promhbase/promhbase/test/testkit/testproc"
@@ -373,9 +375,9 @@ func TestTenantsServe(t *testing.T) {
 	})
 }
 
-// TestTenantsRuntimeConfigErrors: serve refuses --runtime-config.file
-// without --auth.multitenancy-enabled, and a runtime file that does not
-// load, naming the problem, instead of serving.
+// TestTenantsRuntimeConfigErrors: serve refuses a runtime file that does
+// not load, with tenants or without, naming the problem, instead of
+// serving.
 func TestTenantsRuntimeConfigErrors(t *testing.T) {
 	t.Parallel()
 	bin := promhbaseBinary(t)
@@ -387,13 +389,13 @@ func TestTenantsRuntimeConfigErrors(t *testing.T) {
 		}
 		return p
 	}
-	good := file("good.yaml", "overrides:\n  team-a:\n    max_active_series: 1000\n")
 	for _, tc := range []struct {
 		name string
 		args []string
 		want []string // substrings of serve's error
 	}{
-		{"without multitenancy", []string{"--runtime-config.file=" + good}, []string{"--runtime-config.file", "--auth.multitenancy-enabled"}},
+		{"a bad file without multitenancy", []string{"--runtime-config.file=" + file("badsingle.yaml", "overrides:\n  anonymous:\n    max_active_series: -1\n")},
+			[]string{"max_active_series", "anonymous"}},
 		{"invalid tenant in overrides", []string{"--auth.multitenancy-enabled", "--runtime-config.file=" + file("badid.yaml", "overrides:\n  a/b:\n    max_active_series: 10\n")},
 			[]string{"invalid tenant ID", `"a/b"`}},
 		{"invalid tenant of a login", []string{"--auth.multitenancy-enabled", "--runtime-config.file=" + file("baduser.yaml", "users:\n  alice: [\"..\"]\n")},
@@ -431,4 +433,39 @@ func TestTenantsRuntimeConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRuntimeConfigSingleTenant: without tenants, the overrides of tenant
+// anonymous in --runtime-config.file apply to the one server, as Mimir's
+// no-auth tenant's do: its relabeling drops a metric at ingest, its
+// blocked queries are refused; /runtime_config shows them; a changed
+// file applies within a reload period, without a restart.
+func TestRuntimeConfigSingleTenant(t *testing.T) {
+	t.Parallel()
+	bin := promhbaseBinary(t)
+	runtimeFile := filepath.Join(t.TempDir(), "runtime.yaml")
+	write := func(body string) { t.Helper(); fixture.WriteAtomic(t, runtimeFile, body) }
+	write("overrides:\n  anonymous:\n    blocked_queries: [{pattern: count(single_kept)}]\n    metric_relabel_configs:\n      - {source_labels: [__name__], regex: single_dropped, action: drop}\n")
+	srv, base := startServe(t, bin, append([]string{"--runtime-config.file=" + runtimeFile, "--runtime-config.reload-period=100ms"}, storageFlags(t)...)...)
+	defer stopServe(t, srv)
+	now := time.Now().UnixMilli()
+	remoteWrite(t, base, []prompb.TimeSeries{
+		{Labels: []prompb.Label{{Name: "__name__", Value: "single_dropped"}}, Samples: []prompb.Sample{{Timestamp: now, Value: 1}}},
+		{Labels: []prompb.Label{{Name: "__name__", Value: "single_kept"}}, Samples: []prompb.Sample{{Timestamp: now, Value: 2}}}})
+	if code, body := httpDo(t, http.MethodGet, base+"/api/v1/label/__name__/values", "", "", nil); code != http.StatusOK ||
+		!strings.Contains(body, "single_kept") || strings.Contains(body, "single_dropped") {
+		t.Errorf("metric names: %d %s, want single_kept only", code, body)
+	}
+	count := base + "/api/v1/query?query=count(single_kept)"
+	if code, body := httpDo(t, http.MethodGet, count, "", "", nil); code != http.StatusBadRequest || !strings.Contains(body, "blocked by the cluster administrator") {
+		t.Errorf("a blocked query: %d %s, want 400", code, body)
+	}
+	if code, body := httpDo(t, http.MethodGet, base+"/runtime_config?mode=diff", "", "", nil); code != http.StatusOK || !strings.Contains(body, "anonymous:") || !strings.Contains(body, "count(single_kept)") {
+		t.Errorf("/runtime_config?mode=diff: %d %s", code, body)
+	}
+	write("overrides:\n  anonymous:\n    max_active_series: 1000000\n")
+	poll.Until(t, 30*time.Second, 100*time.Millisecond, "the query answered once the block is removed", func() (bool, string) {
+		code, body := httpDo(t, http.MethodGet, count, "", "", nil)
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
 }

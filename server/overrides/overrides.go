@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"reflect"
 	"regexp"
@@ -579,4 +580,24 @@ func fields(l Limits) (map[string]any, error) {
 		return nil, fmt.Errorf("limits from YAML: %w", err)
 	}
 	return f, nil
+}
+
+// Handler serves the configuration in force (Show) as Mimir's
+// /runtime_config does: every limit, or with ?mode=diff only those that
+// differ from the defaults.
+func (r *Runtime) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mode := req.URL.Query().Get("mode")
+		if mode != "" && mode != "diff" {
+			http.Error(w, fmt.Sprintf("unknown mode %q: leave it out for every limit, or mode=diff for those that differ from the defaults", mode), http.StatusBadRequest)
+			return
+		}
+		var buf bytes.Buffer
+		if err := r.Show(&buf, mode == "diff"); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,24 +15,12 @@ import (
 
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/server"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 	"github.com/promhbase/promhbase/test/testkit/poll"
 	"github.com/promhbase/promhbase/test/testkit/testbackend"
 	"github.com/promhbase/promhbase/test/testkit/testhttp"
 	"github.com/promhbase/promhbase/test/testkit/testserver"
 )
-
-// writeFileAtomic renames body into place at path, as a config manager
-// (a Kubernetes ConfigMap) replaces a file.
-func writeFileAtomic(t *testing.T, path, body string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // relabelRuntime is a runtime configuration whose tenant id relabels
 // (drops debug_ metrics, drops request_id, rewrites env=staging to env,
@@ -74,7 +61,7 @@ func TestTenantRelabelAndSeriesPerMetric(t *testing.T) {
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	relabeled, plain := "relabeled-"+sfx, "plain-"+sfx
 	runtime := filepath.Join(t.TempDir(), "runtime.yaml")
-	writeFileAtomic(t, runtime, relabelRuntime(relabeled, "stage", 3))
+	fixture.WriteAtomic(t, runtime, relabelRuntime(relabeled, "stage", 3))
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Tenants: &testserver.TenantOptions{
 		AutoCreate: true, RuntimeFile: runtime, ReloadPeriod: 50 * time.Millisecond}})
 	cr, cp := tenantClient{t: t, base: srv.URL, org: relabeled}, tenantClient{t: t, base: srv.URL, org: plain}
@@ -140,7 +127,7 @@ func TestTenantRelabelAndSeriesPerMetric(t *testing.T) {
 			}
 		})
 	}
-	writeFileAtomic(t, runtime, relabelRuntime(relabeled, "pre", 10))
+	fixture.WriteAtomic(t, runtime, relabelRuntime(relabeled, "pre", 10))
 	poll.Until(t, 10*time.Second, 50*time.Millisecond, "the changed relabeling applied", func() (bool, string) {
 		got := series(cr, "steady")
 		return strings.Contains(got, `"env":"pre"`), got
@@ -185,7 +172,7 @@ func TestTenantQueryGuards(t *testing.T) {
 	sfx := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	guarded, free := "guarded-"+sfx, "free-"+sfx
 	runtime := filepath.Join(t.TempDir(), "runtime.yaml")
-	writeFileAtomic(t, runtime, fmt.Sprintf(`overrides:
+	fixture.WriteAtomic(t, runtime, fmt.Sprintf(`overrides:
   %q:
     max_total_query_length: 1h
     max_fetched_series_per_query: 2

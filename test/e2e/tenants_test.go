@@ -23,6 +23,7 @@ import (
 	"github.com/promhbase/promhbase/store"
 	"github.com/promhbase/promhbase/store/embedded"
 	"github.com/promhbase/promhbase/store/hbase"
+	"github.com/promhbase/promhbase/test/testkit/fixture"
 	"github.com/promhbase/promhbase/test/testkit/otlpgen"
 	"github.com/promhbase/promhbase/test/testkit/poll"
 	"github.com/promhbase/promhbase/test/testkit/promremote"
@@ -398,14 +399,7 @@ func TestTenantLimits(t *testing.T) {
 	writeRuntime := func(maxActive int) {
 		t.Helper()
 		body := fmt.Sprintf("overrides:\n  %q:\n    max_active_series: %d\n    max_series_per_request: 500\n  %q:\n    ingestion_rate: 1\n    ingestion_burst_size: 1\n", limited, maxActive, slow)
-		// Renamed into place, as a config manager writes it.
-		tmp := runtime + ".tmp"
-		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, runtime); err != nil {
-			t.Fatal(err)
-		}
+		fixture.WriteAtomic(t, runtime, body)
 	}
 	writeRuntime(10)
 	srv := testserver.Start(t, st, tb, mapping.DefaultLayout(), testserver.Options{Tenants: &testserver.TenantOptions{
