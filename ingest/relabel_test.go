@@ -129,6 +129,13 @@ func TestRelabelChange(t *testing.T) {
 	s := teststack.New(t, teststack.Options{})
 	s.Writer.SetRelabel(relabelConfigs(t, "- target_label: env\n  replacement: one\n"))
 	s.Write(at(1, "m", "job", "a"))
+	// The same configuration parsed again (a reload of another tenant's
+	// change) keeps the cache.
+	epoch := s.Mapper.SeriesEpoch()
+	s.Writer.SetRelabel(relabelConfigs(t, "- target_label: env\n  replacement: one\n"))
+	if got := s.Mapper.SeriesEpoch(); got != epoch {
+		t.Errorf("an equal configuration emptied the series cache: epoch %d -> %d", epoch, got)
+	}
 	s.Writer.SetRelabel(relabelConfigs(t, "- target_label: env\n  replacement: two\n"))
 	s.Write(at(2, "m", "job", "a"))
 	s.Writer.SetRelabel(nil)
