@@ -446,7 +446,9 @@ func TestRuntimeConfigSingleTenant(t *testing.T) {
 	runtimeFile := filepath.Join(t.TempDir(), "runtime.yaml")
 	write := func(body string) { t.Helper(); fixture.WriteAtomic(t, runtimeFile, body) }
 	write("overrides:\n  anonymous:\n    blocked_queries: [{pattern: count(single_kept)}]\n    metric_relabel_configs:\n      - {source_labels: [__name__], regex: single_dropped, action: drop}\n")
-	srv, base := startServe(t, bin, append([]string{"--runtime-config.file=" + runtimeFile, "--runtime-config.reload-period=100ms"}, storageFlags(t)...)...)
+	flags := storageFlags(t)
+	createTestTables(t, bin, flags)
+	srv, base := startServe(t, bin, append([]string{"--runtime-config.file=" + runtimeFile, "--runtime-config.reload-period=100ms"}, flags...)...)
 	defer stopServe(t, srv)
 	now := time.Now().UnixMilli()
 	remoteWrite(t, base, []prompb.TimeSeries{

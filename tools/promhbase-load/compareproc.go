@@ -6,7 +6,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -78,6 +80,10 @@ type compared struct {
 	base    string    // http://addr
 	logPath string    // its log; empty until the log is created
 	cmd     *exec.Cmd // nil until started
+	// exited is closed when cmd has exited (its Wait runs from the
+	// start), exitErr then its Wait's error.
+	exited  chan struct{}
+	exitErr error
 	// releases are run last first by release: the tables dropped, the
 	// CPUs unpinned, the log closed.
 	releases []func()
@@ -99,8 +105,34 @@ func waitQuiet(c compareOptions, sys string) {
 }
 
 // start starts the system on a free loopback address, pinned to cpus,
-// its output to a log in dir, and waits until it is ready.
+// its output to a log in dir, and waits until it is ready. The address
+// is free when picked, not when the system binds it: another process (a
+// test's, at once) may take it first, and then answer the readiness
+// check. A system that exited is started again on another address, at
+// most startTries times.
 func (s *compared) start(c compareOptions, cpus int, dir string) error {
+	for try := 1; ; try++ {
+		err := s.startOnce(c, cpus, dir)
+		if !errors.Is(err, errExited) || try == startTries {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: %v; starting it again on another address\n", s.name, err)
+		s.cmd = nil
+		for _, r := range slices.Backward(s.releases) {
+			r()
+		}
+		s.releases = nil
+	}
+}
+
+// startTries bounds the starts of a system whose address was taken.
+const startTries = 3
+
+// errExited is the error of a system that exited while starting.
+var errExited = errors.New("exited before it was ready")
+
+// startOnce is one try of start.
+func (s *compared) startOnce(c compareOptions, cpus int, dir string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -133,7 +165,9 @@ func (s *compared) start(c compareOptions, cpus int, dir string) error {
 	if s.name == "victoriametrics" {
 		ready = "/health"
 	}
-	return waitReady(s.base+ready, time.Minute)
+	s.exited = make(chan struct{})
+	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
+	return s.waitListening(s.base+ready, time.Minute)
 }
 
 // command is the command that runs the system listening on addr, its
@@ -174,13 +208,11 @@ func (s *compared) stop() {
 		return
 	}
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 }
 
@@ -349,20 +381,51 @@ func (s *compared) footprint(res *result) (err error) {
 	return err
 }
 
-// waitReady polls url until it answers 200.
-func waitReady(url string, within time.Duration) error {
+// waitListening polls url until it answers 200 while the system has
+// said in its log that it listens ("Listening on": promhbase and
+// Prometheus; "started server at": VictoriaMetrics) and has not exited
+// (s.exited): an answer from another process that took
+// the address is not taken for its own.
+func (s *compared) waitListening(url string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%w (%w): %s", errExited, s.exitErr, tailFile(s.logPath, 5))
+		default:
+		}
+		if listening(s.logPath) && answers(url) {
+			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("%s not ready within %s", url, within)
+}
+
+// listening reports whether the log at path says its process listens.
+func listening(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && (bytes.Contains(b, []byte("Listening on")) || bytes.Contains(b, []byte("started server at")))
+}
+
+// answers reports whether url answers 200.
+func answers(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// tailFile returns the last n lines of the file at path.
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // procCPU returns the user and system CPU seconds of pid.
