@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/relabel"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/promhbase/promhbase/ingest/relabelmemo"
 )
 
 // benchRelabelConfig is a 20-rule metric_relabel_configs of the kinds an
@@ -40,14 +40,9 @@ const benchRelabelConfig = `
 // relabelConfigs parses benchRelabelConfig.
 func relabelConfigs(b *testing.B) []*relabel.Config {
 	b.Helper()
-	var cfgs []*relabel.Config
-	if err := yaml.Unmarshal([]byte(benchRelabelConfig), &cfgs); err != nil {
+	cfgs, err := relabelmemo.ParseConfigs([]byte(benchRelabelConfig))
+	if err != nil {
 		b.Fatal(err)
-	}
-	for _, c := range cfgs {
-		if err := c.Validate(model.UTF8Validation); err != nil {
-			b.Fatal(err)
-		}
 	}
 	if len(cfgs) != 20 {
 		b.Fatalf("%d rules, want 20", len(cfgs))

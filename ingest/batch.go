@@ -114,13 +114,14 @@ type writeBatch struct {
 	labelAt     int
 	sketch      *limits.Sketch // active series; nil without limits
 	perMetric   bool           // the per-metric series limit is on
-	// relabel is the metric relabeling the request started with;
-	// relabelB and relabeled are relabelSeries's scratch.
-	relabel   *relabelState
-	relabelSB labels.ScratchBuilder
-	relabelIn labels.Labels
-	relabelB  *labels.Builder
-	relabeled []mapping.Label
+	// relabel is the metric relabeling the request started with; the
+	// others are relabelSeries's scratch.
+	relabel    *relabelState
+	relabelSB  labels.ScratchBuilder
+	relabelIn  labels.Labels
+	relabelB   *labels.Builder
+	relabelKey []byte // the rules' inputs
+	relabeled  []mapping.Label
 	// dropLabel is the replica label of an HA pair's request, left out
 	// of the labels its new series are resolved with; nil: none.
 	dropLabel []byte

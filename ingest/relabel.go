@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
 
+	"github.com/promhbase/promhbase/ingest/relabelmemo"
 	"github.com/promhbase/promhbase/mapping"
 )
 
@@ -24,6 +25,7 @@ const reasonRelabelDrop = "relabel_drop"
 // cache was not reset since (series.Mapper.ResolveMissedAt).
 type relabelState struct {
 	cfgs  []*relabel.Config
+	rules *relabelmemo.Rules // cfgs, each rule's outcomes remembered
 	epoch uint64
 }
 
@@ -40,14 +42,15 @@ func (w *Writer) SetRelabel(cfgs []*relabel.Config) {
 		return
 	}
 	epoch := w.mapper.ResetSeriesCache()
-	w.relabel.Store(&relabelState{cfgs: cfgs, epoch: epoch})
+	w.relabel.Store(&relabelState{cfgs: cfgs, rules: relabelmemo.New(cfgs), epoch: epoch})
 }
 
-// relabelSeries applies cfgs to lbls, the labels of a series not in the
-// cache. keep is false for a series dropped; err names a series left
+// relabelSeries applies the rules to lbls, the labels of a series not
+// in the cache (package relabelmemo: Prometheus's relabeling, each rule
+// run once per distinct input). keep is false for a series dropped; err names a series left
 // without labels or without a metric name. The labels returned live in
 // the batch's arena.
-func (b *writeBatch) relabelSeries(lbls []mapping.Label, cfgs []*relabel.Config) (out []mapping.Label, keep bool, err error) {
+func (b *writeBatch) relabelSeries(lbls []mapping.Label, rules *relabelmemo.Rules) (out []mapping.Label, keep bool, err error) {
 	// The labels as one labels.Labels, written over the last series'
 	// (one copy of the bytes, no string each), the builder over them.
 	sb := &b.relabelSB
@@ -62,7 +65,7 @@ func (b *writeBatch) relabelSeries(lbls []mapping.Label, cfgs []*relabel.Config)
 	}
 	lb := b.relabelB
 	lb.Reset(b.relabelIn)
-	if !relabel.ProcessBuilder(lb, cfgs...) {
+	if !rules.Process(lb, &b.relabelKey) {
 		return nil, false, nil
 	}
 	// The result, sorted by name, into the arena: no labels.Labels made.

@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/promhbase/promhbase/ingest"
 	"github.com/promhbase/promhbase/ingest/limits"
+	"github.com/promhbase/promhbase/ingest/relabelmemo"
 	"github.com/promhbase/promhbase/mapping"
 	"github.com/promhbase/promhbase/test/testkit/teststack"
 )
@@ -22,14 +21,9 @@ import (
 // the runtime configuration holds them.
 func relabelConfigs(t *testing.T, y string) []*relabel.Config {
 	t.Helper()
-	var cfgs []*relabel.Config
-	if err := yaml.Unmarshal([]byte(y), &cfgs); err != nil {
+	cfgs, err := relabelmemo.ParseConfigs([]byte(y))
+	if err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range cfgs {
-		if err := c.Validate(model.UTF8Validation); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return cfgs
 }

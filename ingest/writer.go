@@ -530,8 +530,8 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		// series are found in the cache as they come.
 		lbls = slices.DeleteFunc(lbls, func(l mapping.Label) bool { return bytes.Equal(l.Name, b.dropLabel) })
 	}
-	if cfgs := b.relabel.cfgs; len(cfgs) > 0 {
-		out, keep, err := b.relabelSeries(lbls, cfgs)
+	if rs := b.relabel; len(rs.cfgs) > 0 {
+		out, keep, err := b.relabelSeries(lbls, rs.rules)
 		switch {
 		case !keep:
 			b.reject[reasonRelabelDrop] += m.samples
