@@ -35,9 +35,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxOutcomes bounds each rule's remembered outcomes; past it they are
-// forgotten at once and remembered afresh.
-const maxOutcomes = 1 << 14
+// maxOutcomes bounds each rule's remembered outcomes (a few hundred
+// KiB a rule at most); past it they are forgotten at once and remembered
+// afresh: a rule whose input never repeats (a source label of a series'
+// own) runs every time, as without this package.
+const maxOutcomes = 1 << 12
 
 // Rules are relabel configurations, in order. Their methods are safe
 // for concurrent use.
