@@ -104,3 +104,23 @@ func parse(t testing.TB, y string) []*relabel.Config {
 	}
 	return cfgs
 }
+
+// TestOutcomesBounded: a rule whose input never repeats remembers at
+// most maxOutcomes outcomes, and its results stay Prometheus's.
+func TestOutcomesBounded(t *testing.T) {
+	cfgs := parse(t, "- {source_labels: [id], modulus: 7, target_label: shard, action: hashmod}\n")
+	rules := New(cfgs)
+	var scratch []byte
+	for i := range 3 * maxOutcomes {
+		s := labels.FromStrings("__name__", "m", "id", fmt.Sprint(i))
+		want, got := labels.NewBuilder(s), labels.NewBuilder(s)
+		relabel.ProcessBuilder(want, cfgs...)
+		rules.Process(got, &scratch)
+		if !labels.Equal(got.Labels(), want.Labels()) {
+			t.Fatalf("series %d: got %s, want %s", i, got.Labels(), want.Labels())
+		}
+	}
+	if n := len(rules.rules[0].outcomes); n == 0 || n > maxOutcomes {
+		t.Errorf("%d outcomes remembered, want 1..%d", n, maxOutcomes)
+	}
+}
