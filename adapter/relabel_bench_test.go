@@ -27,7 +27,7 @@ const benchRelabelConfig = `
 - {source_labels: [env], regex: production, target_label: env, replacement: prod}
 - {source_labels: [datacenter], target_label: dc}
 - {regex: datacenter, action: labeldrop}
-- {source_labels: [instance], regex: '(.*):\d+', target_label: host}
+- {source_labels: [instance], regex: '(.*):\d+', target_label: instance}
 - {source_labels: [instance], modulus: 8, target_label: shard, action: hashmod}
 - {source_labels: [mode], regex: iowait, target_label: mode, replacement: io}
 - {source_labels: [device], regex: 'sd(.)', target_label: disk, replacement: 'disk_$1'}
