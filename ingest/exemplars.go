@@ -44,3 +44,18 @@ func (w *Writer) addExemplars(b *writeBatch, s *wire.Series, series series.Serie
 		b.exCells = append(b.exCells, store.Cell{Family: []byte(mapping.ExemplarFamily), Qualifier: key[len(key) : len(key)+2 : len(key)+2], Value: val})
 	}
 }
+
+// keepsExemplar reports whether any of s's exemplars would be stored as
+// far as its time goes: an exemplar table is kept and it is not older
+// than the retention.
+func (w *Writer) keepsExemplar(b *writeBatch, s *wire.Series) bool {
+	if w.exTable == "" {
+		return false
+	}
+	for _, e := range s.Exemplars {
+		if e.T >= b.minT {
+			return true
+		}
+	}
+	return false
+}

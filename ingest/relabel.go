@@ -45,6 +45,28 @@ func (w *Writer) SetRelabel(cfgs []*relabel.Config) {
 	w.relabel.Store(&relabelState{cfgs: cfgs, rules: relabelmemo.New(cfgs), epoch: epoch})
 }
 
+// relabelMissed applies the metric relabeling the request started with
+// (none: lbls as they are) to lbls, the labels of a series not in the
+// cache, of samples samples: keep is false for a series dropped (counted
+// as relabel_drop, no error) or left without labels or a name (refused,
+// invalid_labels).
+func (b *writeBatch) relabelMissed(lbls []mapping.Label, samples int) (out []mapping.Label, keep bool) {
+	rs := b.relabel
+	if len(rs.cfgs) == 0 {
+		return lbls, true
+	}
+	out, keep, err := b.relabelSeries(lbls, rs.rules)
+	switch {
+	case !keep:
+		b.reject[reasonRelabelDrop] += samples
+		return nil, false
+	case err != nil:
+		b.rejectSeries(reasonInvalidLabels, samples, err.Error())
+		return nil, false
+	}
+	return out, true
+}
+
 // relabelSeries applies the rules to lbls, the labels of a series not
 // in the cache (package relabelmemo: Prometheus's relabeling, each rule
 // run once per distinct input). keep is false for a series dropped; err names a series left

@@ -530,17 +530,9 @@ func (w *Writer) addSeries(b *writeBatch, s *wire.Series, ordinal int, v2 bool) 
 		// series are found in the cache as they come.
 		lbls = slices.DeleteFunc(lbls, func(l mapping.Label) bool { return bytes.Equal(l.Name, b.dropLabel) })
 	}
-	if rs := b.relabel; len(rs.cfgs) > 0 {
-		out, keep, err := b.relabelSeries(lbls, rs.rules)
-		switch {
-		case !keep:
-			b.reject[reasonRelabelDrop] += m.samples
-			return nil
-		case err != nil:
-			b.rejectSeries(reasonInvalidLabels, m.samples, err.Error())
-			return nil
-		}
-		lbls = out
+	var keep bool
+	if lbls, keep = b.relabelMissed(lbls, m.samples); !keep {
+		return nil
 	}
 	if w.limits != nil {
 		if reason, err := w.limits.CheckSeries(lbls); err != nil {
@@ -582,21 +574,6 @@ func (w *Writer) resolveMissed(ctx context.Context, b *writeBatch) error {
 		}
 	}
 	return nil
-}
-
-// keepsExemplar reports whether any of s's exemplars would be stored as
-// far as its time goes: an exemplar table is kept and it is not older
-// than the retention.
-func (w *Writer) keepsExemplar(b *writeBatch, s *wire.Series) bool {
-	if w.exTable == "" {
-		return false
-	}
-	for _, e := range s.Exemplars {
-		if e.T >= b.minT {
-			return true
-		}
-	}
-	return false
 }
 
 // validTime reports whether a timestamp (Unix ms) fits a row key: 0 ..
