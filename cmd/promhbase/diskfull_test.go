@@ -124,6 +124,7 @@ func TestServeDiskFull(t *testing.T) {
 		{name: "no watermark", minFree: "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each fills a disk of its own
 			const small, large = 96 << 20, 1 << 30
 			disk := smallDisk(t, small)
 			flags := []string{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tsuna/gohbase/hrpc"
@@ -138,20 +139,53 @@ func (s *Store) CreateTables(ctx context.Context, tc TablesConfig) (TablesReport
 			return TablesReport{}, fmt.Errorf("create tables: %w", err)
 		}
 	}
-	var rep TablesReport
-	for _, spec := range specs {
+	created := make([]bool, len(specs))
+	errs := eachConcurrently(len(specs), func(i int) (err error) {
+		spec := specs[i]
 		spec.Name = qualifiedName(tc.Namespace, spec.Name)
-		created, err := s.CreateTable(ctx, spec)
-		if err != nil {
-			return rep, fmt.Errorf("create tables: %w", err)
-		}
-		if created {
-			rep.Created = append(rep.Created, spec.Name)
-		} else {
-			rep.Existed = append(rep.Existed, spec.Name)
+		created[i], err = s.CreateTable(ctx, spec)
+		return err
+	})
+	var rep TablesReport
+	for i, spec := range specs {
+		switch name := qualifiedName(tc.Namespace, spec.Name); {
+		case errs[i] != nil:
+		case created[i]:
+			rep.Created = append(rep.Created, name)
+		default:
+			rep.Existed = append(rep.Existed, name)
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("create tables: %w", err)
+	}
 	return rep, nil
+}
+
+// adminConcurrency bounds the table creations (or drops) CreateTables
+// (DropTables) has in flight: the master runs the procedures of distinct
+// tables side by side, and each waits mostly on its regions' assignment.
+const adminConcurrency = 12
+
+// eachConcurrently calls do(i) for each i in [0, n), at most
+// adminConcurrency at once, and returns their errors by i.
+func eachConcurrently(n int, do func(i int) error) []error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, adminConcurrency) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
 }
 
 // tablesSpecs returns the specs of the data and the UID table.
@@ -332,13 +366,12 @@ func (s *Store) tableExists(ctx context.Context, name string) (bool, error) {
 // DropTables disables and deletes the tables; tables that do not exist are
 // skipped. Meant for tests and for tearing down.
 func (s *Store) DropTables(ctx context.Context, names ...string) error {
-	var errs []error
-	for _, name := range names {
-		if err := s.dropTable(ctx, name); err != nil {
-			errs = append(errs, fmt.Errorf("drop table %s: %w", name, err))
+	return errors.Join(eachConcurrently(len(names), func(i int) error {
+		if err := s.dropTable(ctx, names[i]); err != nil {
+			return fmt.Errorf("drop table %s: %w", names[i], err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})...)
 }
 
 func (s *Store) dropTable(ctx context.Context, name string) error {

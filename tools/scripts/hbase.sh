@@ -77,6 +77,11 @@
 #   JAVA_HOME            JDK to run it with (default: JDK 17 if installed,
 #                        else the java on PATH)
 #   HBASE_HEAP           maximum heap (default 1g)
+#   HBASE_RUN            the standalone HBase's directory: configuration,
+#                        data, logs, pid (default .run/hbase); with other
+#                        ports below, a second standalone HBase beside the
+#                        first (tools/scripts/test.sh runs the fault tests
+#                        on one)
 #   HBASE_ZK_PORT        ZooKeeper client port (default 2181)
 #   HBASE_MASTER_PORT    master RPC port (default 16000)
 #   HBASE_RS_PORT        region server RPC port (default 16020)
@@ -107,7 +112,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-RUN=$ROOT/.run/hbase
+RUN=${HBASE_RUN:-$ROOT/.run/hbase}
 PIDFILE=$RUN/hbase.pid
 LOG=$RUN/logs/hbase.log
 

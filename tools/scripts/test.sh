@@ -11,7 +11,9 @@
 # each suite checks):
 #
 #   start     in the background: the standalone HBase (tools/scripts/hbase.sh up,
-#             ZooKeeper 127.0.0.1:2181), the test cluster (cluster-up,
+#             ZooKeeper 127.0.0.1:2181), a second standalone HBase for
+#             the fault tests (HBASE_RUN=.run/hbase-faults, ZooKeeper
+#             127.0.0.1:2183), the test cluster (cluster-up,
 #             ZooKeeper 127.0.0.1:2182), the peers the suites run
 #             (Prometheus and promtool, Alertmanager, VictoriaMetrics, vmctl:
 #             built once; the TSD's jars: fetched once; cached by version in
@@ -24,16 +26,22 @@
 #   embedded  go test ./...: every package, the end-to-end suites on the
 #             embedded store, the store contract suite on both stores
 #   hbase     the suites that take a backend again, on the standalone HBase,
-#             after embedded: side by side, the two loaded 2 cores and the
-#             standalone HBase so that it once answered nothing for 2
-#             minutes (a red CI run) and its clients' calls timed out
+#             after embedded (side by side, the two loaded 2 cores until
+#             the standalone HBase once answered nothing for 2 minutes);
+#             they wait on HBase far more than they compute, so -p 3
+#   faults    the fault tests (test/e2e/faults, tag faults), which restart,
+#             freeze and split their HBase: beside hbase, on the second
+#             standalone HBase, which nothing else uses
 #   cluster   the cluster tests (test/e2e/faults, tags faults and cluster) on the
 #             test cluster, once it is up and the peers are built: beside
-#             embedded and hbase
-#   faults    the fault tests (test/e2e/faults, tag faults), which restart and
-#             split the standalone HBase: after embedded and hbase, alone
-#             on it
-#   stop      both HBases are stopped whatever happened
+#             everything else
+#   stop      the three HBases are stopped whatever happened
+#
+# The tests' scratch directories (TMPDIR: t.TempDir, the embedded stores
+# the suites open, the build's work) are on a tmpfs when one is at hand
+# (/dev/shm): the suites fsync far more than any disk of theirs needs
+# (the power-loss tests keep Pebble's files in memory themselves), and
+# on this machine's disk those syncs doubled store/embedded's time.
 #
 # Each stage's output goes to .run/test/<stage>.log; a stage's log is
 # printed whole when it fails, its last lines when it passes. The run ends
@@ -45,7 +53,9 @@
 # 4: their tests wait on servers more than on the CPU, but 8 loaded 2 cores
 # past what the timing tests bear), HBASE_HEAP (the
 # standalone HBase's heap, 4g), HBASE_ZK (127.0.0.1:2181),
-# HBASE_CLUSTER_ZK (127.0.0.1:2182).
+# HBASE_CLUSTER_ZK (127.0.0.1:2182), HBASE_FAULTS_ZK (127.0.0.1:2183),
+# TEST_TMPDIR (the scratch directory's parent: /dev/shm when it is a
+# writable tmpfs, else TMPDIR).
 set -uo pipefail
 
 SCRIPT=test.sh
@@ -58,6 +68,7 @@ GO=${GO:-go}
 PARALLEL=${TEST_PARALLEL:-4}
 HBASE_ZK=${HBASE_ZK:-127.0.0.1:2181}
 HBASE_CLUSTER_ZK=${HBASE_CLUSTER_ZK:-127.0.0.1:2182}
+HBASE_FAULTS_ZK=${HBASE_FAULTS_ZK:-127.0.0.1:2183}
 # The standalone HBase's heap (tools/scripts/hbase.sh; 1g by default): the suites
 # create and drop tables and write from many tests at once, and 1g ran out
 # under that load. Exported: the fault tests restart HBase with it.
@@ -166,9 +177,36 @@ quick() {
 	$GO vet -stdmethods=false $pkgs && $GO test -count=1 -parallel "$PARALLEL" $pkgs
 }
 
+# faults_hbase ARGS...: tools/scripts/hbase.sh against the fault tests'
+# standalone HBase (its own directory and ports); the fault tests' own
+# calls of the script (restart, split) get the same environment.
+faults_env=(HBASE_RUN="$ROOT/.run/hbase-faults" HBASE_ZK_PORT="${HBASE_FAULTS_ZK##*:}"
+	HBASE_MASTER_PORT=16200 HBASE_RS_PORT=16220 HBASE_HEAP=2g)
+faults_hbase() {
+	env "${faults_env[@]}" tools/scripts/hbase.sh "$@"
+}
+
+# scratch: points TMPDIR at a fresh directory on a tmpfs (TEST_TMPDIR,
+# or /dev/shm when it is a writable tmpfs with 4 GiB free), removed by
+# stop_all; elsewhere TMPDIR stays as it is.
+scratch=
+scratch() {
+	local parent=${TEST_TMPDIR:-}
+	if [[ -z $parent && $(stat -f -c %T /dev/shm 2>/dev/null) == tmpfs &&
+		$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }') -ge $((4 << 20)) ]]; then
+		parent=/dev/shm
+	fi
+	[[ -n $parent ]] || return 0
+	scratch=$(mktemp -d "$parent/promhbase-test.XXXXXX") || return 0
+	export TMPDIR=$scratch
+	log "scratch directories in $scratch"
+}
+
 stop_all() {
 	tools/scripts/hbase.sh down >>"$LOGS/stop.log" 2>&1
+	faults_hbase down >>"$LOGS/stop.log" 2>&1
 	tools/scripts/hbase.sh cluster-down >>"$LOGS/stop.log" 2>&1
+	[[ -z $scratch ]] || rm -rf "$scratch"
 }
 
 if [[ ${1:-} == quick ]]; then
@@ -179,6 +217,7 @@ fi
 
 trap stop_all EXIT
 rm -f "$LOGS"/*.log "$LOGS"/*.result
+scratch
 
 # cluster: the cluster tests start once their cluster is up and the peers
 # are built (from cold caches Prometheus compiles for minutes, and the
@@ -196,22 +235,26 @@ cluster &
 cluster_pid=$!
 background peers peers
 background hbase-up tools/scripts/hbase.sh up
+background hbase-faults-up faults_hbase up
 
 stage static static
 report static
 wait_stage peers
 wait_stage hbase-up
+wait_stage hbase-faults-up
 
 if ok peers && ok hbase-up; then
 	stage embedded env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
 		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" ./...
 	report embedded
-	stage hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" "${HBASE_PKGS[@]}"
-	report hbase
-	stage faults env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
-	report faults
+	background hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
+		$GO test -count=1 -timeout 30m -p 3 -parallel "$PARALLEL" "${HBASE_PKGS[@]}"
+	if ok hbase-faults-up; then
+		background faults env "${faults_env[@]}" PROMHBASE_HBASE_ZK="$HBASE_FAULTS_ZK" \
+			$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
+	fi
+	wait_stage hbase
+	[[ -z ${pids[faults]:-} ]] || wait_stage faults
 fi
 wait "$cluster_pid"
 report cluster-up
@@ -225,11 +268,14 @@ done
 # A suite that failed on HBase: what the HBase's logs tell of a stall
 # (pauses, slow calls, blocked updates), since a stalled HBase fails
 # whatever test is waiting on it.
-if [[ " ${failed_stages[*]} " =~ \ (embedded|hbase|faults)\  ]]; then
+if [[ " ${failed_stages[*]} " =~ \ (embedded|hbase)\  ]]; then
 	tools/scripts/hbase.sh diagnose
+fi
+if [[ " ${failed_stages[*]} " =~ \ faults\  ]]; then
+	faults_hbase diagnose
 fi
 log "stages (seconds, and when each began after the start):"
 printf '  %s\n' "${summary[@]}" >&2
 log "total $(($(date +%s) - began))s"
-[[ ${#summary[@]} -ge 8 ]] || { log "error: a stage did not run (one it needs failed)"; failed=1; }
+[[ ${#summary[@]} -ge 9 ]] || { log "error: a stage did not run (one it needs failed)"; failed=1; }
 exit "$failed"

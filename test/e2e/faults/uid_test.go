@@ -71,9 +71,12 @@ func uidSample(p, round, i int) prompb.Sample {
 func TestConcurrentUIDCreation(t *testing.T) {
 	requireHBase(t)
 	st := newStore(t)
-	tb := createTables(t, st, "uid")
+	// Every table its own: the HBase may hold no default table (the fault
+	// tests have one of their own under make test).
+	tb := allTables(t, st, "faults", "uid", 0)
 	bin := testproc.BuildBinary(t, filepath.Join(repoRoot(t), "cmd", "promhbase"))
-	procs := []*promhbaseProcess{startPromhbase(t, bin, "a", tb), startPromhbase(t, bin, "b", tb)}
+	own := ownTableFlags(tb)
+	procs := []*promhbaseProcess{startPromhbase(t, bin, "a", tb, own...), startPromhbase(t, bin, "b", tb, own...)}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 
@@ -394,6 +397,16 @@ func startPromhbase(t *testing.T, bin, name string, tb testbackend.Tables, extra
 	return p
 }
 
+// ownTableFlags names tb's exemplar, meta and series index tables, so
+// that a promhbase started with them uses no table of another test.
+func ownTableFlags(tb testbackend.Tables) []string {
+	return []string{
+		"--hbase.table.exemplar=" + tb.Exemplar,
+		"--hbase.table.meta=" + tb.Meta,
+		"--hbase.table.index=" + tb.Index,
+	}
+}
+
 // startFull starts `promhbase serve` with all of tb's tables (allTables)
 // and their salting (saltBuckets one-byte buckets; none when 0): it
 // indexes the series, compacts the rows it writes and builds rollups in
@@ -404,12 +417,7 @@ func startFull(t *testing.T, bin, name string, tb testbackend.Tables, saltBucket
 	if err := os.WriteFile(cfg, tb.RollupConfig().AppendJSON(nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	flags := []string{
-		"--hbase.table.exemplar=" + tb.Exemplar,
-		"--hbase.table.meta=" + tb.Meta,
-		"--hbase.table.index=" + tb.Index,
-		"--rollup.config-file=" + cfg,
-	}
+	flags := append(ownTableFlags(tb), "--rollup.config-file="+cfg)
 	if saltBuckets > 0 {
 		flags = append(flags, "--storage.salt.width=1", "--storage.salt.buckets="+strconv.Itoa(saltBuckets))
 	}
