@@ -41,7 +41,7 @@ func harnessLabels(i int) []string {
 
 // firstContactHandler returns a handler into a fresh embedded store as
 // serve opens it (the data table in the row buffer, the series index
-// without TSMeta rows, the default limits), without fsync.
+// with its TSMeta rows, the default limits), without fsync.
 func firstContactHandler(b *testing.B) *Handler {
 	b.Helper()
 	st, err := embedded.Open(b.TempDir(), embedded.Options{NoSync: true,
@@ -65,7 +65,7 @@ func firstContactHandler(b *testing.B) *Handler {
 	w := ingest.New(m, st, ingest.Options{Table: "tsdb", ExemplarTable: "tsdb-exemplar", ExemplarSlots: ingest.DefaultExemplarSlots,
 		Metadata: metadata.NewMetas(m.UIDs(), st, 0), Limits: lim,
 		Indexer: index.NewWriter(st, index.Options{MetaTable: "tsdb-meta", IndexTable: "tsdb-index",
-			Layout: mapping.DefaultLayout(), SkipTSMeta: true}, nil)})
+			Layout: mapping.DefaultLayout()}, nil)})
 	h := newHandler(b, w, query.New(st, m, query.Options{}), Options{MaxRequestBytes: 1 << 20}, prometheus.NewRegistry())
 	return h
 }

@@ -245,6 +245,7 @@ func New(w *ingest.Writer, q *query.Querier, opts Options, reg prometheus.Regist
 	h.mux.HandleFunc(OpenTSDBPutPath, h.instrument("opentsdb_put", h.receive(h.servePutTSD)))
 	h.mux.HandleFunc(OpenTSDBSuggestPath, h.instrument("opentsdb_suggest", h.serveSuggestTSD))
 	h.mux.HandleFunc(OpenTSDBQueryPath, h.instrument("opentsdb_query", h.serveQueryTSD))
+	h.mux.HandleFunc(OpenTSDBLookupPath, h.instrument("opentsdb_lookup", h.serveLookupTSD))
 	if gatherer != nil {
 		h.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	}

@@ -29,6 +29,9 @@ const OpenTSDBSuggestPath = opentsdb.SuggestPath
 // OpenTSDBQueryPath is the path of OpenTSDB's /api/query.
 const OpenTSDBQueryPath = opentsdb.QueryPath
 
+// OpenTSDBLookupPath is the path of OpenTSDB's /api/search/lookup.
+const OpenTSDBLookupPath = opentsdb.LookupPath
+
 // OpenTSDBOptions configure OpenTSDB's put (telnet lines and /api/put).
 type OpenTSDBOptions struct {
 	// AutoCreateMetrics is tsd.core.auto_create_metrics: a point of a
@@ -49,6 +52,9 @@ type OpenTSDBOptions struct {
 	// Query answers /api/query (tsd.Evaluator.Eval); nil: /api/query
 	// answers 404 as an unknown endpoint.
 	Query func(ctx context.Context, q tsd.Query) ([]tsd.Result, error)
+	// Lookup answers /api/search/lookup (tsd.Evaluator.Lookup); nil:
+	// /api/search/lookup answers 404 as an unknown endpoint.
+	Lookup func(ctx context.Context, q tsd.LookupQuery) ([]tsd.LookupSeries, error)
 }
 
 // PutPoints stores the points of OpenTSDB puts (opentsdb.Writer): each
@@ -230,6 +236,26 @@ func (h *Handler) servePutTSD(w http.ResponseWriter, r *http.Request) error {
 	return writeTSD(w, status, answer)
 }
 
+// readTSDBody reads r's body, at most limit bytes; when it cannot, it
+// answers the request (413 past the limit, 400 otherwise, in the TSD's
+// error JSON) and returns nil and the answer's error (what names the
+// request in the log).
+func readTSDBody(w http.ResponseWriter, r *http.Request, limit int64, what string) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		if body == nil {
+			body = []byte{} // not nil, even when empty
+		}
+		return body, nil
+	}
+	code := http.StatusBadRequest
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		code = http.StatusRequestEntityTooLarge
+	}
+	return nil, answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Unable to read the request body", err.Error())),
+		fmt.Errorf("%w: %s body: %w", errBadRequest, what, err))
+}
+
 // maxSuggestBody bounds the body of /api/suggest: a JSON object of three
 // short strings.
 const maxSuggestBody = 64 << 10
@@ -243,14 +269,9 @@ func (h *Handler) serveSuggestTSD(w http.ResponseWriter, r *http.Request) error 
 	if names == nil {
 		return writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSuggestBody))
-	if err != nil {
-		code := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			code = http.StatusRequestEntityTooLarge
-		}
-		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Unable to read the request body", err.Error())),
-			fmt.Errorf("%w: suggest body: %w", errBadRequest, err))
+	body, err := readTSDBody(w, r, maxSuggestBody, "suggest")
+	if body == nil {
+		return err
 	}
 	s, herr := opentsdb.ParseSuggest(r.Method, r.URL.Query(), body)
 	if herr != nil {
@@ -315,6 +336,47 @@ func (h *Handler) serveQueryTSD(w http.ResponseWriter, r *http.Request) error {
 		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Storage exception: "+err.Error(), "")), err)
 	}
 	return writeTSD(w, http.StatusOK, opentsdb.QueryAnswer(req, rs))
+}
+
+// maxLookupBody bounds the body of /api/search/lookup.
+const maxLookupBody = 1 << 20
+
+// serveLookupTSD serves OpenTSDB's /api/search/lookup as a TSD does
+// (SearchRpc.processLookup, ../shared/notes/opentsdb-meta.md §2): GET's
+// m and limit or POST's SearchQuery, the series found by package tsd,
+// answered in the TSD's JSON; a name without a UID is its 404 "Unable
+// to resolve one or more UIDs", the store's trouble a 503 to retry.
+func (h *Handler) serveLookupTSD(w http.ResponseWriter, r *http.Request) error {
+	lookup := h.opts.OpenTSDB.Lookup
+	if lookup == nil {
+		return writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Endpoint not found", ""))
+	}
+	body, err := readTSDBody(w, r, maxLookupBody, "lookup")
+	if body == nil {
+		return err
+	}
+	req, herr := opentsdb.ParseLookup(r.Method, r.URL.Query(), body)
+	if herr != nil {
+		return answered(writeTSD(w, herr.Code, herr.Body()), fmt.Errorf("%w: %w", errBadRequest, herr))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.WriteTimeout)
+	defer cancel()
+	start := time.Now()
+	found, err := lookup(ctx, req.Query)
+	var qerr *tsd.Error
+	var uerr *tsd.NoSuchUIDError
+	switch {
+	case errors.As(err, &qerr):
+		return answered(writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Unable to resolve one or more UIDs", qerr.Message)),
+			fmt.Errorf("%w: %w", errBadRequest, err))
+	case errors.As(err, &uerr):
+		return answered(writeTSD(w, http.StatusNotFound, opentsdb.ErrorBody(http.StatusNotFound, "Unable to resolve one or more TSUIDs", uerr.Message)), err)
+	case err != nil:
+		code := http.StatusServiceUnavailable
+		setErrorHeaders(w.Header(), code, err)
+		return answered(writeTSD(w, code, opentsdb.ErrorBody(code, "Storage exception: "+err.Error(), "")), err)
+	}
+	return writeTSD(w, http.StatusOK, opentsdb.LookupBody(req, found, time.Since(start).Milliseconds()))
 }
 
 // putParams reads /api/put's flags: present means on, whatever the value.

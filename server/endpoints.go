@@ -48,6 +48,10 @@ func (b *wiring) paths() error {
 	}
 	tsq := tsd.New(st, uids, b.cfg.Layout, b.cfg.Tables.Data)
 	aopts.OpenTSDB.Query = tsq.Eval
+	if b.info.MetaTable != "" {
+		tsq.SetMetaTable(b.info.MetaTable)
+	}
+	aopts.OpenTSDB.Lookup = tsq.Lookup
 	if err := readOnly(st, &aopts, b.reg); err != nil {
 		return err
 	}

@@ -74,8 +74,8 @@ type IndexConfig struct {
 	// index for the ranges it covers.
 	Query      bool
 	CacheBytes int
-	// SkipTSMeta leaves OpenTSDB's TSMeta rows out (the embedded store,
-	// which no TSD reads).
+	// SkipTSMeta leaves OpenTSDB's TSMeta rows out: /api/search/lookup
+	// (meta mode, its only mode on GET) then finds nothing.
 	SkipTSMeta bool
 }
 

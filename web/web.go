@@ -79,7 +79,7 @@ func New(opts Options) http.Handler {
 	u.register(mux)
 	for _, p := range []string{"/api/v1/write", "/api/v1/read", "/metrics", "/-/healthy", "/-/ready",
 		"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/import/chunks", "/api/v1/export", "/health",
-		"/api/v1/otlp/v1/metrics", "/otlp/v1/metrics", "/opentelemetry/v1/metrics", "/api/put", "/api/suggest", "/api/query"} {
+		"/api/v1/otlp/v1/metrics", "/otlp/v1/metrics", "/opentelemetry/v1/metrics", "/api/put", "/api/suggest", "/api/query", "/api/search/lookup"} {
 		mux.Handle(p, opts.Remote)
 	}
 	if opts.API != nil {

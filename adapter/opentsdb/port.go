@@ -394,7 +394,7 @@ const PutPath = "/api/put"
 
 // HTTPHandler serves the HTTP requests of OpenTSDB's port, paths in any
 // case and /api/v1/... as /api/..., as a TSD routes them: /api/put,
-// /api/suggest and /api/query by h, promhbase's handler (with tenant set, a request
+// /api/suggest, /api/query and /api/search/lookup by h, promhbase's handler (with tenant set, a request
 // without X-Scope-OrgID is tenant's: a TSD's clients send none);
 // /api/aggregators, /api/config/filters and /api/version (v) as a TSD
 // answers them; any other path as a TSD answers an unknown endpoint (404
@@ -410,7 +410,7 @@ func HTTPHandler(h http.Handler, tenant string, v Version) http.Handler {
 		}
 		var body []byte
 		switch path {
-		case PutPath, SuggestPath, QueryPath:
+		case PutPath, SuggestPath, QueryPath, LookupPath:
 			r.URL.Path = path
 			h.ServeHTTP(w, r)
 			return

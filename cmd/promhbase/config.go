@@ -96,11 +96,6 @@ func (c *config) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// skipTSMeta reports whether the series index leaves OpenTSDB's TSMeta
-// rows out: on the embedded store, which OpenTSDB cannot read, nothing
-// reads them.
-func (c *config) skipTSMeta() bool { return c.backend == "embedded" }
-
 // backendString names the backend and where it is, for humans.
 func (c *config) backendString() string {
 	if c.backend == "hbase" {

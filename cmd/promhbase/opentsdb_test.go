@@ -17,7 +17,8 @@ import (
 // put lines and HTTP /api/put on that port (and /api/put on its web
 // port), with tenants: telnet lines and HTTP requests without
 // X-Scope-OrgID into --opentsdb.tenant, the others into theirs; the
-// points are read back by PromQL in each tenant.
+// points are read back by PromQL in each tenant, and found by
+// /api/search/lookup.
 func TestServeOpenTSDB(t *testing.T) {
 	t.Parallel()
 	bin := promhbaseBinary(t)
@@ -93,6 +94,17 @@ func TestServeOpenTSDB(t *testing.T) {
 	} {
 		if code, answer := httpDo(t, http.MethodGet, tc.url, tc.org, "", nil); code != http.StatusOK || answer != tc.want {
 			t.Errorf("%s (%q): %d %s, want %s", tc.url, tc.org, code, answer, tc.want)
+		}
+	}
+	// /api/search/lookup in each tenant: the series of its own TSMeta
+	// rows, which the series index writes on both stores.
+	for _, tc := range []struct{ url, org, want string }{
+		{"http://" + addr + "/api/search/lookup?m=tsd.cpu", "", `"metric":"tsd.cpu","tags":{"host":"a"}}],"startIndex":0,"totalResults":1}`},
+		{"http://" + addr + "/api/search/lookup?m=" + url.QueryEscape("{host=a}"), other, `"metric":"tsd.mem","tags":{"host":"a"}}],"startIndex":0,"totalResults":1}`},
+		{base + "/api/search/lookup?m=tsd.cpu", other, `{"error":{"code":404,"message":"Unable to resolve one or more UIDs","details":"No such name for 'metrics': 'tsd.cpu'"}}`},
+	} {
+		if _, answer := httpDo(t, http.MethodGet, tc.url, tc.org, "", nil); !strings.HasSuffix(answer, tc.want) {
+			t.Errorf("%s (%q): %s, want one ending %s", tc.url, tc.org, answer, tc.want)
 		}
 	}
 	// /api/query: the telnet points, a TSD's answer (the integer written

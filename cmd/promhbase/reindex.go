@@ -35,7 +35,7 @@ func (c *reindexCmd) run(cfg *config) error {
 	// the written-keys set; a batch job can afford more of it than serve's
 	// default.
 	w := index.NewWriter(j.st, index.Options{MetaTable: cfg.metaTable, IndexTable: cfg.indexTable, Layout: cfg.layout,
-		CacheBytes: reindexCacheBytes, SkipTSMeta: cfg.skipTSMeta()}, j.reg)
+		CacheBytes: reindexCacheBytes}, j.reg)
 	start := time.Now()
 	stats, err := index.Reindex(j.ctx, j.st, w, index.ReindexOptions{DataTable: cfg.dataTable, UIDTable: cfg.uidTable, Layout: cfg.layout},
 		time.UnixMilli(from), time.UnixMilli(to))

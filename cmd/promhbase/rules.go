@@ -76,7 +76,7 @@ func (c *rulesCmd) stack(ctx context.Context, cfg *config, j *job, st store.Stor
 	}
 	srv, err := server.New(ctx, st, server.Config{Tenant: c.tenant, Layout: cfg.layout,
 		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable},
-		Mapper: m, Index: server.IndexConfig{Enabled: true, Query: true, SkipTSMeta: cfg.skipTSMeta()}, Logger: j.logger})
+		Mapper: m, Index: server.IndexConfig{Enabled: true, Query: true}, Logger: j.logger})
 	if err != nil {
 		return ruler.Tenant{}, err
 	}

@@ -413,7 +413,7 @@ func serverConfig(app *kingpin.Application, cfg *config, reg *prometheus.Registr
 		Tables: server.Tables{Data: cfg.dataTable, UID: cfg.uidTable, Exemplar: cfg.exemplarTable, Meta: cfg.metaTable, Index: cfg.indexTable, HA: cfg.haTable,
 			Rules: cfg.rulesTable},
 		Limits: serveOpts.limits, ExemplarSlots: serveOpts.exemplarSlots,
-		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes, SkipTSMeta: cfg.skipTSMeta()},
+		Index: server.IndexConfig{Enabled: serveOpts.index.enabled, Query: serveOpts.index.query, CacheBytes: serveOpts.index.cacheBytes},
 		Compaction: server.CompactionConfig{Enabled: serveOpts.compaction.enabled, Grace: serveOpts.compaction.grace,
 			MaxRowsPerHour: serveOpts.compaction.maxRowsPerHour, Concurrency: serveOpts.compaction.concurrency,
 			CheckInterval: serveOpts.compaction.checkInterval},

@@ -32,6 +32,9 @@ type Evaluator struct {
 	uids   uidNames
 	layout mapping.Layout
 	table  string
+	// metaTable holds the TSMeta rows a lookup in meta mode scans
+	// (SetMetaTable).
+	metaTable string
 }
 
 // New returns an Evaluator of the rows of table, laid out as layout.

@@ -54,9 +54,10 @@ type Options struct {
 	TSMetaConcurrency int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// SkipTSMeta leaves the TSMeta rows out, for a store OpenTSDB cannot
-	// read (the embedded store), where nothing reads them: promhbase's
-	// reads use the label cells alone. Reindex on HBase writes them.
+	// SkipTSMeta leaves the TSMeta rows out (benchmarks of the label
+	// cells alone): promhbase's PromQL reads use the label cells alone,
+	// OpenTSDB's /api/search/lookup (a TSD's or promhbase's) the TSMeta
+	// rows. Reindex writes them.
 	SkipTSMeta bool
 }
 
@@ -289,6 +290,7 @@ func (w *Writer) stageTSMeta(ctx context.Context, entries []Entry) ([]store.Put,
 	dup := map[seenKey]bool{}
 	seen := w.seen.reader()
 	var kbuf []byte
+	var arena []byte // the TSUIDs of todo, one after another
 	for _, e := range entries {
 		if !e.Series.NewToIndex() {
 			continue
@@ -309,7 +311,10 @@ func (w *Writer) stageTSMeta(ctx context.Context, entries []Entry) ([]store.Put,
 			}
 			keys = append(keys, k)
 		}
-		todo = append(todo, bytes.Clone(kbuf[1:]))
+		// A TSUID keeps its bytes should the arena grow (append copies).
+		start := len(arena)
+		arena = append(arena, kbuf[1:]...)
+		todo = append(todo, arena[start:len(arena):len(arena)])
 		fresh = append(fresh, fr)
 	}
 	seen.release()
@@ -358,6 +363,10 @@ func (w *Writer) stageTSMeta(ctx context.Context, entries []Entry) ([]store.Put,
 	// a request have TSUIDs of about the same length. A value keeps its
 	// bytes should the buffer grow (append copies, it does not move them).
 	var vals []byte
+	// One cell array and one family and qualifier for every put: a put
+	// is read, never changed.
+	cells := make([]store.Cell, len(todo))
+	family, qualifier := []byte(mapping.TSMetaFamily), []byte(mapping.TSMetaQual)
 	for i, tsuid := range todo {
 		if exists[i] {
 			continue
@@ -368,10 +377,8 @@ func (w *Writer) stageTSMeta(ctx context.Context, entries []Entry) ([]store.Put,
 		}
 		start := len(vals)
 		vals = mapping.AppendTSMetaJSON(vals, tsuid, created)
-		puts = append(puts, store.Put{Row: tsuid, Cells: []store.Cell{{
-			Family: []byte(mapping.TSMetaFamily), Qualifier: []byte(mapping.TSMetaQual),
-			Value: vals[start:len(vals):len(vals)],
-		}}})
+		cells[i] = store.Cell{Family: family, Qualifier: qualifier, Value: vals[start:len(vals):len(vals)]}
+		puts = append(puts, store.Put{Row: tsuid, Cells: cells[i : i+1 : i+1]})
 	}
 	return puts, keys, nil
 }

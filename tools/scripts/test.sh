@@ -20,12 +20,14 @@
 #             ~/.cache/promhbase), and Debian's Chromium for the
 #             web UI's browser tests (tools/scripts/chromium.sh: apt-get install
 #             chromium when it is missing)
-#   static    go vet (build tags faults and cluster: every file), then
-#             golangci-lint, then the gohbase fork's tests and the Helm chart's
-#             (deploy/helm, a module of its own)
-#   embedded  go test ./...: every package, the end-to-end suites on the
-#             embedded store, the store contract suite on both stores
-#   hbase     the suites that take a backend again, on the standalone HBase,
+#   static    golangci-lint (build tags faults and cluster: every file; its
+#             govet is go vet's analyzers and more), then the gohbase fork's
+#             tests and the Helm chart's (deploy/helm, a module of its own)
+#   embedded  go test: every package but those whose tests all run on HBase,
+#             the end-to-end suites on the embedded store
+#   hbase     the HBase store's own tests and the interop tests beside a real
+#             TSD (on HBase whatever the backend), and the suites that take
+#             a backend again, on the standalone HBase,
 #             after embedded (side by side, the two loaded 2 cores until
 #             the standalone HBase once answered nothing for 2 minutes);
 #             they wait on HBase far more than they compute, so -p 3
@@ -76,6 +78,10 @@ export HBASE_HEAP=${HBASE_HEAP:-4g}
 LOGS=$ROOT/.run/test
 # The suites that take a backend (PROMHBASE_TEST_BACKEND), run again on HBase.
 HBASE_PKGS=(./test/e2e ./cmd/... ./jobs/retention ./jobs/deletion ./jobs/rollup ./ingest/hatracker ./query/engine ./jobs/ruler ./jobs/compact)
+# The packages whose every test runs on HBase whatever the backend (the
+# HBase store's own tests, the interop tests beside a real TSD): they
+# wait on HBase, so they run in the hbase stage, not in embedded's.
+HBASE_ONLY_PKGS=(./store/hbase ./test/e2e/interop)
 
 mkdir -p "$LOGS"
 began=$(date +%s)
@@ -163,9 +169,10 @@ peers() {
 		OPENTSDB_RUN=$LOGS/opentsdb-fetch tools/scripts/opentsdb.sh conf && tools/scripts/chromium.sh
 }
 
+# static: golangci-lint (its govet runs every analyzer `go vet` runs, and
+# more: .golangci.yml), then the fork's and the chart's tests.
 static() {
-	$GO vet -stdmethods=false -tags faults,cluster ./... &&
-		GO=$GO tools/scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
+	GO=$GO tools/scripts/golangci-lint.sh run --build-tags faults,cluster ./... &&
 		(cd internal/third_party/gohbase && $GO test -count=1 ./hrpc) &&
 		(cd deploy/helm && $GO vet ./... && $GO test -count=1 ./...)
 }
@@ -177,6 +184,15 @@ quick() {
 	$GO vet -stdmethods=false $pkgs && $GO test -count=1 -parallel "$PARALLEL" $pkgs
 }
 
+# jvm_cpu: the CPU time each JVM of the HBases has used so far (what
+# the run's time is spent on, beside the tests).
+jvm_cpu() {
+	ps -eo cputime=,args= | awk '/promhbase\.hbase\.run=/ {
+		match($0, /-Dpromhbase\.hbase\.run=[^ ]*/); run = substr($0, RSTART + 22, RLENGTH - 22)
+		role = "standalone"; if (match($0, /-Dpromhbase\.hbase\.role=[^ ]*/)) role = substr($0, RSTART + 23, RLENGTH - 23)
+		n = split(run, p, "/"); print $1, p[n], role }'
+}
+
 # faults_hbase ARGS...: tools/scripts/hbase.sh against the fault tests'
 # standalone HBase (its own directory and ports); the fault tests' own
 # calls of the script (restart, split) get the same environment.
@@ -184,6 +200,15 @@ faults_env=(HBASE_RUN="$ROOT/.run/hbase-faults" HBASE_ZK_PORT="${HBASE_FAULTS_ZK
 	HBASE_MASTER_PORT=16200 HBASE_RS_PORT=16220 HBASE_HEAP=2g)
 faults_hbase() {
 	env "${faults_env[@]}" tools/scripts/hbase.sh "$@"
+}
+
+# embedded_pkgs: every package but HBASE_ONLY_PKGS.
+embedded_pkgs() {
+	local skip=() p
+	for p in "${HBASE_ONLY_PKGS[@]}"; do
+		skip+=(-e "^github.com/promhbase/promhbase/${p#./}\$")
+	done
+	$GO list ./... | grep -v "${skip[@]}"
 }
 
 # scratch: points TMPDIR at a fresh directory on a tmpfs (TEST_TMPDIR,
@@ -203,6 +228,7 @@ scratch() {
 }
 
 stop_all() {
+	jvm_cpu >"$LOGS/jvm-cpu.log" 2>&1
 	tools/scripts/hbase.sh down >>"$LOGS/stop.log" 2>&1
 	faults_hbase down >>"$LOGS/stop.log" 2>&1
 	tools/scripts/hbase.sh cluster-down >>"$LOGS/stop.log" 2>&1
@@ -244,11 +270,12 @@ wait_stage hbase-up
 wait_stage hbase-faults-up
 
 if ok peers && ok hbase-up; then
+	# shellcheck disable=SC2046
 	stage embedded env PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" ./...
+		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" $(embedded_pkgs)
 	report embedded
 	background hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -count=1 -timeout 30m -p 3 -parallel "$PARALLEL" "${HBASE_PKGS[@]}"
+		$GO test -count=1 -timeout 30m -p 3 -parallel "$PARALLEL" "${HBASE_PKGS[@]}" "${HBASE_ONLY_PKGS[@]}"
 	if ok hbase-faults-up; then
 		background faults env "${faults_env[@]}" PROMHBASE_HBASE_ZK="$HBASE_FAULTS_ZK" \
 			$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
@@ -274,6 +301,8 @@ fi
 if [[ " ${failed_stages[*]} " =~ \ faults\  ]]; then
 	faults_hbase diagnose
 fi
+log "the HBases' JVMs, CPU time used ($LOGS/jvm-cpu.log):"
+sed 's/^/  /' "$LOGS/jvm-cpu.log" >&2
 log "stages (seconds, and when each began after the start):"
 printf '  %s\n' "${summary[@]}" >&2
 log "total $(($(date +%s) - began))s"

@@ -75,7 +75,7 @@ func TestConcurrentUIDCreation(t *testing.T) {
 	// tests have one of their own under make test).
 	tb := allTables(t, st, "faults", "uid", 0)
 	bin := testproc.BuildBinary(t, filepath.Join(repoRoot(t), "cmd", "promhbase"))
-	own := ownTableFlags(tb)
+	own := append(ownTableFlags(tb), "--no-rollup.enabled") // no rollup tables: not the subject
 	procs := []*promhbaseProcess{startPromhbase(t, bin, "a", tb, own...), startPromhbase(t, bin, "b", tb, own...)}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

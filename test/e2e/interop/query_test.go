@@ -80,7 +80,13 @@ func testQuery(t *testing.T, layout mapping.Layout) {
 // fails the test naming the query.
 func askQuery(t *testing.T, base string, q putRequest) (int, string) {
 	t.Helper()
-	u := base + "/api/query"
+	return askTSD(t, base+"/api/query", q)
+}
+
+// askTSD sends q to the endpoint u (a TSD's or promhbase's) and returns
+// the answer's code and body.
+func askTSD(t *testing.T, u string, q putRequest) (int, string) {
+	t.Helper()
 	if q.query != "" {
 		u += "?" + q.query
 	}
