@@ -275,7 +275,7 @@ if ok peers && ok hbase-up; then
 		$GO test -count=1 -timeout 30m -parallel "$PARALLEL" $(embedded_pkgs)
 	report embedded
 	background hbase env PROMHBASE_TEST_BACKEND=hbase PROMHBASE_HBASE_ZK="$HBASE_ZK" \
-		$GO test -count=1 -timeout 30m -p 3 -parallel "$PARALLEL" "${HBASE_PKGS[@]}" "${HBASE_ONLY_PKGS[@]}"
+		$GO test -count=1 -timeout 30m -p 3 -parallel "$PARALLEL" "${HBASE_ONLY_PKGS[@]}" "${HBASE_PKGS[@]}"
 	if ok hbase-faults-up; then
 		background faults env "${faults_env[@]}" PROMHBASE_HBASE_ZK="$HBASE_FAULTS_ZK" \
 			$GO test -tags faults -count=1 -timeout 20m ./test/e2e/faults
