@@ -3,7 +3,10 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -138,25 +141,57 @@ func crashReopen(t *testing.T, s *Store, dir string, opts Options) *Store {
 }
 
 // crashCopy copies the files of an open store's directory, as they are,
-// into a new directory (what a crash leaves behind) and returns it.
+// into a new directory (what a crash leaves behind) and returns it. The
+// store's background work may add and remove files while they are
+// copied (a compaction's table, then the MANIFEST naming it): the copy
+// is taken again until the directory's files, names and sizes, are the
+// same after it as before, an instant a crash could have left.
 func crashCopy(t *testing.T, dir string) string {
 	t.Helper()
-	crashed := t.TempDir()
+	for range 50 {
+		crashed := t.TempDir()
+		before := storeFiles(t, dir)
+		for name := range before {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				break // removed meanwhile: the listings differ
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(crashed, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if maps.Equal(before, storeFiles(t, dir)) {
+			return crashed
+		}
+	}
+	t.Fatalf("the files of %s kept changing while they were copied", dir)
+	return ""
+}
+
+// storeFiles returns the regular files of dir but LOCK, by name, with
+// their sizes.
+func storeFiles(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := map[string]int64{}
 	for _, e := range ents {
 		if !e.Type().IsRegular() || e.Name() == "LOCK" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		files[e.Name()] = fi.Size()
 	}
-	return crashed
+	return files
 }
